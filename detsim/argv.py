@@ -1,0 +1,563 @@
+"""nanoBragg's command line, read the way nanoBragg reads it (spec §2.0).
+
+nanoBragg walks argv left to right and tests every ``-`` token against every flag pattern with
+``strstr``; a token can therefore fire several handlers (``-misset_seed`` also sets the misset angles,
+``-twotheta_axis`` also sets two-theta, ``-mosaic_seed`` also sets the noise seed), and the last
+assignment wins. This module reproduces that, with one difference: the handler a token was *meant* for
+(the longest pattern it matches) is strict - a missing or non-numeric value is an error naming the
+flag - and a token that matches no pattern is an error instead of being ignored. Side-effect handlers
+read their values as C's ``atof``/``atoi`` would.
+
+The result is an :class:`Arguments` record of raw, user-unit values; :mod:`detsim.cli` turns it into
+a :class:`~detsim.config.SimulationConfig`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from detsim.config import Convention, CrystalShape, Pivot
+
+
+class ArgumentError(ValueError):
+    """Bad command line; the message names the flag."""
+
+
+_FLOAT_PREFIX = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_INT_PREFIX = re.compile(r"^\s*[-+]?\d+")
+
+
+def c_atof(text: str) -> float:
+    """C ``atof``: the longest numeric prefix, 0.0 for garbage (used for side-effect handlers)."""
+    m = _FLOAT_PREFIX.match(text)
+    return float(m.group(0)) if m else 0.0
+
+
+def c_atoi(text: str) -> int:
+    m = _INT_PREFIX.match(text)
+    return int(m.group(0)) if m else 0
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class Arguments:
+    """Raw values from argv in the units the user typed; ``None`` = not given."""
+
+    convention: Convention = Convention.MOSFLM
+    pivot: Pivot = Pivot.BEAM
+    cell: list[float] = field(default_factory=list)
+    matrix_file: str | None = None
+    hkl_file: str | None = None
+    default_F: float = 0.0
+    misset_deg: tuple[float, float, float] | None = None
+    misset_random: bool = False
+    misset_seed: int | None = None
+    mosaic_seed: int = 12345678
+    noise_seed: int | None = None
+    Na: int = 1
+    Nb: int = 1
+    Nc: int = 1
+    xtal_size_mm: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    shape: CrystalShape = CrystalShape.SQUARE
+    fudge: float = 1.0
+    interpolate: bool | None = None
+    mosaic_spread_deg: float | None = None
+    mosaic_domains: int | None = None
+    phi0_deg: float = 0.0
+    osc_deg: float | None = None
+    phistep_deg: float | None = None
+    phisteps: int | None = None
+    dmin_A: float = 0.0
+    water_um: float = 0.0
+    lambda_A: float = 1.0
+    fluence: float | None = None
+    flux: float = 0.0
+    exposure_s: float = 1.0
+    beamsize_mm: float = 0.1
+    dispersion_pct: float = 0.0
+    dispsteps: int | None = None
+    hdivrange_mrad: float | None = None
+    vdivrange_mrad: float | None = None
+    hdivstep_mrad: float | None = None
+    vdivstep_mrad: float | None = None
+    hdivsteps: int | None = None
+    vdivsteps: int | None = None
+    round_div: bool = True
+    source_file: str | None = None
+    polarization: float = 0.0
+    nopolar: bool = False
+    vectors: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    pixel_mm: float = 0.1
+    detsize_f_mm: float = 102.4
+    detsize_s_mm: float = 102.4
+    fpixels: int = 0
+    spixels: int = 0
+    distance_mm: float = 100.0
+    close_distance_mm: float | None = None
+    xbeam_mm: float | None = None
+    ybeam_mm: float | None = None
+    xclose_mm: float | None = None
+    yclose_mm: float | None = None
+    orgx_px: float | None = None
+    orgy_px: float | None = None
+    rot_deg: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    twotheta_deg: float = 0.0
+    curved: bool = False
+    point_pixel: bool = False
+    thick_um: float = 0.0
+    mu_per_m: float | None = None
+    thicksteps: int | None = None
+    oversample: int = 0
+    oversample_thick: bool = False
+    oversample_polar: bool = False
+    oversample_omega: bool = False
+    roi: tuple[int, int, int, int] | None = None
+    floatfile: str = "floatimage.bin"
+    intfile: str = "intimage.img"
+    pgmfile: str = "image.pgm"
+    noisefile: str = "noiseimage.img"
+    write_pgm: bool = True
+    write_noise: bool = True
+    int_scale: float = 0.0
+    pgm_scale: float = 0.0
+    adc: float = 40.0
+    progress: bool = True
+    stol_file: str | None = None
+    img_file: str | None = None
+    mask_file: str | None = None
+    # detsim's own options (no nanoBragg counterpart)
+    dtype: str = "float64"
+    device: str = "cpu"
+    chunk_pixels: int | None = None
+    physical_phi: bool = False
+    trace_pixels: list[tuple[int, int]] = field(default_factory=list)
+
+
+class _Values:
+    """Reads a handler's values: strictly for the handler the flag was meant for, like C otherwise."""
+
+    def __init__(self, argv: list[str], i: int, flag: str, strict: bool):
+        self.argv, self.i, self.flag, self.strict = argv, i, flag, strict
+
+    def text(self, k: int = 1) -> str:
+        return self.argv[self.i + k]
+
+    def float(self, k: int = 1) -> float:
+        text = self.argv[self.i + k]
+        if not self.strict:
+            return c_atof(text)
+        try:
+            value = float(text)
+        except ValueError:
+            raise ArgumentError(f"{self.flag} expects a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise ArgumentError(f"{self.flag} expects a finite number, got {text!r}")
+        return value
+
+    def int(self, k: int = 1) -> int:
+        text = self.argv[self.i + k]
+        if not self.strict:
+            return c_atoi(text)
+        try:
+            return int(text)
+        except ValueError:
+            raise ArgumentError(f"{self.flag} expects an integer, got {text!r}") from None
+
+    def vec3(self) -> tuple[float, float, float]:
+        return (self.float(1), self.float(2), self.float(3))
+
+
+Action = Callable[[Arguments, _Values], None]
+
+
+@dataclass(frozen=True)
+class _Handler:
+    pattern: str
+    nargs: int  # values the handler reads (C's "argc > i + nargs" guard)
+    action: Action
+    exact: bool = False  # strcmp instead of strstr
+    length: int | None = None  # required strlen of the token
+    also: tuple[str, ...] = ()  # other patterns for the same handler
+    stop: bool = False  # C 'continue': no later handler sees this token
+
+    def matches(self, token: str) -> bool:
+        if self.length is not None and len(token) != self.length:
+            return any(p in token for p in self.also)
+        if self.exact:
+            return token == self.pattern
+        return self.pattern in token or any(p in token for p in self.also)
+
+    def specificity(self, token: str) -> int:
+        """Length of the longest of this handler's patterns found in ``token``."""
+        return max(len(p) for p in (self.pattern, *self.also) if p in token)
+
+
+def _set(name: str, kind: str = "float", scale: float = 1.0) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        value = v.int() if kind == "int" else v.float() * scale
+        setattr(a, name, value)
+    return action
+
+
+def _cell(a: Arguments, v: _Values) -> None:
+    values = []
+    for k in range(1, 7):
+        if v.i + k >= len(v.argv) or v.argv[v.i + k].startswith("-"):
+            break
+        values.append(v.float(k))
+    if not values and v.strict:
+        raise ArgumentError("-cell expects up to 6 values: a b c alpha beta gamma")
+    a.cell = values + a.cell[len(values):]
+
+
+def _misset(a: Arguments, v: _Values) -> None:
+    if "rand" in v.text():
+        a.misset_random = True
+        return
+    if v.i + 3 >= len(v.argv):
+        if v.strict:
+            raise ArgumentError(f"{v.flag} expects 3 angles (deg) or 'random'")
+        return
+    a.misset_deg = v.vec3()
+    a.misset_random = False
+
+
+def _vector(key: str) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        a.convention = Convention.CUSTOM
+        a.vectors[key] = v.vec3()
+    return action
+
+
+def _convention(conv: Convention, pivot: Pivot) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        a.convention, a.pivot = conv, pivot
+    return action
+
+
+def _pivot_setter(name: str, pivot: Pivot, scale: float = 1.0) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        setattr(a, name, v.float() * scale)
+        a.pivot = pivot
+    return action
+
+
+def _pivot(a: Arguments, v: _Values) -> None:
+    text = v.text()
+    if "sample" in text:
+        a.pivot = Pivot.SAMPLE
+    if "beam" in text:
+        a.pivot = Pivot.BEAM
+    if v.strict and "sample" not in text and "beam" not in text:
+        raise ArgumentError(f"-pivot expects 'sample' or 'beam', got {text!r}")
+
+
+def _detector_abs(a: Arguments, v: _Values) -> None:
+    if "inf" in v.text() or v.float() == 0.0:
+        a.thick_um, a.mu_per_m = 0.0, 0.0  # spec §2.3 [QUIRK]: also zeroes the thickness
+    else:
+        a.mu_per_m = 1.0 / (v.float() * 1e-6)
+
+
+def _twotheta(a: Arguments, v: _Values) -> None:
+    a.twotheta_deg = v.float()
+    a.pivot = Pivot.SAMPLE
+
+
+def _xtal_all(a: Arguments, v: _Values) -> None:
+    size = v.float()
+    a.xtal_size_mm = [size, size, size]
+
+
+def _xtal_axis(axis: int) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        a.xtal_size_mm[axis] = v.float()
+    return action
+
+
+def _detsize(a: Arguments, v: _Values) -> None:
+    a.detsize_f_mm = a.detsize_s_mm = v.float()
+
+
+def _detpixels(a: Arguments, v: _Values) -> None:
+    a.fpixels = a.spixels = v.int()
+
+
+def _N(a: Arguments, v: _Values) -> None:
+    a.Na = a.Nb = a.Nc = v.int()
+
+
+def _flag(name: str, value) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        setattr(a, name, value)
+    return action
+
+
+def _roi(a: Arguments, v: _Values) -> None:
+    a.roi = (v.int(1), v.int(2), v.int(3), v.int(4))
+
+
+def _polar(a: Arguments, v: _Values) -> None:
+    a.polarization, a.nopolar = v.float(), False
+
+
+def _divergence(a: Arguments, v: _Values) -> None:
+    a.hdivrange_mrad = a.vdivrange_mrad = v.float()
+
+
+def _divsteps(a: Arguments, v: _Values) -> None:
+    a.hdivsteps = a.vdivsteps = v.int()
+
+
+def _energy(a: Arguments, v: _Values) -> None:
+    energy = v.float()
+    if v.strict and energy <= 0:
+        raise ArgumentError(f"-energy must be > 0 eV, got {energy}")
+    a.lambda_A = 12398.42 / energy if energy else math.inf
+
+
+def _text(name: str) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        setattr(a, name, v.text())
+    return action
+
+
+def _output(name: str, switch: str | None = None) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        setattr(a, name, v.text())
+        if switch:
+            setattr(a, switch, True)
+    return action
+
+
+def _seed(name: str) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        setattr(a, name, v.int())
+    return action
+
+
+def _pgmscale(a: Arguments, v: _Values) -> None:
+    a.pgm_scale, a.write_pgm = v.float(), True
+
+
+def _noop(a: Arguments, v: _Values) -> None:
+    return None
+
+
+def _trace(a: Arguments, v: _Values) -> None:
+    a.trace_pixels.append((v.int(1), v.int(2)))
+
+
+def _choice(name: str, options: tuple[str, ...]) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        text = v.text()
+        if text not in options:
+            raise ArgumentError(f"{v.flag} expects one of {', '.join(options)}, got {text!r}")
+        setattr(a, name, text)
+    return action
+
+
+H = _Handler
+# nanoBragg's handlers in its own order (spec §2); order matters because the last assignment wins.
+HANDLERS: tuple[_Handler, ...] = (
+    H("-Na", 1, _set("Na", "int"), stop=True),
+    H("-Nb", 1, _set("Nb", "int"), stop=True),
+    H("-Nc", 1, _set("Nc", "int"), stop=True),
+    H("-N", 1, _N, exact=True, stop=True),
+    H("-cell", 1, _cell),
+    H("-misset", 1, _misset),
+    H("-samplesize", 1, _xtal_all, also=("-sample_size",)),
+    H("-sample_thick", 1, _xtal_axis(0), also=("-sample_x",)),
+    H("-sample_width", 1, _xtal_axis(1), also=("-sample_y", "-width")),
+    H("-sample_heigh", 1, _xtal_axis(2), also=("-sample_z", "-heigh")),
+    H("-xtalsize", 1, _xtal_all, also=("-xtal_size",)),
+    H("-xtal_thick", 1, _xtal_axis(0), also=("-xtal_x",)),
+    H("-xtal_width", 1, _xtal_axis(1), also=("-xtal_y", "-width")),
+    H("-xtal_heigh", 1, _xtal_axis(2), also=("-xtal_z", "-heigh")),
+    H("-density", 1, _noop, also=("-sample_den",)),
+    H("-MW", 1, _noop, exact=True),
+    H("-molec", 1, _noop),
+    H("-Xbeam", 1, _pivot_setter("xbeam_mm", Pivot.BEAM)),
+    H("-Ybeam", 1, _pivot_setter("ybeam_mm", Pivot.BEAM)),
+    H("-Xclose", 1, _pivot_setter("xclose_mm", Pivot.SAMPLE)),
+    H("-Yclose", 1, _pivot_setter("yclose_mm", Pivot.SAMPLE)),
+    H("-ORGX", 1, _pivot_setter("orgx_px", Pivot.SAMPLE)),
+    H("-ORGY", 1, _pivot_setter("orgy_px", Pivot.SAMPLE)),
+    H("-pivot", 1, _pivot),
+    H("-mosflm", 0, _convention(Convention.MOSFLM, Pivot.BEAM)),
+    H("-xds", 0, _convention(Convention.XDS, Pivot.SAMPLE)),
+    H("-adxv", 0, _convention(Convention.ADXV, Pivot.BEAM)),
+    H("-denzo", 0, _convention(Convention.DENZO, Pivot.BEAM)),
+    H("-dials", 0, _convention(Convention.DIALS, Pivot.BEAM)),
+    H("-fdet_vector", 3, _vector("fdet")),
+    H("-sdet_vector", 3, _vector("sdet")),
+    H("-odet_vector", 3, _vector("odet")),
+    H("-beam_vector", 3, _vector("beam")),
+    H("-polar_vector", 3, _vector("polar")),
+    H("-spindle_axis", 3, _vector("spindle")),
+    H("-twotheta_axis", 3, _vector("twotheta_axis")),
+    H("-pix0_vector", 3, _vector("pix0")),  # spec §2.3: sets CUSTOM, otherwise no effect
+    H("-distance", 1, _pivot_setter("distance_mm", Pivot.BEAM)),
+    H("-close_distance", 1, _pivot_setter("close_distance_mm", Pivot.SAMPLE)),
+    H("-detector_abs", 1, _detector_abs),
+    H("-detector_thick", 1, _set("thick_um"), length=15),
+    H("-detector_thicksteps", 1, _set("thicksteps", "int")),
+    H("-thicksteps", 1, _set("thicksteps", "int")),
+    H("-twotheta", 1, _twotheta),
+    H("-detector_rotx", 1, lambda a, v: a.rot_deg.__setitem__(0, v.float())),
+    H("-detector_roty", 1, lambda a, v: a.rot_deg.__setitem__(1, v.float())),
+    H("-detector_rotz", 1, lambda a, v: a.rot_deg.__setitem__(2, v.float())),
+    H("-detsize", 1, _detsize, length=8),
+    H("-detsize_f", 1, _set("detsize_f_mm")),
+    H("-detsize_s", 1, _set("detsize_s_mm")),
+    H("-detpixels", 1, _detpixels, length=10),
+    H("-detpixels_f", 1, _set("fpixels", "int"), also=("-detpixels_x",)),
+    H("-detpixels_s", 1, _set("spixels", "int"), also=("-detpixels_y",)),
+    H("-curved_det", 1, _flag("curved", True)),  # needs a following token, which it ignores
+    H("-pixel", 1, _set("pixel_mm")),
+    H("-point_pixel", 0, _flag("point_pixel", True)),
+    H("-polar", 1, _polar, length=6),
+    H("-nopolar", 0, _flag("nopolar", True)),
+    H("-oversample_thick", 0, _flag("oversample_thick", True), stop=True),
+    H("-oversample_polar", 0, _flag("oversample_polar", True), stop=True),
+    H("-oversample_omega", 0, _flag("oversample_omega", True), stop=True),
+    H("-oversample", 1, _set("oversample", "int")),
+    H("-roi", 4, _roi),
+    H("-lambda", 1, _set("lambda_A"), also=("-wave",)),
+    H("-energy", 1, _energy),
+    H("-fluence", 1, _set("fluence")),
+    H("-flux", 1, _set("flux")),
+    H("-exposure", 1, _set("exposure_s")),
+    H("-beamsize", 1, _set("beamsize_mm")),
+    H("-mosaic", 1, _set("mosaic_spread_deg"), length=7, also=("-mosaici", "-mosaic_spr")),
+    H("-mosaic_dom", 1, _set("mosaic_domains", "int")),
+    H("-dispersion", 1, _set("dispersion_pct")),
+    H("-dispsteps", 1, _set("dispsteps", "int")),
+    H("-divergence", 1, _divergence),
+    H("-hdivrange", 1, _set("hdivrange_mrad")),
+    H("-vdivrange", 1, _set("vdivrange_mrad")),
+    H("-hdivstep", 1, _set("hdivstep_mrad"), length=9),
+    H("-hdivsteps", 1, _set("hdivsteps", "int")),
+    H("-vdivstep", 1, _set("vdivstep_mrad"), length=9),
+    H("-vdivsteps", 1, _set("vdivsteps", "int")),
+    H("-divsteps", 1, _divsteps),
+    H("-round_div", 0, _flag("round_div", True)),
+    H("-square_div", 0, _flag("round_div", False)),
+    H("-adc", 1, _set("adc")),
+    H("-phi", 1, _set("phi0_deg"), length=4),
+    H("-osc", 1, _set("osc_deg")),
+    H("-phistep", 1, _set("phistep_deg"), length=8),
+    H("-phisteps", 1, _set("phisteps", "int")),
+    H("-dmin", 1, _set("dmin_A")),
+    H("-mat", 1, _text("matrix_file")),
+    H("-hkl", 1, _text("hkl_file")),
+    H("-default_F", 1, _set("default_F")),
+    H("-dump", 1, _noop),
+    H("-img", 1, _text("img_file")),
+    H("-mask", 1, _text("mask_file")),
+    H("-stolout", 1, _noop),
+    H("-stol", 1, _text("stol_file"), length=5),
+    H("-4stol", 1, _text("stol_file"), length=6),
+    H("-Q", 1, _text("stol_file"), length=2),
+    H("-sourcefile", 1, _text("source_file")),
+    H("-floatfile", 1, _output("floatfile"), also=("-floatimage",)),
+    H("-intfile", 1, _output("intfile"), also=("-intimage",)),
+    H("-pgmfile", 1, _output("pgmfile", "write_pgm"), also=("-pgmimage",)),
+    H("-noisefile", 1, _output("noisefile", "write_noise"), also=("-noiseimage",)),
+    H("-nonoise", 0, _flag("write_noise", False)),
+    H("-nopgm", 0, _flag("write_pgm", False)),
+    H("-scale", 1, _set("int_scale")),
+    H("-pgmscale", 1, _pgmscale),
+    H("-coherent", 0, _noop),
+    H("-printout", 0, _noop),
+    H("-noprogress", 0, _flag("progress", False)),
+    H("-progress", 0, _flag("progress", True)),
+    H("-interpolate", 0, _flag("interpolate", True)),
+    H("-nointerpolate", 0, _flag("interpolate", False)),
+    H("-round_xtal", 0, _flag("shape", CrystalShape.ROUND)),
+    H("-square_xtal", 0, _flag("shape", CrystalShape.SQUARE)),
+    H("-gauss_xtal", 0, _flag("shape", CrystalShape.GAUSS)),
+    H("-binary_spots", 0, _flag("shape", CrystalShape.TOPHAT), also=("-tophat_spots",)),
+    H("-fudge", 1, _set("fudge")),
+    H("-printout_pixel", 2, _noop),
+    H("-seed", 1, _seed("noise_seed")),
+    H("-mosaic_seed", 1, _seed("mosaic_seed")),
+    H("-misset_seed", 1, _seed("misset_seed")),
+    H("-water", 1, _set("water_um")),
+    # detsim's own options; none of their names contains a nanoBragg pattern.
+    H("-dtype", 1, _choice("dtype", ("float64", "float32")), exact=True),
+    H("-device", 1, _text("device"), exact=True),
+    H("-chunk_pixels", 1, _set("chunk_pixels", "int"), exact=True),
+    H("-physical_phi", 0, _flag("physical_phi", True), exact=True),
+    H("-trace_pixel", 2, _trace, exact=True),
+)
+
+# Handlers whose value may legitimately start with '-' (negative numbers).
+_SIGNED = {"-misset", "-fdet_vector", "-sdet_vector", "-odet_vector", "-beam_vector", "-polar_vector",
+           "-spindle_axis", "-twotheta_axis", "-pix0_vector", "-Xbeam", "-Ybeam", "-Xclose", "-Yclose",
+           "-ORGX", "-ORGY", "-twotheta", "-detector_rotx", "-detector_roty", "-detector_rotz", "-phi",
+           "-osc", "-phistep", "-roi", "-seed", "-mosaic_seed", "-misset_seed", "-adc", "-trace_pixel",
+           "-default_F", "-polar", "-fudge", "-oversample", "-scale", "-pgmscale"}
+
+
+def parse_argv(argv: list[str]) -> Arguments:
+    """Read a nanoBragg argument list (argv[1:]) into :class:`Arguments` (spec §2.0)."""
+    args = Arguments()
+    consumed: set[int] = set()
+    for i, token in enumerate(argv):
+        if i in consumed:
+            continue
+        if not token.startswith("-") or _is_number(token):
+            raise ArgumentError(f"unexpected argument {token!r} (not a value of any flag before it)")
+        matching = [h for h in HANDLERS if h.matches(token)]
+        if not matching:
+            raise ArgumentError(f"unknown flag {token}")
+        meant = max(matching, key=lambda h: h.specificity(token))
+        for handler in matching:
+            strict = handler is meant
+            if i + handler.nargs >= len(argv):
+                if strict and handler.pattern != "-curved_det":
+                    raise ArgumentError(f"{token} expects {handler.nargs} value(s)")
+                continue
+            if strict:
+                _check_values(argv, i, handler, token)
+            handler.action(args, _Values(argv, i, token, strict))
+            if strict:
+                consumed.update(range(i + 1, i + 1 + _values_taken(argv, i, handler)))
+            if handler.stop:
+                break
+    return args
+
+
+def _values_taken(argv: list[str], i: int, handler: _Handler) -> int:
+    """How many following tokens are values of the flag at ``i`` (not flags of their own)."""
+    if handler.pattern == "-cell":
+        n = 0
+        while n < 6 and i + 1 + n < len(argv) and not argv[i + 1 + n].startswith("-"):
+            n += 1
+        return n
+    if handler.pattern == "-misset":
+        return 1 if "rand" in argv[i + 1] else 3
+    if handler.pattern == "-curved_det":
+        return 0
+    return handler.nargs
+
+
+def _check_values(argv: list[str], i: int, handler: _Handler, token: str) -> None:
+    """A value that looks like a flag means the value is missing."""
+    if handler.pattern in ("-cell", "-curved_det") or handler.nargs == 0:
+        return
+    for k in range(1, _values_taken(argv, i, handler) + 1):
+        value = argv[i + k]
+        if value.startswith("-") and not (_is_number(value) and handler.pattern in _SIGNED):
+            raise ArgumentError(f"{token} expects {_values_taken(argv, i, handler)} value(s), got flag {value}")

@@ -1,0 +1,439 @@
+"""The simulation engine: everything independent of the pixel once, then pixels in chunks (spec §5).
+
+``prepare`` resolves a :class:`~detsim.config.SimulationConfig` into a :class:`Setup` (geometry,
+sources, crystal orientations, step counts); ``render`` accumulates the image. Inside ``render`` the
+work for a chunk of P pixels is laid out as tensors over nanoBragg's sampling axes:
+
+    (P, T, O, 3)      subpixel positions: T sensor layers, O = N_os**2 subpixels      (spec §3.4)
+    (P, Sb, Rb, 3)    Miller indices for a block of Sb sources x Rb orientations      (spec §5.6)
+
+where the R axis enumerates (phi step, mosaic domain) pairs, phi outer. Python loops run only over
+layers, subpixels and blocks of the sampling axes, never over pixels. Sums are accumulated in a fixed
+order (chunk by chunk, block by block), so an image is bit-for-bit reproducible for a given chunk size,
+dtype and device, whatever the thread count.
+
+The engine never prints: progress goes to an optional callback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import torch
+from torch import Tensor
+
+from detsim import physics
+from detsim.config import CrystalShape, SimulationConfig
+from detsim.crystal import (
+    Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
+    orientations, phi_angles, phi_steps,
+)
+from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame, pixel_positions
+from detsim.sampling import Steps, resolve_thickness
+from detsim.sources import Sources, build_sources
+from detsim.structure import StructureFactors
+from detsim.units import ANGSTROM, R_E_SQ_M2, UM
+
+DEFAULT_BLOCK_LANES = 1 << 20  # pixel x source x orientation lanes per block: ~8 MB per float64 temporary
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything the pixel loop needs, resolved once (spec §5.1)."""
+
+    config: SimulationConfig
+    frame: LabFrame
+    geometry: DetectorGeometry
+    lattice: Lattice
+    sources: Sources
+    orientations: Tensor  # (R, 3, 3) rows a, b, c (m), R = phi steps x mosaic domains
+    phi_steps: Steps
+    phis_rad: list[float]
+    mosaic_domains: int
+    oversample: int
+    oversample_auto: bool
+    thickness: Steps  # sensor layers (m)
+    mu_per_m: float
+    structure: StructureFactors
+    interpolate: bool
+    fluence_per_m2: float
+    water_bg: float  # I_bg (spec §6.1)
+    pixels_s: Tensor  # (P_total,) slow index of every rendered pixel, raster order
+    pixels_f: Tensor  # (P_total,) fast index
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def steps(self) -> int:
+        """nanoBragg's normaliser: sources x domains x phi steps x subpixels (spec §5.1)."""
+        return self.sources.lambda_m.shape[0] * self.orientations.shape[0] * self.oversample ** 2
+
+
+@dataclass(frozen=True)
+class RenderInfo:
+    """Facts about a finished render that a caller may report."""
+
+    interpolation_switched_off_at: tuple[int, int] | None  # (slow, fast) of the first out-of-range point
+
+
+def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
+            dtype: torch.dtype = torch.float64) -> Setup:
+    """Resolve the configuration into geometry, sources, orientations and step counts.
+
+    Geometry and orientations are computed in float64 whatever ``dtype`` is, then cast: the setup is
+    tiny and float64 keeps float32 images close to float64 ones.
+    """
+    device = torch.device(device)
+    setup_dtype = torch.float64
+    beam, det, sampling = config.beam, config.detector, config.sampling
+    crystal = clip_sizes_to_beam(config.crystal, beam.beamsize_mm)
+    frame = lab_frame(det, beam, crystal, device=device, dtype=setup_dtype)
+    geom = detector_geometry(det, frame, device=device, dtype=setup_dtype)
+    lattice = build_lattice(crystal, beam.lambda_A, device=device, dtype=setup_dtype)
+    sources = build_sources(beam, frame)
+
+    steps = phi_steps(sampling)
+    phis = phi_angles(sampling, steps)
+    umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)
+    orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)
+
+    recommended = auto_oversample(lattice, beam.lambda_A, float(geom.distance_m), float(geom.pixel_m))
+    oversample = sampling.oversample if sampling.oversample else recommended
+
+    thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)
+    if det.mu_per_m is not None:
+        mu = det.mu_per_m
+    else:
+        mu = 1.0 / (det.thick_um * UM) if det.thick_um > 0 else 0.0
+
+    has_table = crystal.hkl is not None
+    if crystal.interpolate is None:
+        interpolate = min(crystal.Na, crystal.Nb, crystal.Nc) <= 2  # as parsed, before -xtalsize (spec §2.1)
+    else:
+        interpolate = crystal.interpolate
+    interpolate = interpolate and has_table
+
+    fluence = beam.effective_fluence_per_m2
+    s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, device)
+    cast = dict(dtype=dtype)
+    return Setup(
+        config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
+        lattice=Lattice(real_m=lattice.real_m.to(**cast), recip_A=lattice.recip_A.to(**cast),
+                        N=lattice.N.to(**cast), volume_A3=lattice.volume_A3, misset_rad=lattice.misset_rad),
+        sources=Sources(incident=sources.incident.to(**cast), lambda_m=sources.lambda_m.to(**cast)),
+        orientations=orient.to(**cast), phi_steps=steps, phis_rad=phis, mosaic_domains=umats.shape[0],
+        oversample=oversample, oversample_auto=not sampling.oversample,
+        thickness=thickness, mu_per_m=mu,
+        structure=StructureFactors(crystal.hkl, crystal.default_F, device=device, dtype=dtype),
+        interpolate=interpolate, fluence_per_m2=fluence,
+        water_bg=physics.water_background(crystal.water_um * UM, fluence),
+        pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
+    )
+
+
+def _cast_frame(frame: LabFrame, dtype: torch.dtype) -> LabFrame:
+    return LabFrame(beam=frame.beam.to(dtype), polar=frame.polar.to(dtype), vert=frame.vert.to(dtype),
+                    spindle=frame.spindle.to(dtype))
+
+
+def _cast_geometry(geom: DetectorGeometry, dtype: torch.dtype) -> DetectorGeometry:
+    fields = {k: (v.to(dtype) if isinstance(v, Tensor) else v) for k, v in vars(geom).items()}
+    return DetectorGeometry(**fields)
+
+
+def _rendered_pixels(spixels: int, fpixels: int, roi, device) -> tuple[Tensor, Tensor]:
+    """Slow and fast indices of the pixels inside the ROI, in raster order."""
+    xmin, xmax, ymin, ymax = roi if roi is not None else (0, fpixels - 1, 0, spixels - 1)
+    s = torch.arange(ymin, ymax + 1, device=device)
+    f = torch.arange(xmin, xmax + 1, device=device)
+    return s.repeat_interleave(f.numel()), f.repeat(s.numel())
+
+
+def render(setup: Setup, *, chunk_pixels: int | None = None,
+           progress: Callable[[float], None] | None = None) -> tuple[Tensor, RenderInfo]:
+    """Accumulate the image of a prepared simulation.
+
+    Args:
+        chunk_pixels: pixels per chunk; None picks one that keeps each block near
+            ``DEFAULT_BLOCK_LANES`` lanes (a few hundred MB of working memory at most).
+        progress: called with the fraction done after each chunk.
+
+    Returns:
+        (image, info): image of shape (slow, fast) in ``setup.dtype`` on ``setup.device``, photons per
+        pixel; pixels outside the ROI are 0.
+    """
+    lanes_per_pixel = setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
+    if chunk_pixels is None:
+        chunk_pixels = max(1, DEFAULT_BLOCK_LANES // lanes_per_pixel)
+    det = setup.config.detector
+    total = setup.pixels_s.numel()
+    values = torch.zeros(total, dtype=setup.dtype, device=setup.device)
+    state = _InterpolationState(enabled=setup.interpolate)
+    for start in range(0, total, chunk_pixels):
+        stop = min(start + chunk_pixels, total)
+        values[start:stop] = _render_chunk(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop],
+                                           start, state)
+        if progress is not None:
+            progress(stop / total)
+    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)
+    image = image.index_put((setup.pixels_s * det.fpixels + setup.pixels_f,), values)
+    info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup))
+    return image.reshape(det.spixels, det.fpixels), info
+
+
+@dataclass
+class _InterpolationState:
+    """nanoBragg's global interpolation switch: off for good after the first out-of-range point (spec §5.7).
+
+    ``cutoff`` is the global iteration index (pixel-major, loop order within a pixel) of that point;
+    iterations before it interpolate.
+    """
+
+    enabled: bool
+    cutoff: int | None = None
+    cutoff_pixel: int | None = None
+
+    def switched_off_at(self, setup: Setup) -> tuple[int, int] | None:
+        if self.cutoff_pixel is None:
+            return None
+        return int(setup.pixels_s[self.cutoff_pixel]), int(setup.pixels_f[self.cutoff_pixel])
+
+
+@dataclass(frozen=True)
+class _PixelTerms:
+    """Per-pixel quantities of one chunk (P pixels)."""
+
+    diffracted: Tensor  # (P, T, O, 3) unit vectors
+    omega: Tensor  # (P, T, O) solid angle of each subpixel (used as-is only with -oversample_omega)
+    capture: Tensor  # (P, T, O) capture fraction of each subpixel in its layer
+    survives: Tensor  # (P, T, O, S) source not cut by -dmin
+    polar: Tensor  # (P, T, O, S) polarization factor
+    scattering: Tensor  # (P, T, O, S, 3) scattering vectors (1/m)
+
+
+def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> _PixelTerms:
+    geom, det = setup.geometry, setup.config.detector
+    dtype = setup.dtype
+    layers = torch.arange(setup.thickness.count, device=setup.device, dtype=dtype) * setup.thickness.step
+    pos = pixel_positions(geom, s_idx, f_idx, setup.oversample, layers, det.curved, setup.frame.beam)
+    airpath = torch.linalg.vector_norm(pos, dim=-1)  # (P, T, O)
+    diffracted = pos / airpath[..., None]
+    omega = physics.solid_angle(airpath, geom.pixel_m, geom.close_distance_m, det.point_pixel)
+    if setup.thickness.range > 0:
+        cos_in = (diffracted * geom.odet).sum(-1)
+        layer = torch.arange(setup.thickness.count, device=setup.device, dtype=dtype)[None, :, None]
+        step_mu = setup.thickness.step * setup.mu_per_m
+        capture = torch.exp(-layer * step_mu / cos_in) - torch.exp(-(layer + 1) * step_mu / cos_in)
+    else:
+        capture = torch.ones_like(airpath)
+    incident = setup.sources.incident  # (S, 3)
+    lam = setup.sources.lambda_m  # (S,)
+    scattering = (diffracted[..., None, :] - incident) / lam[:, None]  # (P, T, O, S, 3)
+    dmin_m = setup.config.crystal.dmin_A * ANGSTROM
+    if dmin_m > 0:
+        stol = 0.5 * torch.linalg.vector_norm(scattering, dim=-1)
+        survives = ~((stol > 0) & (dmin_m > 0.5 / stol))
+    else:
+        survives = torch.ones(scattering.shape[:-1], dtype=torch.bool, device=setup.device)
+    beam = setup.config.beam
+    if beam.nopolar:
+        polar = torch.ones(scattering.shape[:-1], dtype=dtype, device=setup.device)
+    else:
+        polar = physics.polarization_factor(incident.expand_as(scattering), diffracted[..., None, :].expand_as(scattering),
+                                            setup.frame.polar, beam.polarization_kahn)
+    return _PixelTerms(diffracted=diffracted, omega=omega, capture=capture, survives=survives,
+                       polar=polar, scattering=scattering)
+
+
+def _first_evaluation(values: Tensor, survives: Tensor) -> Tensor:
+    """Value at the first surviving (layer, subpixel, source) of each pixel, 0 if none (spec §5.5).
+
+    Args:
+        values, survives: (P, T, O, S).
+    """
+    flat_ok = survives.reshape(survives.shape[0], -1)
+    first = flat_ok.to(torch.uint8).argmax(dim=1)  # first True (0 when none)
+    picked = values.reshape(values.shape[0], -1).gather(1, first[:, None])[:, 0]
+    return torch.where(flat_ok.any(dim=1), picked, torch.zeros_like(picked))
+
+
+def _blocks(n_sources: int, n_orient: int, lanes: int) -> Iterator[tuple[slice, slice]]:
+    """(source slice, orientation slice) blocks of at most ``lanes`` lanes, in loop order.
+
+    Each block is a contiguous range of the flattened (source, orientation) iteration: either whole
+    sources with every orientation, or part of one source's orientations.
+    """
+    if n_orient <= lanes:
+        per = max(1, lanes // n_orient)
+        for s in range(0, n_sources, per):
+            yield slice(s, min(s + per, n_sources)), slice(0, n_orient)
+    else:
+        for s in range(n_sources):
+            for r in range(0, n_orient, lanes):
+                yield slice(s, s + 1), slice(r, min(r + lanes, n_orient))
+
+
+def _miller(scattering: Tensor, orient: Tensor) -> Tensor:
+    """Fractional h, k, l = (a, b, c) . S.
+
+    Args:
+        scattering: (P, Sb, 3) in 1/m; orient: (Rb, 3, 3) rows a, b, c in m.
+
+    Returns:
+        (P, Sb, Rb, 3), as three explicit multiply-adds (no BLAS), so results do not depend on threads.
+    """
+    s = scattering[:, :, None, None, :]  # (P, Sb, 1, 1, 3)
+    o = orient[None, None]  # (1, 1, Rb, 3, 3)
+    return s[..., 0] * o[..., 0] + s[..., 1] * o[..., 1] + s[..., 2] * o[..., 2]
+
+
+def _lattice_sq(setup: Setup, hkl: Tensor, frac: Tensor) -> Tensor:
+    """F_latt**2 for the configured crystal shape (spec §5.6); (P, Sb, Rb)."""
+    crystal = setup.config.crystal
+    N = setup.lattice.N
+    if crystal.shape is CrystalShape.SQUARE:
+        return physics.lattice_square_sq(frac, N)
+    if crystal.shape is CrystalShape.ROUND:
+        return physics.lattice_round_sq(frac, N, crystal.fudge)
+    rad_sq = physics.reciprocal_distance_sq(frac, setup.lattice.recip_A, N)
+    if crystal.shape is CrystalShape.GAUSS:
+        return physics.lattice_gauss_sq(rad_sq, N, crystal.fudge)
+    return physics.lattice_tophat_sq(rad_sq, N, crystal.fudge)
+
+
+def _cell_sq(setup: Setup, hkl: Tensor, nearest: Tensor, interp_mask: Tensor | None) -> Tensor:
+    """|F_cell|**2 (spec §5.7); interpolated where ``interp_mask`` is True."""
+    h0, k0, l0 = nearest.unbind(-1)
+    F = setup.structure.nearest(h0, k0, l0)
+    if interp_mask is not None and bool(interp_mask.any()):
+        h, k, l = hkl.unbind(-1)
+        F = torch.where(interp_mask, setup.structure.tricubic(h, k, l), F)
+    return F * F
+
+
+def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
+                  interp: _InterpolationState) -> Tensor:
+    """Pixel values of one chunk, (P,)."""
+    cfg = setup.config
+    terms = _pixel_terms(setup, s_idx, f_idx)
+    P, T, O, S = terms.survives.shape
+    R = setup.orientations.shape[0]
+    per_pixel = T * O * S * R  # iterations per pixel, in loop order t, o, s, r
+    water = cfg.crystal.water_um != 0
+    flags = cfg.sampling
+    sequential = flags.oversample_thick or flags.oversample_polar or flags.oversample_omega
+    lanes = max(1, DEFAULT_BLOCK_LANES // max(P, 1))
+
+    if interp.enabled and interp.cutoff is None:
+        _scan_interpolation_edge(setup, terms, first_pixel, per_pixel, lanes, interp)
+
+    total = torch.full((P,), setup.water_bg, dtype=setup.dtype, device=setup.device)
+    for t in range(T):
+        for o in range(O):
+            for s_sl, r_sl in _blocks(S, R, lanes):
+                scat = terms.scattering[:, t, o, s_sl]  # (P, Sb, 3)
+                hkl = _miller(scat, setup.orientations[r_sl])  # (P, Sb, Rb, 3)
+                nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
+                latt_sq = _lattice_sq(setup, hkl, hkl - nearest)
+                mask = None
+                if interp.enabled:
+                    mask = _interp_allowed(setup, hkl, interp, first_pixel, per_pixel,
+                                           _iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device))
+                contrib = _cell_sq(setup, hkl, nearest, mask) * latt_sq
+                alive = terms.survives[:, t, o, s_sl, None].expand_as(contrib)
+                contrib = torch.where(alive, contrib, torch.zeros_like(contrib))
+                if not sequential:
+                    total = total + contrib.reshape(P, -1).sum(-1)
+                    continue
+                # spec §5.8 [QUIRK]: each iteration multiplies the whole running sum by the enabled
+                # factors. Skipped iterations (cut source, or F_latt == 0 without water) multiply by 1.
+                factor = torch.ones_like(contrib)
+                if flags.oversample_thick:
+                    factor = factor * terms.capture[:, t, o, None, None]
+                if flags.oversample_polar:
+                    factor = factor * terms.polar[:, t, o, s_sl, None]
+                if flags.oversample_omega:
+                    factor = factor * terms.omega[:, t, o, None, None]
+                counted = alive if water else alive & (latt_sq != 0)
+                factor = torch.where(counted, factor, torch.ones_like(factor)).reshape(P, -1)
+                suffix = torch.flip(torch.cumprod(torch.flip(factor, (1,)), 1), (1,))
+                total = total * suffix[:, 0] + (contrib.reshape(P, -1) * suffix).sum(-1)
+
+    scale = R_E_SQ_M2 * setup.fluence_per_m2 / setup.steps
+    value = total * scale
+    if not flags.oversample_thick:
+        value = value * terms.capture[:, -1, 0]  # last layer, first subpixel (spec §5.8)
+    if not flags.oversample_polar:
+        polar = terms.polar if not cfg.beam.nopolar else torch.ones_like(terms.polar)
+        value = value * _first_evaluation(polar, terms.survives)
+    if not flags.oversample_omega:
+        value = value * terms.omega[:, 0, 0]
+    return value
+
+
+def _iteration_index(T: int, O: int, S: int, R: int, t: int, o: int, s_sl: slice, r_sl: slice,
+                     P: int, device) -> Tensor:
+    """(P, Sb, Rb) iteration index within each pixel, in nanoBragg's loop order (spec §5.1)."""
+    s = torch.arange(s_sl.start, s_sl.stop, device=device)[:, None]
+    r = torch.arange(r_sl.start, r_sl.stop, device=device)[None, :]
+    within = ((t * O + o) * S + s) * R + r  # (Sb, Rb)
+    return within.expand(P, -1, -1)
+
+
+def _interp_allowed(setup: Setup, hkl: Tensor, interp: _InterpolationState, first_pixel: int,
+                    per_pixel: int, within: Tensor) -> Tensor:
+    """Where tricubic interpolation applies: inside the edge guard and before the global switch-off."""
+    h, k, l = hkl.unbind(-1)
+    ok = setup.structure.interpolable(h, k, l)
+    if interp.cutoff is not None:
+        pixel = torch.arange(within.shape[0], device=within.device)[:, None, None] + first_pixel
+        ok = ok & (pixel * per_pixel + within < interp.cutoff)
+    return ok
+
+
+def _scan_interpolation_edge(setup: Setup, terms: _PixelTerms, first_pixel: int, per_pixel: int,
+                             lanes: int, interp: _InterpolationState) -> None:
+    """Find the first iteration of this chunk whose indices leave the interpolation box (spec §5.7)."""
+    P, T, O, S = terms.survives.shape
+    R = setup.orientations.shape[0]
+    best = None
+    for t in range(T):
+        for o in range(O):
+            for s_sl, r_sl in _blocks(S, R, lanes):
+                hkl = _miller(terms.scattering[:, t, o, s_sl], setup.orientations[r_sl])
+                latt_sq = _lattice_sq(setup, hkl, hkl - torch.ceil(hkl - 0.5))
+                reached = terms.survives[:, t, o, s_sl, None].expand_as(latt_sq)
+                if setup.config.crystal.water_um == 0:
+                    reached = reached & (latt_sq != 0)  # skipped iterations never look up F
+                bad = reached & ~setup.structure.interpolable(*hkl.unbind(-1))
+                if not bool(bad.any()):
+                    continue
+                within = _iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device)
+                pixel = torch.arange(P, device=setup.device)[:, None, None] + first_pixel
+                index = torch.where(bad, pixel * per_pixel + within, torch.full_like(within, 2**62))
+                candidate = int(index.min())
+                best = candidate if best is None else min(best, candidate)
+    if best is not None:
+        interp.cutoff = best
+        interp.cutoff_pixel = best // per_pixel
+
+
+def simulate(config: SimulationConfig, *, device: torch.device | str = "cpu",
+             dtype: torch.dtype = torch.float64, chunk_pixels: int | None = None) -> Tensor:
+    """Render the image nanoBragg would produce for ``config``.
+
+    Args:
+        config: the simulation.
+        device: torch device for the computation (``"cpu"``, ``"cuda"``...).
+        dtype: ``torch.float64`` (default, as nanoBragg) or ``torch.float32``.
+        chunk_pixels: pixels per chunk (memory bound); None chooses automatically.
+
+    Returns:
+        (slow, fast) tensor of photons per pixel.
+    """
+    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels)
+    return image
+
+
+__all__ = ["RenderInfo", "Setup", "prepare", "render", "simulate"]
