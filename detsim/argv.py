@@ -557,7 +557,11 @@ def _check_values(argv: list[str], i: int, handler: _Handler, token: str) -> Non
     """A value that looks like a flag means the value is missing."""
     if handler.pattern in ("-cell", "-curved_det") or handler.nargs == 0:
         return
-    for k in range(1, _values_taken(argv, i, handler) + 1):
+    wanted = _values_taken(argv, i, handler)
+    if i + wanted >= len(argv):
+        what = "3 angles (deg) or 'random'" if handler.pattern == "-misset" else f"{wanted} value(s)"
+        raise ArgumentError(f"{token} expects {what}")
+    for k in range(1, wanted + 1):
         value = argv[i + k]
         if value.startswith("-") and not (_is_number(value) and handler.pattern in _SIGNED):
             raise ArgumentError(f"{token} expects {_values_taken(argv, i, handler)} value(s), got flag {value}")

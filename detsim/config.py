@@ -60,7 +60,7 @@ class CrystalShape(Enum):
 
 
 def _finite(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
+    if value is not None and not math.isfinite(float(value.detach()) if hasattr(value, "detach") else value):
         raise ConfigError(f"{name} must be a finite number, got {value}")
 
 
@@ -275,9 +275,8 @@ class CrystalConfig:
                 raise ConfigError(f"-cell lengths must be > 0, got {a} {b} {c}")
             if not all(0 < x < 180 for x in (alpha, beta, gamma)):
                 raise ConfigError(f"-cell angles must lie in (0, 180) degrees, got {alpha} {beta} {gamma}")
-            s = math.radians(alpha + beta + gamma) / 2
-            ra, rb, rc = (math.radians(x) for x in (alpha, beta, gamma))
-            if math.sin(s) * math.sin(s - ra) * math.sin(s - rb) * math.sin(s - rc) <= 0:
+            ca, cb, cg = (math.cos(math.radians(x)) for x in (alpha, beta, gamma))
+            if 1 - ca * ca - cb * cb - cg * cg + 2 * ca * cb * cg <= 1e-12:  # (V / abc)^2
                 raise ConfigError(
                     f"-cell angles {alpha} {beta} {gamma} describe no lattice (each angle must be less "
                     "than the sum of the other two, and their sum less than 360)"

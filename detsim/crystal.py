@@ -97,7 +97,7 @@ def build_lattice(crystal: CrystalConfig, lambda_A: float, *, device, dtype) -> 
     recip = torch.stack([_cross(b, c), _cross(c, a), _cross(a, b)]) * v_star
     real_m = real_A * ANGSTROM
 
-    N = torch.as_tensor([float(crystal.Na), float(crystal.Nb), float(crystal.Nc)], dtype=dtype, device=device)
+    N = torch.stack([torch.as_tensor(n, dtype=dtype, device=device) for n in (crystal.Na, crystal.Nb, crystal.Nc)])
     sizes = torch.as_tensor([float(x) for x in crystal.xtal_size_mm], dtype=dtype, device=device) * MM
     axis_len = _norm(real_m)
     from_size = torch.ceil(sizes / axis_len)
@@ -175,7 +175,7 @@ def orientations(lattice: Lattice, spindle: Tensor, phis_rad: list[float], umats
 
 def auto_oversample(lattice: Lattice, lambda_A: float, distance_m: float, pixel_m: float) -> int:
     """Recommended subpixels per axis: ceil(3 * crystal size / reciprocal pixel size) (spec §4.5)."""
-    size_max = float((torch.linalg.vector_norm(lattice.real_m, dim=-1) * lattice.N).max())
+    size_max = float((torch.linalg.vector_norm(lattice.real_m, dim=-1) * lattice.N).max().detach())
     reciprocal_pixel = lambda_A * ANGSTROM * distance_m / pixel_m
     recommended = math.ceil(3.0 * size_max / reciprocal_pixel)
     return max(recommended, 1)

@@ -363,11 +363,6 @@ def test_tricubic_gradient_wrt_table_values():
 # ---------------------------------------------------------------- devices and dtypes
 
 
-def devices():
-    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-@pytest.mark.parametrize("device", devices())
 def test_float32_and_device_neutrality(device):
     table = poly_table()
     sf64 = StructureFactors(table, default_F=1.5, dtype=torch.float64)
@@ -376,14 +371,14 @@ def test_float32_and_device_neutrality(device):
     h32, k32, l32 = (t.to(device=device, dtype=torch.float32) for t in (h, k, l))
 
     got = sf32.tricubic(h32, k32, l32)
-    assert got.dtype == torch.float32 and got.device.type == device
+    assert got.dtype == torch.float32 and got.device.type == torch.device(device).type
     torch.testing.assert_close(got.double().cpu(), sf64.tricubic(h, k, l), rtol=1e-4, atol=1e-3)
 
     mask = sf32.interpolable(h32, k32, l32)
-    assert mask.dtype == torch.bool and mask.device.type == device and mask.all()
+    assert mask.dtype == torch.bool and mask.device.type == torch.device(device).type and mask.all()
 
     near = sf32.nearest(torch.round(h32), torch.round(k32), torch.round(l32) + 100)
-    assert near.dtype == torch.float32 and near.device.type == device
+    assert near.dtype == torch.float32 and near.device.type == torch.device(device).type
     assert torch.all(near == 1.5)
     near = sf32.nearest(torch.round(h32), torch.round(k32), torch.round(l32))
     torch.testing.assert_close(near.double().cpu(), sf64.nearest(*(torch.round(t) for t in (h, k, l))))
