@@ -502,17 +502,12 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-trace_pixel", 2, _trace, exact=True),
 )
 
-# Handlers whose value may legitimately start with '-' (negative numbers).
-_SIGNED = {"-misset", "-fdet_vector", "-sdet_vector", "-odet_vector", "-beam_vector", "-polar_vector",
-           "-spindle_axis", "-twotheta_axis", "-pix0_vector", "-Xbeam", "-Ybeam", "-Xclose", "-Yclose",
-           "-ORGX", "-ORGY", "-twotheta", "-detector_rotx", "-detector_roty", "-detector_rotz", "-phi",
-           "-osc", "-phistep", "-roi", "-seed", "-mosaic_seed", "-misset_seed", "-adc", "-trace_pixel",
-           "-default_F", "-polar", "-fudge", "-oversample", "-scale", "-pgmscale"}
+def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:
+    """Read a nanoBragg argument list (argv[1:]) into :class:`Arguments` (spec §2.0).
 
-
-def parse_argv(argv: list[str]) -> Arguments:
-    """Read a nanoBragg argument list (argv[1:]) into :class:`Arguments` (spec §2.0)."""
-    args = Arguments()
+    ``initial`` holds values the flags start from (the ``-img``/``-mask`` headers, spec §2.5).
+    """
+    args = initial if initial is not None else Arguments()
     consumed: set[int] = set()
     for i, token in enumerate(argv):
         if i in consumed:
@@ -554,7 +549,7 @@ def _values_taken(argv: list[str], i: int, handler: _Handler) -> int:
 
 
 def _check_values(argv: list[str], i: int, handler: _Handler, token: str) -> None:
-    """A value that looks like a flag means the value is missing."""
+    """A value that looks like a flag (and is not a negative number) means the value is missing."""
     if handler.pattern in ("-cell", "-curved_det") or handler.nargs == 0:
         return
     wanted = _values_taken(argv, i, handler)
@@ -563,5 +558,5 @@ def _check_values(argv: list[str], i: int, handler: _Handler, token: str) -> Non
         raise ArgumentError(f"{token} expects {what}")
     for k in range(1, wanted + 1):
         value = argv[i + k]
-        if value.startswith("-") and not (_is_number(value) and handler.pattern in _SIGNED):
+        if value.startswith("-") and not _is_number(value):
             raise ArgumentError(f"{token} expects {_values_taken(argv, i, handler)} value(s), got flag {value}")

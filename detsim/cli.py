@@ -70,7 +70,7 @@ def read_matrix_file(path: str) -> tuple[float, ...]:
     return tuple(numbers)
 
 
-def build_config(args: Arguments) -> SimulationConfig:
+def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationConfig:
     """Turn raw arguments into a validated configuration (units stay the user's; spec §2)."""
     custom = args.convention is Convention.CUSTOM
     vec = args.vectors if custom else {}
@@ -140,6 +140,7 @@ def build_config(args: Arguments) -> SimulationConfig:
         fdet_vector=vec.get("fdet"), sdet_vector=vec.get("sdet"), odet_vector=vec.get("odet"),
         curved=args.curved, point_pixel=args.point_pixel,
         thick_um=args.thick_um, thicksteps=args.thicksteps, mu_per_m=args.mu_per_m, roi=args.roi,
+        mask=mask,
     )
     sampling = SamplingConfig(
         oversample=args.oversample if args.oversample > 0 else None,
@@ -178,8 +179,49 @@ def _check_inputs(args: Arguments) -> None:
     for flag, path in (("-stol", args.stol_file), ("-img", args.img_file), ("-mask", args.mask_file)):
         if path is not None and not Path(path).is_file():
             raise InputError(f"{flag} {path}: no such file")
-    if args.img_file is not None or args.mask_file is not None:
-        raise InputError("-img and -mask are not supported yet")
+
+
+def _read_header_image(flag: str, path: str) -> tuple[dict[str, str], np.ndarray]:
+    try:
+        return io.read_smv(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{flag} {exc}") from None
+
+
+def header_arguments(img_file: str | None, mask_file: str | None) -> tuple[Arguments, np.ndarray | None]:
+    """Starting values from the ``-mask`` then ``-img`` SMV headers, applied before any flag (spec §2.5).
+
+    Returns the arguments and the mask image (None without ``-mask``).
+    """
+    args = Arguments()
+    mask = None
+    for flag, path in (("-mask", mask_file), ("-img", img_file)):
+        if path is None:
+            continue
+        header, data = _read_header_image(flag, path)
+        if flag == "-mask":
+            mask = data
+
+        def value(key: str) -> float | None:
+            if key not in header:
+                return None
+            try:
+                return float(header[key])
+            except ValueError:
+                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number") from None
+
+        args.spixels, args.fpixels = data.shape
+        args.pixel_mm = value("PIXEL_SIZE") or args.pixel_mm
+        args.detsize_f_mm, args.detsize_s_mm = args.pixel_mm * args.fpixels, args.pixel_mm * args.spixels
+        for key, name in (("DISTANCE", "distance_mm"), ("CLOSE_DISTANCE", "close_distance_mm"),
+                          ("WAVELENGTH", "lambda_A"), ("BEAM_CENTER_X", "xbeam_mm"), ("ORGX", "orgx_px"),
+                          ("ORGY", "orgy_px"), ("PHI", "phi0_deg"), ("OSC_RANGE", "osc_deg")):
+            if value(key) is not None:
+                setattr(args, name, value(key))
+        ybeam = value("BEAM_CENTER_Y")
+        if ybeam is not None:  # a mask's header counts Y from the other edge
+            args.ybeam_mm = args.detsize_s_mm - ybeam if flag == "-mask" else ybeam
+    return args, mask
 
 
 def _summary(setup: Setup) -> list[str]:
@@ -235,11 +277,16 @@ class _Progress:
             self.stream.write("\n")
 
 
-def run(argv: list[str], out=sys.stdout) -> int:
+def run(argv: list[str], out=None) -> int:
     """Parse, simulate, write; returns the exit status."""
+    out = sys.stdout if out is None else out
     args = parse_argv(argv)
     _check_inputs(args)
-    config = build_config(args)
+    mask = None
+    if args.img_file is not None or args.mask_file is not None:
+        initial, mask = header_arguments(args.img_file, args.mask_file)
+        args = parse_argv(argv, initial)
+    config = build_config(args, mask)
     outputs = _outputs(args)
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:
@@ -262,9 +309,11 @@ def run(argv: list[str], out=sys.stdout) -> int:
 
 
 def _roi_mask(setup: Setup) -> np.ndarray:
+    """The -roi rectangle (masked pixels included: they count as 0 in the statistics, spec §6.2)."""
     det = setup.config.detector
+    xmin, xmax, ymin, ymax = det.roi if det.roi is not None else (0, det.fpixels - 1, 0, det.spixels - 1)
     mask = np.zeros(det.shape, dtype=bool)
-    mask[setup.pixels_s.cpu().numpy(), setup.pixels_f.cpu().numpy()] = True
+    mask[ymin:ymax + 1, xmin:xmax + 1] = True
     return mask
 
 
@@ -322,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         return run(argv)
-    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.ImageFileError) as exc:
+    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -59,8 +59,13 @@ class CrystalShape(Enum):
     TOPHAT = "tophat"
 
 
+def _plain(value) -> float:
+    """A Python float from a number or a 0-d tensor (which may carry a gradient)."""
+    return float(value.detach()) if hasattr(value, "detach") else float(value)
+
+
 def _finite(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(float(value.detach()) if hasattr(value, "detach") else value):
+    if value is not None and not math.isfinite(_plain(value)):
         raise ConfigError(f"{name} must be a finite number, got {value}")
 
 
@@ -196,6 +201,7 @@ class DetectorConfig:
     thicksteps: int | None = None
     mu_per_m: float | None = None  # sensor attenuation coefficient; None = 1/thickness (spec §5.3)
     roi: tuple[int, int, int, int] | None = None  # xmin, xmax, ymin, ymax: fast/slow, 0-based, inclusive
+    mask: object | None = field(default=None, compare=False, repr=False)  # (slow, fast) array; 0 = skip pixel
 
     def __post_init__(self) -> None:
         _count("fpixels (-detpixels_f)", self.fpixels, 1)
@@ -225,6 +231,12 @@ class DetectorConfig:
                     f"-roi {xmin} {xmax} {ymin} {ymax} lies outside the {self.fpixels}x{self.spixels} detector "
                     f"(need 0 <= xmin <= xmax < {self.fpixels} and 0 <= ymin <= ymax < {self.spixels})"
                 )
+
+        if self.mask is not None and tuple(getattr(self.mask, "shape", ())) != (self.spixels, self.fpixels):
+            raise ConfigError(
+                f"-mask image is {tuple(getattr(self.mask, 'shape', ()))} (slow, fast) but the detector is "
+                f"{(self.spixels, self.fpixels)}"
+            )
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -270,7 +282,7 @@ class CrystalConfig:
                 raise ConfigError(f"-cell needs a b c alpha beta gamma, got {len(self.cell)} values")
             for v in self.cell:
                 _finite("-cell", v)
-            a, b, c, alpha, beta, gamma = self.cell
+            a, b, c, alpha, beta, gamma = (_plain(v) for v in self.cell)
             if min(a, b, c) <= 0:
                 raise ConfigError(f"-cell lengths must be > 0, got {a} {b} {c}")
             if not all(0 < x < 180 for x in (alpha, beta, gamma)):
@@ -290,6 +302,8 @@ class CrystalConfig:
             _finite("-misset", v)
         for name in ("Na", "Nb", "Nc"):
             _finite(name, getattr(self, name))
+            if getattr(self, name) < 0:
+                raise ConfigError(f"-{name} must be >= 0 (0 and 1 both mean one cell), got {getattr(self, name)}")
         for v in self.xtal_size_mm:
             _finite("-xtalsize", v)
         _finite("-fudge", self.fudge)

@@ -78,7 +78,7 @@ def build_lattice(crystal: CrystalConfig, lambda_A: float, *, device, dtype) -> 
         misset_t = [torch.as_tensor(v, dtype=dtype, device=device) for v in rng.random_misset_angles(crystal.misset_seed)]
     else:
         misset_t = [torch.as_tensor(v, dtype=dtype, device=device) * DEG for v in crystal.misset_deg]
-    misset = tuple(float(v) for v in misset_t)
+    misset = tuple(float(v.detach()) for v in misset_t)
     recip = rotate_xyz(recip, *misset_t)
 
     # spec §4.4: real axes from cross products of the reciprocal ones; -cell forces its own lengths.

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -115,7 +116,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     interpolate = interpolate and has_table
 
     fluence = beam.effective_fluence_per_m2
-    s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, device)
+    s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, det.mask, device)
     cast = dict(dtype=dtype)
     return Setup(
         config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
@@ -142,12 +143,16 @@ def _cast_geometry(geom: DetectorGeometry, dtype: torch.dtype) -> DetectorGeomet
     return DetectorGeometry(**fields)
 
 
-def _rendered_pixels(spixels: int, fpixels: int, roi, device) -> tuple[Tensor, Tensor]:
-    """Slow and fast indices of the pixels inside the ROI, in raster order."""
+def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Tensor, Tensor]:
+    """Slow and fast indices of the pixels inside the ROI and not masked (mask == 0), raster order."""
     xmin, xmax, ymin, ymax = roi if roi is not None else (0, fpixels - 1, 0, spixels - 1)
     s = torch.arange(ymin, ymax + 1, device=device)
     f = torch.arange(xmin, xmax + 1, device=device)
-    return s.repeat_interleave(f.numel()), f.repeat(s.numel())
+    s, f = s.repeat_interleave(f.numel()), f.repeat(s.numel())
+    if mask is not None:
+        keep = torch.as_tensor(np.asarray(mask) != 0, device=device)[s, f]
+        s, f = s[keep], f[keep]
+    return s, f
 
 
 def render(setup: Setup, *, chunk_pixels: int | None = None,

@@ -123,6 +123,7 @@ def test_negative_values_are_values_not_flags():
     (["-distance", "abc"], "-distance expects a number, got 'abc'"),
     (["-distance", "nan"], "-distance expects a finite number"),
     (["-distance", "-cell", "1"], "-distance expects 1 value"),
+    (["-cell", "100", "-N", "-x"], "-N expects 1 value"),
     (["-N", "2.5"], "-N expects an integer"),
     (["-pivot", "middle"], "-pivot expects 'sample' or 'beam'"),
     (["-roi", "1", "2", "3"], "-roi expects 4 value"),

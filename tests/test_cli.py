@@ -1,0 +1,132 @@
+"""The detsim command: nanoBragg's output files, and one-line errors with exit code 2 for bad input."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import CASES, GOLDEN_DIR
+from detsim import io
+from detsim.cli import main
+
+SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32",
+         "-noprogress"]
+
+
+def _copy_case(case_id: str, tmp_path):
+    src = GOLDEN_DIR / case_id
+    for name in CASES[case_id].get("input_files", []):
+        shutil.copy(src / name, tmp_path / name)
+    return src
+
+
+@pytest.mark.parametrize("case_id,files", [
+    ("s01_noise_intfile_scale", ["int.img", "noise.img"]),
+    ("s02_intfile_autoscale_adc", ["int.img"]),
+])
+def test_smv_outputs_are_byte_identical_to_nanobragg(case_id, files, tmp_path, monkeypatch, capsys):
+    src = _copy_case(case_id, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(CASES[case_id]["args"]) == 0
+    for name in files:
+        assert (tmp_path / name).read_bytes() == (src / name).read_bytes(), name
+    header, _ = io.read_smv(tmp_path / files[0])
+    assert header["SIZE1"] == "128"
+    assert "max_I" in capsys.readouterr().out
+
+
+def test_noise_image_is_reproducible_with_seed_and_changes_without(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = SMALL + ["-nopgm", "-noisefile"]
+    assert main(args + ["a.img", "-seed", "5"]) == 0
+    assert main(args + ["b.img", "-seed", "5"]) == 0
+    assert main(args + ["c.img", "-seed", "6"]) == 0
+    a, b, c = (io.read_smv(tmp_path / n)[1] for n in ("a.img", "b.img", "c.img"))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_default_outputs_and_pgm(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-seed", "1"]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"floatimage.bin", "intimage.img", "image.pgm",
+                                                    "noiseimage.img"}
+    pgm = (tmp_path / "image.pgm").read_bytes()
+    assert pgm.startswith(b"P5\n32 32\n# pixels scaled by ")
+    assert len(pgm.split(b"\n255\n", 1)[1]) == 32 * 32
+
+
+def test_float32_and_chunking_flags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-nonoise", "-nopgm", "-floatfile", "a.bin"]) == 0
+    assert main(SMALL + ["-nonoise", "-nopgm", "-floatfile", "b.bin", "-dtype", "float32",
+                         "-chunk_pixels", "100"]) == 0
+    a = io.read_float_image(tmp_path / "a.bin", (32, 32))
+    b = io.read_float_image(tmp_path / "b.bin", (32, 32))
+    assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.999999
+
+
+def test_mask_skips_pixels_and_header_sets_geometry(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mask = np.ones((32, 32), dtype=np.uint16)
+    mask[3:5, 7:9] = 0
+    io.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "DISTANCE": 80})
+    assert main(SMALL + ["-nonoise", "-nopgm", "-mask", "mask.img", "-floatfile", "m.bin"]) == 0
+    assert main(SMALL + ["-nonoise", "-nopgm", "-distance", "80", "-floatfile", "p.bin"]) == 0
+    masked = io.read_float_image(tmp_path / "m.bin", (32, 32))
+    plain = io.read_float_image(tmp_path / "p.bin", (32, 32))
+    assert (masked[3:5, 7:9] == 0).all() and (plain[3:5, 7:9] > 0).all()
+    keep = mask.astype(bool)
+    assert np.array_equal(masked[keep], plain[keep])  # header DISTANCE=80 was applied
+
+
+def _write(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    return name
+
+
+BAD_INPUTS = [
+    (["-mat", "missing.mat", "-default_F", "1"], "missing.mat"),
+    (["-mat", "short.mat", "-default_F", "1"], "short.mat"),
+    (["-mat", "garbage.mat", "-default_F", "1"], "garbage.mat"),
+    (["-mat", "singular.mat", "-default_F", "1"], "singular.mat"),
+    (["-cell", "100", "100", "100", "60", "60", "150", "-default_F", "1"], "-cell"),
+    (["-cell", "100", "100", "100", "90", "90", "90"], "-default_F"),
+    (SMALL + ["-pixel", "0"], "-pixel"),
+    (SMALL + ["-pixel", "-0.1"], "-pixel"),
+    (SMALL + ["-distance", "0"], "-distance"),
+    (SMALL + ["-distance", "-5"], "-distance"),
+    (SMALL + ["-detsize", "0"], "-detsize"),
+    (SMALL + ["-distance", "nan"], "-distance"),
+    (SMALL + ["-lambda", "nan"], "-lambda"),
+    (SMALL + ["-cell", "70", "nan", "70"], "-cell"),
+    (SMALL + ["-bogus_flag", "1"], "-bogus_flag"),
+    (SMALL + ["-roi", "0", "40", "0", "10"], "-roi"),
+    (SMALL + ["-roi", "-1", "10", "0", "10"], "-roi"),
+    (SMALL + ["-hkl", "bad.hkl"], "bad.hkl"),
+    (SMALL + ["-sourcefile", "empty.txt"], "empty.txt"),
+    (SMALL + ["-mosaic", "1", "-mosaic_dom", "0"], "-mosaic_domains"),
+    (SMALL + ["-phisteps", "-3"], "-phisteps"),
+    (SMALL + ["-N", "-2"], "-Na"),
+    (SMALL + ["-Na", "-2"], "-Na"),
+    (SMALL + ["-mask", "nomask.img"], "nomask.img"),
+    (SMALL + ["-device", "cuda:99"] if not __import__("torch").cuda.is_available() else SMALL + ["-device", "bogus"],
+     "-device"),
+]
+
+
+@pytest.mark.parametrize("argv,named", BAD_INPUTS, ids=[b[1] + f"-{i}" for i, b in enumerate(BAD_INPUTS)])
+def test_bad_input_one_line_error_exit_2_nothing_written(argv, named, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "short.mat", "0.01 0 0\n0 0.01 0\n0 0\n")
+    _write(tmp_path, "garbage.mat", "0.01 0 0\n0 x 0\n0 0 0.01\n")
+    _write(tmp_path, "singular.mat", "0.01 0 0\n0.01 0 0\n0 0 0.01\n")
+    _write(tmp_path, "bad.hkl", "1 2 3 100\n1 2 x 5\n")
+    _write(tmp_path, "empty.txt", "")
+    before = {p.name for p in tmp_path.iterdir()}
+    assert main(argv + ["-floatfile", "out.bin"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1, err
+    assert named in err
+    assert {p.name for p in tmp_path.iterdir()} == before
