@@ -59,13 +59,13 @@ class CrystalShape(Enum):
     TOPHAT = "tophat"
 
 
-def _plain(value) -> float:
+def as_float(value) -> float:
     """A Python float from a number or a 0-d tensor (which may carry a gradient)."""
     return float(value.detach()) if hasattr(value, "detach") else float(value)
 
 
 def _finite(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(_plain(value)):
+    if value is not None and not math.isfinite(as_float(value)):
         raise ConfigError(f"{name} must be a finite number, got {value}")
 
 
@@ -282,7 +282,7 @@ class CrystalConfig:
                 raise ConfigError(f"-cell needs a b c alpha beta gamma, got {len(self.cell)} values")
             for v in self.cell:
                 _finite("-cell", v)
-            a, b, c, alpha, beta, gamma = (_plain(v) for v in self.cell)
+            a, b, c, alpha, beta, gamma = (as_float(v) for v in self.cell)
             if min(a, b, c) <= 0:
                 raise ConfigError(f"-cell lengths must be > 0, got {a} {b} {c}")
             if not all(0 < x < 180 for x in (alpha, beta, gamma)):

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from detsim import physics
-from detsim.config import CrystalShape, SimulationConfig
+from detsim.config import CrystalShape, SimulationConfig, as_float
 from detsim.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
@@ -99,7 +99,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)
     orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)
 
-    recommended = auto_oversample(lattice, beam.lambda_A, float(geom.distance_m), float(geom.pixel_m))
+    recommended = auto_oversample(lattice, as_float(beam.lambda_A), as_float(geom.distance_m), as_float(geom.pixel_m))
     oversample = sampling.oversample if sampling.oversample else recommended
 
     thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)

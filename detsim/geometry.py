@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from detsim.config import BeamConfig, Convention, CrystalConfig, DetectorConfig, Pivot
+from detsim.config import BeamConfig, Convention, CrystalConfig, DetectorConfig, Pivot, as_float
 from detsim.rotation import rotate_axis, rotate_xyz, unit
 from detsim.units import DEG, MM
 
@@ -196,8 +196,8 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
         close_distance_m=close_distance, distance_m=distance,
         fbeam_m=(fdet * beam_spot).sum(), sbeam_m=(sdet * beam_spot).sum(),
         fclose_m=-(pix0 * fdet).sum(), sclose_m=-(pix0 * sdet).sum(),
-        xbeam_m=float(xbeam), ybeam_m=float(ybeam),
-        detsize_f_m=float(detsize_f), detsize_s_m=float(detsize_s),
+        xbeam_m=as_float(xbeam), ybeam_m=as_float(ybeam),
+        detsize_f_m=as_float(detsize_f), detsize_s_m=as_float(detsize_s),
         pivot=pivot, fpixels=det.fpixels, spixels=det.spixels,
     )
 

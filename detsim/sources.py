@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from detsim.config import BeamConfig, SourcePoint
+from detsim.config import BeamConfig, SourcePoint, as_float
 from detsim.geometry import LabFrame
 from detsim.rotation import rotate_axis, unit
 from detsim.sampling import Steps, resolve_dispersion, resolve_divergence
@@ -67,11 +67,16 @@ def _outside_ellipse(hdiv: float, vdiv: float, h: Steps, v: Steps) -> bool:
     return test * 4.0 > 1.1
 
 
-def wavelengths_m(beam: BeamConfig) -> list[float]:
-    """lambda_k = lambda0 (1 + step*k - D/2) (spec §5.2)."""
+def wavelength_factors(beam: BeamConfig) -> list[float]:
+    """lambda_k / lambda0 = 1 + step*k - D/2 for each dispersion step k (spec §5.2)."""
     d = resolve_dispersion(beam.dispersion_pct / 100.0, beam.dispsteps)
-    lambda0 = beam.lambda_A * ANGSTROM
-    return [lambda0 * (1.0 + d.step * k - d.range / 2.0) for k in range(d.count)]
+    return [1.0 + d.step * k - d.range / 2.0 for k in range(d.count)]
+
+
+def wavelengths_m(beam: BeamConfig) -> list[float]:
+    """Wavelength of each dispersion step, metres."""
+    lambda0 = as_float(beam.lambda_A) * ANGSTROM
+    return [lambda0 * factor for factor in wavelength_factors(beam)]
 
 
 def build_sources(beam: BeamConfig, frame: LabFrame) -> Sources:
@@ -82,19 +87,16 @@ def build_sources(beam: BeamConfig, frame: LabFrame) -> Sources:
         lam = torch.as_tensor([s.lambda_A * ANGSTROM for s in beam.sources], dtype=dtype, device=device)
         return Sources(incident=-unit(pos), lambda_m=lam)
     offsets = divergence_offsets(beam)
-    lambdas = wavelengths_m(beam)
+    factors = torch.as_tensor(wavelength_factors(beam), dtype=dtype, device=device)  # (L,)
     hdiv = torch.as_tensor([o[0] for o in offsets], dtype=dtype, device=device)
     vdiv = torch.as_tensor([o[1] for o in offsets], dtype=dtype, device=device)
     start = (-SOURCE_DISTANCE_M * frame.beam).expand(len(offsets), 3)
     turned = rotate_axis(start, frame.polar.expand_as(start), vdiv)
     pos = rotate_axis(turned, frame.vert.expand_as(start), hdiv)  # (D, 3)
-    incident = -unit(pos)
-    n_lambda = len(lambdas)
-    lam = torch.as_tensor(lambdas, dtype=dtype, device=device) * torch.ones_like(hdiv)[:, None]
-    lam = lam.reshape(-1)
-    incident = incident[:, None, :].expand(len(offsets), n_lambda, 3).reshape(-1, 3)
-    # beam.lambda_A may carry a gradient; the grid's relative factors do not depend on it.
-    lam = lam * (torch.as_tensor(beam.lambda_A, dtype=dtype, device=device) / float(beam.lambda_A))
+    # Wavelength is the inner index: source d*L + k has direction d and wavelength k (spec §5.2).
+    incident = (-unit(pos))[:, None, :].expand(len(offsets), factors.numel(), 3).reshape(-1, 3)  # (D*L, 3)
+    lambda0_m = torch.as_tensor(beam.lambda_A, dtype=dtype, device=device) * ANGSTROM  # may carry a gradient
+    lam = (lambda0_m * factors).repeat(len(offsets))  # (D*L,)
     return Sources(incident=incident, lambda_m=lam)
 
 
