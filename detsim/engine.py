@@ -38,6 +38,37 @@ from detsim.units import ANGSTROM, R_E_SQ_M2, UM
 
 DEFAULT_BLOCK_LANES = 1 << 20  # pixel x source x orientation lanes per block: ~8 MB per float64 temporary
 
+Observer = Callable[..., None]
+"""``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
+
+Called only when given to :func:`render`; the names and shapes are listed in :data:`OBSERVED`. ``where``
+holds the block's position in the sampling loops: ``layer``, ``subpixel``, ``sources`` and
+``orientations`` (slices).
+"""
+
+OBSERVED = {
+    "pixel_pos": "(P, T, O, 3) subpixel position, m",
+    "diffracted": "(P, T, O, 3) unit vector from sample to subpixel",
+    "airpath": "(P, T, O) sample-subpixel distance, m",
+    "solid_angle": "(P, T, O) subpixel solid angle, sr",
+    "capture_fraction": "(P, T, O) fraction absorbed in the subpixel's layer",
+    "polarization": "(P, T, O, S) polarization factor",
+    "scattering": "(P, T, O, S, 3) scattering vector, 1/m",
+    "source_cut": "(P, T, O, S) True where -dmin skips the source",
+    "hkl": "(P, Sb, Rb, 3) fractional Miller indices of a block",
+    "hkl0": "(P, Sb, Rb, 3) nearest integer indices",
+    "F_latt_axes_sq": "(P, Sb, Rb, 3) squared lattice factor per axis (square crystals)",
+    "F_latt_sq": "(P, Sb, Rb) squared lattice factor",
+    "F_cell": "(P, Sb, Rb) structure factor amplitude",
+    "I_term": "(P, Sb, Rb) F_cell^2 F_latt^2 added by each iteration (0 where skipped)",
+    "I_sum": "(P,) running sum after the block (starts at the water background)",
+    "scale": "() r_e^2 * fluence / steps",
+    "capture_last": "(P,) capture fraction applied at the end (last layer)",
+    "polarization_used": "(P,) polarization applied at the end",
+    "solid_angle_used": "(P,) solid angle applied at the end",
+    "pixel_value": "(P,) final pixel value, photons",
+}
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -156,13 +187,16 @@ def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Ten
 
 
 def render(setup: Setup, *, chunk_pixels: int | None = None,
-           progress: Callable[[float], None] | None = None) -> tuple[Tensor, RenderInfo]:
+           progress: Callable[[float], None] | None = None,
+           observe: Observer | None = None) -> tuple[Tensor, RenderInfo]:
     """Accumulate the image of a prepared simulation.
 
     Args:
         chunk_pixels: pixels per chunk; None picks one that keeps each block near
             ``DEFAULT_BLOCK_LANES`` lanes (a few hundred MB of working memory at most).
         progress: called with the fraction done after each chunk.
+        observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
+            pixels, render a setup restricted to them (``restrict_pixels``).
 
     Returns:
         (image, info): image of shape (slow, fast) in ``setup.dtype`` on ``setup.device``, photons per
@@ -178,7 +212,7 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     for start in range(0, total, chunk_pixels):
         stop = min(start + chunk_pixels, total)
         values[start:stop] = _render_chunk(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop],
-                                           start, state)
+                                           start, state, observe)
         if progress is not None:
             progress(stop / total)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)
@@ -209,6 +243,8 @@ class _InterpolationState:
 class _PixelTerms:
     """Per-pixel quantities of one chunk (P pixels)."""
 
+    position: Tensor  # (P, T, O, 3) subpixel positions, m
+    airpath: Tensor  # (P, T, O) distance from the sample, m
     diffracted: Tensor  # (P, T, O, 3) unit vectors
     omega: Tensor  # (P, T, O) solid angle of each subpixel (used as-is only with -oversample_omega)
     capture: Tensor  # (P, T, O) capture fraction of each subpixel in its layer
@@ -247,7 +283,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> _PixelTerms:
     else:
         polar = physics.polarization_factor(incident.expand_as(scattering), diffracted[..., None, :].expand_as(scattering),
                                             setup.frame.polar, beam.polarization_kahn)
-    return _PixelTerms(diffracted=diffracted, omega=omega, capture=capture, survives=survives,
+    return _PixelTerms(position=pos, airpath=airpath, diffracted=diffracted, omega=omega, capture=capture, survives=survives,
                        polar=polar, scattering=scattering)
 
 
@@ -307,21 +343,23 @@ def _lattice_sq(setup: Setup, hkl: Tensor, frac: Tensor) -> Tensor:
     return physics.lattice_tophat_sq(rad_sq, N, crystal.fudge)
 
 
-def _cell_sq(setup: Setup, hkl: Tensor, nearest: Tensor, interp_mask: Tensor | None) -> Tensor:
-    """|F_cell|**2 (spec §5.7); interpolated where ``interp_mask`` is True."""
+def _cell(setup: Setup, hkl: Tensor, nearest: Tensor, interp_mask: Tensor | None) -> Tensor:
+    """F_cell (spec §5.7); interpolated where ``interp_mask`` is True."""
     h0, k0, l0 = nearest.unbind(-1)
     F = setup.structure.nearest(h0, k0, l0)
     if interp_mask is not None and bool(interp_mask.any()):
         h, k, l = hkl.unbind(-1)
         F = torch.where(interp_mask, setup.structure.tricubic(h, k, l), F)
-    return F * F
+    return F
 
 
 def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
-                  interp: _InterpolationState) -> Tensor:
+                  interp: _InterpolationState, observe: Observer | None = None) -> Tensor:
     """Pixel values of one chunk, (P,)."""
     cfg = setup.config
     terms = _pixel_terms(setup, s_idx, f_idx)
+    if observe is not None:
+        _observe_pixel_terms(observe, terms)
     P, T, O, S = terms.survives.shape
     R = setup.orientations.shape[0]
     per_pixel = T * O * S * R  # iterations per pixel, in loop order t, o, s, r
@@ -345,11 +383,17 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
                 if interp.enabled:
                     mask = _interp_allowed(setup, hkl, interp, first_pixel, per_pixel,
                                            _iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device))
-                contrib = _cell_sq(setup, hkl, nearest, mask) * latt_sq
+                F_cell = _cell(setup, hkl, nearest, mask)
+                contrib = F_cell * F_cell * latt_sq
                 alive = terms.survives[:, t, o, s_sl, None].expand_as(contrib)
                 contrib = torch.where(alive, contrib, torch.zeros_like(contrib))
+                if observe is not None:
+                    where = dict(layer=t, subpixel=o, sources=s_sl, orientations=r_sl)
+                    _observe_block(observe, setup, hkl, nearest, latt_sq, F_cell, contrib, where)
                 if not sequential:
                     total = total + contrib.reshape(P, -1).sum(-1)
+                    if observe is not None:
+                        observe("I_sum", total, **where)
                     continue
                 # spec §5.8 [QUIRK]: each iteration multiplies the whole running sum by the enabled
                 # factors. Skipped iterations (cut source, or F_latt == 0 without water) multiply by 1.
@@ -364,17 +408,58 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
                 factor = torch.where(counted, factor, torch.ones_like(factor)).reshape(P, -1)
                 suffix = torch.flip(torch.cumprod(torch.flip(factor, (1,)), 1), (1,))
                 total = total * suffix[:, 0] + (contrib.reshape(P, -1) * suffix).sum(-1)
+                if observe is not None:
+                    observe("I_sum", total, **where)
 
     scale = R_E_SQ_M2 * setup.fluence_per_m2 / setup.steps
     value = total * scale
+    capture_last = terms.capture[:, -1, 0]  # last layer, first subpixel (spec §5.8)
+    polar = terms.polar if not cfg.beam.nopolar else torch.ones_like(terms.polar)
+    polar_first = _first_evaluation(polar, terms.survives)  # first surviving source (spec §5.5)
+    omega_first = terms.omega[:, 0, 0]  # first subpixel of layer 0 (spec §5.4)
     if not flags.oversample_thick:
-        value = value * terms.capture[:, -1, 0]  # last layer, first subpixel (spec §5.8)
+        value = value * capture_last
     if not flags.oversample_polar:
-        polar = terms.polar if not cfg.beam.nopolar else torch.ones_like(terms.polar)
-        value = value * _first_evaluation(polar, terms.survives)
+        value = value * polar_first
     if not flags.oversample_omega:
-        value = value * terms.omega[:, 0, 0]
+        value = value * omega_first
+    if observe is not None:
+        observe("scale", torch.as_tensor(scale, dtype=setup.dtype))
+        observe("capture_last", capture_last)
+        observe("polarization_used", polar_first)
+        observe("solid_angle_used", omega_first)
+        observe("pixel_value", value)
     return value
+
+
+def _observe_pixel_terms(observe: Observer, terms: _PixelTerms) -> None:
+    observe("pixel_pos", terms.position)
+    observe("diffracted", terms.diffracted)
+    observe("airpath", terms.airpath)
+    observe("solid_angle", terms.omega)
+    observe("capture_fraction", terms.capture)
+    observe("polarization", terms.polar)
+    observe("scattering", terms.scattering)
+    observe("source_cut", ~terms.survives)
+
+
+def _observe_block(observe: Observer, setup: Setup, hkl: Tensor, nearest: Tensor, latt_sq: Tensor,
+                   F_cell: Tensor, contrib: Tensor, where: dict) -> None:
+    observe("hkl", hkl, **where)
+    observe("hkl0", nearest, **where)
+    if setup.config.crystal.shape is CrystalShape.SQUARE:
+        observe("F_latt_axes_sq", physics.sincg_squared(hkl - nearest, setup.lattice.N), **where)
+    observe("F_latt_sq", latt_sq, **where)
+    observe("F_cell", F_cell.expand_as(latt_sq), **where)
+    observe("I_term", contrib, **where)
+
+
+def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
+    """The same setup rendering only the given (slow, fast) pixels, e.g. for tracing them."""
+    from dataclasses import replace
+    s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
+    f = torch.as_tensor([p[1] for p in pixels], device=setup.device)
+    return replace(setup, pixels_s=s, pixels_f=f)
 
 
 def _iteration_index(T: int, O: int, S: int, R: int, t: int, o: int, s_sl: slice, r_sl: slice,
@@ -441,4 +526,4 @@ def simulate(config: SimulationConfig, *, device: torch.device | str = "cpu",
     return image
 
 
-__all__ = ["RenderInfo", "Setup", "prepare", "render", "simulate"]
+__all__ = ["OBSERVED", "Observer", "RenderInfo", "Setup", "prepare", "render", "restrict_pixels", "simulate"]

@@ -219,3 +219,22 @@ def test_gradient_reaches_the_structure_factor_table():
     image, _ = render(setup)
     image.sum().backward()
     assert float(setup.structure.values.grad.abs().sum()) > 0
+
+
+def test_observer_sees_the_values_that_make_the_image():
+    setup = prepare(TINY)
+    image, _ = render(setup)
+    seen = {}
+
+    def observe(name, value, **where):
+        seen.setdefault(name, []).append(value.detach().clone())
+
+    from detsim.engine import OBSERVED, restrict_pixels
+    traced = restrict_pixels(setup, [(2, 1)])
+    value, _ = render(traced, observe=observe)
+    assert set(seen) <= set(OBSERVED)
+    assert {"hkl", "F_cell", "I_sum", "pixel_value", "solid_angle_used"} <= set(seen)
+    assert float(seen["pixel_value"][0][0]) == pytest.approx(float(image[2, 1]), rel=1e-14)
+    assert float(value[2, 1]) == pytest.approx(float(image[2, 1]), rel=1e-14)
+    terms = torch.cat([t.reshape(-1) for t in seen["I_term"]]).sum() + setup.water_bg
+    assert float(seen["I_sum"][-1][0]) == pytest.approx(float(terms), rel=1e-12)
