@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,triton]"
 	touch $(STAMP)
 
 # Main job: a simulation on nanoBragg's defaults (1024x1024, 100 A cubic cell, default_F 100).

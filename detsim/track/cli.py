@@ -1,0 +1,67 @@
+"""``detsim-track``: one command, one subcommand per job of the tracking suite.
+
+Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int``. Exit codes are shared: 0 all good, 1 something regressed or differs,
+2 something could not be measured or the input was bad.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+EXIT_OK, EXIT_REGRESSED, EXIT_UNMEASURED = 0, 1, 2
+
+# subcommand -> module; the first is what a bare ``detsim-track`` runs.
+SUBCOMMANDS = {
+    "regressions": "detsim.track.history",
+    "baselines": "detsim.track.baselines",
+    "bench-gate": "detsim.track.benchgate",
+    "determinism": "detsim.track.determinism",
+    "diverge": "detsim.track.diverge",
+    "trace-diff": "detsim.track.tracediff",
+    "parity": "detsim.track.parity",
+    "evidence": "detsim.track.evidence",
+}
+DEFAULT = "regressions"
+
+
+def _available() -> dict[str, object]:
+    modules = {}
+    for name, module in SUBCOMMANDS.items():
+        try:
+            modules[name] = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    return modules
+
+
+def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="detsim-track", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in modules.items():
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    modules = _available()
+    if (not argv or argv[0].startswith("-")) and DEFAULT in modules and argv[:1] not in (["-h"], ["--help"]):
+        argv = [DEFAULT, *argv]
+    parser = build_parser(modules)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_UNMEASURED
+    try:
+        return int(modules[args.command].run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
