@@ -141,6 +141,7 @@ class Arguments:
     chunk_pixels: int | None = None
     physical_phi: bool = False
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
+    trace_json: str | None = None
 
 
 class _Values:
@@ -500,6 +501,7 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-chunk_pixels", 1, _set("chunk_pixels", "int"), exact=True),
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True),
     H("-trace_pixel", 2, _trace, exact=True),
+    H("--trace-json", 1, _text("trace_json"), exact=True),
 )
 
 def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:

@@ -38,6 +38,8 @@ from detsim.units import ANGSTROM, R_E_SQ_M2, UM
 
 DEFAULT_BLOCK_LANES = 1 << 20  # pixel x source x orientation lanes per block: ~8 MB per float64 temporary
 
+MODES = ("eager",)  # execution paths of render(); each is parity-tested against the golden cases
+
 Observer = Callable[..., None]
 """``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
 
@@ -510,7 +512,8 @@ def _scan_interpolation_edge(setup: Setup, terms: _PixelTerms, first_pixel: int,
 
 
 def simulate(config: SimulationConfig, *, device: torch.device | str = "cpu",
-             dtype: torch.dtype = torch.float64, chunk_pixels: int | None = None) -> Tensor:
+             dtype: torch.dtype = torch.float64, chunk_pixels: int | None = None,
+             mode: str = "eager") -> Tensor:
     """Render the image nanoBragg would produce for ``config``.
 
     Args:
@@ -518,12 +521,15 @@ def simulate(config: SimulationConfig, *, device: torch.device | str = "cpu",
         device: torch device for the computation (``"cpu"``, ``"cuda"``...).
         dtype: ``torch.float64`` (default, as nanoBragg) or ``torch.float32``.
         chunk_pixels: pixels per chunk (memory bound); None chooses automatically.
+        mode: execution path, one of :data:`MODES`.
 
     Returns:
         (slow, fast) tensor of photons per pixel.
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels)
     return image
 
 
-__all__ = ["OBSERVED", "Observer", "RenderInfo", "Setup", "prepare", "render", "restrict_pixels", "simulate"]
+__all__ = ["MODES", "OBSERVED", "Observer", "RenderInfo", "Setup", "prepare", "render", "restrict_pixels", "simulate"]
