@@ -21,7 +21,7 @@ from detsim.argv import ArgumentError, Arguments, parse_argv
 from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
 )
-from detsim.engine import Setup, prepare, render
+from detsim.engine import Setup, check_triton, prepare, render
 from detsim.sources import SourceFileError, read_source_file
 from detsim.structure import HKLError, read_hkl
 from detsim.units import DEFAULT_FLUENCE_PER_M2, DEG
@@ -295,10 +295,15 @@ def run(argv: list[str], out=None) -> int:
         raise ConfigError(f"-device: unknown device {args.device!r}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError("-device cuda: no CUDA device is available")
+    if args.mode == "triton":
+        try:
+            check_triton(device)
+        except ValueError as exc:
+            raise ConfigError(f"-mode triton: {exc}") from None
     setup = prepare(config, device=device, dtype=dtype)
     print("\n".join(_summary(setup)), file=out)
     progress = _Progress(args.progress)
-    image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress)
+    image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode)
     progress.close()
     if info.interpolation_switched_off_at is not None:
         s, f = info.interpolation_switched_off_at
@@ -320,7 +325,9 @@ def _roi_mask(setup: Setup) -> np.ndarray:
 def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> None:
     """Write float, int, PGM and noise images, in nanoBragg's order (spec §6.3)."""
     roi = _roi_mask(setup)
-    stats = io.image_statistics(image, roi)
+    mask = setup.config.detector.mask
+    pixel_mask = None if mask is None else np.asarray(mask) != 0
+    stats = io.image_statistics(image, roi, pixel_mask)
     s_max, f_max = np.unravel_index(int(np.argmax(np.where(roi, image, -np.inf))), image.shape)
     print(f"max_I = {stats['max_I']:g} at pixel (slow {s_max}, fast {f_max})", file=out)
     print(f"mean= {stats['mean']:g} rms= {stats['rms']:g} rmsd= {stats['rmsd']:g}", file=out)
@@ -332,7 +339,8 @@ def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> Non
     io.write_smv(outputs.intfile, ints, header)
     print(f"wrote {outputs.intfile}", file=out)
     if outputs.pgmfile is not None:
-        pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi)
+        pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
+                                      pixel_mask)
         io.write_pgm(outputs.pgmfile, pgm, pgm_scale)
         print(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}", file=out)
     if outputs.noisefile is not None:
