@@ -139,6 +139,7 @@ class Arguments:
     dtype: str = "float64"
     device: str = "cpu"
     chunk_pixels: int | None = None
+    mode: str = "eager"
     physical_phi: bool = False
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
     trace_json: str | None = None
@@ -500,6 +501,7 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-device", 1, _text("device"), exact=True),
     H("-chunk_pixels", 1, _set("chunk_pixels", "int"), exact=True),
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True),
+    H("-mode", 1, _choice("mode", ("eager", "compiled", "triton")), exact=True),
     H("-trace_pixel", 2, _trace, exact=True),
     H("--trace-json", 1, _text("trace_json"), exact=True),
 )

@@ -17,6 +17,7 @@ The engine never prints: progress goes to an optional callback.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from detsim import fused as fused_kernels
 from detsim import physics
 from detsim.config import CrystalShape, SimulationConfig, as_float
 from detsim.crystal import (
@@ -36,9 +38,16 @@ from detsim.sources import Sources, build_sources
 from detsim.structure import StructureFactors
 from detsim.units import ANGSTROM, R_E_SQ_M2, UM
 
-DEFAULT_BLOCK_LANES = 1 << 20  # pixel x source x orientation lanes per block: ~8 MB per float64 temporary
+# Pixel x source x orientation lanes per block. Each temporary then holds 3 x 2^15 values (768 kB in
+# float64), small enough to stay in the CPU's L2 cache, which is where eager PyTorch runs fastest here.
+DEFAULT_BLOCK_LANES = 1 << 15
+MAX_CHUNK_PIXELS = 1 << 16
 
-MODES = ("eager",)  # execution paths of render(); each is parity-tested against the golden cases
+# Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
+# fused inner loop of detsim.fused through torch.compile where it applies, "triton" through the Triton
+# kernel of detsim.triton_kernels (CUDA, or Triton's interpreter on a CPU); eager code does the rest.
+MODES = ("eager", "compiled", "triton")
+COMPILED_BLOCK_LANES = 1 << 20  # the fused loop keeps no temporaries, so blocks can be large
 
 Observer = Callable[..., None]
 """``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
@@ -190,31 +199,38 @@ def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Ten
 
 def render(setup: Setup, *, chunk_pixels: int | None = None,
            progress: Callable[[float], None] | None = None,
-           observe: Observer | None = None) -> tuple[Tensor, RenderInfo]:
+           observe: Observer | None = None, mode: str = "eager") -> tuple[Tensor, RenderInfo]:
     """Accumulate the image of a prepared simulation.
 
     Args:
         chunk_pixels: pixels per chunk; None picks one that keeps each block near
-            ``DEFAULT_BLOCK_LANES`` lanes (a few hundred MB of working memory at most).
+            ``DEFAULT_BLOCK_LANES`` lanes (a few MB of working memory per block).
         progress: called with the fraction done after each chunk.
         observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
             pixels, render a setup restricted to them (``restrict_pixels``).
+        mode: execution path, one of :data:`MODES`.
 
     Returns:
         (image, info): image of shape (slow, fast) in ``setup.dtype`` on ``setup.device``, photons per
         pixel; pixels outside the ROI are 0.
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     lanes_per_pixel = setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
+    if mode == "triton":
+        check_triton(setup.device)
+    block_lanes = DEFAULT_BLOCK_LANES if mode == "eager" else COMPILED_BLOCK_LANES
     if chunk_pixels is None:
-        chunk_pixels = max(1, DEFAULT_BLOCK_LANES // lanes_per_pixel)
+        chunk_pixels = min(MAX_CHUNK_PIXELS, max(1, block_lanes // lanes_per_pixel))
     det = setup.config.detector
     total = setup.pixels_s.numel()
     values = torch.zeros(total, dtype=setup.dtype, device=setup.device)
     state = _InterpolationState(enabled=setup.interpolate)
+    projections = _Projections(setup)
     for start in range(0, total, chunk_pixels):
         stop = min(start + chunk_pixels, total)
         values[start:stop] = _render_chunk(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop],
-                                           start, state, observe)
+                                           start, state, projections, observe, mode)
         if progress is not None:
             progress(stop / total)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)
@@ -243,50 +259,112 @@ class _InterpolationState:
 
 @dataclass(frozen=True)
 class _PixelTerms:
-    """Per-pixel quantities of one chunk (P pixels)."""
+    """Per-pixel quantities of one chunk of P pixels.
+
+    nanoBragg evaluates the solid angle, polarization and capture fraction once per pixel (spec §5.4,
+    §5.5, §5.8); the ``*_first``/``*_last`` fields hold those values. The full per-subpixel tensors
+    are only built when an ``-oversample_*`` flag, a ``-dmin`` cut or an observer needs them.
+    """
 
     position: Tensor  # (P, T, O, 3) subpixel positions, m
     airpath: Tensor  # (P, T, O) distance from the sample, m
     diffracted: Tensor  # (P, T, O, 3) unit vectors
-    omega: Tensor  # (P, T, O) solid angle of each subpixel (used as-is only with -oversample_omega)
-    capture: Tensor  # (P, T, O) capture fraction of each subpixel in its layer
-    survives: Tensor  # (P, T, O, S) source not cut by -dmin
-    polar: Tensor  # (P, T, O, S) polarization factor
-    scattering: Tensor  # (P, T, O, S, 3) scattering vectors (1/m)
+    omega_first: Tensor  # (P,) solid angle at the first subpixel of layer 0
+    capture_last: Tensor  # (P,) capture fraction of the last layer at its first subpixel
+    polar_first: Tensor  # (P,) polarization at the first surviving source
+    n_sources: int
+    omega: Tensor | None = None  # (P, T, O)
+    capture: Tensor | None = None  # (P, T, O)
+    polar: Tensor | None = None  # (P, T, O, S)
+    survives: Tensor | None = None  # (P, T, O, S); None when -dmin cuts nothing in this chunk
+    scattering: Tensor | None = None  # (P, T, O, S, 3) scattering vectors, 1/m
 
 
-def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> _PixelTerms:
-    geom, det = setup.geometry, setup.config.detector
-    dtype = setup.dtype
-    layers = torch.arange(setup.thickness.count, device=setup.device, dtype=dtype) * setup.thickness.step
+def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _PixelTerms:
+    """Positions and per-pixel factors of a chunk; ``full`` builds every per-subpixel tensor."""
+    geom, det, flags = setup.geometry, setup.config.detector, setup.config.sampling
+    beam = setup.config.beam
+    dtype, device = setup.dtype, setup.device
+    layers = torch.arange(setup.thickness.count, device=device, dtype=dtype) * setup.thickness.step
     pos = pixel_positions(geom, s_idx, f_idx, setup.oversample, layers, det.curved, setup.frame.beam)
     airpath = torch.linalg.vector_norm(pos, dim=-1)  # (P, T, O)
     diffracted = pos / airpath[..., None]
-    omega = physics.solid_angle(airpath, geom.pixel_m, geom.close_distance_m, det.point_pixel)
-    if setup.thickness.range > 0:
-        cos_in = (diffracted * geom.odet).sum(-1)
-        layer = torch.arange(setup.thickness.count, device=setup.device, dtype=dtype)[None, :, None]
-        step_mu = setup.thickness.step * setup.mu_per_m
-        capture = torch.exp(-layer * step_mu / cos_in) - torch.exp(-(layer + 1) * step_mu / cos_in)
-    else:
-        capture = torch.ones_like(airpath)
     incident = setup.sources.incident  # (S, 3)
-    lam = setup.sources.lambda_m  # (S,)
-    scattering = (diffracted[..., None, :] - incident) / lam[:, None]  # (P, T, O, S, 3)
+
+    def omega_of(r: Tensor) -> Tensor:
+        return physics.solid_angle(r, geom.pixel_m, geom.close_distance_m, det.point_pixel)
+
+    def capture_of(d: Tensor, layer: Tensor | int) -> Tensor:
+        if setup.thickness.range <= 0:
+            return torch.ones(d.shape[:-1], dtype=dtype, device=device)
+        cos_in = (d * geom.odet).sum(-1)
+        step_mu = setup.thickness.step * setup.mu_per_m
+        return torch.exp(-layer * step_mu / cos_in) - torch.exp(-(layer + 1) * step_mu / cos_in)
+
+    def polar_of(d: Tensor, inc: Tensor) -> Tensor:
+        if beam.nopolar:
+            return torch.ones(torch.broadcast_shapes(d.shape, inc.shape)[:-1], dtype=dtype, device=device)
+        d, inc = torch.broadcast_tensors(d, inc)
+        return physics.polarization_factor(inc, d, setup.frame.polar, beam.polarization_kahn)
+
+    scattering = survives = None
     dmin_m = setup.config.crystal.dmin_A * ANGSTROM
+    if full or dmin_m > 0:
+        scattering = (diffracted[..., None, :] - incident) / setup.sources.lambda_m[:, None]  # (P, T, O, S, 3)
     if dmin_m > 0:
         stol = 0.5 * torch.linalg.vector_norm(scattering, dim=-1)
         survives = ~((stol > 0) & (dmin_m > 0.5 / stol))
+        if bool(survives.all()) and not full:
+            survives = None
+
+    omega = omega_of(airpath) if (full or flags.oversample_omega) else None
+    layer_index = torch.arange(setup.thickness.count, device=device, dtype=dtype)[None, :, None]
+    capture = capture_of(diffracted, layer_index) if (full or flags.oversample_thick) else None
+    polar = None
+    if full or flags.oversample_polar or survives is not None:
+        polar = polar_of(diffracted[..., None, :], incident)  # (P, T, O, S)
+        polar_first = _first_evaluation(polar, survives if survives is not None else torch.ones_like(polar, dtype=torch.bool))
     else:
-        survives = torch.ones(scattering.shape[:-1], dtype=torch.bool, device=setup.device)
-    beam = setup.config.beam
-    if beam.nopolar:
-        polar = torch.ones(scattering.shape[:-1], dtype=dtype, device=setup.device)
-    else:
-        polar = physics.polarization_factor(incident.expand_as(scattering), diffracted[..., None, :].expand_as(scattering),
-                                            setup.frame.polar, beam.polarization_kahn)
-    return _PixelTerms(position=pos, airpath=airpath, diffracted=diffracted, omega=omega, capture=capture, survives=survives,
-                       polar=polar, scattering=scattering)
+        polar_first = polar_of(diffracted[:, 0, 0], incident[0])
+    return _PixelTerms(
+        position=pos, airpath=airpath, diffracted=diffracted,
+        omega_first=omega_of(airpath[:, 0, 0]),
+        capture_last=capture_of(diffracted[:, -1, 0], setup.thickness.count - 1),
+        polar_first=polar_first, n_sources=incident.shape[0],
+        omega=omega, capture=capture, polar=polar, survives=survives, scattering=scattering,
+    )
+
+
+def available_modes(device: torch.device | str = "cpu") -> tuple[str, ...]:
+    """The execution paths that can run on ``device`` here."""
+    modes = ["eager", "compiled"]
+    try:
+        check_triton(torch.device(device))
+        modes.append("triton")
+    except ValueError:
+        pass
+    return tuple(modes)
+
+
+def check_triton(device: torch.device) -> None:
+    """Raise ValueError saying why the Triton path cannot run on ``device``."""
+    import os
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        raise ValueError("mode 'triton' needs the triton package (pip install 'detsim[triton]')") from None
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("mode 'triton' runs on a CUDA device (or on a CPU under TRITON_INTERPRET=1, for testing)")
+
+
+def _needs_grad(setup: Setup) -> bool:
+    """Whether autograd must see this render (then no in-place shortcuts are taken)."""
+    if not torch.is_grad_enabled():
+        return False
+    tensors = (setup.orientations, setup.sources.lambda_m, setup.sources.incident, setup.geometry.pix0_m,
+               setup.geometry.fdet, setup.lattice.N, setup.lattice.recip_A)
+    values = setup.structure.values
+    return any(t.requires_grad for t in tensors) or (values is not None and values.requires_grad)
 
 
 def _first_evaluation(values: Tensor, survives: Tensor) -> Tensor:
@@ -317,18 +395,59 @@ def _blocks(n_sources: int, n_orient: int, lanes: int) -> Iterator[tuple[slice, 
                 yield slice(s, s + 1), slice(r, min(r + lanes, n_orient))
 
 
-def _miller(scattering: Tensor, orient: Tensor) -> Tensor:
-    """Fractional h, k, l = (a, b, c) . S.
+class _Projections:
+    """Per-block matrices turning a diffracted direction into Miller indices with one GEMM.
+
+    h = a . (d - i) / lambda = d . (a / lambda) - (a . i) / lambda, so for a block of Sb sources and Rb
+    orientations ``hkl = d @ B - C`` with B of shape (3, J*Sb*Rb) and C of shape (1, J*Sb*Rb), J the
+    crystal axes needed. Built once per block and reused for every chunk, layer and subpixel.
+    """
+
+    def __init__(self, setup: Setup):
+        self.setup = setup
+        self._cache: dict[tuple[int, int, int, int, tuple[int, ...]], tuple[Tensor, Tensor]] = {}
+
+    def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
+        if key not in self._cache:
+            orient = self.setup.orientations[r_sl][:, list(axes), :]  # (Rb, J, 3) axes a, b, c in m
+            inv_lambda = 1.0 / self.setup.sources.lambda_m[s_sl]  # (Sb,)
+            incident = self.setup.sources.incident[s_sl]  # (Sb, 3)
+            B = orient.permute(2, 1, 0)[:, :, None, :] * inv_lambda[None, None, :, None]  # (3, J, Sb, Rb)
+            C = torch.einsum("rjx,sx->jsr", orient, incident) * inv_lambda[None, :, None]  # (J, Sb, Rb)
+            self._cache[key] = (B.reshape(3, -1), C.reshape(1, -1))
+        return self._cache[key]
+
+
+def _miller(diffracted: Tensor, projection: tuple[Tensor, Tensor], shape: tuple[int, int, int]) -> Tensor:
+    """Fractional Miller indices of a block (spec §5.6): one GEMM, deterministic across threads.
 
     Args:
-        scattering: (P, Sb, 3) in 1/m; orient: (Rb, 3, 3) rows a, b, c in m.
+        diffracted: (P, 3) unit vectors of one layer and subpixel.
+        projection: (B, C) from :class:`_Projections`.
+        shape: (J, Sb, Rb) crystal axes, sources and orientations of the block.
 
     Returns:
-        (P, Sb, Rb, 3), as three explicit multiply-adds (no BLAS), so results do not depend on threads.
+        (P, J, Sb, Rb) indices along the requested crystal axes.
     """
-    s = scattering[:, :, None, None, :]  # (P, Sb, 1, 1, 3)
-    o = orient[None, None]  # (1, 1, Rb, 3, 3)
-    return s[..., 0] * o[..., 0] + s[..., 1] * o[..., 1] + s[..., 2] * o[..., 2]
+    B, C = projection
+    return torch.addmm(C, diffracted, B, beta=-1).view(diffracted.shape[0], *shape)  # d @ B - C
+
+
+def _square_lattice_inplace(hkl: Tensor, N: list[float]) -> Tensor:
+    """F_latt**2 of a parallelepiped from (P, J, Sb, Rb) indices, overwriting them (no autograd).
+
+    Same arithmetic as :func:`detsim.physics.lattice_square_sq` on the reduced index, in place and in a
+    channel-first layout so every pass streams through contiguous, cache-sized memory. At a reduced
+    index of exactly 0 the ratio is 0/0 = NaN, which becomes N**2 (nanoBragg's special case).
+    """
+    x = hkl.sub_(torch.round(hkl)).mul_(math.pi)  # reduced index times pi
+    den = torch.sin(x)
+    N_col = torch.as_tensor(N, dtype=hkl.dtype, device=hkl.device).reshape(1, -1, 1, 1)
+    ratio = x.mul_(N_col).sin_().div_(den).square_()
+    for j, n in enumerate(N):
+        ratio[:, j].nan_to_num_(nan=n * n)
+    return ratio.prod(1)
 
 
 def _lattice_sq(setup: Setup, hkl: Tensor, frac: Tensor) -> Tensor:
@@ -356,42 +475,84 @@ def _cell(setup: Setup, hkl: Tensor, nearest: Tensor, interp_mask: Tensor | None
 
 
 def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
-                  interp: _InterpolationState, observe: Observer | None = None) -> Tensor:
+                  interp: _InterpolationState, projections: _Projections,
+                  observe: Observer | None = None, mode: str = "eager") -> Tensor:
     """Pixel values of one chunk, (P,)."""
     cfg = setup.config
-    terms = _pixel_terms(setup, s_idx, f_idx)
+    terms = _pixel_terms(setup, s_idx, f_idx, full=observe is not None)
     if observe is not None:
         _observe_pixel_terms(observe, terms)
-    P, T, O, S = terms.survives.shape
+    P, T, O = terms.airpath.shape
+    S = terms.n_sources
     R = setup.orientations.shape[0]
     per_pixel = T * O * S * R  # iterations per pixel, in loop order t, o, s, r
     water = cfg.crystal.water_um != 0
     flags = cfg.sampling
     sequential = flags.oversample_thick or flags.oversample_polar or flags.oversample_omega
-    lanes = max(1, DEFAULT_BLOCK_LANES // max(P, 1))
+    lanes = max(1, (DEFAULT_BLOCK_LANES if mode == "eager" else COMPILED_BLOCK_LANES) // max(P, 1))
+    has_cut = terms.survives is not None and not bool(terms.survives.all())
 
     if interp.enabled and interp.cutoff is None:
-        _scan_interpolation_edge(setup, terms, first_pixel, per_pixel, lanes, interp)
+        _scan_interpolation_edge(setup, terms, first_pixel, per_pixel, lanes, interp, projections)
+
+    crystal = cfg.crystal
+    fast = (observe is None and crystal.shape is CrystalShape.SQUARE and not interp.enabled
+            and not _needs_grad(setup))
+    table = setup.structure.values is not None
+    N = setup.lattice.N
+    # Axes whose grating factor is not identically 1; without an F table only those need indices.
+    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if float(N[j]) > 1)
+    N_axes = [float(N[j]) for j in axes]
+    F_const_sq = None if table else float(crystal.default_F) ** 2
+    fused = None
+    if mode != "eager" and fast and F_const_sq is not None and not has_cut and not sequential and axes:
+        if mode == "compiled":
+            fused = fused_kernels.compiled_square_lattice_lane_sum()
+        else:
+            from detsim import triton_kernels
+            fused = triton_kernels.square_lattice_lane_sum
+        N_fused = torch.as_tensor(N_axes, dtype=setup.dtype, device=setup.device)
 
     total = torch.full((P,), setup.water_bg, dtype=setup.dtype, device=setup.device)
     for t in range(T):
         for o in range(O):
+            d = terms.diffracted[:, t, o]  # (P, 3)
             for s_sl, r_sl in _blocks(S, R, lanes):
-                scat = terms.scattering[:, t, o, s_sl]  # (P, Sb, 3)
-                hkl = _miller(scat, setup.orientations[r_sl])  # (P, Sb, Rb, 3)
-                nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
-                latt_sq = _lattice_sq(setup, hkl, hkl - nearest)
-                mask = None
-                if interp.enabled:
-                    mask = _interp_allowed(setup, hkl, interp, first_pixel, per_pixel,
-                                           _iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device))
-                F_cell = _cell(setup, hkl, nearest, mask)
-                contrib = F_cell * F_cell * latt_sq
-                alive = terms.survives[:, t, o, s_sl, None].expand_as(contrib)
-                contrib = torch.where(alive, contrib, torch.zeros_like(contrib))
+                Sb, Rb = s_sl.stop - s_sl.start, r_sl.stop - r_sl.start
+                where = dict(layer=t, subpixel=o, sources=s_sl, orientations=r_sl)
+                if fused is not None:
+                    B, C = projections.get(s_sl, r_sl, axes)
+                    J = len(axes)
+                    total = total + fused(d, B.view(3, J, -1), C.view(J, -1), N_fused) * F_const_sq
+                    continue
+                if axes:
+                    hkl_c = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb))
+                if fast:
+                    nearest = torch.ceil(hkl_c - 0.5).movedim(1, -1) if table else None
+                    latt_sq = (_square_lattice_inplace(hkl_c, N_axes) if axes
+                               else torch.ones((P, Sb, Rb), dtype=setup.dtype, device=setup.device))
+                    hkl = None
+                else:
+                    hkl = hkl_c.movedim(1, -1)  # (P, Sb, Rb, 3)
+                    nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
+                    latt_sq = _lattice_sq(setup, hkl, hkl - nearest)
+                if F_const_sq is not None and not interp.enabled:
+                    contrib = latt_sq * F_const_sq
+                    F_cell = None
+                else:
+                    mask = None
+                    if interp.enabled:
+                        mask = _interp_allowed(setup, hkl, interp, first_pixel, per_pixel,
+                                               _iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device))
+                    F_cell = _cell(setup, hkl, nearest, mask)
+                    contrib = F_cell * F_cell * latt_sq
+                alive = None
+                if has_cut:
+                    alive = terms.survives[:, t, o, s_sl, None].expand_as(contrib)
+                    contrib = torch.where(alive, contrib, torch.zeros_like(contrib))
                 if observe is not None:
-                    where = dict(layer=t, subpixel=o, sources=s_sl, orientations=r_sl)
-                    _observe_block(observe, setup, hkl, nearest, latt_sq, F_cell, contrib, where)
+                    F_obs = F_cell if F_cell is not None else torch.full_like(latt_sq, float(crystal.default_F))
+                    _observe_block(observe, setup, hkl, nearest, latt_sq, F_obs, contrib, where)
                 if not sequential:
                     total = total + contrib.reshape(P, -1).sum(-1)
                     if observe is not None:
@@ -406,7 +567,9 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
                     factor = factor * terms.polar[:, t, o, s_sl, None]
                 if flags.oversample_omega:
                     factor = factor * terms.omega[:, t, o, None, None]
-                counted = alive if water else alive & (latt_sq != 0)
+                counted = latt_sq != 0 if not water else torch.ones_like(latt_sq, dtype=torch.bool)
+                if alive is not None:
+                    counted = counted & alive
                 factor = torch.where(counted, factor, torch.ones_like(factor)).reshape(P, -1)
                 suffix = torch.flip(torch.cumprod(torch.flip(factor, (1,)), 1), (1,))
                 total = total * suffix[:, 0] + (contrib.reshape(P, -1) * suffix).sum(-1)
@@ -415,10 +578,9 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
 
     scale = R_E_SQ_M2 * setup.fluence_per_m2 / setup.steps
     value = total * scale
-    capture_last = terms.capture[:, -1, 0]  # last layer, first subpixel (spec §5.8)
-    polar = terms.polar if not cfg.beam.nopolar else torch.ones_like(terms.polar)
-    polar_first = _first_evaluation(polar, terms.survives)  # first surviving source (spec §5.5)
-    omega_first = terms.omega[:, 0, 0]  # first subpixel of layer 0 (spec §5.4)
+    capture_last = terms.capture_last  # last layer, first subpixel (spec §5.8)
+    polar_first = terms.polar_first  # first surviving source (spec §5.5)
+    omega_first = terms.omega_first  # first subpixel of layer 0 (spec §5.4)
     if not flags.oversample_thick:
         value = value * capture_last
     if not flags.oversample_polar:
@@ -442,7 +604,8 @@ def _observe_pixel_terms(observe: Observer, terms: _PixelTerms) -> None:
     observe("capture_fraction", terms.capture)
     observe("polarization", terms.polar)
     observe("scattering", terms.scattering)
-    observe("source_cut", ~terms.survives)
+    observe("source_cut", ~terms.survives if terms.survives is not None
+            else torch.zeros(terms.polar.shape, dtype=torch.bool, device=terms.polar.device))
 
 
 def _observe_block(observe: Observer, setup: Setup, hkl: Tensor, nearest: Tensor, latt_sq: Tensor,
@@ -485,17 +648,20 @@ def _interp_allowed(setup: Setup, hkl: Tensor, interp: _InterpolationState, firs
 
 
 def _scan_interpolation_edge(setup: Setup, terms: _PixelTerms, first_pixel: int, per_pixel: int,
-                             lanes: int, interp: _InterpolationState) -> None:
+                             lanes: int, interp: _InterpolationState, projections: _Projections) -> None:
     """Find the first iteration of this chunk whose indices leave the interpolation box (spec §5.7)."""
-    P, T, O, S = terms.survives.shape
+    P, T, O = terms.airpath.shape
+    S = terms.n_sources
     R = setup.orientations.shape[0]
     best = None
     for t in range(T):
         for o in range(O):
             for s_sl, r_sl in _blocks(S, R, lanes):
-                hkl = _miller(terms.scattering[:, t, o, s_sl], setup.orientations[r_sl])
+                shape = (3, s_sl.stop - s_sl.start, r_sl.stop - r_sl.start)
+                hkl = _miller(terms.diffracted[:, t, o], projections.get(s_sl, r_sl, (0, 1, 2)), shape).movedim(1, -1)
                 latt_sq = _lattice_sq(setup, hkl, hkl - torch.ceil(hkl - 0.5))
-                reached = terms.survives[:, t, o, s_sl, None].expand_as(latt_sq)
+                reached = (terms.survives[:, t, o, s_sl, None].expand_as(latt_sq) if terms.survives is not None
+                           else torch.ones_like(latt_sq, dtype=torch.bool))
                 if setup.config.crystal.water_um == 0:
                     reached = reached & (latt_sq != 0)  # skipped iterations never look up F
                 bad = reached & ~setup.structure.interpolable(*hkl.unbind(-1))
@@ -526,10 +692,8 @@ def simulate(config: SimulationConfig, *, device: torch.device | str = "cpu",
     Returns:
         (slow, fast) tensor of photons per pixel.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels)
+    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels, mode=mode)
     return image
 
 
-__all__ = ["MODES", "OBSERVED", "Observer", "RenderInfo", "Setup", "prepare", "render", "restrict_pixels", "simulate"]
+__all__ = ["MODES", "available_modes", "OBSERVED", "Observer", "RenderInfo", "Setup", "prepare", "render", "restrict_pixels", "simulate"]

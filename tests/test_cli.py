@@ -111,6 +111,7 @@ BAD_INPUTS = [
     (SMALL + ["-N", "-2"], "-Na"),
     (SMALL + ["-Na", "-2"], "-Na"),
     (SMALL + ["-mask", "nomask.img"], "nomask.img"),
+    (SMALL + ["-mode", "fast"], "-mode"),
     (SMALL + ["-device", "cuda:99"] if not __import__("torch").cuda.is_available() else SMALL + ["-device", "bogus"],
      "-device"),
 ]
