@@ -188,8 +188,8 @@ def _cast_geometry(geom: DetectorGeometry, dtype: torch.dtype) -> DetectorGeomet
 def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Tensor, Tensor]:
     """Slow and fast indices of the pixels inside the ROI and not masked (mask == 0), raster order."""
     xmin, xmax, ymin, ymax = roi if roi is not None else (0, fpixels - 1, 0, spixels - 1)
-    s = torch.arange(ymin, ymax + 1, device=device)
-    f = torch.arange(xmin, xmax + 1, device=device)
+    s = torch.arange(ymin, ymax + 1, device=device, dtype=torch.int32)  # int32: 4 bytes per pixel
+    f = torch.arange(xmin, xmax + 1, device=device, dtype=torch.int32)
     s, f = s.repeat_interleave(f.numel()), f.repeat(s.numel())
     if mask is not None:
         keep = torch.as_tensor(np.asarray(mask) != 0, device=device)[s, f]
@@ -224,17 +224,18 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
         chunk_pixels = min(MAX_CHUNK_PIXELS, max(1, block_lanes // lanes_per_pixel))
     det = setup.config.detector
     total = setup.pixels_s.numel()
-    values = torch.zeros(total, dtype=setup.dtype, device=setup.device)
     state = _InterpolationState(enabled=setup.interpolate)
     projections = _Projections(setup)
+    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)
+    grad = _needs_grad(setup)
     for start in range(0, total, chunk_pixels):
         stop = min(start + chunk_pixels, total)
-        values[start:stop] = _render_chunk(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop],
-                                           start, state, projections, observe, mode)
+        s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
+        values = _render_chunk(setup, s_idx, f_idx, start, state, projections, observe, mode)
+        flat = (s_idx.long() * det.fpixels + f_idx,)
+        image = image.index_put(flat, values) if grad else image.index_put_(flat, values)
         if progress is not None:
             progress(stop / total)
-    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)
-    image = image.index_put((setup.pixels_s * det.fpixels + setup.pixels_f,), values)
     info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup))
     return image.reshape(det.spixels, det.fpixels), info
 
