@@ -408,11 +408,12 @@ class _Projections:
         self.setup = setup
         self._cache: dict[tuple[int, int, int, int, tuple[int, ...]], tuple[Tensor, Tensor]] = {}
 
-    def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
-        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
+    def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...], scale: float = 1.0) -> tuple[Tensor, Tensor]:
+        """(B, C) for a block; ``scale`` multiplies both (pi gives pi*h directly)."""
+        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes, scale)
         if key not in self._cache:
             orient = self.setup.orientations[r_sl][:, list(axes), :]  # (Rb, J, 3) axes a, b, c in m
-            inv_lambda = 1.0 / self.setup.sources.lambda_m[s_sl]  # (Sb,)
+            inv_lambda = scale / self.setup.sources.lambda_m[s_sl]  # (Sb,)
             incident = self.setup.sources.incident[s_sl]  # (Sb, 3)
             B = orient.permute(2, 1, 0)[:, :, None, :] * inv_lambda[None, None, :, None]  # (3, J, Sb, Rb)
             C = torch.einsum("rjx,sx->jsr", orient, incident) * inv_lambda[None, :, None]  # (J, Sb, Rb)
@@ -435,16 +436,21 @@ def _miller(diffracted: Tensor, projection: tuple[Tensor, Tensor], shape: tuple[
     return torch.addmm(C, diffracted, B, beta=-1).view(diffracted.shape[0], *shape)  # d @ B - C
 
 
-def _square_lattice_inplace(hkl: Tensor, N: list[float]) -> Tensor:
-    """F_latt**2 of a parallelepiped from (P, J, Sb, Rb) indices, overwriting them (no autograd).
+def _square_lattice_inplace(pi_hkl: Tensor, N: list[float]) -> Tensor:
+    """F_latt**2 of a parallelepiped from (P, J, Sb, Rb) values of pi*h, overwriting them (no autograd).
 
-    Same arithmetic as :func:`detsim.physics.lattice_square_sq` on the reduced index, in place and in a
-    channel-first layout so every pass streams through contiguous, cache-sized memory. At a reduced
-    index of exactly 0 the ratio is 0/0 = NaN, which becomes N**2 (nanoBragg's special case).
+    In float64 this is nanoBragg's own arithmetic, sin(N pi h) / sin(pi h) on the full index. In
+    float32 the index is first reduced to h - round(h), which leaves the squared ratio unchanged (N is
+    an integer) and keeps the sines accurate. Channel-first and in place, so every pass streams through
+    contiguous, cache-sized memory. At h == 0 exactly the ratio is 0/0 = NaN, which becomes N**2
+    (nanoBragg's special case).
     """
-    x = hkl.sub_(torch.round(hkl)).mul_(math.pi)  # reduced index times pi
+    x = pi_hkl
+    if x.dtype != torch.float64:
+        x = x.div_(math.pi)
+        x = x.sub_(torch.round(x)).mul_(math.pi)
     den = torch.sin(x)
-    N_col = torch.as_tensor(N, dtype=hkl.dtype, device=hkl.device).reshape(1, -1, 1, 1)
+    N_col = torch.as_tensor(N, dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
     ratio = x.mul_(N_col).sin_().div_(den).square_()
     for j, n in enumerate(N):
         ratio[:, j].nan_to_num_(nan=n * n)
@@ -502,8 +508,8 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
     table = setup.structure.values is not None
     N = setup.lattice.N
     # Axes whose grating factor is not identically 1; without an F table only those need indices.
-    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if float(N[j]) > 1)
-    N_axes = [float(N[j]) for j in axes]
+    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if as_float(N[j]) > 1)
+    N_axes = [as_float(N[j]) for j in axes]
     F_const_sq = None if table else float(crystal.default_F) ** 2
     fused = None
     if mode != "eager" and fast and F_const_sq is not None and not has_cut and not sequential and axes:
@@ -526,15 +532,19 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
                     J = len(axes)
                     total = total + fused(d, B.view(3, J, -1), C.view(J, -1), N_fused) * F_const_sq
                     continue
-                if axes:
-                    hkl_c = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb))
                 if fast:
-                    nearest = torch.ceil(hkl_c - 0.5).movedim(1, -1) if table else None
-                    latt_sq = (_square_lattice_inplace(hkl_c, N_axes) if axes
-                               else torch.ones((P, Sb, Rb), dtype=setup.dtype, device=setup.device))
                     hkl = None
+                    nearest = None
+                    if table:  # nanoBragg's rounding, ties down (spec §5.6)
+                        hkl_c = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb))
+                        nearest = torch.ceil(hkl_c - 0.5).movedim(1, -1)
+                        pi_hkl = hkl_c.mul_(math.pi)
+                    elif axes:
+                        pi_hkl = _miller(d, projections.get(s_sl, r_sl, axes, math.pi), (len(axes), Sb, Rb))
+                    latt_sq = (_square_lattice_inplace(pi_hkl, N_axes) if axes
+                               else torch.ones((P, Sb, Rb), dtype=setup.dtype, device=setup.device))
                 else:
-                    hkl = hkl_c.movedim(1, -1)  # (P, Sb, Rb, 3)
+                    hkl = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb)).movedim(1, -1)  # (P, Sb, Rb, 3)
                     nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
                     latt_sq = _lattice_sq(setup, hkl, hkl - nearest)
                 if F_const_sq is not None and not interp.enabled:
