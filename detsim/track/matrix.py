@@ -1,0 +1,434 @@
+"""The determinism matrix: run records, bit-for-bit comparisons, and how they are shown.
+
+Agreement is judged on the native bytes of every output (a float64 image that differs only below
+float32 precision still counts as different); the float32 hash is what ``-floatfile`` would write and
+is reported beside it. Comparisons:
+
+* ``repeat``  - repeats of one configuration (must agree: a difference fails the run);
+* ``threads`` - the same configuration at another thread count, against the smallest one;
+* ``mode``    - another execution mode, against ``eager`` (or the first mode);
+* ``device``  - another device, against ``cpu`` (or the first device).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import string
+from dataclasses import dataclass, field
+
+import torch
+
+from detsim.track import common
+
+SHOULD_AGREE = ("repeat",)
+KINDS = ("repeat", "threads", "mode", "device")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One configuration of the matrix (a row and column of it)."""
+
+    target: str
+    device: str
+    dtype: str
+    mode: str
+    threads: int
+
+    def label(self) -> str:
+        return f"{self.device}/{self.dtype}/{self.mode}/threads={self.threads}"
+
+
+@dataclass
+class RunResult:
+    """One run: its hashes (``status == "ok"``), its traceback (``"crashed"``) or why it did not run."""
+
+    config: RunConfig
+    repeat: int
+    status: str  # "ok", "crashed", "skipped"
+    seconds: float = 0.0
+    hashes: dict = field(default_factory=dict)  # output -> {"sha256", "sha256_native", "shape", "dtype"}
+    error: str | None = None
+    reason: str | None = None
+    outputs: dict = field(default_factory=dict, repr=False)  # output -> CPU tensor (kept for diffs)
+
+    def key(self) -> tuple:
+        """What must be equal for two runs to agree: the native hash of every output."""
+        return tuple(sorted((name, h["sha256_native"]) for name, h in self.hashes.items()))
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self.config), "repeat": self.repeat, "status": self.status,
+                "seconds": round(self.seconds, 4), "hashes": self.hashes, "error": self.error, "reason": self.reason}
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    t = t.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
+    """sha256 of the float32 bytes (what -floatfile writes) and of the native bytes, per output."""
+    digests = {}
+    for name, t in outputs.items():
+        as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
+        digests[name] = {"sha256": common.sha256_bytes(tensor_bytes(as32)),
+                         "sha256_native": common.sha256_bytes(tensor_bytes(t)),
+                         "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+    return digests
+
+
+def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """Differing elements and the largest absolute and relative difference (NaN == NaN here)."""
+    if a.shape != b.shape:
+        return {"comparable": False, "note": f"shape {list(a.shape)} vs {list(b.shape)}"}
+    a64, b64 = a.detach().to(torch.float64), b.detach().to(torch.float64)
+    same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
+    differ = ~same
+    count = int(differ.sum())
+    result = {"comparable": True, "differing": count, "total": a.numel(), "max_abs": 0.0, "max_rel": 0.0}
+    if count:
+        x, y = a64[differ], b64[differ]
+        delta = (x - y).abs()
+        scale = torch.maximum(x.abs(), y.abs())
+        rel = torch.where(scale > 0, delta / scale, torch.full_like(delta, float("inf")))
+        result["max_abs"] = _finite_or_str(float(torch.nan_to_num(delta, nan=float("inf")).max()))
+        result["max_rel"] = _finite_or_str(float(torch.nan_to_num(rel, nan=float("inf")).max()))
+    else:
+        result["note"] = "values compare equal; bit patterns differ (signed zeros or NaN payloads)"
+    return result
+
+
+def _finite_or_str(x: float):
+    return x if x == x and abs(x) != float("inf") else str(x)
+
+
+@dataclass
+class Comparison:
+    """Two runs compared output by output."""
+
+    kind: str  # one of KINDS
+    a: RunResult
+    b: RunResult
+    identical: bool
+    outputs: dict  # output -> tensor_difference(...) (only for outputs whose hashes differ)
+
+    def describe(self) -> str:
+        parts = []
+        for name, d in self.outputs.items():
+            if not d.get("comparable", False):
+                parts.append(f"{name}: {d.get('note', 'not comparable')}")
+            elif d["differing"]:
+                parts.append(f"{name}: {d['differing']}/{d['total']} elements differ, "
+                             f"max abs {_num(d['max_abs'])}, max rel {_num(d['max_rel'])}")
+            else:
+                parts.append(f"{name}: {d['note']}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "identical": self.identical, "a": _ref(self.a), "b": _ref(self.b),
+                "outputs": self.outputs}
+
+
+def _ref(run: RunResult) -> dict:
+    return {**dataclasses.asdict(run.config), "repeat": run.repeat}
+
+
+def _num(x) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def compare(kind: str, a: RunResult, b: RunResult) -> Comparison:
+    if a.key() == b.key():
+        return Comparison(kind, a, b, True, {})
+    outputs = {}
+    for name in sorted(set(a.hashes) | set(b.hashes)):
+        ha, hb = a.hashes.get(name), b.hashes.get(name)
+        if ha and hb and ha["sha256_native"] == hb["sha256_native"]:
+            continue
+        if name in a.outputs and name in b.outputs:
+            outputs[name] = tensor_difference(a.outputs[name], b.outputs[name])
+        else:
+            outputs[name] = {"comparable": False, "note": "output present in one run only"}
+    return Comparison(kind, a, b, False, outputs)
+
+
+class Matrix:
+    """All runs of one invocation, and their comparisons."""
+
+    def __init__(self, threads: list[int], repeats: int, deterministic: bool = False) -> None:
+        self.threads = threads
+        self.repeats = repeats
+        self.deterministic = deterministic
+        self.targets: dict = {}
+        self.runs: list[RunResult] = []
+        self.notes: list[str] = []
+        self._comparisons: list[Comparison] | None = None
+
+    def add_target(self, target) -> None:
+        self.targets[target.name] = target
+
+    def add(self, run: RunResult) -> None:
+        first = self._first(run.config)
+        if run.status == "ok" and first is not None and first.key() == run.key():
+            run.outputs = {}  # an identical repeat: its tensors are not needed for any diff
+        self.runs.append(run)
+        self._comparisons = None
+
+    def _first(self, config: RunConfig) -> RunResult | None:
+        return next((r for r in self.runs if r.config == config and r.status == "ok"), None)
+
+    def configs(self) -> list[RunConfig]:
+        return list(dict.fromkeys(r.config for r in self.runs))
+
+    def comparisons(self) -> list[Comparison]:
+        if self._comparisons is None:
+            self._comparisons = list(self._compare_all())
+        return self._comparisons
+
+    def _compare_all(self):
+        firsts, unstable = {}, set()
+        for run in self.runs:
+            if run.status != "ok":
+                continue
+            if run.config in firsts:
+                comparison = compare("repeat", firsts[run.config], run)
+                if not comparison.identical:
+                    unstable.add(run.config)
+                yield comparison
+            else:
+                firsts[run.config] = run
+        # a configuration whose repeats already disagree says nothing about threads, modes or devices
+        firsts = {c: r for c, r in firsts.items() if c not in unstable}
+        axes = (("threads", "threads", None), ("mode", "mode", "eager"), ("device", "device", "cpu"))
+        for kind, attr, preferred in axes:
+            groups: dict[tuple, list[RunResult]] = {}
+            for config, run in firsts.items():
+                rest = tuple(v for k, v in dataclasses.asdict(config).items() if k != attr)
+                groups.setdefault(rest, []).append(run)
+            for runs in groups.values():
+                values = [getattr(r.config, attr) for r in runs]
+                if kind == "threads":
+                    base = values.index(min(values))
+                else:
+                    base = values.index(preferred) if preferred in values else 0
+                for i, run in enumerate(runs):
+                    if i != base:
+                        yield compare(kind, runs[base], run)
+
+    def failures(self, strict: bool = False) -> list[Comparison]:
+        return [c for c in self.comparisons() if not c.identical and self._must_agree(c, strict)]
+
+    def findings(self, strict: bool = False) -> list[Comparison]:
+        return [c for c in self.comparisons() if not c.identical and not self._must_agree(c, strict)]
+
+    @staticmethod
+    def _must_agree(c: Comparison, strict: bool) -> bool:
+        return c.kind in SHOULD_AGREE or (strict and c.kind == "threads")
+
+    def crashed(self) -> list[RunResult]:
+        return [r for r in self.runs if r.status == "crashed"]
+
+    def skipped(self) -> list[RunResult]:
+        return [r for r in self.runs if r.status == "skipped"]
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.failures(strict):
+            return 1
+        if self.crashed() or not any(r.status == "ok" for r in self.runs):
+            return 2
+        return 0
+
+    def verdict(self, strict: bool = False) -> str:
+        ok = sum(r.status == "ok" for r in self.runs)
+        failures = self.failures(strict)
+        if failures:
+            configs = {c.b.config for c in failures}
+            return (f"NOT DETERMINISTIC: runs that should agree differ in {len(configs)} configuration(s)"
+                    f" ({len(failures)} comparison(s))")
+        if not ok:
+            return "UNMEASURED: no run completed"
+        findings = self.findings(strict)
+        tail = f"; {len(_grouped(findings))} finding(s) across threads/modes/devices" if findings else \
+            "; threads, modes and devices agree where compared"
+        if self.crashed():
+            return (f"INCOMPLETE: {len(self.crashed())} run(s) crashed; the {ok} completed run(s) repeat bit for "
+                    f"bit{tail}")
+        return f"DETERMINISTIC: every configuration repeats bit for bit ({ok} runs){tail}"
+
+    # ---- rendering -------------------------------------------------------------------------------------
+
+    def letters(self, target: str) -> dict[tuple, str]:
+        """A letter per distinct set of output hashes of a target, in order of first appearance."""
+        names: dict[tuple, str] = {}
+        for run in self.runs:
+            if run.config.target == target and run.status == "ok" and run.key() not in names:
+                names[run.key()] = _letter(len(names))
+        return names
+
+    def render(self, strict: bool = False) -> str:
+        lines = []
+        for target in self.targets:
+            lines += self._render_target(target)
+        lines.append("")
+        lines += [f"FAIL     {kind} {where}: {text}" for kind, where, text in _grouped(self.failures(strict))]
+        lines += [f"FINDING  {kind} {where}: {text}" for kind, where, text in _grouped(self.findings(strict))]
+        for (target, where, error), runs in _group_crashes(self.crashed()).items():
+            lines.append(f"CRASH    {target} {where} ({', '.join(runs)}): {error}")
+        for (device, reason), targets in _group_skips(self.skipped()).items():
+            lines.append(f"SKIPPED  {device} for {len(targets)} target(s): {reason}")
+        if any(c.kind == "repeat" and not c.identical for c in self.comparisons()):
+            lines.append("NOTE     configurations whose repeats differ are not compared across threads/modes/devices")
+        lines += [f"NOTE     {note}" for note in self.notes]
+        lines.append(f"VERDICT  {self.verdict(strict)}")
+        return "\n".join(lines)
+
+    def _render_target(self, target: str) -> list[str]:
+        runs = [r for r in self.runs if r.config.target == target]
+        letters = self.letters(target)
+        ok = next((r for r in runs if r.status == "ok"), None)
+        shapes = ", ".join(f"{n} {'x'.join(map(str, h['shape'])) or 'scalar'}" for n, h in ok.hashes.items()) \
+            if ok else "no completed run"
+        lines = [f"{target}  ({shapes}; {self.repeats} repeat(s) per cell, one letter per run, "
+                 "equal letters = identical bits)"]
+        rows: dict[tuple, dict[int, list[str]]] = {}
+        for r in runs:
+            row = rows.setdefault((r.config.device, r.config.dtype, r.config.mode), {})
+            mark = {"ok": None, "crashed": "!", "skipped": "-"}[r.status] or letters[r.key()]
+            row.setdefault(r.config.threads, []).append(mark)
+        widths = [max(6, len(k[0])) for k in rows] or [6]
+        w_dev = max(widths)
+        w_mode = max([4] + [len(k[2]) for k in rows])
+        cell_w = max(10, max((len(" ".join(v)) for row in rows.values() for v in row.values()), default=0))
+        header = f"  {'device':<{w_dev}}  {'dtype':<8} {'mode':<{w_mode}}  " + \
+            "  ".join(f"{'threads=' + str(t):<{cell_w}}" for t in self.threads)
+        lines.append(header.rstrip())
+        for (device, dtype, mode), row in rows.items():
+            cells = "  ".join(f"{' '.join(row.get(t, ['-'])):<{cell_w}}" for t in self.threads)
+            lines.append(f"  {device:<{w_dev}}  {dtype:<8} {mode:<{w_mode}}  {cells}".rstrip())
+        for key, letter in letters.items():
+            run = next(r for r in runs if r.status == "ok" and r.key() == key)
+            hashes = "  ".join(f"{n} {h['sha256'][:12]} (native {h['sha256_native'][:12]})"
+                               for n, h in run.hashes.items())
+            lines.append(f"  {letter} = {hashes}")
+        legend = [text for status, text in (("crashed", "! = crashed"), ("skipped", "- = not run"))
+                  if any(r.status == status for r in runs)]
+        if legend:
+            lines.append("  " + ", ".join(legend))
+        return lines
+
+    # ---- evidence ----------------------------------------------------------------------------------------
+
+    def to_dict(self, strict: bool = False, exit_code: int | None = None) -> dict:
+        return {
+            "verdict": self.verdict(strict), "exit_code": self.exit_code(strict) if exit_code is None else exit_code,
+            "strict": strict, "deterministic_algorithms": self.deterministic,
+            "threads": self.threads, "repeats": self.repeats, "notes": self.notes,
+            "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
+                               "letters": {letter: dict(key) for key, letter in self.letters(name).items()}}
+                        for name, t in self.targets.items()},
+            "runs": [r.to_dict() for r in self.runs],
+            "comparisons": [c.to_dict() for c in self.comparisons()],
+            "failures": [c.to_dict() for c in self.failures(strict)],
+            "findings": [c.to_dict() for c in self.findings(strict)],
+        }
+
+    def runs_tsv(self) -> str:
+        lines = ["target\tdevice\tdtype\tmode\tthreads\trepeat\tstatus\tseconds\toutput\tshape\tsha256_float32\t"
+                 "sha256_native"]
+        for r in self.runs:
+            c = r.config
+            head = f"{c.target}\t{c.device}\t{c.dtype}\t{c.mode}\t{c.threads}\t{r.repeat}\t{r.status}\t{r.seconds:.4f}"
+            if not r.hashes:
+                lines.append(f"{head}\t-\t-\t-\t-")
+            for name, h in r.hashes.items():
+                shape = "x".join(map(str, h["shape"]))
+                lines.append(f"{head}\t{name}\t{shape}\t{h['sha256']}\t{h['sha256_native']}")
+        return "\n".join(lines) + "\n"
+
+    def crash_reports(self) -> dict[str, str]:
+        """File name -> configuration and verbatim traceback, one per crashed run."""
+        reports = {}
+        for i, r in enumerate(self.crashed(), 1):
+            c = r.config
+            name = re.sub(r"[^\w.=-]+", "_", f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
+            head = "\n".join(f"{k}: {v}" for k, v in {**dataclasses.asdict(c), "repeat": r.repeat}.items())
+            reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
+        return reports
+
+    def summary_markdown(self, *, command: str, env: dict, strict: bool, exit_code: int) -> str:
+        cuda = env.get("cuda", {})
+        gpu = cuda.get("device") if cuda.get("available") else f"none ({cuda.get('reason', 'unknown')})"
+        lines = [
+            "# Determinism evidence", "",
+            f"**Verdict:** {self.verdict(strict)} (exit code {exit_code}).", "",
+            f"* commit `{env.get('commit')}`{' (dirty work tree)' if env.get('dirty') else ''}",
+            f"* torch {env.get('torch')}, triton {env.get('triton')}, Python {env.get('python')}",
+            f"* CPU {env.get('cpu')} ({env.get('cpu_capability')}), GPU: {gpu}",
+            f"* deterministic algorithms requested: {self.deterministic}", "",
+            "Re-run with:", "", "```", command, "```", "",
+            "## Matrix", "", "```", self.render(strict), "```", "",
+        ]
+        failures, findings = self.failures(strict), self.findings(strict)
+        lines += ["## Runs that should agree and do not", ""]
+        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(failures)] or ["None."]
+        lines += ["", "## Findings (cross-thread, cross-mode, cross-device)", ""]
+        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(findings)] or ["None."]
+        lines += ["", "## Crashes", ""]
+        crash_files = list(self.crash_reports())
+        lines += [f"* {r.config.target} {r.config.label()} repeat {r.repeat}: `{_last_line(r.error)}` "
+                  f"(traceback: `crashes/{f}`)" for r, f in zip(self.crashed(), crash_files)] or ["None."]
+        lines += ["", "Files: `matrix.txt`, `matrix.json` (every run and comparison), `runs.tsv` (per-run hashes), "
+                  "`env.json`, `commands.txt`, `crashes/`.", ""]
+        return "\n".join(lines)
+
+
+def _letter(i: int) -> str:
+    letters = string.ascii_uppercase
+    return letters[i] if i < 26 else _letter(i // 26 - 1) + letters[i % 26]
+
+
+def _where(c: Comparison) -> str:
+    a, b = c.a.config, c.b.config
+    if c.kind == "repeat":
+        return f"{b.target} {b.label()}: repeat {c.b.repeat} vs {c.a.repeat}"
+    attr = c.kind  # "threads", "mode" or "device": the RunConfig field that varies
+    fixed = RunConfig(**{**dataclasses.asdict(b), attr: "*"}).label().replace("threads=*", "threads *")
+    return f"{b.target} {fixed}: {attr} {getattr(b, attr)} vs {getattr(a, attr)}"
+
+
+def _grouped(comparisons: list[Comparison]) -> list[tuple[str, str, str]]:
+    """(kind, where, description), merging mode/device findings that are the same at every thread count."""
+    merged: dict[tuple, list[int]] = {}
+    for c in comparisons:
+        if c.kind in ("mode", "device"):
+            where = _where(c).replace(f"/threads={c.b.config.threads}:", "/threads={}:", 1)
+        else:
+            where = _where(c)
+        merged.setdefault((c.kind, where, c.describe()), []).append(c.b.config.threads)
+    return [(kind, where.replace("{}", ",".join(map(str, threads))) if "{}" in where else where, text)
+            for (kind, where, text), threads in merged.items()]
+
+
+def _last_line(error: str | None) -> str:
+    lines = [line for line in (error or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "unknown error"
+
+
+def _group_crashes(crashed: list[RunResult]) -> dict[tuple, list[str]]:
+    groups: dict[tuple, list[str]] = {}
+    for r in crashed:
+        c = r.config
+        key = (c.target, f"{c.device}/{c.dtype}/{c.mode}", _last_line(r.error))
+        groups.setdefault(key, []).append(f"threads={c.threads} repeat {r.repeat}")
+    return groups
+
+
+def _group_skips(skipped: list[RunResult]) -> dict[tuple, list[str]]:
+    groups: dict[tuple, list[str]] = {}
+    for r in skipped:
+        where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
+            f"{r.config.device}/{r.config.mode}"
+        targets = groups.setdefault((where, r.reason or "not run"), [])
+        if r.config.target not in targets:
+            targets.append(r.config.target)
+    return groups

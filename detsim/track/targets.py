@@ -1,0 +1,252 @@
+"""What the determinism and divergence commands run: golden cases, nanoBragg command lines, callables.
+
+A :class:`Target` turns (device, dtype, mode) into named output tensors. Three kinds exist:
+
+* a golden case id (``tests/golden/<id>/args.txt``; input files are read relative to the case folder),
+* a nanoBragg command line (input files relative to the working directory),
+* a Python callable ``module:function`` or ``path/to/file.py:function`` called as
+  ``function(device=..., dtype=...)`` and returning a tensor, a sequence or a mapping of tensors.
+
+Detsim targets can also return gradients of ``image.sum()`` with respect to configuration scalars
+(``--grad detector.distance_mm``, ``--grad crystal.cell[0]``): each becomes an output ``grad:<param>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+import torch
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+class TargetError(ValueError):
+    """A target that cannot be resolved (unknown case id, bad command line, missing callable)."""
+
+
+def golden_dir() -> Path:
+    """``tests/golden`` of the source tree detsim was imported from, else of the working directory."""
+    import detsim
+
+    beside = Path(detsim.__file__).resolve().parent.parent / "tests" / "golden"
+    return beside if (beside / "manifest.json").exists() else Path.cwd() / "tests" / "golden"
+
+
+def golden_ids(directory: Path | None = None) -> list[str]:
+    manifest = (directory or golden_dir()) / "manifest.json"
+    if not manifest.exists():
+        return []
+    return [case["id"] for case in json.loads(manifest.read_text())]
+
+
+@contextlib.contextmanager
+def working_directory(path: Path | None) -> Iterator[None]:
+    """Run a block in ``path`` (no-op for None): input files of a case are relative to its folder."""
+    if path is None:
+        yield
+        return
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A computation with a name, run as ``outputs = target.run(device, dtype, mode)``.
+
+    ``modes`` lists the execution paths the target has (detsim's ``MODES`` for simulations; only
+    ``"eager"`` for callables). ``spec`` is how the target was given on the command line.
+    """
+
+    name: str
+    kind: str  # "golden", "nanobragg" or "callable"
+    spec: str
+    modes: tuple[str, ...]
+    runner: Callable[[str, torch.dtype, str], dict[str, torch.Tensor]] = dataclasses.field(repr=False, compare=False)
+
+    def run(self, device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
+        return self.runner(device, dtype, mode)
+
+    def unavailable(self, device: str, mode: str) -> str | None:
+        """Why ``mode`` cannot run on ``device`` here (None when it can)."""
+        if mode not in self.modes:
+            return f"{self.kind} targets have no {mode!r} mode"
+        if self.kind == "callable":
+            return None
+        import detsim.engine as engine
+
+        available = getattr(engine, "available_modes", None)
+        if available is not None and mode not in available(device):
+            hint = " (Triton's interpreter needs TRITON_INTERPRET=1 set before detsim is imported)" \
+                if mode == "triton" and not device.startswith("cuda") else ""
+            return f"detsim.engine.available_modes({device!r}) does not list {mode!r}{hint}"
+        return None
+
+
+def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
+                 directory: Path | None = None) -> Target:
+    """A golden case by id; a unique prefix (``c02``) is accepted."""
+    directory = directory or golden_dir()
+    ids = golden_ids(directory)
+    matches = [i for i in ids if i == case_id] or [i for i in ids if i.startswith(case_id)]
+    if len(matches) != 1:
+        hint = f"one of {len(ids)} ids in {directory / 'manifest.json'}" if ids else f"no manifest in {directory}"
+        what = "is ambiguous" if matches else "is not a golden case"
+        raise TargetError(f"{case_id!r} {what} ({hint})")
+    case_dir = directory / matches[0]
+    args = (case_dir / "args.txt").read_text().split()
+    return _simulation_target(matches[0], "golden", case_id, args, case_dir, grads, chunk_pixels)
+
+
+def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
+                         name: str | None = None) -> Target:
+    """A nanoBragg command line (with or without a leading program name); files relative to the cwd."""
+    args = shlex.split(command_line)
+    if args and not args[0].startswith("-"):
+        args = args[1:]
+    label = name or "cmdline:" + " ".join(args)
+    return _simulation_target(label, "nanobragg", command_line, args, None, grads, chunk_pixels)
+
+
+def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
+                       grads: tuple[str, ...], chunk_pixels: int | None) -> Target:
+    from detsim.argv import parse_argv
+    from detsim.cli import build_config
+    from detsim.engine import MODES
+
+    try:
+        with working_directory(case_dir):
+            config = build_config(parse_argv(args))
+    except (ValueError, OSError) as exc:
+        raise TargetError(f"{name}: {exc}") from None
+    for path in grads:
+        _read_param(config, path)  # fail early on a bad parameter name
+
+    def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
+        from detsim.engine import simulate
+
+        cfg, params = config, {}
+        for path in grads:
+            cfg, params[path] = _with_param_tensor(cfg, path)
+        with working_directory(case_dir):
+            image = simulate(cfg, device=device, dtype=dtype, chunk_pixels=chunk_pixels, mode=mode)
+        outputs = {"image": image.detach()}
+        if params:
+            values = torch.autograd.grad(image.sum(), list(params.values()))
+            outputs.update({f"grad:{p}": g.detach() for p, g in zip(params, values)})
+        return outputs
+
+    return Target(name=name, kind=kind, spec=spec, modes=tuple(MODES), runner=run)
+
+
+_PARAM = re.compile(r"^(crystal|detector|beam|sampling)\.(\w+)(?:\[(\d)\])?$")
+
+
+def _read_param(config, path: str):
+    match = _PARAM.match(path)
+    if not match:
+        raise TargetError(f"gradient parameter {path!r}: expected section.field or section.field[i], "
+                          "e.g. detector.distance_mm or crystal.cell[0]")
+    section, field_name, index = match.groups()
+    sub = getattr(config, section)
+    if not hasattr(sub, field_name):
+        raise TargetError(f"gradient parameter {path!r}: {section} has no field {field_name!r}")
+    value = getattr(sub, field_name)
+    if index is not None:
+        if not isinstance(value, tuple) or int(index) >= len(value):
+            raise TargetError(f"gradient parameter {path!r}: {field_name} is not a tuple of that length")
+        value = value[int(index)]
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TargetError(f"gradient parameter {path!r}: {value!r} is not a number")
+    return match.groups(), float(value)
+
+
+def _with_param_tensor(config, path: str):
+    """The configuration with one scalar replaced by a float64 leaf tensor that requires grad."""
+    (section, field_name, index), value = _read_param(config, path)
+    leaf = torch.tensor(value, dtype=torch.float64, requires_grad=True)
+    sub = getattr(config, section)
+    new_value = leaf
+    if index is not None:
+        items = list(getattr(sub, field_name))
+        items[int(index)] = leaf
+        new_value = tuple(items)
+    sub = dataclasses.replace(sub, **{field_name: new_value})
+    return dataclasses.replace(config, **{section: sub}), leaf
+
+
+def load_callable(spec: str) -> Callable:
+    """``package.module:function`` or ``path/to/file.py:function`` (attribute paths allowed)."""
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise TargetError(f"{spec!r}: expected module:function or file.py:function")
+    if module_part.endswith(".py") or os.sep in module_part:
+        path = Path(module_part).resolve()
+        if not path.exists():
+            raise TargetError(f"{spec!r}: no file {path}")
+        name = "_detsim_target_" + re.sub(r"\W", "_", str(path))
+        module = sys.modules.get(name)
+        if module is None:
+            file_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(file_spec)
+            sys.modules[name] = module
+            try:
+                file_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ModuleNotFoundError as exc:
+            raise TargetError(f"{spec!r}: cannot import {module_part} ({exc})") from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TargetError(f"{spec!r}: {module_part} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TargetError(f"{spec!r}: {attr} is not callable")
+    return obj
+
+
+def resolve_callable(spec: str) -> Target:
+    """A user function ``f(device=..., dtype=...)`` returning tensors, as a target."""
+    fn = load_callable(spec)
+
+    def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
+        return named_tensors(fn(device=device, dtype=dtype))
+
+    return Target(name=spec, kind="callable", spec=spec, modes=("eager",), runner=run)
+
+
+def named_tensors(result) -> dict[str, torch.Tensor]:
+    """Outputs of a callable as ``{name: tensor}``: a tensor is ``out``, a sequence ``out0, out1...``."""
+    if isinstance(result, torch.Tensor):
+        return {"out": result.detach()}
+    if isinstance(result, Mapping):
+        items = list(result.items())
+    elif isinstance(result, (tuple, list)):
+        items = [(f"out{i}", v) for i, v in enumerate(result)]
+    else:
+        raise TypeError(f"expected a tensor, a sequence or a mapping of tensors, got {type(result).__name__}")
+    outputs = {}
+    for key, value in items:
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"output {key!r} is {type(value).__name__}, not a tensor")
+        outputs[str(key)] = value.detach()
+    return outputs
