@@ -1,0 +1,212 @@
+"""Fixtures of the benchmark suite: pinned threads, golden workloads, result metadata, planted faults.
+
+The suite times the public ``detsim.simulate`` on golden cases (so every timed image is also checked
+against nanoBragg.c) and a calibration workload that does not use detsim; ``detsim-track bench-gate``
+compares each benchmark's time relative to the calibration with the committed baseline.
+
+Planted faults (test-only; they never touch the engine, and they exist so the gate's own test can
+prove it fails when it should):
+
+* ``DETSIM_BENCH_SLOWDOWN=N``: the timed callable runs ``simulate`` N times (a planted N× slowdown).
+* ``DETSIM_BENCH_PLANT=parity``: the image is shifted by one pixel along the fast axis before it is
+  checked and hashed (a parity break).
+* ``DETSIM_BENCH_PLANT=hash``: the first pixel is moved up by one ulp (an image change that keeps parity).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from detsim.argv import parse_argv
+from detsim.cli import build_config
+from detsim.config import SimulationConfig
+
+THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "tests" / "golden"
+SLOWDOWN_VAR, PLANT_VAR = "DETSIM_BENCH_SLOWDOWN", "DETSIM_BENCH_PLANT"
+PLANTS = ("parity", "hash")
+
+
+@dataclass(frozen=True)
+class Planted:
+    """The faults planted in this run (none by default)."""
+
+    slowdown: int = 1
+    fault: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldenWorkload:
+    """A golden case ready to time: its configuration, nanoBragg's image and its manifest record."""
+
+    case: dict
+    config: SimulationConfig
+    reference: np.ndarray  # (slow, fast) float32 image made by nanoBragg.c
+
+
+def _planted_from_environment() -> Planted:
+    raw_slowdown = os.environ.get(SLOWDOWN_VAR, "1")
+    try:
+        slowdown = int(raw_slowdown)
+    except ValueError:
+        slowdown = 0
+    if slowdown < 1:
+        raise pytest.UsageError(f"{SLOWDOWN_VAR} must be a whole number >= 1, got {raw_slowdown!r}")
+    fault = os.environ.get(PLANT_VAR) or None
+    if fault is not None and fault not in PLANTS:
+        raise pytest.UsageError(f"{PLANT_VAR} must be one of {', '.join(PLANTS)}, got {fault!r}")
+    return Planted(slowdown=slowdown, fault=fault)
+
+
+_PLANTED = pytest.StashKey[Planted]()
+_HEAP_KEPT = pytest.StashKey[bool]()
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters (malloc.h)
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to keep freed blocks (up to 32 MiB each) in the heap instead of returning them to the OS.
+
+    By default every large tensor is a fresh mmap whose pages fault in on first touch; that costs
+    up to half of a round's CPU time and swings with the load of a shared runner. Returns False where
+    the C library is not glibc (the benchmarks still run, only noisier).
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30))
+    except (OSError, AttributeError, TypeError):
+        return False
+
+
+def pytest_configure(config):
+    torch.set_num_threads(THREADS)
+    config.stash[_HEAP_KEPT] = keep_freed_memory()
+    config.stash[_PLANTED] = _planted_from_environment()
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Keep host and kernel names out of result files (they are committed); record what timings depend on."""
+    machine_info.pop("node", None)
+    machine_info.pop("release", None)
+    machine_info["torch"] = torch.__version__
+    machine_info["torch_threads"] = torch.get_num_threads()
+    machine_info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    machine_info["heap_kept"] = config.stash[_HEAP_KEPT]
+
+
+def pytest_report_header(config):
+    planted = config.stash[_PLANTED]
+    header = f"detsim bench: torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    if planted != Planted():
+        header += f", PLANTED slowdown x{planted.slowdown} fault {planted.fault}"
+    return header
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU benchmarks use wall-clock time (bench/pytest.ini sets CPU time for the others)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.benchmark(timer=time.perf_counter))
+
+
+@pytest.fixture(scope="session")
+def planted(pytestconfig) -> Planted:
+    return pytestconfig.stash[_PLANTED]
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request) -> str:
+    """cpu always; cuda when this torch build sees a GPU (skipped otherwise)."""
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA is not available")
+    return request.param
+
+
+@pytest.fixture(params=[torch.float64, torch.float32], ids=["float64", "float32"])
+def dtype(request) -> torch.dtype:
+    return request.param
+
+
+@contextlib.contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def load_workload(case_id: str) -> GoldenWorkload:
+    """Build the configuration of a golden case (its input files are relative to its directory)."""
+    manifest = json.loads((GOLDEN_DIR / "manifest.json").read_text())
+    case = next(record for record in manifest if record["id"] == case_id)
+    case_dir = GOLDEN_DIR / case_id
+    with _working_directory(case_dir):
+        config = build_config(parse_argv((case_dir / "args.txt").read_text().split()))
+    reference = np.fromfile(case_dir / "image.bin", dtype="<f4").reshape(case["shape"])
+    return GoldenWorkload(case=case, config=config, reference=reference)
+
+
+def synchronized(fn, device: str):
+    """``fn`` followed by a device sync, so that a GPU's queued work is inside the timed region."""
+    if device != "cuda":
+        return fn
+
+    def timed(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        torch.cuda.synchronize()
+        return result
+
+    return timed
+
+
+def apply_fault(image: torch.Tensor, fault: str | None) -> torch.Tensor:
+    """The image as a planted fault would have changed it (unchanged without one)."""
+    if fault == "parity":
+        return torch.roll(image, shifts=1, dims=1)
+    if fault == "hash":
+        changed = image.clone()
+        first = changed.view(-1)[:1]
+        first.copy_(torch.nextafter(first, torch.full_like(first, float("inf"))))
+        return changed
+    return image
+
+
+def pearson_r(image: np.ndarray, reference: np.ndarray) -> float:
+    a = np.asarray(image, dtype=np.float64).ravel()
+    b = np.asarray(reference, dtype=np.float64).ravel()
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def image_sha256(image: torch.Tensor) -> str:
+    """sha256 of the image's bytes in its own dtype, C order."""
+    return hashlib.sha256(image.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+
+
+def run_info(device: str, dtype: torch.dtype | None = None) -> dict:
+    """What every benchmark records about where and how it ran."""
+    info = {
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+    if dtype is not None:
+        info["dtype"] = str(dtype).removeprefix("torch.")
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
