@@ -1,0 +1,186 @@
+"""Read what a pytest run left behind: collected node ids, per-test results, warning texts.
+
+Per-test results come from the junit XML pytest writes (``--junitxml``), which records each test's
+outcome, total duration (setup + call + teardown), skip reason and failure message exactly. The XML
+names a test by ``classname`` + ``name`` rather than by node id; :func:`read_junit` maps them back to
+the node ids printed by ``pytest --collect-only -q`` (the same mangling pytest applies), falling back
+to finding the test file under the run's rootdir.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+FAILING = ("failed", "error")
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+UNREADABLE = (OSError, ET.ParseError)  # what read_junit raises for a missing or truncated file
+
+_SECTION = re.compile(r"^=+ (?P<title>.+?) =+$")
+_WARNING_FIRST_LINE = re.compile(r"^  (?P<location>.+?:\d+): (?P<text>\S.*)$")
+_COLLECT_TIMING = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?")
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_OUTCOME_WORD = re.compile(r" (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b")
+
+
+def collected_nodeids(text: str) -> list[str]:
+    """The node ids ``pytest --collect-only -q`` printed: one per line, up to the first blank line."""
+    ids: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            if ids:
+                break
+            continue
+        if "::" in line and not line.startswith(" "):
+            ids.append(line.rstrip())
+    return ids
+
+
+def junit_address(nodeid: str) -> tuple[str, str]:
+    """``(classname, name)`` under which pytest's junit XML records the test ``nodeid``."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def rootdir(log_text: str) -> Path | None:
+    """The ``rootdir:`` pytest printed in its header, if any."""
+    match = re.search(r"^rootdir: (.+)$", log_text, re.MULTILINE)
+    return Path(match.group(1).strip()) if match else None
+
+
+def running_at_end(log_text: str) -> str | None:
+    """The test a verbose (``-v``) log was running when it stopped: its last line names a test and no
+    outcome (pytest prints the outcome after the test returns), or None."""
+    lines = [line for line in log_text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1].strip()
+    if "::" not in last or last.startswith(("=", "_")) or _OUTCOME_WORD.search(last):
+        return None
+    return last
+
+
+def first_error(log_text: str) -> str | None:
+    """The first ``E   ...`` or ``INTERNALERROR>`` line of a pytest log (what a crash died of), or None."""
+    match = re.search(r"^(?:E +|INTERNALERROR> *)(\S.*)$", log_text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def _guess_nodeid(classname: str, name: str, root: Path | None) -> str:
+    """A node id for a junit test case that the collected ids did not name: find its file under root."""
+    parts = classname.split(".") if classname else []
+    for cut in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:cut]) + ".py"
+        if root is not None and (root / candidate).is_file():
+            return "::".join([candidate, *parts[cut:], name])
+    return "::".join([*parts, name]) if parts else name
+
+
+def _first_line(text: str | None) -> str | None:
+    if not text:
+        return None
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None
+
+
+def _outcome(case: ET.Element) -> tuple[str, str | None, str | None]:
+    """``(outcome, skip reason, first line of the failure message)`` of one junit test case."""
+    failure, error, skipped = case.find("failure"), case.find("error"), case.find("skipped")
+    if failure is not None:
+        return "failed", None, _first_line(failure.get("message")) or _first_line(failure.text)
+    if error is not None:
+        return "error", None, _first_line(error.get("message")) or _first_line(error.text)
+    if skipped is not None:
+        reason = skipped.get("message") or ""
+        if skipped.get("type") == "pytest.xfail":
+            return "xfailed", reason, None
+        return "skipped", reason, None
+    return "passed", None, None
+
+
+_PRECEDENCE = {name: i for i, name in enumerate(("failed", "error", "xfailed", "skipped", "passed"))}
+
+
+def _merge(first: dict, second: dict) -> dict:
+    """One test reported in two junit test cases (a failing call, then a failing teardown)."""
+    best = first if _PRECEDENCE[first["outcome"]] <= _PRECEDENCE[second["outcome"]] else second
+    merged = dict(best)
+    merged["duration_s"] = round(first["duration_s"] + second["duration_s"], 6)
+    return merged
+
+
+def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list[dict]:
+    """Per-test records from a junit XML file, in file order.
+
+    Each record: ``nodeid``, ``outcome`` (one of :data:`OUTCOMES`), ``duration_s`` (wall, setup to
+    teardown), ``skip_reason`` (skips and xfails) and ``message`` (first line of a failure or
+    error). Raises one of :data:`UNREADABLE` when the file is missing or not XML.
+    """
+    by_address = {junit_address(nodeid): nodeid for nodeid in nodeids}
+    records: dict[str, dict] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        nodeid = by_address.get((classname, name)) or _guess_nodeid(classname, name, root)
+        outcome, reason, message = _outcome(case)
+        record = {"nodeid": nodeid, "outcome": outcome, "duration_s": float(case.get("time") or 0.0),
+                  "skip_reason": reason, "message": message}
+        records[nodeid] = _merge(records[nodeid], record) if nodeid in records else record
+    return list(records.values())
+
+
+def _sections(text: str, title: str) -> list[str]:
+    """The lines of every ``=== <title>... ===`` section of a pytest log (pytest may print a
+    ``warnings summary (final)`` after the ``warnings summary``), each followed by a blank line."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            inside = header.group("title").startswith(title)
+            if inside:
+                lines.append("")
+            continue
+        if inside and line.startswith("-- Docs:"):
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def warning_summary(text: str) -> list[dict]:
+    """The warnings of a pytest log's ``warnings summary``: ``text`` (category and first line of the
+    message), ``location`` (file:line that emitted it) and ``tests`` (the node ids pytest listed)."""
+    found: dict[str, dict] = {}
+    tests: list[str] = []
+    in_message = False
+    for line in _sections(text, "warnings summary"):
+        if not line.strip():
+            tests, in_message = [], False
+            continue
+        if not line.startswith(" "):
+            if in_message:
+                tests, in_message = [], False
+            tests.append(line.strip())
+            continue
+        match = _WARNING_FIRST_LINE.match(line)
+        if match and not in_message:
+            in_message = True
+            entry = found.setdefault(match.group("text"), {
+                "text": match.group("text"), "location": match.group("location"), "tests": []})
+            entry["tests"].extend(t for t in tests if t not in entry["tests"])
+    return list(found.values())
+
+
+def warning_key(text: str) -> str:
+    """A warning text with memory addresses blanked, so the same warning compares equal run to run."""
+    return _HEX_ADDRESS.sub("0x?", text)
+
+
+def normalised_collect_log(text: str) -> str:
+    """A collect log without its timing (``N tests collected in 0.53s``), the part that is stable."""
+    return _COLLECT_TIMING.sub(" in <time>", text)

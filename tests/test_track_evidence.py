@@ -1,0 +1,458 @@
+"""``detsim-track evidence`` on small planted test selections written into temporary folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from detsim.track import cli, evidence
+from detsim.track import pytest_results as pr
+
+CONFTEST = '''
+def pytest_addoption(parser):
+    parser.addoption("--device", action="append", default=None)
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", metafunc.config.getoption("--device") or ["cpu"])
+'''
+
+PLANTED = '''
+import json
+import pathlib
+import time
+import warnings
+
+import pytest
+
+MODE = json.loads((pathlib.Path(__file__).parent / "mode.json").read_text())
+
+
+def test_pass(device):
+    assert device == "cpu"
+
+
+def test_fail(device):
+    value = 1
+    assert not MODE["fail"] or value == 2, "planted failure"
+
+
+def test_skip(device):
+    pytest.skip("planted reason")
+
+
+def test_warn(device):
+    if MODE["warn"]:
+        warnings.warn("planted warning", UserWarning)
+
+
+def test_timed(device):
+    time.sleep(MODE["sleep"])
+
+
+class TestGroup:
+    @pytest.mark.parametrize("value", [1.5, "a::b"])
+    def test_in_class(self, value, device):
+        assert value
+'''
+
+CRASHING = '''
+import os
+import signal
+
+
+def test_before(device):
+    pass
+
+
+def test_dies(device):
+    if device == "cuda":
+        os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+BUNDLE_FILES = {"collect.log", "pytest-cpu.log", "junit-cpu.xml", "env.json", "commands.txt", "results.json",
+                "summary.md", "sha256.txt"}
+FAIL_ID = "sel/test_planted.py::test_fail[cpu]"
+WARN_ID = "sel/test_planted.py::test_warn[cpu]"
+TIMED_ID = "sel/test_planted.py::test_timed[cpu]"
+
+
+def plant(root: Path, fail=True, warn=True, sleep=0.0, tests=PLANTED) -> Path:
+    """A planted selection ``root/sel`` with a conftest defining --device, like the project's."""
+    sel = root / "sel"
+    sel.mkdir(parents=True, exist_ok=True)
+    (sel / "conftest.py").write_text(CONFTEST)
+    (sel / "test_planted.py").write_text(tests)
+    (sel / "mode.json").write_text(json.dumps({"fail": fail, "warn": warn, "sleep": sleep}))
+    return sel
+
+
+def main(*argv: str) -> int:
+    """``detsim-track evidence ARGV`` in-process, through the dispatcher's parser (this subcommand only,
+    so the test does not depend on the other subcommands' modules)."""
+    args = cli.build_parser({"evidence": evidence}).parse_args(["evidence", *argv])
+    return evidence.run(args)
+
+
+def evidence_run(capsys, *argv: str) -> tuple[int, str, Path | None]:
+    """Run ``detsim-track evidence`` in-process: exit code, stdout, and the bundle it wrote."""
+    code = main(*argv)
+    out = capsys.readouterr().out
+    first = out.splitlines()[0] if out else ""
+    bundle = Path(first.split(": ", 1)[1]).resolve() if first.startswith("evidence ") else None
+    return code, out, bundle
+
+
+def results_of(bundle: Path) -> dict:
+    return json.loads((bundle / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def first_bundle(tmp_path_factory):
+    """One bundle of the planted selection (one failing, one skipped, one warning test), no predecessor."""
+    root = tmp_path_factory.mktemp("planted")
+    plant(root)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        code = main("sel", "--area", "planted", "--device", "cpu")
+    bundles = [p for p in (root / "reports" / "planted").iterdir()]
+    assert len(bundles) == 1, bundles
+    return root, code, bundles[0]
+
+
+def test_the_dispatcher_routes_evidence_here():
+    assert cli.SUBCOMMANDS["evidence"] == evidence.__name__
+
+
+def test_bundle_has_every_file_and_exact_per_test_results(first_bundle):
+    root, code, bundle = first_bundle
+    assert code == 1  # no previous bundle: the failing test is a new failure
+    assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES
+    assert [p.name for p in bundle.parent.iterdir()] == [bundle.name]  # no leftover temporary folder
+    results = results_of(bundle)
+    assert results["runs"]["cpu"]["counts"] == {"passed": 5, "failed": 1, "error": 0, "skipped": 1, "xfailed": 0}
+    tests = {t["nodeid"]: t for t in results["tests"]}
+    collected = pr.collected_nodeids((bundle / "collect.log").read_text())
+    assert sorted(tests) == sorted(collected)
+    assert "sel/test_planted.py::TestGroup::test_in_class[cpu-a::b]" in tests
+    assert tests[FAIL_ID]["outcome"] == "failed"
+    assert tests[FAIL_ID]["message"] == "AssertionError: planted failure"
+    skip = tests["sel/test_planted.py::test_skip[cpu]"]
+    assert (skip["outcome"], skip["skip_reason"]) == ("skipped", "planted reason")
+    assert all(t["device"] == "cpu" and t["duration_s"] >= 0 for t in tests.values())
+    assert results["runs"]["cpu"]["warnings"][0]["text"] == "UserWarning: planted warning"
+    assert results["runs"]["cpu"]["warnings"][0]["tests"] == [WARN_ID]
+    log = (bundle / "pytest-cpu.log").read_text()
+    assert "E       AssertionError: planted failure" in log  # the stack trace, verbatim
+    assert "slowest durations" in log
+
+
+def test_summary_counts_failures_skips_and_warnings(first_bundle):
+    _, _, bundle = first_bundle
+    summary = (bundle / "summary.md").read_text()
+    assert "**Verdict: 1 new failure** (exit 1)" in summary
+    assert "| cpu | ok | pytest exit 1 (some tests failed) | 5 | 1 | 0 | 1 | 0 |" in summary
+    assert f"`{FAIL_ID}` (failed): AssertionError: planted failure" in summary
+    assert "- planted reason (1): `cpu` `sel/test_planted.py::test_skip[cpu]`" in summary
+    assert "`UserWarning: planted warning`" in summary
+    assert "## Slowest tests (7 of 7)" in summary
+
+
+def test_env_and_commands_are_recorded_and_rerunnable(first_bundle, tmp_path):
+    root, _, bundle = first_bundle
+    env = json.loads((bundle / "env.json").read_text())
+    for key in ("commit", "dirty", "branch", "python", "torch", "triton", "cuda", "cpu", "torch_threads",
+                "env", "pytest", "nvidia_smi", "python_executable"):
+        assert key in env
+    commands = (bundle / "commands.txt").read_text()
+    assert f"cd {root}" in commands
+    assert "--collect-only -q --device cpu sel" in commands
+    assert '"--junitxml=$BUNDLE/junit-cpu.xml" --device cpu sel > "$BUNDLE/pytest-cpu.log" 2>&1' in commands
+    rerun = tmp_path / "rerun"
+    rerun.mkdir()
+    done = subprocess.run(["bash", str(bundle / "commands.txt")], env={"BUNDLE": str(rerun), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr  # the planted failure, like the recorded run
+    again = pr.read_junit(rerun / "junit-cpu.xml", pr.collected_nodeids((rerun / "collect.log").read_text()))
+    recorded = {t["nodeid"]: t["outcome"] for t in results_of(bundle)["tests"]}
+    assert {t["nodeid"]: t["outcome"] for t in again} == recorded
+
+
+def test_sha256_covers_every_file_and_verifies(first_bundle, capsys):
+    _, _, bundle = first_bundle
+    listed = [line.split("  ", 1)[1] for line in (bundle / "sha256.txt").read_text().splitlines()]
+    assert sorted(listed) == sorted(BUNDLE_FILES - {"sha256.txt"})
+    assert main("--verify", str(bundle)) == 0
+    assert "ok, 7 files match" in capsys.readouterr().out
+    if shutil.which("sha256sum"):
+        assert subprocess.run(["sha256sum", "--quiet", "-c", "sha256.txt"], cwd=bundle).returncode == 0
+
+
+def test_verify_names_modified_missing_and_extra_files(first_bundle, tmp_path, capsys):
+    _, _, bundle = first_bundle
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle, copy)
+    with open(copy / "results.json", "a") as handle:
+        handle.write(" ")
+    (copy / "env.json").unlink()
+    (copy / "notes.txt").write_text("added later\n")
+    assert main("--verify", str(copy)) == 1
+    out = capsys.readouterr().out
+    assert "modified: results.json" in out and "missing: env.json" in out and "extra: notes.txt" in out
+    assert "summary.md" not in out
+    assert main("--verify", str(tmp_path)) == 2  # no sha256.txt: not a bundle
+
+
+def test_second_unchanged_run_reports_no_change(first_bundle, capsys, monkeypatch):
+    root, _, bundle = first_bundle
+    monkeypatch.chdir(root)
+    code, out, second = evidence_run(capsys, "sel", "--area", "planted", "--device", "cpu")
+    assert code == 0, out  # the failure is known, not new
+    assert second != bundle and second.parent == bundle.parent
+    assert f"compared with {bundle.name}: no change" in out
+    summary = (second / "summary.md").read_text()
+    assert f"## Compared with {bundle.name}: no change" in summary
+    comparison = results_of(second)["comparison"]
+    assert comparison["changed"] is False and comparison["changed_artifacts"] == []
+
+
+def test_comparison_reports_new_failure_new_warning_and_confirmed_slowdown(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path, fail=False, warn=False)
+    code, out, before = evidence_run(capsys, "sel", "--area", "cmp", "--device", "cpu")
+    assert code == 0, out
+    plant(tmp_path, fail=True, warn=True, sleep=0.6)
+    code, out, after = evidence_run(capsys, "sel", "--area", "cmp", "--device", "cpu", "--retime", "1")
+    assert code == 1
+    assert f"compared with {before.name}: changes" in out
+    assert "new failures (1):" in out and f"{FAIL_ID}: AssertionError: planted failure" in out
+    assert "new warnings (1):" in out and "UserWarning: planted warning" in out
+    comparison = results_of(after)["comparison"]
+    assert [t["nodeid"] for t in comparison["new_failures"]] == [FAIL_ID]
+    assert [w["text"] for w in comparison["new_warnings"]] == ["UserWarning: planted warning"]
+    assert [t["nodeid"] for t in comparison["slower"]] == [TIMED_ID]
+    assert comparison["slower"][0]["measurements"] == 2 and comparison["slower"][0]["now_s"] >= 0.6
+    assert comparison["fixed"] == [] and comparison["changed_artifacts"] == []
+    assert (after / "retime" / "cpu-1.xml").is_file()
+    assert evidence.RETIME_HEADER in (after / "commands.txt").read_text()
+    summary = (after / "summary.md").read_text()
+    top = summary.split("## Runs")[0]
+    assert "new failures (1)" in top and "new warnings (1)" in top and "slower" in top
+    assert main("--verify", str(after)) == 0
+
+
+def test_each_device_runs_separately_and_a_crash_is_recorded_with_its_log(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(evidence, "_devices", lambda chosen: ["cpu", "cuda"])  # as where CUDA is present
+    plant(tmp_path, tests=CRASHING)
+    code, out, bundle = evidence_run(capsys, "sel", "--area", "crash")
+    assert code == 2
+    assert "cuda: no tests in" in out and "[CRASHED: killed by SIGKILL while running sel/test_planted.py::test_dies[cuda]]" in out
+    assert {"pytest-cpu.log", "pytest-cuda.log", "junit-cpu.xml"} <= {p.name for p in bundle.iterdir()}
+    assert "--collect-only -q --device cpu --device cuda sel" in (bundle / "commands.txt").read_text()
+    assert "sel/test_planted.py::test_dies[cuda]" in (bundle / "collect.log").read_text()
+    results = results_of(bundle)
+    assert (results["runs"]["cpu"]["status"], results["runs"]["cpu"]["counts"]["passed"]) == ("ok", 2)
+    assert (results["runs"]["cuda"]["status"], results["runs"]["cuda"]["exit_code"]) == ("crashed", -9)
+    assert "test_planted.py::test_dies[cuda]" in (bundle / "pytest-cuda.log").read_text()  # kept up to the kill
+    assert sorted((t["device"], t["nodeid"].split("::")[1]) for t in results["tests"]) == [
+        ("cpu", "test_before[cpu]"), ("cpu", "test_dies[cpu]")]
+    summary = (bundle / "summary.md").read_text()
+    assert "**Verdict: not measured: cuda: crashed, killed by SIGKILL while running" in summary
+    assert main("--verify", str(bundle)) == 0
+
+
+def test_a_collection_error_is_recorded_as_a_crash(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path, tests="import no_such_module_here\n\n\ndef test_x(device):\n    pass\n")
+    code, out, bundle = evidence_run(capsys, "sel", "--area", "broken", "--device", "cpu")
+    assert code == 2
+    assert "collection crashed, pytest exit 2" in out and "No module named 'no_such_module_here'" in out
+    assert {p.name for p in bundle.iterdir()} == BUNDLE_FILES - {"pytest-cpu.log", "junit-cpu.xml"}
+    assert "ModuleNotFoundError" in (bundle / "collect.log").read_text()
+    assert results_of(bundle)["measured"] is False
+
+
+def test_nothing_collected_is_a_failure_to_measure(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path)
+    assert main("--area", "empty", "--device", "cpu", "--", "sel", "-k", "no_such_test") == 2
+    assert "the selection matched no tests" in capsys.readouterr().err
+    assert not (tmp_path / "reports" / "empty").exists()  # no bundle, not even an empty area
+
+
+def test_interrupted_run_leaves_no_bundle(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path)
+
+    def interrupt(self, folder, timeout):
+        assert (folder / "env.json").is_file()  # the bundle is half written when the interrupt comes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evidence.Command, "execute", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        main("sel", "--area", "cut", "--device", "cpu")
+    assert list((tmp_path / "reports" / "cut").iterdir()) == []
+
+
+def test_bad_input_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main("sel", "--area", "../escape") == 2
+    assert main("sel") == 2
+    assert "--area NAME is required" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main("sel", "--area", "x", "--device", "cuda") == 2
+        assert "torch.cuda.is_available() is False" in capsys.readouterr().err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(evidence, "utc_stamp", lambda: "20260101T000000Z")
+    (tmp_path / "20260101T000000Z").mkdir()
+    (tmp_path / ".20260101T000000Z-2.abc.partial").mkdir()
+    assert evidence._free_stamp(tmp_path) == "20260101T000000Z-3"
+    names = ["20260101T000000Z-10", "20260101T000001Z", "20260101T000000Z-2", "20260101T000000Z"]
+    assert sorted(names, key=evidence._stamp_key) == [
+        "20260101T000000Z", "20260101T000000Z-2", "20260101T000000Z-10", "20260101T000001Z"]
+
+
+def _results(*tests, warnings=()):
+    return {"runs": {"cpu": {"status": "ok", "warnings": [{"text": w, "location": "x.py:1"} for w in warnings]}},
+            "tests": [{"device": "cpu", "nodeid": n, "outcome": o, "duration_s": d, "retimed_s": list(r),
+                       "retime_factors": [1.0] * len(r)} for n, o, d, *r in tests]}
+
+
+def test_durations_rule_needs_factor_and_floor_and_survives_retiming():
+    assert evidence._move(1.2, 0.5) == "slower"
+    assert evidence._move(0.9, 0.3) == "slower"
+    assert evidence._move(0.5, 0.01) is None  # 50x, but only 0.49 s
+    assert evidence._move(9.0, 6.0) is None  # 3 s, but only 1.5x
+    assert evidence._move(0.2, 1.0) == "faster"
+    previous = _results(("t", "passed", 0.2))
+    spike = _results(("t", "passed", 2.0, 0.21, 0.25))  # a load spike on the first run, gone on re-timing
+    assert evidence.judge_durations(spike["tests"], previous, [previous])["slower"] == []
+    real = _results(("t", "passed", 2.0, 1.9, 2.1))
+    assert [t["now_s"] for t in evidence.judge_durations(real["tests"], previous, [previous])["slower"]] == [1.9]
+
+
+def test_a_busier_machine_is_divided_out():
+    steady = [(f"c{i}", "passed", 1.0) for i in range(5)]
+    previous = _results(*steady, ("t", "passed", 0.3))
+    loaded = [(f"c{i}", "passed", 3.0 + 0.1 * i) for i in range(5)]  # everything about 3x slower
+    busy = evidence.judge_durations(_results(*loaded, ("t", "passed", 0.9))["tests"], previous, [previous])
+    assert busy["slower"] == [] and busy["load_factors"] == {"cpu": 3.15}  # median of 3.0, 3.0, ..., 3.4
+    real = evidence.judge_durations(_results(*loaded, ("t", "passed", 4.0))["tests"], previous, [previous])
+    assert [(t["nodeid"], t["now_s"]) for t in real["slower"]] == [("t", round(4.0 / 3.25, 3))]
+    quiet = [(f"c{i}", "passed", 0.2) for i in range(5)]  # a quieter machine never inflates times
+    assert evidence.judge_durations(_results(*quiet, ("t", "passed", 0.3))["tests"], previous, [previous])[
+        "load_factors"] == {"cpu": 1.0}
+    retimed = _results(*steady, ("t", "passed", 2.0, 2.4))
+    retimed["tests"][-1]["retime_factors"] = [4.0]  # its controls ran 4x slower during the re-timing
+    assert evidence.judge_durations(retimed["tests"], previous, [previous])["slower"] == []
+    assert evidence.load_factor([(5.0, 1.0), (5.0, 1.0)]) == 1.0  # too few tests to tell
+
+
+def test_faster_needs_several_earlier_measurements():
+    now = _results(("t", "passed", 0.2))["tests"]
+    once = _results(("t", "passed", 2.0))  # one earlier time: maybe itself a load spike
+    judged = evidence.judge_durations(now, once, [once])
+    assert (judged["faster"], judged["faster_unjudged"]) == ([], 1)
+    history = [once, _results(("t", "passed", 1.8)), _results(("t", "passed", 1.9))]
+    judged = evidence.judge_durations(now, history[0], history)
+    assert [(t["was_s"], t["measurements"]) for t in judged["faster"]] == [(1.8, 3)]
+
+
+def test_compare_lists_fixed_gone_warnings_added_and_removed():
+    previous = _results(("a", "failed", 0.1), ("b", "passed", 0.1), ("c", "passed", 0.1), warnings=["W: old 0x7f00"])
+    current = _results(("a", "passed", 0.1), ("b", "skipped", 0.0), ("d", "error", 0.1), warnings=["W: old 0x7e11"])
+    comparison = evidence.compare(current, previous, [previous])
+    assert [(t["nodeid"], t["was"]) for t in comparison["fixed"]] == [("a", "failed")]
+    assert [(t["nodeid"], t["was"]) for t in comparison["new_failures"]] == [("d", None)]
+    assert [(t["nodeid"], t["was"], t["now"]) for t in comparison["outcome_changes"]] == [("b", "passed", "skipped")]
+    assert [t["nodeid"] for t in comparison["added"]] == ["d"]
+    assert [t["nodeid"] for t in comparison["removed"]] == ["c"]
+    assert comparison["new_warnings"] == comparison["gone_warnings"] == []  # same text, other address
+
+
+def test_stable_artifacts_ignore_timings_and_retiming():
+    one = b"a.py::t\n\n1 test collected in 0.53s\n"
+    two = b"a.py::t\n\n1 test collected in 12.01s (0:00:12)\n"
+    assert evidence.stable_text("collect.log", one) == evidence.stable_text("collect.log", two)
+    assert evidence.stable_text("collect.log", one) != evidence.stable_text("collect.log", b"b.py::t\n\n1 test")
+    commands = b"cd /x\npython -m pytest a\n"
+    rerun = b"# made by: detsim-track evidence a --area x --retime 1\n" + commands
+    assert evidence.stable_text("commands.txt", rerun + evidence.RETIME_HEADER.encode() + b"\nretime\n") == \
+        evidence.stable_text("commands.txt", commands)
+    assert evidence.stable_text("commands.txt", commands.replace(b"/x", b"/y")) != \
+        evidence.stable_text("commands.txt", commands)
+
+
+def test_junit_addresses_match_pytest_mangling():
+    junitxml = pytest.importorskip("_pytest.junitxml")
+    for nodeid in ("tests/test_x.py::test_a", "tests/sub/test_y.py::TestK::test_b[1.5-a::b]",
+                   "test_z.py::test_c[cpu-float64-a01_cubic]"):
+        names = junitxml.mangle_test_address(nodeid)
+        assert pr.junit_address(nodeid) == (".".join(names[:-1]), names[-1])
+
+
+def test_junit_reader_merges_call_failure_and_teardown_error(tmp_path):
+    xml = tmp_path / "j.xml"
+    xml.write_text(textwrap.dedent("""\
+        <testsuites><testsuite>
+        <testcase classname="t" name="test_a" time="0.5"><failure message="AssertionError: x&#10;more">tb</failure></testcase>
+        <testcase classname="t" name="test_a" time="0.25"><error message="failed on teardown with &quot;E&quot;">tb</error></testcase>
+        <testcase classname="t" name="test_b" time="0.1"><skipped type="pytest.xfail" message="known"/></testcase>
+        </testsuite></testsuites>"""))
+    records = pr.read_junit(xml, ["t.py::test_a", "t.py::test_b"])
+    assert records == [
+        {"nodeid": "t.py::test_a", "outcome": "failed", "duration_s": 0.75, "skip_reason": None,
+         "message": "AssertionError: x"},
+        {"nodeid": "t.py::test_b", "outcome": "xfailed", "duration_s": 0.1, "skip_reason": "known", "message": None},
+    ]
+    with pytest.raises(pr.UNREADABLE):
+        pr.read_junit(tmp_path / "absent.xml", [])
+    (tmp_path / "cut.xml").write_text("<testsuites><testsuite>")
+    with pytest.raises(pr.UNREADABLE):
+        pr.read_junit(tmp_path / "cut.xml", [])
+
+
+def test_running_at_end_names_the_test_a_killed_run_was_in():
+    assert pr.running_at_end("x.py::test_a PASSED  [ 50%]\nx.py::test_b[cuda] \n") == "x.py::test_b[cuda]"
+    assert pr.running_at_end("x.py::test_a PASSED  [ 50%]\n") is None
+    assert pr.running_at_end("==== 1 passed in 0.1s ====\n") is None
+
+
+def test_warning_summary_groups_tests_by_text():
+    log = textwrap.dedent("""\
+        ============================= warnings summary =============================
+        a.py::test_one
+        a.py::test_two
+          /src/a.py:3: DeprecationWarning: old api
+            old()
+
+        b.py::test_three
+          /src/b.py:9: UserWarning: planted
+          second line of the message
+            warnings.warn(...)
+
+        -- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
+        ========================== short test summary info ==========================
+        FAILED a.py::test_x - AssertionError
+        ======================= warnings summary (final) ========================
+        c.py::test_four
+          /src/c.py:1: UserWarning: planted
+            warnings.warn(...)
+
+        -- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
+        """)
+    assert pr.warning_summary(log) == [
+        {"text": "DeprecationWarning: old api", "location": "/src/a.py:3", "tests": ["a.py::test_one", "a.py::test_two"]},
+        {"text": "UserWarning: planted", "location": "/src/b.py:9", "tests": ["b.py::test_three", "c.py::test_four"]},
+    ]
