@@ -287,6 +287,12 @@ def run(argv: list[str], out=None) -> int:
         initial, mask = header_arguments(args.img_file, args.mask_file)
         args = parse_argv(argv, initial)
     config = build_config(args, mask)
+    if args.trace_json is not None and not args.trace_pixels:
+        raise ConfigError("--trace-json needs at least one -trace_pixel S F")
+    if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
+        from detsim.track.trace import trace_pixels
+        trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
+        return 0
     outputs = _outputs(args)
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:

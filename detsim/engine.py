@@ -295,15 +295,19 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
     def omega_of(r: Tensor) -> Tensor:
         return physics.solid_angle(r, geom.pixel_m, geom.close_distance_m, det.point_pixel)
 
-    def capture_of(d: Tensor, layer: Tensor | int) -> Tensor:
-        if setup.thickness.range <= 0:
+    def capture_of(d: Tensor, layer: Tensor | int, per_subpixel: bool = False) -> Tensor:
+        # Without a sensor nanoBragg starts from 1 and never recomputes, except under
+        # -oversample_thick, where it evaluates exp(0) - exp(0) = 0 (spec §5.4, §5.8).
+        if setup.thickness.range <= 0 and not (per_subpixel and flags.oversample_thick):
             return torch.ones(d.shape[:-1], dtype=dtype, device=device)
         cos_in = (d * geom.odet).sum(-1)
         step_mu = setup.thickness.step * setup.mu_per_m
         return torch.exp(-layer * step_mu / cos_in) - torch.exp(-(layer + 1) * step_mu / cos_in)
 
     def polar_of(d: Tensor, inc: Tensor) -> Tensor:
-        if beam.nopolar:
+        # -nopolar only sets the starting value 1, which nanoBragg then keeps; under
+        # -oversample_polar it recomputes the factor at every source anyway (spec §5.5).
+        if beam.nopolar and not flags.oversample_polar:
             return torch.ones(torch.broadcast_shapes(d.shape, inc.shape)[:-1], dtype=dtype, device=device)
         d, inc = torch.broadcast_tensors(d, inc)
         return physics.polarization_factor(inc, d, setup.frame.polar, beam.polarization_kahn)
@@ -320,7 +324,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
 
     omega = omega_of(airpath) if (full or flags.oversample_omega) else None
     layer_index = torch.arange(setup.thickness.count, device=device, dtype=dtype)[None, :, None]
-    capture = capture_of(diffracted, layer_index) if (full or flags.oversample_thick) else None
+    capture = capture_of(diffracted, layer_index, per_subpixel=True) if (full or flags.oversample_thick) else None
     polar = None
     if full or flags.oversample_polar or survives is not None:
         polar = polar_of(diffracted[..., None, :], incident)  # (P, T, O, S)

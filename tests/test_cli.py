@@ -131,3 +131,12 @@ def test_bad_input_one_line_error_exit_2_nothing_written(argv, named, tmp_path, 
     assert err.startswith("detsim: error: ") and err.count("\n") == 1, err
     assert named in err
     assert {p.name for p in tmp_path.iterdir()} == before
+
+
+def test_trace_pixel_prints_trace_and_writes_no_image(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-trace_pixel", "16", "17", "--trace-json", "t.json"]) == 0
+    out = capsys.readouterr().out
+    assert "TRACE_PY: pixel 16 17" in out and "TRACE_PY: pixel_value" in out
+    assert {p.name for p in tmp_path.iterdir()} == {"t.json"}
+    assert main(SMALL + ["--trace-json", "t2.json"]) == 2
