@@ -1,0 +1,154 @@
+"""Engine: time, peak memory and throughput of ``detsim.simulate`` (no file I/O, no argument parsing).
+
+Axes: detector side (pixels) × steps per pixel × dtype × device, plus nanoBragg's two reference
+workloads (P1: 1024², 1 step; P2: mosaic 10 × phi 5 × oversample 2 = 200 steps, at a reduced 128²).
+One torch thread everywhere; CUDA combinations skip on machines without a GPU. ``MachineReference``
+does no detsim work: its history shows how loaded the machine was while each commit was measured,
+and ``detsim-track`` uses it to tell a busy machine from a slower detsim.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .common import (
+    DEVICES, DTYPES, P1, P2, SWEEP_PIXELS, SWEEP_STEPS, Workload, available_modes, clock, pin_threads,
+    require_device, simulate, use_wall_clock,
+)
+
+# execution modes measured by EngineModes; static because asv indexes parameters by position, so the
+# list must not depend on the commit installed. Add a mode here when detsim gains one.
+MODES = ("eager", "compiled", "triton")
+
+
+class _Timed:
+    """Sampling shared by the timings: CPU seconds (wall seconds on a GPU), 6-8 samples per commit
+    over 2 interleaved rounds (enough for detsim-track's one-sided rank test), one call per sample."""
+
+    timer = staticmethod(clock)
+    rounds = 2
+    repeat = (3, 4, 1.0)
+    number = 1
+    warmup_time = 0.1
+
+
+class EngineSweep(_Timed):
+    """simulate() over detector size × steps per pixel × dtype × device (sizes reduced from 1024)."""
+
+    params = [list(SWEEP_PIXELS), list(SWEEP_STEPS), list(DTYPES), list(DEVICES)]
+    param_names = ["pixels", "steps_per_pixel", "dtype", "device"]
+    version = "1"
+
+    def setup(self, pixels, steps, dtype, device):
+        pin_threads()
+        self.device = require_device(device)
+        self.config = Workload(pixels=pixels, **SWEEP_STEPS[steps]).config()
+
+    def time_simulate(self, pixels, steps, dtype, device):
+        simulate(self.config, device=self.device, dtype=DTYPES[dtype])
+
+
+class NanoBraggWorkloads(_Timed):
+    """nanoBragg's P1 (1024², 1 step) and a P2-like run (200 steps per pixel at 128² instead of 1024²)."""
+
+    params = [["P1", "P2"], list(DTYPES), list(DEVICES)]
+    param_names = ["workload", "dtype", "device"]
+    repeat = (3, 3, 1.0)  # exactly 6 samples: each is ~0.3-0.7 CPU seconds
+    version = "1"
+    timeout = 300
+
+    def setup(self, workload, dtype, device):
+        pin_threads()
+        self.device = require_device(device)
+        self.config = {"P1": P1, "P2": P2}[workload].config()
+
+    def time_simulate(self, workload, dtype, device):
+        simulate(self.config, device=self.device, dtype=DTYPES[dtype])
+
+
+class EngineModes(_Timed):
+    """Each execution path of the engine on one workload (128², 10 steps per pixel).
+
+    "compiled" is compiled in setup (torch.compile's first call; later processes reuse its cache), so
+    only the steady state is timed. "triton" runs on a GPU only here: Triton's CPU interpreter is
+    hundreds of times slower and meant for correctness tests.
+    """
+
+    params = [list(MODES), list(DTYPES), list(DEVICES)]
+    param_names = ["mode", "dtype", "device"]
+    version = "1"
+    timeout = 600
+
+    def setup(self, mode, dtype, device):
+        pin_threads()
+        self.device = require_device(device)
+        if mode not in available_modes(device):
+            raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
+        self.config = Workload(pixels=128, mosaic_domains=10).config()
+        simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)  # compiles, if it has to
+
+    def time_simulate(self, mode, dtype, device):
+        simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)
+
+
+class EngineMemory:
+    """Peak resident memory of a process running simulate() on the CPU (includes torch's ~200 MB)."""
+
+    params = [[256, 1024], list(SWEEP_STEPS), list(DTYPES)]
+    param_names = ["pixels", "steps_per_pixel", "dtype"]
+    version = "1"
+    timeout = 300
+
+    def setup(self, pixels, steps, dtype):
+        pin_threads()
+        self.config = Workload(pixels=pixels, **SWEEP_STEPS[steps]).config()
+
+    def peakmem_simulate(self, pixels, steps, dtype):
+        simulate(self.config, device=torch.device("cpu"), dtype=DTYPES[dtype])
+
+
+class Throughput:
+    """Pixel·steps per CPU second (per wall second on a GPU) on the P2-like workload: the unit
+    nanoBragg's runtimes convert to. Larger is better (``detsim-track`` knows); best of 3 calls."""
+
+    params = [list(DTYPES), list(DEVICES)]
+    param_names = ["dtype", "device"]
+    unit = "Mpixel-steps/s"
+    version = "1"
+    calls = 3
+
+    def setup(self, dtype, device):
+        pin_threads()
+        self.device = require_device(device)
+        self.workload = P2
+        self.config = P2.config()
+        simulate(self.config, device=self.device, dtype=DTYPES[dtype])
+
+    def track_pixel_steps_per_second(self, dtype, device):
+        best_s = float("inf")
+        for _ in range(self.calls):
+            started = clock()
+            simulate(self.config, device=self.device, dtype=DTYPES[dtype])
+            best_s = min(best_s, clock() - started)
+        return round(self.workload.pixel_steps / best_s / 1e6, 3)
+
+
+class MachineReference:
+    """A fixed torch workload independent of detsim: a complex FFT of a seeded 512² array."""
+
+    timer = staticmethod(clock)
+    rounds = 2
+    repeat = (3, 10, 1.0)
+    version = "1"
+
+    def setup(self):
+        pin_threads()
+        use_wall_clock(False)
+        generator = torch.Generator().manual_seed(20261122)
+        self.field = torch.randn(512, 512, dtype=torch.complex128, generator=generator)
+
+    def time_reference(self):
+        torch.fft.fft2(self.field)
+
+    def peakmem_reference(self):
+        pass

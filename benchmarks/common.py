@@ -1,0 +1,330 @@
+"""What the asv suite shares: pinned threads, workloads, golden cases, their renders and hashes.
+
+asv imports this file from the working tree while the *installed* detsim is the commit being measured,
+so everything here must work with every detsim since the package's first commit. APIs newer than that
+are feature-detected; where one is missing the benchmark raises ``NotImplementedError``, which asv
+records as a skip rather than a failure.
+
+Units: times in seconds, images in photons per pixel, shapes (slow, fast). A golden render is the
+case's argument list turned into a configuration by the commit's own ``detsim.cli.build_config``,
+simulated in float64 on the CPU with one torch thread; its hash is the sha256 of the image's bytes as
+little-endian float64 in C order (the definition ``detsim-track baselines`` uses too).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import resource
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+try:  # raised inside a benchmark function (not its setup), asv records a skip only for this subclass
+    from asv_runner.benchmarks.mark import SkipNotImplemented as Skip
+except ImportError:
+    Skip = NotImplementedError
+
+THREADS = 1  # torch intra-op threads in every benchmark: timings on a shared 2-core runner scatter far less
+torch.set_num_threads(THREADS)
+
+REPO_ROOT = Path(os.environ.get("ASV_CONF_DIR") or Path(__file__).resolve().parent.parent)
+GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
+MANIFEST = json.loads((GOLDEN_DIR / "manifest.json").read_text())
+BASELINE_HASHES = REPO_ROOT / "results" / "baselines" / "golden_hashes.json"
+HASHES_DIR = REPO_ROOT / "results" / "hashes"  # one file per commit, outside asv's results_dir
+
+PARITY_DECIMALS = 9  # 1 - r is recorded to 1e-9: float noise (~1e-15) never moves it, a physics change does
+GOLDEN_DTYPE = "float64"
+GOLDEN_DEVICE = "cpu"
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+DEVICES = ("cpu", "cuda")
+
+
+_wall_clock = False  # set per benchmark process by use_wall_clock()
+
+
+def use_wall_clock(flag: bool) -> None:
+    """Make :func:`clock` read wall time (for GPU work, which CPU time does not see)."""
+    global _wall_clock
+    _wall_clock = flag
+
+
+def clock() -> float:
+    """The timer of every timing benchmark: CPU seconds of this process, or wall seconds on a GPU.
+
+    On a shared 2-core machine wall time mostly measures how long the benchmark waited for a core
+    (a 26 ms render took 70-130 ms of wall time at load 8); CPU time measures detsim's own work.
+    """
+    return time.perf_counter() if _wall_clock else time.process_time()
+
+
+def clock_with_children() -> float:
+    """CPU seconds of this process and its finished children (for whole-command timings)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def pin_threads() -> None:
+    """Pin torch to :data:`THREADS` threads (again: forked benchmark processes may have reset it)."""
+    if torch.get_num_threads() != THREADS:
+        torch.set_num_threads(THREADS)
+
+
+def require_device(device: str) -> torch.device:
+    """The torch device, or a skip where this machine has none; selects the clock for it."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise NotImplementedError("no CUDA device on this machine")
+    use_wall_clock(device != "cpu")
+    return torch.device(device)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def case_attr(case_id: str) -> str:
+    """A Python identifier for a golden case id (``o01_polar_0.9`` -> ``o01_polar_0_9``)."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in case_id)
+
+
+# -- workloads -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Workload:
+    """A nanoBragg-like simulation: cubic 100 Å cell, default_F 100, N = 5, a 102.4 mm square detector.
+
+    steps per pixel = oversample² × mosaic domains × phi steps (one source, one sensor layer).
+    """
+
+    pixels: int  # detector side, pixels (square)
+    oversample: int = 1
+    mosaic_domains: int = 1
+    phi_steps: int = 1
+
+    @property
+    def steps(self) -> int:
+        return self.oversample ** 2 * self.mosaic_domains * self.phi_steps
+
+    @property
+    def pixel_steps(self) -> int:
+        return self.pixels * self.pixels * self.steps
+
+    def config(self):
+        import detsim
+
+        crystal = dict(cell=(100.0, 100.0, 100.0, 90.0, 90.0, 90.0), default_F=100.0, Na=5, Nb=5, Nc=5,
+                       misset_deg=(10.0, 20.0, 30.0))
+        if self.mosaic_domains > 1:
+            crystal.update(mosaic_spread_deg=0.5, mosaic_domains=self.mosaic_domains, mosaic_seed=42)
+        sampling = dict(oversample=self.oversample)
+        if self.phi_steps > 1:
+            sampling.update(phi0_deg=0.0, osc_deg=0.5, phisteps=self.phi_steps)
+        return detsim.SimulationConfig(
+            crystal=detsim.CrystalConfig(**crystal),
+            beam=detsim.BeamConfig(lambda_A=1.0),
+            # the same 102.4 mm detector at every size: a smaller size only coarsens the pixels
+            detector=detsim.DetectorConfig(fpixels=self.pixels, spixels=self.pixels, pixel_mm=102.4 / self.pixels,
+                                           distance_mm=100.0),
+            sampling=detsim.SamplingConfig(**sampling),
+        )
+
+
+# steps per pixel in the engine sweep -> how they are made
+SWEEP_STEPS = {1: dict(), 10: dict(mosaic_domains=10)}
+SWEEP_PIXELS = (128, 256)  # reduced from nanoBragg's 1024 so that a commit's run stays short on 2 cores
+
+P1 = Workload(pixels=1024)  # nanoBragg's default detector, one step per pixel
+# nanoBragg's P2 (1024², mosaic 10 × phi 5 × oversample 2 = 200 steps) at 128²: 64× fewer pixels, same
+# per-pixel work, so a sample takes ~0.7 s instead of ~40 s
+P2 = Workload(pixels=128, oversample=2, mosaic_domains=10, phi_steps=5)
+
+
+def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | None = None):
+    """``detsim.simulate``; ``mode`` is passed only to commits that have execution modes."""
+    import detsim
+
+    if mode is None or (mode == "eager" and not hasattr(detsim.engine, "MODES")):
+        image = detsim.simulate(config, device=device, dtype=dtype)
+    else:
+        image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)
+    synchronize(device)
+    return image
+
+
+def available_modes(device: str = "cpu") -> tuple[str, ...]:
+    """The execution modes the installed detsim can run on ``device`` here ("eager" before modes existed)."""
+    from detsim import engine
+
+    if hasattr(engine, "available_modes"):
+        return tuple(engine.available_modes(device))
+    return tuple(getattr(engine, "MODES", ("eager",)))
+
+
+# -- golden cases --------------------------------------------------------------------------------
+
+def config_from_args(argv: list[str]):
+    """A configuration from a nanoBragg argument list, read the way the commit's ``detsim`` reads it.
+
+    Raises NotImplementedError for commits without ``detsim.cli`` (it appeared after the first one);
+    a ``detsim.cli`` that exists but fails to import is an error of that commit.
+    """
+    if importlib.util.find_spec("detsim.cli") is None:
+        raise NotImplementedError("this commit has no detsim.cli.build_config")
+    from detsim import cli
+    from detsim.argv import parse_argv
+
+    args = parse_argv(argv)
+    if getattr(args, "img_file", None) is not None or getattr(args, "mask_file", None) is not None:
+        initial, mask = cli.header_arguments(args.img_file, args.mask_file)
+        return cli.build_config(parse_argv(argv, initial), mask)
+    return cli.build_config(args)
+
+
+def image_sha256(image) -> str:
+    """sha256 of an image's values as little-endian float64 bytes, C order."""
+    array = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    return hashlib.sha256(np.ascontiguousarray(array, dtype="<f8").tobytes()).hexdigest()
+
+
+def pearson_r(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two images; 0.0 where it is undefined (a constant image)."""
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if a.std() == 0 or b.std() == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def render_case(case: dict) -> dict:
+    """Render one golden case: ``{"sha256", "r", "one_minus_r", "seconds"}``."""
+    import detsim
+
+    case_dir = GOLDEN_DIR / case["id"]
+    cwd = os.getcwd()
+    os.chdir(case_dir)  # input files in args are relative to the case directory
+    try:
+        started = time.perf_counter()
+        image = detsim.simulate(config_from_args(list(case["args"])), device=GOLDEN_DEVICE,
+                                dtype=DTYPES[GOLDEN_DTYPE])
+        seconds = time.perf_counter() - started
+    finally:
+        os.chdir(cwd)
+    shape = tuple(case["shape"])
+    if tuple(image.shape) != shape:
+        raise ValueError(f"image shape {tuple(image.shape)} != golden shape {shape}")
+    reference = np.fromfile(case_dir / "image.bin", dtype="<f4").reshape(shape)
+    ours = image.detach().cpu().numpy()
+    if not np.isfinite(ours).all():
+        raise ValueError("the image has non-finite values")
+    r = pearson_r(ours, reference)
+    return {"sha256": image_sha256(ours), "r": r, "one_minus_r": 1.0 - r, "seconds": round(seconds, 4)}
+
+
+def cpu_class() -> str:
+    """What bit-exact results depend on besides torch and threads: architecture, vendor, ATen ISA level."""
+    vendor = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                vendor = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    return " ".join(part for part in (platform.machine(), vendor, capability) if part)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def holds_for() -> dict:
+    """The conditions under which a golden hash is reproducible (stored with every hash)."""
+    return {"torch": torch.__version__, "threads": THREADS, "cpu_class": cpu_class(),
+            "dtype": GOLDEN_DTYPE, "device": GOLDEN_DEVICE}
+
+
+def golden_renders() -> dict:
+    """Render every golden case once per commit; parity and determinism tracks read the result.
+
+    asv runs this once per commit and environment (it is the shared ``setup_cache`` of
+    ``bench_parity`` and ``bench_determinism``). It never raises: a case that fails is recorded with
+    its error, and each track then fails on its own. Under asv it also writes the full hashes to
+    ``results/hashes/<commit>.json``.
+    """
+    pin_threads()
+    out = {"holds_for": holds_for(), "cases": {}, "skip": None}
+    if importlib.util.find_spec("detsim.cli") is None:
+        out["skip"] = "this commit has no detsim.cli.build_config"  # every track of every case skips
+        return out
+    for case in MANIFEST:
+        try:
+            out["cases"][case["id"]] = render_case(case)
+        except Exception as exc:  # noqa: BLE001 - recorded per case; the case's tracks fail with it
+            out["cases"][case["id"]] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    _write_hash_file(out)
+    return out
+
+
+golden_renders.timeout = 900  # 53 cases, ~13 s in all on one thread today
+
+
+def _write_hash_file(renders: dict) -> None:
+    commit = os.environ.get("ASV_COMMIT")
+    if not commit:
+        return
+    record = {
+        "commit": commit,
+        "env": os.environ.get("ASV_ENV_NAME"),
+        "recorded_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "hash": "sha256 of the float64 image, little-endian, C order (slow, fast)",
+        "holds_for": renders["holds_for"],
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cases": renders["cases"],
+    }
+    HASHES_DIR.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{commit}.", suffix=".tmp", dir=HASHES_DIR)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, HASHES_DIR / f"{commit}.json")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def case_result(renders: dict, case_id: str) -> dict:
+    """One case's render from :func:`golden_renders`, or the skip/failure it stands for."""
+    if renders.get("skip"):
+        raise Skip(renders["skip"])
+    result = renders["cases"].get(case_id)
+    if result is None:
+        raise RuntimeError(f"{case_id}: not rendered")
+    if "error" in result:
+        raise RuntimeError(f"{case_id}: {result['error']}")
+    return result
+
+
+def load_baseline() -> dict:
+    """The stored golden hashes (``results/baselines/golden_hashes.json``)."""
+    return json.loads(BASELINE_HASHES.read_text())

@@ -1,0 +1,408 @@
+"""End-to-end proof of the asv tracking suite (slow): planted changes are flagged exactly, at the
+right commits, and the published history renders as graphs in a real headless browser.
+
+A throwaway git repository starts with a commit that has no package yet, then a base commit made
+from this work tree (where the golden baseline is refreshed deliberately, as a maintainer would), then
+five planted commits:
+
+    unchanged (README) -> 2x slowdown -> parity break -> image-hash change with r unchanged -> unchanged
+
+asv runs over all seven with the engine timings, the machine reference, throughput, parity and
+determinism tracks, and ``detsim-track`` must report exactly the three planted changes. The parity
+break necessarily changes its case's image too, so that case's hash is flagged at the same commit.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+ENV_CACHE = REPO / ".asv" / "planted-env"  # asv's virtualenv, kept between runs: torch installs once
+ASSET_CACHE = REPO / ".asv" / "www-assets"  # the page's JavaScript libraries, fetched once with npm
+MACHINE = "planted"
+BENCHMARKS = r"EngineSweep|Throughput|MachineReference|bench_parity|bench_determinism"
+PARITY_CASE = "w01_nonsquare_detpixels"  # the only golden case with a 120 x 200 image
+HASH_CASE = "w03_nonsquare_xds"  # the only golden case with a 176 x 96 image
+
+# Each plant is appended to detsim/engine.py and wraps the render() of the commit before it.
+SLOWDOWN = '''
+_render_before_slowdown = render
+
+
+def render(setup, **kwargs):  # planted: every image is rendered twice
+    _render_before_slowdown(setup, **kwargs)
+    return _render_before_slowdown(setup, **kwargs)
+'''
+PARITY_BREAK = '''
+_render_before_parity_break = render
+
+
+def render(setup, **kwargs):  # planted: one case's image is shifted by 5 pixels
+    image, info = _render_before_parity_break(setup, **kwargs)
+    if tuple(image.shape) == (120, 200):
+        image = image.roll(5, dims=1)
+    return image, info
+'''
+HASH_CHANGE = '''
+_render_before_hash_change = render
+
+
+def render(setup, **kwargs):  # planted: one case's image is scaled by 1 + 2^-40 (r unchanged)
+    image, info = _render_before_hash_change(setup, **kwargs)
+    if tuple(image.shape) == (176, 96):
+        image = image * (1 + 2.0 ** -40)
+    return image, info
+'''
+
+
+def _run(cmd: list[str], cwd: Path, env: dict, log: Path, ok=(0,), timeout: float = 3000) -> int:
+    """Run ``cmd``; its output goes to ``log``; a return code outside ``ok`` fails with the log's tail."""
+    with open(log, "a") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n")
+        out.flush()
+        code = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+    if code not in ok:
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        pytest.fail(f"{' '.join(cmd[:4])} exited {code}; last lines of {log}:\n{tail}")
+    return code
+
+
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "planted", "GIT_AUTHOR_EMAIL": "planted@example.invalid",
+                "GIT_COMMITTER_NAME": "planted", "GIT_COMMITTER_EMAIL": "planted@example.invalid"}
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_IDENTITY}).stdout.strip()
+
+
+def _commit(root: Path, message: str) -> str:
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", message)
+    return _git(root, "rev-parse", "HEAD")
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """The throwaway repository after ``asv run`` over the planted commits, and the commit ids."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    pytest.importorskip("asv", reason="asv is not installed (pip install -e '.[dev]')")
+    work = tmp_path_factory.mktemp("planted")
+    root, home, log = work / "detsim", work / "home", work / "commands.log"
+    home.mkdir()
+    root.mkdir()
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(root), **GIT_IDENTITY)
+    env.pop("ASV_COMMIT", None)
+    _git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("detsim, before the package existed\n")
+    commits = {"no_package": _commit(root, "Before the package: a README only")}
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file() and not name.startswith(("results/asv/", "results/hashes/", "reports/")):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    conf = root / "asv.conf.json"
+    conf.write_text(conf.read_text().replace('"env_dir": ".asv/env"', f'"env_dir": {json.dumps(str(ENV_CACHE))}'))
+    assert str(ENV_CACHE) in conf.read_text()
+
+    track = [sys.executable, "-m", "detsim.track.cli"]
+    _run([*track, "baselines", "--refresh", "--allow-dirty"], root, env, log)
+    commits["base"] = _commit(root, "Base: the project as it is, golden baseline refreshed here")
+    _append(root / "README.md", "\nA line of documentation.\n")
+    commits["unchanged"] = _commit(root, "Docs only")
+    _append(root / "detsim" / "engine.py", SLOWDOWN)
+    commits["slowdown"] = _commit(root, "Plant a 2x slowdown")
+    _append(root / "detsim" / "engine.py", PARITY_BREAK)
+    commits["parity"] = _commit(root, f"Plant a parity break in {PARITY_CASE}")
+    _append(root / "detsim" / "engine.py", HASH_CHANGE)
+    commits["hash"] = _commit(root, f"Plant a bitwise change in {HASH_CASE}")
+    _append(root / "README.md", "\nAnother line of documentation.\n")
+    commits["unchanged_tip"] = _commit(root, "Docs only, again")
+
+    hashfile = work / "commits.txt"
+    hashfile.write_text("\n".join(commits.values()) + "\n")
+    asv = [sys.executable, "-m", "asv"]
+    _run([*asv, "machine", "--yes", "--machine", MACHINE], root, env, log)
+    started = time.monotonic()
+    # asv exits 2 because the first commit cannot be built; a range over it must still go through
+    _run([*asv, "run", "--machine", MACHINE, "--record-samples", "--show-stderr", "-b", BENCHMARKS,
+          f"HASHFILE:{hashfile}"], root, env, log, ok=(0, 2))
+    seconds = time.monotonic() - started
+    report_path = work / "report.json"
+    code = _run([*track, "regressions", "--json", str(report_path)], root, env, log, ok=(0, 1, 2))
+    return {"root": root, "env": env, "log": log, "commits": commits, "exit": code, "asv_run_s": seconds,
+            "report": json.loads(report_path.read_text())}
+
+
+def test_planted_changes_are_flagged_exactly_at_their_commits(planted):
+    commits, report = planted["commits"], planted["report"]
+    name = {sha: key for key, sha in commits.items()}
+    found = [(r["family"], r.get("case") or r["benchmark"] + r["params"], name.get(r["first_bad"]))
+             for r in report["regressions"]]
+    summary = "\n".join(map(str, found)) + f"\nnotes: {report['notes']}\nunmeasured: {report['unmeasured']}"
+
+    assert report["unmeasured"] == [], summary
+    assert planted["exit"] == 1, summary
+    assert {commit for _, _, commit in found} == {"slowdown", "parity", "hash"}, summary
+
+    # The slowdown doubles every render; on a busy 2-core machine a few of the smallest timings may
+    # not clear threshold and noise, but whatever is flagged must be flagged at that commit.
+    timing = [f for f in found if f[0] in ("timing", "throughput")]
+    assert all(commit == "slowdown" for _, _, commit in timing), summary
+    assert sum("EngineSweep" in label for _, label, _ in timing) >= 3, summary
+    for r in report["regressions"]:
+        if r["family"] == "timing":
+            assert r["load_corrected_rise"] >= 1.5 and r["rank_test_p"] < 0.01, r
+
+    parity = [(case, commit) for family, case, commit in found if family == "parity"]
+    assert parity == [(PARITY_CASE, "parity")], summary
+    [broken] = [r for r in report["regressions"] if r["family"] == "parity"]
+    assert broken["new_r"] < 0.9995 and broken["last_good"] == commits["slowdown"], broken
+
+    hashes = sorted((case, commit) for family, case, commit in found if family == "determinism")
+    assert hashes == sorted([(PARITY_CASE, "parity"), (HASH_CASE, "hash")]), summary
+    [changed] = [r for r in report["regressions"] if r.get("case") == HASH_CASE]
+    assert changed["last_good"] == commits["parity"]
+    assert re.fullmatch(r"[0-9a-f]{64}", changed["old_sha256"]) and re.fullmatch(r"[0-9a-f]{64}", changed["new_sha256"])
+    assert changed["old_sha256"] != changed["new_sha256"]
+    assert {family for family, *_ in found} <= {"timing", "throughput", "parity", "determinism"}, summary
+    recorded = {p.stem for p in (planted["root"] / "results" / "hashes").glob("*.json")}
+    assert recorded == set(commits.values()) - {commits["no_package"]}
+    assert report["commits"] == list(commits.values())  # the commit without a package is recorded, as failed
+
+
+# -- the published page in a real browser --------------------------------------------------------
+
+ASSETS = {  # the CDN address asv 0.6.6's page names -> (npm package, file in it); served locally
+    "https://code.jquery.com/jquery-3.3.1.min.js": ("jquery@3.3.1", "package/dist/jquery.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": ("flot@0.8.3", "package/jquery.flot.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js":
+        ("flot@0.8.3", "package/jquery.flot.time.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
+        ("flot@0.8.3", "package/jquery.flot.selection.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
+        ("flot@0.8.3", "package/jquery.flot.categories.js"),
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js":
+        ("flot-orderbars@1.0.0", "package/js/jquery.flot.orderBars.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js":
+        ("stupid-table-plugin@1.1.3", "package/stupidtable.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js":
+        ("blueimp-md5@2.19.0", "package/js/md5.min.js"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js":
+        ("bootstrap@3.1.1", "package/dist/js/bootstrap.min.js"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css":
+        ("bootstrap@3.1.1", "package/dist/css/bootstrap.min.css"),
+}
+BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000"]
+
+
+def _browser() -> tuple[str, str | None]:
+    """Chromium, and chromedriver where installed (without it the DOM is checked instead of pixels)."""
+    chromium = os.environ.get("DETSIM_CHROMIUM") or next(
+        (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+    if not chromium:
+        pytest.skip("no Chromium binary found (install chromium, ideally with chromium-driver, or set DETSIM_CHROMIUM)")
+    return chromium, os.environ.get("DETSIM_CHROMEDRIVER") or shutil.which("chromedriver")
+
+
+def _dump_dom(chromium: str, url: str, profile: Path) -> str:
+    """The page's DOM after its scripts ran (up to 20 s of virtual time), from headless Chromium alone."""
+    done = subprocess.run([chromium, *BROWSER_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
+                           "--dump-dom", url], capture_output=True, text=True, timeout=180)
+    return done.stdout
+
+
+def _vendor_assets(html: Path) -> None:
+    """Point the page's CDN scripts and styles at local copies of the same library versions.
+
+    The page asv publishes loads jQuery, flot and bootstrap from public CDNs; this machine and CI reach
+    only package registries, so the same releases come from npm (cached under .asv/www-assets).
+    """
+    specs = sorted({spec for spec, _ in ASSETS.values()})
+    missing = [s for s in specs if not (ASSET_CACHE / (s.replace("@", "-") + ".tgz")).exists()]
+    if missing:
+        if shutil.which("npm") is None:
+            pytest.skip("npm is needed once to fetch the page's JavaScript libraries (asv's page loads them from CDNs)")
+        ASSET_CACHE.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["npm", "pack", "--silent", *missing], cwd=ASSET_CACHE, capture_output=True,
+                              text=True, timeout=300)
+        if done.returncode != 0:
+            pytest.skip(f"npm could not fetch the page's JavaScript libraries: {done.stderr.strip()[-300:]}")
+    index = (html / "index.html").read_text()
+    (html / "vendor").mkdir(exist_ok=True)
+    for url, (spec, member) in ASSETS.items():
+        with tarfile.open(ASSET_CACHE / (spec.replace("@", "-") + ".tgz")) as archive:
+            data = archive.extractfile(member).read()
+        local = f"vendor/{spec.replace('@', '-')}-{Path(member).name}"
+        (html / local).write_bytes(data)
+        tag = re.search(r'<(?:script|link)[^>]*"' + re.escape(url) + r'"[^>]*>', index)
+        assert tag, f"asv's page no longer names {url}; update ASSETS"
+        index = index.replace(tag.group(0), re.sub(r'\s(?:integrity|crossorigin|referrerpolicy)="[^"]*"', "",
+                                                   tag.group(0)).replace(url, local))
+    (html / "index.html").write_text(index)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _WebDriver:
+    """The few W3C WebDriver calls the test needs, over plain HTTP to a local chromedriver."""
+
+    def __init__(self, driver: str, chromium: str, profile: Path):
+        self.port = _free_port()
+        self.process = subprocess.Popen([driver, f"--port={self.port}"], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._call("GET", "/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.process.kill()
+                    raise
+                time.sleep(0.2)
+        options = {"binary": chromium, "args": [*BROWSER_FLAGS, f"--user-data-dir={profile}"]}
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": options}}}
+        self.session = self._call("POST", "/session", caps)["value"]["sessionId"]
+
+    def _call(self, method: str, path: str, body=None):
+        request = urllib.request.Request(self.base + path, method=method, headers={"Content-Type": "application/json"},
+                                         data=None if body is None else json.dumps(body).encode())
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())
+
+    def get(self, url: str) -> None:
+        self._call("POST", f"/session/{self.session}/url", {"url": url})
+
+    def run(self, script: str):
+        return self._call("POST", f"/session/{self.session}/execute/sync", {"script": script, "args": []})["value"]
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self._call("GET", f"/session/{self.session}/screenshot")["value"]))
+
+    def close(self) -> None:
+        try:
+            self._call("DELETE", f"/session/{self.session}")
+        finally:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+GRAPH_STATE = """
+const base = document.querySelector('#graph-display canvas.flot-base') || document.querySelector('canvas.flot-base');
+let coloured = 0;  // series are drawn in colour; the frame, grid and ticks are grey
+if (base) {
+  const d = base.getContext('2d').getImageData(0, 0, base.width, base.height).data;
+  for (let i = 0; i < d.length; i += 4)
+    if (d[i + 3] > 0 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
+}
+return {title: document.title, coloured: coloured,
+        text: document.body.innerText,
+        loaded: performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('/graphs/'))};
+"""
+
+
+def _wait_for_graph(browser: _WebDriver, min_coloured: int, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = browser.run(GRAPH_STATE)
+        if state["coloured"] >= min_coloured or time.monotonic() > deadline:
+            return state
+        time.sleep(0.5)
+
+
+def test_published_history_renders_parity_and_determinism_next_to_timings(planted, tmp_path):
+    chromium, driver = _browser()
+    root, env = planted["root"], planted["env"]
+    _run([sys.executable, "-m", "asv", "publish"], root, env, planted["log"])
+    html = root / "reports" / "html"
+    assert (html / "index.html").exists()
+    _vendor_assets(html)
+
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    try:
+        if driver:
+            _check_pixels(driver, chromium, site, tmp_path)
+        else:
+            _check_dom(chromium, site, tmp_path)
+    finally:
+        server.shutdown()
+
+
+PAGES = ("bench_engine.EngineSweep.time_simulate", f"bench_parity.track_parity_{PARITY_CASE}",
+         f"bench_determinism.track_hash_changed_{HASH_CASE}")
+
+
+def _check_pixels(driver: str, chromium: str, site: str, tmp_path: Path) -> None:
+    """Through chromedriver: each graph's data was fetched and its series drawn in colour."""
+    browser = _WebDriver(driver, chromium, tmp_path / "profile")
+    try:
+        browser.get(site)
+        grid = _wait_for_graph(browser, min_coloured=1)
+        browser.screenshot(tmp_path / "grid.png")
+        assert "airspeed velocity" in grid["title"], grid["title"]
+        for family in ("bench_engine", "bench_parity", "bench_determinism"):
+            assert family in grid["text"], f"{family} missing from the benchmark grid"
+        for benchmark in PAGES:
+            browser.get(f"{site}#{benchmark}")
+            state = _wait_for_graph(browser, min_coloured=200)
+            browser.screenshot(tmp_path / f"{benchmark}.png")
+            assert benchmark in state["text"], f"{benchmark}: page did not open ({state['title']})"
+            assert any("/machine-" in url and url.split("?")[0].endswith(f"/{benchmark}.json") for url in state["loaded"]), \
+                f"{benchmark}: its graph data was never loaded"
+            assert state["coloured"] >= 200, f"{benchmark}: no series drawn ({state['coloured']} coloured px)"
+    finally:
+        browser.close()
+
+
+def _check_dom(chromium: str, site: str, tmp_path: Path) -> None:
+    """Chromium alone: each graph page ends up with a flot plot with its axis ticks."""
+    grid = _dump_dom(chromium, site, tmp_path / "profile")
+    for family in ("bench_engine", "bench_parity", "bench_determinism"):
+        assert family in grid, f"{family} missing from the benchmark grid"
+    for benchmark in PAGES:
+        dom = _dump_dom(chromium, f"{site}#{benchmark}", tmp_path / "profile")
+        (tmp_path / f"{benchmark}.html").write_text(dom)
+        assert benchmark in dom, f"{benchmark}: page did not open"
+        assert 'class="flot-base"' in dom, f"{benchmark}: no plot"
+        assert dom.count("flot-tick-label") >= 4, f"{benchmark}: the plot has no axis ticks (no data drawn)"

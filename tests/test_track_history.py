@@ -1,0 +1,224 @@
+"""``detsim-track regressions`` and ``baselines`` over committed asv results (tests/data/asv/).
+
+Each fixture folder is a project root as the command sees it (asv.conf.json, results/asv/<machine>/,
+results/hashes/, results/baselines/), with 2-6 recorded commits:
+
+    good        flat history                                  -> exit 0
+    regressed   2x timings at commit 2, parity break and hash change at 3, a second hash change at 4
+    noisy       timings bouncing by +-35%, then the whole machine slows down 1.8x -> nothing flagged
+    unmeasured  a benchmark failed at the latest commit        -> exit 2
+    unbuilt     the latest commit measured nothing             -> exit 2
+    otherhost   hashes recorded on another CPU class: the determinism tracks skipped, said so
+    corrupt     the latest results file is cut in half         -> a one-line error naming it, exit 2
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from detsim.track import baselines, cli, history
+
+DATA = Path(__file__).parent / "data" / "asv"
+MACHINE_DIR = Path("results") / "asv" / "fixture-2cpu"
+
+
+def _commits(root: Path) -> list[str]:
+    files = [json.loads(p.read_text()) for p in (root / MACHINE_DIR).glob("*-virtualenv*.json")]
+    return [f["commit_hash"] for f in sorted(files, key=lambda f: f["date"])]
+
+
+def _run(root: Path, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
+    out = tmp_path / "report.json"
+    code = cli.main(["regressions", "--repo", str(root), "--json", str(out), *extra])
+    return code, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_flat_history_reports_nothing(tmp_path, capsys):
+    code, report = _run(DATA / "good", tmp_path)
+    assert code == 0
+    assert report["regressions"] == [] and report["unmeasured"] == []
+    assert report["commits"] == _commits(DATA / "good")
+    assert "summary: 0 regressed" in capsys.readouterr().out
+
+
+def test_bare_command_runs_the_regression_report(tmp_path, capsys):
+    assert cli.main(["--repo", str(DATA / "good")]) == 0
+    assert capsys.readouterr().out.startswith("detsim-track: machine fixture-2cpu, 5 commits")
+
+
+def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, capsys):
+    commits = _commits(DATA / "regressed")
+    code, report = _run(DATA / "regressed", tmp_path)
+    assert code == 1
+    found = {(r["family"], r.get("case") or r["params"]): r for r in report["regressions"]}
+    assert set(found) == {
+        ("timing", "(pixels=128, dtype='float64')"), ("timing", "(pixels=256, dtype='float64')"),
+        ("throughput", ""), ("parity", "a01_cubic_mosflm_center"),
+        ("determinism", "a01_cubic_mosflm_center"), ("determinism", "o01_polar_0.9"),
+    }
+    for key in (("timing", "(pixels=128, dtype='float64')"), ("timing", "(pixels=256, dtype='float64')"), ("throughput", "")):
+        r = found[key]
+        assert (r["last_good"], r["first_bad"]) == (commits[1], commits[2])
+    timing = found[("timing", "(pixels=128, dtype='float64')")]
+    assert 1.8 < timing["ratio"] < 2.2 and timing["rank_test_p"] < 0.01 and timing["load_corrected_rise"] > 1.5
+    assert 0.45 < found[("throughput", "")]["ratio"] < 0.55
+
+    parity = found[("parity", "a01_cubic_mosflm_center")]
+    assert (parity["last_good"], parity["first_bad"]) == (commits[2], commits[3])
+    assert parity["new_r"] == pytest.approx(0.9937) and parity["old"] == 0.0
+
+    hashes = {p.stem: json.loads(p.read_text()) for p in (DATA / "regressed" / "results" / "hashes").glob("*.json")}
+    first = found[("determinism", "a01_cubic_mosflm_center")]
+    assert (first["last_good"], first["first_bad"]) == (commits[2], commits[3])
+    assert first["old_sha256"] == hashes[commits[2]]["cases"]["a01_cubic_mosflm_center"]["sha256"]
+    assert first["new_sha256"] == hashes[commits[4]]["cases"]["a01_cubic_mosflm_center"]["sha256"]
+    second = found[("determinism", "o01_polar_0.9")]
+    assert (second["last_good"], second["first_bad"]) == (commits[3], commits[4])
+
+    out = capsys.readouterr().out
+    assert f"REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000" in out
+    assert f"since {commits[2][:8]}, last good {commits[1][:8]}" in out
+    assert "exit 1" in out.splitlines()[-1]
+
+
+def test_noise_and_a_machine_wide_slowdown_are_not_regressions(tmp_path):
+    code, report = _run(DATA / "noisy", tmp_path)
+    assert (code, report["regressions"]) == (0, [])
+
+
+def test_without_the_machine_reference_the_same_slowdown_would_be_flagged(tmp_path):
+    root = tmp_path / "noisy"
+    shutil.copytree(DATA / "noisy", root)
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        del data["results"]["bench_engine.MachineReference.time_reference"]
+        path.write_text(json.dumps(data))
+    code, report = _run(root, tmp_path)
+    assert code == 1
+    assert {r["family"] for r in report["regressions"]} == {"timing", "throughput"}
+    assert {r["first_bad"] for r in report["regressions"]} == {_commits(root)[-1]}
+
+
+def test_an_accepted_change_is_not_reported_again(tmp_path):
+    root = tmp_path / "regressed"
+    shutil.copytree(DATA / "regressed", root)
+    slowdown = _commits(root)[2]
+    conf = (root / "asv.conf.json").read_text().replace(
+        '"regressions_first_commits": {', '"regressions_first_commits": {\n        "bench_engine\\\\.(EngineSweep|Throughput)\\\\.": "%s",' % slowdown)
+    (root / "asv.conf.json").write_text(conf)
+    code, report = _run(root, tmp_path)
+    assert code == 1
+    assert {r["family"] for r in report["regressions"]} == {"parity", "determinism"}
+
+
+def test_a_failed_benchmark_at_the_latest_commit_exits_2(tmp_path, capsys):
+    code, report = _run(DATA / "unmeasured", tmp_path)
+    assert code == 2
+    assert report["unmeasured"] == ["bench_engine.EngineSweep.time_simulate(pixels=128, dtype='float64')",
+                                    "bench_engine.EngineSweep.time_simulate(pixels=256, dtype='float64')"]
+    assert "NOT MEASURED" in capsys.readouterr().out
+
+
+def test_a_commit_that_did_not_build_exits_2(tmp_path, capsys):
+    code, report = _run(DATA / "unbuilt", tmp_path)
+    assert code == 2 and report["built"] is False
+    assert any("did not build" in note for note in report["notes"])
+    assert "NOT MEASURED" not in capsys.readouterr().out
+
+
+def test_hashes_from_another_cpu_class_are_skipped_and_said_so(tmp_path):
+    code, report = _run(DATA / "otherhost", tmp_path)
+    assert code == 0 and report["skipped"] == 2
+    [note] = [n for n in report["notes"] if n.startswith("image hashes not compared")]
+    assert "AuthenticAMD AVX2" in note and "baselines --refresh" in note
+
+
+def test_a_corrupt_results_file_is_one_line_naming_it(tmp_path, capsys):
+    code, report = _run(DATA / "corrupt", tmp_path)
+    err = capsys.readouterr().err
+    assert code == 2 and report is None
+    assert len(err.strip().splitlines()) == 1
+    assert "corrupt JSON" in err and str(MACHINE_DIR) in err
+
+
+def test_no_results_at_all_exits_2(tmp_path, capsys):
+    shutil.copy(DATA / "good" / "asv.conf.json", tmp_path / "asv.conf.json")
+    assert cli.main(["regressions", "--repo", str(tmp_path)]) == 2
+    assert "nothing recorded yet" in capsys.readouterr().err
+
+
+def test_comments_are_stripped_outside_strings_only():
+    text = '{"url": "https://example.invalid/a//b", // a comment\n "x": "\\"//"}'
+    assert json.loads(history._strip_comments(text)) == {"url": "https://example.invalid/a//b", "x": '"//'}
+
+
+def test_one_sided_rank_test():
+    assert history.mann_whitney_greater([1, 2, 3], [4, 5, 6]) == pytest.approx(1 / 20)
+    assert history.mann_whitney_greater([4, 5, 6], [1, 2, 3]) == pytest.approx(1.0)
+    assert history.mann_whitney_greater([1.0] * 6, [1.0] * 6) == pytest.approx(1.0)
+    big = history.mann_whitney_greater(list(range(60)), [x + 100 for x in range(60)])
+    assert big < 1e-10
+
+
+def test_baseline_files_are_validated(tmp_path):
+    with pytest.raises(baselines.BaselineError, match="no baseline file"):
+        baselines.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "holds_for": {}, "cases": {"a": "not-a-hash"}}')
+    with pytest.raises(baselines.BaselineError, match="malformed baseline"):
+        baselines.load(bad)
+    assert baselines.load(DATA / "good" / "results" / "baselines" / "golden_hashes.json")["schema"] == 1
+
+
+def test_the_stored_baseline_covers_every_golden_case(capsys):
+    import torch
+
+    repo = Path(__file__).resolve().parent.parent
+    threads = torch.get_num_threads()
+    try:
+        assert cli.main(["baselines", "--repo", str(repo)]) == 0  # imports benchmarks/common.py: 1 thread
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert f"{len(json.loads((repo / 'tests' / 'golden' / 'manifest.json').read_text()))} golden cases" in out
+
+
+def test_suite_hash_definition_and_coverage_guard(monkeypatch):
+    import torch
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    threads = torch.get_num_threads()
+    try:
+        common = importlib.import_module("benchmarks.common")  # pins torch to 1 thread, as asv runs it
+    finally:
+        torch.set_num_threads(threads)
+    image = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert common.image_sha256(image) == hashlib.sha256(image.astype("<f8").tobytes()).hexdigest()
+    parity = importlib.import_module("benchmarks.bench_parity")
+    names = {common.case_attr(case["id"]) for case in common.MANIFEST}
+    assert {n for n in dir(parity) if n.startswith("track_parity_")} == {f"track_parity_{n}" for n in names}
+    monkeypatch.setattr(common, "MANIFEST", [{"id": "x.1"}, {"id": "x_1"}])
+    with pytest.raises(ImportError, match="bench_parity"):
+        importlib.reload(parity)
+    monkeypatch.setattr(common, "MANIFEST", common.MANIFEST[:0] + json.loads(
+        (common.GOLDEN_DIR / "manifest.json").read_text()))
+    importlib.reload(parity)
+
+
+def test_a_benchmark_that_failed_as_a_whole_is_not_measured(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    data = json.loads(latest.read_text())
+    row = data["results"]["bench_engine.EngineSweep.time_simulate"]
+    data["results"]["bench_engine.EngineSweep.time_simulate"] = [None, *row[1:5]]  # how asv stores a crash
+    latest.write_text(json.dumps(data))
+    code, report = _run(root, tmp_path)
+    assert code == 2 and len(report["unmeasured"]) == 2
