@@ -97,6 +97,19 @@ def environment(cwd: Path | None = None) -> dict:
     }
 
 
+@contextlib.contextmanager
+def thread_count(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch threads, then restore the previous count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

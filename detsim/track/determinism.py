@@ -121,16 +121,6 @@ def _out_dir(out: str | None) -> Path | None:
 
 
 @contextlib.contextmanager
-def thread_count(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
 def deterministic_mode(enabled: bool):
     """``torch.use_deterministic_algorithms(True)`` and inductor's ``deterministic`` for the block."""
     if not enabled:
@@ -191,7 +181,7 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
-        with thread_count(config.threads), deterministic_mode(deterministic):
+        with common.thread_count(config.threads), deterministic_mode(deterministic):
             outputs = target.run(config.device, DTYPES[config.dtype], config.mode)
             if config.device.startswith("cuda"):
                 torch.cuda.synchronize()
@@ -235,7 +225,7 @@ def _worker(job_json: str, result_path: str) -> int:
         target = resolve_command_line(job["spec"], grads, chunk)
     else:
         target = resolve_callable(job["spec"])
-    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
+    with common.thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
         outputs = target.run(job["device"], DTYPES[job["dtype"]], job["mode"])
     torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, result_path)
     return 0

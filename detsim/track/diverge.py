@@ -113,20 +113,10 @@ def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None,
     records = []
     for name, n in zip("AB", threads or (torch.get_num_threads(),) * 2):
         run_args, run_kwargs = tree_map_only(torch.Tensor, fresh, (args, kwargs))
-        with _threads(n):
+        with common.thread_count(n):
             records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
                                   kernels=kernels, **run_kwargs))
     return compare_records(*records, max_items=max_items)
-
-
-@contextlib.contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _set_interpreter(choice: str) -> None:
@@ -182,7 +172,7 @@ def _run_main(run: Callable[[], object], argv: list[str]) -> None:
 
 
 def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace) -> Record:
-    with _threads(threads):
+    with common.thread_count(threads):
         return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers)
 
 
