@@ -300,9 +300,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
         # -oversample_thick, where it evaluates exp(0) - exp(0) = 0 (spec §5.4, §5.8).
         if setup.thickness.range <= 0 and not (per_subpixel and flags.oversample_thick):
             return torch.ones(d.shape[:-1], dtype=dtype, device=device)
-        cos_in = (d * geom.odet).sum(-1)
-        step_mu = setup.thickness.step * setup.mu_per_m
-        return torch.exp(-layer * step_mu / cos_in) - torch.exp(-(layer + 1) * step_mu / cos_in)
+        return physics.capture_fraction((d * geom.odet).sum(-1), layer, setup.thickness.step, setup.mu_per_m)
 
     def polar_of(d: Tensor, inc: Tensor) -> Tensor:
         # -nopolar only sets the starting value 1, which nanoBragg then keeps; under

@@ -256,7 +256,3 @@ def pixel_positions(
         pos = rotate_axis(turned, geom.fdet.expand_as(pos), pos[..., 2] / geom.distance_m)
     return pos
 
-
-def layer_offsets(thick_m: float, thickstep_m: float, thicksteps: int, *, device, dtype) -> Tensor:
-    """(T,) depth of the front of each sensor layer along odet: t * step (spec §3.4)."""
-    return torch.arange(thicksteps, device=device, dtype=dtype) * thickstep_m

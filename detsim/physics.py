@@ -117,11 +117,12 @@ def solid_angle(airpath_m: Tensor, pixel_m: Tensor, close_distance_m: Tensor, po
     return pixel_m * pixel_m / (airpath_m * airpath_m) * close_distance_m / airpath_m
 
 
-def capture_fraction(cos_incidence: Tensor, layer: int, thickstep_m: float, mu_per_m: float) -> Tensor:
+def capture_fraction(cos_incidence: Tensor, layer: int | Tensor, thickstep_m: float, mu_per_m: float) -> Tensor:
     """Fraction of photons absorbed in sensor layer ``layer`` (spec §5.4).
 
     Args:
         cos_incidence: (*) d . odet, the inverse path-length factor through the sensor.
+        layer: layer index t (an int, or a tensor broadcastable with ``cos_incidence``).
     """
     return (torch.exp(-layer * thickstep_m * mu_per_m / cos_incidence)
             - torch.exp(-(layer + 1) * thickstep_m * mu_per_m / cos_incidence))
