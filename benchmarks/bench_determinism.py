@@ -10,7 +10,7 @@ whatever the baseline, so "which commit changed this image" stays answerable.
 
 from __future__ import annotations
 
-from .common import MANIFEST, Skip, case_attr, case_result, golden_renders, load_baseline
+from .common import Skip, case_result, define_case_tracks, golden_renders, load_baseline
 
 setup_cache = golden_renders
 
@@ -33,22 +33,8 @@ def _baseline_hash(renders, case_id: str) -> str:
     return expected
 
 
-def _hash_track(case_id: str):
-    def track(renders):
-        result = case_result(renders, case_id)
-        return int(result["sha256"] != _baseline_hash(renders, case_id))
-
-    track.__name__ = f"track_hash_changed_{case_attr(case_id)}"
-    track.unit = UNIT
-    track.version = VERSION
-    track.pretty_name = f"image hash changed: {case_id}"
-    return track
+def _hash_changed(renders, case_id: str) -> int:
+    return int(case_result(renders, case_id)["sha256"] != _baseline_hash(renders, case_id))
 
 
-for _case in MANIFEST:
-    _track = _hash_track(_case["id"])
-    globals()[_track.__name__] = _track
-
-_missing = sorted(c["id"] for c in MANIFEST if f"track_hash_changed_{case_attr(c['id'])}" not in globals())
-if _missing or len({case_attr(c["id"]) for c in MANIFEST}) != len(MANIFEST):
-    raise ImportError(f"bench_determinism: golden cases without a hash track: {_missing or 'name clash'}")
+define_case_tracks(globals(), "hash_changed", _hash_changed, unit=UNIT, version=VERSION, label="image hash changed")

@@ -11,7 +11,7 @@ which the determinism tracks reuse.
 
 from __future__ import annotations
 
-from .common import MANIFEST, PARITY_DECIMALS, case_attr, case_result, golden_renders
+from .common import PARITY_DECIMALS, case_result, define_case_tracks, golden_renders
 
 setup_cache = golden_renders
 
@@ -19,21 +19,8 @@ UNIT = "1 - r"
 VERSION = "1"  # bump only when the meaning of the number changes (golden data, rounding, dtype)
 
 
-def _parity_track(case_id: str):
-    def track(renders):
-        return round(case_result(renders, case_id)["one_minus_r"], PARITY_DECIMALS)
-
-    track.__name__ = f"track_parity_{case_attr(case_id)}"
-    track.unit = UNIT
-    track.version = VERSION
-    track.pretty_name = f"parity 1 - r: {case_id}"
-    return track
+def _one_minus_r(renders, case_id: str) -> float:
+    return round(case_result(renders, case_id)["one_minus_r"], PARITY_DECIMALS)
 
 
-for _case in MANIFEST:
-    _track = _parity_track(_case["id"])
-    globals()[_track.__name__] = _track
-
-_missing = sorted(c["id"] for c in MANIFEST if f"track_parity_{case_attr(c['id'])}" not in globals())
-if _missing or len({case_attr(c["id"]) for c in MANIFEST}) != len(MANIFEST):
-    raise ImportError(f"bench_parity: golden cases without their own parity track: {_missing or 'name clash'}")
+define_case_tracks(globals(), "parity", _one_minus_r, unit=UNIT, version=VERSION, label="parity 1 - r")

@@ -313,6 +313,27 @@ def _write_hash_file(renders: dict) -> None:
         raise
 
 
+def define_case_tracks(namespace: dict, prefix: str, measure, *, unit: str, version: str, label: str) -> None:
+    """Define one ``track_<prefix>_<case>`` per golden case in ``namespace`` (a module's globals()).
+
+    ``measure(renders, case_id)`` gives the tracked number. Raises ImportError when a manifest case
+    ends up without its own track (two ids mapping to one attribute name), so a new golden case can
+    never go untracked.
+    """
+    for case in MANIFEST:
+        case_id = case["id"]
+
+        def track(renders, case_id=case_id):
+            return measure(renders, case_id)
+
+        track.__name__ = f"track_{prefix}_{case_attr(case_id)}"
+        track.unit, track.version, track.pretty_name = unit, version, f"{label}: {case_id}"
+        namespace[track.__name__] = track
+    names = {f"track_{prefix}_{case_attr(c['id'])}" for c in MANIFEST}
+    if len(names) != len(MANIFEST) or not names <= namespace.keys():
+        raise ImportError(f"golden cases without their own track_{prefix}_ benchmark (name clash)")
+
+
 def case_result(renders: dict, case_id: str) -> dict:
     """One case's render from :func:`golden_renders`, or the skip/failure it stands for."""
     if renders.get("skip"):

@@ -22,6 +22,7 @@ from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
 )
 from detsim.engine import Setup, check_triton, prepare, render
+from detsim.geometry import CONVENTION_AXES
 from detsim.sources import SourceFileError, read_source_file
 from detsim.structure import HKLError, read_hkl
 from detsim.units import DEFAULT_FLUENCE_PER_M2, DEG
@@ -153,7 +154,6 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
 
 
 def _beam_axis(args: Arguments) -> tuple[float, float, float]:
-    from detsim.geometry import CONVENTION_AXES
     if args.convention is Convention.CUSTOM and "beam" in args.vectors:
         v = np.asarray(args.vectors["beam"], dtype=float)
         return tuple(v / np.linalg.norm(v))
@@ -351,14 +351,10 @@ def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> Non
         print(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}", file=out)
     if outputs.noisefile is not None:
         noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
-                                                   _roi_tuple(setup))
+                                                   setup.config.detector.roi)
         io.write_smv(outputs.noisefile, noisy, header)
         print(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise image "
               f"({overloads} overloads)\nwrote {outputs.noisefile}", file=out)
-
-
-def _roi_tuple(setup: Setup) -> tuple[int, int, int, int] | None:
-    return setup.config.detector.roi
 
 
 def _header_fields(setup: Setup) -> dict:
