@@ -331,7 +331,8 @@ def define_case_tracks(namespace: dict, prefix: str, measure, *, unit: str, vers
         namespace[track.__name__] = track
     names = {f"track_{prefix}_{case_attr(c['id'])}" for c in MANIFEST}
     if len(names) != len(MANIFEST) or not names <= namespace.keys():
-        raise ImportError(f"golden cases without their own track_{prefix}_ benchmark (name clash)")
+        raise ImportError(f"{namespace.get('__name__', 'benchmarks')}: golden cases without their own "
+                          f"track_{prefix}_ benchmark (two case ids give one name)")
 
 
 def case_result(renders: dict, case_id: str) -> dict:
