@@ -17,7 +17,6 @@ The engine never prints: progress goes to an optional callback.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -26,6 +25,7 @@ import torch
 from torch import Tensor
 
 from detsim import fused as fused_kernels
+from detsim import grating
 from detsim import physics
 from detsim.config import CrystalShape, SimulationConfig, as_float
 from detsim.crystal import (
@@ -408,7 +408,8 @@ class _Projections:
 
     def __init__(self, setup: Setup):
         self.setup = setup
-        self._cache: dict[tuple[int, int, int, int, tuple[int, ...]], tuple[Tensor, Tensor]] = {}
+        self._cache: dict[tuple, tuple[Tensor, Tensor]] = {}
+        self._augmented: dict[tuple, Tensor] = {}
 
     def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...], scale: float = 1.0) -> tuple[Tensor, Tensor]:
         """(B, C) for a block; ``scale`` multiplies both (pi gives pi*h directly)."""
@@ -421,6 +422,14 @@ class _Projections:
             C = torch.einsum("rjx,sx->jsr", orient, incident) * inv_lambda[None, :, None]  # (J, Sb, Rb)
             self._cache[key] = (B.reshape(3, -1), C.reshape(1, -1))
         return self._cache[key]
+
+    def augmented(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> Tensor:
+        """(4, J*Sb*Rb) the rows of B over the row -C, so that ``[d, 1] @ A = d @ B - C`` in one GEMM."""
+        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
+        if key not in self._augmented:
+            B, C = self.get(s_sl, r_sl, axes)
+            self._augmented[key] = torch.cat([B, -C])
+        return self._augmented[key]
 
 
 def _miller(diffracted: Tensor, projection: tuple[Tensor, Tensor], shape: tuple[int, int, int]) -> Tensor:
@@ -436,27 +445,6 @@ def _miller(diffracted: Tensor, projection: tuple[Tensor, Tensor], shape: tuple[
     """
     B, C = projection
     return torch.addmm(C, diffracted, B, beta=-1).view(diffracted.shape[0], *shape)  # d @ B - C
-
-
-def _square_lattice_inplace(pi_hkl: Tensor, N: list[float]) -> Tensor:
-    """F_latt**2 of a parallelepiped from (P, J, Sb, Rb) values of pi*h, overwriting them (no autograd).
-
-    In float64 this is nanoBragg's own arithmetic, sin(N pi h) / sin(pi h) on the full index. In
-    float32 the index is first reduced to h - round(h), which leaves the squared ratio unchanged (N is
-    an integer) and keeps the sines accurate. Channel-first and in place, so every pass streams through
-    contiguous, cache-sized memory. At h == 0 exactly the ratio is 0/0 = NaN, which becomes N**2
-    (nanoBragg's special case).
-    """
-    x = pi_hkl
-    if x.dtype != torch.float64:
-        x = x.div_(math.pi)
-        x = x.sub_(torch.round(x)).mul_(math.pi)
-    den = torch.sin(x)
-    N_col = torch.as_tensor(N, dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
-    ratio = x.mul_(N_col).sin_().div_(den).square_()
-    for j, n in enumerate(N):
-        ratio[:, j].nan_to_num_(nan=n * n)
-    return ratio.prod(1)
 
 
 def _lattice_sq(setup: Setup, hkl: Tensor, frac: Tensor) -> Tensor:
@@ -526,6 +514,8 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
     for t in range(T):
         for o in range(O):
             d = terms.diffracted[:, t, o]  # (P, 3)
+            if fast and not table:
+                d_aug = torch.cat([d, torch.ones_like(d[:, :1])], 1)  # (P, 4): [d, 1]
             for s_sl, r_sl in _blocks(S, R, lanes):
                 Sb, Rb = s_sl.stop - s_sl.start, r_sl.stop - r_sl.start
                 where = dict(layer=t, subpixel=o, sources=s_sl, orientations=r_sl)
@@ -540,11 +530,13 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
                     if table:  # nanoBragg's rounding, ties down (spec §5.6)
                         hkl_c = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb))
                         nearest = torch.ceil(hkl_c - 0.5).movedim(1, -1)
-                        pi_hkl = hkl_c.mul_(math.pi)
                     elif axes:
-                        pi_hkl = _miller(d, projections.get(s_sl, r_sl, axes, math.pi), (len(axes), Sb, Rb))
-                    latt_sq = (_square_lattice_inplace(pi_hkl, N_axes) if axes
+                        hkl_c = torch.mm(d_aug, projections.augmented(s_sl, r_sl, axes)).view(P, len(axes), Sb, Rb)
+                    latt_sq = (grating.square_grating_product_inplace(hkl_c, N_axes).square_() if axes
                                else torch.ones((P, Sb, Rb), dtype=setup.dtype, device=setup.device))
+                    if F_const_sq is not None and not has_cut and not sequential:
+                        total = total + latt_sq.reshape(P, -1).sum(-1) * F_const_sq
+                        continue
                 else:
                     hkl = _miller(d, projections.get(s_sl, r_sl, axes), (len(axes), Sb, Rb)).movedim(1, -1)  # (P, Sb, Rb, 3)
                     nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
