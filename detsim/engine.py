@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from detsim import fused as fused_kernels
-from detsim import grating
+from detsim import grating, memory
 from detsim import physics
 from detsim.config import CrystalShape, SimulationConfig, as_float
 from detsim.crystal import (
@@ -38,16 +38,10 @@ from detsim.sources import Sources, build_sources
 from detsim.structure import StructureFactors
 from detsim.units import ANGSTROM, R_E_SQ_M2, UM
 
-# Pixel x source x orientation lanes per block. Each temporary then holds 3 x 2^15 values (768 kB in
-# float64), small enough to stay in the CPU's L2 cache, which is where eager PyTorch runs fastest here.
-DEFAULT_BLOCK_LANES = 1 << 15
-MAX_CHUNK_PIXELS = 1 << 16
-
 # Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
 # fused inner loop of detsim.fused through torch.compile where it applies, "triton" through the Triton
 # kernel of detsim.triton_kernels (CUDA, or Triton's interpreter on a CPU); eager code does the rest.
 MODES = ("eager", "compiled", "triton")
-COMPILED_BLOCK_LANES = 1 << 20  # the fused loop keeps no temporaries, so blocks can be large
 
 Observer = Callable[..., None]
 """``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
@@ -118,6 +112,8 @@ class RenderInfo:
     """Facts about a finished render that a caller may report."""
 
     interpolation_switched_off_at: tuple[int, int] | None  # (slow, fast) of the first out-of-range point
+    chunk_pixels: int  # pixels per chunk, as given or as chosen from the available memory
+    block_lanes: int  # pixel x source x orientation lanes per block
 
 
 def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
@@ -203,8 +199,8 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     """Accumulate the image of a prepared simulation.
 
     Args:
-        chunk_pixels: pixels per chunk; None picks one that keeps each block near
-            ``DEFAULT_BLOCK_LANES`` lanes (a few MB of working memory per block).
+        chunk_pixels: pixels per chunk; None picks one from the memory available on the device
+            (:func:`detsim.memory.plan`).
         progress: called with the fraction done after each chunk.
         observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
             pixels, render a setup restricted to them (``restrict_pixels``).
@@ -216,12 +212,14 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    lanes_per_pixel = setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
     if mode == "triton":
         check_triton(setup.device)
-    block_lanes = DEFAULT_BLOCK_LANES if mode == "eager" else COMPILED_BLOCK_LANES
-    if chunk_pixels is None:
-        chunk_pixels = min(MAX_CHUNK_PIXELS, max(1, block_lanes // lanes_per_pixel))
+    n_sources = setup.sources.lambda_m.shape[0]
+    sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize,
+                        fused=mode != "eager" and _fusable(setup), layers=setup.thickness.count,
+                        subpixels=setup.oversample ** 2, sources=n_sources,
+                        lanes_per_pixel=n_sources * setup.orientations.shape[0], chunk_pixels=chunk_pixels)
+    chunk_pixels = sizes.chunk_pixels
     det = setup.config.detector
     total = setup.pixels_s.numel()
     state = _InterpolationState(enabled=setup.interpolate)
@@ -231,12 +229,13 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     for start in range(0, total, chunk_pixels):
         stop = min(start + chunk_pixels, total)
         s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
-        values = _render_chunk(setup, s_idx, f_idx, start, state, projections, observe, mode)
+        values = _render_chunk(setup, s_idx, f_idx, start, state, projections, sizes.block_lanes, observe, mode)
         flat = (s_idx.long() * det.fpixels + f_idx,)
         image = image.index_put(flat, values) if grad else image.index_put_(flat, values)
         if progress is not None:
             progress(stop / total)
-    info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup))
+    info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup),
+                      chunk_pixels=chunk_pixels, block_lanes=sizes.block_lanes)
     return image.reshape(det.spixels, det.fpixels), info
 
 
@@ -370,6 +369,14 @@ def _needs_grad(setup: Setup) -> bool:
     return any(t.requires_grad for t in tensors) or (values is not None and values.requires_grad)
 
 
+def _fusable(setup: Setup) -> bool:
+    """Whether the fused inner loop (detsim.fused) can take every chunk of a render."""
+    cfg, flags = setup.config, setup.config.sampling
+    sequential = flags.oversample_thick or flags.oversample_polar or flags.oversample_omega
+    return (cfg.crystal.shape is CrystalShape.SQUARE and not setup.interpolate and not _needs_grad(setup)
+            and setup.structure.values is None and cfg.crystal.dmin_A == 0 and not sequential)
+
+
 def _first_evaluation(values: Tensor, survives: Tensor) -> Tensor:
     """Value at the first surviving (layer, subpixel, source) of each pixel, 0 if none (spec §5.5).
 
@@ -472,7 +479,7 @@ def _cell(setup: Setup, hkl: Tensor, nearest: Tensor, interp_mask: Tensor | None
 
 
 def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
-                  interp: _InterpolationState, projections: _Projections,
+                  interp: _InterpolationState, projections: _Projections, block_lanes: int,
                   observe: Observer | None = None, mode: str = "eager") -> Tensor:
     """Pixel values of one chunk, (P,)."""
     cfg = setup.config
@@ -486,7 +493,7 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
     water = cfg.crystal.water_um != 0
     flags = cfg.sampling
     sequential = flags.oversample_thick or flags.oversample_polar or flags.oversample_omega
-    lanes = max(1, (DEFAULT_BLOCK_LANES if mode == "eager" else COMPILED_BLOCK_LANES) // max(P, 1))
+    lanes = max(1, block_lanes // max(P, 1))
     has_cut = terms.survives is not None and not bool(terms.survives.all())
 
     if interp.enabled and interp.cutoff is None:

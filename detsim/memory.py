@@ -1,0 +1,89 @@
+"""How much memory a render may take: chunk and block sizes from the memory available on the device.
+
+A render holds the image, one chunk's per-pixel terms and one block's temporaries at a time. The
+chunk (pixels) is bounded by a share of the memory available when the render starts; the block
+(pixel x source x orientation lanes) is sized for speed: small enough for the CPU's L2 cache on a
+CPU, large enough to keep a GPU busy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+WORKING_FRACTION = 0.25  # of the memory available at the start, for one chunk and one block together
+WORKING_CAP_BYTES = 1 << 30  # past 1 GiB a chunk runs no faster, so none is given more
+FALLBACK_AVAILABLE_BYTES = 2 << 30  # when the operating system does not say
+
+CPU_BLOCK_LANES = 1 << 15  # 3 x 2^15 float64 values (768 kB) per temporary: eager PyTorch's fastest here
+CPU_MAX_CHUNK_PIXELS = 1 << 16
+FUSED_BLOCK_LANES = 1 << 20  # the fused loop (torch.compile, Triton) keeps no temporaries
+GPU_MAX_BLOCK_LANES = 1 << 24
+GPU_MAX_CHUNK_PIXELS = 1 << 20
+BLOCK_TEMPORARIES = 8  # (P, J, lanes)-sized tensors alive at once in an eager block, J <= 3 axes
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory free for this process on ``device`` now, in bytes."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return FALLBACK_AVAILABLE_BYTES
+
+
+def bytes_per_pixel(layers: int, subpixels: int, sources: int, itemsize: int) -> int:
+    """Upper bound of one pixel's share of a chunk's per-pixel terms, in bytes.
+
+    Per layer and subpixel: position, direction and their temporaries (~16 values); per source as well:
+    polarization, the -dmin test and the scattering vector (~10 values). Plus indices and the sum.
+    """
+    return itemsize * layers * subpixels * (16 + 10 * sources) + 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Pixels per chunk and lanes per block of one render."""
+
+    chunk_pixels: int
+    block_lanes: int
+
+
+def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpixels: int, sources: int,
+         lanes_per_pixel: int, chunk_pixels: int | None = None,
+         available: int | None = None) -> Plan:
+    """Chunk and block sizes for a render; ``chunk_pixels`` given by the user is kept as is.
+
+    Args:
+        itemsize: bytes per value of the render's dtype.
+        fused: whether the inner loop is fused (``compiled``/``triton`` modes).
+        layers, subpixels, sources: sensor layers, oversample**2 and beam sources.
+        lanes_per_pixel: sources x orientations, the lanes one pixel contributes to a block.
+        available: bytes available (default: asked from the operating system or the CUDA driver).
+    """
+    budget = min(WORKING_CAP_BYTES, int(WORKING_FRACTION * (available if available is not None
+                                                            else available_bytes(device))))
+    if device.type == "cuda":
+        block_lanes = FUSED_BLOCK_LANES if fused else GPU_MAX_BLOCK_LANES
+        block_lanes = max(CPU_BLOCK_LANES, min(block_lanes, budget // 2 // (3 * itemsize * BLOCK_TEMPORARIES)))
+        max_chunk = GPU_MAX_CHUNK_PIXELS
+    else:
+        block_lanes = FUSED_BLOCK_LANES if fused else CPU_BLOCK_LANES
+        max_chunk = CPU_MAX_CHUNK_PIXELS
+    block_bytes = 0 if fused else 3 * itemsize * BLOCK_TEMPORARIES * block_lanes
+    if chunk_pixels is None:
+        by_memory = max(1, (budget - block_bytes) // bytes_per_pixel(layers, subpixels, sources, itemsize))
+        by_block = max(1, block_lanes // max(1, lanes_per_pixel))  # a block then covers whole pixels
+        chunk_pixels = max(1, min(max_chunk, by_block, by_memory))
+    return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes)

@@ -1,0 +1,71 @@
+"""Chunk and block sizes from the available memory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from _tolerances import ALLCLOSE
+from detsim import memory
+from detsim.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
+from detsim.engine import prepare, render
+
+CPU = torch.device("cpu")
+MiB = 1 << 20
+
+
+def test_the_available_memory_of_this_machine_is_known():
+    assert 0 < memory.available_bytes(CPU) < 1 << 50
+
+
+def test_a_given_chunk_size_is_kept():
+    sizes = memory.plan(device=CPU, itemsize=8, fused=False, layers=1, subpixels=1, sources=1,
+                        lanes_per_pixel=1, chunk_pixels=7, available=1 * MiB)
+    assert sizes.chunk_pixels == 7
+
+
+def test_plenty_of_memory_gives_cache_sized_blocks_of_whole_pixels():
+    sizes = memory.plan(device=CPU, itemsize=8, fused=False, layers=1, subpixels=4, sources=1,
+                        lanes_per_pixel=50, available=16 << 30)
+    assert sizes.block_lanes == memory.CPU_BLOCK_LANES
+    assert sizes.chunk_pixels == memory.CPU_BLOCK_LANES // 50
+
+
+def test_little_memory_bounds_the_chunk():
+    # 8 sensor layers x 64 subpixels: one pixel's terms take ~130 kB, so 64 MiB leaves room for ~90
+    available = 64 * MiB
+    args = dict(device=CPU, itemsize=8, fused=False, layers=8, subpixels=64, sources=1, lanes_per_pixel=1)
+    sizes = memory.plan(**args, available=available)
+    per_pixel = memory.bytes_per_pixel(8, 64, 1, 8)
+    block = 3 * 8 * memory.BLOCK_TEMPORARIES * sizes.block_lanes
+    assert 1 <= sizes.chunk_pixels < memory.CPU_BLOCK_LANES
+    assert sizes.chunk_pixels * per_pixel + block <= memory.WORKING_FRACTION * available
+    assert memory.plan(**args, available=4 * available).chunk_pixels > sizes.chunk_pixels
+
+
+def test_gpu_blocks_grow_with_memory_but_stay_capped():
+    cuda = torch.device("cuda")
+    args = dict(device=cuda, itemsize=4, fused=False, layers=1, subpixels=1, sources=1, lanes_per_pixel=1)
+    small = memory.plan(**args, available=256 * MiB)
+    large = memory.plan(**args, available=80 << 30)
+    assert memory.CPU_BLOCK_LANES <= small.block_lanes < large.block_lanes <= memory.GPU_MAX_BLOCK_LANES
+    assert large.chunk_pixels == memory.GPU_MAX_CHUNK_PIXELS
+
+
+def test_an_image_rendered_in_little_memory_is_the_same(monkeypatch):
+    config = SimulationConfig(
+        crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, Na=3, Nb=3, Nc=3),
+        beam=BeamConfig(),
+        detector=DetectorConfig(fpixels=64, spixels=64, pixel_mm=0.5, distance_mm=40, thick_um=200, thicksteps=2),
+        sampling=SamplingConfig(oversample=3),
+    )
+    setup = prepare(config)
+    roomy, roomy_info = render(setup)
+    # room for the block and ~300 pixels' terms: the 4096 pixels then take about 14 chunks
+    block = 3 * 8 * memory.BLOCK_TEMPORARIES * memory.CPU_BLOCK_LANES
+    available = int((block + 300 * memory.bytes_per_pixel(2, 9, 1, 8)) / memory.WORKING_FRACTION)
+    monkeypatch.setattr(memory, "available_bytes", lambda device: available)
+    tight, tight_info = render(setup)
+    assert roomy_info.chunk_pixels >= 64 * 64 and 250 <= tight_info.chunk_pixels <= 300
+    torch.testing.assert_close(tight, roomy, rtol=ALLCLOSE[torch.float64][0], atol=0)
