@@ -287,7 +287,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
     dtype, device = setup.dtype, setup.device
     layers = torch.arange(setup.thickness.count, device=device, dtype=dtype) * setup.thickness.step
     pos = pixel_positions(geom, s_idx, f_idx, setup.oversample, layers, det.curved, setup.frame.beam)
-    airpath = torch.linalg.vector_norm(pos, dim=-1)  # (P, T, O)
+    airpath = physics.norm(pos)  # (P, T, O)
     diffracted = pos / airpath[..., None]
     incident = setup.sources.incident  # (S, 3)
 
@@ -299,7 +299,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
         # -oversample_thick, where it evaluates exp(0) - exp(0) = 0 (spec §5.4, §5.8).
         if setup.thickness.range <= 0 and not (per_subpixel and flags.oversample_thick):
             return torch.ones(d.shape[:-1], dtype=dtype, device=device)
-        return physics.capture_fraction((d * geom.odet).sum(-1), layer, setup.thickness.step, setup.mu_per_m)
+        return physics.capture_fraction(physics.dot(d, geom.odet), layer, setup.thickness.step, setup.mu_per_m)
 
     def polar_of(d: Tensor, inc: Tensor) -> Tensor:
         # -nopolar only sets the starting value 1, which nanoBragg then keeps; under
@@ -314,7 +314,7 @@ def _pixel_terms(setup: Setup, s_idx: Tensor, f_idx: Tensor, full: bool) -> _Pix
     if full or dmin_m > 0:
         scattering = (diffracted[..., None, :] - incident) / setup.sources.lambda_m[:, None]  # (P, T, O, S, 3)
     if dmin_m > 0:
-        stol = 0.5 * torch.linalg.vector_norm(scattering, dim=-1)
+        stol = 0.5 * physics.norm(scattering)
         survives = ~((stol > 0) & (dmin_m > 0.5 / stol))
         if bool(survives.all()) and not full:
             survives = None

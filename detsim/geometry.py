@@ -244,10 +244,10 @@ def pixel_positions(
     # Fdet = p*f + offset is computed as (f*N_os + i_f + 1/2) * p/N_os in nanoBragg; same value.
     fdet = f_index.to(dtype)[:, None] * p + df[None, :]  # (P, O)
     sdet = s_index.to(dtype)[:, None] * p + ds[None, :]  # (P, O)
-    coords = torch.stack([fdet, sdet], dim=-1).reshape(-1, 2)  # (P*O, 2)
-    basis = torch.stack([geom.fdet, geom.sdet])  # (2, 3)
-    flat = torch.addmm(geom.pix0_m, coords, basis).reshape(*fdet.shape, 3)  # (P, O, 3): pix0 + F f + S s
-    pos = flat[:, None, :, :] + layer_offsets_m[None, :, None, None] * geom.odet  # (P, T, O, 3)
+    layer_origin = geom.pix0_m + layer_offsets_m[:, None] * geom.odet  # (T, 3)
+    # (P, T, O, 3): pix0 + depth odet + Fdet fdet + Sdet sdet, as two broadcast multiply-adds
+    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)
+    pos = pos.addcmul_(sdet[:, None, :, None], geom.sdet)
     if curved:
         # Start at distance*beam, rotate about sdet by y/distance then about fdet by z/distance, where
         # y, z are the lab components of the flat position (spec §3.4).

@@ -18,6 +18,25 @@ GAUSS_WIDTH = 0.63
 TOPHAT_RADIUS_SQ = 0.3969
 
 
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Dot product over the last axis, broadcasting the others: (*, 3) . (*, 3) -> (*).
+
+    Written as a matrix product: PyTorch's reduction over a last axis of 3 values is about 10x
+    slower than BLAS on these shapes. Each result is a fixed-order sum of 3 products, so it does not
+    depend on the thread count.
+    """
+    if b.dim() == 1:
+        return a @ b
+    if a.dim() == 1:
+        return b @ a
+    return (a * b) @ torch.ones(a.shape[-1], dtype=a.dtype, device=a.device)
+
+
+def norm(v: Tensor) -> Tensor:
+    """Euclidean length over the last axis, (*, 3) -> (*)."""
+    return torch.sqrt(dot(v, v))
+
+
 def _safe(x: Tensor, is_zero: Tensor) -> Tensor:
     """``x`` with exact zeros replaced by 1, so a masked division has finite gradients."""
     return torch.where(is_zero, torch.ones_like(x), x)
@@ -97,15 +116,15 @@ def polarization_factor(incident: Tensor, diffracted: Tensor, polar_axis: Tensor
         incident: (*, 3) unit incident directions; diffracted: (*, 3) unit diffracted directions;
         polar_axis: (3,) unit polarization axis; kahn: K (0 for an unpolarized beam).
     """
-    cos2t = (incident * diffracted).sum(-1)
+    cos2t = dot(diffracted, incident)
     cos2t_sq = cos2t * cos2t
     factor = 1.0 + cos2t_sq
     if kahn != 0.0:
         b_in = torch.linalg.cross(polar_axis.expand_as(incident), incident, dim=-1)
-        b_in = b_in / torch.linalg.vector_norm(b_in, dim=-1, keepdim=True)
+        b_in = b_in / norm(b_in)[..., None]
         e_in = torch.linalg.cross(incident, b_in, dim=-1)
-        e_in = e_in / torch.linalg.vector_norm(e_in, dim=-1, keepdim=True)
-        psi = -torch.atan2((diffracted * b_in).sum(-1), (diffracted * e_in).sum(-1))
+        e_in = e_in / norm(e_in)[..., None]
+        psi = -torch.atan2(dot(diffracted, b_in), dot(diffracted, e_in))
         factor = factor - kahn * torch.cos(2.0 * psi) * (1.0 - cos2t_sq)
     return 0.5 * factor
 
