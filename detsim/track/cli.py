@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "trace-diff": "detsim.track.tracediff",
     "parity": "detsim.track.parity",
     "evidence": "detsim.track.evidence",
+    "speed": "detsim.track.speed",
 }
 DEFAULT = "regressions"
 

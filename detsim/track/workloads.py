@@ -1,0 +1,65 @@
+"""The reference workloads of the speed comparison with nanoBragg.c, as nanoBragg command lines.
+
+* ``P1``: nanoBragg's default 1024² detector, one step per pixel.
+* ``P2``: 1024², mosaic 10 domains × 5 phi steps × oversample 2 = 200 steps per pixel.
+* ``P4096``: a 4096² detector (the same 102.4 mm, finer pixels), one step per pixel.
+
+Each is a cubic 100 Å cell, ``-default_F 100``, N = 5 and a fixed misset, so the crystal is not
+aligned with the detector. ``-oversample`` is always given: nanoBragg would otherwise choose 2 for this
+small crystal and P1 would take 4 steps per pixel. A workload's command line runs unchanged in
+nanoBragg.c and in ``detsim``, and :meth:`Workload.config` is what ``detsim`` builds from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+DETECTOR_MM = 102.4  # nanoBragg's default detector side; a larger pixel count makes finer pixels
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    pixels: int  # detector side (square)
+    oversample: int = 1
+    mosaic_domains: int = 1
+    phi_steps: int = 1
+
+    @property
+    def steps(self) -> int:
+        """Sampling steps per pixel: subpixels × mosaic domains × phi steps (one source, one layer)."""
+        return self.oversample ** 2 * self.mosaic_domains * self.phi_steps
+
+    @property
+    def pixel_steps(self) -> int:
+        return self.pixels * self.pixels * self.steps
+
+    def argv(self) -> list[str]:
+        """The nanoBragg command line (without output flags)."""
+        args = ["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-N", "5",
+                "-misset", "10", "20", "30", "-lambda", "1", "-distance", "100",
+                "-detpixels", str(self.pixels), "-pixel", f"{DETECTOR_MM / self.pixels:g}",
+                "-oversample", str(self.oversample)]
+        if self.mosaic_domains > 1:
+            args += ["-mosaic", "0.5", "-mosaic_dom", str(self.mosaic_domains), "-mosaic_seed", "42"]
+        if self.phi_steps > 1:
+            args += ["-phi", "0", "-osc", "0.5", "-phisteps", str(self.phi_steps)]
+        return args + ["-nonoise", "-nopgm", "-noprogress"]
+
+    def config(self):
+        """The SimulationConfig ``detsim`` builds from :meth:`argv`."""
+        from detsim.argv import parse_argv
+        from detsim.cli import build_config
+
+        return build_config(parse_argv(self.argv()))
+
+    def resized(self, pixels: int) -> "Workload":
+        """The same per-pixel work on a ``pixels``² detector of the same size."""
+        return replace(self, pixels=pixels)
+
+
+WORKLOADS = {
+    "P1": Workload("P1", 1024),
+    "P2": Workload("P2", 1024, oversample=2, mosaic_domains=10, phi_steps=5),
+    "P4096": Workload("P4096", 4096),
+}

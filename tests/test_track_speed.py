@@ -1,0 +1,81 @@
+"""detsim-track speed: reference workloads, and the comparison run against a stand-in nanoBragg."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from detsim.engine import prepare
+from detsim.track import speed
+from detsim.track.cli import main
+from detsim.track.workloads import WORKLOADS
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_command_line_gives_the_steps_it_claims(name):
+    workload = WORKLOADS[name]
+    setup = prepare(workload.resized(16).config())
+    assert setup.steps == workload.steps  # -oversample is explicit: nanoBragg would pick 2 for P1
+    assert (setup.config.detector.fpixels, setup.config.detector.spixels) == (16, 16)
+    assert workload.pixel_steps == workload.pixels ** 2 * workload.steps
+    assert WORKLOADS["P2"].steps == 200 and WORKLOADS["P4096"].pixels == 4096
+
+
+def _stand_in(tmp_path, body: str):
+    """An executable that takes nanoBragg's arguments (here: detsim's own command, or a broken one)."""
+    script = tmp_path / "nanoBragg"
+    script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    script.chmod(0o755)
+    return script
+
+
+def _run(tmp_path, stand_in, *extra):
+    out = tmp_path / "report"
+    code = main(["speed", "--workloads", "P1", "--pixels", "12", "--repeats", "1", "--modes", "eager",
+                 "--nanobragg", str(stand_in), "--out", str(out), *extra])
+    return code, out
+
+
+def test_speed_run_reports_rates_ratios_and_parity(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))")
+    code, out = _run(tmp_path, stand_in)
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert [(r["program"], r["dtype"]) for r in rows] == [
+        ("nanoBragg.c", "float64"), ("detsim eager", "float64"), ("detsim eager", "float32")]
+    reference, *ours = rows
+    assert reference["rate"] == pytest.approx(12 * 12 / reference["seconds"])
+    for row in ours:
+        assert row["r"] > 0.9999999 and row["r_against"] == "nanoBragg.c"
+        assert row["vs_nanobragg"] == pytest.approx(row["rate"] / reference["rate"])
+        assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1
+    summary = (out / "summary.md").read_text()
+    assert "-detpixels 12 -pixel 8.53333 -oversample 1" in summary
+    assert "| P1 | detsim eager | float32 |" in capsys.readouterr().out
+
+
+def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, (
+        "import numpy as np\n"
+        "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
+        "np.random.default_rng(0).random((12, 12)).astype('<f4').tofile(path)"))
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 1
+    assert "r = " in capsys.readouterr().err
+    assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] < speed.PARITY_MIN_R
+
+
+def test_a_failing_reference_program_exits_2_and_says_why(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, "print('bad flag', file=sys.stderr)\nsys.exit(3)")
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 2
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert "nanoBragg exited 3" in rows[0]["error"] and "bad flag" in rows[0]["error"]
+
+
+def test_a_missing_reference_program_is_refused_before_any_run(tmp_path, capsys):
+    code, out = _run(tmp_path, tmp_path / "no-such-nanoBragg")
+    assert code == 2 and not out.exists()
+    assert "not an executable file" in capsys.readouterr().err
