@@ -51,9 +51,11 @@ def folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def simulate_names(folder) -> set[str]:
+    """The benchmarks that render images (golden cases and per-path workloads): the planted faults hit all."""
     data = json.loads((folder / "baseline.json").read_text())
-    names = {b["name"] for b in data["benchmarks"] if b["extra_info"].get("role") == "simulate"}
-    assert names
+    names = {b["name"] for b in data["benchmarks"] if b["extra_info"].get("role") in ("simulate", "path")}
+    assert any(name.startswith("test_path[") for name in names) and any(
+        name.startswith("test_simulate[") for name in names)
     return names
 
 

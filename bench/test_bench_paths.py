@@ -1,0 +1,68 @@
+"""Throughput of every execution path on the reference workloads, in pixel·steps per second.
+
+Workloads are those of :mod:`detsim.track.workloads` (``detsim-track speed`` times nanoBragg.c on the
+same command lines): P1 (1024², 1 step), P2 (200 steps per pixel, on 256² instead of 1024² so that a
+round takes under a second) and P4096 (4096², 1 step). Paths: every mode of ``detsim.engine.MODES``
+that runs on the device, in float64 and float32.
+
+There is no nanoBragg image of these workloads in the repository, so parity here is Pearson r against
+detsim's eager float64 image of the same workload on the same device (``extra_info.parity_reference``);
+the golden-case benchmarks in test_bench_simulate.py check against nanoBragg.c itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import detsim
+from conftest import apply_fault, image_sha256, pearson_r, run_info, synchronized
+from detsim.engine import MODES, available_modes
+from detsim.track.benchgate import PARITY_MIN_R
+from detsim.track.workloads import WORKLOADS
+
+# workload -> (detector side used here, timed rounds)
+SIZES = {"P1": (1024, 5), "P2": (256, 3), "P4096": (4096, 2)}
+
+_references: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _reference(name: str, device: str) -> np.ndarray:
+    """detsim's eager float64 image of a workload, rendered once per session."""
+    if (name, device) not in _references:
+        workload = WORKLOADS[name].resized(SIZES[name][0])
+        image = detsim.simulate(workload.config(), device=device, dtype=torch.float64)
+        _references[name, device] = image.cpu().numpy()
+    return _references[name, device]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(SIZES))
+def test_path(benchmark, name, mode, device, dtype, planted):
+    if mode not in available_modes(device):
+        pytest.skip(f"mode {mode} does not run on {device} here")
+    pixels, rounds = SIZES[name]
+    workload = WORKLOADS[name].resized(pixels)
+    config = workload.config()
+    detsim.simulate(workload.resized(64).config(), device=device, dtype=dtype, mode=mode)  # compiles
+
+    def simulate_planted():
+        for _ in range(planted.slowdown):
+            image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)
+        return image
+
+    timed = synchronized(simulate_planted, device)
+    image = apply_fault(benchmark.pedantic(timed, rounds=rounds, warmup_rounds=0), planted.fault)
+    ours = image.detach().cpu().double().numpy()
+    r = pearson_r(ours, _reference(name, device)) if np.isfinite(ours).all() else math.nan
+    benchmark.extra_info.update(
+        role="path", workload=name, pixels=pixels, steps=workload.steps, mode=mode, **run_info(device, dtype),
+        pixel_steps_per_s=workload.pixel_steps / benchmark.stats.stats.min,
+        pearson_r=r if math.isfinite(r) else None, parity_reference="detsim eager float64",
+        sha256=image_sha256(image),
+    )
+    assert tuple(image.shape) == (pixels, pixels) and image.dtype == dtype
+    assert r >= PARITY_MIN_R, f"{name} {mode} {dtype}: Pearson r = {r:.8f} against eager float64"
