@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from .common import (
-    DEVICES, DTYPES, P1, P2, SWEEP_PIXELS, SWEEP_STEPS, Workload, available_modes, clock, pin_threads,
-    require_device, simulate, use_wall_clock,
+    DEVICES, DTYPES, P1, P2, P4096, PATH_WORKLOADS, SWEEP_PIXELS, SWEEP_STEPS, Workload, available_modes, clock,
+    pin_threads, require_device, simulate, use_wall_clock,
 )
 
 # execution modes measured by EngineModes; static because asv indexes parameters by position, so the
@@ -131,6 +131,55 @@ class Throughput:
             simulate(self.config, device=self.device, dtype=DTYPES[dtype])
             best_s = min(best_s, clock() - started)
         return round(self.workload.pixel_steps / best_s / 1e6, 3)
+
+
+class PathThroughput:
+    """Pixel·steps per CPU second (per wall second on a GPU) of every execution path on P1 (1024²),
+    P2 (200 steps per pixel, at 256²) and P4096 (4096², 1 step). Larger is better; best of 2 calls
+    after a warm-up on a small detector (which compiles, for the compiled path)."""
+
+    params = [list(PATH_WORKLOADS), list(MODES), list(DTYPES), list(DEVICES)]
+    param_names = ["workload", "mode", "dtype", "device"]
+    unit = "Mpixel-steps/s"
+    version = "1"
+    timeout = 900
+    calls = 2
+
+    def setup(self, workload, mode, dtype, device):
+        pin_threads()
+        self.device = require_device(device)
+        if mode not in available_modes(device):
+            raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
+        self.workload = PATH_WORKLOADS[workload]
+        self.config = self.workload.config()
+        simulate(Workload(pixels=64, oversample=self.workload.oversample, mosaic_domains=self.workload.mosaic_domains,
+                          phi_steps=self.workload.phi_steps).config(),
+                 device=self.device, dtype=DTYPES[dtype], mode=mode)
+
+    def track_pixel_steps_per_second(self, workload, mode, dtype, device):
+        best_s = float("inf")
+        for _ in range(self.calls):
+            started = clock()
+            simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)
+            best_s = min(best_s, clock() - started)
+        return round(self.workload.pixel_steps / best_s / 1e6, 3)
+
+
+class LargeDetectorMemory:
+    """Peak resident memory of a process rendering the 4096² detector on the CPU (the chunking bound;
+    includes torch's ~250 MB)."""
+
+    params = [list(DTYPES)]
+    param_names = ["dtype"]
+    version = "1"
+    timeout = 300
+
+    def setup(self, dtype):
+        pin_threads()
+        self.config = P4096.config()
+
+    def peakmem_simulate_4096(self, dtype):
+        simulate(self.config, device=torch.device("cpu"), dtype=DTYPES[dtype])
 
 
 class MachineReference:

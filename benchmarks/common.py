@@ -148,6 +148,11 @@ P1 = Workload(pixels=1024)  # nanoBragg's default detector, one step per pixel
 # nanoBragg's P2 (1024², mosaic 10 × phi 5 × oversample 2 = 200 steps) at 128²: 64× fewer pixels, same
 # per-pixel work, so a sample takes ~0.7 s instead of ~40 s
 P2 = Workload(pixels=128, oversample=2, mosaic_domains=10, phi_steps=5)
+P4096 = Workload(pixels=4096)  # the large-detector run: 16.8 M pixels, one step each
+# the workloads of the per-path throughput tracks, by name (P2 at 256² there: compiled paths need
+# enough pixels per call for their speed to show)
+PATH_WORKLOADS = {"P1": P1, "P2": Workload(pixels=256, oversample=2, mosaic_domains=10, phi_steps=5),
+                  "P4096": P4096}
 
 
 def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | None = None):
@@ -206,17 +211,16 @@ def pearson_r(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def render_case(case: dict) -> dict:
-    """Render one golden case: ``{"sha256", "r", "one_minus_r", "seconds"}``."""
-    import detsim
-
+def render_case(case: dict, mode: str | None = None) -> dict:
+    """Render one golden case: ``{"sha256", "r", "one_minus_r", "seconds"}``; ``mode`` None is the
+    default path (eager), which is what every commit can run."""
     case_dir = GOLDEN_DIR / case["id"]
     cwd = os.getcwd()
     os.chdir(case_dir)  # input files in args are relative to the case directory
     try:
         started = time.perf_counter()
-        image = detsim.simulate(config_from_args(list(case["args"])), device=GOLDEN_DEVICE,
-                                dtype=DTYPES[GOLDEN_DTYPE])
+        image = simulate(config_from_args(list(case["args"])), device=torch.device(GOLDEN_DEVICE),
+                         dtype=DTYPES[GOLDEN_DTYPE], mode=mode)
         seconds = time.perf_counter() - started
     finally:
         os.chdir(cwd)
@@ -284,6 +288,25 @@ def golden_renders() -> dict:
 
 
 golden_renders.timeout = 900  # 53 cases, ~13 s in all on one thread today
+
+
+def compiled_golden_hashes() -> dict:
+    """sha256 of every golden case rendered by the compiled path: ``{"holds_for", "cases"}``.
+
+    Compiled and eager images may differ in the last bits, so they have separate baselines
+    (``cases_compiled`` in ``results/baselines/golden_hashes.json``). Raises NotImplementedError for
+    commits without a compiled path; a case that fails is recorded with its error.
+    """
+    pin_threads()
+    if importlib.util.find_spec("detsim.cli") is None or "compiled" not in available_modes(GOLDEN_DEVICE):
+        raise NotImplementedError("this commit has no compiled path")
+    out = {"holds_for": holds_for(), "cases": {}}
+    for case in MANIFEST:
+        try:
+            out["cases"][case["id"]] = render_case(case, mode="compiled")["sha256"]
+        except Exception as exc:  # noqa: BLE001 - counted as changed by the track
+            out["cases"][case["id"]] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
+    return out
 
 
 def _write_hash_file(renders: dict) -> None:
