@@ -1,7 +1,8 @@
 """``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
 
 ``results/baselines/golden_hashes.json`` holds, for every golden case, the sha256 of its float64 image
-and the conditions it holds for (torch version, thread count, CPU class, dtype, device): bit-exact
+(``cases``; ``cases_compiled`` for the compiled path, whose last bits may differ) and the conditions it
+holds for (torch version, thread count, CPU class, dtype, device): bit-exact
 results are only reproducible under the same ones. Without options the command shows the file and
 says whether it applies to this machine; ``--refresh`` re-renders every case with the checked-out code
 and rewrites it, listing which hashes changed. Refreshing is how a deliberate change to the images
@@ -56,11 +57,12 @@ def load(path: Path) -> dict:
     else:
         if not isinstance(data.get("holds_for"), dict):
             problems.append("no holds_for record")
-        cases = data.get("cases")
-        if not isinstance(cases, dict) or not all(
-                isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
-                for v in cases.values()):
-            problems.append("cases is not a map of case id -> sha256 hex digest")
+        for key in ("cases", "cases_compiled"):
+            cases = data.get(key, {} if key == "cases_compiled" else None)
+            if not isinstance(cases, dict) or not all(
+                    isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
+                    for v in cases.values()):
+                problems.append(f"{key} is not a map of case id -> sha256 hex digest")
     if problems:
         raise BaselineError(f"{path}: malformed baseline ({'; '.join(problems)})")
     return data
@@ -143,6 +145,9 @@ def _refresh(root: Path, path: Path, *, allow_dirty: bool) -> int:
             hashes[case["id"]] = common.render_case(case)["sha256"]
         except Exception as exc:  # noqa: BLE001 - reported per case, then nothing is written
             failed.append(f"{case['id']}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    compiled = common.compiled_golden_hashes()["cases"]
+    failed += [f"{case} (compiled): {sha.removeprefix('error: ')}" for case, sha in compiled.items()
+               if sha.startswith("error")]
     if failed:
         print("detsim-track baselines: not refreshed, these cases did not render:\n  " + "\n  ".join(failed),
               file=sys.stderr)
@@ -154,18 +159,22 @@ def _refresh(root: Path, path: Path, *, allow_dirty: bool) -> int:
         "recorded": {"commit": state["commit"], "dirty": state["dirty"], "at": utc_stamp(),
                      "cpu": common.cpu_model(), "python": sys.version.split()[0]},
         "cases": hashes,
+        "cases_compiled": compiled,
     })
-    _print_changes(old, hashes, common.holds_for(), path.relative_to(root))
+    _print_changes(old, hashes, compiled, common.holds_for(), path.relative_to(root))
     return EXIT_OK
 
 
-def _print_changes(old: dict | None, new: dict, holds_for: dict, where: Path) -> None:
-    print(f"{where}: {len(new)} golden hashes written for " + ", ".join(f"{k}={v}" for k, v in sorted(holds_for.items())))
+def _print_changes(old: dict | None, new: dict, new_compiled: dict, holds_for: dict, where: Path) -> None:
+    print(f"{where}: {len(new)} golden hashes (and {len(new_compiled)} of the compiled path) written for "
+          + ", ".join(f"{k}={v}" for k, v in sorted(holds_for.items())))
     if old is None:
         return
     if old["holds_for"] != holds_for:
         print("  the previous baseline held for " + ", ".join(f"{k}={v}" for k, v in sorted(old["holds_for"].items())))
-    changed = [(case, old["cases"].get(case), sha) for case, sha in new.items() if old["cases"].get(case) != sha]
-    print(f"  {len(changed)} changed since the previous baseline" + (":" if changed else ""))
-    for case, before, after in changed:
-        print(f"    {case}: {before[:16] if before else '(none)'} -> {after[:16]}")
+    for label, key, hashes in (("", "cases", new), (" (compiled path)", "cases_compiled", new_compiled)):
+        before_all = old.get(key, {})
+        changed = [(case, before_all.get(case), sha) for case, sha in hashes.items() if before_all.get(case) != sha]
+        print(f"  {len(changed)}{label} changed since the previous baseline" + (":" if changed else ""))
+        for case, before, after in changed:
+            print(f"    {case}: {before[:16] if before else '(none)'} -> {after[:16]}")
