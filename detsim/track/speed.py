@@ -239,7 +239,8 @@ def _summary(rows: list[dict], args, table: str, workloads: list[Workload]) -> s
         f"r: Pearson r of the image against {', '.join(against) or 'nothing (no reference run)'}.", "",
         table, "", "## Command lines (nanoBragg.c and `detsim`, plus `-mode M -dtype D` for detsim)", "",
     ]
-    lines += [f"* {w.name} ({w.pixels}², {w.steps} steps per pixel): `{' '.join(w.argv())}`" for w in workloads]
+    lines += [f"* {w.name} ({w.pixels}², {w.steps} step{'' if w.steps == 1 else 's'} per pixel): `{' '.join(w.argv())}`"
+              for w in workloads]
     return "\n".join(lines) + "\n"
 
 
