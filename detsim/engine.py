@@ -418,12 +418,12 @@ class _Projections:
         self._cache: dict[tuple, tuple[Tensor, Tensor]] = {}
         self._augmented: dict[tuple, Tensor] = {}
 
-    def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...], scale: float = 1.0) -> tuple[Tensor, Tensor]:
-        """(B, C) for a block; ``scale`` multiplies both (pi gives pi*h directly)."""
-        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes, scale)
+    def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+        """(B, C) for a block."""
+        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
         if key not in self._cache:
             orient = self.setup.orientations[r_sl][:, list(axes), :]  # (Rb, J, 3) axes a, b, c in m
-            inv_lambda = scale / self.setup.sources.lambda_m[s_sl]  # (Sb,)
+            inv_lambda = 1.0 / self.setup.sources.lambda_m[s_sl]  # (Sb,)
             incident = self.setup.sources.incident[s_sl]  # (Sb, 3)
             B = orient.permute(2, 1, 0)[:, :, None, :] * inv_lambda[None, None, :, None]  # (3, J, Sb, Rb)
             C = torch.einsum("rjx,sx->jsr", orient, incident) * inv_lambda[None, :, None]  # (J, Sb, Rb)

@@ -8,7 +8,8 @@ five planted commits:
     unchanged (README) -> 2x slowdown -> parity break -> image-hash change with r unchanged -> unchanged
 
 asv runs over all seven with the engine timings, the machine reference, throughput, parity and
-determinism tracks, and ``detsim-track`` must report exactly the three planted changes. The parity
+determinism tracks (the compiled path's hash count included), and ``detsim-track`` must report exactly
+the three planted changes. The parity
 break necessarily changes its case's image too, so that case's hash is flagged at the same commit.
 """
 
@@ -191,7 +192,11 @@ def test_planted_changes_are_flagged_exactly_at_their_commits(planted):
     assert changed["last_good"] == commits["parity"]
     assert re.fullmatch(r"[0-9a-f]{64}", changed["old_sha256"]) and re.fullmatch(r"[0-9a-f]{64}", changed["new_sha256"])
     assert changed["old_sha256"] != changed["new_sha256"]
-    assert {family for family, *_ in found} <= {"timing", "throughput", "parity", "determinism"}, summary
+    # the compiled path renders the planted images too: its count of changed cases rises at the parity break
+    counted = [r for r in report["regressions"] if r["family"] == "hash count"]
+    assert [(r["benchmark"], name.get(r["first_bad"]), r["new"]) for r in counted] == [
+        ("bench_determinism.CompiledHashes.track_cases_changed", "parity", 2.0)], summary
+    assert {family for family, *_ in found} <= {"timing", "throughput", "parity", "determinism", "hash count"}, summary
     recorded = {p.stem for p in (planted["root"] / "results" / "hashes").glob("*.json")}
     assert recorded == set(commits.values()) - {commits["no_package"]}
     assert report["commits"] == list(commits.values())  # the commit without a package is recorded, as failed

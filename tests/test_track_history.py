@@ -222,3 +222,20 @@ def test_a_benchmark_that_failed_as_a_whole_is_not_measured(tmp_path):
     latest.write_text(json.dumps(data))
     code, report = _run(root, tmp_path)
     assert code == 2 and len(report["unmeasured"]) == 2
+
+
+def test_a_count_of_changed_compiled_images_is_exact_and_reported_plainly():
+    bench = {"type": "track", "unit": "cases changed", "pretty_name": "bench_determinism.CompiledHashes.track_cases_changed"}
+    family = history.family_of("bench_determinism.CompiledHashes.track_cases_changed", bench)
+    assert family == "hash count"
+    assert history.family_of("bench_determinism.track_hash_changed_a01",
+                             {"type": "track", "pretty_name": "image hash changed: a01"}) == "determinism"
+    series = history.Series(env="e", name="bench_determinism.CompiledHashes.track_cases_changed", params="",
+                            family=family, unit="cases changed")
+    series.points = [history.Point(commit=c, value=v) for c, v in (("c1", 0.0), ("c2", 0.0), ("c3", 2.0))]
+    finding = history.detect(series, 0, {}, {}, {})
+    assert (finding.last_good, finding.first_bad, finding.old, finding.new) == ("c2", "c3", 0.0, 2.0)
+    text = history._finding_text(history._finding_record(finding))
+    assert "CompiledHashes.track_cases_changed: 0 cases changed -> 2 cases changed" in text
+    series.points[-1] = history.Point(commit="c3", value=0.0)
+    assert history.detect(series, 0, {}, {}, {}) is None

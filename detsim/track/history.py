@@ -15,7 +15,8 @@ Reads ``asv.conf.json``, asv's results (``results/asv/<machine>/``), the per-com
 * **parity** (1 - r per golden case) is exact: any rise over the best recorded value, or a value past
   the acceptance line r >= 0.9995, is a regression;
 * **determinism** (0/1 per golden case against the stored baseline hash) is exact: a 1 at the latest
-  commit is a regression, reported with the old and new sha256.
+  commit is a regression, reported with the old and new sha256; a **hash count** (how many golden
+  cases of the compiled path differ from their stored hashes) is exact too: any rise counts.
 
 Exit status: 0 all good, 1 something regressed, 2 something could not be measured (a benchmark failed
 at the latest commit, the commit did not build, nothing was recorded) or a stored file is unreadable;
@@ -46,7 +47,7 @@ NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 DEFAULT_THRESHOLD = 0.05  # asv's default when no regressions_thresholds entry matches
 HEX40 = re.compile(r"[0-9a-f]{40}")
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
-FAMILY_ORDER = ("timing", "throughput", "memory", "track", "parity", "determinism", "reference")
+FAMILY_ORDER = ("timing", "throughput", "memory", "track", "parity", "determinism", "hash count", "reference")
 
 
 class ResultsError(ValueError):
@@ -173,7 +174,7 @@ class Series:
     env: str
     name: str
     params: str  # "" or "(pixels=128, dtype='float64')"
-    family: str  # timing | memory | throughput | parity | determinism | reference | track
+    family: str  # timing | memory | throughput | parity | determinism | hash count | reference | track
     unit: str
     case: str | None = None  # golden case id of parity/determinism tracks
     threshold: float = DEFAULT_THRESHOLD
@@ -189,7 +190,8 @@ def family_of(name: str, bench: dict) -> str:
     if name.startswith("bench_parity."):
         return "parity"
     if name.startswith("bench_determinism."):
-        return "determinism"
+        # one track per golden case (0/1 against its stored hash), or a count over all cases
+        return "determinism" if _case_of(bench) else "hash count"
     if ".MachineReference." in name:
         return "reference"
     if kind == "time":
@@ -366,6 +368,8 @@ def detect(series: Series, start: int, references: dict[str, float], baseline_ha
         return _exact(series, points, absolute=PARITY_ACCEPT)
     if series.family == "determinism":
         return _hash_changed(series, points, baseline_hashes, hashes)
+    if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
+        return _exact(series, points)
     if series.family == "reference":
         return None
     return _noisy(series, points, references)
