@@ -84,6 +84,7 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
     block_bytes = 0 if fused else 3 * itemsize * BLOCK_TEMPORARIES * block_lanes
     if chunk_pixels is None:
         by_memory = max(1, (budget - block_bytes) // bytes_per_pixel(layers, subpixels, sources, itemsize))
+        by_memory = 1 << (by_memory.bit_length() - 1)  # a power of two: small swings of free memory keep the size
         by_block = max(1, block_lanes // max(1, lanes_per_pixel))  # a block then covers whole pixels
         chunk_pixels = max(1, min(max_chunk, by_block, by_memory))
     return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes)
