@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -171,7 +171,7 @@ def _detsim_row(workload: Workload, mode: str, dtype: str, args, env: dict, scra
            "program": f"detsim {mode}", "mode": mode, "dtype": dtype,
            "command": ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype]}
     image = scratch / f"{workload.name}-{mode}-{dtype}.bin"
-    job = {"workload": workload.__dict__, "mode": mode, "dtype": dtype, "device": args.device,
+    job = {"workload": asdict(workload), "mode": mode, "dtype": dtype, "device": args.device,
            "repeats": args.repeats, "threads": args.threads, "image": str(image)}
     m = run_measured([sys.executable, "-m", "detsim.track.speed", json.dumps(job)], env=env, cwd=scratch)
     if m.returncode != 0:
