@@ -1,6 +1,6 @@
 """Throughput of every execution path on the reference workloads, in pixel·steps per second.
 
-Workloads are those of :mod:`detsim.track.workloads` (``detsim-track speed`` times nanoBragg.c on the
+Workloads are those of :mod:`detsim.track.base.workloads` (``detsim-track speed`` times nanoBragg.c on the
 same command lines): P1 (1024², 1 step), P2 (200 steps per pixel, on 256² instead of 1024² so that a
 round takes under a second) and P4096 (4096², 1 step). Paths: every mode of ``detsim.engine.MODES``
 that runs on the device, in float64 and float32.
@@ -21,8 +21,8 @@ import torch
 import detsim
 from conftest import apply_fault, image_sha256, pearson_r, run_info, synchronized
 from detsim.engine import MODES, available_modes
-from detsim.track.benchgate import PARITY_MIN_R
-from detsim.track.workloads import WORKLOADS
+from detsim.track.gate.cmd_bench_gate import PARITY_MIN_R
+from detsim.track.base.workloads import WORKLOADS
 
 # workload -> (detector side used here, timed rounds)
 SIZES = {"P1": (1024, 5), "P2": (256, 3), "P4096": (4096, 2)}

@@ -20,7 +20,7 @@ import pytest
 
 import detsim
 from conftest import apply_fault, image_sha256, load_workload, pearson_r, run_info, synchronized
-from detsim.track.benchgate import PARITY_MIN_R
+from detsim.track.gate.cmd_bench_gate import PARITY_MIN_R
 
 # workload -> (golden case, timed rounds): about 1 s and 2 s of CPU per dtype on one current x86 core
 WORKLOADS = {

@@ -105,7 +105,7 @@ class Workload:
     """A nanoBragg-like simulation: cubic 100 Å cell, default_F 100, N = 5, a 102.4 mm square detector.
 
     steps per pixel = oversample² × mosaic domains × phi steps (one source, one sensor layer).
-    The same workloads as ``detsim.track.workloads`` (which builds them from nanoBragg command lines),
+    The same workloads as ``detsim.track.base.workloads`` (which builds them from nanoBragg command lines),
     defined again here because asv imports this file with commits that predate that module.
     """
 

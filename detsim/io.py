@@ -53,7 +53,7 @@ _PGM_RMSD_LEVEL = 250.0 / 5.0
 PathLike = str | os.PathLike
 
 
-def _atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> None:
     """Create ``path`` atomically from what ``write`` puts into a binary file object.
 
     The temporary file sits next to the destination (so the final rename stays on one file system) and is
@@ -106,7 +106,7 @@ def write_float_image(path: PathLike, image: np.ndarray) -> None:
     def write(handle: BinaryIO) -> None:
         handle.write(np.ascontiguousarray(image, dtype="<f4").tobytes())
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 def read_float_image(path: PathLike, shape: tuple[int, int]) -> np.ndarray:
@@ -272,7 +272,7 @@ def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
         handle.write(header)
         handle.write(np.ascontiguousarray(grey).tobytes())
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 # ---------------------------------------------------------------- SMV
@@ -441,7 +441,7 @@ def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str 
         handle.write(header)
         handle.write(_uint16_bytes(data))
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:

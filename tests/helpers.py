@@ -5,14 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from detsim.argv import parse_argv
-from detsim.cli import build_config
-from detsim.config import SimulationConfig
-
-
-def config_from_args(args: list[str]) -> SimulationConfig:
-    """A configuration from a nanoBragg argument list (files relative to the working directory)."""
-    return build_config(parse_argv(args))
+from detsim.argconfig import config_from_argv as config_from_args
 
 
 def pearson_r(a, b) -> float:

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import Path
 
-from detsim.track.history import load_config
+from detsim.track.history.cmd_regressions import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIXES = ("time_", "peakmem_", "track_", "mem_")

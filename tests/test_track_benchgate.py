@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from _tolerances import PARITY_MIN_R
-from detsim.track import benchgate
+from detsim.track.gate import cmd_bench_gate as benchgate
 from detsim.track.cli import main as track_main
 
 DATA = Path(__file__).parent / "data" / "bench"

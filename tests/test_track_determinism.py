@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from detsim.track import cli
-from detsim.track.determinism import run_matrix
-from detsim.track.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.determinism.cmd_determinism import run_matrix
+from detsim.track.base.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
 
 DATA = Path(__file__).parent / "data"
 PLANTED = DATA / "planted_ops.py"
@@ -172,7 +172,7 @@ def test_cli_rejects_unknown_cases_with_exit_2(capsys):
 
 @pytest.mark.slow
 def test_isolated_runs_agree_with_in_process_runs():
-    from detsim.track.determinism import _isolation
+    from detsim.track.determinism.cmd_determinism import _isolation
     import argparse
 
     target = resolve_command_line(TINY)

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from detsim.track import cli
-from detsim.track.diverge import find_divergence
-from detsim.track.firstdiff import compare_records
-from detsim.track.recorder import Record, record
+from detsim.track.divergence.cmd_diverge import find_divergence
+from detsim.track.divergence.firstdiff import compare_records
+from detsim.track.divergence.recorder import Record, record
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -192,7 +192,7 @@ def test_gpu_launch_wrappers_with_stand_ins():
     """JITFunction.run and CachingAutotuner.run wrappers: names, grids, configs and the knobs they lead to."""
     from types import SimpleNamespace
 
-    from detsim.track.recorder import Recorder, _inductor_launch, _jit_launch
+    from detsim.track.divergence.recorder import Recorder, _inductor_launch, _jit_launch
 
     fn = SimpleNamespace(__name__="double_kernel", arg_names=["x_ptr", "out_ptr", "n", "BLOCK"],
                          params=[SimpleNamespace(name=n, is_constexpr=n == "BLOCK")

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from detsim.track import cli, evidence
-from detsim.track import pytest_results as pr
+from detsim.track import cli
+
+from detsim.track.evidence import cmd_evidence as evidence
+from detsim.track.evidence import pytest_results as pr
 
 CONFTEST = '''
 def pytest_addoption(parser):

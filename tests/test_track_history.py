@@ -23,7 +23,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detsim.track import baselines, cli, history
+from detsim.track.history import cmd_baselines as baselines
+
+from detsim.track import cli
+
+from detsim.track.history import cmd_regressions as history
 
 DATA = Path(__file__).parent / "data" / "asv"
 MACHINE_DIR = Path("results") / "asv" / "fixture-2cpu"

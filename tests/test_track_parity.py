@@ -1,4 +1,4 @@
-"""detsim-track parity (detsim.track.parity, detsim.track.report): verdicts, pictures and pages."""
+"""detsim-track parity (detsim.track.parity.cmd_parity, detsim.track.parity.report): verdicts, pictures and pages."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_DIR
-from detsim.track import parity, report
+from detsim.track.parity import cmd_parity as parity
+from detsim.track.parity import report
 from detsim.track.cli import main as track_main
 
 SMALL_CASES = ("c02_xds_xbeam_quirk", "s02_intfile_autoscale_adc")  # 128x128, 1 and 4 steps

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from detsim.engine import prepare
-from detsim.track import speed
+from detsim.track.speed import cmd_speed as speed
 from detsim.track.cli import main
-from detsim.track.workloads import WORKLOADS
+from detsim.track.base.workloads import WORKLOADS
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
@@ -53,7 +53,7 @@ def test_speed_run_reports_rates_ratios_and_parity(tmp_path, capsys):
         assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1
     summary = (out / "summary.md").read_text()
     assert "-detpixels 12 -pixel 8.53333 -oversample 1" in summary
-    assert "| P1 | detsim eager | float32 |" in capsys.readouterr().out
+    assert "| P1@12 | detsim eager | float32 |" in capsys.readouterr().out
 
 
 def test_an_image_that_disagrees_exits_1(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Per-pixel traces (detsim.track.trace): the values are the image's, the lines follow nanoBragg's loops."""
+"""Per-pixel traces (detsim.trace): the values are the image's, the lines follow nanoBragg's loops."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import torch
 
 from detsim.config import ConfigError
 from detsim.engine import prepare, render
-from detsim.track import trace
-from detsim.track.tracediff import compare, load_trace, parse_trace
+import detsim.trace as trace
+from detsim.track.traces.cmd_trace_diff import compare, load_trace, parse_trace
 from helpers import config_from_args
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace.md"

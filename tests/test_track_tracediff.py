@@ -1,4 +1,4 @@
-"""trace-diff (detsim.track.tracediff): names the first quantity where two traces disagree."""
+"""trace-diff (detsim.track.traces.cmd_trace_diff): names the first quantity where two traces disagree."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 import pytest
 
 import detsim.engine
-from detsim.track import trace, tracediff
+import detsim.trace as trace
+from detsim.track.traces import cmd_trace_diff as tracediff
 from detsim.track.cli import main as track_main
 from helpers import config_from_args
 

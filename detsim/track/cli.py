@@ -1,8 +1,8 @@
 """``detsim-track``: one command, one subcommand per job of the tracking suite.
 
 Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``. Exit codes are shared: 0 all good, 1 something regressed or differs,
-2 something could not be measured or the input was bad.
+``run(args) -> int``. Exit codes are shared (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all
+good, 1 something regressed or differs, 2 something could not be measured or the input was bad.
 """
 
 from __future__ import annotations
@@ -11,19 +11,20 @@ import argparse
 import importlib
 import sys
 
-EXIT_OK, EXIT_REGRESSED, EXIT_UNMEASURED = 0, 1, 2
+from detsim.track.base.exitcodes import ExitCode
+
 
 # subcommand -> module; the first is what a bare ``detsim-track`` runs.
 SUBCOMMANDS = {
-    "regressions": "detsim.track.history",
-    "baselines": "detsim.track.baselines",
-    "bench-gate": "detsim.track.benchgate",
-    "determinism": "detsim.track.determinism",
-    "diverge": "detsim.track.diverge",
-    "trace-diff": "detsim.track.tracediff",
-    "parity": "detsim.track.parity",
-    "evidence": "detsim.track.evidence",
-    "speed": "detsim.track.speed",
+    "regressions": "detsim.track.history.cmd_regressions",
+    "baselines": "detsim.track.history.cmd_baselines",
+    "bench-gate": "detsim.track.gate.cmd_bench_gate",
+    "determinism": "detsim.track.determinism.cmd_determinism",
+    "diverge": "detsim.track.divergence.cmd_diverge",
+    "trace-diff": "detsim.track.traces.cmd_trace_diff",
+    "parity": "detsim.track.parity.cmd_parity",
+    "evidence": "detsim.track.evidence.cmd_evidence",
+    "speed": "detsim.track.speed.cmd_speed",
 }
 DEFAULT = "regressions"
 
@@ -57,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return EXIT_UNMEASURED
+        return ExitCode.UNMEASURED
     try:
         return int(modules[args.command].run(args))
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

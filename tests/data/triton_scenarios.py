@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import planted_triton  # noqa: E402
 
-from detsim.track.diverge import find_divergence  # noqa: E402
+from detsim.track.divergence.cmd_diverge import find_divergence  # noqa: E402
 
 
 def detsim_triton_mode():
@@ -24,14 +24,13 @@ def detsim_triton_mode():
     import torch
 
     import detsim
-    from detsim.argv import parse_argv
-    from detsim.cli import build_config
+    from detsim.argconfig import config_from_argv
     from detsim.engine import MODES
 
     if "triton" not in MODES:
         return None
-    config = build_config(parse_argv("-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 "
-                                     "-detpixels 6 -pixel 4 -distance 40 -oversample 1".split()))
+    config = config_from_argv("-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 "
+                              "-detpixels 6 -pixel 4 -distance 40 -oversample 1".split())
     return find_divergence(lambda: detsim.simulate(config, dtype=torch.float32, mode="triton"), label="detsim-triton")
 
 

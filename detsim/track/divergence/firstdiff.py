@@ -1,6 +1,6 @@
 """Compare two records event by event and name the first place they differ, and why.
 
-Walking the two runs' events (:mod:`detsim.track.recorder`) in order:
+Walking the two runs' events (:mod:`detsim.track.divergence.recorder`) in order:
 
 * a **culprit** is an op or kernel whose compared inputs are identical in both runs but whose outputs
   differ: the non-determinism is inside it (or in a Python value passed to it, or in the launch
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from detsim.track.recorder import Event, Record, TensorInfo
+from detsim.track.divergence.recorder import Event, Record, TensorInfo
 
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
               "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",

@@ -27,9 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from detsim.track import report
-from detsim.track.common import atomic_directory, atomic_write_bytes, atomic_write_text, environment, utc_stamp, write_json
-
+from detsim.argconfig import config_from_argv
+from detsim.track.base.golden import working_directory
+from detsim.track.parity import report
+from detsim.track.base.output import atomic_directory, atomic_write_bytes, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.provenance import environment
 HELP = "run detsim on golden (or your own) cases and report r, errors, worst pixel and pictures"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MIN_R = 0.9995  # the acceptance threshold of tests/_tolerances.py (PARITY_MIN_R)
@@ -39,8 +41,7 @@ SOURCE_DIR = Path(__file__).resolve().parent  # git information is that of the d
 
 def default_cases_dir() -> Path | None:
     """``tests/golden`` of the source tree detsim runs from, or of the enclosing git work tree."""
-    from detsim.track.common import repo_root
-
+    from detsim.track.base.provenance import repo_root
     candidates = [Path(__file__).resolve().parents[2] / "tests" / "golden"]
     root = repo_root()
     if root is not None:
@@ -53,30 +54,6 @@ def discover(cases_dir: Path) -> dict[str, Path]:
     if (cases_dir / "args.txt").is_file():
         return {cases_dir.resolve().name: cases_dir}
     return {d.name: d for d in sorted(cases_dir.iterdir()) if d.is_dir() and (d / "args.txt").is_file()}
-
-
-@contextlib.contextmanager
-def _inside(folder: Path):
-    """Run with ``folder`` as the working directory (input files in args.txt are relative to it)."""
-    before = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
-def config_from_argv(argv: list[str]):
-    """A SimulationConfig from a nanoBragg argument list, as the ``detsim`` command builds it (headers included)."""
-    from detsim.argv import parse_argv
-    from detsim.cli import build_config, header_arguments
-
-    args = parse_argv(argv)
-    mask = None
-    if args.img_file is not None or args.mask_file is not None:
-        initial, mask = header_arguments(args.img_file, args.mask_file)
-        args = parse_argv(argv, initial)
-    return build_config(args, mask)
 
 
 def image_metrics(ours: np.ndarray, reference: np.ndarray) -> dict:
@@ -137,7 +114,7 @@ def run_case(case_id: str, folder: Path, *, dtype: torch.dtype, device: str, min
     try:
         argv = (folder / "args.txt").read_text().split()
         result["args"] = argv
-        with _inside(folder):
+        with working_directory(folder):
             config = config_from_argv(argv)
         shape = (config.detector.spixels, config.detector.fpixels)
         result["shape"] = list(shape)
@@ -180,11 +157,11 @@ def _write_pictures(folder: Path, ours: np.ndarray, reference: np.ndarray, resul
 
 def _write_trace(folder: Path, config, result: dict, final_dir: Path) -> None:
     """detsim's trace of the worst pixel of a failing case, and what to do with it."""
-    from detsim.track.trace import trace_records
+    from detsim.trace import trace_records
 
     s, f = result["worst"]["s"], result["worst"]["f"]
     name = f"trace_s{s}_f{f}.log"
-    with _inside(Path(result["dir"])):
+    with working_directory(Path(result["dir"])):
         lines = [rec.line() for _, records in trace_records(config, [(s, f)]) for rec in records]
     atomic_write_text(folder / name, "\n".join(lines) + "\n")
     result["trace"] = f"cases/{folder.name}/{name}"

@@ -21,15 +21,19 @@ Convention:
 
 from __future__ import annotations
 
+import json
+import platform
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, TextIO
 
+import numpy as np
 import torch
 
 from detsim.config import ConfigError, CrystalShape, SimulationConfig
 from detsim.engine import Setup, prepare, render, restrict_pixels
+from detsim.io import atomic_write
 from detsim.units import R_E_SQ_M2
 
 PREFIX = "TRACE_PY"
@@ -361,7 +365,7 @@ def trace_pixels(config: SimulationConfig, pixels: Iterable[tuple[int, int]], ou
     """Print the trace of each (slow, fast) pixel as ``TRACE_PY:`` lines; optionally write it as JSON.
 
     Args:
-        config: the simulation (any nanoBragg command line, through :func:`detsim.cli.build_config`).
+        config: the simulation (any nanoBragg command line, through :func:`detsim.argconfig.config_from_argv`).
         pixels: (slow, fast) indices from 0, as ``-trace_pixel S F`` gives them.
         out: text stream for the lines (flushed after each pixel).
         json_path: if given, the same records as JSON (written atomically once all pixels are done).
@@ -369,8 +373,6 @@ def trace_pixels(config: SimulationConfig, pixels: Iterable[tuple[int, int]], ou
     Raises:
         ConfigError: a pixel outside the detector (before anything is printed).
     """
-    from detsim.track.common import environment, write_json
-
     blocks = []
     for pixel, records in trace_records(config, list(pixels)):
         out.write("".join(record.line() + "\n" for record in records))
@@ -379,12 +381,22 @@ def trace_pixels(config: SimulationConfig, pixels: Iterable[tuple[int, int]], ou
             blocks.append({"pixel": list(pixel), "records": [record.as_json() for record in records]})
     if json_path is not None:
         det = config.detector
-        write_json(Path(json_path), {
+        document = {
             "format": JSON_FORMAT, "version": JSON_VERSION, "prefix": PREFIX,
             "dtype": "float64", "device": "cpu", "detector": [det.spixels, det.fpixels],
             "roi": list(det.roi) if det.roi is not None else None,
-            "environment": environment(Path(__file__).resolve().parent), "pixels": blocks,
-        })
+            "environment": _versions(), "pixels": blocks,
+        }
+        text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        atomic_write(Path(json_path), lambda handle: handle.write(text.encode()))
+
+
+def _versions() -> dict[str, str]:
+    """What a trace's numbers depend on besides the configuration: the software that computed them."""
+    import detsim
+
+    return {"detsim": detsim.__version__, "python": platform.python_version(), "torch": torch.__version__,
+            "numpy": np.__version__}
 
 
 __all__ = ["JSON_FORMAT", "NAMES", "PREFIX", "Record", "Term", "VOCABULARY", "check_pixels", "trace_pixels",

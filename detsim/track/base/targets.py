@@ -124,13 +124,12 @@ def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_p
 
 def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
                        grads: tuple[str, ...], chunk_pixels: int | None) -> Target:
-    from detsim.argv import parse_argv
-    from detsim.cli import build_config
+    from detsim.argconfig import config_from_argv
     from detsim.engine import MODES
 
     try:
         with working_directory(case_dir):
-            config = build_config(parse_argv(args))
+            config = config_from_argv(args)
     except (ValueError, OSError) as exc:
         raise TargetError(f"{name}: {exc}") from None
     for path in grads:

@@ -20,8 +20,9 @@ import json
 import sys
 from pathlib import Path
 
-from detsim.track.common import git_info, repo_root, utc_stamp, write_json
+from detsim.track.base.output import utc_stamp, write_json
 
+from detsim.track.base.provenance import git_info, repo_root
 HELP = "show the stored golden-image hashes, or --refresh them deliberately from the checked-out code"
 
 BASELINE = Path("results") / "baselines" / "golden_hashes.json"

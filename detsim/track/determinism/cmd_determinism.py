@@ -6,7 +6,7 @@ float32 bytes, as ``-floatfile`` writes them, and of the native bytes), and prin
 for bit. Runs that should agree (same target, device, dtype, mode and thread count) must: if they do not,
 the exit code is 1. Differences across thread counts, modes and devices are findings, reported with
 their size (differing elements, max abs/rel difference). A run that raises is recorded verbatim with its
-configuration and the matrix goes on. ``--out`` writes the evidence bundle (:mod:`detsim.track.matrix`
+configuration and the matrix goes on. ``--out`` writes the evidence bundle (:mod:`detsim.track.determinism.matrix`
 holds the comparison and rendering).
 """
 
@@ -26,9 +26,10 @@ from pathlib import Path
 
 import torch
 
-from detsim.track import common
-from detsim.track.matrix import Matrix, RunConfig, RunResult, digest_outputs
-from detsim.track.targets import DTYPES, Target, TargetError, golden_dir, golden_ids, resolve_callable, \
+from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.provenance import environment, thread_count
+from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
+from detsim.track.base.targets import DTYPES, Target, TargetError, golden_dir, golden_ids, resolve_callable, \
     resolve_case, resolve_command_line
 
 HELP = "run cases repeatedly across threads, dtypes, devices and modes; show which runs agree bit for bit"
@@ -116,7 +117,7 @@ def build_targets(args: argparse.Namespace) -> list[Target]:
 def _out_dir(out: str | None) -> Path | None:
     if out is None:
         return None
-    stamp = common.utc_stamp()
+    stamp = utc_stamp()
     return Path(out.replace("{stamp}", stamp).replace("<STAMP>", stamp))
 
 
@@ -181,7 +182,7 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
-        with common.thread_count(config.threads), deterministic_mode(deterministic):
+        with thread_count(config.threads), deterministic_mode(deterministic):
             outputs = target.run(config.device, DTYPES[config.dtype], config.mode)
             if config.device.startswith("cuda"):
                 torch.cuda.synchronize()
@@ -205,7 +206,7 @@ def _run_isolated(target: Target, config: RunConfig, repeat: int, deterministic:
     with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
         result_path = Path(tmp) / "outputs.pt"
         env = {**os.environ, "OMP_NUM_THREADS": str(config.threads)}
-        done = subprocess.run([sys.executable, "-m", "detsim.track.determinism", "--worker", json.dumps(job),
+        done = subprocess.run([sys.executable, "-m", "detsim.track.determinism.cmd_determinism", "--worker", json.dumps(job),
                                str(result_path)], capture_output=True, text=True, env=env)
         seconds = time.perf_counter() - start
         if done.returncode != 0 or not result_path.exists():
@@ -225,7 +226,7 @@ def _worker(job_json: str, result_path: str) -> int:
         target = resolve_command_line(job["spec"], grads, chunk)
     else:
         target = resolve_callable(job["spec"])
-    with common.thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
+    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
         outputs = target.run(job["device"], DTYPES[job["dtype"]], job["mode"])
     torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, result_path)
     return 0
@@ -259,19 +260,19 @@ def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: st
 
 def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str, code: int) -> None:
     """matrix.json/txt, runs.tsv (per-run hashes), env.json, commands.txt, crashes/, summary.md - atomically."""
-    env = common.environment()
+    env = environment()
     env["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     env["determinism_flag"] = bool(args.deterministic)
     command = command_line(args, out=out_dir)
-    with common.atomic_directory(out_dir) as tmp:
-        common.write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict, exit_code=code))
-        common.atomic_write_text(tmp / "matrix.txt", text + "\n")
-        common.atomic_write_text(tmp / "runs.tsv", matrix.runs_tsv())
-        common.write_json(tmp / "env.json", env)
-        common.atomic_write_text(tmp / "commands.txt", _commands_text(args, matrix, command))
+    with atomic_directory(out_dir) as tmp:
+        write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict, exit_code=code))
+        atomic_write_text(tmp / "matrix.txt", text + "\n")
+        atomic_write_text(tmp / "runs.tsv", matrix.runs_tsv())
+        write_json(tmp / "env.json", env)
+        atomic_write_text(tmp / "commands.txt", _commands_text(args, matrix, command))
         for name, body in matrix.crash_reports().items():
-            common.atomic_write_text(tmp / "crashes" / name, body)
-        common.atomic_write_text(tmp / "summary.md", matrix.summary_markdown(
+            atomic_write_text(tmp / "crashes" / name, body)
+        atomic_write_text(tmp / "summary.md", matrix.summary_markdown(
             command=command, env=env, strict=args.strict, exit_code=code))
 
 

@@ -31,11 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-from detsim.track import pytest_results as pr
-from detsim.track.common import (
-    ENV_VARS, atomic_directory, atomic_write_text, environment, sha256_bytes, sha256_file, utc_stamp,
-    write_json,
-)
+from detsim.track.base.hashing import sha256_bytes, sha256_file
+from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.provenance import ENV_VARS, environment
+from detsim.track.evidence import pytest_results as pr
 
 HELP = "run tests on every device and archive logs, environment, hashes and a verdict compared with last time"
 

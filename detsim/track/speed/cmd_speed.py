@@ -1,7 +1,7 @@
 """``detsim-track speed``: detsim's execution paths against nanoBragg.c on the reference workloads.
 
 Every measurement runs in a fresh process, one at a time: each detsim path (mode x dtype) of each
-workload (P1, P2, P4096 of :mod:`detsim.track.workloads`) and, when ``--nanobragg`` names the reader's
+workload (P1, P2, P4096 of :mod:`detsim.track.base.workloads`) and, when ``--nanobragg`` names the reader's
 own build, nanoBragg.c on the same command line. Reported per run: the CPU seconds of the render
 after import (best of ``--repeats``; on a GPU, wall seconds), pixel·steps per second, the ratio to
 nanoBragg.c, the peak resident memory of the whole process, and Pearson r of the image against
@@ -27,8 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from detsim.track.common import atomic_directory, atomic_write_text, environment, repo_root, utc_stamp, write_json
-from detsim.track.workloads import WORKLOADS, Workload
+from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
+
+from detsim.track.base.provenance import environment, repo_root
+from detsim.track.base.workloads import WORKLOADS, Workload
 
 HELP = "time detsim's paths and nanoBragg.c on P1, P2 and 4096² workloads, same command lines"
 PARITY_MIN_R = 0.9995
@@ -173,7 +175,7 @@ def _detsim_row(workload: Workload, mode: str, dtype: str, args, env: dict, scra
     image = scratch / f"{workload.name}-{mode}-{dtype}.bin"
     job = {"workload": asdict(workload), "mode": mode, "dtype": dtype, "device": args.device,
            "repeats": args.repeats, "threads": args.threads, "image": str(image)}
-    m = run_measured([sys.executable, "-m", "detsim.track.speed", json.dumps(job)], env=env, cwd=scratch)
+    m = run_measured([sys.executable, "-m", "detsim.track.speed.cmd_speed", json.dumps(job)], env=env, cwd=scratch)
     if m.returncode != 0:
         lines = (m.stderr or m.stdout).strip().splitlines()
         row["error"] = lines[-1] if lines else f"exit {m.returncode}"

@@ -3,13 +3,13 @@
 Targets: a golden case (``--case``), a nanoBragg command line (``--nanobragg``), a callable
 (``--call module:function``, called with ``device=``/``dtype=`` when it takes them), a module run as
 ``python -m`` would (``-m module -- args``) or a script (``--script file.py -- args``). Both runs are
-recorded by :mod:`detsim.track.recorder` (aten ops and Triton launches) and compared by
-:mod:`detsim.track.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could not be
+recorded by :mod:`detsim.track.divergence.recorder` (aten ops and Triton launches) and compared by
+:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could not be
 recorded or the input was bad.
 
 The Python API is :func:`find_divergence`::
 
-    from detsim.track.diverge import find_divergence
+    from detsim.track.divergence.cmd_diverge import find_divergence
     report = find_divergence(my_function, x, y)     # tensors are cloned for each run
     print(report.render()); report.first.name       # e.g. "aten.rand.default"
 
@@ -34,10 +34,11 @@ from typing import Callable
 
 import torch
 
-from detsim.track import common
-from detsim.track.firstdiff import Report, compare_records
-from detsim.track.recorder import Record, record
-from detsim.track.targets import DTYPES, TargetError, golden_dir, load_callable, resolve_case, resolve_command_line
+from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.provenance import environment, thread_count
+from detsim.track.divergence.firstdiff import Report, compare_records
+from detsim.track.divergence.recorder import Record, record
+from detsim.track.base.targets import DTYPES, TargetError, golden_dir, load_callable, resolve_case, resolve_command_line
 
 HELP = "run a computation twice and name the first op or Triton kernel that differs (culprit or victim)"
 
@@ -113,7 +114,7 @@ def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None,
     records = []
     for name, n in zip("AB", threads or (torch.get_num_threads(),) * 2):
         run_args, run_kwargs = tree_map_only(torch.Tensor, fresh, (args, kwargs))
-        with common.thread_count(n):
+        with thread_count(n):
             records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
                                   kernels=kernels, **run_kwargs))
     return compare_records(*records, max_items=max_items)
@@ -172,15 +173,15 @@ def _run_main(run: Callable[[], object], argv: list[str]) -> None:
 
 
 def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace) -> Record:
-    with common.thread_count(threads):
+    with thread_count(threads):
         return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers)
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record one run in a fresh interpreter (``python -m detsim.track.diverge --record-worker``)."""
+    """Record one run in a fresh interpreter (``python -m detsim.track.divergence.cmd_diverge --record-worker``)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         path = Path(tmp) / f"record_{label}.json"
-        argv = [sys.executable, "-m", "detsim.track.diverge", "--record-worker", str(path), str(threads),
+        argv = [sys.executable, "-m", "detsim.track.divergence.cmd_diverge", "--record-worker", str(path), str(threads),
                 *diverge_argv(args, processes=False, out=None)]
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
         if done.returncode != 0 or not path.exists():
@@ -198,7 +199,7 @@ def _record_worker(path: str, threads: str, argv: list[str]) -> int:
     _set_interpreter(args.interpret)
     call, label = build_call(args)
     rec = _record(call, label, int(threads), args)
-    common.atomic_write_text(Path(path), rec.to_json())
+    atomic_write_text(Path(path), rec.to_json())
     return 0
 
 
@@ -237,22 +238,22 @@ def _add_compile_note(report: Report, args: argparse.Namespace) -> None:
 def _out_dir(out: str | None) -> Path | None:
     if out is None:
         return None
-    stamp = common.utc_stamp()
+    stamp = utc_stamp()
     return Path(out.replace("{stamp}", stamp).replace("<STAMP>", stamp))
 
 
 def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,
                  code: int) -> None:
     """record_A/B.json, report.txt/json, env.json, commands.txt and summary.md, written atomically."""
-    env = common.environment()
+    env = environment()
     command = shlex.join(["detsim-track", "diverge", *diverge_argv(args, out=out_dir)])
-    with common.atomic_directory(out_dir) as tmp:
+    with atomic_directory(out_dir) as tmp:
         for rec, label in zip(records, "AB"):
-            common.atomic_write_text(tmp / f"record_{label}.json", rec.to_json() + "\n")
-        common.atomic_write_text(tmp / "report.txt", text + "\n")
-        common.write_json(tmp / "report.json", json.loads(json.dumps(report.to_dict(), default=str)))
-        common.write_json(tmp / "env.json", env)
-        common.atomic_write_text(tmp / "commands.txt", f"# run from: {Path.cwd()}\n{command}\n")
+            atomic_write_text(tmp / f"record_{label}.json", rec.to_json() + "\n")
+        atomic_write_text(tmp / "report.txt", text + "\n")
+        write_json(tmp / "report.json", json.loads(json.dumps(report.to_dict(), default=str)))
+        write_json(tmp / "env.json", env)
+        atomic_write_text(tmp / "commands.txt", f"# run from: {Path.cwd()}\n{command}\n")
         cuda = env["cuda"].get("device") if env["cuda"].get("available") else "none"
         summary = ["# First-divergence report", "", f"**Verdict:** {report.verdict()} (exit code {code}).", "",
                    f"* commit `{env.get('commit')}`{' (dirty work tree)' if env.get('dirty') else ''}; torch "
@@ -261,7 +262,7 @@ def write_bundle(out_dir: Path, records: list[Record], report: Report, args: arg
                    "Re-run with:", "", "```", command, "```", "", "```", text, "```", "",
                    "Files: `record_A.json`, `record_B.json` (every event with its hashes), `report.json`, "
                    "`env.json`, `commands.txt`.", ""]
-        common.atomic_write_text(tmp / "summary.md", "\n".join(summary))
+        atomic_write_text(tmp / "summary.md", "\n".join(summary))
 
 
 if __name__ == "__main__":

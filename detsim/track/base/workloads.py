@@ -4,6 +4,8 @@
 * ``P2``: 1024², mosaic 10 domains × 5 phi steps × oversample 2 = 200 steps per pixel.
 * ``P4096``: a 4096² detector (the same 102.4 mm, finer pixels), one step per pixel.
 
+A reduced size keeps the per-pixel work and says so in its name: ``P2@256`` is P2 on a 256² detector.
+
 Each is a cubic 100 Å cell, ``-default_F 100``, N = 5 and a fixed misset, so the crystal is not
 aligned with the detector. ``-oversample`` is always given: nanoBragg would otherwise choose 2 for this
 small crystal and P1 would take 4 steps per pixel. A workload's command line runs unchanged in
@@ -48,14 +50,16 @@ class Workload:
 
     def config(self):
         """The SimulationConfig ``detsim`` builds from :meth:`argv`."""
-        from detsim.argv import parse_argv
-        from detsim.cli import build_config
+        from detsim.argconfig import config_from_argv
 
-        return build_config(parse_argv(self.argv()))
+        return config_from_argv(self.argv())
 
     def resized(self, pixels: int) -> "Workload":
-        """The same per-pixel work on a ``pixels``² detector of the same size."""
-        return replace(self, pixels=pixels)
+        """The same per-pixel work on a ``pixels``² detector of the same size, named ``<name>@<pixels>``
+        (``P2@256``) so that a name always means one detector size."""
+        if pixels == self.pixels:
+            return self
+        return replace(self, name=f"{self.name.split('@')[0]}@{pixels}", pixels=pixels)
 
 
 WORKLOADS = {

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from detsim.track import common
+from detsim.track.base.hashing import sha256_bytes
 
 SHOULD_AGREE = ("repeat",)
 KINDS = ("repeat", "threads", "mode", "device")
@@ -71,8 +71,8 @@ def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
     digests = {}
     for name, t in outputs.items():
         as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
-        digests[name] = {"sha256": common.sha256_bytes(tensor_bytes(as32)),
-                         "sha256_native": common.sha256_bytes(tensor_bytes(t)),
+        digests[name] = {"sha256": sha256_bytes(tensor_bytes(as32)),
+                         "sha256_native": sha256_bytes(tensor_bytes(t)),
                          "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
     return digests
 

@@ -36,8 +36,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from detsim.track.common import repo_root, utc_stamp, write_json
+from detsim.track.base.output import utc_stamp, write_json
 
+from detsim.track.base.provenance import repo_root
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
 EXIT_OK, EXIT_REGRESSED, EXIT_UNMEASURED = 0, 1, 2

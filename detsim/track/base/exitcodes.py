@@ -1,0 +1,25 @@
+"""The exit codes of every ``detsim-track`` command, and of the gates CI runs.
+
+One meaning per code, whatever the command: a CI script can tell "something regressed or differs"
+from "nothing could be judged".
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # measured, and nothing regressed or differs
+    REGRESSED = 1  # something regressed, differs, fails its gate or diverges
+    UNMEASURED = 2  # something could not be measured, or the input was bad (2 wins over 1)
+    INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT, as shells report it)
+
+
+def worst(*codes: int) -> ExitCode:
+    """The code of a run made of several verdicts: UNMEASURED over REGRESSED over OK."""
+    order = (ExitCode.UNMEASURED, ExitCode.REGRESSED)
+    for code in order:
+        if code in codes:
+            return code
+    return ExitCode.OK

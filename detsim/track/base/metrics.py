@@ -1,0 +1,35 @@
+"""How an image is judged against its reference: Pearson r and the project's acceptance line.
+
+Parity with nanoBragg.c is Pearson's r between the two images over all pixels, computed in float64.
+A case passes when r >= :data:`PARITY_MIN_R`; histories track ``1 - r``, which passes when it is at
+most :data:`PARITY_MAX_ONE_MINUS_R`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PARITY_MIN_R = 0.9995  # acceptance threshold of every golden case, float64 and float32 alike
+PARITY_MAX_ONE_MINUS_R = 5e-4  # the same line on the 1 - r scale the histories use
+
+
+def pearson_r(a, b) -> float | None:
+    """Pearson correlation of two images of the same size, in float64.
+
+    None where it is undefined: a non-finite value in either image, or a constant image that differs
+    from the other (two identical constant images correlate perfectly, r = 1).
+    """
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"images of different sizes: {x.size} and {y.size} pixels")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return None
+    if x.std() == 0 or y.std() == 0:
+        return 1.0 if np.array_equal(x, y) else None
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def passes_parity(r: float | None, min_r: float = PARITY_MIN_R) -> bool:
+    """Whether ``r`` meets the acceptance line (an undefined r never does)."""
+    return r is not None and bool(np.isfinite(r)) and r >= min_r

@@ -1,0 +1,114 @@
+"""Writing results: atomically, never over what is not ours, with one output-option convention.
+
+Every file the suite writes goes through :func:`atomic_write_bytes` (built on the core's
+:func:`detsim.io.atomic_write`): the data go to a temporary file beside the destination, which is
+renamed over it only once complete, so an interrupted run never leaves a half-written file. Bundles
+(report folders) are built in a temporary folder by :func:`atomic_directory` and renamed into place.
+
+Output options: a command that writes one machine-readable file takes ``--json PATH``; one that writes
+a report folder takes ``--out DIR`` (a new folder; an existing one is refused) or ``--out-root DIR``,
+under which it creates ``<DIR>/<UTC stamp>/...``. :func:`add_json_option` declares the first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from detsim.io import atomic_write
+
+
+def utc_stamp(now: _dt.datetime | None = None) -> str:
+    """A UTC timestamp usable as a folder name, e.g. ``20261122T020911Z``."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (parent folders are created; the file is 0644 under umask 022)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def json_text(data) -> str:
+    """Strict JSON (NaN and infinities refused), indented, sorted keys, one trailing newline."""
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_json(path: Path, data) -> None:
+    """:func:`json_text` of ``data``, written atomically."""
+    atomic_write_text(path, json_text(data))
+
+
+@contextlib.contextmanager
+def atomic_directory(final: Path) -> Iterator[Path]:
+    """Yield a temporary folder beside ``final``; rename it to ``final`` when the block succeeds.
+
+    Refuses to overwrite an existing ``final``. On an exception the temporary folder is removed.
+    """
+    final = Path(final)
+    if final.exists():
+        raise FileExistsError(f"{final} already exists; refusing to overwrite it")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    os.chmod(tmp, 0o755)
+    try:
+        yield tmp
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--json PATH``: also write ``what`` as JSON to PATH (the one spelling every command uses)."""
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help=f"also write {what} as JSON to PATH")
+
+
+REPORTS = Path("reports")  # the default root of report folders, relative to the project
+_DEFAULT_FOLDER = "<default>"
+
+
+def add_report_options(parser: argparse.ArgumentParser, area: str, *, optional: bool = False) -> None:
+    """``--out DIR`` (the report folder itself) and ``--out-root DIR`` (reports go to DIR/<STAMP>/<area>).
+
+    With ``optional`` the report is written only when asked for: a bare ``--out`` (or ``--out-root``)
+    means the default place. ``{stamp}`` or ``<STAMP>`` in ``--out`` become the UTC stamp.
+    """
+    where = f"{REPORTS}/<STAMP>/{area}"
+    if optional:
+        parser.add_argument("--out", nargs="?", const=_DEFAULT_FOLDER, default=None, metavar="DIR",
+                            help=f"write the report folder DIR (a bare --out: {where})")
+    else:
+        parser.add_argument("--out", type=str, default=None, metavar="DIR",
+                            help=f"report folder, which must not exist yet (default: {where})")
+    parser.add_argument("--out-root", type=Path, default=None, metavar="DIR",
+                        help=f"write the report to DIR/<STAMP>/{area} (default DIR: {REPORTS})")
+    parser.set_defaults(report_optional=optional)
+
+
+def report_folder(args: argparse.Namespace, area: str, base: Path | None = None) -> Path | None:
+    """Where the report of ``area`` goes, from :func:`add_report_options`' options (None: no report).
+
+    ``base`` anchors the default root (the project's folder; default: the working directory).
+    """
+    stamp = utc_stamp()
+    out, root = args.out, args.out_root
+    if out is None and root is None and args.report_optional:
+        return None
+    if out not in (None, _DEFAULT_FOLDER):
+        return Path(str(out).replace("{stamp}", stamp).replace("<STAMP>", stamp))
+    root = root if root is not None else (base or Path.cwd()) / REPORTS
+    return Path(root) / stamp / area

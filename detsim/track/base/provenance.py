@@ -1,0 +1,156 @@
+"""Where and with what a result was made: git state, the environment, and the machine class.
+
+A **machine class** is what bit-exact results depend on besides the code and its inputs: the CPU
+architecture, vendor and the ISA level ATen dispatches to (``AVX2``, ``AVX512``...), the torch version,
+the thread count, the dtype and the device. Two runs can only be expected to give the same image
+bits when their classes are equal; :meth:`MachineClass.differences` says which fields differ. It is
+the one definition the baselines, the asv tracks and the bench gate use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Iterator, Mapping
+
+ENV_VARS = (
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
+    "TRITON_INTERPRET", "TORCHINDUCTOR_DETERMINISTIC", "TORCHINDUCTOR_CACHE_DIR", "PYTHONHASHSEED",
+    "ATEN_CPU_CAPABILITY", "MKL_CBWR",
+)
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def repo_root(start: Path | None = None) -> Path | None:
+    """The enclosing git work tree, or None."""
+    out = _git(["rev-parse", "--show-toplevel"], start or Path.cwd())
+    return Path(out) if out else None
+
+
+def git_info(cwd: Path | None = None) -> dict:
+    """Commit, branch and dirty flag of the work tree at ``cwd`` (None values outside git)."""
+    cwd = cwd or Path.cwd()
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return {
+        "commit": _git(["rev-parse", "HEAD"], cwd),
+        "branch": _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd),
+        "dirty": None if status is None else bool(status),
+    }
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(name):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name (``AMD EPYC``, ``Intel(R) Xeon(R) ...``)."""
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def cpu_class() -> str:
+    """Architecture, vendor and ATen ISA level, e.g. ``x86_64 AuthenticAMD AVX512``."""
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return " ".join(part for part in (platform.machine(), _cpuinfo_field("vendor_id") or "", capability) if part)
+
+
+@dataclass(frozen=True)
+class MachineClass:
+    """The conditions under which image bits are reproducible (see the module docstring)."""
+
+    cpu_class: str  # architecture, vendor, ATen ISA level
+    torch: str
+    threads: int  # torch intra-op threads
+    dtype: str  # "float64", "float32"
+    device: str  # "cpu", "cuda"
+
+    @classmethod
+    def here(cls, *, threads: int | None = None, dtype: str = "float64", device: str = "cpu") -> "MachineClass":
+        import torch
+
+        return cls(cpu_class=cpu_class(), torch=torch.__version__,
+                   threads=torch.get_num_threads() if threads is None else threads, dtype=dtype, device=device)
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> "MachineClass | None":
+        """The class stored in a record (a baseline's ``holds_for``, a benchmark's ``extra_info``), or
+        None when the record lacks a field."""
+        try:
+            return cls(**{f.name: record[f.name] for f in fields(cls)})
+        except (KeyError, TypeError):
+            return None
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+    def differences(self, other: "MachineClass") -> dict[str, tuple]:
+        """Field -> (this value, other value) for every field that differs."""
+        mine, theirs = asdict(self), asdict(other)
+        return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(asdict(self).items()))
+
+
+def environment(cwd: Path | None = None) -> dict:
+    """What a result depends on: code version, interpreter, libraries, hardware, threads, env vars."""
+    import numpy
+    import torch
+
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    if torch.cuda.is_available():
+        cuda = {"available": True, "device": torch.cuda.get_device_name(0), "version": torch.version.cuda,
+                "count": torch.cuda.device_count()}
+    else:
+        cuda = {"available": False, "reason": "torch.cuda.is_available() is False"
+                + ("" if torch.version.cuda else " (CPU-only torch build)")}
+    return {
+        **git_info(cwd),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cpu_class": cpu_class(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda": cuda,
+        "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+    }
+
+
+@contextlib.contextmanager
+def thread_count(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch threads, then restore the previous count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
