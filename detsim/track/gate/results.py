@@ -1,0 +1,106 @@
+"""pytest-benchmark result files, as the bench gate reads them.
+
+A **results file** is the ``--benchmark-json`` output of a ``pytest bench`` run (the committed baseline
+``results/baselines/pytest-baseline.json`` is one too). Each of its benchmarks becomes a
+:class:`Benchmark`: its full name (the key both files are matched by), its display name, its min time
+and its ``extra_info``, where ``bench/conftest.py`` records the role (``calibration``, ``simulate``,
+``path``), the machine class (:class:`~detsim.track.base.provenance.MachineClass`), the Pearson r and
+the image sha256.
+
+The **calibration** benchmark is a fixed torch workload that does not use detsim; its min time per
+device (:func:`calibration_times`) is the unit every other benchmark's time is measured in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from detsim.track.base.provenance import MachineClass
+
+CALIBRATION = "calibration"  # extra_info role of the calibration workload
+
+
+class GateInputError(Exception):
+    """A results file that cannot be read or is not a pytest-benchmark JSON file (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of a results file."""
+
+    fullname: str  # "test_bench_simulate.py::test_simulate[p1_small-cpu-float64]"
+    name: str  # "test_simulate[p1_small-cpu-float64]"
+    min_s: float  # fastest round, seconds
+    extra: Mapping = field(default_factory=dict)  # its extra_info
+
+    @property
+    def is_calibration(self) -> bool:
+        return self.extra.get("role") == CALIBRATION
+
+    @property
+    def device(self) -> str:
+        return str(self.extra.get("device", "cpu"))
+
+    @property
+    def machine_class(self) -> MachineClass | None:
+        """The machine class it recorded, or None (files written before benchmarks recorded one)."""
+        return MachineClass.from_record(self.extra)
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not strict JSON")
+
+
+def load_results(path: Path) -> dict[str, Benchmark]:
+    """The benchmarks of a ``--benchmark-json`` file, by full name.
+
+    Raises:
+        GateInputError: the file is missing, unreadable, not strict JSON, or not shaped like
+            pytest-benchmark output (the message names the file).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except OSError as exc:
+        raise GateInputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise GateInputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise GateInputError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
+    results: dict[str, Benchmark] = {}
+    for index, entry in enumerate(data["benchmarks"]):
+        bench = parse_benchmark(entry)
+        if bench is None:
+            raise GateInputError(f"{path}: benchmarks[{index}] lacks a name, a positive stats.min or extra_info")
+        if bench.fullname in results:
+            raise GateInputError(f"{path}: benchmark {bench.fullname} appears twice")
+        results[bench.fullname] = bench
+    return results
+
+
+def parse_benchmark(entry) -> Benchmark | None:
+    """One entry of the file's ``benchmarks`` list, or None when it lacks what the gate needs."""
+    if not isinstance(entry, dict):
+        return None
+    fullname, stats, extra = entry.get("fullname"), entry.get("stats"), entry.get("extra_info", {})
+    minimum = stats.get("min") if isinstance(stats, dict) else None
+    if not isinstance(fullname, str) or not isinstance(extra, dict) or not _positive(minimum):
+        return None
+    return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra)
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:
+    """Min time of the calibration workload per device (the smallest if a device has several), seconds."""
+    times: dict[str, float] = {}
+    for bench in results.values():
+        if bench.is_calibration:
+            times[bench.device] = min(bench.min_s, times.get(bench.device, math.inf))
+    return times

@@ -1,0 +1,80 @@
+"""detsim.track.gate.results: pytest-benchmark files as frozen Benchmark records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from _tolerances import PARITY_MIN_R
+from detsim.track.base.provenance import MachineClass
+from detsim.track.gate.checks import exit_code, gate
+from detsim.track.gate.results import Benchmark, GateInputError, calibration_times, load_results, parse_benchmark
+from gate_files import BASELINE, COMMITTED, INTEL, SIMULATE
+
+
+def test_committed_baseline_is_complete():
+    baseline = load_results(COMMITTED)
+    assert "cpu" in calibration_times(baseline)
+    simulated = [b for b in baseline.values() if b.extra.get("role") == "simulate"]
+    assert {b.extra["workload"] for b in simulated} == {"p1_small", "phi_40steps"}
+    for bench in simulated:
+        assert bench.extra["pearson_r"] >= PARITY_MIN_R and len(bench.extra["sha256"]) == 64
+        assert bench.extra["threads"] == 1
+    assert exit_code(gate(baseline, baseline)) == 0
+
+
+def test_benchmarks_are_keyed_by_full_name_with_their_min_and_extra_info():
+    results = load_results(BASELINE)
+    assert len(results) == 5
+    bench = results["test_bench_simulate.py::test_simulate[p1_small-cpu-float64]"]
+    assert bench.name == SIMULATE[1] and bench.min_s == 0.016669161999999904
+    assert bench.extra["case"] == "g01_hkl_nointerp" and not bench.is_calibration and bench.device == "cpu"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bench.min_s = 1.0
+
+
+def test_the_machine_class_is_read_from_extra_info():
+    bench = load_results(BASELINE)["test_bench_simulate.py::test_simulate[p1_small-cpu-float32]"]
+    assert bench.machine_class == MachineClass(cpu_class=INTEL, torch="2.13.0+cpu", threads=1,
+                                               dtype="float32", device="cpu")
+
+
+def test_a_record_without_a_machine_class_has_none():
+    old = Benchmark("f", "f", 1.0, {"device": "cpu", "dtype": "float64", "threads": 1, "torch": "2.13.0",
+                                    "cpu_capability": "AVX512"})
+    assert old.machine_class is None
+
+
+def test_calibration_time_is_the_smallest_per_device():
+    def calibration(name, device, seconds):
+        return Benchmark(name, name, seconds, {"role": "calibration", "device": device})
+    results = {b.fullname: b for b in (calibration("a", "cpu", 0.02), calibration("b", "cpu", 0.01),
+                                       calibration("c", "cuda", 0.5),
+                                       Benchmark("d", "d", 0.001, {"role": "simulate"}))}
+    assert calibration_times(results) == {"cpu": 0.01, "cuda": 0.5}
+
+
+@pytest.mark.parametrize("entry", [
+    "not a dict",
+    {"stats": {"min": 1.0}},
+    {"fullname": "x", "stats": {"min": -1.0}},
+    {"fullname": "x", "stats": {"min": True}},
+    {"fullname": "x", "stats": {"min": 1.0}, "extra_info": []},
+])
+def test_entries_without_what_the_gate_needs_are_rejected(entry):
+    assert parse_benchmark(entry) is None
+
+
+def test_a_benchmark_named_twice_is_an_error(tmp_path):
+    record = {"fullname": "x", "stats": {"min": 1.0}, "extra_info": {}}
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps({"benchmarks": [record, record]}))
+    with pytest.raises(GateInputError, match="benchmark x appears twice"):
+        load_results(path)
+
+
+def test_an_unreadable_file_is_named(tmp_path):
+    with pytest.raises(GateInputError, match="nowhere.json: cannot read it"):
+        load_results(tmp_path / "nowhere.json")
