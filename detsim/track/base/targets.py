@@ -13,55 +13,26 @@ Detsim targets can also return gradients of ``image.sum()`` with respect to conf
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import importlib.util
-import json
 import os
 import re
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
 import torch
+
+from detsim.track.base.golden import GoldenError, find_case, working_directory
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 class TargetError(ValueError):
     """A target that cannot be resolved (unknown case id, bad command line, missing callable)."""
-
-
-def golden_dir() -> Path:
-    """``tests/golden`` of the source tree detsim was imported from, else of the working directory."""
-    import detsim
-
-    beside = Path(detsim.__file__).resolve().parent.parent / "tests" / "golden"
-    return beside if (beside / "manifest.json").exists() else Path.cwd() / "tests" / "golden"
-
-
-def golden_ids(directory: Path | None = None) -> list[str]:
-    manifest = (directory or golden_dir()) / "manifest.json"
-    if not manifest.exists():
-        return []
-    return [case["id"] for case in json.loads(manifest.read_text())]
-
-
-@contextlib.contextmanager
-def working_directory(path: Path | None) -> Iterator[None]:
-    """Run a block in ``path`` (no-op for None): input files of a case are relative to its folder."""
-    if path is None:
-        yield
-        return
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 @dataclass(frozen=True)
@@ -99,17 +70,15 @@ class Target:
 
 def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
                  directory: Path | None = None) -> Target:
-    """A golden case by id; a unique prefix (``c02``) is accepted."""
-    directory = directory or golden_dir()
-    ids = golden_ids(directory)
-    matches = [i for i in ids if i == case_id] or [i for i in ids if i.startswith(case_id)]
-    if len(matches) != 1:
-        hint = f"one of {len(ids)} ids in {directory / 'manifest.json'}" if ids else f"no manifest in {directory}"
-        what = "is ambiguous" if matches else "is not a golden case"
-        raise TargetError(f"{case_id!r} {what} ({hint})")
-    case_dir = directory / matches[0]
-    args = (case_dir / "args.txt").read_text().split()
-    return _simulation_target(matches[0], "golden", case_id, args, case_dir, grads, chunk_pixels)
+    """A golden case by id; a unique prefix (``c02``) is accepted.
+
+    ``directory`` defaults to :func:`~detsim.track.base.golden.golden_dir`.
+    """
+    try:
+        case = find_case(case_id, directory)
+    except GoldenError as exc:
+        raise TargetError(str(exc)) from None
+    return _simulation_target(case.id, "golden", case_id, list(case.args), case.folder, grads, chunk_pixels)
 
 
 def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,

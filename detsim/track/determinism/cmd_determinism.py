@@ -6,37 +6,36 @@ float32 bytes, as ``-floatfile`` writes them, and of the native bytes), and prin
 for bit. Runs that should agree (same target, device, dtype, mode and thread count) must: if they do not,
 the exit code is 1. Differences across thread counts, modes and devices are findings, reported with
 their size (differing elements, max abs/rel difference). A run that raises is recorded verbatim with its
-configuration and the matrix goes on. ``--out`` writes the evidence bundle (:mod:`detsim.track.determinism.matrix`
-holds the comparison and rendering).
+configuration and the matrix goes on. ``--out`` writes the evidence bundle.
+
+:mod:`detsim.track.determinism.runner` runs the configurations (here or in fresh processes) and
+:mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
+arguments, prints, writes the bundle and returns the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import shlex
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
 from pathlib import Path
 
 import torch
 
-from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
-from detsim.track.base.provenance import environment, thread_count
-from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
-from detsim.track.base.targets import DTYPES, Target, TargetError, golden_dir, golden_ids, resolve_callable, \
-    resolve_case, resolve_command_line
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.golden import GoldenError, case_ids
+from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
+    write_json
+from detsim.track.base.provenance import environment
+from detsim.track.base.targets import DTYPES, Target, TargetError, resolve_callable, resolve_case, \
+    resolve_command_line
+from detsim.track.determinism.matrix import Matrix
+from detsim.track.determinism.runner import run_matrix
 
 HELP = "run cases repeatedly across threads, dtypes, devices and modes; show which runs agree bit for bit"
 
-EXIT_OK, EXIT_DIFFERS, EXIT_UNMEASURED = 0, 1, 2
+AREA = "determinism"  # the report folder's name under reports/<STAMP>/
 DEFAULT_CASES = ("c02_xds_xbeam_quirk", "o01_polar_0.9")  # two 128x128 golden cases, well under a second
-DEFAULT_OUT = "reports/{stamp}/determinism"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,28 +62,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="also fail (exit 1) when thread counts on the same device give different bits")
     parser.add_argument("--golden-dir", type=Path, default=None, help="golden cases folder (default tests/golden)")
-    parser.add_argument("--out", nargs="?", const=DEFAULT_OUT, default=None, metavar="DIR",
-                        help="write the evidence bundle there (default with no value: %s; {stamp} = UTC time)"
-                        % DEFAULT_OUT)
+    add_report_options(parser, AREA, optional=True)
     parser.add_argument("--list-cases", action="store_true", help="list the golden case ids and exit")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.list_cases:
-        print("\n".join(golden_ids(args.golden_dir or golden_dir())))
-        return EXIT_OK
+        return _list_cases(args.golden_dir)
     if args.repeats < 1 or any(t < 1 for t in args.threads):
         print("determinism: --repeats and --threads must be >= 1", file=sys.stderr)
-        return EXIT_UNMEASURED
+        return ExitCode.UNMEASURED
     try:
         targets = build_targets(args)
     except TargetError as exc:
         print(f"determinism: {exc}", file=sys.stderr)
-        return EXIT_UNMEASURED
-    out_dir = _out_dir(args.out)
+        return ExitCode.UNMEASURED
+    out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
     if out_dir is not None and out_dir.exists():
         print(f"determinism: {out_dir} already exists; refusing to overwrite it", file=sys.stderr)
-        return EXIT_UNMEASURED
+        return ExitCode.UNMEASURED
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     from detsim.engine import MODES
     modes = args.modes or list(MODES)
@@ -100,9 +96,20 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _list_cases(directory: Path | None) -> int:
+    try:
+        ids = case_ids(directory)
+    except GoldenError as exc:
+        print(f"determinism: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    print("\n".join(ids))
+    return ExitCode.OK
+
+
 def build_targets(args: argparse.Namespace) -> list[Target]:
+    """The targets the arguments name (default: :data:`DEFAULT_CASES`); raises TargetError."""
     grads = tuple(args.grad)
-    directory = args.golden_dir or golden_dir()
+    directory = args.golden_dir  # None: the project's golden folder, found when a case needs it
     cases = list(args.cases)
     if not cases and not args.nanobragg and not args.call:
         cases = list(DEFAULT_CASES)
@@ -114,122 +121,11 @@ def build_targets(args: argparse.Namespace) -> list[Target]:
     return targets
 
 
-def _out_dir(out: str | None) -> Path | None:
-    if out is None:
-        return None
-    stamp = utc_stamp()
-    return Path(out.replace("{stamp}", stamp).replace("<STAMP>", stamp))
-
-
-@contextlib.contextmanager
-def deterministic_mode(enabled: bool):
-    """``torch.use_deterministic_algorithms(True)`` and inductor's ``deterministic`` for the block."""
-    if not enabled:
-        yield
-        return
-    import torch._inductor.config as inductor_config
-
-    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-              inductor_config.deterministic)
-    torch.use_deterministic_algorithms(True)
-    inductor_config.deterministic = True
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
-        inductor_config.deterministic = before[2]
-
-
-def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeats: int,
-               deterministic: bool = False, isolate: dict | None = None) -> Matrix:
-    """Run every configuration ``repeats`` times; crashes and unavailable devices are recorded, not raised."""
-    matrix = Matrix(threads=list(threads), repeats=repeats, deterministic=deterministic)
-    for target in targets:
-        matrix.add_target(target)
-        missing = [m for m in modes if m not in target.modes]
-        if missing:
-            matrix.notes.append(f"{target.name}: {target.kind} targets have no {', '.join(missing)} mode "
-                                f"(only {', '.join(target.modes)}); those rows are left out")
-        for device in devices:
-            reason = device_unavailable(device)
-            for dtype in dtypes:
-                for mode in (m for m in modes if m in target.modes):
-                    skip = reason or target.unavailable(device, mode)
-                    for n in threads:
-                        config = RunConfig(target.name, device, dtype, mode, n)
-                        for repeat in range(repeats):
-                            if skip:
-                                matrix.add(RunResult(config, repeat, "skipped", reason=skip))
-                            elif isolate is not None:
-                                matrix.add(_run_isolated(target, config, repeat, deterministic, isolate))
-                            else:
-                                matrix.add(run_once(target, config, repeat, deterministic))
-    return matrix
-
-
-def device_unavailable(device: str) -> str | None:
-    """Why a device cannot run here, or None."""
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        return f"not a torch device: {exc}"
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        return "torch.cuda.is_available() is False" + ("" if torch.version.cuda else " (CPU-only torch build)")
-    return None
-
-
-def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool) -> RunResult:
-    """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
-    start = time.perf_counter()
-    try:
-        with thread_count(config.threads), deterministic_mode(deterministic):
-            outputs = target.run(config.device, DTYPES[config.dtype], config.mode)
-            if config.device.startswith("cuda"):
-                torch.cuda.synchronize()
-            outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
-    except Exception:
-        return RunResult(config, repeat, "crashed", seconds=time.perf_counter() - start, error=traceback.format_exc())
-    return RunResult(config, repeat, "ok", seconds=time.perf_counter() - start, hashes=digest_outputs(outputs),
-                     outputs=outputs)
-
-
 def _isolation(args: argparse.Namespace) -> dict:
+    """The job fields of an isolated run besides its configuration (see
+    :func:`~detsim.track.determinism.runner.run_matrix`)."""
     return {"grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
-            "golden_dir": str(args.golden_dir or golden_dir())}
-
-
-def _run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunResult:
-    """One run in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its stderr."""
-    job = {**isolate, "kind": target.kind, "spec": target.spec, "device": config.device, "dtype": config.dtype,
-           "mode": config.mode, "threads": config.threads, "deterministic": deterministic}
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
-        result_path = Path(tmp) / "outputs.pt"
-        env = {**os.environ, "OMP_NUM_THREADS": str(config.threads)}
-        done = subprocess.run([sys.executable, "-m", "detsim.track.determinism.cmd_determinism", "--worker", json.dumps(job),
-                               str(result_path)], capture_output=True, text=True, env=env)
-        seconds = time.perf_counter() - start
-        if done.returncode != 0 or not result_path.exists():
-            error = done.stderr or f"worker exited with status {done.returncode} and no output"
-            return RunResult(config, repeat, "crashed", seconds=seconds,
-                             error=f"[isolated worker, exit status {done.returncode}]\n{error}")
-        outputs = torch.load(result_path, weights_only=True)
-    return RunResult(config, repeat, "ok", seconds=seconds, hashes=digest_outputs(outputs), outputs=outputs)
-
-
-def _worker(job_json: str, result_path: str) -> int:
-    job = json.loads(job_json)
-    grads, chunk = tuple(job["grads"]), job["chunk_pixels"]
-    if job["kind"] == "golden":
-        target = resolve_case(job["spec"], grads, chunk, Path(job["golden_dir"]))
-    elif job["kind"] == "nanobragg":
-        target = resolve_command_line(job["spec"], grads, chunk)
-    else:
-        target = resolve_callable(job["spec"])
-    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
-        outputs = target.run(job["device"], DTYPES[job["dtype"]], job["mode"])
-    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, result_path)
-    return 0
+            "golden_dir": str(args.golden_dir) if args.golden_dir else None}
 
 
 def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: str = "detsim-track") -> str:
@@ -291,9 +187,3 @@ def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> st
         lines.append(command_line(one))
     return "\n".join(lines) + "\n"
 
-
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
-        sys.exit(_worker(sys.argv[2], sys.argv[3]))
-    from detsim.track.cli import main
-    sys.exit(main(["determinism", *sys.argv[1:]]))

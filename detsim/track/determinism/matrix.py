@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from detsim.track.base.hashing import sha256_bytes
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.hashing import tensor_sha256
 
 SHOULD_AGREE = ("repeat",)
 KINDS = ("repeat", "threads", "mode", "device")
@@ -39,7 +40,7 @@ class RunConfig:
         return f"{self.device}/{self.dtype}/{self.mode}/threads={self.threads}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
     """One run: its hashes (``status == "ok"``), its traceback (``"crashed"``) or why it did not run."""
 
@@ -61,18 +62,12 @@ class RunResult:
                 "seconds": round(self.seconds, 4), "hashes": self.hashes, "error": self.error, "reason": self.reason}
 
 
-def tensor_bytes(t: torch.Tensor) -> bytes:
-    t = t.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
-    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
-
-
 def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
     """sha256 of the float32 bytes (what -floatfile writes) and of the native bytes, per output."""
     digests = {}
     for name, t in outputs.items():
         as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
-        digests[name] = {"sha256": sha256_bytes(tensor_bytes(as32)),
-                         "sha256_native": sha256_bytes(tensor_bytes(t)),
+        digests[name] = {"sha256": tensor_sha256(as32), "sha256_native": tensor_sha256(t),
                          "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
     return digests
 
@@ -102,7 +97,7 @@ def _finite_or_str(x: float):
     return x if x == x and abs(x) != float("inf") else str(x)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """Two runs compared output by output."""
 
@@ -170,7 +165,8 @@ class Matrix:
     def add(self, run: RunResult) -> None:
         first = self._first(run.config)
         if run.status == "ok" and first is not None and first.key() == run.key():
-            run.outputs = {}  # an identical repeat: its tensors are not needed for any diff
+            # an identical repeat: its tensors are not needed for any diff
+            run = dataclasses.replace(run, outputs={})
         self.runs.append(run)
         self._comparisons = None
 
@@ -231,12 +227,12 @@ class Matrix:
     def skipped(self) -> list[RunResult]:
         return [r for r in self.runs if r.status == "skipped"]
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: bool = False) -> ExitCode:
         if self.failures(strict):
-            return 1
+            return ExitCode.REGRESSED
         if self.crashed() or not any(r.status == "ok" for r in self.runs):
-            return 2
-        return 0
+            return ExitCode.UNMEASURED
+        return ExitCode.OK
 
     def verdict(self, strict: bool = False) -> str:
         ok = sum(r.status == "ok" for r in self.runs)

@@ -4,14 +4,18 @@ Targets: a golden case (``--case``), a nanoBragg command line (``--nanobragg``),
 (``--call module:function``, called with ``device=``/``dtype=`` when it takes them), a module run as
 ``python -m`` would (``-m module -- args``) or a script (``--script file.py -- args``). Both runs are
 recorded by :mod:`detsim.track.divergence.recorder` (aten ops and Triton launches) and compared by
-:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could not be
-recorded or the input was bad.
+:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could
+not be recorded or the input was bad.
 
-The Python API is :func:`find_divergence`::
+The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also importable from here)::
 
-    from detsim.track.divergence.cmd_diverge import find_divergence
+    from detsim.track.divergence.finder import find_divergence
     report = find_divergence(my_function, x, y)     # tensors are cloned for each run
     print(report.render()); report.first.name       # e.g. "aten.rand.default"
+
+With ``--processes`` each run is recorded in a fresh interpreter, ``python -m
+detsim.track.divergence.cmd_diverge --record-worker PATH THREADS ARGS...`` (ARGS: this subcommand's own
+arguments), which writes the record as JSON to PATH.
 
 On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
 before the target is imported (``--interpret`` forces it on or off).
@@ -20,7 +24,6 @@ before the target is imported (``--interpret`` forces it on or off).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import json
 import os
@@ -34,16 +37,21 @@ from typing import Callable
 
 import torch
 
-from detsim.track.base.output import atomic_directory, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
+    write_json
 from detsim.track.base.provenance import environment, thread_count
+from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
+from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.recorder import Record, record
-from detsim.track.base.targets import DTYPES, TargetError, golden_dir, load_callable, resolve_case, resolve_command_line
+
+__all__ = ["HELP", "add_arguments", "run", "find_divergence"]
 
 HELP = "run a computation twice and name the first op or Triton kernel that differs (culprit or victim)"
 
-EXIT_OK, EXIT_DIVERGED, EXIT_UNMEASURED = 0, 1, 2
-DEFAULT_OUT = "reports/{stamp}/diverge"
+AREA = "diverge"  # the report folder's name under reports/<STAMP>/
+WORKER = "detsim.track.divergence.cmd_diverge"  # run as ``python -m WORKER --record-worker ...``
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,15 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TRITON_INTERPRET=1 for the target (auto: on when CUDA is unavailable)")
     parser.add_argument("--max-items", type=int, default=3, help="victims and further culprits to show (default 3)")
     parser.add_argument("--golden-dir", type=Path, default=None)
-    parser.add_argument("--out", nargs="?", const=DEFAULT_OUT, default=None, metavar="DIR",
-                        help=f"write the evidence bundle (default with no value: {DEFAULT_OUT})")
+    add_report_options(parser, AREA, optional=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    out_dir = _out_dir(args.out)
+    out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/diverge
     if out_dir is not None and out_dir.exists():
         print(f"diverge: {out_dir} already exists; refusing to overwrite it", file=sys.stderr)
-        return EXIT_UNMEASURED
+        return ExitCode.UNMEASURED
     _set_interpreter(args.interpret)
     threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
     try:
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             records[0].label = records[1].label = label
     except (TargetError, RuntimeError) as exc:
         print(f"diverge: {exc}", file=sys.stderr)
-        return EXIT_UNMEASURED
+        return ExitCode.UNMEASURED
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
     _add_compile_note(report, args)
     text = report.render()
@@ -101,23 +108,6 @@ def run(args: argparse.Namespace) -> int:
         write_bundle(out_dir, records, report, args, text, code)
         print(f"evidence: {out_dir}")
     return code
-
-
-def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
-                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> Report:
-    """Run ``fn(*args, **kwargs)`` twice (tensor arguments cloned per run), record both, compare them."""
-    from torch.utils._pytree import tree_map_only
-
-    def fresh(t: torch.Tensor) -> torch.Tensor:
-        return t.detach().clone().requires_grad_(t.requires_grad)
-
-    records = []
-    for name, n in zip("AB", threads or (torch.get_num_threads(),) * 2):
-        run_args, run_kwargs = tree_map_only(torch.Tensor, fresh, (args, kwargs))
-        with thread_count(n):
-            records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
-                                  kernels=kernels, **run_kwargs))
-    return compare_records(*records, max_items=max_items)
 
 
 def _set_interpreter(choice: str) -> None:
@@ -134,7 +124,7 @@ def build_call(args: argparse.Namespace) -> tuple[Callable[[], object], str]:
     dtype = DTYPES[args.dtype]
     grads = tuple(args.grad)
     if args.case or args.nanobragg:
-        target = resolve_case(args.case, grads, args.chunk_pixels, args.golden_dir or golden_dir()) if args.case \
+        target = resolve_case(args.case, grads, args.chunk_pixels, args.golden_dir) if args.case \
             else resolve_command_line(args.nanobragg, grads, args.chunk_pixels)
         return (lambda: target.run(args.device, dtype, args.mode)), target.name
     if args.call:
@@ -178,10 +168,10 @@ def _record(call: Callable[[], object], label: str, threads: int, args: argparse
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record one run in a fresh interpreter (``python -m detsim.track.divergence.cmd_diverge --record-worker``)."""
+    """Record one run in a fresh interpreter (``python -m WORKER --record-worker``, see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         path = Path(tmp) / f"record_{label}.json"
-        argv = [sys.executable, "-m", "detsim.track.divergence.cmd_diverge", "--record-worker", str(path), str(threads),
+        argv = [sys.executable, "-m", WORKER, "--record-worker", str(path), str(threads),
                 *diverge_argv(args, processes=False, out=None)]
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
         if done.returncode != 0 or not path.exists():
@@ -191,11 +181,16 @@ def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Re
     return rec
 
 
-def _record_worker(path: str, threads: str, argv: list[str]) -> int:
-    from detsim.track.cli import build_parser
+def _parser() -> argparse.ArgumentParser:
+    """This subcommand's parser on its own (what ``detsim-track diverge`` parses)."""
+    parser = argparse.ArgumentParser(prog="detsim-track diverge", description=HELP)
+    add_arguments(parser)
+    return parser
 
-    parser = build_parser({"diverge": sys.modules[__name__]})
-    args = parser.parse_args(["diverge", *argv])
+
+def _record_worker(path: str, threads: str, argv: list[str]) -> int:
+    """Record one run of the target ``argv`` names at ``threads`` threads; write the record to ``path``."""
+    args = _parser().parse_args(argv)
     _set_interpreter(args.interpret)
     call, label = build_call(args)
     rec = _record(call, label, int(threads), args)
@@ -235,13 +230,6 @@ def _add_compile_note(report: Report, args: argparse.Namespace) -> None:
                             "fall back to eager; use --layers kernels to record compiled kernels as they run")
 
 
-def _out_dir(out: str | None) -> Path | None:
-    if out is None:
-        return None
-    stamp = utc_stamp()
-    return Path(out.replace("{stamp}", stamp).replace("<STAMP>", stamp))
-
-
 def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,
                  code: int) -> None:
     """record_A/B.json, report.txt/json, env.json, commands.txt and summary.md, written atomically."""
@@ -266,7 +254,6 @@ def write_bundle(out_dir: Path, records: list[Record], report: Report, args: arg
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 4 and sys.argv[1] == "--record-worker":
-        sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[4:]))
-    from detsim.track.cli import main
-    sys.exit(main(["diverge", *sys.argv[1:]]))
+    if len(sys.argv) < 4 or sys.argv[1] != "--record-worker":
+        sys.exit(f"usage: python -m {WORKER} --record-worker PATH THREADS ARGS... (or: detsim-track diverge ARGS...)")
+    sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[4:]))
