@@ -17,8 +17,8 @@ class ExitCode(enum.IntEnum):
 
 
 def worst(*codes: int) -> ExitCode:
-    """The code of a run made of several verdicts: UNMEASURED over REGRESSED over OK."""
-    order = (ExitCode.UNMEASURED, ExitCode.REGRESSED)
+    """The code of a run made of several verdicts: INTERRUPTED over UNMEASURED over REGRESSED over OK."""
+    order = (ExitCode.INTERRUPTED, ExitCode.UNMEASURED, ExitCode.REGRESSED)
     for code in order:
         if code in codes:
             return code

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -113,6 +113,9 @@ def load_cases(directory: Path | None = None) -> list[GoldenCase]:
         manifest = json.loads((directory / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
         raise GoldenError(f"{directory / MANIFEST}: not readable JSON ({exc})") from None
+    if not isinstance(manifest, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
+                                                 for r in manifest):
+        raise GoldenError(f"{directory / MANIFEST}: not a list of case records with an 'id'")
     return [GoldenCase.from_folder(directory / record["id"], record) for record in manifest]
 
 
@@ -139,4 +142,5 @@ def discover(folder: Path) -> list[GoldenCase]:
         return [GoldenCase.from_folder(folder)]
     if (folder / MANIFEST).is_file():
         return load_cases(folder)
-    return [GoldenCase.from_folder(d) for d in sorted(folder.iterdir()) if d.is_dir() and (d / "args.txt").is_file()]
+    subfolders = [d for d in sorted(folder.iterdir()) if d.is_dir() and (d / "args.txt").is_file()]
+    return [replace(GoldenCase.from_folder(d), id=d.name) for d in subfolders]  # a linked folder keeps its name

@@ -31,7 +31,7 @@ def sha256_file(path: Path) -> str:
 def image_sha256(image) -> str:
     """:data:`IMAGE_HASH` of a tensor (any device or dtype) or array."""
     if hasattr(image, "detach"):
-        image = image.detach().cpu().numpy()
+        image = image.detach().cpu().double().numpy()  # exact for every real dtype, bfloat16 included
     return sha256_bytes(np.ascontiguousarray(image, dtype="<f8").tobytes())
 
 

@@ -16,20 +16,22 @@ PARITY_MAX_ONE_MINUS_R = 5e-4  # the same line on the 1 - r scale the histories 
 def pearson_r(a, b) -> float | None:
     """Pearson correlation of two images of the same size, in float64.
 
-    None where it is undefined: a non-finite value in either image, or a constant image that differs
-    from the other (two identical constant images correlate perfectly, r = 1).
+    None where it is undefined: no pixels, a non-finite value in either image, or a constant image
+    that differs from the other (two identical constant images correlate perfectly, r = 1); never NaN.
     """
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
     if x.shape != y.shape:
         raise ValueError(f"images of different sizes: {x.size} and {y.size} pixels")
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+    if x.size == 0 or not (np.isfinite(x).all() and np.isfinite(y).all()):
         return None
-    if x.std() == 0 or y.std() == 0:
-        return 1.0 if np.array_equal(x, y) else None
-    return float(np.corrcoef(x, y)[0, 1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if x.std() == 0 or y.std() == 0:
+            return 1.0 if np.array_equal(x, y) else None
+        r = float(np.corrcoef(x, y)[0, 1])
+    return r if np.isfinite(r) else None
 
 
 def passes_parity(r: float | None, min_r: float = PARITY_MIN_R) -> bool:
     """Whether ``r`` meets the acceptance line (an undefined r never does)."""
-    return r is not None and bool(np.isfinite(r)) and r >= min_r
+    return r is not None and bool(np.isfinite(r) and r >= min_r)

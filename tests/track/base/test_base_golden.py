@@ -1,0 +1,143 @@
+"""detsim.track.base.golden: finding golden cases, building their configurations in their folders,
+loading nanoBragg's images."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import GOLDEN_DIR, MANIFEST
+from detsim.argconfig import read_matrix_file
+from detsim.track.base.golden import (
+    ENV_VAR, GoldenCase, GoldenError, case_ids, discover, find_case, golden_dir, load_cases, working_directory,
+)
+
+ROOT = GOLDEN_DIR.parent.parent
+MATRIX_CASE = "f01_matrix_own"  # reads A.mat, relative to its folder
+
+
+def _case_folder(parent: Path, name: str, args: str = "-detpixels 2", image: np.ndarray | None = None) -> Path:
+    folder = parent / name
+    folder.mkdir(parents=True)
+    (folder / "args.txt").write_text(args + "\n")
+    if image is not None:
+        image.astype("<f4").tofile(folder / "image.bin")
+    return folder
+
+
+def _manifest(folder: Path, records: list[dict]) -> None:
+    (folder / "manifest.json").write_text(json.dumps(records))
+
+
+def test_golden_dir_from_a_root_the_environment_or_the_working_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert golden_dir(ROOT) == GOLDEN_DIR
+    monkeypatch.chdir(GOLDEN_DIR / MATRIX_CASE)  # found from below, too
+    assert golden_dir().resolve() == GOLDEN_DIR.resolve()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GoldenError, match=ENV_VAR):
+        golden_dir()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    _manifest(other, [])
+    monkeypatch.setenv(ENV_VAR, str(other))
+    assert golden_dir() == other
+    assert golden_dir(ROOT) == GOLDEN_DIR  # an explicit root wins over the environment
+
+
+def test_load_cases_follows_the_manifest():
+    cases = load_cases(GOLDEN_DIR)
+    assert [c.id for c in cases] == [r["id"] for r in MANIFEST] == case_ids(GOLDEN_DIR)
+    first = cases[0]
+    assert first.folder == GOLDEN_DIR / first.id and first.shape == tuple(MANIFEST[0]["shape"])
+    assert list(first.args) == MANIFEST[0]["args"]  # args.txt and the manifest agree
+    assert first.record["id"] == first.id
+
+
+@pytest.mark.parametrize("manifest", ['{"id": "x"}', '[{"shape": [2, 2]}]', "not json"])
+def test_a_malformed_manifest_is_a_golden_error(tmp_path, manifest):
+    (tmp_path / "manifest.json").write_text(manifest)
+    with pytest.raises(GoldenError, match="manifest.json"):
+        load_cases(tmp_path)
+
+
+def test_find_case_by_id_or_unique_prefix(tmp_path):
+    assert find_case("c02", GOLDEN_DIR).id == "c02_xds_xbeam_quirk"
+    assert find_case(MATRIX_CASE, GOLDEN_DIR).id == MATRIX_CASE
+    with pytest.raises(GoldenError, match="'c0' is ambiguous"):
+        find_case("c0", GOLDEN_DIR)
+    with pytest.raises(GoldenError, match="'zz' is not a golden case"):
+        find_case("zz", GOLDEN_DIR)
+    for name in ("a1", "a10"):
+        _case_folder(tmp_path, name)
+    _manifest(tmp_path, [{"id": "a1"}, {"id": "a10"}])
+    assert find_case("a1", tmp_path).id == "a1"  # an exact id is never ambiguous with a longer one
+
+
+def test_config_is_built_in_the_case_folder_wherever_we_are(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    case = find_case(MATRIX_CASE, GOLDEN_DIR)
+    config = case.config()
+    assert Path.cwd() == tmp_path
+    with working_directory(case.folder):
+        expected = read_matrix_file("A.mat")
+    assert config.crystal.a_matrix == expected
+    assert (config.detector.spixels, config.detector.fpixels) == case.shape
+
+
+def test_reference_is_float32_slow_fast(tmp_path):
+    case = find_case(MATRIX_CASE, GOLDEN_DIR)
+    image = case.reference()
+    assert image.dtype == np.float32 and image.shape == case.shape
+    assert np.array_equal(image.ravel(), np.fromfile(case.folder / "image.bin", dtype="<f4"))
+    planted = np.arange(6, dtype=np.float32).reshape(2, 3)
+    own = GoldenCase.from_folder(_case_folder(tmp_path, "own", image=planted))
+    assert own.shape is None and np.array_equal(own.reference((2, 3)), planted)
+
+
+def test_reference_errors_name_the_problem(tmp_path):
+    folder = _case_folder(tmp_path, "own", image=np.zeros(6))
+    own = GoldenCase.from_folder(folder)
+    with pytest.raises(GoldenError, match="shape is unknown"):
+        own.reference()
+    with pytest.raises(GoldenError, match="6 values, expected 2x2"):
+        own.reference((2, 2))
+    with pytest.raises(GoldenError, match="6 values, expected 3x3"):
+        GoldenCase.from_folder(folder, {"id": "own", "shape": [3, 3]}).reference((2, 3))  # the manifest's wins
+    (folder / "image.bin").unlink()
+    with pytest.raises(GoldenError, match="cannot read it"):
+        own.reference((2, 3))
+
+
+def test_a_case_without_readable_arguments_is_a_golden_error(tmp_path):
+    with pytest.raises(GoldenError, match="args.txt"):
+        GoldenCase.from_folder(tmp_path)
+
+
+def test_working_directory_restores_the_directory_even_on_errors(tmp_path):
+    before = Path.cwd()
+    with pytest.raises(RuntimeError):
+        with working_directory(tmp_path):
+            assert Path.cwd() == tmp_path.resolve()
+            raise RuntimeError
+    assert Path.cwd() == before
+    with working_directory(None):
+        assert Path.cwd() == before
+
+
+def test_discover_one_case_a_manifest_folder_or_any_folder(tmp_path):
+    single = _case_folder(tmp_path / "single", "only")
+    assert [(c.id, c.folder) for c in discover(single)] == [("only", single)]
+    assert [c.id for c in discover(GOLDEN_DIR)] == [r["id"] for r in MANIFEST]
+    loose = tmp_path / "loose"
+    for name in ("b", "a"):
+        _case_folder(loose, name)
+    (loose / "not_a_case").mkdir()
+    os.symlink(loose / "a", loose / "c_link")
+    found = discover(loose)
+    assert [c.id for c in found] == ["a", "b", "c_link"]  # by name; a linked folder keeps its own name
+    assert all(c.shape is None and c.args == ("-detpixels", "2") for c in found)
