@@ -2,7 +2,9 @@
 
 The suite times the public ``detsim.simulate`` on golden cases (so every timed image is also checked
 against nanoBragg.c) and a calibration workload that does not use detsim; ``detsim-track bench-gate``
-compares each benchmark's time relative to the calibration with the committed baseline.
+compares each benchmark's time relative to the calibration with the committed baseline, and its image
+hash (:func:`~detsim.track.base.hashing.image_sha256`) where both recorded the same machine class
+(:func:`run_info`).
 
 Planted faults (test-only; they never touch the engine, and they exist so the gate's own test can
 prove it fails when it should):
@@ -15,27 +17,23 @@ prove it fails when it should):
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
 import torch
 
-from detsim.argv import parse_argv
-from detsim.cli import build_config
 from detsim.config import SimulationConfig
+from detsim.track.base.golden import GoldenCase, find_case, golden_dir
+from detsim.track.base.provenance import MachineClass, cpu_class
 
 THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
-GOLDEN_DIR = Path(__file__).resolve().parents[1] / "tests" / "golden"
+ROOT = Path(__file__).resolve().parents[1]  # the project, whose tests/golden holds the cases
 SLOWDOWN_VAR, PLANT_VAR = "DETSIM_BENCH_SLOWDOWN", "DETSIM_BENCH_PLANT"
 PLANTS = ("parity", "hash")
 
@@ -52,7 +50,7 @@ class Planted:
 class GoldenWorkload:
     """A golden case ready to time: its configuration, nanoBragg's image and its manifest record."""
 
-    case: dict
+    case: GoldenCase
     config: SimulationConfig
     reference: np.ndarray  # (slow, fast) float32 image made by nanoBragg.c
 
@@ -103,6 +101,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = torch.__version__
     machine_info["torch_threads"] = torch.get_num_threads()
     machine_info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    machine_info["cpu_class"] = cpu_class()
     machine_info["heap_kept"] = config.stash[_HEAP_KEPT]
 
 
@@ -140,25 +139,10 @@ def dtype(request) -> torch.dtype:
     return request.param
 
 
-@contextlib.contextmanager
-def _working_directory(path: Path) -> Iterator[None]:
-    previous = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
-
-
 def load_workload(case_id: str) -> GoldenWorkload:
-    """Build the configuration of a golden case (its input files are relative to its directory)."""
-    manifest = json.loads((GOLDEN_DIR / "manifest.json").read_text())
-    case = next(record for record in manifest if record["id"] == case_id)
-    case_dir = GOLDEN_DIR / case_id
-    with _working_directory(case_dir):
-        config = build_config(parse_argv((case_dir / "args.txt").read_text().split()))
-    reference = np.fromfile(case_dir / "image.bin", dtype="<f4").reshape(case["shape"])
-    return GoldenWorkload(case=case, config=config, reference=reference)
+    """A golden case of this project, its configuration built once (outside any timed region)."""
+    case = find_case(case_id, golden_dir(ROOT))
+    return GoldenWorkload(case=case, config=case.config(), reference=case.reference())
 
 
 def synchronized(fn, device: str):
@@ -186,27 +170,13 @@ def apply_fault(image: torch.Tensor, fault: str | None) -> torch.Tensor:
     return image
 
 
-def pearson_r(image: np.ndarray, reference: np.ndarray) -> float:
-    a = np.asarray(image, dtype=np.float64).ravel()
-    b = np.asarray(reference, dtype=np.float64).ravel()
-    return float(np.corrcoef(a, b)[0, 1])
-
-
-def image_sha256(image: torch.Tensor) -> str:
-    """sha256 of the image's bytes in its own dtype, C order."""
-    return hashlib.sha256(image.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
-
-
-def run_info(device: str, dtype: torch.dtype | None = None) -> dict:
-    """What every benchmark records about where and how it ran."""
-    info = {
-        "device": device,
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-    }
-    if dtype is not None:
-        info["dtype"] = str(dtype).removeprefix("torch.")
+def run_info(device: str, dtype: torch.dtype) -> dict:
+    """What every benchmark records about where and how it ran: its machine class (the conditions
+    under which its image bits are reproducible; the gate compares hashes only within one), the ATen
+    CPU capability and, on cuda, the GPU's name."""
+    machine = MachineClass.here(threads=torch.get_num_threads(), dtype=str(dtype).removeprefix("torch."),
+                                device=device)
+    info = {**machine.as_record(), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name(0)
     return info

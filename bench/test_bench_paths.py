@@ -2,8 +2,9 @@
 
 Workloads are those of :mod:`detsim.track.base.workloads` (``detsim-track speed`` times nanoBragg.c on the
 same command lines): P1 (1024², 1 step), P2 (200 steps per pixel, on 256² instead of 1024² so that a
-round takes under a second) and P4096 (4096², 1 step). Paths: every mode of ``detsim.engine.MODES``
-that runs on the device, in float64 and float32.
+round takes under a second: ``P2@256``, the name ``extra_info.workload`` records) and P4096 (4096², 1 step).
+Paths: every mode of ``detsim.engine.MODES`` that runs on the device, in float64 and float32. Test ids
+keep the base name (``test_path[cpu-float64-P2-eager]``), so the baseline matches by name.
 
 There is no nanoBragg image of these workloads in the repository, so parity here is Pearson r against
 detsim's eager float64 image of the same workload on the same device (``extra_info.parity_reference``);
@@ -12,19 +13,18 @@ the golden-case benchmarks in test_bench_simulate.py check against nanoBragg.c i
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 
 import detsim
-from conftest import apply_fault, image_sha256, pearson_r, run_info, synchronized
+from conftest import apply_fault, run_info, synchronized
 from detsim.engine import MODES, available_modes
-from detsim.track.gate.cmd_bench_gate import PARITY_MIN_R
+from detsim.track.base.hashing import image_sha256
+from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
 from detsim.track.base.workloads import WORKLOADS
 
-# workload -> (detector side used here, timed rounds)
+# workload -> (detector side used here, timed rounds); the test id keeps the workload's base name
 SIZES = {"P1": (1024, 5), "P2": (256, 3), "P4096": (4096, 2)}
 
 _references: dict[tuple[str, str], np.ndarray] = {}
@@ -56,13 +56,11 @@ def test_path(benchmark, name, mode, device, dtype, planted):
 
     timed = synchronized(simulate_planted, device)
     image = apply_fault(benchmark.pedantic(timed, rounds=rounds, warmup_rounds=0), planted.fault)
-    ours = image.detach().cpu().double().numpy()
-    r = pearson_r(ours, _reference(name, device)) if np.isfinite(ours).all() else math.nan
+    r = pearson_r(image.detach().cpu().double().numpy(), _reference(name, device))  # None if non-finite
     benchmark.extra_info.update(
-        role="path", workload=name, pixels=pixels, steps=workload.steps, mode=mode, **run_info(device, dtype),
-        pixel_steps_per_s=workload.pixel_steps / benchmark.stats.stats.min,
-        pearson_r=r if math.isfinite(r) else None, parity_reference="detsim eager float64",
-        sha256=image_sha256(image),
+        role="path", workload=workload.name, pixels=pixels, steps=workload.steps, mode=mode,
+        **run_info(device, dtype), pixel_steps_per_s=workload.pixel_steps / benchmark.stats.stats.min,
+        pearson_r=r, parity_reference="detsim eager float64", sha256=image_sha256(image),
     )
     assert tuple(image.shape) == (pixels, pixels) and image.dtype == dtype
-    assert r >= PARITY_MIN_R, f"{name} {mode} {dtype}: Pearson r = {r:.8f} against eager float64"
+    assert passes_parity(r), f"{workload.name} {mode} {dtype}: Pearson r = {r} < {PARITY_MIN_R} against eager float64"
