@@ -97,12 +97,14 @@ class GoldenCase:
         path = self.folder / "image.bin"
         try:
             flat = np.fromfile(path, dtype="<f4")
+        except FileNotFoundError:
+            raise GoldenError(f"no reference image {path}") from None
         except OSError as exc:
             raise GoldenError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         if shape is None:
             raise GoldenError(f"{self.id}: the image shape is unknown (no manifest entry)")
         if flat.size != shape[0] * shape[1]:
-            raise GoldenError(f"{path}: {flat.size} values, expected {shape[0]}x{shape[1]}")
+            raise GoldenError(f"{path}: {flat.size} float32 values, expected a {shape[0]}x{shape[1]} image")
         return flat.reshape(shape)
 
 

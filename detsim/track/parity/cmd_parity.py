@@ -1,9 +1,10 @@
 """``detsim-track parity``: detsim against reference images, case by case, with pictures.
 
 A case is a folder holding ``args.txt`` (one nanoBragg command line; input files relative to the folder)
-and ``image.bin`` (the reference float image: raw float32 little-endian, slow-major). By default every
-case of ``tests/golden`` is run; positional ids choose some, ``--cases-dir`` points at another folder of
-cases (or at one case folder).
+and ``image.bin`` (the reference float image: raw float32 little-endian, slow-major); see
+:mod:`detsim.track.base.golden`. By default every case of ``tests/golden`` is run; positional ids choose
+some, ``--cases-dir`` points at another folder of cases (or at one case folder). Each case is run and
+judged by :mod:`.compare`; the pictures and pages are :mod:`.report`'s.
 
 Per case: Pearson r, max |detsim - reference|, max relative difference |a - b| / max(|a|, |b|), the worst
 pixel (largest absolute difference) with both values, the ratio of the image sums, and the verdict
@@ -12,134 +13,43 @@ to ``reports/<STAMP>/parity/`` (never overwriting): ``index.html``, ``summary.md
 ``cases/<id>/{reference,detsim,difference}.png``; for a failing case also ``cases/<id>/trace_s<S>_f<F>.log``,
 detsim's per-pixel trace of the worst pixel, ready for ``detsim-track trace-diff``.
 
-Exit status: 0 every case passes, 1 some case fails or cannot run, 2 bad input (no cases, unknown id,
-no such device).
+Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 every case passes, 1 some case fails or
+cannot run, 2 bad input (no cases, unknown id, no such device, an existing report folder).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from detsim.argconfig import config_from_argv
-from detsim.track.base.golden import working_directory
-from detsim.track.parity import report
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
+from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import atomic_directory, atomic_write_bytes, atomic_write_text, utc_stamp, write_json
 from detsim.track.base.provenance import environment
+from detsim.track.parity import report
+from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pixel_trace
+
 HELP = "run detsim on golden (or your own) cases and report r, errors, worst pixel and pictures"
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-MIN_R = 0.9995  # the acceptance threshold of tests/_tolerances.py (PARITY_MIN_R)
 CASE_FILES = ("args.txt", "image.bin")
 SOURCE_DIR = Path(__file__).resolve().parent  # git information is that of the detsim code that ran
+SOURCE_ROOT = Path(__file__).resolve().parents[3]  # the project detsim runs from (with tests/golden in a checkout)
 
 
 def default_cases_dir() -> Path | None:
-    """``tests/golden`` of the source tree detsim runs from, or of the enclosing git work tree."""
-    from detsim.track.base.provenance import repo_root
-    candidates = [Path(__file__).resolve().parents[2] / "tests" / "golden"]
-    root = repo_root()
-    if root is not None:
-        candidates.append(root / "tests" / "golden")
-    return next((c for c in candidates if c.is_dir()), None)
-
-
-def discover(cases_dir: Path) -> dict[str, Path]:
-    """Case id -> folder: ``cases_dir`` itself if it holds args.txt, else its subfolders that do, by name."""
-    if (cases_dir / "args.txt").is_file():
-        return {cases_dir.resolve().name: cases_dir}
-    return {d.name: d for d in sorted(cases_dir.iterdir()) if d.is_dir() and (d / "args.txt").is_file()}
-
-
-def image_metrics(ours: np.ndarray, reference: np.ndarray) -> dict:
-    """Agreement of two images of the same shape, computed in float64.
-
-    Returns:
-        r (None when undefined: a constant image that differs), max_abs, max_rel (|a-b| / max(|a|, |b|),
-        0 where both are 0), worst {s, f, detsim, reference} (largest absolute difference; a non-finite
-        detsim value counts as the largest), sum_detsim, sum_reference, sum_ratio (None when undefined).
-    """
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    diff = np.abs(a - b)
-    finite = np.isfinite(diff)
-    ranked = np.where(finite, diff, np.inf)
-    s, f = np.unravel_index(int(np.argmax(ranked)), a.shape)
-    scale = np.maximum(np.abs(a), np.abs(b))
-    rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
-    sum_a, sum_b = float(a.sum()), float(b.sum())
-    if sum_b != 0:
-        sum_ratio = sum_a / sum_b
-    else:
-        sum_ratio = 1.0 if sum_a == 0 else None
-    return {
-        "r": _pearson(a, b),
-        "max_abs": float(ranked.max()) if finite.all() else None,
-        "max_rel": float(rel[finite].max(initial=0.0)) if finite.all() else None,
-        "worst": {"s": int(s), "f": int(f), "detsim": _finite_or_none(a[s, f]), "reference": _finite_or_none(b[s, f])},
-        "sum_detsim": _finite_or_none(sum_a), "sum_reference": _finite_or_none(sum_b),
-        "sum_ratio": _finite_or_none(sum_ratio),
-    }
-
-
-def _finite_or_none(x) -> float | None:
-    return float(x) if x is not None and np.isfinite(x) else None
-
-
-def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        return None
-    if a.std() == 0 or b.std() == 0:
-        return 1.0 if np.array_equal(a, b) else None
-    return float(np.corrcoef(a.ravel(), b.ravel())[0, 1])
-
-
-def run_case(case_id: str, folder: Path, *, dtype: torch.dtype, device: str, min_r: float):
-    """Render one case and compare it with its reference.
-
-    Any exception while reading or rendering the case makes it an "error" case (the report goes on).
-
-    Returns:
-        (result, detsim image or None, reference image or None, config or None); ``result["status"]`` is
-        "pass", "fail" or "error" (with ``result["error"]``).
-    """
-    from detsim.engine import prepare, render
-
-    result: dict = {"id": case_id, "dir": str(folder)}
-    try:
-        argv = (folder / "args.txt").read_text().split()
-        result["args"] = argv
-        with working_directory(folder):
-            config = config_from_argv(argv)
-        shape = (config.detector.spixels, config.detector.fpixels)
-        result["shape"] = list(shape)
-        reference = _read_reference(folder / "image.bin", shape)
-        start = time.perf_counter()
-        with torch.no_grad():
-            image, _ = render(prepare(config, device=device, dtype=dtype))
-        ours = image.detach().cpu().double().numpy()
-        result["seconds"] = round(time.perf_counter() - start, 3)
-    except Exception as exc:  # noqa: BLE001 - one broken case must not stop the report
-        result.update(status="error", error=f"{type(exc).__name__}: {exc}")
-        return result, None, None, None
-    result.update(image_metrics(ours, reference))
-    result["status"] = "pass" if result["r"] is not None and result["r"] >= min_r else "fail"
-    return result, ours, reference, config
-
-
-def _read_reference(path: Path, shape: tuple[int, int]) -> np.ndarray:
-    if not path.is_file():
-        raise FileNotFoundError(f"no reference image {path}")
-    data = np.fromfile(path, dtype="<f4")
-    if data.size != shape[0] * shape[1]:
-        raise ValueError(f"{path}: {data.size} float32 values, but the arguments give a "
-                         f"{shape[0]}x{shape[1]} detector")
-    return data.reshape(shape)
+    """``$DETSIM_GOLDEN_DIR``, else ``tests/golden`` of the source tree detsim runs from, else of the
+    project the working directory is in."""
+    roots = [None] if os.environ.get(ENV_VAR) else [SOURCE_ROOT, None]
+    for root in roots:
+        try:
+            return golden_dir(root)
+        except GoldenError:
+            continue
+    return None
 
 
 def _write_pictures(folder: Path, ours: np.ndarray, reference: np.ndarray, result: dict) -> None:
@@ -155,23 +65,13 @@ def _write_pictures(folder: Path, ours: np.ndarray, reference: np.ndarray, resul
     result["scale"] = {"knee": scale.knee, "vmax": scale.vmax, "floor": floor, "max_abs": top}
 
 
-def _write_trace(folder: Path, config, result: dict, final_dir: Path) -> None:
+def _write_trace(folder: Path, run: CaseRun, final_dir: Path) -> None:
     """detsim's trace of the worst pixel of a failing case, and what to do with it."""
-    from detsim.trace import trace_records
-
-    s, f = result["worst"]["s"], result["worst"]["f"]
-    name = f"trace_s{s}_f{f}.log"
-    with working_directory(Path(result["dir"])):
-        lines = [rec.line() for _, records in trace_records(config, [(s, f)]) for rec in records]
+    name, lines = worst_pixel_trace(run)
     atomic_write_text(folder / name, "\n".join(lines) + "\n")
+    result = run.result
     result["trace"] = f"cases/{folder.name}/{name}"
-    trace = final_dir / result["trace"]
-    result["next_steps"] = [
-        f"detsim's trace of the worst pixel (s={s}, f={f}): {trace}",
-        f"the reference program's trace of the same pixel: add the TRACE_C prints of docs/trace.md, run it "
-        f"on {result['dir']}/args.txt for slow {s}, fast {f} and save its output as c.log",
-        f"then: detsim-track trace-diff c.log {trace}",
-    ]
+    result["next_steps"] = next_steps(result, final_dir / result["trace"])
 
 
 def add_arguments(parser) -> None:
@@ -183,63 +83,84 @@ def add_arguments(parser) -> None:
                         help="where reports/<STAMP>/parity/ goes (default: ./reports)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--min-r", type=float, default=MIN_R, help=f"pass threshold on Pearson r (default {MIN_R})")
+    parser.add_argument("--min-r", type=float, default=PARITY_MIN_R,
+                        help=f"pass threshold on Pearson r (default {PARITY_MIN_R})")
 
 
-def _select(args) -> tuple[Path, dict[str, Path]] | str:
+def _select(args) -> tuple[Path, list[GoldenCase]] | str:
     """(cases folder, cases to run), or an error message."""
     cases_dir = args.cases_dir or default_cases_dir()
     if cases_dir is None:
         return "no tests/golden folder found; give --cases-dir"
     if not cases_dir.is_dir():
         return f"--cases-dir {cases_dir}: no such folder"
-    cases = discover(cases_dir)
+    try:
+        cases = {case.id: case for case in discover(cases_dir)}
+    except GoldenError as exc:
+        return str(exc)
     if not cases:
         return f"{cases_dir}: no case folders (a case holds {' + '.join(CASE_FILES)})"
     unknown = [i for i in args.ids if i not in cases]
     if unknown:
         return f"unknown case id(s): {', '.join(unknown)}; known: {', '.join(cases)}"
-    return cases_dir, ({i: cases[i] for i in args.ids} if args.ids else cases)
+    return cases_dir, [cases[i] for i in args.ids] if args.ids else list(cases.values())
 
 
-def run(args) -> int:
+def _inputs(args) -> tuple[Path, list[GoldenCase]] | str:
+    """(cases folder, cases to run), or why the run cannot start."""
     chosen = _select(args)
     if isinstance(chosen, str):
-        print(f"parity: {chosen}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    cases_dir, selected = chosen
+        return chosen
     try:
         torch.empty(0, device=args.device)
     except (RuntimeError, AssertionError) as exc:
-        print(f"parity: --device {args.device}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+        return f"--device {args.device}: {exc}"
+    return chosen
+
+
+def run(args) -> int:
+    chosen = _inputs(args)
+    if isinstance(chosen, str):
+        print(f"parity: {chosen}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    cases_dir, selected = chosen
     stamp = utc_stamp()
     final = args.reports / stamp / "parity"
     if final.exists():
         print(f"parity: {final} already exists; not overwriting it", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    results = []
+        return ExitCode.UNMEASURED
     with atomic_directory(final) as tmp:
-        for n, (case_id, folder) in enumerate(selected.items(), start=1):
-            result, ours, reference, config = run_case(case_id, folder, dtype=dtype, device=args.device,
-                                                       min_r=args.min_r)
-            if ours is not None:
-                _write_pictures(tmp / "cases" / case_id, ours, reference, result)
-            if result["status"] == "fail" and config is not None:
-                try:
-                    _write_trace(tmp / "cases" / case_id, config, result, final)
-                except Exception as exc:  # noqa: BLE001 - the verdict stands without the trace
-                    result["trace_error"] = f"{type(exc).__name__}: {exc}"
-            results.append(result)
-            r = "n/a" if result.get("r") is None else f"{result['r']:.8f}"
-            print(f"[{n}/{len(selected)}] {case_id}: {result['status'].upper()} r={r}", file=sys.stderr, flush=True)
+        results = _run_cases(selected, args, tmp, final)
         summary = _summary(stamp, args, cases_dir, results)
         write_json(tmp / "parity.json", summary)
         atomic_write_text(tmp / "summary.md", report.markdown(summary))
         atomic_write_text(tmp / "index.html", report.index_html(summary))
+    _print_outcome(results, summary["counts"], args, final)
+    return ExitCode.OK if summary["counts"]["pass"] == len(results) else ExitCode.REGRESSED
+
+
+def _run_cases(cases: list[GoldenCase], args, tmp: Path, final: Path) -> list[dict]:
+    """Run each case, writing its pictures (and a failing case's trace) under ``tmp``; the case results."""
+    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    results = []
+    for n, case in enumerate(cases, start=1):
+        case_run = run_case(case, dtype=dtype, device=args.device, min_r=args.min_r)
+        result = case_run.result
+        if case_run.ours is not None:
+            _write_pictures(tmp / "cases" / case.id, case_run.ours, case_run.reference, result)
+        if case_run.failed and case_run.config is not None:
+            try:
+                _write_trace(tmp / "cases" / case.id, case_run, final)
+            except Exception as exc:  # noqa: BLE001 - the verdict stands without the trace
+                result["trace_error"] = f"{type(exc).__name__}: {exc}"
+        results.append(result)
+        r = "n/a" if result.get("r") is None else f"{result['r']:.8f}"
+        print(f"[{n}/{len(cases)}] {case.id}: {result['status'].upper()} r={r}", file=sys.stderr, flush=True)
+    return results
+
+
+def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None:
     print(report.text_table(results))
-    counts = summary["counts"]
     print(f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error of {counts['total']} cases "
           f"(r >= {args.min_r}, {args.dtype} on {args.device})")
     print(f"report: {final / 'index.html'}")
@@ -248,7 +169,6 @@ def run(args) -> int:
             print(f"{result['id']}: {result['error']}")
         for hint in result.get("next_steps", [])[:1]:
             print(f"{result['id']}: {hint}")
-    return EXIT_OK if counts["pass"] == counts["total"] else EXIT_FAILED
 
 
 def _summary(stamp: str, args, cases_dir: Path, results: list[dict]) -> dict:

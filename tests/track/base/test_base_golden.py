@@ -104,11 +104,14 @@ def test_reference_errors_name_the_problem(tmp_path):
     own = GoldenCase.from_folder(folder)
     with pytest.raises(GoldenError, match="shape is unknown"):
         own.reference()
-    with pytest.raises(GoldenError, match="6 values, expected 2x2"):
+    with pytest.raises(GoldenError, match="6 float32 values, expected a 2x2 image"):
         own.reference((2, 2))
-    with pytest.raises(GoldenError, match="6 values, expected 3x3"):
+    with pytest.raises(GoldenError, match="6 float32 values, expected a 3x3 image"):
         GoldenCase.from_folder(folder, {"id": "own", "shape": [3, 3]}).reference((2, 3))  # the manifest's wins
     (folder / "image.bin").unlink()
+    with pytest.raises(GoldenError, match="no reference image .*image.bin"):
+        own.reference((2, 3))
+    (folder / "image.bin").mkdir()
     with pytest.raises(GoldenError, match="cannot read it"):
         own.reference((2, 3))
 

@@ -1,89 +1,43 @@
-"""detsim-track parity (detsim.track.parity.cmd_parity, detsim.track.parity.report): verdicts, pictures and pages."""
+"""detsim-track parity (detsim.track.parity.cmd_parity): case selection, the report folder, verdicts,
+printed table and exit status, end to end on planted golden cases."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import http.server
 import json
 import re
 import shutil
-import struct
 import subprocess
 import threading
-import zlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_DIR
-from detsim.track.parity import cmd_parity as parity
-from detsim.track.parity import report
+from detsim.track.base.golden import ENV_VAR
 from detsim.track.cli import main as track_main
-
-SMALL_CASES = ("c02_xds_xbeam_quirk", "s02_intfile_autoscale_adc")  # 128x128, 1 and 4 steps
-
-
-def decode_png(data: bytes) -> np.ndarray:
-    """Read back what encode_png writes (8-bit grey or RGB, filter 0), checking every chunk's CRC."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF, kind
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    width, height, depth, colour, *_ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
-    assert depth == 8 and colour in (0, 2) and b"IEND" in chunks
-    channels = 1 if colour == 0 else 3
-    raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, 1 + width * channels)
-    assert (raw[:, 0] == 0).all()
-    pixels = raw[:, 1:].reshape(height, width, channels)
-    return pixels[..., 0] if channels == 1 else pixels
-
-
-def test_png_round_trip():
-    rng = np.random.default_rng(0)
-    grey = rng.integers(0, 256, (7, 5), dtype=np.uint8)
-    rgb = rng.integers(0, 256, (3, 4, 3), dtype=np.uint8)
-    assert np.array_equal(decode_png(report.encode_png(grey)), grey)
-    assert np.array_equal(decode_png(report.encode_png(rgb)), rgb)
-    with pytest.raises(ValueError):
-        report.encode_png(np.zeros((2, 2), np.float32))
-
-
-def test_pictures_map_values_as_documented():
-    reference = np.array([[0.0, 1.0], [10.0, 1000.0]])
-    scale = report.IntensityScale.of(reference)
-    grey = report.intensity_picture(reference, scale)
-    assert grey[0, 0] == 255 and grey[1, 1] == 0 and 255 > grey[0, 1] > grey[1, 0] > 0
-    diff = np.array([[0.0, 1e-12], [5.0, -5.0]])
-    rgb, top = report.difference_picture(diff, floor=1e-9)
-    assert top == 5.0
-    assert tuple(rgb[0, 0]) == tuple(rgb[0, 1]) == (255, 255, 255)
-    assert tuple(rgb[1, 0]) == (255, 0, 0) and tuple(rgb[1, 1]) == (0, 0, 255)
-
-
-def test_image_metrics():
-    reference = np.arange(12, dtype=np.float64).reshape(3, 4)
-    ours = reference.copy()
-    ours[2, 1] += 3.0
-    m = parity.image_metrics(ours, reference)
-    assert m["worst"] == {"s": 2, "f": 1, "detsim": 12.0, "reference": 9.0}
-    assert m["max_abs"] == 3.0 and m["max_rel"] == pytest.approx(3.0 / 12.0)
-    assert m["sum_ratio"] == pytest.approx(69.0 / 66.0)
-    assert m["r"] == pytest.approx(np.corrcoef(ours.ravel(), reference.ravel())[0, 1])
-    same = parity.image_metrics(np.zeros((2, 2)), np.zeros((2, 2)))
-    assert same["r"] == 1.0 and same["sum_ratio"] == 1.0 and same["max_rel"] == 0.0
-    broken = parity.image_metrics(np.full((2, 2), np.nan), np.ones((2, 2)))
-    assert broken["r"] is None and broken["max_abs"] is None and broken["worst"]["detsim"] is None
+from detsim.track.parity import cmd_parity as parity
+from parity_files import SMALL_CASES, decode_png
 
 
 def test_threshold_is_the_test_suites():
-    assert parity.MIN_R == PARITY_MIN_R
+    parser = argparse.ArgumentParser()
+    parity.add_arguments(parser)
+    assert parser.parse_args([]).min_r == PARITY_MIN_R
+
+
+def test_default_cases_are_the_source_trees_golden_cases(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)  # found from outside the project, too
+    assert parity.default_cases_dir().resolve() == GOLDEN_DIR.resolve()
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "manifest.json").write_text("[]")
+    monkeypatch.setenv(ENV_VAR, str(other))
+    assert parity.default_cases_dir() == other
 
 
 @pytest.fixture(scope="module")
