@@ -1,20 +1,23 @@
-"""detsim-track determinism: the matrix, its verdicts, crash capture and the evidence bundle."""
+"""determinism.runner: the matrix run here and in fresh processes; verdicts of planted behaviours."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import hashlib
 import json
-import shlex
 from pathlib import Path
 
 import pytest
 import torch
 
-from detsim.track import cli
-from detsim.track.determinism.cmd_determinism import run_matrix
-from detsim.track.base.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.targets import resolve_callable, resolve_case, resolve_command_line
+from detsim.track.determinism.matrix import RunConfig
+from detsim.track.determinism.runner import deterministic_mode, device_unavailable, job_target, run_matrix, \
+    run_once, worker
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 PLANTED = DATA / "planted_ops.py"
 # 8x8 pixels that still exercise subpixels, two sources, phi steps, mosaic domains and water.
 TINY = ("-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 -mosaic 1 -mosaic_dom 2 -water 0.5 "
@@ -98,8 +101,6 @@ def test_an_absent_device_is_reported_as_skipped():
 
 
 def test_every_engine_mode_is_an_axis_and_unavailable_ones_are_skipped():
-    import dataclasses
-
     from detsim.engine import MODES
 
     calls = []
@@ -117,63 +118,52 @@ def test_every_engine_mode_is_an_axis_and_unavailable_ones_are_skipped():
     assert all("available_modes" in reason for reason in skipped.values())
 
 
-def test_golden_case_ids_resolve_by_unique_prefix():
-    assert resolve_case("c02").name == "c02_xds_xbeam_quirk"
-    with pytest.raises(TargetError, match="ambiguous"):
-        resolve_case("d0")
-    with pytest.raises(TargetError, match="not a golden case"):
-        resolve_case("no_such_case")
-    with pytest.raises(TargetError, match="gradient parameter"):
-        resolve_case("c02", grads=("detector.nope",))
+def test_a_callable_has_only_the_eager_mode_and_the_others_are_noted():
+    matrix = matrix_of([planted("thread_dependent_sum")], modes=["eager", "compiled"], dtypes=["float64"],
+                       threads=[1], repeats=1)
+    assert {r.config.mode for r in matrix.runs} == {"eager"}
+    assert any("have no compiled mode" in note for note in matrix.notes)
 
 
-def test_cli_writes_a_bundle_whose_command_reproduces_the_hashes(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    out = Path("reports") / "{stamp}" / "determinism"
-    args = ["determinism", "--nanobragg", TINY, "--call", f"{PLANTED}:thread_dependent_sum", "--modes", "eager",
-            "--devices", "cpu", "--grad", "detector.distance_mm", "--out", str(out)]
-    assert cli.main(args) == 2
-    assert "--grad applies to simulation cases only" in capsys.readouterr().err
-    args = [a for a in args if a not in ("--grad", "detector.distance_mm")]
-    assert cli.main(args) == 0
-    printed = capsys.readouterr().out
-    (bundle,) = list((tmp_path / "reports").glob("*/determinism"))
-    assert bundle.parent.name.endswith("Z") and f"evidence: {bundle.relative_to(tmp_path)}" in printed
-    files = {p.name for p in bundle.iterdir()}
-    assert {"summary.md", "matrix.json", "matrix.txt", "runs.tsv", "env.json", "commands.txt"} <= files
-    summary = (bundle / "summary.md").read_text()
-    assert "**Verdict:** DETERMINISTIC" in summary and "threads 2 vs 1" in summary
-    env = json.loads((bundle / "env.json").read_text())
-    assert {"commit", "dirty", "python", "torch", "triton", "cpu", "torch_threads", "cuda", "env"} <= set(env)
-    data = json.loads((bundle / "matrix.json").read_text())
-    assert data["exit_code"] == 0 and len(data["runs"]) == 16 and [f["kind"] for f in data["findings"]] == [
-        "threads", "threads"]
-    rows = (bundle / "runs.tsv").read_text().splitlines()
-    assert len(rows) == 1 + 16 and all(len(r.split("\t")[-1]) == 64 for r in rows[1:])
-
-    command = (bundle / "commands.txt").read_text().splitlines()[1]
-    argv = shlex.split(command)
-    assert argv[:2] == ["detsim-track", "determinism"] and argv[argv.index("--out") + 1] == str(bundle.relative_to(tmp_path))
-    assert cli.main(argv[1:]) == 2  # refuses to overwrite the bundle
-    argv[argv.index("--out") + 1] = "again"
-    assert cli.main(argv[1:]) == 0
-    again = (tmp_path / "again" / "runs.tsv").read_text().splitlines()
-
-    def hashes(lines):
-        return [line.split("\t")[:6] + line.split("\t")[-2:] for line in lines]
-
-    assert hashes(again) == hashes(rows)
+def test_device_unavailable_names_a_bad_device_and_accepts_the_cpu():
+    assert device_unavailable("cpu") is None
+    assert device_unavailable("no_such_device").startswith("not a torch device")
 
 
-def test_cli_rejects_unknown_cases_with_exit_2(capsys):
-    assert cli.main(["determinism", "no_such_case"]) == 2
-    assert "not a golden case" in capsys.readouterr().err
+def test_deterministic_mode_is_undone_after_the_block():
+    before = torch.are_deterministic_algorithms_enabled()
+    with deterministic_mode(True):
+        assert torch.are_deterministic_algorithms_enabled()
+    assert torch.are_deterministic_algorithms_enabled() == before
+    with deterministic_mode(False):
+        assert torch.are_deterministic_algorithms_enabled() == before
+
+
+def test_the_worker_saves_what_an_in_process_run_hashes(tmp_path):
+    """The isolated worker, run here: it rebuilds the target from the job and saves the same outputs."""
+    job = {"grads": [], "chunk_pixels": None, "golden_dir": None, "kind": "callable",
+           "spec": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
+           "threads": 1, "deterministic": False}
+    assert job_target(job).name == job["spec"]
+    assert worker(json.dumps(job), str(tmp_path / "out.pt")) == 0
+    saved = torch.load(tmp_path / "out.pt", weights_only=True)
+    here = run_once(planted("crashes_in_float32"), RunConfig(job["spec"], "cpu", "float64", "eager", 1), 0, False)
+    assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.outputs["out"])
+    golden = job_target({**job, "kind": "golden", "spec": "c02"})
+    assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
+
+
+def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
+    config = RunConfig("t", "cpu", "float32", "eager", 1)
+    result = run_once(planted("crashes_in_float32"), config, 0, False)
+    assert result.status == "crashed" and "planted failure" in result.error and result.hashes == {}
+    matrix = matrix_of([planted("crashes_in_float32")], dtypes=["float32"], threads=[1], repeats=1)
+    assert matrix.exit_code() is ExitCode.UNMEASURED
 
 
 @pytest.mark.slow
 def test_isolated_runs_agree_with_in_process_runs():
     from detsim.track.determinism.cmd_determinism import _isolation
-    import argparse
 
     target = resolve_command_line(TINY)
     isolate = _isolation(argparse.Namespace(grad=[], chunk_pixels=None, golden_dir=None))
@@ -198,4 +188,3 @@ def test_golden_cases_in_every_mode_repeat_bit_for_bit():
     eager_threads = [c for c in matrix.findings() if c.kind == "threads" and c.b.config.mode == "eager"]
     assert not eager_threads, matrix.render()
     assert set(MODES) >= {r.config.mode for r in matrix.runs}
-
