@@ -44,7 +44,8 @@ from detsim.track.base.provenance import environment, thread_count
 from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
 from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
-from detsim.track.divergence.recorder import Record, record
+from detsim.track.divergence.recorder import record
+from detsim.track.divergence.records import Record
 
 __all__ = ["HELP", "add_arguments", "run", "find_divergence"]
 

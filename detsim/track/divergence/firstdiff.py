@@ -1,6 +1,7 @@
 """Compare two records event by event and name the first place they differ, and why.
 
-Walking the two runs' events (:mod:`detsim.track.divergence.recorder`) in order:
+Walking the two runs' events (:mod:`detsim.track.divergence.records`, recorded by
+:mod:`detsim.track.divergence.recorder`) in order:
 
 * a **culprit** is an op or kernel whose compared inputs are identical in both runs but whose outputs
   differ: the non-determinism is inside it (or in a Python value passed to it, or in the launch
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from detsim.track.divergence.recorder import Event, Record, TensorInfo
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.divergence.records import Event, Record, TensorInfo
 
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
               "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",
@@ -87,7 +89,8 @@ def _short(h: str | None) -> str:
 def _stats_text(a: dict | None, b: dict | None) -> str:
     if not a or not b:
         return ""
-    return f" (sum {_num(a.get('sum'))} vs {_num(b.get('sum'))}, absmax {_num(a.get('absmax'))} vs {_num(b.get('absmax'))})"
+    return (f" (sum {_num(a.get('sum'))} vs {_num(b.get('sum'))}, "
+            f"absmax {_num(a.get('absmax'))} vs {_num(b.get('absmax'))})")
 
 
 def _num(x) -> str:
@@ -146,10 +149,10 @@ class Report:
         return (f"NO DIVERGENCE: {self.events_a} events ({self.counts['op']} ops, {self.counts['kernel']} kernels) "
                 f"with identical inputs and outputs; {results}")
 
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.diverged:
-            return 1
-        return 2 if self.errors else 0
+            return ExitCode.REGRESSED
+        return ExitCode.UNMEASURED if self.errors else ExitCode.OK
 
     def render(self) -> str:
         threads = "" if self.threads[0] == self.threads[1] else f" (threads {self.threads[0]} vs {self.threads[1]})"

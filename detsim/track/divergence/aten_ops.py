@@ -1,0 +1,125 @@
+"""Recording aten ops through a ``TorchDispatchMode``: one event per op, its tensors hashed around it.
+
+For each op: its name, where it was called from (file:line, or the autograd node in a backward pass),
+every tensor argument hashed before the op runs (named after the op's schema: ``self``, ``other``,
+``tensors[0]``...), non-tensor arguments as text, and every tensor result hashed after it.
+
+Memory that was never written is hashed but not compared: results of ``empty``-like ops
+(:data:`EMPTY_OPS`, until something writes them), the destination of ``copy_``/``fill_``-like ops
+(:data:`OVERWRITE_OPS`) and ``out=`` arguments. Ops that read only their input's metadata
+(:data:`METADATA_OPS`) do not hash it.
+
+The recorder (:class:`~detsim.track.divergence.recorder.Recorder`) is passed in: it holds the record,
+the map of never-written storages and the pause that keeps hashing out of the record.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from detsim.track.divergence.records import TensorInfo, argument_tensors, call_site, scalar_text, storage_key
+
+EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
+OVERWRITE_OPS = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",
+                 "geometric_", "cauchy_", "log_normal_", "set_", "resize_", "resize_as_"}
+METADATA_OPS = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+                "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided", "sym_size", "sym_stride",
+                "sym_numel", "sym_storage_offset"}  # read only the shape/dtype/device of their tensor inputs
+
+
+def op_mode(recorder) -> TorchDispatchMode:
+    """A dispatch mode feeding ``recorder`` (enter it to record).
+
+    Torch normally wraps a mode's ``__torch_dispatch__`` so that Dynamo never traces it, which imports
+    Dynamo (seconds) on first use. Here the wrapper is put in place only once Dynamo is loaded (at once if
+    it already is, else at the first op after it is imported): recording eager code costs no import, and
+    compiled code never traces the recorder.
+    """
+
+    class _OpMode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            _guard_against_dynamo(type(self))
+            return record_op(recorder, func, args, kwargs or {})
+
+    _guard_against_dynamo(_OpMode)
+    return _OpMode()
+
+
+def _guard_against_dynamo(cls) -> None:
+    if "_dynamo_guarded" not in cls.__dict__ and "torch._dynamo" in sys.modules:
+        cls._dynamo_guarded = True
+        cls.__torch_dispatch__ = torch._disable_dynamo(cls.__dict__["__torch_dispatch__"], recursive=True)
+
+
+def record_op(recorder, func, args: tuple, kwargs: dict):
+    """Run one op and add its event to ``recorder`` (just run it while the recorder is paused)."""
+    if recorder.is_paused:
+        return func(*args, **kwargs)
+    base = func._overloadpacket.__name__
+    inputs, scalars, written = _op_inputs(recorder, func._schema, base, args, kwargs)
+    where = call_site()
+    node = torch._C._current_autograd_node()
+    if node is not None:
+        where = f"backward {node.name()}" + (f" (from {where})" if where else "")
+    result = func(*args, **kwargs)
+    outputs = []
+    for tname, t in argument_tensors("out", result):
+        key = storage_key(t)
+        if base in EMPTY_OPS:
+            recorder.uninitialised[key] = f"#{len(recorder.record.events)} {func}"
+            outputs.append(recorder.info(tname, t, compare=False, note="uninitialised (empty)"))
+        else:
+            recorder.uninitialised.pop(key, None)
+            outputs.append(recorder.info(tname, t))
+    if not outputs and result is not None and not isinstance(result, (torch.Tensor, list, tuple)):
+        scalars["result"] = scalar_text(result)  # .item() and friends: the Python value it returned
+    for t in written:
+        recorder.uninitialised.pop(storage_key(t), None)
+    recorder.add(kind="op", name=str(func), where=where, inputs=inputs, outputs=outputs, scalars=scalars)
+    return result
+
+
+def _op_inputs(recorder, schema, base: str, args: tuple, kwargs: dict):
+    """(tensor inputs hashed before the op, non-tensor arguments as text, tensors the op writes)."""
+    inputs, scalars, written = [], {}, []
+    for name, value, arg in _bind(schema, args, kwargs):
+        is_out = bool(arg is not None and arg.is_out)
+        is_write = bool(arg is not None and arg.is_write)
+        tensors = argument_tensors(name, value)
+        for tname, t in tensors:
+            if is_write:
+                written.append(t)
+            if is_out:
+                continue  # out= buffers are written, not read
+            inputs.append(_input_info(recorder, base, tname, t, overwrite=is_write and base in OVERWRITE_OPS))
+        if not tensors and value is not None and not isinstance(value, torch.Tensor):
+            scalars[name] = scalar_text(value)
+    return inputs, scalars, written
+
+
+def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: bool) -> TensorInfo:
+    """A tensor input as read by the op: metadata only, overwritten, never written, or hashed."""
+    if base in METADATA_OPS:
+        return TensorInfo(name, None, list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device),
+                          compare=False, note="metadata only")
+    origin = recorder.uninitialised.get(storage_key(t))
+    note = "overwritten by the op" if overwrite else f"uninitialised memory (from {origin})" if origin else None
+    return recorder.info(name, t, compare=not (overwrite or origin), note=note)
+
+
+def _bind(schema, args: tuple, kwargs: dict):
+    """(argument name, value, schema argument or None) for each positional and keyword argument."""
+    arguments = list(schema.arguments)
+    for i, value in enumerate(args):
+        arg = arguments[i] if i < len(arguments) else None
+        yield (arg.name if arg is not None else f"arg{i}"), value, arg
+    by_name = {a.name: a for a in arguments}
+    for name, value in kwargs.items():
+        yield name, value, by_name.get(name)

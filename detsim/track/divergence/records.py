@@ -1,0 +1,171 @@
+"""What a recorded run is made of: tensor fingerprints, events, and the record of one run.
+
+* a :class:`TensorInfo` fingerprints one tensor: the sha256 of its native bytes
+  (:func:`~detsim.track.base.hashing.tensor_bytes`), its shape, dtype and device, and cheap statistics
+  (sum and largest magnitude, as float64) that show how far two differing tensors are apart. Content that
+  was never written is kept but marked ``compare=False``;
+* an :class:`Event` is one aten op or one Triton kernel launch: its name, where it was called from
+  (:func:`call_site`), its tensor inputs and outputs, its non-tensor arguments as text
+  (:func:`scalar_text`), and for kernels the grid and launch configuration;
+* a :class:`Record` is one run: its events in order, the fingerprints of the computation's inputs and
+  results, the error it raised (if any), its thread count and what was recorded. It round-trips through
+  JSON (:meth:`Record.to_json`, :meth:`Record.from_dict`), so runs recorded apart can be compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from detsim.track.base.hashing import sha256_bytes, tensor_bytes
+
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_SUITE_DIR = str(Path(__file__).resolve().parent.parent)  # detsim/track: the tracking suite's own frames
+
+
+@dataclass
+class TensorInfo:
+    """A tensor as recorded: its hash (None when it could not be read) and cheap statistics."""
+
+    name: str
+    hash: str | None
+    shape: list[int]
+    dtype: str
+    device: str
+    compare: bool = True  # False: content never written (uninitialised or write-only), not compared
+    note: str | None = None
+    stats: dict | None = None  # {"sum": float, "absmax": float} of the values, as float64
+    written: bool = True  # kernel arguments: whether the launch changed the content
+
+    def short(self) -> str:
+        return (self.hash or "unhashed")[:12]
+
+
+@dataclass
+class Event:
+    """One recorded op or kernel launch (a kernel's grid and config may be filled in after the launch)."""
+
+    index: int
+    kind: str  # "op" or "kernel"
+    name: str  # "aten.add.Tensor", "planted.drift.default", or the kernel's name
+    where: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    scalars: dict[str, str] = field(default_factory=dict)  # non-tensor arguments, as text
+    grid: list | None = None
+    config: dict | None = None  # kernel launch configuration (constexprs, num_warps, Inductor config)
+
+    def describe(self) -> str:
+        return f"#{self.index} {self.kind} {self.name}" + (f" at {self.where}" if self.where else "")
+
+
+@dataclass
+class Record:
+    """Everything one run did, in order, plus the hashes of its inputs and results (built while it runs)."""
+
+    label: str
+    events: list[Event] = field(default_factory=list)
+    inputs: list[TensorInfo] = field(default_factory=list)
+    results: list[TensorInfo] = field(default_factory=list)
+    error: str | None = None
+    threads: int = 0
+    settings: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, allow_nan=False, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        def infos(items):
+            return [TensorInfo(**t) for t in items]
+
+        events = [Event(**{**e, "inputs": infos(e["inputs"]), "outputs": infos(e["outputs"])})
+                  for e in data["events"]]
+        return cls(**{**data, "events": events, "inputs": infos(data["inputs"]), "results": infos(data["results"])})
+
+    @classmethod
+    def load(cls, path: Path) -> "Record":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def counts(self) -> dict[str, int]:
+        return {"op": sum(e.kind == "op" for e in self.events), "kernel": sum(e.kind == "kernel" for e in self.events)}
+
+
+def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool = True,
+                note: str | None = None) -> TensorInfo:
+    """Hash a tensor's values (sha256 of its contiguous native bytes) and summarise them.
+
+    Run it with op recording paused: the copies and reductions it makes are not part of the computation.
+    """
+    shape, dtype, device = list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
+    if t.is_sparse or t.device.type == "meta" or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return TensorInfo(name, None, shape, dtype, device, compare=False,
+                          note=note or f"not hashed ({type(t).__name__})")
+    try:
+        data = t.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
+        digest = sha256_bytes(tensor_bytes(data))
+    except (RuntimeError, TypeError) as exc:
+        return TensorInfo(name, None, shape, dtype, device, compare=False, note=f"not hashed ({exc})"[:200])
+    summary = None
+    if stats and data.numel() and (data.is_floating_point() or data.is_complex()):
+        values = data.abs() if data.is_complex() else data
+        values = values.to(torch.float64)
+        summary = {"sum": _json_float(float(values.sum())), "absmax": _json_float(float(values.abs().max()))}
+    return TensorInfo(name, digest, shape, dtype, device, compare=compare, note=note, stats=summary)
+
+
+def _json_float(x: float):
+    return x if x == x and abs(x) != float("inf") else str(x)
+
+
+def scalar_text(value: Any) -> str:
+    """Text for a non-tensor argument, stable between runs (no object addresses)."""
+    if isinstance(value, torch.Generator):
+        return f"Generator(initial_seed={value.initial_seed()})"
+    text = repr(value)
+    if " at 0x" in text or " object at " in text:
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def argument_tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
+    """The tensors of one argument, named: ``x`` for a tensor, ``xs[0]``, ``xs[2]``... for a sequence."""
+    if isinstance(value, torch.Tensor):
+        return [(name, value)]
+    if isinstance(value, (list, tuple)) and value and any(isinstance(v, torch.Tensor) for v in value):
+        return [(f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+    return []
+
+
+def storage_key(t: torch.Tensor) -> int | None:
+    """The address of a tensor's storage (what tells two views of one buffer), None when it has none."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def call_site() -> str:
+    """The innermost caller outside torch, triton and the tracking suite: ``path:line in function``."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        skip = (filename.startswith((_TORCH_DIR, _SUITE_DIR)) or "/triton/" in filename
+                or filename.endswith(("contextlib.py", "runpy.py")) or filename.startswith("<frozen"))
+        if not skip:
+            return f"{_short_path(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return ""
+
+
+def _short_path(filename: str) -> str:
+    try:
+        return os.path.relpath(filename)
+    except ValueError:
+        return filename
