@@ -1,0 +1,88 @@
+"""The package's layering and the suite's one-definition rule, checked on the source itself.
+
+* the core (``detsim/*.py``) never imports the tracking suite;
+* every suite fact has one home in ``detsim/track/base`` (the acceptance line, Pearson r, the exit codes,
+  sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
+* every suite module has a test file of its own, mirroring its place in the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "detsim"
+TRACK = PACKAGE / "track"
+TESTS = ROOT / "tests" / "track"
+
+# fact -> (pattern in source code, the one module allowed to hold it)
+ONE_HOME = {
+    "the acceptance line": (re.compile(r"\b0\.9995\b|\b5e-4\b"), "track/base/metrics.py"),
+    "Pearson r": (re.compile(r"\bcorrcoef\("), "track/base/metrics.py"),
+    "exit-code constants": (re.compile(r"^\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=", re.M), "track/base/exitcodes.py"),
+    "sha256": (re.compile(r"\bhashlib\.sha256\("), "track/base/hashing.py"),
+    "changing directory": (re.compile(r"\bos\.chdir\("), "track/base/golden.py"),
+}
+
+
+def _code(path: Path) -> str:
+    """The module's source without docstrings and comments (facts may be *mentioned* in prose)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0] = ast.Pass()
+    return ast.unparse(tree)
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
+def test_core_never_imports_the_suite(path):
+    leaks = sorted(name for name in _imports(path) if name == "detsim.track" or name.startswith("detsim.track."))
+    assert not leaks, f"{path.relative_to(ROOT)} imports {leaks}"
+
+
+@pytest.mark.parametrize("fact", list(ONE_HOME))
+def test_each_suite_fact_has_one_home(fact):
+    pattern, home = ONE_HOME[fact]
+    holders = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if pattern.search(_code(p)))
+    assert holders == [home], f"{fact} defined in {holders}, expected only in {home}"
+
+
+def _suite_modules() -> list[Path]:
+    return sorted(p for p in TRACK.rglob("*.py") if p.name != "__init__.py" and p.parent != TRACK)
+
+
+@pytest.mark.parametrize("module", _suite_modules(), ids=lambda p: str(p.relative_to(TRACK)))
+def test_every_suite_module_has_its_own_test_file(module):
+    area = module.parent.name
+    expected = TESTS / area / f"test_{area}_{module.stem}.py"
+    assert expected.is_file(), f"{module.relative_to(ROOT)} has no test file {expected.relative_to(ROOT)}"
+
+
+def test_the_rules_see_code_not_prose(tmp_path):
+    """A planted second definition is found; the same words in a docstring or comment are not."""
+    planted = tmp_path / "planted.py"
+    planted.write_text('"""Passes at r >= 0.9995."""\nimport hashlib\n\n'
+                       "EXIT_OK, EXIT_BAD = 0, 2  # a 0.9995 comment\nR = 0.9995\nx = np.corrcoef(a, b)\n"
+                       "os.chdir(d)\nh = hashlib.sha256(b'')\n")
+    prose = tmp_path / "prose.py"
+    prose.write_text('"""Passes at r >= 0.9995 (np.corrcoef(a, b)); os.chdir(d)."""\n# EXIT_OK = 0\n')
+    for fact, (pattern, _) in ONE_HOME.items():
+        assert pattern.search(_code(planted)), fact
+        assert not pattern.search(_code(prose)), fact
