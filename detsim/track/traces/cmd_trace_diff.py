@@ -1,15 +1,8 @@
 """``detsim-track trace-diff A B``: the first quantity where two per-pixel traces disagree.
 
-A trace log holds lines ``<PREFIX>: <name> [key=value ...] <values...>`` (see ``docs/trace.md``); any other
-line is ignored. The prefix is detected per file (the most common one starting with ``TRACE``, else the
-most common ``word:`` followed by a name), so a log may be the whole stdout of the program that printed
-it, even with a trace line glued to the end of another message. A ``--trace-json`` file is read as well.
-
-Alignment: a ``pixel s f`` line opens a pixel's block; lines before the first one are shared by every
-block of that file. Within a pixel, the n-th line named X in A is compared with the n-th line named X in
-B. ``key=value`` labels are not compared as values, but two aligned lines whose labels disagree count as
-a difference (the logs went out of step). Values agree when ``|a - b| <= atol + rtol * max(|a|, |b|)``.
-The first difference is the first one in A's line order.
+The logs are read by :mod:`detsim.track.traces.tracelog` (any program's stdout: the trace prefix is
+detected per file; ``--trace-json`` files too) and aligned and compared by
+:mod:`detsim.track.traces.compare` (per pixel, per name and occurrence, within ``--rtol``/``--atol``).
 
 Exit status: 0 no difference (missing, extra or bad lines are reported but tolerated), 1 some quantity
 differs, 2 a file could not be read or the two logs have nothing in common.
@@ -17,347 +10,38 @@ differs, 2 a file could not be read or the two logs have nothing in common.
 
 from __future__ import annotations
 
-import json
-import math
-import re
+import argparse
 import sys
-from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.traces.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
+from detsim.track.traces.tracelog import TraceError, load_trace, parse_trace
+
+__all__ = ["HELP", "add_arguments", "run", "compare", "load_trace", "parse_trace"]
 
 HELP = "compare two per-pixel trace logs and name the first quantity that differs"
-EXIT_OK, EXIT_DIFFERS, EXIT_BAD_INPUT = 0, 1, 2
-DEFAULT_RTOL, DEFAULT_ATOL = 1e-6, 1e-12
-
-_PREFIXED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\[\]]*$")
-_LABEL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S*)$")
-_TOKEN_SPLIT = re.compile(r"[\s,]+")
-SHARED = None  # block key of the lines before any ``pixel`` line
 
 
-class TraceError(ValueError):
-    """A trace file that cannot be read at all."""
-
-
-@dataclass(frozen=True)
-class Line:
-    """One parsed trace line."""
-
-    lineno: int  # 1-based line number in the file (0 for JSON records)
-    name: str
-    labels: tuple[tuple[str, str], ...]
-    values: tuple[float, ...]
-
-
-@dataclass
-class Trace:
-    """A parsed log: lines grouped by pixel, plus what could not be used."""
-
-    path: str
-    prefix: str | None
-    blocks: dict = field(default_factory=dict)  # pixel (s, f) or SHARED -> [Line] in file order
-    bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
-    ignored: int = 0  # lines without the trace prefix
-    count: int = 0  # trace lines read
-
-    def pixels(self) -> list:
-        return [key for key in self.blocks if key is not SHARED]
-
-    def sequence(self, pixel) -> list[Line]:
-        """The lines that describe ``pixel``: the shared lines, then the pixel's own."""
-        return self.blocks.get(SHARED, []) + (self.blocks.get(pixel, []) if pixel is not SHARED else [])
-
-
-def _detect_prefix(lines: list[str]) -> str | None:
-    """The most common prefix starting with TRACE, else the most common one followed by a name."""
-    counts: Counter = Counter()
-    for m in map(_PREFIXED.match, lines):
-        if m and _NAME.match((m.group(2).split() or [""])[0]):
-            counts[m.group(1)] += 1
-    traced = {p: n for p, n in counts.items() if p.upper().startswith("TRACE")}
-    pool = traced or counts
-    if not pool:
-        return None
-    return max(pool, key=lambda p: (pool[p], -list(counts).index(p)))
-
-
-def _pixel_key(values: tuple[float, ...]):
-    return tuple(int(v) if float(v).is_integer() else v for v in values)
-
-
-def parse_trace(text: str, path: str = "<trace>") -> Trace:
-    """Parse a trace log (see the module docstring)."""
-    lines = text.splitlines()
-    trace = Trace(path=path, prefix=_detect_prefix(lines))
-    current = SHARED
-    # The prefix may follow other output on the same line (a message printed without its newline).
-    marker = re.compile(r"(?:^|\s)" + re.escape(trace.prefix) + r"\s*:") if trace.prefix else None
-    for lineno, raw in enumerate(lines, start=1):
-        m = marker.search(raw) if marker else None
-        if not m:
-            trace.ignored += 1
-            continue
-        tokens = [t for t in _TOKEN_SPLIT.split(raw[m.end():].strip()) if t]
-        parsed = _parse_body(tokens)
-        if isinstance(parsed, str):
-            trace.bad.append((lineno, f"{parsed}: {raw.strip()[:120]}"))
-            continue
-        name, labels, values = parsed
-        trace.count += 1
-        if name == "pixel":
-            current = _pixel_key(values)
-            trace.blocks.setdefault(current, [])
-            continue
-        trace.blocks.setdefault(current, []).append(Line(lineno, name, labels, values))
-    return trace
-
-
-def _parse_body(tokens: list[str]):
-    """(name, labels, values), or a string saying why the line is bad."""
-    if not tokens:
-        return "no name after the prefix"
-    name, rest = tokens[0], tokens[1:]
-    if not _NAME.match(name):
-        return f"bad name {name!r}"
-    labels, values = [], []
-    for token in rest:
-        label = _LABEL.match(token)
-        if label:
-            labels.append((label.group(1), label.group(2)))
-            continue
-        try:
-            values.append(float(token))
-        except ValueError:
-            return f"non-numeric value {token!r} in {name}"
-    if name == "pixel" and len(values) != 2:
-        return "a pixel line needs two values (slow fast)"
-    return name, tuple(labels), tuple(values)
-
-
-def _trace_from_json(data: dict, path: str) -> Trace:
-    trace = Trace(path=path, prefix=data.get("prefix", "json"))
-    for block in data.get("pixels", []):
-        key = _pixel_key(tuple(float(v) for v in block["pixel"]))
-        lines = trace.blocks.setdefault(key, [])
-        for record in block["records"]:
-            trace.count += 1
-            if record["name"] == "pixel":
-                continue
-            labels = tuple((str(k), str(v)) for k, v in record.get("labels", {}).items())
-            values = tuple(float(v) for v in record["values"])  # "nan"/"inf" strings parse too
-            lines.append(Line(0, record["name"], labels, values))
-    return trace
-
-
-def load_trace(path: str | Path) -> Trace:
-    """Read a trace log or a ``--trace-json`` file; raises TraceError if it cannot be read."""
-    path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror})") from None
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and "pixels" in data:
-            try:
-                return _trace_from_json(data, str(path))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise TraceError(f"{path}: malformed trace JSON ({exc})") from None
-    return parse_trace(text, str(path))
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Two aligned lines that disagree."""
-
-    pixel: object
-    name: str
-    occurrence: int  # 1-based, per name within the pixel
-    a: Line
-    b: Line
-    reason: str  # "values", "count" or "labels"
-    rel: float  # largest relative difference over the components (inf for count/labels)
-    abs: float
-    component: int | None
-
-
-@dataclass
-class Comparison:
-    """Everything trace-diff reports."""
-
-    a: Trace
-    b: Trace
-    rtol: float
-    atol: float
-    compared: int = 0
-    differences: list[Difference] = field(default_factory=list)
-    only_a: Counter = field(default_factory=Counter)  # name -> lines without a partner in B
-    only_b: Counter = field(default_factory=Counter)
-    pixels_only_a: list = field(default_factory=list)
-    pixels_only_b: list = field(default_factory=list)
-    pairs: list = field(default_factory=list)  # (pixel in A, pixel in B) compared
-
-    @property
-    def first(self) -> Difference | None:
-        return self.differences[0] if self.differences else None
-
-
-def _relative(x: float, y: float) -> float:
-    if x == y or (math.isnan(x) and math.isnan(y)):
-        return 0.0
-    scale = max(abs(x), abs(y))
-    return math.inf if not math.isfinite(scale) or scale == 0 else abs(x - y) / scale
-
-
-def _compare_values(a: Line, b: Line, rtol: float, atol: float):
-    """(reason, rel, abs, component) for a disagreement, or None."""
-    common = {k for k, _ in a.labels} & {k for k, _ in b.labels}
-    if any(dict(a.labels)[k] != dict(b.labels)[k] for k in common):
-        return "labels", math.inf, math.inf, None
-    if len(a.values) != len(b.values):
-        return "count", math.inf, math.inf, None
-    worst = None
-    for i, (x, y) in enumerate(zip(a.values, b.values)):
-        both_nan = math.isnan(x) and math.isnan(y)
-        if both_nan or x == y:
-            continue
-        diff = abs(x - y)
-        if diff <= atol + rtol * max(abs(x), abs(y)):
-            continue
-        rel = _relative(x, y)
-        if worst is None or rel > worst[1] or (math.isnan(diff)):
-            worst = ("values", rel, diff, i)
-    return worst
-
-
-def _pair_pixels(a: Trace, b: Trace) -> tuple[list, list, list]:
-    """(pairs, only in A, only in B): which pixel block of A is compared with which of B."""
-    pa, pb = a.pixels(), b.pixels()
-    if not pa and not pb:
-        return [(SHARED, SHARED)], [], []
-    if not pa and len(pb) == 1:
-        return [(SHARED, pb[0])], [], []
-    if not pb and len(pa) == 1:
-        return [(pa[0], SHARED)], [], []
-    pairs = [(p, p) for p in pa if p in pb]
-    return pairs, [p for p in pa if p not in pb], [p for p in pb if p not in pa]
-
-
-def compare(a: Trace, b: Trace, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Comparison:
-    """Align the two traces by pixel, name and occurrence, and list every disagreement in A's order."""
-    result = Comparison(a=a, b=b, rtol=rtol, atol=atol)
-    result.pairs, result.pixels_only_a, result.pixels_only_b = _pair_pixels(a, b)
-    for pixel_a, pixel_b in result.pairs:
-        pixel = pixel_a if pixel_a is not SHARED else pixel_b
-        index_b: dict[tuple[str, int], Line] = {}
-        seen_b: Counter = Counter()
-        for line in b.sequence(pixel_b):
-            seen_b[line.name] += 1
-            index_b[(line.name, seen_b[line.name])] = line
-        seen_a: Counter = Counter()
-        for line in a.sequence(pixel_a):
-            seen_a[line.name] += 1
-            key = (line.name, seen_a[line.name])
-            partner = index_b.pop(key, None)
-            if partner is None:
-                result.only_a[line.name] += 1
-                continue
-            result.compared += 1
-            found = _compare_values(line, partner, rtol, atol)
-            if found is not None:
-                reason, rel, diff, component = found
-                result.differences.append(Difference(pixel, line.name, key[1], line, partner, reason, rel, diff,
-                                                     component))
-        for name, _ in index_b:
-            result.only_b[name] += 1
-    return result
-
-
-def _fmt_pixel(pixel) -> str:
-    if pixel is SHARED:
-        return "(no pixel line)"
-    if isinstance(pixel, tuple) and len(pixel) == 2:
-        return f"(s={pixel[0]}, f={pixel[1]})"
-    return str(pixel)
-
-
-def _where(line: Line, trace: Trace) -> str:
-    return f"{trace.path}:{line.lineno}" if line.lineno else trace.path
-
-
-def _values(line: Line) -> str:
-    return " ".join(repr(v) for v in line.values) or "(no values)"
-
-
-def _labels(line: Line) -> str:
-    return " ".join(f"{k}={v}" for k, v in line.labels)
-
-
-def format_comparison(c: Comparison) -> str:
-    """The human-readable report printed by the subcommand."""
-    out = [f"A: {c.a.path}  ({c.a.count} lines, prefix {c.a.prefix})",
-           f"B: {c.b.path}  ({c.b.count} lines, prefix {c.b.prefix})",
-           f"tolerance: |a-b| <= {c.atol:g} + {c.rtol:g} * max(|a|,|b|); {c.compared} aligned lines compared"]
-    for label, trace in (("A", c.a), ("B", c.b)):
-        for lineno, reason in trace.bad:
-            out.append(f"bad line in {label}: {trace.path}:{lineno}: {reason}")
-    for label, pixels in (("A", c.pixels_only_a), ("B", c.pixels_only_b)):
-        if pixels:
-            out.append(f"pixels only in {label}: " + ", ".join(_fmt_pixel(p) for p in pixels))
-    for label, names in (("A", c.only_a), ("B", c.only_b)):
-        if names:
-            listed = ", ".join(f"{n} ({k})" for n, k in sorted(names.items()))
-            out.append(f"only in {label} (name (lines without a partner)): {listed}")
-    first = c.first
-    if first is None:
-        out.append("no difference beyond tolerance" if c.compared else "nothing in common to compare")
-        return "\n".join(out)
-    labels = _labels(first.a) or _labels(first.b)
-    out += ["",
-            f"FIRST DIFFERENCE: {first.name} at pixel {_fmt_pixel(first.pixel)}, occurrence {first.occurrence}"
-            + (f" [{labels}]" if labels else ""),
-            f"  A {_where(first.a, c.a)}: {_values(first.a)}" + (f"   [{_labels(first.a)}]" if first.reason == "labels" else ""),
-            f"  B {_where(first.b, c.b)}: {_values(first.b)}" + (f"   [{_labels(first.b)}]" if first.reason == "labels" else "")]
-    if first.reason == "values":
-        out.append(f"  component {first.component}: relative difference {first.rel:.3g} (absolute {first.abs:.3g})")
-    elif first.reason == "count":
-        out.append(f"  different number of values: {len(first.a.values)} in A, {len(first.b.values)} in B")
-    else:
-        out.append("  labels disagree: the two logs are out of step here (a line missing on one side?)")
-    per_name: dict[str, list[Difference]] = {}
-    for d in c.differences:
-        per_name.setdefault(d.name, []).append(d)
-    out.append("")
-    out.append(f"{len(c.differences)} differing lines; by name, in order of first appearance:")
-    for name, diffs in per_name.items():
-        finite = [d.rel for d in diffs if math.isfinite(d.rel)]
-        worst = f"max rel {max(finite):.3g}" if finite else diffs[0].reason
-        out.append(f"  {name:<24} {len(diffs):>7} lines  {worst}")
-    return "\n".join(out)
-
-
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", metavar="A", help="first trace log (e.g. the reference program's TRACE_C lines)")
     parser.add_argument("b", metavar="B", help="second trace log (e.g. detsim's TRACE_PY lines or --trace-json)")
-    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance (default {DEFAULT_RTOL:g})")
-    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"relative tolerance (default {DEFAULT_RTOL:g})")
+    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
+                        help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if not (args.rtol >= 0 and args.atol >= 0):
         print("trace-diff: --rtol and --atol must be >= 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.UNMEASURED
     try:
         a, b = load_trace(args.a), load_trace(args.b)
     except TraceError as exc:
         print(f"trace-diff: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.UNMEASURED
     result = compare(a, b, args.rtol, args.atol)
     print(format_comparison(result))
     if result.first is not None:
-        return EXIT_DIFFERS
-    return EXIT_OK if result.compared else EXIT_BAD_INPUT
+        return ExitCode.REGRESSED
+    return ExitCode.OK if result.compared else ExitCode.UNMEASURED

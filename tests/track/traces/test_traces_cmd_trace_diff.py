@@ -1,4 +1,4 @@
-"""trace-diff (detsim.track.traces.cmd_trace_diff): names the first quantity where two traces disagree."""
+"""detsim-track trace-diff: names the first quantity where two traces disagree, with its exit code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 import detsim.engine
 import detsim.trace as trace
-from detsim.track.traces import cmd_trace_diff as tracediff
 from detsim.track.cli import main as track_main
 from helpers import config_from_args
 
@@ -146,10 +145,3 @@ def test_unreadable_or_empty_input_exits_2(tmp_path, clean, capsys):
     assert "cannot read" in capsys.readouterr().err
     code, out = _diff(tmp_path, "no trace here\nX: 1 2 3\n", clean, capsys=capsys)
     assert code == 2 and "nothing in common" in out
-
-
-def test_parse_reads_labels_values_and_numbers_in_any_notation():
-    parsed = tracediff.parse_trace("TRACE_X: pixel 1 2\nTRACE_X: hkl phi=0 mos=3 1e-3, -2.5, nan\n")
-    [line] = parsed.blocks[(1, 2)]
-    assert line.name == "hkl" and line.labels == (("phi", "0"), ("mos", "3"))
-    assert line.values[:2] == (1e-3, -2.5) and line.values[2] != line.values[2]
