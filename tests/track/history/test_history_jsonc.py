@@ -1,5 +1,6 @@
-"""asv.conf.json gives every benchmark of the suite its regression threshold and direction.
+"""Reading asv.conf.json (JSON with // comments) and the stored JSON files; the project's own config.
 
+The project's asv.conf.json gives every benchmark of the suite its regression threshold and direction.
 A benchmark that no ``regressions_thresholds`` entry matches falls back to asv's 5%, which the noise of
 a shared runner exceeds on every run; a throughput benchmark (larger is better) left to asv's own
 detection is flagged in the wrong direction. Names are read from the benchmark files' syntax, so the
@@ -9,14 +10,49 @@ check needs neither asv nor an import of the suite (which pins torch's thread co
 from __future__ import annotations
 
 import ast
+import json
+import math
 import re
 from pathlib import Path
 
-from detsim.track.history.cmd_regressions import load_config
+import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from detsim.track.history import jsonc
+from detsim.track.history.jsonc import ResultsError, load_config, read_json
+
+ROOT = Path(__file__).resolve().parents[3]
 PREFIXES = ("time_", "peakmem_", "track_", "mem_")
 MACHINE_REFERENCE = "bench_engine.MachineReference."  # measures the machine; never a regression
+
+
+def test_comments_are_stripped_outside_strings_only():
+    text = '{"url": "https://example.invalid/a//b", // a comment\n "x": "\\"//"}'
+    assert json.loads(jsonc.strip_comments(text)) == {"url": "https://example.invalid/a//b", "x": '"//'}
+
+
+def test_whole_line_comments_and_a_comment_at_the_end_leave_plain_json():
+    text = '// header\n{\n    // one\n    "a": [1, 2], // two\n    "b": "\\\\" // a backslash ends the string\n}\n// end'
+    assert json.loads(jsonc.strip_comments(text)) == {"a": [1, 2], "b": "\\"}
+    assert jsonc.strip_comments('{"a": 1}') == '{"a": 1}'
+
+
+def test_trailing_commas_are_not_accepted(tmp_path):
+    (tmp_path / "asv.conf.json").write_text('// c\n{"version": 1, "results_dir": "results",}\n')
+    with pytest.raises(ResultsError, match="asv.conf.json: corrupt JSON"):
+        load_config(tmp_path)
+
+
+def test_unusable_files_are_named(tmp_path):
+    with pytest.raises(ResultsError, match=r"missing\.json: missing"):
+        read_json(tmp_path / "missing.json")
+    (tmp_path / "asv.conf.json").write_text("[1, 2] // a list")
+    with pytest.raises(ResultsError, match="asv.conf.json: not a JSON object"):
+        load_config(tmp_path)
+    (tmp_path / "cut.json").write_text('{"a": ')
+    with pytest.raises(ResultsError, match=r"cut\.json: corrupt JSON"):
+        read_json(tmp_path / "cut.json")
+    (tmp_path / "skips.json").write_text('{"a": NaN}')  # asv writes NaN for skips
+    assert math.isnan(read_json(tmp_path / "skips.json")["a"])
 
 
 def benchmark_names() -> dict[str, str | None]:

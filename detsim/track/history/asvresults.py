@@ -1,0 +1,119 @@
+"""What a project has recorded: asv's results, the per-commit image hashes and the golden baseline.
+
+Layout under the project's root (``results_dir`` from asv.conf.json, ``results/asv`` here):
+
+* ``<results_dir>/benchmarks.json``: the suite's benchmarks (type, unit, parameters, version);
+* ``<results_dir>/<machine>/machine.json`` and one results file per (commit, environment), asv's
+  format version 2 (:func:`load_result_file`);
+* ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit;
+* ``results/baselines/golden_hashes.json``: the stored hashes (:mod:`.baseline_file`).
+
+:func:`load_recorded` reads all of them into a :class:`Recorded`, its results in commit order
+(:mod:`.ordering`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from detsim.track.history.baseline_file import BASELINE
+from detsim.track.history.jsonc import ResultsError, load_config, read_json
+from detsim.track.history.ordering import order_files
+
+HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
+HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Everything stored for one machine, results in commit order."""
+
+    config: dict  # asv.conf.json
+    machine: str
+    benchmarks: dict  # benchmark name -> asv's description of it
+    files: list[dict]  # asv results files, in commit order
+    hashes: dict[str, dict]  # commit -> its per-commit hash record
+    baseline: dict  # the golden baseline ({} where there is none)
+    notes: tuple[str, ...]  # what was left out, how the commits were ordered
+
+
+def choose_machine(results_dir: Path, requested: str | None) -> Path:
+    """The results folder of ``requested``, of the only machine recorded, or of this host."""
+    machines = sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
+    if requested:
+        if requested not in machines:
+            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: {', '.join(machines) or 'none'})")
+        return results_dir / requested
+    if len(machines) == 1:
+        return results_dir / machines[0]
+    if not machines:
+        raise ResultsError(f"{results_dir}: nothing recorded yet (run `asv run` or `make run`)")
+    host = socket.gethostname()
+    if host in machines:
+        return results_dir / host
+    raise ResultsError(f"{results_dir}: several machines recorded ({', '.join(machines)}); pick one with --machine")
+
+
+def load_benchmarks(results_dir: Path) -> dict:
+    path = results_dir / "benchmarks.json"
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for k, v in data.items() if k != "version"):
+        raise ResultsError(f"{path}: not an asv benchmark list")
+    return {k: v for k, v in data.items() if k != "version"}
+
+
+def load_result_file(path: Path) -> dict:
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("version") != 2:
+        raise ResultsError(f"{path}: not an asv results file (format version 2)")
+    columns, results = data.get("result_columns"), data.get("results")
+    if not isinstance(columns, list) or "result" not in columns or not isinstance(results, dict):
+        raise ResultsError(f"{path}: no result_columns/results")
+    if not isinstance(data.get("commit_hash"), str) or not HEX40.fullmatch(data["commit_hash"]):
+        raise ResultsError(f"{path}: commit_hash is not a full git hash")
+    for name, row in results.items():
+        if not isinstance(row, list) or not row or len(row) > len(columns) or not isinstance(row[0], (list, type(None))):
+            raise ResultsError(f"{path}: malformed row for {name}")
+    return data
+
+
+def load_hash_file(path: Path) -> dict:
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
+        raise ResultsError(f"{path}: not a per-commit hash record")
+    return data
+
+
+def load_hashes(root: Path) -> dict[str, dict]:
+    """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
+    folder = root / HASHES
+    return {p.stem: load_hash_file(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def load_baseline(root: Path) -> tuple[dict, list[str]]:
+    """The golden baseline ({} and a note where there is none); only its ``cases`` map is required."""
+    path = root / BASELINE
+    if not path.exists():
+        return {}, [f"no golden baseline at {path.relative_to(root)}"]
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
+        raise ResultsError(f"{path}: malformed baseline")
+    return data, []
+
+
+def load_recorded(root: Path, machine: str | None = None) -> Recorded:
+    conf = load_config(root)
+    results_dir = root / conf.get("results_dir", "results")
+    machine_dir = choose_machine(results_dir, machine)
+    benchmarks = load_benchmarks(results_dir)
+    files = [load_result_file(p) for p in sorted(machine_dir.glob("*.json")) if p.name != "machine.json"]
+    if not files:
+        raise ResultsError(f"{machine_dir}: no results recorded")
+    files, notes = order_files(root, files)
+    hashes = load_hashes(root)
+    baseline, baseline_notes = load_baseline(root)
+    return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,
+                    baseline=baseline, notes=tuple(notes + baseline_notes))

@@ -1,0 +1,184 @@
+"""Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
+
+Lower is better everywhere (throughput is judged on its inverse). By family (:mod:`.series`):
+
+* **exact** (parity, hash count): any rise over the best recorded value counts; parity also fails past
+  the acceptance line (1 - r above :data:`~detsim.track.base.metrics.PARITY_MAX_ONE_MINUS_R`);
+* **determinism**: a 1 at the latest commit (its image differs from the stored baseline hash), found
+  with the old and new sha256 from the per-commit hash records;
+* **noisy** (timings, memory, throughput, tracks): the step into the run of levels ending at the
+  latest commit (:func:`~.steps.segments`) must rise by more than the series' threshold, survive
+  dividing by the machine reference's own change (not for memory), and be confirmed by a one-sided
+  rank test of the raw samples of up to :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`; without
+  samples, timings' 99% intervals must not overlap).
+
+A finding names the last good and first bad commits, the old and new values and the evidence
+(``detail``); :meth:`Finding.record` is its JSON form.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.history.series import Point, Series
+from detsim.track.history.steps import mann_whitney_greater, segments
+
+ALPHA = 0.01  # one-sided rank test level for timings
+NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
+
+
+@dataclass(frozen=True)
+class Finding:
+    series: Series
+    last_good: str | None  # None: never good in the recorded history
+    first_bad: str
+    old: float | None
+    new: float
+    detail: Mapping = field(default_factory=dict)  # evidence, merged into the JSON record
+
+    @property
+    def ratio(self) -> float | None:
+        if self.old in (None, 0):
+            return None
+        return self.new / self.old
+
+    def record(self) -> dict:
+        """The finding as the JSON report stores it."""
+        s = self.series
+        record = {"family": s.family, "benchmark": s.name, "params": s.params, "env": s.env, "unit": s.unit,
+                  "last_good": self.last_good, "first_bad": self.first_bad, "old": self.old, "new": self.new,
+                  "ratio": None if self.ratio is None else round(self.ratio, 4), **self.detail}
+        if s.case:
+            record["case"] = s.case
+        if s.family == "parity":
+            record["new_r"] = round(1 - self.new, 12)
+            record["old_r"] = None if self.old is None else round(1 - self.old, 12)
+        return record
+
+
+def detect(series: Series, start: int, references: Mapping[str, float], baseline_hashes: Mapping,
+           hashes: Mapping[str, dict]) -> Finding | None:
+    """The regression at the series' latest point, looking at points from ``start`` on.
+
+    ``references``: commit -> the machine reference's seconds; ``baseline_hashes``: case -> stored
+    sha256; ``hashes``: commit -> its per-commit hash record.
+    """
+    points = [p for p in series.points[start:] if p.measured]
+    if not points or not series.points[-1].measured:
+        return None
+    if series.family == "parity":
+        return _exact(series, points, absolute=PARITY_MAX_ONE_MINUS_R)
+    if series.family == "determinism":
+        return _hash_changed(series, points, baseline_hashes, hashes)
+    if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
+        return _exact(series, points)
+    if series.family == "reference":
+        return None
+    return _noisy(series, points, references)
+
+
+def _exact(series: Series, points: list[Point], *, absolute: float | None = None) -> Finding | None:
+    """Exact values, lower is better: a rise over the best value (or past ``absolute``) counts."""
+    latest, best = points[-1].value, min(p.value for p in points)
+    if latest <= best and (absolute is None or latest <= absolute):
+        return None
+    good = [i for i, p in enumerate(points) if p.value <= best and (absolute is None or p.value <= absolute)]
+    if good and good[-1] < len(points) - 1:
+        last = good[-1]
+        return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
+    return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+
+
+def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
+                  hashes: Mapping[str, dict]) -> Finding | None:
+    if points[-1].value == 0:
+        return None
+    first = len(points) - 1
+    while first > 0 and points[first - 1].value != 0:
+        first -= 1
+    last_good = points[first - 1].commit if first > 0 else None
+
+    def sha(commit):
+        return ((hashes.get(commit) or {}).get("cases", {}).get(series.case) or {}).get("sha256")
+
+    old = sha(last_good) if last_good else baseline_hashes.get(series.case)
+    new = sha(points[-1].commit)
+    changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if sha(p.commit) != sha(prev.commit)]
+    detail = {"old_sha256": old, "new_sha256": new, "changed_again_at": changes}
+    if old and old == new:
+        detail["note"] = "same image as the last good commit: the baseline changed between the runs; re-run it"
+    return Finding(series, last_good, points[first].commit, 0.0, 1.0, detail)
+
+
+def _step_into_tip(y: list[float], threshold: float) -> tuple[tuple, tuple, float] | None:
+    """The segments ``(left, right_exclusive, level)`` either side of the step into the run at the tip
+    that sits above the best level by more than ``threshold``, and the tip's level."""
+    segs = segments(y, threshold)
+    best, latest = min(level for _, _, level in segs), segs[-1][2]
+    if latest <= best * (1 + threshold):
+        return None
+    first = len(segs) - 1  # the run of segments, ending at the tip, that all sit above best x (1 + threshold)
+    while first > 0 and segs[first - 1][2] > best * (1 + threshold):
+        first -= 1
+    if first == 0:
+        return None
+    return segs[first - 1], segs[first], latest
+
+
+def _load_corrected(rise: float, side_a: list[Point], side_b: list[Point], references: Mapping[str, float],
+                    detail: dict) -> float:
+    """The rise divided by the machine reference's change across the step (the rise where unmeasured)."""
+    refs_a, refs_b = [references.get(p.commit) for p in side_a], [references.get(p.commit) for p in side_b]
+    if not (all(refs_a) and all(refs_b)):
+        return rise
+    load = statistics.median(refs_b) / statistics.median(refs_a)
+    detail["machine_reference_ratio"] = round(load, 4)
+    detail["load_corrected_rise"] = round(rise / load, 4)
+    return rise / load
+
+
+def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_is_better: bool,
+               detail: dict) -> bool:
+    """The rank test of the raw samples (or, for timings without samples, disjoint 99% intervals)."""
+    if all(p.samples for p in side_a + side_b):
+        a = [v for p in side_a for v in p.samples if v > 0]
+        b = [v for p in side_b for v in p.samples if v > 0]
+        if larger_is_better:
+            a, b = [1 / v for v in a], [1 / v for v in b]
+        p_value = mann_whitney_greater(a, b)
+        detail["rank_test_p"] = float(f"{p_value:.3g}")
+        return p_value < ALPHA
+    if all(p.ci for p in side_a + side_b) and series.family == "timing":
+        if min(p.ci[0] for p in side_b) <= max(p.ci[1] for p in side_a):
+            detail["ci_overlap"] = True
+            return False
+    return True
+
+
+def _noisy(series: Series, points: list[Point], references: Mapping[str, float]) -> Finding | None:
+    """A step up at the tip's level: threshold, then load-corrected threshold, then the rank test."""
+    larger_is_better = series.family == "throughput"
+    y = [1.0 / p.value if larger_is_better else p.value for p in points]
+    if not all(v > 0 and math.isfinite(v) for v in y):
+        return None
+    step = _step_into_tip(y, series.threshold)
+    if step is None:
+        return None
+    (old_left, before_end, old), (after, new_right, _), latest = step
+    before = before_end - 1
+    rise = latest / old
+    if rise < 1 + series.threshold:
+        return None
+    detail = {"rise": round(rise, 4)}
+    side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
+    side_b = points[after:min(new_right, after + NEIGHBOURS)]
+    if series.family != "memory" and _load_corrected(rise, side_a, side_b, references, detail) < 1 + series.threshold:
+        return None
+    if not _confirmed(series, side_a, side_b, larger_is_better, detail):
+        return None
+    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
+    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)

@@ -1,0 +1,65 @@
+"""Reading the stored JSON files of the asv history, and ``asv.conf.json``.
+
+Every file ``detsim-track regressions`` reads goes through :func:`read_json`, which turns a missing,
+unreadable or corrupt file into a :class:`ResultsError` naming it (one line for the user).
+``asv.conf.json`` is JSON with ``//`` line comments (:func:`strip_comments` removes them outside
+strings); trailing commas are not accepted. :func:`load_config` reads it from a project's root.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CONFIG = "asv.conf.json"
+
+
+class ResultsError(ValueError):
+    """A stored file that cannot be used; the message names it."""
+
+
+def strip_comments(text: str) -> str:
+    """JSON with ``//`` comments (as asv.conf.json allows) -> JSON; ``//`` inside strings is kept."""
+    out, i, in_string = [], 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if ch == "\\":
+                out.append(text[i + 1:i + 2])
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def read_json(path: Path, *, comments: bool = False):
+    """The parsed file (NaN allowed: asv writes it for skips); raises :class:`ResultsError` naming it."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: unreadable ({exc})") from None
+    try:
+        return json.loads(strip_comments(text) if comments else text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: corrupt JSON ({exc})") from None
+
+
+def load_config(root: Path) -> dict:
+    """``asv.conf.json`` of the project at ``root``, as a dict."""
+    conf = read_json(root / CONFIG, comments=True)
+    if not isinstance(conf, dict):
+        raise ResultsError(f"{root / CONFIG}: not a JSON object")
+    return conf

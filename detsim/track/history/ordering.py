@@ -1,0 +1,72 @@
+"""The order of the recorded commits, and where regression detection starts in it.
+
+asv's results files are ordered by the git history of HEAD (``git rev-list --topo-order``); results of
+commits outside it are left out (said in a note). Where no recorded commit is in HEAD's history (a
+copied results folder, no git), they are ordered by the commit date asv stored. :func:`first_commit_cut`
+applies ``regressions_first_commits`` of asv.conf.json to a series' commits.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Mapping
+
+
+def git(root: Path, *args: str) -> str | None:
+    """stdout of ``git args`` in ``root``, or None where git fails or is missing."""
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
+    """Results files in commit order, and notes on what was left out or how they were ordered."""
+    history = (git(root, "rev-list", "--topo-order", "HEAD") or "").split()
+    position = {sha: i for i, sha in enumerate(reversed(history))}
+    known = [f for f in files if f["commit_hash"] in position]
+    if known:
+        notes = []
+        if len(known) < len(files):
+            notes.append(f"{len(files) - len(known)} results of commits outside HEAD's history were ignored")
+        return sorted(known, key=lambda f: (position[f["commit_hash"]], f["env_name"])), notes
+    notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if history else []
+    return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes
+
+
+def head(root: Path) -> str | None:
+    """The full hash of HEAD, or None outside git."""
+    return (git(root, "rev-parse", "HEAD") or "").strip() or None
+
+
+def subjects(root: Path, commits: list[str]) -> dict[str, str]:
+    """Commit hash -> its subject line, for the commits git knows."""
+    out = git(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
+    found = {}
+    for line in (out or "").splitlines():
+        sha, _, subject = line.partition("\t")
+        found[sha] = subject
+    return found
+
+
+def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) -> int | None:
+    """Index of the first point to consider under ``regressions_first_commits`` (None: no detection).
+
+    asv semantics: detection starts *after* the named commit. A null entry switches detection off,
+    except for throughput, which asv's page cannot check (larger is better) and this command can.
+    """
+    start = 0
+    for regex, commit in (conf.get("regressions_first_commits") or {}).items():
+        if not re.match(regex, name):
+            continue
+        if commit is None:
+            if family != "throughput":
+                return None
+            continue
+        hits = [i for i, sha in enumerate(order) if sha.startswith(str(commit))]
+        if hits:
+            start = max(start, hits[0] + 1)
+    return start

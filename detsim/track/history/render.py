@@ -1,0 +1,100 @@
+"""The verdict as text: one line per finding, then what was not measured, the notes and a summary.
+
+:func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
+its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
+where: ``since <first bad>, last good <last good>`` with their subjects. More than
+:data:`GROUP_HASHES` image-hash findings of the same commits print as one line.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from detsim.track.history.verdict import Report
+
+GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A value in its unit, scaled for reading (seconds to ns, bytes in MiB)."""
+    if value is None:
+        return "?"
+    if unit == "seconds":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {name}"
+        return f"{value * 1e9:.3g} ns"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    return f"{value:.4g} {unit}".strip()
+
+
+def commit_text(sha: str | None, subjects: Mapping[str, str]) -> str:
+    if sha is None:
+        return "(none recorded)"
+    subject = subjects.get(sha)
+    return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
+
+
+def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
+    """Since which commit a finding holds."""
+    if record["last_good"] is None:
+        return f"at every recorded commit since {commit_text(record['first_bad'], subjects)}"
+    return f"since {commit_text(record['first_bad'], subjects)}, last good {commit_text(record['last_good'], subjects)}"
+
+
+def finding_text(r: Mapping) -> str:
+    """What changed, in the family's own terms (the commits are added by the caller)."""
+    if r["family"] == "parity":
+        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
+        return f"parity {r['case']}: r {old} -> {r['new_r']:.9f} (1 - r {r['old']} -> {r['new']})"
+    if r["family"] == "determinism":
+        again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
+        note = f" ({r['note']})" if r.get("note") else ""
+        return f"image hash {r['case']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
+    extra = []
+    if "load_corrected_rise" in r:
+        corrected = r["load_corrected_rise"]
+        extra.append(f"x{1 / corrected if r['family'] == 'throughput' else corrected:.2f} against the machine reference")
+    if "rank_test_p" in r:
+        extra.append(f"rank test p={r['rank_test_p']:.2g}")
+    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
+    return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
+            f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
+
+
+def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> list[str]:
+    """``REGRESSED ...`` lines; large groups of image-hash findings of the same commits as one."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        if r["family"] == "determinism":
+            groups.setdefault((r["first_bad"], r["last_good"]), []).append(r)
+    lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r['case'] for r in group)}), "
+             f"{where_text(group[0], subjects)} (sha256s with --json)"
+             for group in groups.values() if len(group) > GROUP_HASHES]
+    lines += [f"REGRESSED {finding_text(r)}, {where_text(r, subjects)}" for r in records
+              if r["family"] != "determinism" or len(groups[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES]
+    return lines
+
+
+def summary_line(report: Report) -> str:
+    families: dict[str, int] = {}
+    for f in report.regressions:
+        families[f.series.family] = families.get(f.series.family, 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(families.items()))
+    return (f"summary: {len(report.regressions)} regressed{' (' + summary + ')' if summary else ''}, "
+            f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
+            f"exit {int(report.exit)}")
+
+
+def report_lines(report: Report) -> list[str]:
+    """The whole verdict, line by line."""
+    commits = report.commits
+    lines = [f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
+             f"({commits[0][:8]} .. {commits[-1][:8]}), latest {commit_text(report.latest, report.subjects)}"]
+    lines += regression_lines([f.record() for f in report.regressions], report.subjects)
+    if report.built:
+        lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(summary_line(report))
+    return lines

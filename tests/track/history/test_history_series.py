@@ -1,0 +1,125 @@
+"""The series model: families from what a benchmark says about itself, thresholds, and asv rows -> points."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from pathlib import Path
+
+import pytest
+
+from detsim.track.base.provenance import thread_count
+from detsim.track.history.jsonc import ResultsError
+from detsim.track.history.series import (
+    DEFAULT_THRESHOLD, FAMILY_ORDER, Point, Series, build_series, case_of, family_of, param_labels, threshold_for,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+PREFIX_TYPES = {"time_": ("time", "seconds"), "peakmem_": ("peakmemory", "bytes"), "mem_": ("memory", "bytes"),
+                "track_": ("track", "unit")}  # asv's type and default unit by method prefix
+
+
+def _family_before(name: str, bench: dict) -> str:
+    """``family_of`` as it was when it named the suite's modules (the classification to keep)."""
+    kind, unit = bench.get("type"), str(bench.get("unit", ""))
+    if name.startswith("bench_parity."):
+        return "parity"
+    if name.startswith("bench_determinism."):
+        return "determinism" if case_of(bench) else "hash count"
+    if ".MachineReference." in name:
+        return "reference"
+    if kind == "time":
+        return "timing"
+    if kind in ("peakmemory", "memory"):
+        return "memory"
+    return "throughput" if unit.endswith("/s") else "track"
+
+
+def _describe(name: str, fn, owner=None) -> tuple[str, dict]:
+    kind, default_unit = next(v for p, v in PREFIX_TYPES.items() if fn.__name__.startswith(p))
+    bench = {"type": kind, "unit": getattr(fn, "unit", getattr(owner, "unit", default_unit))}
+    if getattr(fn, "pretty_name", None):
+        bench["pretty_name"] = fn.pretty_name
+    return name, bench
+
+
+def suite_benchmarks(monkeypatch) -> dict[str, dict]:
+    """Every benchmark ``benchmarks/bench_*.py`` defines, as asv describes it in benchmarks.json."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    found = {}
+    with thread_count(1):  # importing the suite pins torch's threads
+        modules = [importlib.import_module(f"benchmarks.{p.stem}") for p in sorted((ROOT / "benchmarks").glob("bench_*.py"))]
+    for module in modules:
+        short = module.__name__.split(".")[-1]
+        for attr, value in vars(module).items():
+            if attr.startswith(tuple(PREFIX_TYPES)) and callable(value):
+                found.update([_describe(f"{short}.{attr}", value)])
+            elif inspect.isclass(value) and value.__module__ == module.__name__:
+                for method in dir(value):
+                    if method.startswith(tuple(PREFIX_TYPES)):
+                        found.update([_describe(f"{short}.{attr}.{method}", getattr(value, method), value)])
+    return found
+
+
+def test_every_benchmark_of_the_suite_keeps_its_family(monkeypatch):
+    benchmarks = suite_benchmarks(monkeypatch)
+    families = {name: family_of(name, bench) for name, bench in benchmarks.items()}
+    assert families == {name: _family_before(name, bench) for name, bench in benchmarks.items()}
+    assert set(families.values()) == set(FAMILY_ORDER) - {"track"}  # every family but the plain track
+    assert families["bench_engine.MachineReference.peakmem_reference"] == "reference"
+    assert families["bench_determinism.CompiledHashes.track_cases_changed"] == "hash count"
+    assert families["bench_engine.PathThroughput.track_pixel_steps_per_second"] == "throughput"
+
+
+def test_families_follow_name_prefix_and_unit_without_module_names():
+    assert family_of("other.Cls.time_x", {"type": "time", "unit": "seconds"}) == "timing"
+    assert family_of("other.peakmem_x", {}) == "memory"  # the prefix stands in for a missing type
+    assert family_of("other.track_rate", {"type": "track", "unit": "frames/s"}) == "throughput"
+    assert family_of("other.track_count", {"type": "track", "unit": "cases"}) == "track"
+    assert family_of("other.track_parity_a01", {"type": "track", "unit": "1 - r"}) == "parity"
+
+
+def test_case_and_threshold_come_from_the_benchmark_and_the_config():
+    assert case_of({"pretty_name": "parity 1 - r: o01_polar_0.9"}) == "o01_polar_0.9"
+    assert case_of({"pretty_name": "bench_engine.Throughput.track_x"}) is None
+    thresholds = {r"bench_engine\.": 0.25, r"bench_engine\.EngineSweep\.": 0.5}
+    assert threshold_for("bench_engine.EngineSweep.time_simulate", thresholds) == 0.5  # the largest match
+    assert threshold_for("bench_cli.DetsimCommand.time_detsim_command", thresholds) == DEFAULT_THRESHOLD
+
+
+def test_parameter_labels_are_in_asvs_order():
+    bench = {"params": [[128, 256], ["'float64'"]], "param_names": ["pixels", "dtype"]}
+    assert param_labels(bench) == ["(pixels=128, dtype='float64')", "(pixels=256, dtype='float64')"]
+    assert param_labels({}) == [""]
+
+
+def _file(commit: str, results: dict) -> dict:
+    return {"commit_hash": commit, "env_name": "env", "result_columns": ["result", "params", "version", "samples"],
+            "results": results}
+
+
+def test_rows_become_points_per_parameter_combination():
+    benchmarks = {"b.time_x": {"type": "time", "unit": "seconds", "version": "1", "params": [["1", "2"]],
+                               "param_names": ["n"]},
+                  "b.track_old": {"type": "track", "unit": "unit", "version": "2"}}
+    files = [_file("c1", {"b.time_x": [[1.0, 2.0], None, "1", [[0.9, 1.1], [2.0]]], "b.track_old": [[5.0], None, "1"]}),
+             _file("c2", {"b.time_x": [None, None, "1"], "gone.time_y": [[1.0]]})]
+    series = {s.params: s for s in build_series(files, benchmarks, {"regressions_thresholds": {"b": 0.5}})}
+    assert set(series) == {"(n=1)", "(n=2)"}  # track_old: measured by an older version; gone: not in the suite
+    one = series["(n=1)"]
+    assert (one.label, one.family, one.unit, one.threshold) == ("b.time_x(n=1)", "timing", "seconds", 0.5)
+    assert [p.commit for p in one.points] == ["c1", "c2"]
+    assert one.points[0].samples == (0.9, 1.1) and series["(n=2)"].points[0].value == 2.0
+    assert one.points[1].value is None  # c2: the whole benchmark failed
+    with pytest.raises(ResultsError, match="1 values for 2 parameter combinations"):
+        build_series([_file("c" * 40, {"b.time_x": [[1.0], None, "1"]})], benchmarks, {})
+
+
+def test_a_point_is_measured_only_with_a_finite_value():
+    assert Point("c", 1.0).measured
+    assert not Point("c", None).measured and not Point("c", math.nan).measured
+    series = Series(env="e", name="n", params="(a=1)", family="timing", unit="seconds")
+    assert series.label == "n(a=1)" and series.points == ()
+    with pytest.raises(AttributeError):
+        series.points = ()  # frozen: a series is built once
