@@ -1,0 +1,81 @@
+"""Golden-image hashes: every golden case rendered the way the asv determinism tracks render it.
+
+A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`)
+simulated on the CPU in float64 with one torch thread, by the default (eager) path or by the compiled
+one; its **hash** is :func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce
+on the same :class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these
+renders hold for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a
+hash per case that rendered, a one-line reason per case that did not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from detsim.track.base.golden import GoldenCase
+from detsim.track.base.hashing import image_sha256
+from detsim.track.base.provenance import MachineClass, thread_count
+
+THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
+DTYPE = "float64"
+DEVICE = "cpu"
+EAGER, COMPILED = "eager", "compiled"
+
+
+@dataclass(frozen=True)
+class GoldenHashes:
+    """The outcome of rendering golden cases by one path."""
+
+    mode: str  # "eager" or "compiled"
+    hashes: Mapping[str, str] = field(default_factory=dict)  # case id -> image sha256, in case order
+    failures: Mapping[str, str] = field(default_factory=dict)  # case id -> "ErrorType: first line"
+
+
+def machine_class() -> MachineClass:
+    """The conditions the golden hashes of this machine hold for."""
+    return MachineClass.here(threads=THREADS, dtype=DTYPE, device=DEVICE)
+
+
+def render(case: GoldenCase, mode: str = EAGER):
+    """The case's image, (slow, fast) float64 on the CPU; the caller pins the thread count."""
+    import torch
+
+    import detsim
+
+    return detsim.simulate(case.config(), device=DEVICE, dtype=torch.float64, mode=mode)
+
+
+def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:
+    """The hash of the case's render; raises ValueError for a wrong shape or non-finite values."""
+    image = render(case, mode)
+    if case.shape is not None and tuple(image.shape) != tuple(case.shape):
+        raise ValueError(f"image shape {tuple(image.shape)} != golden shape {tuple(case.shape)}")
+    if not bool(image.isfinite().all()):
+        raise ValueError("the image has non-finite values")
+    return image_sha256(image)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line naming an exception: ``ErrorType: first line of its message``."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER) -> GoldenHashes:
+    """Render and hash every case with :data:`THREADS` torch threads (restored afterwards).
+
+    Raises NotImplementedError where this detsim cannot run ``mode`` on the CPU; a case that fails is
+    recorded in ``failures``, never raised.
+    """
+    from detsim import engine
+
+    if mode not in engine.available_modes(DEVICE):
+        raise NotImplementedError(f"this detsim has no {mode} path on the {DEVICE}")
+    hashes, failures = {}, {}
+    with thread_count(THREADS):
+        for case in cases:
+            try:
+                hashes[case.id] = case_sha256(case, mode)
+            except Exception as exc:  # noqa: BLE001 - reported per case
+                failures[case.id] = failure_text(exc)
+    return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
