@@ -175,6 +175,7 @@ def _summary(stamp: str, args, cases_dir: Path, results: list[dict]) -> dict:
     return {
         "stamp": stamp, "min_r": args.min_r, "dtype": args.dtype, "device": args.device,
         "cases_dir": str(cases_dir), "environment": environment(SOURCE_DIR),
-        "counts": {"total": len(results), **{k: sum(r["status"] == k for r in results) for k in ("pass", "fail", "error")}},
+        "counts": {"total": len(results),
+                   **{k: sum(r["status"] == k for r in results) for k in ("pass", "fail", "error")}},
         "cases": results,
     }

@@ -1,4 +1,5 @@
-"""detsim-track speed: reference workloads, and the comparison run against a stand-in nanoBragg."""
+"""detsim-track speed (detsim.track.speed.cmd_speed): the comparison run against a stand-in nanoBragg,
+its report folder and exit codes."""
 
 from __future__ import annotations
 
@@ -7,20 +8,8 @@ import sys
 
 import pytest
 
-from detsim.engine import prepare
-from detsim.track.speed import cmd_speed as speed
 from detsim.track.cli import main
-from detsim.track.base.workloads import WORKLOADS
-
-
-@pytest.mark.parametrize("name", list(WORKLOADS))
-def test_workload_command_line_gives_the_steps_it_claims(name):
-    workload = WORKLOADS[name]
-    setup = prepare(workload.resized(16).config())
-    assert setup.steps == workload.steps  # -oversample is explicit: nanoBragg would pick 2 for P1
-    assert (setup.config.detector.fpixels, setup.config.detector.spixels) == (16, 16)
-    assert workload.pixel_steps == workload.pixels ** 2 * workload.steps
-    assert WORKLOADS["P2"].steps == 200 and WORKLOADS["P4096"].pixels == 4096
+from detsim.track.speed import cmd_speed as speed
 
 
 def _stand_in(tmp_path, body: str):
@@ -67,6 +56,16 @@ def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
     assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] < speed.PARITY_MIN_R
 
 
+def test_an_undefined_r_disagrees_and_the_report_stays_strict_json(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, (
+        "import numpy as np\n"
+        "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
+        "np.zeros((12, 12), '<f4').tofile(path)"))
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 1 and "r undefined against nanoBragg.c" in capsys.readouterr().err
+    assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] is None
+
+
 def test_a_failing_reference_program_exits_2_and_says_why(tmp_path, capsys):
     stand_in = _stand_in(tmp_path, "print('bad flag', file=sys.stderr)\nsys.exit(3)")
     code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
@@ -79,3 +78,20 @@ def test_a_missing_reference_program_is_refused_before_any_run(tmp_path, capsys)
     code, out = _run(tmp_path, tmp_path / "no-such-nanoBragg")
     assert code == 2 and not out.exists()
     assert "not an executable file" in capsys.readouterr().err
+
+
+def test_bad_numbers_and_an_existing_report_folder_are_refused_before_any_run(tmp_path, capsys):
+    assert main(["speed", "--repeats", "0", "--out", str(tmp_path / "r")]) == 2
+    assert "must be positive" in capsys.readouterr().err and not (tmp_path / "r").exists()
+    (tmp_path / "taken").mkdir()
+    assert main(["speed", "--out", str(tmp_path / "taken")]) == 2
+    assert "already exists" in capsys.readouterr().err and list((tmp_path / "taken").iterdir()) == []
+
+
+def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr(speed, "repo_root", lambda: tmp_path)
+    taken = tmp_path / "reports" / "20000101T000000Z" / "speed"
+    taken.mkdir(parents=True)
+    assert main(["speed"]) == 2 and f"{taken} already exists" in capsys.readouterr().err
+    assert main(["speed", "--out-root", str(tmp_path / "reports")]) == 2

@@ -1,0 +1,67 @@
+"""The measured process of a detsim run: ``python -m detsim.track.speed.worker '<job JSON>'``.
+
+A **job** is a JSON object: ``workload`` (the fields of a
+:class:`~detsim.track.base.workloads.Workload`), ``mode``, ``dtype``, ``device``, ``repeats``,
+``threads`` and ``image`` (where to save the image, raw float32 little-endian (slow, fast)). The
+process warms up on a 64² detector (which compiles, for the compiled path), times ``repeats`` renders
+of the workload and prints one JSON line: ``seconds`` (the best), ``seconds_all``, ``chunk_pixels``,
+``peak_rss_mb`` and ``clock`` (what the seconds are: CPU seconds of the render after import, or wall
+seconds on a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from detsim.track.base.workloads import Workload
+
+WARM_UP_PIXELS = 64  # detector side of the warm-up render
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory since it started (``VmHWM``), or None where not reported."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def render_job(job: dict) -> dict:
+    """Inside the measured process: warm up, time the renders, save the image as raw float32."""
+    import torch
+
+    import detsim
+    from detsim.engine import prepare, render
+
+    torch.set_num_threads(job["threads"])
+    dtype = getattr(torch, job["dtype"])
+    device = torch.device(job["device"])
+    workload = Workload(**job["workload"])
+    config = workload.config()
+    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(), device=device, dtype=dtype,
+                    mode=job["mode"])  # compiles, for the compiled path
+    gpu = device.type == "cuda"
+    clock = time.perf_counter if gpu else time.process_time
+    seconds = []
+    for _ in range(job["repeats"]):
+        started = clock()
+        with torch.no_grad():
+            image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
+        if gpu:
+            torch.cuda.synchronize(device)
+        seconds.append(clock() - started)
+    image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
+    return {"seconds": min(seconds), "seconds_all": seconds, "chunk_pixels": info.chunk_pixels,
+            "peak_rss_mb": peak_rss_mb(),
+            "clock": "wall (GPU)" if gpu else "process CPU (render, after import)"}
+
+
+if __name__ == "__main__":
+    print(json.dumps(render_job(json.loads(sys.argv[1]))))
+    sys.exit(0)
