@@ -1,11 +1,10 @@
-"""``detsim-track evidence`` on small planted test selections written into temporary folders."""
+"""``detsim-track evidence`` end to end, on small planted test selections written into temporary folders."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,8 @@ from detsim.track import cli
 
 from detsim.track.evidence import cmd_evidence as evidence
 from detsim.track.evidence import pytest_results as pr
+from detsim.track.evidence.provenance import RETIME_HEADER
+from detsim.track.evidence.runner import Command
 
 CONFTEST = '''
 def pytest_addoption(parser):
@@ -243,7 +244,7 @@ def test_comparison_reports_new_failure_new_warning_and_confirmed_slowdown(tmp_p
     assert comparison["slower"][0]["measurements"] == 2 and comparison["slower"][0]["now_s"] >= 0.6
     assert comparison["fixed"] == [] and comparison["changed_artifacts"] == []
     assert (after / "retime" / "cpu-1.xml").is_file()
-    assert evidence.RETIME_HEADER in (after / "commands.txt").read_text()
+    assert RETIME_HEADER in (after / "commands.txt").read_text()
     summary = (after / "summary.md").read_text()
     top = summary.split("## Runs")[0]
     assert "new failures (1)" in top and "new warnings (1)" in top and "slower" in top
@@ -298,7 +299,7 @@ def test_interrupted_run_leaves_no_bundle(tmp_path, capsys, monkeypatch):
         assert (folder / "env.json").is_file()  # the bundle is half written when the interrupt comes
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evidence.Command, "execute", interrupt)
+    monkeypatch.setattr(Command, "execute", interrupt)
     with pytest.raises(KeyboardInterrupt):
         main("sel", "--area", "cut", "--device", "cpu")
     assert list((tmp_path / "reports" / "cut").iterdir()) == []
@@ -315,146 +316,18 @@ def test_bad_input_is_refused(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "reports").exists()
 
 
-def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(evidence, "utc_stamp", lambda: "20260101T000000Z")
-    (tmp_path / "20260101T000000Z").mkdir()
-    (tmp_path / ".20260101T000000Z-2.abc.partial").mkdir()
-    assert evidence._free_stamp(tmp_path) == "20260101T000000Z-3"
-    names = ["20260101T000000Z-10", "20260101T000001Z", "20260101T000000Z-2", "20260101T000000Z"]
-    assert sorted(names, key=evidence._stamp_key) == [
-        "20260101T000000Z", "20260101T000000Z-2", "20260101T000000Z-10", "20260101T000001Z"]
+def test_bad_options_are_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main("sel", "--area", "x", "--device", "cpu", "--retime", "-1") == 2
+    assert main("sel", "--area", "x", "--device", "cpu", "--timeout", "0") == 2
+    assert capsys.readouterr().err.count("--retime must be >= 0 and --timeout > 0") == 2
+    assert main("--verify", str(tmp_path), "--area", "x") == 2
+    assert "--verify takes a bundle folder and nothing else" in capsys.readouterr().err
+    assert main("--verify", str(tmp_path / "absent")) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert not (tmp_path / "reports").exists()
 
 
-def _results(*tests, warnings=()):
-    return {"runs": {"cpu": {"status": "ok", "warnings": [{"text": w, "location": "x.py:1"} for w in warnings]}},
-            "tests": [{"device": "cpu", "nodeid": n, "outcome": o, "duration_s": d, "retimed_s": list(r),
-                       "retime_factors": [1.0] * len(r)} for n, o, d, *r in tests]}
-
-
-def test_durations_rule_needs_factor_and_floor_and_survives_retiming():
-    assert evidence._move(1.2, 0.5) == "slower"
-    assert evidence._move(0.9, 0.3) == "slower"
-    assert evidence._move(0.5, 0.01) is None  # 50x, but only 0.49 s
-    assert evidence._move(9.0, 6.0) is None  # 3 s, but only 1.5x
-    assert evidence._move(0.2, 1.0) == "faster"
-    previous = _results(("t", "passed", 0.2))
-    spike = _results(("t", "passed", 2.0, 0.21, 0.25))  # a load spike on the first run, gone on re-timing
-    assert evidence.judge_durations(spike["tests"], previous, [previous])["slower"] == []
-    real = _results(("t", "passed", 2.0, 1.9, 2.1))
-    assert [t["now_s"] for t in evidence.judge_durations(real["tests"], previous, [previous])["slower"]] == [1.9]
-
-
-def test_a_busier_machine_is_divided_out():
-    steady = [(f"c{i}", "passed", 1.0) for i in range(5)]
-    previous = _results(*steady, ("t", "passed", 0.3))
-    loaded = [(f"c{i}", "passed", 3.0 + 0.1 * i) for i in range(5)]  # everything about 3x slower
-    busy = evidence.judge_durations(_results(*loaded, ("t", "passed", 0.9))["tests"], previous, [previous])
-    assert busy["slower"] == [] and busy["load_factors"] == {"cpu": 3.15}  # median of 3.0, 3.0, ..., 3.4
-    real = evidence.judge_durations(_results(*loaded, ("t", "passed", 4.0))["tests"], previous, [previous])
-    assert [(t["nodeid"], t["now_s"]) for t in real["slower"]] == [("t", round(4.0 / 3.25, 3))]
-    quiet = [(f"c{i}", "passed", 0.2) for i in range(5)]  # a quieter machine never inflates times
-    assert evidence.judge_durations(_results(*quiet, ("t", "passed", 0.3))["tests"], previous, [previous])[
-        "load_factors"] == {"cpu": 1.0}
-    retimed = _results(*steady, ("t", "passed", 2.0, 2.4))
-    retimed["tests"][-1]["retime_factors"] = [4.0]  # its controls ran 4x slower during the re-timing
-    assert evidence.judge_durations(retimed["tests"], previous, [previous])["slower"] == []
-    assert evidence.load_factor([(5.0, 1.0), (5.0, 1.0)]) == 1.0  # too few tests to tell
-
-
-def test_faster_needs_several_earlier_measurements():
-    now = _results(("t", "passed", 0.2))["tests"]
-    once = _results(("t", "passed", 2.0))  # one earlier time: maybe itself a load spike
-    judged = evidence.judge_durations(now, once, [once])
-    assert (judged["faster"], judged["faster_unjudged"]) == ([], 1)
-    history = [once, _results(("t", "passed", 1.8)), _results(("t", "passed", 1.9))]
-    judged = evidence.judge_durations(now, history[0], history)
-    assert [(t["was_s"], t["measurements"]) for t in judged["faster"]] == [(1.8, 3)]
-
-
-def test_compare_lists_fixed_gone_warnings_added_and_removed():
-    previous = _results(("a", "failed", 0.1), ("b", "passed", 0.1), ("c", "passed", 0.1), warnings=["W: old 0x7f00"])
-    current = _results(("a", "passed", 0.1), ("b", "skipped", 0.0), ("d", "error", 0.1), warnings=["W: old 0x7e11"])
-    comparison = evidence.compare(current, previous, [previous])
-    assert [(t["nodeid"], t["was"]) for t in comparison["fixed"]] == [("a", "failed")]
-    assert [(t["nodeid"], t["was"]) for t in comparison["new_failures"]] == [("d", None)]
-    assert [(t["nodeid"], t["was"], t["now"]) for t in comparison["outcome_changes"]] == [("b", "passed", "skipped")]
-    assert [t["nodeid"] for t in comparison["added"]] == ["d"]
-    assert [t["nodeid"] for t in comparison["removed"]] == ["c"]
-    assert comparison["new_warnings"] == comparison["gone_warnings"] == []  # same text, other address
-
-
-def test_stable_artifacts_ignore_timings_and_retiming():
-    one = b"a.py::t\n\n1 test collected in 0.53s\n"
-    two = b"a.py::t\n\n1 test collected in 12.01s (0:00:12)\n"
-    assert evidence.stable_text("collect.log", one) == evidence.stable_text("collect.log", two)
-    assert evidence.stable_text("collect.log", one) != evidence.stable_text("collect.log", b"b.py::t\n\n1 test")
-    commands = b"cd /x\npython -m pytest a\n"
-    rerun = b"# made by: detsim-track evidence a --area x --retime 1\n" + commands
-    assert evidence.stable_text("commands.txt", rerun + evidence.RETIME_HEADER.encode() + b"\nretime\n") == \
-        evidence.stable_text("commands.txt", commands)
-    assert evidence.stable_text("commands.txt", commands.replace(b"/x", b"/y")) != \
-        evidence.stable_text("commands.txt", commands)
-
-
-def test_junit_addresses_match_pytest_mangling():
-    junitxml = pytest.importorskip("_pytest.junitxml")
-    for nodeid in ("tests/test_x.py::test_a", "tests/sub/test_y.py::TestK::test_b[1.5-a::b]",
-                   "test_z.py::test_c[cpu-float64-a01_cubic]"):
-        names = junitxml.mangle_test_address(nodeid)
-        assert pr.junit_address(nodeid) == (".".join(names[:-1]), names[-1])
-
-
-def test_junit_reader_merges_call_failure_and_teardown_error(tmp_path):
-    xml = tmp_path / "j.xml"
-    xml.write_text(textwrap.dedent("""\
-        <testsuites><testsuite>
-        <testcase classname="t" name="test_a" time="0.5"><failure message="AssertionError: x&#10;more">tb</failure></testcase>
-        <testcase classname="t" name="test_a" time="0.25"><error message="failed on teardown with &quot;E&quot;">tb</error></testcase>
-        <testcase classname="t" name="test_b" time="0.1"><skipped type="pytest.xfail" message="known"/></testcase>
-        </testsuite></testsuites>"""))
-    records = pr.read_junit(xml, ["t.py::test_a", "t.py::test_b"])
-    assert records == [
-        {"nodeid": "t.py::test_a", "outcome": "failed", "duration_s": 0.75, "skip_reason": None,
-         "message": "AssertionError: x"},
-        {"nodeid": "t.py::test_b", "outcome": "xfailed", "duration_s": 0.1, "skip_reason": "known", "message": None},
-    ]
-    with pytest.raises(pr.UNREADABLE):
-        pr.read_junit(tmp_path / "absent.xml", [])
-    (tmp_path / "cut.xml").write_text("<testsuites><testsuite>")
-    with pytest.raises(pr.UNREADABLE):
-        pr.read_junit(tmp_path / "cut.xml", [])
-
-
-def test_running_at_end_names_the_test_a_killed_run_was_in():
-    assert pr.running_at_end("x.py::test_a PASSED  [ 50%]\nx.py::test_b[cuda] \n") == "x.py::test_b[cuda]"
-    assert pr.running_at_end("x.py::test_a PASSED  [ 50%]\n") is None
-    assert pr.running_at_end("==== 1 passed in 0.1s ====\n") is None
-
-
-def test_warning_summary_groups_tests_by_text():
-    log = textwrap.dedent("""\
-        ============================= warnings summary =============================
-        a.py::test_one
-        a.py::test_two
-          /src/a.py:3: DeprecationWarning: old api
-            old()
-
-        b.py::test_three
-          /src/b.py:9: UserWarning: planted
-          second line of the message
-            warnings.warn(...)
-
-        -- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
-        ========================== short test summary info ==========================
-        FAILED a.py::test_x - AssertionError
-        ======================= warnings summary (final) ========================
-        c.py::test_four
-          /src/c.py:1: UserWarning: planted
-            warnings.warn(...)
-
-        -- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
-        """)
-    assert pr.warning_summary(log) == [
-        {"text": "DeprecationWarning: old api", "location": "/src/a.py:3", "tests": ["a.py::test_one", "a.py::test_two"]},
-        {"text": "UserWarning: planted", "location": "/src/b.py:9", "tests": ["b.py::test_three", "c.py::test_four"]},
-    ]
+def test_devices_default_to_cpu_plus_cuda_where_present_and_are_deduplicated():
+    assert evidence._devices(None) == ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    assert evidence._devices(["cpu", "cpu"]) == ["cpu"]

@@ -1,0 +1,219 @@
+"""Making one evidence bundle, step by step (docs/evidence.md, "What runs" and "The bundle").
+
+:func:`make_bundle` fills a folder (the temporary one that becomes the bundle) in this order:
+
+1. ``env.json`` (:func:`~.provenance.bundle_environment`);
+2. ``collect.log``: the selection collected for every device at once (:func:`collect_tests`); a
+   selection pytest refuses or that matches nothing raises :class:`~.records.BadInput`;
+3. per device, ``pytest-<device>.log`` and ``junit-<device>.xml`` (:func:`run_device`);
+4. ``retime/``: tests that look slower than in the previous bundle, re-run alongside control tests
+   (:func:`retime_suspects`, planned by :func:`~.durations.retime_plan`);
+5. ``commands.txt``, then the comparison with the previous bundle and the :func:`verdict`;
+6. ``results.json``, ``summary.md``, ``sha256.txt``.
+
+Progress goes to stderr as each pytest process starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.evidence import pytest_results as pr
+from detsim.track.evidence.durations import RetimePlan, retime_plan
+from detsim.track.evidence.manifest import write_manifest
+from detsim.track.evidence.previous import PastBundle, compare_with
+from detsim.track.evidence.provenance import bundle_environment, commands_text
+from detsim.track.evidence.records import (BadInput, BundleResults, CollectResult, Comparison, Key, LoggedWarning,
+                                           Outcomes, ProcessResult, Request, RunResult, TestResult, Verdict)
+from detsim.track.evidence.runner import BUNDLE, Command, exit_status, pytest_argv
+from detsim.track.evidence.summary import render_summary
+
+
+def make_bundle(request: Request, folder: Path, stamp: str, history: Sequence[PastBundle]) -> BundleResults:
+    """Run everything and write every file of the bundle into ``folder``; ``history``: the earlier
+    bundles of the area, the previous one first."""
+    env = bundle_environment(request.cwd)
+    write_json(folder / "env.json", env)
+    collect, nodeids, command = collect_tests(request, folder)
+    commands, runs, tests = [command], {}, []
+    for device in request.devices:
+        runs[device], records, command = run_device(request, folder, device, collect, nodeids)
+        tests += records
+        commands += [command] if command else []
+    previous = history[0] if history else None
+    tests, retimings = retime_suspects(request, folder, runs, tests, previous)
+    atomic_write_text(folder / "commands.txt", commands_text(request, commands, retimings))
+    outcomes = Outcomes(tuple(sorted(tests, key=lambda t: t.key)), runs)
+    comparison = compare_with(previous, outcomes, folder, history) if previous else None
+    results = BundleResults(request, stamp, collect, outcomes, verdict(collect, outcomes, comparison), comparison)
+    write_json(folder / "results.json", results.as_record())
+    atomic_write_text(folder / "summary.md", render_summary(results, env))
+    write_manifest(folder)
+    _usual_permissions(folder)
+    return results
+
+
+def _progress(text: str) -> None:
+    print(f"evidence: {text}", file=sys.stderr, flush=True)
+
+
+def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[str], Command]:
+    """``pytest --collect-only -q`` over the selection for every device: the result, the node ids and
+    the command. Raises :class:`BadInput` when pytest refuses the selection or it matches nothing."""
+    device_args = [a for d in request.devices for a in ("--device", d)]
+    command = Command(pytest_argv("--collect-only", "-q", *device_args, *request.selection), "collect.log")
+    _progress(f"collecting ({command.log})")
+    result = command.execute(folder, request.timeout)
+    status, why = exit_status(result, request.timeout)
+    text = (folder / command.log).read_text(errors="replace")
+    nodeids = pr.collected_nodeids(text)
+    if status == "nothing collected" or result.exit_code == 4:
+        tail = "\n".join(text.rstrip().splitlines()[-8:])
+        what = "the selection matched no tests" if status == "nothing collected" else "pytest refused the selection"
+        if "unrecognized arguments: --device" in text:
+            what += _device_option_hint(request.selection, request.cwd)
+        raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
+    if status == "ok":
+        why = f"pytest exit {result.exit_code}"
+    elif pr.first_error(text):
+        why = f"{why}: {pr.first_error(text)}"
+    collect = CollectResult(result.exit_code, result.timed_out, result.wall_s, status, why, len(nodeids), command.log)
+    return collect, nodeids, command
+
+
+def _device_option_hint(selection: Sequence[str], cwd: Path) -> str:
+    """Why pytest did not know ``--device``: a selected path does not exist (so no conftest was
+    found), or the selection lives outside any conftest.py that defines the option."""
+    missing = [item for item in selection if not item.startswith("-") and ("/" in item or ".py" in item)
+               and not (cwd / item.split("::")[0]).exists()]
+    if missing:
+        return f" (no such file or directory: {', '.join(missing)})"
+    return " (it is not under a conftest.py that defines the project's --device option)"
+
+
+def run_device(request: Request, folder: Path, device: str, collect: CollectResult,
+               nodeids: list[str]) -> tuple[RunResult, list[TestResult], Command | None]:
+    """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
+    log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
+    if collect.status != "ok":
+        return RunResult(log, junit, dict.fromkeys(pr.OUTCOMES, 0), "not run", "collection did not complete"), [], None
+    command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
+                                  "--device", device, *request.selection), log)
+    _progress(f"running on {device} ({folder / log})")
+    result = command.execute(folder, request.timeout)
+    text = (folder / log).read_text(errors="replace")
+    root = pr.rootdir(text)
+    status, why = exit_status(result, request.timeout)
+    records = []
+    try:
+        records = pr.read_junit(folder / junit, nodeids, root)
+    except pr.UNREADABLE as exc:
+        if status == "ok":
+            status, why = "crashed", f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
+    why = _crash_detail(status, why, result, text)
+    tests = [TestResult.from_junit(record, device) for record in records]
+    counts = dict.fromkeys(pr.OUTCOMES, 0)
+    for test in tests:
+        counts[test.outcome] += 1
+    warnings = tuple(LoggedWarning.from_record(w) for w in pr.warning_summary(text))
+    run = RunResult(log, junit, counts, status, why, warnings, str(root) if root else None, result.exit_code,
+                    result.wall_s, result.timed_out)
+    return run, tests, command
+
+
+def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -> str:
+    """``why`` of a crashed run, with the test it was running when killed, or the error it died of."""
+    running, error = pr.running_at_end(log_text), pr.first_error(log_text)
+    if status == "crashed" and running:
+        return f"{why} while running {running}"
+    if status == "crashed" and error and result.exit_code not in (0, 1):
+        return f"{why}: {error}"
+    return why
+
+
+def retime_suspects(request: Request, folder: Path, runs: dict[str, RunResult], tests: list[TestResult],
+                    previous: PastBundle | None) -> tuple[list[TestResult], list[Command]]:
+    """Re-run the tests that look slower than last time, with control tests timed alongside, to
+    tell a load spike or a busier machine from a real change (docs/evidence.md, "Durations").
+    Returns ``tests`` with their re-timings, and the re-timing commands."""
+    if previous is None or request.retime == 0:
+        return tests, []
+    commands: list[Command] = []
+    timings: dict[Key, list[tuple[float, float]]] = {}  # (seconds, load factor) per re-timing
+    for device, run in runs.items():
+        plan = retime_plan(tests, previous.outcomes.tests, device)
+        if run.status != "ok" or plan is None or not run.rootdir:
+            continue
+        _progress(f"re-timing {len(plan.suspects)} test(s) on {device} that look slower than last time, "
+                  f"with {len(plan.controls)} control test(s)")
+        for n in range(1, request.retime + 1):
+            command, passed = _retime_once(request, folder, plan, Path(run.rootdir), n)
+            commands.append(command)
+            if passed is None:
+                continue
+            factor = plan.load_factor(passed)
+            for nodeid in plan.suspects:
+                if nodeid in passed:
+                    timings.setdefault((device, nodeid), []).append((passed[nodeid], factor))
+    return [_with_retimings(t, timings.get(t.key, [])) for t in tests], commands
+
+
+def _retime_once(request: Request, folder: Path, plan: RetimePlan, root: Path,
+                 n: int) -> tuple[Command, dict[str, float] | None]:
+    """Re-timing ``n`` of a plan: its command, and node id -> seconds of the tests that passed
+    (None when the process did not complete or its junit XML is unreadable)."""
+    order = plan.order(n)
+    name = f"retime/{plan.device}-{n}"
+    command = Command(pytest_argv("-q", f"--rootdir={root}", f"--junitxml={BUNDLE}/{name}.xml",
+                                  "--device", plan.device, *(_absolute(i, root) for i in order)), f"{name}.log")
+    result = command.execute(folder, request.timeout)
+    if exit_status(result, request.timeout)[0] != "ok":
+        return command, None
+    try:
+        records = pr.read_junit(folder / f"{name}.xml", order, root)
+    except pr.UNREADABLE:
+        return command, None
+    return command, {r["nodeid"]: r["duration_s"] for r in records if r["outcome"] == "passed"}
+
+
+def _absolute(nodeid: str, root: Path) -> str:
+    path, sep, rest = nodeid.partition("::")
+    return str(root / path) + sep + rest
+
+
+def _with_retimings(test: TestResult, timings: list[tuple[float, float]]) -> TestResult:
+    if not timings:
+        return test
+    return replace(test, retimed_s=tuple(t for t, _ in timings), retime_factors=tuple(f for _, f in timings))
+
+
+def verdict(collect: CollectResult, outcomes: Outcomes, comparison: Comparison | None) -> Verdict:
+    """Exit 2 when something was not measured, else 1 on new failures, else 0. With no previous
+    bundle every failure is new."""
+    failing = [t for t in outcomes.tests if t.failing]
+    new = comparison.new_failures if comparison else failing
+    news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
+    broken = [d for d, r in outcomes.runs.items() if r.status != "ok"]
+    if collect.status != "ok" or broken:
+        if collect.status != "ok":
+            what = [f"collection {collect.status}, {collect.why}; no device ran"]
+        else:
+            what = [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
+        return Verdict(ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else ""))
+    if new:
+        return Verdict(ExitCode.REGRESSED, news)
+    return Verdict(ExitCode.OK, f"ok: no new failures ({len(failing)} known)" if failing else "ok")
+
+
+def _usual_permissions(folder: Path) -> None:
+    """Give the bundle the modes of ordinarily created files (temporary files are private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)

@@ -1,0 +1,187 @@
+"""Earlier bundles of an area: their names, finding them, and what changed since the previous one.
+
+A bundle is named by its UTC **stamp** (``20261122T023301Z``), suffixed ``-2``, ``-3``... when the
+second is taken; :func:`stamp_key` orders names by time, then suffix. The **previous bundle** is the
+newest older bundle of the same area that measured something (a device ran to completion);
+:func:`history` returns it and the bundles before it, newest first, as :class:`PastBundle`.
+
+:func:`compare` lists, from the tests and runs of two bundles, new failures, fixed tests, other
+outcome changes, tests added or removed, warning texts new or gone, run status changes and the
+durations' verdict (:mod:`.durations`). :func:`changed_artifacts` compares the artifacts meant to be
+identical between two runs of unchanged code (:data:`STABLE_ARTIFACTS`) by the hash of their stable
+part (:func:`stable_text`). :func:`compare_with` is all of it, plus the previous bundle's own check
+against its sha256.txt.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from detsim.track.base.hashing import sha256_bytes
+from detsim.track.base.output import utc_stamp
+from detsim.track.evidence import pytest_results as pr
+from detsim.track.evidence.durations import HISTORY, judge_durations
+from detsim.track.evidence.manifest import check_bundle
+from detsim.track.evidence.provenance import RETIME_HEADER
+from detsim.track.evidence.records import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
+                                           OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
+
+STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
+STABLE_ARTIFACTS = ("collect.log", "commands.txt", "env.json")
+DETAIL_LINES = 10  # differing keys or lines kept per changed artifact
+
+
+@dataclass(frozen=True)
+class PastBundle:
+    """An earlier bundle that measured something."""
+
+    name: str  # its stamp
+    path: Path
+    outcomes: Outcomes
+
+
+def stamp_key(name: str) -> tuple[str, int] | None:
+    """The order of bundle names (stamp, then suffix); None for a name that is not a stamp."""
+    match = STAMP_RE.fullmatch(name)
+    return (match.group(1), int(match.group(2) or 1)) if match else None
+
+
+def free_stamp(area_dir: Path) -> str:
+    """The current UTC stamp, suffixed ``-2``, ``-3``... when a bundle (or one in progress) has it."""
+    base = utc_stamp()
+    taken = {p.name for p in area_dir.iterdir()} if area_dir.is_dir() else set()
+    for n in range(1, 10_000):
+        name = base if n == 1 else f"{base}-{n}"
+        if name not in taken and not any(t.startswith(f".{name}.") for t in taken):
+            return name
+    raise BadInput(f"no free bundle name for stamp {base} in {area_dir}")
+
+
+def _read(path: Path) -> Outcomes | None:
+    """The outcomes of the bundle at ``path`` when it measured something; None when it did not or
+    its results.json is unreadable."""
+    try:
+        results = json.loads((path / "results.json").read_text())
+        if isinstance(results, dict) and results.get("measured"):
+            return Outcomes.from_record(results)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def history(area_dir: Path, stamp: str) -> list[PastBundle]:
+    """Earlier bundles of the area that measured something, newest first (at most :data:`HISTORY`);
+    unreadable bundles are passed over."""
+    if not area_dir.is_dir():
+        return []
+    current = stamp_key(stamp)
+    older = sorted((p for p in area_dir.iterdir() if p.is_dir() and stamp_key(p.name)
+                    and stamp_key(p.name) < current), key=lambda p: stamp_key(p.name), reverse=True)
+    found = []
+    for path in older:
+        outcomes = _read(path)
+        if outcomes is not None:
+            found.append(PastBundle(path.name, path, outcomes))
+            if len(found) == HISTORY:
+                break
+    return found
+
+
+def _outcome_changes(now: dict, was: dict) -> tuple[list[NewFailure], list[Fixed], list[OutcomeChange]]:
+    """Tests newly failing, fixed, and otherwise changed outcome (``now``/``was``: key -> test)."""
+    new_failures, fixed, changed = [], [], []
+    for key, test in sorted(now.items()):
+        before = was[key].outcome if key in was else None
+        if test.failing and before not in pr.FAILING:
+            new_failures.append(NewFailure(*key, test.outcome, test.message, before))
+        elif before in pr.FAILING and not test.failing:
+            fixed.append(Fixed(*key, test.outcome, before))
+        elif before is not None and before != test.outcome:
+            changed.append(OutcomeChange(*key, test.outcome, before, test.skip_reason))
+    return new_failures, fixed, changed
+
+
+def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> Comparison:
+    """What changed from ``previous`` to ``current``: tests newly failing, fixed, otherwise changed
+    outcome, added or removed; warning texts new or gone; run status changes; and durations
+    (:func:`~.durations.judge_durations`, which also uses the older ``history``)."""
+    now, was = {t.key: t for t in current.tests}, {t.key: t for t in previous.tests}
+    new_failures, fixed, changed = _outcome_changes(now, was)
+    measured = {d for d, r in previous.runs.items() if r.status == "ok"}
+    added = [TestPresence(d, n) for d, n in sorted(set(now) - set(was)) if d in measured]
+    removed = [TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == "ok"]
+    warnings_now, warnings_was = current.warning_texts(), previous.warning_texts()
+    run_changes = [RunChange(d, current.status(d), previous.status(d))
+                   for d in sorted(set(current.runs) | set(previous.runs))]
+    return Comparison(
+        new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
+        added=tuple(added), removed=tuple(removed),
+        new_warnings=tuple(w for k, w in warnings_now.items() if k not in warnings_was),
+        gone_warnings=tuple(w for k, w in warnings_was.items() if k not in warnings_now),
+        run_changes=tuple(c for c in run_changes if c.now != c.was),
+        durations=judge_durations(current.tests, previous.tests, history),
+    )
+
+
+def stable_text(name: str, data: bytes) -> str:
+    """The part of a bundle artifact meant to be identical run to run (docs/evidence.md, "Hashes")."""
+    text = data.decode(errors="replace")
+    if name == "collect.log":
+        return pr.normalised_collect_log(text)
+    if name == "commands.txt":
+        commands = text.split(RETIME_HEADER, 1)[0]
+        return "".join(line for line in commands.splitlines(keepends=True) if not line.startswith("#"))
+    return text
+
+
+def _flatten(value, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): json.dumps(value)}
+
+
+def _differences(name: str, old: str, new: str) -> list[str]:
+    """The differing keys (env.json) or lines (the others) of two stable texts."""
+    if name == "env.json":
+        try:
+            a, b = _flatten(json.loads(old)), _flatten(json.loads(new))
+        except ValueError:
+            return ["not valid JSON"]
+        return [f"{k}: {a.get(k, '(absent)')} -> {b.get(k, '(absent)')}"
+                for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def changed_artifacts(previous: Path, current: Path) -> tuple[ArtifactChange, ...]:
+    """The stable artifacts (:data:`STABLE_ARTIFACTS`) whose normalised content hash differs, with the
+    differing keys (env.json) or lines (the others)."""
+    out = []
+    for name in STABLE_ARTIFACTS:
+        old_path, new_path = previous / name, current / name
+        if not old_path.is_file() or not new_path.is_file():
+            if old_path.is_file() != new_path.is_file():
+                missing = "missing in the previous bundle" if new_path.is_file() else "missing now"
+                out.append(ArtifactChange(name, None, None, (missing,)))
+            continue
+        old, new = stable_text(name, old_path.read_bytes()), stable_text(name, new_path.read_bytes())
+        if old != new:
+            out.append(ArtifactChange(name, sha256_bytes(old.encode()), sha256_bytes(new.encode()),
+                                      tuple(_differences(name, old, new)[:DETAIL_LINES])))
+    return tuple(out)
+
+
+def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> Comparison:
+    """:func:`compare` with the previous bundle, its changed artifacts (``folder``: the bundle being
+    made) and its problems against its own sha256.txt; ``older``: the history, previous first."""
+    comparison = compare(current, previous.outcomes, [b.outcomes.tests for b in older])
+    return replace(comparison, previous=previous.name, changed_artifacts=changed_artifacts(previous.path, folder),
+                   previous_problems=tuple(check_bundle(previous.path)))

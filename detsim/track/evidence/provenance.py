@@ -1,0 +1,107 @@
+"""How a bundle was made: ``env.json`` (where it ran) and ``commands.txt`` (what ran, re-runnable).
+
+``env.json`` is :func:`detsim.track.base.provenance.environment` plus what a test run also depends
+on: the pytest version, the interpreter, the working directory, a hash of the uncommitted diff,
+``nvidia-smi``'s answer and the variables of :data:`COMMAND_ENV` that are set.
+
+``commands.txt`` is a shell script: ``BUNDLE=<empty folder> bash commands.txt`` changes to the
+directory the bundle was made from, exports (or unsets) :data:`COMMAND_ENV` as they were, and runs
+every pytest command in order; the re-timing commands follow :data:`RETIME_HEADER`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from detsim.track.base.hashing import sha256_bytes
+from detsim.track.base.output import REPORTS
+from detsim.track.base.provenance import ENV_VARS, environment
+from detsim.track.evidence.durations import RETIMES
+from detsim.track.evidence.records import Request
+from detsim.track.evidence.runner import Command
+
+COMMAND_ENV = ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+               "PY_COLORS", "FORCE_COLOR", *ENV_VARS)  # what changes what a pytest run does
+RETIME_HEADER = "# Re-timing of tests that looked slower than last time"
+
+
+def bundle_environment(cwd: Path) -> dict:
+    """base.provenance.environment() plus what an evidence bundle also needs: pytest, interpreter,
+    code state."""
+    env = environment(cwd)
+    try:
+        import pytest
+        env["pytest"] = pytest.__version__
+    except ImportError:
+        env["pytest"] = None
+    env["python_executable"] = sys.executable
+    env["cwd"] = str(cwd)
+    env["git_diff_sha256"] = _git_diff_sha256(cwd)
+    env["nvidia_smi"] = _nvidia_smi()
+    env["env"] = {k: os.environ[k] for k in COMMAND_ENV if k in os.environ}
+    return env
+
+
+def _git_diff_sha256(cwd: Path) -> str | None:
+    """Hash of the uncommitted changes to tracked files (None when there are none or no git)."""
+    try:
+        done = subprocess.run(["git", "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"], cwd=cwd,
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return sha256_bytes(done.stdout) if done.returncode == 0 and done.stdout else None
+
+
+def _nvidia_smi() -> dict:
+    """GPU name and driver from nvidia-smi, or why there is none."""
+    argv = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
+    record = {"command": shlex.join(argv)}
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return {**record, "exit_code": None, "output": "nvidia-smi not found on PATH"}
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {**record, "exit_code": None, "output": f"{type(exc).__name__}: {exc}"}
+    return {**record, "exit_code": done.returncode, "output": (done.stdout + done.stderr).strip()}
+
+
+def invocation(request: Request) -> str:
+    """The detsim-track command line that made the bundle (options in canonical form)."""
+    words, positional = ["detsim-track", "evidence"], list(request.selection)
+    options = ["--area", request.area]
+    if request.out_root != REPORTS:
+        options += ["--out-root", str(request.out_root)]
+    for device in request.asked_devices:
+        options += ["--device", device]
+    if request.timeout is not None:
+        options += ["--timeout", f"{request.timeout:g}"]
+    if request.retime != RETIMES:
+        options += ["--retime", str(request.retime)]
+    if any(a.startswith("-") for a in positional):
+        return shlex.join(words + options + ["--", *positional])
+    return shlex.join(words + positional + options)
+
+
+def commands_text(request: Request, commands: Sequence[Command], retimings: Sequence[Command]) -> str:
+    """commands.txt: every command in the order run, as a re-runnable shell script."""
+    lines = [
+        f"# Commands run by `{invocation(request)}` for this bundle, in order.",
+        "# Re-run them with `BUNDLE=<empty folder> bash commands.txt`; during the run BUNDLE was the",
+        "# temporary folder that was renamed to this bundle when complete.",
+        'BUNDLE="${BUNDLE:?set BUNDLE to the folder that receives the logs}"',
+        f"cd {shlex.quote(str(request.cwd))}",
+    ]
+    present = [k for k in COMMAND_ENV if k in os.environ]
+    absent = [k for k in COMMAND_ENV if k not in os.environ]
+    lines += [f"export {k}={shlex.quote(os.environ[k])}" for k in present]
+    if absent:
+        lines.append("unset " + " ".join(absent))
+    lines += [c.shell() for c in commands]
+    if retimings:
+        lines += [RETIME_HEADER, 'mkdir -p "$BUNDLE/retime"'] + [c.shell() for c in retimings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,341 @@
+"""The records of an evidence bundle: what ``results.json`` holds, as frozen dataclasses.
+
+* :class:`Request` - what one ``detsim-track evidence`` call asked for (selection, area, devices...);
+* :class:`ProcessResult` - how one pytest process ended: exit code, killed at the time-out, wall time;
+* :class:`CollectResult` - the collect-only process, its status and how many tests it found;
+* :class:`RunResult` - one device's pytest run: log and junit names, counts per outcome, warnings;
+* :class:`TestResult` - one test on one device: outcome, duration, skip reason, first error line,
+  and the re-timings (with their load factors) that judged a test which looked slower;
+* :class:`Outcomes` - a bundle's tests and runs, what two bundles are compared by;
+* comparison lines - :class:`NewFailure`, :class:`Fixed`, :class:`OutcomeChange`, :class:`TestPresence`
+  (added or removed), :class:`WarningText`, :class:`RunChange`, :class:`DurationMove`,
+  :class:`ArtifactChange` - gathered in :class:`Durations` and :class:`Comparison`;
+* :class:`Verdict` - the bundle's exit code and the sentence that explains it;
+* :class:`BundleResults` - all of it, as written to ``results.json``.
+
+A **status** (of the collection or a device's run) is ``"ok"`` (ran to completion), ``"crashed"``,
+``"nothing collected"`` or ``"not run"``. Each record gives the exact dict of ``results.json`` with
+``as_record()``; records of an earlier bundle are read back with ``from_record()``, which tolerates
+absent optional keys. :class:`BadInput` is the one error: the options cannot make a bundle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.evidence.pytest_results import FAILING, warning_key
+
+FORMAT = 1  # the version of results.json's layout
+
+Key = tuple[str, str]  # (device, node id): one test on one device
+
+
+class BadInput(Exception):
+    """The selection or the options cannot produce a bundle; nothing is written."""
+
+
+def _plain(value: Any) -> Any:
+    """A record's value as JSON-ready data: records as dicts, tuples as lists."""
+    if hasattr(value, "as_record"):
+        return value.as_record()
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class _Record:
+    """``as_record()``: every field, by name, as plain data."""
+
+    def as_record(self) -> dict:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One ``detsim-track evidence`` call: what to run, where, and how the bundle is judged."""
+
+    area: str
+    selection: tuple[str, ...]  # pytest arguments, passed on unchanged
+    devices: tuple[str, ...]  # the devices to run on, resolved
+    cwd: Path  # where pytest runs and paths resolve
+    asked_devices: tuple[str, ...]  # the --device options as given (empty: the default)
+    out_root: Path  # as given (relative to cwd unless absolute)
+    timeout: float | None  # seconds per pytest process (None: no limit)
+    retime: int  # re-timings of a test that looks slower
+
+
+@dataclass(frozen=True)
+class ProcessResult(_Record):
+    exit_code: int  # negative: killed by that signal
+    timed_out: bool
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class CollectResult(_Record):
+    exit_code: int
+    timed_out: bool
+    wall_s: float
+    status: str
+    why: str
+    collected: int  # node ids listed
+    log: str
+
+
+@dataclass(frozen=True)
+class LoggedWarning(_Record):
+    """One text of a pytest log's warnings summary and the tests that emitted it."""
+
+    text: str  # category and first line of the message
+    location: str | None  # file:line
+    tests: tuple[str, ...] = ()
+
+    @classmethod
+    def from_record(cls, m: Mapping) -> "LoggedWarning":
+        return cls(m["text"], m.get("location"), tuple(m.get("tests", ())))
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One device's pytest run; ``exit_code``, ``timed_out`` and ``wall_s`` are None when it did not run."""
+
+    log: str
+    junit: str
+    counts: Mapping[str, int]  # outcome -> tests, in pytest_results.OUTCOMES order
+    status: str
+    why: str
+    warnings: tuple[LoggedWarning, ...] = ()
+    rootdir: str | None = None
+    exit_code: int | None = None
+    wall_s: float | None = None
+    timed_out: bool | None = None
+
+    @classmethod
+    def from_record(cls, m: Mapping) -> "RunResult":
+        return cls(log=m.get("log", ""), junit=m.get("junit", ""), counts=dict(m.get("counts", {})),
+                   status=m.get("status", "not run"), why=m.get("why", ""),
+                   warnings=tuple(LoggedWarning.from_record(w) for w in m.get("warnings", [])),
+                   rootdir=m.get("rootdir"), exit_code=m.get("exit_code"), wall_s=m.get("wall_s"),
+                   timed_out=m.get("timed_out"))
+
+    def as_record(self) -> dict:
+        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        if self.timed_out is None:  # a run that never started has no such key
+            del record["timed_out"]
+        return record
+
+
+@dataclass(frozen=True)
+class TestResult(_Record):
+    """One test on one device."""
+
+    __test__ = False  # not a pytest test class
+
+    device: str
+    nodeid: str
+    outcome: str  # one of pytest_results.OUTCOMES
+    duration_s: float  # wall time, setup to teardown
+    skip_reason: str | None = None  # skips and xfails
+    message: str | None = None  # first line of a failure or error
+    retimed_s: tuple[float, ...] = ()  # re-timings of a test that looked slower
+    retime_factors: tuple[float, ...] = ()  # the load factor each re-timing's controls measured
+
+    @property
+    def key(self) -> Key:
+        return self.device, self.nodeid
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+    @classmethod
+    def from_junit(cls, record: Mapping, device: str) -> "TestResult":
+        """From a record of :func:`~detsim.track.evidence.pytest_results.read_junit`."""
+        return cls(device, record["nodeid"], record["outcome"], record["duration_s"], record["skip_reason"],
+                   record["message"])
+
+    @classmethod
+    def from_record(cls, m: Mapping) -> "TestResult":
+        return cls(m["device"], m["nodeid"], m.get("outcome"), m.get("duration_s", 0.0), m.get("skip_reason"),
+                   m.get("message"), tuple(m.get("retimed_s", ())), tuple(m.get("retime_factors", ())))
+
+
+@dataclass(frozen=True)
+class WarningText(_Record):
+    """A warning text as compared between bundles, with the devices whose runs logged it."""
+
+    text: str
+    location: str | None
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """What a bundle measured, as compared with another: its tests and its runs by device."""
+
+    tests: tuple[TestResult, ...]
+    runs: Mapping[str, RunResult]
+
+    @classmethod
+    def from_record(cls, results: Mapping) -> "Outcomes":
+        """From a ``results.json``; raises KeyError, TypeError or ValueError when it is not one."""
+        return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
+                   {d: RunResult.from_record(r) for d, r in results.get("runs", {}).items()})
+
+    def status(self, device: str) -> str:
+        run = self.runs.get(device)
+        return run.status if run else "not run"
+
+    def warning_texts(self) -> dict[str, WarningText]:
+        """The warning texts of every run, keyed by text with memory addresses blanked."""
+        texts: dict[str, str] = {}
+        locations: dict[str, str | None] = {}
+        devices: dict[str, list[str]] = {}
+        for device, run in sorted(self.runs.items()):
+            for warning in run.warnings:
+                key = warning_key(warning.text)
+                texts.setdefault(key, warning.text)
+                locations.setdefault(key, warning.location)
+                devices.setdefault(key, []).append(device)
+        return {k: WarningText(texts[k], locations[k], tuple(devices[k])) for k in texts}
+
+
+@dataclass(frozen=True)
+class NewFailure(_Record):
+    device: str
+    nodeid: str
+    outcome: str
+    message: str | None
+    was: str | None  # None: the test did not exist before
+
+
+@dataclass(frozen=True)
+class Fixed(_Record):
+    device: str
+    nodeid: str
+    now: str
+    was: str
+
+
+@dataclass(frozen=True)
+class OutcomeChange(_Record):
+    device: str
+    nodeid: str
+    now: str
+    was: str
+    skip_reason: str | None
+
+
+@dataclass(frozen=True)
+class TestPresence(_Record):
+    """A test added or removed since the previous bundle."""
+
+    __test__ = False
+
+    device: str
+    nodeid: str
+
+
+@dataclass(frozen=True)
+class RunChange(_Record):
+    device: str
+    now: str  # status
+    was: str
+
+
+@dataclass(frozen=True)
+class DurationMove(_Record):
+    """A test slower or faster beyond the noise."""
+
+    device: str
+    nodeid: str
+    was_s: float
+    now_s: float
+    ratio: float  # now / was
+    measurements: int  # slower: times now; faster: times before
+
+
+@dataclass(frozen=True)
+class ArtifactChange(_Record):
+    """A stable artifact whose normalised content changed: its hashes and the differing keys or lines."""
+
+    file: str
+    was: str | None
+    now: str | None
+    detail: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Durations(_Record):
+    slower: tuple[DurationMove, ...] = ()
+    faster: tuple[DurationMove, ...] = ()
+    faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
+    load_factors: Mapping[str, float] = field(default_factory=dict)  # device -> median now / before
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle")."""
+
+    new_failures: tuple[NewFailure, ...] = ()
+    fixed: tuple[Fixed, ...] = ()
+    outcome_changes: tuple[OutcomeChange, ...] = ()
+    added: tuple[TestPresence, ...] = ()
+    removed: tuple[TestPresence, ...] = ()
+    new_warnings: tuple[WarningText, ...] = ()
+    gone_warnings: tuple[WarningText, ...] = ()
+    run_changes: tuple[RunChange, ...] = ()
+    durations: Durations = Durations()
+    previous: str = ""  # the previous bundle's name
+    changed_artifacts: tuple[ArtifactChange, ...] = ()
+    previous_problems: tuple[str, ...] = ()  # the previous bundle against its sha256.txt
+
+    @property
+    def changed(self) -> bool:
+        return any((self.new_failures, self.fixed, self.new_warnings, self.durations.slower,
+                    self.durations.faster, self.changed_artifacts, self.outcome_changes, self.added,
+                    self.removed, self.gone_warnings, self.run_changes))
+
+    def as_record(self) -> dict:
+        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "durations"}
+        return {**record, **self.durations.as_record(), "changed": self.changed}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exit_code: ExitCode
+    text: str
+
+
+@dataclass(frozen=True)
+class BundleResults:
+    """A whole bundle's results: ``results.json``."""
+
+    request: Request
+    stamp: str
+    collect: CollectResult
+    outcomes: Outcomes  # tests sorted by (device, node id)
+    verdict: Verdict
+    comparison: Comparison | None
+
+    @property
+    def measured(self) -> bool:
+        """At least one device ran to completion."""
+        return any(r.status == "ok" for r in self.outcomes.runs.values())
+
+    def as_record(self) -> dict:
+        request = self.request
+        return {
+            "format": FORMAT, "stamp": self.stamp, "area": request.area, "cwd": str(request.cwd),
+            "selection": list(request.selection), "devices": list(request.devices),
+            "measured": self.measured, "verdict": self.verdict.text, "exit_code": int(self.verdict.exit_code),
+            "collect": self.collect.as_record(),
+            "runs": {d: r.as_record() for d, r in self.outcomes.runs.items()},
+            "tests": [t.as_record() for t in self.outcomes.tests],
+            "comparison": self.comparison.as_record() if self.comparison else None,
+        }

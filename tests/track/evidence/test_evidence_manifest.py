@@ -1,0 +1,52 @@
+"""sha256.txt: written over every other file of a bundle, and every later change to them found."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+
+import pytest
+
+from detsim.track.evidence import manifest
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    folder = tmp_path / "bundle"
+    (folder / "retime").mkdir(parents=True)
+    (folder / "results.json").write_text("{}\n")
+    (folder / "summary.md").write_text("# Evidence\n")
+    (folder / "retime" / "cpu-1.log").write_bytes(b"\x00binary\xff")
+    manifest.write_manifest(folder)
+    return folder
+
+
+def test_every_other_file_is_listed_in_sha256sum_format(bundle):
+    lines = (bundle / manifest.MANIFEST).read_text().splitlines()
+    assert [line.split("  ", 1)[1] for line in lines] == ["results.json", "retime/cpu-1.log", "summary.md"]
+    digest = hashlib.sha256(b"\x00binary\xff").hexdigest()
+    assert f"{digest}  retime/cpu-1.log" in lines
+    assert manifest.listed_count(bundle) == 3
+    assert manifest.check_bundle(bundle) == []
+    if shutil.which("sha256sum"):
+        assert subprocess.run(["sha256sum", "--quiet", "-c", manifest.MANIFEST], cwd=bundle).returncode == 0
+
+
+def test_check_names_modified_missing_and_extra_files(bundle):
+    (bundle / "summary.md").write_text("# Evidence, edited\n")
+    (bundle / "retime" / "cpu-1.log").unlink()
+    (bundle / "retime" / "cpu-2.log").write_text("added later\n")
+    assert manifest.check_bundle(bundle) == ["missing: retime/cpu-1.log", "modified: summary.md",
+                                             "extra: retime/cpu-2.log"]
+
+
+def test_check_reads_binary_mode_lines_and_names_malformed_ones(bundle):
+    listing = bundle / manifest.MANIFEST
+    text = listing.read_text().replace("  results.json", " *results.json")  # sha256sum -b writes this
+    listing.write_text(text + "not a digest line\n")
+    assert manifest.check_bundle(bundle) == ["malformed: sha256.txt line 4"]
+
+
+def test_a_folder_without_a_listing_is_not_a_bundle(tmp_path):
+    assert manifest.check_bundle(tmp_path) == ["missing: sha256.txt"]
