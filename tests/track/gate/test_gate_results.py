@@ -25,6 +25,15 @@ def test_committed_baseline_is_complete():
     assert exit_code(gate(baseline, baseline)) == 0
 
 
+def test_committed_baseline_records_its_machine_class_so_hashes_are_compared():
+    baseline = load_results(COMMITTED)
+    assert all(b.machine_class is not None for b in baseline.values())
+    paths = {b.extra["workload"] for b in baseline.values() if b.extra.get("role") == "path"}
+    assert paths == {"P1", "P2@256", "P4096"}  # a reduced size says so in its name
+    hashes = [f for f in gate(baseline, baseline) if f.name.startswith(("test_simulate[", "test_path["))]
+    assert hashes and all(f.status == "ok" and f.message.endswith("image sha256 unchanged") for f in hashes)
+
+
 def test_benchmarks_are_keyed_by_full_name_with_their_min_and_extra_info():
     results = load_results(BASELINE)
     assert len(results) == 5
