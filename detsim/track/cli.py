@@ -29,9 +29,11 @@ SUBCOMMANDS = {
 DEFAULT = "regressions"
 
 
-def _available() -> dict[str, object]:
+def _available(names=None) -> dict[str, object]:
+    """The command modules of ``names`` (default: every subcommand) that this installation has."""
     modules = {}
-    for name, module in SUBCOMMANDS.items():
+    for name in names or SUBCOMMANDS:
+        module = SUBCOMMANDS[name]
         try:
             modules[name] = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -51,9 +53,10 @@ def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    modules = _available()
-    if (not argv or argv[0].startswith("-")) and DEFAULT in modules and argv[:1] not in (["-h"], ["--help"]):
+    if (not argv or argv[0].startswith("-")) and argv[:1] not in (["-h"], ["--help"]):
         argv = [DEFAULT, *argv]
+    # a named subcommand imports its own module only: one command's import error cannot break another
+    modules = _available([argv[0]] if argv and argv[0] in SUBCOMMANDS else None)
     parser = build_parser(modules)
     args = parser.parse_args(argv)
     if args.command is None:
