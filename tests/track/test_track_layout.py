@@ -23,7 +23,8 @@ TESTS = ROOT / "tests" / "track"
 ONE_HOME = {
     "the acceptance line": (re.compile(r"\b0\.9995\b|\b5e-4\b"), "track/base/metrics.py"),
     "Pearson r": (re.compile(r"\bcorrcoef\("), "track/base/metrics.py"),
-    "exit-code constants": (re.compile(r"^\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=", re.M), "track/base/exitcodes.py"),
+    "exit-code constants": (re.compile(r"^\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=|^class ExitCode\b", re.M),
+                            "track/base/exitcodes.py"),
     "sha256": (re.compile(r"\bhashlib\.sha256\("), "track/base/hashing.py"),
     "changing directory": (re.compile(r"\bos\.chdir\("), "track/base/golden.py"),
 }
@@ -83,6 +84,7 @@ def test_the_rules_see_code_not_prose(tmp_path):
     """A planted second definition is found; the same words in a docstring or comment are not."""
     planted = tmp_path / "planted.py"
     planted.write_text('"""Passes at r >= 0.9995."""\nimport hashlib\n\n'
+                       "class ExitCode:\n    OK = 0\n"
                        "EXIT_OK, EXIT_BAD = 0, 2  # a 0.9995 comment\nR = 0.9995\nx = np.corrcoef(a, b)\n"
                        "os.chdir(d)\nh = hashlib.sha256(b'')\n")
     prose = tmp_path / "prose.py"
