@@ -8,7 +8,7 @@ computation fuses into one pass with no temporaries.
 Convention:
     ``d`` holds unit diffracted directions (P, 3); ``B`` (3, J, L) and ``C`` (J, L) project them to
     Miller indices ``h[p, j, l] = d[p] . B[:, j, l] - C[j, l]`` for J crystal axes and L lanes
-    (source x orientation pairs); see :class:`detsim.engine._Projections`.
+    (source x orientation pairs); see :class:`detsim.lanes.Projections`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""A prepared simulation: everything independent of the pixel, resolved once (spec §5.1).
+
+:func:`prepare` resolves a :class:`~detsim.config.SimulationConfig` into a :class:`Setup`: lab frame,
+detector geometry, sources, crystal orientations, step counts, structure factors and the list of pixels
+to render. The setup is tiny: it is computed in float64 whatever the render's dtype, then cast, which
+keeps float32 images close to float64 ones.
+
+Units are SI (metres, radians) unless a field's name or comment says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from detsim import physics
+from detsim.config import SimulationConfig, as_float
+from detsim.crystal import (
+    Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
+    orientations, phi_angles, phi_steps,
+)
+from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
+from detsim.sampling import Steps, resolve_thickness
+from detsim.sources import Sources, build_sources
+from detsim.structure import StructureFactors
+from detsim.units import UM
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything the pixel loop needs, resolved once (spec §5.1)."""
+
+    config: SimulationConfig
+    frame: LabFrame
+    geometry: DetectorGeometry
+    lattice: Lattice
+    sources: Sources
+    orientations: Tensor  # (R, 3, 3) rows a, b, c (m), R = phi steps x mosaic domains
+    phi_steps: Steps
+    phis_rad: list[float]
+    mosaic_domains: int
+    oversample: int
+    oversample_auto: bool
+    thickness: Steps  # sensor layers (m)
+    mu_per_m: float
+    structure: StructureFactors
+    interpolate: bool
+    fluence_per_m2: float
+    water_bg: float  # I_bg (spec §6.1)
+    pixels_s: Tensor  # (P_total,) slow index of every rendered pixel, raster order
+    pixels_f: Tensor  # (P_total,) fast index
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def steps(self) -> int:
+        """nanoBragg's normaliser: sources x domains x phi steps x subpixels (spec §5.1)."""
+        return self.sources.lambda_m.shape[0] * self.orientations.shape[0] * self.oversample ** 2
+
+
+def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
+            dtype: torch.dtype = torch.float64) -> Setup:
+    """Resolve the configuration into geometry, sources, orientations and step counts.
+
+    Geometry and orientations are computed in float64 whatever ``dtype`` is, then cast: the setup is
+    tiny and float64 keeps float32 images close to float64 ones.
+    """
+    device = torch.device(device)
+    setup_dtype = torch.float64
+    beam, det, sampling = config.beam, config.detector, config.sampling
+    crystal = clip_sizes_to_beam(config.crystal, beam.beamsize_mm)
+    frame = lab_frame(det, beam, crystal, device=device, dtype=setup_dtype)
+    geom = detector_geometry(det, frame, device=device, dtype=setup_dtype)
+    lattice = build_lattice(crystal, beam.lambda_A, device=device, dtype=setup_dtype)
+    sources = build_sources(beam, frame)
+
+    steps = phi_steps(sampling)
+    phis = phi_angles(sampling, steps)
+    umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)  # (D, 3, 3) mosaic rotations
+    orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)
+
+    recommended = auto_oversample(lattice, as_float(beam.lambda_A), as_float(geom.distance_m), as_float(geom.pixel_m))
+    oversample = sampling.oversample if sampling.oversample else recommended
+
+    thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)
+    if det.mu_per_m is not None:
+        mu = det.mu_per_m
+    else:
+        mu = 1.0 / (det.thick_um * UM) if det.thick_um > 0 else 0.0
+
+    has_table = crystal.hkl is not None
+    if crystal.interpolate is None:
+        interpolate = min(crystal.Na, crystal.Nb, crystal.Nc) <= 2  # as parsed, before -xtalsize (spec §2.1)
+    else:
+        interpolate = crystal.interpolate
+    interpolate = interpolate and has_table
+
+    fluence = beam.effective_fluence_per_m2
+    s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, det.mask, device)
+    cast = dict(dtype=dtype)
+    return Setup(
+        config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
+        lattice=Lattice(real_m=lattice.real_m.to(**cast), recip_A=lattice.recip_A.to(**cast),
+                        N=lattice.N.to(**cast), volume_A3=lattice.volume_A3, misset_rad=lattice.misset_rad),
+        sources=Sources(incident=sources.incident.to(**cast), lambda_m=sources.lambda_m.to(**cast)),
+        orientations=orient.to(**cast), phi_steps=steps, phis_rad=phis, mosaic_domains=umats.shape[0],
+        oversample=oversample, oversample_auto=not sampling.oversample,
+        thickness=thickness, mu_per_m=mu,
+        structure=StructureFactors(crystal.hkl, crystal.default_F, device=device, dtype=dtype),
+        interpolate=interpolate, fluence_per_m2=fluence,
+        water_bg=physics.water_background(crystal.water_um * UM, fluence),
+        pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
+    )
+
+
+def _cast_frame(frame: LabFrame, dtype: torch.dtype) -> LabFrame:
+    return LabFrame(beam=frame.beam.to(dtype), polar=frame.polar.to(dtype), vert=frame.vert.to(dtype),
+                    spindle=frame.spindle.to(dtype))
+
+
+def _cast_geometry(geom: DetectorGeometry, dtype: torch.dtype) -> DetectorGeometry:
+    fields = {k: (v.to(dtype) if isinstance(v, Tensor) else v) for k, v in vars(geom).items()}
+    return DetectorGeometry(**fields)
+
+
+def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Tensor, Tensor]:
+    """Slow and fast indices of the pixels inside the ROI and not masked (mask == 0), raster order."""
+    xmin, xmax, ymin, ymax = roi if roi is not None else (0, fpixels - 1, 0, spixels - 1)
+    s = torch.arange(ymin, ymax + 1, device=device, dtype=torch.int32)  # int32: 4 bytes per pixel
+    f = torch.arange(xmin, xmax + 1, device=device, dtype=torch.int32)
+    s, f = s.repeat_interleave(f.numel()), f.repeat(s.numel())
+    if mask is not None:
+        keep = torch.as_tensor(np.asarray(mask) != 0, device=device)[s, f]
+        s, f = s[keep], f[keep]
+    return s, f
+
+
+def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
+    """The same setup rendering only the given (slow, fast) pixels, e.g. for tracing them."""
+    s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
+    f = torch.as_tensor([p[1] for p in pixels], device=setup.device)
+    return replace(setup, pixels_s=s, pixels_f=f)
+
+
+def needs_grad(setup: Setup) -> bool:
+    """Whether autograd must see a render of this setup (then no in-place shortcuts are taken)."""
+    if not torch.is_grad_enabled():
+        return False
+    tensors = (setup.orientations, setup.sources.lambda_m, setup.sources.incident, setup.geometry.pix0_m,
+               setup.geometry.fdet, setup.lattice.N, setup.lattice.recip_A)
+    values = setup.structure.values
+    return any(t.requires_grad for t in tensors) or (values is not None and values.requires_grad)
+
+
+__all__ = ["Setup", "needs_grad", "prepare", "restrict_pixels"]
