@@ -13,7 +13,9 @@ whatever the baseline, so "which commit changed this image" stays answerable.
 
 from __future__ import annotations
 
-from .common import Skip, case_result, compiled_golden_hashes, define_case_tracks, golden_renders, load_baseline
+from .common import (
+    Skip, case_result, compiled_golden_hashes, define_case_tracks, golden_renders, holds_differences, load_baseline,
+)
 
 setup_cache = golden_renders
 
@@ -22,12 +24,11 @@ VERSION = "1"  # bump only when the hash definition changes
 
 
 def _check_holds(baseline: dict, here: dict) -> None:
-    holds = baseline.get("holds_for", {})
-    differing = sorted(k for k in here if holds.get(k) != here[k])
+    differing = sorted(holds_differences(baseline.get("holds_for", {}), here).items())
     if differing:
         raise Skip(
-            "the golden baseline holds for " + ", ".join(f"{k}={holds.get(k)}" for k in differing)
-            + " but this run has " + ", ".join(f"{k}={here[k]}" for k in differing)
+            "the golden baseline holds for " + ", ".join(f"{k}={stored}" for k, (stored, _) in differing)
+            + " but this run has " + ", ".join(f"{k}={ours}" for k, (_, ours) in differing)
         )
 
 

@@ -152,9 +152,7 @@ class PathThroughput:
             raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
         self.workload = PATH_WORKLOADS[workload]
         self.config = self.workload.config()
-        simulate(Workload(pixels=64, oversample=self.workload.oversample, mosaic_domains=self.workload.mosaic_domains,
-                          phi_steps=self.workload.phi_steps).config(),
-                 device=self.device, dtype=DTYPES[dtype], mode=mode)
+        simulate(self.workload.resized(64).config(), device=self.device, dtype=DTYPES[dtype], mode=mode)
 
     def track_pixel_steps_per_second(self, workload, mode, dtype, device):
         best_s = float("inf")

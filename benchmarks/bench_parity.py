@@ -3,7 +3,8 @@
 r is the Pearson correlation between detsim's float64 image and nanoBragg's image for the case
 (``tests/golden/``). 1 - r grows as parity worsens, which is the direction asv treats as a
 regression; it is rounded to 1e-9 so that float noise (~1e-15) is never a step. The acceptance line
-is r >= 0.9995, i.e. 1 - r <= 5e-4.
+is r >= 0.9995 (``common.PARITY_MIN_R``), i.e. 1 - r <= 5e-4. Where r is undefined (a constant image
+that differs from nanoBragg's) the case's track fails with "Pearson r undefined".
 
 All cases are rendered once per commit by the shared ``setup_cache`` (``common.golden_renders``),
 which the determinism tracks reuse.
@@ -20,7 +21,10 @@ VERSION = "1"  # bump only when the meaning of the number changes (golden data, 
 
 
 def _one_minus_r(renders, case_id: str) -> float:
-    return round(case_result(renders, case_id)["one_minus_r"], PARITY_DECIMALS)
+    one_minus_r = case_result(renders, case_id)["one_minus_r"]
+    if one_minus_r is None:  # a constant image: no number to track, so the case's track fails
+        raise RuntimeError(f"{case_id}: Pearson r undefined")
+    return round(one_minus_r, PARITY_DECIMALS)
 
 
 define_case_tracks(globals(), "parity", _one_minus_r, unit=UNIT, version=VERSION, label="parity 1 - r")

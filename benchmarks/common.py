@@ -5,14 +5,20 @@ so everything here must work with every detsim since the package's first commit.
 are feature-detected; where one is missing the benchmark raises ``NotImplementedError``, which asv
 records as a skip rather than a failure.
 
+For the same reason the few suite facts the tracks need are copied here rather than imported from
+``detsim.track.base`` (which older commits lack): each copy says which definition it copies, and
+``tests/track/test_benchmarks_copies.py`` proves that they agree.
+
 Units: times in seconds, images in photons per pixel, shapes (slow, fast). A golden render is the
-case's argument list turned into a configuration by the commit's own ``detsim.cli.build_config``,
-simulated in float64 on the CPU with one torch thread; its hash is the sha256 of the image's bytes as
-little-endian float64 in C order (the definition ``detsim-track baselines`` uses too).
+case's argument list turned into a configuration the way the commit's own ``detsim`` command reads it
+(``detsim.argconfig.config_from_argv``, or ``detsim.cli`` in commits before it), simulated in float64
+on the CPU with one torch thread; its hash is the sha256 of the image's bytes as little-endian float64
+in C order (the definition ``detsim-track baselines`` uses too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import importlib.util
@@ -22,8 +28,9 @@ import platform
 import resource
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -43,6 +50,7 @@ BASELINE_HASHES = REPO_ROOT / "results" / "baselines" / "golden_hashes.json"
 HASHES_DIR = REPO_ROOT / "results" / "hashes"  # one file per commit, outside asv's results_dir
 
 PARITY_DECIMALS = 9  # 1 - r is recorded to 1e-9: float noise (~1e-15) never moves it, a physics change does
+PARITY_MIN_R = 0.9995  # copy of detsim.track.base.metrics.PARITY_MIN_R: the line the 1 - r tracks are read against
 GOLDEN_DTYPE = "float64"
 GOLDEN_DEVICE = "cpu"
 
@@ -100,13 +108,16 @@ def case_attr(case_id: str) -> str:
 
 # -- workloads -----------------------------------------------------------------------------------
 
+DETECTOR_MM = 102.4  # copy of detsim.track.base.workloads.DETECTOR_MM: the detector side at every size
+
+
 @dataclass(frozen=True)
 class Workload:
     """A nanoBragg-like simulation: cubic 100 Å cell, default_F 100, N = 5, a 102.4 mm square detector.
 
     steps per pixel = oversample² × mosaic domains × phi steps (one source, one sensor layer).
-    The same workloads as ``detsim.track.base.workloads`` (which builds them from nanoBragg command lines),
-    defined again here because asv imports this file with commits that predate that module.
+    Copy of ``detsim.track.base.workloads.Workload`` (which builds the configuration from nanoBragg
+    command lines): :meth:`config` is the configuration ``detsim`` reads from that command line.
     """
 
     pixels: int  # detector side, pixels (square)
@@ -122,6 +133,10 @@ class Workload:
     def pixel_steps(self) -> int:
         return self.pixels * self.pixels * self.steps
 
+    def resized(self, pixels: int) -> "Workload":
+        """The same per-pixel work on a ``pixels``² detector of the same size."""
+        return replace(self, pixels=pixels)
+
     def config(self):
         import detsim
 
@@ -132,12 +147,13 @@ class Workload:
         sampling = dict(oversample=self.oversample)
         if self.phi_steps > 1:
             sampling.update(phi0_deg=0.0, osc_deg=0.5, phisteps=self.phi_steps)
+        pixel_mm = DETECTOR_MM / self.pixels  # the same detector at every size: fewer pixels are coarser
+        side_mm = pixel_mm * self.pixels  # what nanoBragg's reader derives from -detpixels and -pixel
         return detsim.SimulationConfig(
             crystal=detsim.CrystalConfig(**crystal),
             beam=detsim.BeamConfig(lambda_A=1.0),
-            # the same 102.4 mm detector at every size: a smaller size only coarsens the pixels
-            detector=detsim.DetectorConfig(fpixels=self.pixels, spixels=self.pixels, pixel_mm=102.4 / self.pixels,
-                                           distance_mm=100.0),
+            detector=detsim.DetectorConfig(fpixels=self.pixels, spixels=self.pixels, pixel_mm=pixel_mm,
+                                           detsize_f_mm=side_mm, detsize_s_mm=side_mm, distance_mm=100.0),
             sampling=detsim.SamplingConfig(**sampling),
         )
 
@@ -146,15 +162,15 @@ class Workload:
 SWEEP_STEPS = {1: dict(), 10: dict(mosaic_domains=10)}
 SWEEP_PIXELS = (128, 256)  # reduced from nanoBragg's 1024 so that a commit's run stays short on 2 cores
 
+# copies of detsim.track.base.workloads.WORKLOADS (P1, P2, P4096; P2 resized here)
 P1 = Workload(pixels=1024)  # nanoBragg's default detector, one step per pixel
-# nanoBragg's P2 (1024², mosaic 10 × phi 5 × oversample 2 = 200 steps) at 128²: 64× fewer pixels, same
-# per-pixel work, so a sample takes ~0.7 s instead of ~40 s
-P2 = Workload(pixels=128, oversample=2, mosaic_domains=10, phi_steps=5)
+P2_FULL = Workload(pixels=1024, oversample=2, mosaic_domains=10, phi_steps=5)  # 200 steps per pixel
+# nanoBragg's P2 at 128²: 64× fewer pixels, same per-pixel work, so a sample takes ~0.7 s instead of ~40 s
+P2 = P2_FULL.resized(128)
 P4096 = Workload(pixels=4096)  # the large-detector run: 16.8 M pixels, one step each
 # the workloads of the per-path throughput tracks, by name (P2 at 256² there: compiled paths need
 # enough pixels per call for their speed to show)
-PATH_WORKLOADS = {"P1": P1, "P2": Workload(pixels=256, oversample=2, mosaic_domains=10, phi_steps=5),
-                  "P4096": P4096}
+PATH_WORKLOADS = {"P1": P1, "P2": P2_FULL.resized(256), "P4096": P4096}
 
 
 def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | None = None):
@@ -180,12 +196,22 @@ def available_modes(device: str = "cpu") -> tuple[str, ...]:
 
 # -- golden cases --------------------------------------------------------------------------------
 
-def config_from_args(argv: list[str]):
-    """A configuration from a nanoBragg argument list, read the way the commit's ``detsim`` reads it.
+def reads_arguments() -> bool:
+    """Whether the installed detsim reads nanoBragg argument lists (its first commit did not)."""
+    return any(importlib.util.find_spec(name) is not None for name in ("detsim.argconfig", "detsim.cli"))
 
-    Raises NotImplementedError for commits without ``detsim.cli`` (it appeared after the first one);
-    a ``detsim.cli`` that exists but fails to import is an error of that commit.
+
+def config_from_args(argv: list[str]):
+    """A configuration from a nanoBragg argument list, read the way the commit's ``detsim`` reads it:
+    ``detsim.argconfig.config_from_argv`` where the commit has it, else its ``detsim.cli`` functions.
+
+    Raises NotImplementedError for commits with neither (the first one); a module that exists but
+    fails to import is an error of that commit.
     """
+    if importlib.util.find_spec("detsim.argconfig") is not None:
+        from detsim.argconfig import config_from_argv
+
+        return config_from_argv(argv)
     if importlib.util.find_spec("detsim.cli") is None:
         raise NotImplementedError("this commit has no detsim.cli.build_config")
     from detsim import cli
@@ -198,47 +224,71 @@ def config_from_args(argv: list[str]):
     return cli.build_config(args)
 
 
+@contextlib.contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    """Copy of detsim.track.base.golden.working_directory: run a block in ``path``."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def case_config(case: dict):
+    """Copy of detsim.track.base.golden.GoldenCase.config: a golden case's configuration (a manifest
+    record), read in the case's folder (input files in its arguments are relative to it)."""
+    with working_directory(GOLDEN_DIR / case["id"]):
+        return config_from_args(list(case["args"]))
+
+
 def image_sha256(image) -> str:
-    """sha256 of an image's values as little-endian float64 bytes, C order."""
-    array = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    """Copy of detsim.track.base.hashing.image_sha256: sha256 of an image's values as little-endian
+    float64 bytes, C order."""
+    array = image.detach().cpu().double().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
     return hashlib.sha256(np.ascontiguousarray(array, dtype="<f8").tobytes()).hexdigest()
 
 
-def pearson_r(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two images; 0.0 where it is undefined (a constant image)."""
-    a = np.asarray(a, dtype=np.float64).ravel()
-    b = np.asarray(b, dtype=np.float64).ravel()
-    if a.std() == 0 or b.std() == 0:
-        return 0.0
-    return float(np.corrcoef(a, b)[0, 1])
+def pearson_r(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Copy of detsim.track.base.metrics.pearson_r: Pearson correlation of two images in float64; None
+    where undefined (no pixels, a non-finite value, a constant image that differs; identical constant
+    images give 1.0)."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"images of different sizes: {x.size} and {y.size} pixels")
+    if x.size == 0 or not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if x.std() == 0 or y.std() == 0:
+            return 1.0 if np.array_equal(x, y) else None
+        r = float(np.corrcoef(x, y)[0, 1])
+    return r if np.isfinite(r) else None
 
 
 def render_case(case: dict, mode: str | None = None) -> dict:
-    """Render one golden case: ``{"sha256", "r", "one_minus_r", "seconds"}``; ``mode`` None is the
-    default path (eager), which is what every commit can run."""
-    case_dir = GOLDEN_DIR / case["id"]
-    cwd = os.getcwd()
-    os.chdir(case_dir)  # input files in args are relative to the case directory
-    try:
-        started = time.perf_counter()
-        image = simulate(config_from_args(list(case["args"])), device=torch.device(GOLDEN_DEVICE),
-                         dtype=DTYPES[GOLDEN_DTYPE], mode=mode)
-        seconds = time.perf_counter() - started
-    finally:
-        os.chdir(cwd)
+    """Render one golden case: ``{"sha256", "r", "one_minus_r", "seconds"}`` (r and 1 - r None where r
+    is undefined); ``mode`` None is the default path (eager), which is what every commit can run."""
+    started = time.perf_counter()
+    config = case_config(case)
+    with working_directory(GOLDEN_DIR / case["id"]):  # older commits read some input files while rendering
+        image = simulate(config, device=torch.device(GOLDEN_DEVICE), dtype=DTYPES[GOLDEN_DTYPE], mode=mode)
+    seconds = time.perf_counter() - started
     shape = tuple(case["shape"])
     if tuple(image.shape) != shape:
         raise ValueError(f"image shape {tuple(image.shape)} != golden shape {shape}")
-    reference = np.fromfile(case_dir / "image.bin", dtype="<f4").reshape(shape)
+    reference = np.fromfile(GOLDEN_DIR / case["id"] / "image.bin", dtype="<f4").reshape(shape)
     ours = image.detach().cpu().numpy()
     if not np.isfinite(ours).all():
         raise ValueError("the image has non-finite values")
     r = pearson_r(ours, reference)
-    return {"sha256": image_sha256(ours), "r": r, "one_minus_r": 1.0 - r, "seconds": round(seconds, 4)}
+    return {"sha256": image_sha256(ours), "r": r, "one_minus_r": None if r is None else 1.0 - r,
+            "seconds": round(seconds, 4)}
 
 
 def cpu_class() -> str:
-    """What bit-exact results depend on besides torch and threads: architecture, vendor, ATen ISA level."""
+    """Copy of detsim.track.base.provenance.cpu_class: what bit-exact results depend on besides torch and
+    threads: architecture, vendor, ATen ISA level."""
     vendor = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -252,6 +302,7 @@ def cpu_class() -> str:
 
 
 def cpu_model() -> str:
+    """Copy of detsim.track.base.provenance.cpu_model: the CPU's marketing name."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -262,9 +313,16 @@ def cpu_model() -> str:
 
 
 def holds_for() -> dict:
-    """The conditions under which a golden hash is reproducible (stored with every hash)."""
+    """The conditions under which a golden hash is reproducible (stored with every hash): copy of
+    ``detsim.track.base.provenance.MachineClass.here(threads=1, dtype="float64", device="cpu").as_record()``."""
     return {"torch": torch.__version__, "threads": THREADS, "cpu_class": cpu_class(),
             "dtype": GOLDEN_DTYPE, "device": GOLDEN_DEVICE}
+
+
+def holds_differences(stored: dict, here: dict) -> dict[str, tuple]:
+    """Copy of detsim.track.base.provenance.MachineClass.differences for ``holds_for`` records: field ->
+    (stored value, this run's value) for every field of ``here`` that ``stored`` lacks or differs in."""
+    return {k: (stored.get(k), here[k]) for k in here if stored.get(k) != here[k]}
 
 
 def golden_renders() -> dict:
@@ -277,7 +335,7 @@ def golden_renders() -> dict:
     """
     pin_threads()
     out = {"holds_for": holds_for(), "cases": {}, "skip": None}
-    if importlib.util.find_spec("detsim.cli") is None:
+    if not reads_arguments():
         out["skip"] = "this commit has no detsim.cli.build_config"  # every track of every case skips
         return out
     for case in MANIFEST:
@@ -300,7 +358,7 @@ def compiled_golden_hashes() -> dict:
     commits without a compiled path; a case that fails is recorded with its error.
     """
     pin_threads()
-    if importlib.util.find_spec("detsim.cli") is None or "compiled" not in available_modes(GOLDEN_DEVICE):
+    if not reads_arguments() or "compiled" not in available_modes(GOLDEN_DEVICE):
         raise NotImplementedError("this commit has no compiled path")
     out = {"holds_for": holds_for(), "cases": {}}
     for case in MANIFEST:
