@@ -42,6 +42,7 @@ def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *,
         f"r: Pearson r of the image against {', '.join(against) or 'nothing (no reference run)'}.", "",
         table, "", "## Command lines (nanoBragg.c and `detsim`, plus `-mode M -dtype D` for detsim)", "",
     ]
-    lines += [f"* {w.name} ({w.pixels}², {w.steps} step{'' if w.steps == 1 else 's'} per pixel): `{' '.join(w.argv())}`"
-              for w in workloads]
+    for w in workloads:
+        lines.append(f"* {w.name} ({w.pixels}², {w.steps} step{'' if w.steps == 1 else 's'} per pixel): "
+                     f"`{' '.join(w.argv())}`")
     return "\n".join(lines) + "\n"

@@ -29,7 +29,8 @@ def test_summary_states_the_conditions_the_table_and_the_command_lines():
     env = {"cpu": "Some CPU", "commit": "0123456789abcdef0123", "dirty": True}
     text = summary_markdown([MEASURED], "TABLE", workloads, threads=2, device="cpu", env=env)
     assert text.startswith("# detsim speed\n") and text.endswith("\n") and "\nTABLE\n" in text
-    assert "CPU: Some CPU; torch threads and OMP_NUM_THREADS: 2; device: cpu; detsim commit 0123456789ab (dirty)." in text
+    assert ("CPU: Some CPU; torch threads and OMP_NUM_THREADS: 2; device: cpu; "
+            "detsim commit 0123456789ab (dirty).") in text
     assert "warm-up on a 64² detector" in text and "r: Pearson r of the image against nanoBragg.c." in text
     assert f"* P1 (1024², 1 step per pixel): `{' '.join(WORKLOADS['P1'].argv())}`" in text
     assert "* P2@256 (256², 200 steps per pixel): `" in text
