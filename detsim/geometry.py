@@ -127,29 +127,7 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
     detsize_f = (det.detsize_f_mm * MM) if det.detsize_f_mm is not None else pixel * det.fpixels
     detsize_s = (det.detsize_s_mm * MM) if det.detsize_s_mm is not None else pixel * det.spixels
 
-    # Beam-centre bookkeeping (spec §3.1): Fclose/Sclose for the SAMPLE pivot, Fbeam/Sbeam for BEAM.
-    fclose = (det.orgx_px - 0.5) * pixel if det.orgx_px is not None else detsize_f / 2
-    sclose = (det.orgy_px - 0.5) * pixel if det.orgy_px is not None else detsize_s / 2
-    xclose = det.xclose_mm * MM if det.xclose_mm is not None else fclose
-    yclose = det.yclose_mm * MM if det.yclose_mm is not None else sclose
-    xbeam = det.xbeam_mm * MM if det.xbeam_mm is not None else None
-    ybeam = det.ybeam_mm * MM if det.ybeam_mm is not None else None
-    conv = det.convention
-    if conv in (Convention.MOSFLM, Convention.DENZO):
-        xbeam = (detsize_s + pixel) / 2 if xbeam is None else xbeam
-        ybeam = (detsize_f + pixel) / 2 if ybeam is None else ybeam
-        half = 0.5 * pixel if conv is Convention.MOSFLM else 0.0
-        fbeam, sbeam = ybeam + half, xbeam + half
-    elif conv is Convention.ADXV:
-        xbeam = (detsize_f + pixel) / 2 if xbeam is None else xbeam
-        ybeam = (detsize_s - pixel) / 2 if ybeam is None else ybeam
-        fbeam, sbeam = xbeam, detsize_s - ybeam
-    else:  # XDS, DIALS, CUSTOM
-        xbeam = xclose if xbeam is None else xbeam
-        ybeam = yclose if ybeam is None else ybeam
-        fbeam, sbeam = xbeam, ybeam
-        if custom:
-            fclose, sclose = xbeam, ybeam
+    fclose, sclose, fbeam, sbeam, xbeam, ybeam = _beam_centre(det, pixel, detsize_f, detsize_s)
     pivot = det.pivot if axes.pivot is None else axes.pivot
 
     fdet0 = det.fdet_vector if custom and det.fdet_vector is not None else axes.fdet
@@ -200,6 +178,38 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
         detsize_f_m=as_float(detsize_f), detsize_s_m=as_float(detsize_s),
         pivot=pivot, fpixels=det.fpixels, spixels=det.spixels,
     )
+
+
+def _beam_centre(det: DetectorConfig, pixel, detsize_f, detsize_s) -> tuple:
+    """Beam-centre bookkeeping of the convention (spec §3.1), m.
+
+    Returns:
+        (fclose, sclose, fbeam, sbeam, xbeam, ybeam): Fclose/Sclose place pix0 for the SAMPLE pivot,
+        Fbeam/Sbeam for the BEAM pivot; xbeam/ybeam are the reported beam centre.
+    """
+    fclose = (det.orgx_px - 0.5) * pixel if det.orgx_px is not None else detsize_f / 2
+    sclose = (det.orgy_px - 0.5) * pixel if det.orgy_px is not None else detsize_s / 2
+    xclose = det.xclose_mm * MM if det.xclose_mm is not None else fclose
+    yclose = det.yclose_mm * MM if det.yclose_mm is not None else sclose
+    xbeam = det.xbeam_mm * MM if det.xbeam_mm is not None else None
+    ybeam = det.ybeam_mm * MM if det.ybeam_mm is not None else None
+    conv = det.convention
+    if conv in (Convention.MOSFLM, Convention.DENZO):
+        xbeam = (detsize_s + pixel) / 2 if xbeam is None else xbeam
+        ybeam = (detsize_f + pixel) / 2 if ybeam is None else ybeam
+        half = 0.5 * pixel if conv is Convention.MOSFLM else 0.0
+        fbeam, sbeam = ybeam + half, xbeam + half
+    elif conv is Convention.ADXV:
+        xbeam = (detsize_f + pixel) / 2 if xbeam is None else xbeam
+        ybeam = (detsize_s - pixel) / 2 if ybeam is None else ybeam
+        fbeam, sbeam = xbeam, detsize_s - ybeam
+    else:  # XDS, DIALS, CUSTOM
+        xbeam = xclose if xbeam is None else xbeam
+        ybeam = yclose if ybeam is None else ybeam
+        fbeam, sbeam = xbeam, ybeam
+        if conv is Convention.CUSTOM:
+            fclose, sclose = xbeam, ybeam
+    return fclose, sclose, fbeam, sbeam, xbeam, ybeam
 
 
 def subpixel_offsets(oversample: int, pixel_m: Tensor) -> tuple[Tensor, Tensor]:

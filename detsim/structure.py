@@ -88,6 +88,49 @@ def _snippet(line: str) -> str:
     return repr(text)
 
 
+def _read_records(source: str) -> tuple[list[tuple[str, str, str, str]], list[int]]:
+    """The ``h k l F`` records of an HKL file as text, and the line number of each; raises HKLError."""
+    try:
+        with open(source, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise HKLError(f"{source}: cannot read HKL file ({exc.strerror or exc})") from None
+    lines = raw.decode("utf-8-sig", errors="replace").split("\n")
+
+    records: list[tuple[str, str, str, str]] = []
+    line_numbers: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        match = _RECORD.fullmatch(line)
+        if match is None:
+            raise HKLError(f"{source} line {number}: expected 'h k l F', got {_snippet(line)}")
+        records.append(match.groups())
+        line_numbers.append(number)
+    if not records:
+        last_line = max(len(lines) - (lines[-1] == ""), 1)
+        raise HKLError(f"{source} line {last_line}: no 'h k l F' records in file")
+    return records, line_numbers
+
+
+def _checked_numbers(source: str, records: list[tuple[str, str, str, str]],
+                     line_numbers: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(hkl (N, 3) integral float64, F (N,)) of the records; raises HKLError at the first bad one."""
+    data = np.array(records, dtype=np.float64)
+    hkl, amplitudes = data[:, :3], data[:, 3]
+    bad_index = ~(np.isfinite(hkl) & (np.floor(hkl) == hkl) & (np.abs(hkl) < _INT_LIMIT))
+    bad_f = ~np.isfinite(amplitudes)
+    bad_rows = np.flatnonzero(bad_index.any(axis=1) | bad_f)
+    if bad_rows.size:
+        row = int(bad_rows[0])
+        where = f"{source} line {line_numbers[row]}"
+        for axis, name in enumerate("hkl"):
+            if bad_index[row, axis]:
+                raise HKLError(f"{where}: {name} = {records[row][axis]} is not an integer index")
+        raise HKLError(f"{where}: F = {records[row][3]} is not finite")
+    return hkl, amplitudes
+
+
 def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
     """Read an ``h k l F`` text file into a dense table (spec §2.1).
 
@@ -118,39 +161,8 @@ def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
     if not math.isfinite(default_F):
         raise ValueError(f"default_F must be finite, got {default_F!r}")
     source = os.fspath(path)
-    try:
-        with open(source, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise HKLError(f"{source}: cannot read HKL file ({exc.strerror or exc})") from None
-    lines = raw.decode("utf-8-sig", errors="replace").split("\n")
-
-    records: list[tuple[str, str, str, str]] = []
-    line_numbers: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        match = _RECORD.fullmatch(line)
-        if match is None:
-            raise HKLError(f"{source} line {number}: expected 'h k l F', got {_snippet(line)}")
-        records.append(match.groups())
-        line_numbers.append(number)
-    if not records:
-        last_line = max(len(lines) - (lines[-1] == ""), 1)
-        raise HKLError(f"{source} line {last_line}: no 'h k l F' records in file")
-
-    data = np.array(records, dtype=np.float64)
-    hkl, amplitudes = data[:, :3], data[:, 3]
-    bad_index = ~(np.isfinite(hkl) & (np.floor(hkl) == hkl) & (np.abs(hkl) < _INT_LIMIT))
-    bad_f = ~np.isfinite(amplitudes)
-    bad_rows = np.flatnonzero(bad_index.any(axis=1) | bad_f)
-    if bad_rows.size:
-        row = int(bad_rows[0])
-        where = f"{source} line {line_numbers[row]}"
-        for axis, name in enumerate("hkl"):
-            if bad_index[row, axis]:
-                raise HKLError(f"{where}: {name} = {records[row][axis]} is not an integer index")
-        raise HKLError(f"{where}: F = {records[row][3]} is not finite")
+    records, line_numbers = _read_records(source)
+    hkl, amplitudes = _checked_numbers(source, records, line_numbers)
 
     indices = hkl.astype(np.int64)
     lows = indices.min(axis=0)
