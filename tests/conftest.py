@@ -1,16 +1,19 @@
-"""Shared fixtures: device and dtype come from here, golden cases from tests/golden/manifest.json."""
+"""Shared fixtures: device and dtype come from here, golden cases from tests/golden (through
+:mod:`detsim.track.base.golden`, the one loader of golden cases)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 
+from detsim.track.base.golden import load_cases
+
 GOLDEN_DIR = Path(__file__).parent / "golden"
-MANIFEST = json.loads((GOLDEN_DIR / "manifest.json").read_text())
-CASES = {case["id"]: case for case in MANIFEST}
+GOLDEN_CASES = {case.id: case for case in load_cases(GOLDEN_DIR)}  # id -> GoldenCase, manifest order
+MANIFEST = [dict(case.record) for case in GOLDEN_CASES.values()]  # the manifest's records
+CASES = {record["id"]: record for record in MANIFEST}
 
 
 def pytest_addoption(parser):
@@ -36,5 +39,5 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture
 def golden_case(request):
-    """The manifest record of a golden case, by id (use with indirect parametrization)."""
-    return CASES[request.param]
+    """A :class:`~detsim.track.base.golden.GoldenCase` by id (use with indirect parametrization)."""
+    return GOLDEN_CASES[request.param]
