@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from _tolerances import ALLCLOSE, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK
+from _tolerances import (
+    ALLCLOSE, F64_ROUNDING, F64_SAME_OPERATIONS, F64_SUMMATION, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK,
+    VISIBLE_CHANGE_REL,
+)
 from detsim import physics
 from detsim.config import (
     BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig,
@@ -116,31 +119,30 @@ def _check_against_reference(cfg, dmin_A):
         assert np.abs(expected).max() > 0
     if dmin_A:  # the cut really removes part of the detector's signal
         uncut = reference_image(prepare(replace(cfg, crystal=replace(cfg.crystal, dmin_A=0.0))))
-        assert not np.allclose(expected, uncut, rtol=1e-6)
-    np.testing.assert_allclose(image.numpy(), expected, rtol=1e-11, atol=0)
+        assert not np.allclose(expected, uncut, rtol=VISIBLE_CHANGE_REL)
+    np.testing.assert_allclose(image.numpy(), expected, rtol=F64_SUMMATION, atol=0)
 
 
-def test_chunking_does_not_change_the_image():
-    setup = prepare(TINY)
+def test_chunking_does_not_change_the_image(device, dtype):
+    setup = prepare(TINY, device=device, dtype=dtype)
     whole, _ = render(setup)
     for chunk in (1, 5):
         parts, _ = render(setup, chunk_pixels=chunk)
-        torch.testing.assert_close(parts, whole, rtol=ALLCLOSE[torch.float64][0], atol=0)
+        torch.testing.assert_close(parts, whole, rtol=ALLCLOSE[dtype][0], atol=0)
 
 
 def _sha(image: torch.Tensor) -> str:
     return hashlib.sha256(image.to(torch.float32).numpy().tobytes()).hexdigest()
 
 
-@pytest.mark.parametrize("dtype_", [torch.float64, torch.float32], ids=["float64", "float32"])
-def test_bitwise_identical_across_repeats_and_thread_counts(dtype_):
+def test_bitwise_identical_across_repeats_and_thread_counts(dtype):
     cfg = replace(TINY, detector=replace(TINY.detector, fpixels=48, spixels=40, pixel_mm=0.5))
     before = torch.get_num_threads()
     try:
         hashes = set()
         for threads in (1, 2, 1):
             torch.set_num_threads(threads)
-            hashes.add(_sha(simulate(cfg, dtype=dtype_)))
+            hashes.add(_sha(simulate(cfg, dtype=dtype)))
     finally:
         torch.set_num_threads(before)
     assert len(hashes) == 1
@@ -155,19 +157,19 @@ def test_float32_agrees_with_float64(device):
     assert rel < FLOAT32_VS_FLOAT64_MAX_REL
 
 
-def test_roi_renders_only_inside():
+def test_roi_renders_only_inside(device):
     cfg = replace(TINY, detector=replace(TINY.detector, roi=(1, 2, 0, 1)))
-    image = simulate(cfg)
-    full = simulate(TINY)
+    image = simulate(cfg, device=device)
+    full = simulate(TINY, device=device)
     inside = torch.zeros_like(image, dtype=torch.bool)
     inside[0:2, 1:3] = True
     assert torch.equal(image[~inside], torch.zeros_like(image[~inside]))
-    torch.testing.assert_close(image[inside], full[inside], rtol=1e-12, atol=0)
+    torch.testing.assert_close(image[inside], full[inside], rtol=F64_ROUNDING, atol=0)
 
 
-def test_zero_attenuation_with_thickness_gives_an_all_zero_image():
+def test_zero_attenuation_with_thickness_gives_an_all_zero_image(device, dtype):
     cfg = replace(TINY, detector=replace(TINY.detector, mu_per_m=0.0))
-    assert float(simulate(cfg).abs().max()) == 0.0
+    assert float(simulate(cfg, device=device, dtype=dtype).abs().max()) == 0.0
 
 
 def test_physical_phi_differs_from_nanobragg_stale_phi_only_at_zero():
@@ -178,13 +180,13 @@ def test_physical_phi_differs_from_nanobragg_stale_phi_only_at_zero():
     physical = simulate(replace(base, sampling=replace(base.sampling, stale_phi=False)))
     assert not torch.equal(stale, physical)
     shifted = simulate(replace(base, sampling=SamplingConfig(oversample=1, phi0_deg=0.5, osc_deg=0.5, phisteps=1)))
-    torch.testing.assert_close(stale, shifted, rtol=1e-12, atol=0)  # both render phi = 0.5 twice
+    torch.testing.assert_close(stale, shifted, rtol=F64_ROUNDING, atol=0)  # both render phi = 0.5 twice
 
 
-def test_shapes_other_than_square_use_their_own_peak():
+def test_shapes_other_than_square_use_their_own_peak(device, dtype):
     for shape in (CrystalShape.ROUND, CrystalShape.GAUSS, CrystalShape.TOPHAT):
         cfg = replace(TINY, crystal=replace(TINY.crystal, shape=shape))
-        image = simulate(cfg)
+        image = simulate(cfg, device=device, dtype=dtype)
         assert torch.isfinite(image).all() and float(image.max()) > 0
 
 
@@ -252,7 +254,7 @@ def test_observer_sees_the_values_that_make_the_image():
     value, _ = render(traced, observe=observe)
     assert set(seen) <= set(OBSERVED)
     assert {"hkl", "F_cell", "I_sum", "pixel_value", "solid_angle_used"} <= set(seen)
-    assert float(seen["pixel_value"][0][0]) == pytest.approx(float(image[2, 1]), rel=1e-14)
-    assert float(value[2, 1]) == pytest.approx(float(image[2, 1]), rel=1e-14)
+    assert float(seen["pixel_value"][0][0]) == pytest.approx(float(image[2, 1]), rel=F64_SAME_OPERATIONS)
+    assert float(value[2, 1]) == pytest.approx(float(image[2, 1]), rel=F64_SAME_OPERATIONS)
     terms = torch.cat([t.reshape(-1) for t in seen["I_term"]]).sum() + setup.water_bg
-    assert float(seen["I_sum"][-1][0]) == pytest.approx(float(terms), rel=1e-12)
+    assert float(seen["I_sum"][-1][0]) == pytest.approx(float(terms), rel=F64_ROUNDING)

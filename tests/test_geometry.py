@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from _tolerances import BEAM_SPOT_PX_ABS, F64_ROUNDING, F64_SAME_OPERATIONS, F64_ULPS
 from detsim.config import BeamConfig, Convention, CrystalConfig, DetectorConfig, Pivot
 from detsim.geometry import CONVENTION_AXES, detector_geometry, lab_frame, pixel_positions
 from detsim.rotation import rotate_axis, rotate_xyz
@@ -36,8 +37,8 @@ def test_default_beam_centre_per_convention(convention, offset):
     s, f = beam_spot_pixel(geom)
     if convention is Convention.DENZO:
         offset = 0.0  # DENZO is MOSFLM without the half-pixel shift
-    assert s == pytest.approx(32 + offset, abs=1e-9)
-    assert f == pytest.approx(32 + offset, abs=1e-9)
+    assert s == pytest.approx(32 + offset, abs=BEAM_SPOT_PX_ABS)
+    assert f == pytest.approx(32 + offset, abs=BEAM_SPOT_PX_ABS)
 
 
 def test_mosflm_xbeam_is_along_slow_axis():
@@ -75,18 +76,18 @@ def test_beam_pivot_twotheta_keeps_beam_spot_fixed():
     tilted, _ = geometry(fpixels=100, spixels=100, twotheta_deg=20)
     # The point distance*beam lies on the tilted detector at the untilted (Fbeam, Sbeam) (spec §3.3 step 5).
     spot = tilted.pix0_m + flat.fbeam_m * tilted.fdet + flat.sbeam_m * tilted.sdet
-    assert torch.allclose(spot, 0.1 * frame.beam, atol=1e-15)
-    assert float(tilted.close_distance_m) == pytest.approx(0.1 * math.cos(math.radians(20)), rel=1e-12)
+    assert torch.allclose(spot, 0.1 * frame.beam, atol=F64_ULPS)
+    assert float(tilted.close_distance_m) == pytest.approx(0.1 * math.cos(math.radians(20)), rel=F64_ROUNDING)
     # nanoBragg's reported distance is close_distance/ratio, with a ratio that ignores two-theta.
-    assert float(tilted.distance_m) == pytest.approx(0.1 * math.cos(math.radians(20)), rel=1e-12)
+    assert float(tilted.distance_m) == pytest.approx(0.1 * math.cos(math.radians(20)), rel=F64_ROUNDING)
 
 
 def test_sample_pivot_twotheta_swings_detector_rigidly():
     flat, _ = geometry(convention=Convention.XDS, fpixels=100, spixels=100)
     swung, _ = geometry(convention=Convention.XDS, fpixels=100, spixels=100, twotheta_deg=30)
-    assert float(swung.close_distance_m) == pytest.approx(float(flat.close_distance_m), rel=1e-12)
+    assert float(swung.close_distance_m) == pytest.approx(float(flat.close_distance_m), rel=F64_ROUNDING)
     assert float(torch.linalg.vector_norm(swung.pix0_m)) == pytest.approx(
-        float(torch.linalg.vector_norm(flat.pix0_m)), rel=1e-12)
+        float(torch.linalg.vector_norm(flat.pix0_m)), rel=F64_ROUNDING)
     # XDS two-theta axis is +x: the detector normal turns from +z towards -y.
     assert swung.odet.tolist() == pytest.approx([0, -math.sin(math.radians(30)), math.cos(math.radians(30))])
 
@@ -94,7 +95,7 @@ def test_sample_pivot_twotheta_swings_detector_rigidly():
 def test_detector_axes_are_orthonormal_after_rotations():
     geom, _ = geometry(rotx_deg=4, roty_deg=-6, rotz_deg=12, twotheta_deg=15)
     basis = torch.stack([geom.fdet, geom.sdet, geom.odet])
-    assert torch.allclose(basis @ basis.T, torch.eye(3, dtype=torch.float64), atol=1e-14)
+    assert torch.allclose(basis @ basis.T, torch.eye(3, dtype=torch.float64), atol=F64_SAME_OPERATIONS)
 
 
 def test_non_unit_odet_is_replaced_by_f_cross_s():
@@ -108,14 +109,14 @@ def test_rotation_order_is_x_then_y_then_z():
     quarter = torch.tensor(math.pi / 2, dtype=torch.float64)
     zero = torch.tensor(0.0, dtype=torch.float64)
     # Rx takes y to z, then Ry takes z to x; the reverse order would give z.
-    assert rotate_xyz(v, quarter, quarter, zero).tolist() == pytest.approx([1, 0, 0], abs=1e-15)
+    assert rotate_xyz(v, quarter, quarter, zero).tolist() == pytest.approx([1, 0, 0], abs=F64_ULPS)
 
 
 def test_rotate_axis_is_right_handed():
     x = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)
     z = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
     assert rotate_axis(x, z, torch.tensor(math.pi / 2, dtype=torch.float64)).tolist() == pytest.approx(
-        [0, 1, 0], abs=1e-15)
+        [0, 1, 0], abs=F64_ULPS)
 
 
 def test_pixel_positions_centre_and_subpixels():
@@ -124,11 +125,11 @@ def test_pixel_positions_centre_and_subpixels():
     s, f = torch.tensor([3]), torch.tensor([5])
     centre = pixel_positions(geom, s, f, 1, layers, False, frame.beam)[0, 0, 0]
     expected = geom.pix0_m + 5.5 * geom.pixel_m * geom.fdet + 3.5 * geom.pixel_m * geom.sdet
-    assert torch.allclose(centre, expected, atol=1e-15)
+    assert torch.allclose(centre, expected, atol=F64_ULPS)
     sub = pixel_positions(geom, s, f, 2, layers, False, frame.beam)[0, 0]  # (4, 3), slow outer
-    assert torch.allclose(sub.mean(0), centre, atol=1e-15)
+    assert torch.allclose(sub.mean(0), centre, atol=F64_ULPS)
     step = (sub[1] - sub[0]) / geom.pixel_m
-    assert torch.allclose(step, 0.5 * geom.fdet, atol=1e-12)  # second subpixel moves along fast
+    assert torch.allclose(step, 0.5 * geom.fdet, atol=F64_ROUNDING)  # second subpixel moves along fast
 
 
 def test_curved_detector_keeps_every_pixel_at_distance():
@@ -136,7 +137,7 @@ def test_curved_detector_keeps_every_pixel_at_distance():
     s = torch.arange(0, 20, 3)
     pos = pixel_positions(geom, s, s, 1, torch.zeros(1, dtype=torch.float64), True, frame.beam)
     radius = torch.linalg.vector_norm(pos, dim=-1)
-    assert torch.allclose(radius, torch.full_like(radius, float(geom.distance_m)), rtol=1e-12)
+    assert torch.allclose(radius, torch.full_like(radius, float(geom.distance_m)), rtol=F64_ROUNDING)
 
 
 def test_convention_table_axes_are_right_handed_where_documented():

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _tolerances import F64_ULPS
 import detsim.io as dio
 from detsim.io import (
     image_statistics,
@@ -101,10 +102,10 @@ def test_image_statistics_roi_and_mask_counts():
     # Rendered: 1, 2, 4 -> mean 7/3, rms sqrt(21/2); rmsd over the 4 ROI pixels (the masked 0 included).
     mean = 7.0 / 3.0
     assert stats["max_I"] == 4.0
-    assert stats["mean"] == pytest.approx(mean, rel=1e-15)
-    assert stats["rms"] == pytest.approx(np.sqrt(21.0 / 2.0), rel=1e-15)
+    assert stats["mean"] == pytest.approx(mean, rel=F64_ULPS)
+    assert stats["rms"] == pytest.approx(np.sqrt(21.0 / 2.0), rel=F64_ULPS)
     expected_rmsd = np.sqrt(sum((v - mean) ** 2 for v in (1.0, 2.0, 4.0, 0.0)) / 3.0)
-    assert stats["rmsd"] == pytest.approx(expected_rmsd, rel=1e-15)
+    assert stats["rmsd"] == pytest.approx(expected_rmsd, rel=F64_ULPS)
 
     negative = image_statistics(np.full((2, 2), -3.0, dtype=np.float32))
     assert negative["max_I"] == 0.0

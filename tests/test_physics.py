@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from _tolerances import F64_ROUNDING, F64_ULPS, F64_UNREDUCED_PHASE, GRATING_ZERO_ABS
 from detsim import physics
 from detsim.units import R_E_SQ_M2
 
@@ -18,9 +19,9 @@ def test_sincg_squared_peak_zero_and_general_value():
     frac = torch.tensor([0.0, 0.2, 0.5, 1e-9], **T)
     got = physics.sincg_squared(frac, N)
     assert got[0] == 25.0
-    assert float(got[1]) == pytest.approx(0.0, abs=1e-24)  # sin(pi) for N*frac = 1
+    assert float(got[1]) == pytest.approx(0.0, abs=GRATING_ZERO_ABS)  # sin(pi) for N*frac = 1
     assert float(got[2]) == pytest.approx(1.0)  # sin(5 pi/2)/sin(pi/2) = 1
-    assert float(got[3]) == pytest.approx(25.0, rel=1e-12)
+    assert float(got[3]) == pytest.approx(25.0, rel=F64_ROUNDING)
 
 
 def test_square_lattice_uses_only_axes_with_more_than_one_cell():
@@ -34,7 +35,7 @@ def test_reduced_index_gives_same_intensity_as_full_index():
     N = torch.tensor(7.0, **T)
     h = torch.tensor(12.137, **T)
     full = (torch.sin(N * math.pi * h) / torch.sin(math.pi * h)) ** 2
-    assert float(physics.sincg_squared(h - torch.round(h), N)) == pytest.approx(float(full), rel=1e-9)
+    assert float(physics.sincg_squared(h - torch.round(h), N)) == pytest.approx(float(full), rel=F64_UNREDUCED_PHASE)
 
 
 def test_round_gauss_tophat_peak_heights():
@@ -65,7 +66,7 @@ def test_polarization_unpolarized_and_kahn():
     along_e = torch.tensor([[0.0, 0.0, 1.0]], **T)  # 2theta = 90 deg in the polarization plane
     along_b = torch.tensor([[0.0, 1.0, 0.0]], **T)  # 2theta = 90 deg perpendicular to it
     assert float(physics.polarization_factor(incident, along_e, axis, 0.0)) == pytest.approx(0.5)
-    assert float(physics.polarization_factor(incident, along_e, axis, 1.0)) == pytest.approx(0.0, abs=1e-15)
+    assert float(physics.polarization_factor(incident, along_e, axis, 1.0)) == pytest.approx(0.0, abs=F64_ULPS)
     assert float(physics.polarization_factor(incident, along_b, axis, 1.0)) == pytest.approx(1.0)
     forward = torch.tensor([[1.0, 0.0, 0.0]], **T)
     assert float(physics.polarization_factor(incident, forward, axis, 0.9)) == pytest.approx(1.0)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _tolerances import F64_ROUNDING, F64_SAME_OPERATIONS, GAMMLN_VS_LGAMMA, MOMENT_SIGMAS, MOSAIC_SPREAD_SLACK
 from detsim.rng import (
     Ran1,
     gammln,
@@ -185,10 +186,10 @@ def test_mosaic_umats_are_rotations_within_the_spread():
     spread = 0.05
     umats = mosaic_umats(spread, 400, 2024)
     eye = np.broadcast_to(np.eye(3), umats.shape)
-    assert np.allclose(umats @ np.swapaxes(umats, 1, 2), eye, atol=1e-14)
-    assert np.allclose(np.linalg.det(umats), 1.0, atol=1e-14)
+    assert np.allclose(umats @ np.swapaxes(umats, 1, 2), eye, atol=F64_SAME_OPERATIONS)
+    assert np.allclose(np.linalg.det(umats), 1.0, atol=F64_SAME_OPERATIONS)
     angles = np.array([rotation_angle(u) for u in umats[1:]])
-    assert angles.max() <= spread * (1 + 1e-6)
+    assert angles.max() <= spread * (1 + MOSAIC_SPREAD_SLACK)
     assert angles.max() > 0.9 * spread
     assert np.median(angles) > 0.5 * spread
 
@@ -198,12 +199,12 @@ def test_mosaic_rotation_is_right_handed_about_its_axis():
     u = mosaic_rotation(0.3, gen)
     antisym = (u - u.T) / 2.0
     axis = np.array([antisym[2, 1], antisym[0, 2], antisym[1, 0]])
-    assert np.allclose(u @ axis, axis, atol=1e-14)
+    assert np.allclose(u @ axis, axis, atol=F64_SAME_OPERATIONS)
     # The axis is built from the first two draws: (sqrt(1-r2^2) sin(pi r1), sqrt(1-r2^2) cos(pi r1), r2).
     r1, r2 = (2.0 * v - 1.0 for v in draws(Ran1(-5), 2))
     xyrad = math.sqrt(1 - r2 * r2)
     expected = np.array([xyrad * math.sin(math.pi * r1), xyrad * math.cos(math.pi * r1), r2])
-    assert np.allclose(axis / np.linalg.norm(axis), expected, atol=1e-12)
+    assert np.allclose(axis / np.linalg.norm(axis), expected, atol=F64_ROUNDING)
 
 
 def test_random_misset_angles_match_nanobragg_runs():
@@ -240,7 +241,7 @@ def test_gammln_matches_c_reference_and_lgamma():
     for x, value in expected.items():
         assert gammln(x) == value, x
     for x in (0.5, 1.7, 12.0, 31.0, 1234.5, 2e6):
-        assert gammln(x) == pytest.approx(math.lgamma(x), rel=1e-6, abs=1e-6)
+        assert gammln(x) == pytest.approx(math.lgamma(x), **GAMMLN_VS_LGAMMA)
 
 
 def test_poidev_matches_c_reference_across_branches():
@@ -286,8 +287,8 @@ def test_gaussdev_matches_c_reference_and_caches_its_spare():
 def test_gaussdev_moments():
     gen = Ran1(-2718)
     values = np.array([gaussdev(gen) for _ in range(20000)])
-    assert abs(values.mean()) < 5 / math.sqrt(values.size)
-    assert values.var() == pytest.approx(1.0, abs=5 * math.sqrt(2 / values.size))
+    assert abs(values.mean()) < MOMENT_SIGMAS / math.sqrt(values.size)
+    assert values.var() == pytest.approx(1.0, abs=MOMENT_SIGMAS * math.sqrt(2 / values.size))
 
 
 @pytest.mark.parametrize("xm", [3.0, 30.0, 2e6])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from _tolerances import F64_GRADIENT, F64_POLYNOMIAL, F64_ROUNDING, F64_STRUCTURE_FACTOR_ABS, FLOAT32_TRICUBIC
 from detsim.structure import HKLError, HKLTable, StructureFactors, read_hkl
 
 GOLDEN_HKL = Path(__file__).parent / "golden" / "g02_hkl_interp" / "P1.hkl"
@@ -239,13 +240,13 @@ def test_tricubic_reproduces_cubic_polynomials_exactly():
     h, k, l = interior_points(sf, 2000, gen)
     got = sf.tricubic(h, k, l)
     expected = cubic_poly(h, k, l)
-    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got, expected, rtol=F64_ROUNDING, atol=F64_ROUNDING)
 
     corners = torch.tensor(
         [[sf.h_min + 2, sf.k_min + 2, sf.l_min + 2], [sf.h_max - 2, sf.k_max - 2, sf.l_max - 2]],
         dtype=torch.float64,
     )
-    torch.testing.assert_close(sf.tricubic(*corners.T), cubic_poly(*corners.T), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(sf.tricubic(*corners.T), cubic_poly(*corners.T), rtol=F64_ROUNDING, atol=F64_ROUNDING)
 
 
 def test_tricubic_equals_table_at_integer_nodes():
@@ -259,7 +260,7 @@ def test_tricubic_equals_table_at_integer_nodes():
     )
     h, k, l = grid.T
     expected = sf.nearest(h, k, l)
-    torch.testing.assert_close(sf.tricubic(h, k, l), expected, rtol=1e-13, atol=1e-12)
+    torch.testing.assert_close(sf.tricubic(h, k, l), expected, rtol=F64_POLYNOMIAL, atol=F64_ROUNDING)
 
 
 def test_tricubic_matches_independent_scalar_reference():
@@ -269,7 +270,7 @@ def test_tricubic_matches_independent_scalar_reference():
     h, k, l = interior_points(sf, 25, torch.Generator().manual_seed(11))
     got = sf.tricubic(h, k, l)
     expected = torch.tensor([scalar_tricubic(table, *p) for p in zip(h.tolist(), k.tolist(), l.tolist())])
-    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-10)
+    torch.testing.assert_close(got, expected, rtol=F64_ROUNDING, atol=F64_STRUCTURE_FACTOR_ABS)
 
 
 def polint_form(x, f, ys):
@@ -305,8 +306,8 @@ def test_tricubic_is_not_symmetric_in_axes():
     sf = StructureFactors(table_from(values), default_F=0.0, dtype=torch.float64)
     x = torch.tensor(3.3, dtype=torch.float64)
     four = torch.tensor(4.0, dtype=torch.float64)
-    torch.testing.assert_close(sf.tricubic(four, four, x), x**3, rtol=1e-13, atol=0.0)
-    torch.testing.assert_close(sf.tricubic(x, four, four), torch.tensor(64.0, dtype=torch.float64), rtol=1e-13, atol=0.0)
+    torch.testing.assert_close(sf.tricubic(four, four, x), x**3, rtol=F64_POLYNOMIAL, atol=0.0)
+    torch.testing.assert_close(sf.tricubic(x, four, four), torch.tensor(64.0, dtype=torch.float64), rtol=F64_POLYNOMIAL, atol=0.0)
 
 
 def test_tricubic_outside_is_finite_and_never_indexes_out_of_bounds():
@@ -341,7 +342,7 @@ def test_tricubic_gradient_of_cubic_polynomial():
         dk = l + 0.6 * h * k**2
         dl = k - 0.9 * l**2
     for grad, exact in ((h.grad, dh), (k.grad, dk), (l.grad, dl)):
-        torch.testing.assert_close(grad, exact, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(grad, exact, rtol=F64_GRADIENT, atol=F64_GRADIENT)
 
 
 def test_tricubic_gradient_wrt_table_values():
@@ -372,7 +373,7 @@ def test_float32_and_device_neutrality(device):
 
     got = sf32.tricubic(h32, k32, l32)
     assert got.dtype == torch.float32 and got.device.type == torch.device(device).type
-    torch.testing.assert_close(got.double().cpu(), sf64.tricubic(h, k, l), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(got.double().cpu(), sf64.tricubic(h, k, l), rtol=FLOAT32_TRICUBIC[0], atol=FLOAT32_TRICUBIC[1])
 
     mask = sf32.interpolable(h32, k32, l32)
     assert mask.dtype == torch.bool and mask.device.type == torch.device(device).type and mask.all()
