@@ -1,0 +1,139 @@
+"""nanoBragg arguments -> configuration: files named by flags, -img/-mask headers, whole-config checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from detsim import io
+from detsim.argconfig import (
+    InputError, build_config, check_inputs, config_from_argv, header_arguments, parse_with_headers,
+    read_matrix_file,
+)
+from detsim.argv import parse_argv
+from detsim.config import ConfigError, Convention
+
+SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32"]
+
+
+def test_config_from_argv_carries_the_flags_in_the_users_units():
+    cfg = config_from_argv(SMALL + ["-distance", "80", "-pixel", "0.2", "-lambda", "1.5", "-xds"])
+    assert cfg.crystal.cell == (70.0, 70.0, 70.0, 90.0, 90.0, 90.0)
+    assert (cfg.crystal.Na, cfg.crystal.Nb, cfg.crystal.Nc) == (3, 3, 3)
+    assert cfg.crystal.default_F == 100.0 and cfg.crystal.hkl is None
+    assert (cfg.detector.spixels, cfg.detector.fpixels) == (32, 32)
+    assert cfg.detector.pixel_mm == 0.2 and cfg.detector.distance_mm == 80.0
+    assert cfg.detector.convention is Convention.XDS
+    assert cfg.beam.lambda_A == 1.5
+    assert cfg.detector.mask is None
+
+
+def test_blank_cell_entries_take_nanobraggs_defaults():
+    cfg = config_from_argv(["-cell", "70", "0", "0", "0", "90", "0", "-default_F", "1"])
+    assert cfg.crystal.cell == (70.0, 70.0, 70.0, 90.0, 90.0, 90.0)
+
+
+def test_a_detector_size_alone_is_rounded_to_whole_pixels():
+    cfg = config_from_argv(SMALL[:-2] + ["-detsize", "10.04", "-pixel", "0.1"])
+    assert (cfg.detector.spixels, cfg.detector.fpixels) == (100, 100)
+
+
+def test_matrix_file_gives_the_a_matrix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.02 0\n0 0 0.03\nextra words are ignored\n")
+    cfg = config_from_argv(["-mat", "A.mat", "-default_F", "1"])
+    assert cfg.crystal.a_matrix == (0.01, 0.0, 0.0, 0.0, 0.02, 0.0, 0.0, 0.0, 0.03)
+    assert read_matrix_file("A.mat") == cfg.crystal.a_matrix
+
+
+@pytest.mark.parametrize("text,message", [
+    ("0.01 0 0\n0 0.01 0\n0 0\n", "needs 9 numbers"),
+    ("0.01 0 0\n0 x 0\n0 0 0.01\n", "non-numeric token 'x'"),
+    ("0.01 0 0\n0.01 0 0\n0 0 0.01\n", "singular"),
+    ("0.01 0 0\n0 inf 0\n0 0 0.01\n", "non-finite"),
+], ids=["short", "garbage", "singular", "non-finite"])
+def test_bad_matrix_files_raise_input_error_naming_the_file(text, message, tmp_path):
+    path = tmp_path / "bad.mat"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as info:
+        read_matrix_file(str(path))
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("flag", ["-img", "-mask", "-stol", "-mat"])
+def test_a_missing_input_file_raises_input_error(flag, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="missing.file"):
+        config_from_argv(SMALL + [flag, "missing.file"])
+
+
+def test_check_inputs_names_the_flag_of_a_missing_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="^-mask nomask.img: no such file$"):
+        check_inputs(parse_argv(SMALL + ["-mask", "nomask.img"]))
+
+
+def _smv(path, shape, **header):
+    io.write_smv(path, np.ones(shape, dtype=np.uint16), header)
+
+
+def test_img_header_values_apply_before_the_flags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _smv(tmp_path / "in.img", (40, 50), PIXEL_SIZE=0.2, DISTANCE=120, WAVELENGTH=1.7,
+         BEAM_CENTER_X=3.5, BEAM_CENTER_Y=4.5)
+    argv = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "1", "-img", "in.img"]
+    cfg = config_from_argv(argv)
+    assert (cfg.detector.spixels, cfg.detector.fpixels) == (40, 50)  # (slow, fast) from the image
+    assert cfg.detector.pixel_mm == 0.2
+    assert cfg.detector.distance_mm == 120.0 and cfg.beam.lambda_A == 1.7
+    assert (cfg.detector.xbeam_mm, cfg.detector.ybeam_mm) == (3.5, 4.5)
+    assert cfg.detector.mask is None
+    flagged = config_from_argv(argv + ["-distance", "90", "-lambda", "1.1"])
+    assert flagged.detector.distance_mm == 90.0 and flagged.beam.lambda_A == 1.1  # a flag wins over the header
+
+
+def test_mask_header_counts_y_from_the_other_edge_and_the_mask_is_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mask = np.ones((20, 30), dtype=np.uint16)
+    mask[2, 3] = 0
+    io.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "BEAM_CENTER_Y": 0.5})
+    args, kept = header_arguments(None, "mask.img")
+    assert np.array_equal(kept, mask)
+    assert args.ybeam_mm == pytest.approx(20 * 0.1 - 0.5)
+    parsed, kept_again = parse_with_headers(SMALL[:-2] + ["-mask", "mask.img"])
+    assert (parsed.spixels, parsed.fpixels) == (20, 30) and np.array_equal(kept_again, mask)
+    cfg = config_from_argv(SMALL[:-2] + ["-mask", "mask.img"])
+    assert np.array_equal(cfg.detector.mask, mask)
+
+
+def test_a_header_value_that_is_not_a_number_is_an_input_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _smv(tmp_path / "in.img", (8, 8), DISTANCE="far")
+    with pytest.raises(InputError, match="^-img in.img: header DISTANCE='far' is not a number$"):
+        config_from_argv(SMALL + ["-img", "in.img"])
+
+
+def test_an_unreadable_header_image_is_an_input_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.img").write_bytes(b"not an SMV file")
+    with pytest.raises(InputError, match="^-img "):
+        config_from_argv(SMALL + ["-img", "in.img"])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-default_F", "1"], "a unit cell"),
+    (["-cell", "70", "70", "70", "90", "90", "90"], "no structure factors"),
+    (SMALL + ["-pixel", "0"], "-pixel must be > 0"),
+    (SMALL + ["-distance", "-5"], "-distance must be > 0"),
+    (SMALL + ["-detsize", "0"], "-detsize_f must be > 0"),
+], ids=["no-cell", "no-F", "pixel", "distance", "detsize"])
+def test_build_config_rejects_what_only_makes_sense_as_a_whole(argv, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(parse_argv(argv))
+
+
+def test_build_config_rejects_a_negative_pixel_count():
+    args = parse_argv(SMALL)
+    args.fpixels = -3
+    with pytest.raises(ConfigError, match="-detpixels_f must be > 0, got -3"):
+        build_config(args)
