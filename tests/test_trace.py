@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+import detsim.trace as trace
+from _tolerances import F64_ROUNDING, FLOAT32_PIXEL_REL
 from detsim.config import ConfigError
 from detsim.engine import prepare, render
-import detsim.trace as trace
-from detsim.track.traces.cmd_trace_diff import compare, load_trace, parse_trace
+from detsim.track.traces.compare import compare
+from detsim.track.traces.tracelog import load_trace, parse_trace
 from helpers import config_from_args
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace.md"
@@ -51,14 +53,14 @@ def _image(args, dtype=torch.float64):
 def test_traced_value_is_the_image_value(pixel):
     image = _image(RICH)
     value = _one(_records(RICH, pixel), "pixel_value")[0]
-    assert value == pytest.approx(float(image[pixel]), rel=1e-12)
+    assert value == pytest.approx(float(image[pixel]), rel=F64_ROUNDING)
 
 
 def test_trace_is_float64_whatever_the_run_dtype():
     value = _one(_records(RICH, (2, 3)), "pixel_value")[0]
     image32 = _image(RICH, torch.float32)
-    assert value == pytest.approx(float(image32[2, 3]), rel=1e-4)
-    assert value == pytest.approx(float(_image(RICH)[2, 3]), rel=1e-12)
+    assert value == pytest.approx(float(image32[2, 3]), rel=FLOAT32_PIXEL_REL)
+    assert value == pytest.approx(float(_image(RICH)[2, 3]), rel=F64_ROUNDING)
 
 
 def test_lines_follow_the_loops_with_their_indices():
@@ -84,11 +86,11 @@ def test_terms_add_up_to_the_pixel_value():
     records = _records(RICH, (2, 3))
     I_terms = sum(r.values[0] for r in records if r.name == "I_term")
     I_sum = _one(records, "I_sum")[0]
-    assert I_sum == pytest.approx(_one(records, "I_bg")[0] + I_terms, rel=1e-12)
+    assert I_sum == pytest.approx(_one(records, "I_bg")[0] + I_terms, rel=F64_ROUNDING)
     product = I_sum * _one(records, "scale")[0]
     for name in ("capture_fraction_used", "polar_used", "omega_used"):
         product *= _one(records, name)[0]
-    assert _one(records, "pixel_value")[0] == pytest.approx(product, rel=1e-12)
+    assert _one(records, "pixel_value")[0] == pytest.approx(product, rel=F64_ROUNDING)
     assert _one(records, "steps")[0] == 2 * 4 * 4
 
 
@@ -99,7 +101,7 @@ def test_oversample_flags_print_factors_per_step_and_one_at_the_end():
     assert counts["omega_pixel"] == counts["capture_fraction"] == 2 * 4
     assert counts["polar"] == 2 * 4 * 2
     assert [_one(records, n)[0] for n in ("capture_fraction_used", "polar_used", "omega_used")] == [1.0, 1.0, 1.0]
-    assert _one(records, "pixel_value")[0] == pytest.approx(float(_image(args)[2, 3]), rel=1e-12)
+    assert _one(records, "pixel_value")[0] == pytest.approx(float(_image(args)[2, 3]), rel=F64_ROUNDING)
 
 
 def test_pixel_outside_the_roi_is_reported_as_not_rendered():
@@ -146,7 +148,7 @@ def test_interpolation_switched_off_earlier_in_the_image_is_off_in_the_trace(tmp
     at_cutoff, after = _records(args, (s0, f0)), _records(args, later)
     assert _one(at_cutoff, "interpolate") == (1,) and _one(after, "interpolate") == (0,)
     for pixel, records in (((s0, f0), at_cutoff), (later, after)):
-        assert _one(records, "pixel_value")[0] == pytest.approx(float(image[pixel]), rel=1e-12)
+        assert _one(records, "pixel_value")[0] == pytest.approx(float(image[pixel]), rel=F64_ROUNDING)
 
 
 def test_every_printed_name_is_in_the_vocabulary_and_documented():
