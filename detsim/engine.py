@@ -114,7 +114,8 @@ def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
 
 def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:
     """(P, T, O, 3) lab positions of every subpixel of the given pixels, m (spec §3.4)."""
-    layers = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype) * setup.thickness.step  # (T,) m
+    depth = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)  # (T,) layer index
+    layers = depth * setup.thickness.step  # (T,) depth of each sensor layer, m
     return pixel_positions(setup.geometry, s_idx, f_idx, setup.oversample, layers, setup.config.detector.curved,
                            setup.frame.beam)
 

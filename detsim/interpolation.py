@@ -52,7 +52,7 @@ def allowed(setup: Setup, hkl: Tensor, interp: InterpolationState, first_pixel: 
     h, k, l = hkl.unbind(-1)
     ok = setup.structure.interpolable(h, k, l)
     if interp.cutoff is not None:
-        pixel = torch.arange(within.shape[0], device=within.device)[:, None, None] + first_pixel
+        pixel = torch.arange(within.shape[0], device=within.device)[:, None, None] + first_pixel  # (P, 1, 1)
         ok = ok & (pixel * per_pixel + within < interp.cutoff)
     return ok
 
@@ -74,11 +74,12 @@ def scan_edge(setup: Setup, terms: PixelTerms, first_pixel: int, per_pixel: int,
                            else torch.ones_like(latt_sq, dtype=torch.bool))
                 if setup.config.crystal.water_um == 0:
                     reached = reached & (latt_sq != 0)  # skipped iterations never look up F
-                bad = reached & ~setup.structure.interpolable(*hkl.unbind(-1))
+                bad = reached & ~setup.structure.interpolable(*hkl.unbind(-1))  # (P, Sb, Rb)
                 if not bool(bad.any()):
                     continue
                 within = iteration_index(T, O, S, R, t, o, s_sl, r_sl, P, setup.device)
-                pixel = torch.arange(P, device=setup.device)[:, None, None] + first_pixel
+                pixel = torch.arange(P, device=setup.device)[:, None, None] + first_pixel  # (P, 1, 1)
+                # (P, Sb, Rb) global iteration index of each lane that leaves the box, 2**62 elsewhere
                 index = torch.where(bad, pixel * per_pixel + within, torch.full_like(within, 2**62))
                 candidate = int(index.min())
                 best = candidate if best is None else min(best, candidate)

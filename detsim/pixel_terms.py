@@ -49,12 +49,13 @@ def pixel_terms(setup: Setup, position: Tensor, full: bool) -> PixelTerms:
     scattering, survives = _source_cut(setup, diffracted, full)
 
     omega = _solid_angle(setup, airpath) if (full or flags.oversample_omega) else None
-    layer_index = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)[None, :, None]  # (1, T, 1)
+    layer_index = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)[None, :, None]  # (1,T,1)
     capture = _capture(setup, diffracted, layer_index, per_subpixel=True) if (full or flags.oversample_thick) else None
     polar = None
     if full or flags.oversample_polar or survives is not None:
         polar = _polarization(setup, diffracted[..., None, :], incident)  # (P, T, O, S)
-        polar_first = first_evaluation(polar, survives if survives is not None else torch.ones_like(polar, dtype=torch.bool))
+        reached = survives if survives is not None else torch.ones_like(polar, dtype=torch.bool)  # (P, T, O, S)
+        polar_first = first_evaluation(polar, reached)
     else:
         polar_first = _polarization(setup, diffracted[:, 0, 0], incident[0])
     return PixelTerms(

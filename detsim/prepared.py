@@ -80,13 +80,13 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     steps = phi_steps(sampling)
     phis = phi_angles(sampling, steps)
     umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)  # (D, 3, 3) mosaic rotations
-    orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)
+    orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)  # (R, 3, 3) m
 
     recommended = auto_oversample(lattice, as_float(beam.lambda_A), as_float(geom.distance_m), as_float(geom.pixel_m))
     oversample = sampling.oversample if sampling.oversample else recommended
 
-    thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)
-    if det.mu_per_m is not None:
+    thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)  # sensor layers, m
+    if det.mu_per_m is not None:  # attenuation coefficient mu, 1/m
         mu = det.mu_per_m
     else:
         mu = 1.0 / (det.thick_um * UM) if det.thick_um > 0 else 0.0

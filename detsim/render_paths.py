@@ -224,8 +224,8 @@ def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
     projection = chunk.projections.get(block.s_sl, block.r_sl, chunk.axes)
     hkl = miller(block.d, projection, (len(chunk.axes), *block.shape))  # (P, 3, Sb, Rb)
     nearest = torch.ceil(hkl - 0.5).movedim(1, -1)  # (P, Sb, Rb, 3) nanoBragg's rounding, ties down (spec §5.6)
-    latt_sq = grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()  # overwrites hkl
-    F_cell = cell(chunk.setup, None, nearest, None)
+    latt_sq = grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()  # (P, Sb, Rb); overwrites hkl
+    F_cell = cell(chunk.setup, None, nearest, None)  # (P, Sb, Rb) electrons
     return BlockTerms(latt_sq=latt_sq, contrib=F_cell * F_cell * latt_sq, nearest=nearest, F_cell=F_cell)
 
 
@@ -235,7 +235,7 @@ def general_terms(chunk: Chunk, block: Block) -> BlockTerms:
     projection = chunk.projections.get(block.s_sl, block.r_sl, chunk.axes)
     hkl = miller(block.d, projection, (len(chunk.axes), *block.shape)).movedim(1, -1)  # (P, Sb, Rb, 3)
     nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
-    latt_sq = lattice_sq(setup, hkl, hkl - nearest)
+    latt_sq = lattice_sq(setup, hkl, hkl - nearest)  # (P, Sb, Rb)
     if chunk.F_const_sq is not None and not chunk.interp.enabled:
         return BlockTerms(latt_sq=latt_sq, contrib=latt_sq * chunk.F_const_sq, hkl=hkl, nearest=nearest)
     mask = None
