@@ -2,8 +2,9 @@
 
 An :data:`Observer` is a diagnosis hook (per-pixel traces, :mod:`detsim.trace`). When one is given to
 :func:`detsim.engine.render`, every chunk runs :func:`observed_values`: the same functions as the
-unobserved GENERAL path (:mod:`detsim.render_paths`), in the same order, so the observed pixel values
-are bit-identical to those of the image, with the observer called between them.
+unobserved GENERAL path (:mod:`detsim.render_paths`), in the same order, with the observer called
+between them: the observed pixel values are bit-identical to the GENERAL path's, and agree with the
+image's (which another path may have summed) up to rounding.
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""A prepared simulation: rendered pixels, restriction to a few, step count, autograd detection, dtypes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from detsim.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
+from detsim.prepared import needs_grad, prepare, restrict_pixels
+
+CONFIG = SimulationConfig(
+    crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, mosaic_spread_deg=1.0, mosaic_domains=3),
+    beam=BeamConfig(hdivrange_mrad=4, hdivsteps=2),
+    detector=DetectorConfig(fpixels=5, spixels=4, pixel_mm=4.0, distance_mm=40),
+    sampling=SamplingConfig(oversample=2, osc_deg=2, phisteps=2),
+)
+
+
+def test_rendered_pixels_are_the_roi_minus_the_mask_in_raster_order():
+    mask = np.ones((4, 5), dtype=np.uint16)
+    mask[1, 2] = 0
+    config = replace(CONFIG, detector=replace(CONFIG.detector, roi=(1, 3, 1, 2), mask=mask))  # fast 1..3, slow 1..2
+    setup = prepare(config)
+    pixels = list(zip(setup.pixels_s.tolist(), setup.pixels_f.tolist()))
+    assert pixels == [(1, 1), (1, 3), (2, 1), (2, 2), (2, 3)]
+    whole = prepare(CONFIG)
+    assert whole.pixels_s.numel() == 20 and (int(whole.pixels_s[-1]), int(whole.pixels_f[-1])) == (3, 4)
+
+
+def test_restrict_pixels_keeps_everything_else():
+    setup = prepare(CONFIG)
+    few = restrict_pixels(setup, [(3, 0), (0, 4)])
+    assert few.pixels_s.tolist() == [3, 0] and few.pixels_f.tolist() == [0, 4]
+    assert few.orientations is setup.orientations and few.config is setup.config
+
+
+def test_steps_count_sources_orientations_and_subpixels():
+    setup = prepare(CONFIG)
+    assert setup.orientations.shape == (2 * 3, 3, 3)  # phi steps x mosaic domains
+    assert setup.steps == 2 * 6 * 2 ** 2
+
+
+def test_the_setup_is_cast_to_the_render_dtype(device, dtype):
+    setup = prepare(CONFIG, device=device, dtype=dtype)
+    for tensor in (setup.orientations, setup.sources.incident, setup.geometry.pix0_m, setup.lattice.recip_A,
+                   setup.frame.beam):
+        assert tensor.dtype == dtype and tensor.device.type == torch.device(device).type
+    assert setup.pixels_s.dtype == torch.int32
+
+
+def test_needs_grad_only_where_autograd_must_see_the_render():
+    setup = prepare(CONFIG)
+    assert not needs_grad(setup)
+    tracked = replace(setup, orientations=setup.orientations.clone().requires_grad_(True))
+    assert needs_grad(tracked)
+    with torch.no_grad():
+        assert not needs_grad(tracked)
