@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,18 @@ def pytest_generate_tests(metafunc):
 def golden_case(request):
     """A :class:`~detsim.track.base.golden.GoldenCase` by id (use with indirect parametrization)."""
     return GOLDEN_CASES[request.param]
+
+
+@pytest.fixture(autouse=True)
+def _triton_interpret_unchanged():
+    """Every test leaves TRITON_INTERPRET as it found it.
+
+    ``detsim-track diverge`` sets it for its own process; run in-process by a test, it would leak into
+    every later subprocess (a benchmark run would then time Triton's interpreter on a 4096² image).
+    """
+    before = os.environ.get("TRITON_INTERPRET")
+    yield
+    if before is None:
+        os.environ.pop("TRITON_INTERPRET", None)
+    else:
+        os.environ["TRITON_INTERPRET"] = before
