@@ -348,6 +348,15 @@ def _seed(name: str) -> Action:
     return action
 
 
+def _positive_int(name: str) -> Action:
+    def action(a: Arguments, v: _Values) -> None:
+        value = v.int()
+        if v.strict and value < 1:
+            raise ArgumentError(f"{v.flag} must be >= 1, got {value}")
+        setattr(a, name, value)
+    return action
+
+
 def _pgmscale(a: Arguments, v: _Values) -> None:
     a.pgm_scale, a.write_pgm = v.float(), True
 
@@ -499,7 +508,7 @@ HANDLERS: tuple[_Handler, ...] = (
     # detsim's own options; none of their names contains a nanoBragg pattern.
     H("-dtype", 1, _choice("dtype", ("float64", "float32")), exact=True),
     H("-device", 1, _text("device"), exact=True),
-    H("-chunk_pixels", 1, _set("chunk_pixels", "int"), exact=True),
+    H("-chunk_pixels", 1, _positive_int("chunk_pixels"), exact=True),
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True),
     H("-mode", 1, _choice("mode", ("eager", "compiled", "triton")), exact=True),
     H("-trace_pixel", 2, _trace, exact=True),

@@ -72,6 +72,8 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
         lanes_per_pixel: sources x orientations, the lanes one pixel contributes to a block.
         available: bytes available (default: asked from the operating system or the CUDA driver).
     """
+    if chunk_pixels is not None and not chunk_pixels >= 1:
+        raise ValueError(f"chunk_pixels must be >= 1, got {chunk_pixels}")
     budget = min(WORKING_CAP_BYTES, int(WORKING_FRACTION * (available if available is not None
                                                             else available_bytes(device))))
     if device.type == "cuda":

@@ -115,6 +115,8 @@ BAD_INPUTS = [
     (SMALL + ["-Na", "-2"], "-Na"),
     (SMALL + ["-mask", "nomask.img"], "nomask.img"),
     (SMALL + ["-mode", "fast"], "-mode"),
+    (SMALL + ["-chunk_pixels", "-5"], "-chunk_pixels"),
+    (SMALL + ["-chunk_pixels", "0"], "-chunk_pixels"),
     (SMALL + ["-device", "cuda:99"] if not __import__("torch").cuda.is_available() else SMALL + ["-device", "bogus"],
      "-device"),
 ]

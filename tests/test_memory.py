@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import torch
 
 from _tolerances import ALLCLOSE
@@ -70,3 +71,19 @@ def test_an_image_rendered_in_little_memory_is_the_same(monkeypatch):
     tight, tight_info = render(setup)
     assert roomy_info.chunk_pixels >= 64 * 64 and tight_info.chunk_pixels == 256  # 300 rounded down to 2**k
     torch.testing.assert_close(tight, roomy, rtol=ALLCLOSE[torch.float64][0], atol=0)
+
+
+@pytest.mark.parametrize("chunk", [0, -5])
+def test_a_chunk_size_below_one_pixel_is_refused(chunk):
+    # a negative chunk used to render nothing (an all-zero image, exit 0); 0 a range() traceback
+    with pytest.raises(ValueError, match=f"chunk_pixels must be >= 1, got {chunk}"):
+        memory.plan(device=CPU, itemsize=8, fused=False, layers=1, subpixels=1, sources=1,
+                    lanes_per_pixel=1, chunk_pixels=chunk, available=1 * MiB)
+
+
+def test_simulate_refuses_a_negative_chunk_size():
+    from detsim.engine import simulate
+    cfg = SimulationConfig(crystal=CrystalConfig(cell=(70, 70, 70, 90, 90, 90), default_F=100, Na=3, Nb=3, Nc=3),
+                           detector=DetectorConfig(fpixels=8, spixels=8))
+    with pytest.raises(ValueError, match="chunk_pixels"):
+        simulate(cfg, chunk_pixels=-5)
