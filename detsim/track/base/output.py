@@ -8,6 +8,13 @@ renamed over it only once complete, so an interrupted run never leaves a half-wr
 Output options: a command that writes one machine-readable file takes ``--json PATH``; one that writes
 a report folder takes ``--out DIR`` (a new folder; an existing one is refused) or ``--out-root DIR``,
 under which it creates ``<DIR>/<UTC stamp>/...``. :func:`add_json_option` declares the first.
+
+Outputs are checked before the work (:func:`check_output_file`, :func:`check_new_folder`): a path that
+is a folder, empty, under a file, or where nothing can be created (a read-only place) is refused with
+an :class:`OutputError`, one line naming the option and the path. An existing ``--json`` file is
+replaced only when it is a previous report of the same command (its ``"report"`` field, see
+:func:`is_report_of`), as re-running a benchmark tool over its own output file updates it; anything
+else there (a baseline, another command's report, a file of yours) is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -70,6 +77,64 @@ def atomic_directory(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+class OutputError(Exception):
+    """An output the command cannot write; its message is one line naming the option and the path."""
+
+
+def _probe(folder: Path) -> str | None:
+    """Why nothing can be created in ``folder`` (None: a file could be). Really tries: root ignores modes."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".detsim-track-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
+def _check_place(path: Path, option: str) -> None:
+    """``path`` could be created: its nearest existing ancestor is a folder we can write in."""
+    if not str(path):
+        raise OutputError(f"{option} '': an empty path")
+    ancestor = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(ancestor):
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"{option} {path}: {ancestor} is not a folder")
+    why = _probe(ancestor)
+    if why:
+        raise OutputError(f"{option} {path}: cannot write in {ancestor} ({why})")
+
+
+def check_new_folder(path: Path, option: str) -> None:
+    """Raise :class:`OutputError` unless the report folder ``path`` is new and can be created."""
+    if os.path.lexists(path):
+        raise OutputError(f"{option}: {path} already exists; refusing to overwrite it")
+    _check_place(Path(path), option)
+
+
+def is_report_of(path: Path, command: str) -> bool:
+    """Whether ``path`` holds a JSON report written by ``command`` (its top-level ``"report"`` field)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("report") == command
+
+
+def check_output_file(path: Path, option: str, command: str) -> None:
+    """Raise :class:`OutputError` unless ``path`` can be written: new, or a previous report of ``command``."""
+    if str(path) and os.path.isdir(path):
+        raise OutputError(f"{option} {path}: is a folder")
+    if str(path) and os.path.lexists(path):
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise OutputError(f"{option} {path}: not a regular file; refusing to replace it")
+        if not is_report_of(path, command):
+            raise OutputError(f"{option} {path}: exists and is not a previous `{command}` report; "
+                              "refusing to replace it (remove it or choose another path)")
+    _check_place(path, option)
 
 
 def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:

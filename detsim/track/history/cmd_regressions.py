@@ -22,6 +22,9 @@ every benchmark (:mod:`.detection`):
 Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good, 1 something regressed, 2
 something could not be measured (a benchmark failed at the latest commit, the commit did not build,
 nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
+
+``--json PATH`` is checked before anything is read: an existing PATH is replaced only when it is a
+previous report of this command (``"report": "detsim-track regressions"``); any other file is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import add_json_option, write_json
+from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.render import report_lines
@@ -47,15 +50,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_option(parser, "the report")
 
 
+COMMAND = "detsim-track regressions"  # the "report" field of the --json file
+
+
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     try:
+        if args.json is not None:
+            check_output_file(args.json, "--json", COMMAND)
         report = analyse(root, args.machine)
-    except ResultsError as exc:
+    except (ResultsError, OutputError) as exc:
         print(f"detsim-track: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     for line in report_lines(report):
         print(line)
-    if args.json:
-        write_json(args.json, report.as_json())
+    if args.json is not None:
+        try:
+            write_json(args.json, {"report": COMMAND, **report.as_json()})
+        except OSError as exc:  # the place changed since the check: say so; a verdict's 1 or 2 stays
+            print(f"detsim-track: --json {args.json}: not written ({exc.strerror or exc})", file=sys.stderr)
+            return report.exit or ExitCode.UNMEASURED
     return report.exit

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.output import (
-    REPORTS, add_json_option, add_report_options, atomic_directory, atomic_write_bytes, atomic_write_text,
-    json_text, report_folder, utc_stamp, write_json,
+    REPORTS, OutputError, add_json_option, add_report_options, atomic_directory, atomic_write_bytes,
+    atomic_write_text, check_new_folder, check_output_file, is_report_of, json_text, report_folder, utc_stamp,
+    write_json,
 )
 
 
@@ -111,3 +112,47 @@ def test_an_optional_report_is_written_only_when_asked_for(tmp_path, monkeypatch
     assert report_folder(_parse(["--out"], optional=True), "speed", tmp_path) == \
         tmp_path / REPORTS / "20000101T000000Z" / "speed"
     assert report_folder(_parse(["--out", "mine"], optional=True), "speed", tmp_path) == Path("mine")
+
+
+READ_ONLY = Path("/sys/detsim-track-check")  # a place nothing can be created in, even as root
+
+
+def test_an_output_file_is_new_or_a_previous_report_of_the_same_command(tmp_path):
+    check_output_file(tmp_path / "new" / "r.json", "--json", "tool a")  # new, parent created later: fine
+    ours = tmp_path / "ours.json"
+    write_json(ours, {"report": "tool a", "x": 1})
+    check_output_file(ours, "--json", "tool a")
+    assert is_report_of(ours, "tool a") and not is_report_of(ours, "tool b")
+    with pytest.raises(OutputError, match="not a previous `tool b` report; refusing to replace it"):
+        check_output_file(ours, "--json", "tool b")
+    other = tmp_path / "other.json"
+    other.write_text('{"cases": {}}')
+    with pytest.raises(OutputError, match=f"--json {other}: exists"):
+        check_output_file(other, "--json", "tool a")
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("folder", "is a folder"), ("file/x.json", "is not a folder"), ("link", "not a regular file"),
+    ("", "an empty path"), (str(READ_ONLY / "x.json"), "cannot write in"),
+])
+def test_an_output_file_that_cannot_be_written_is_refused_naming_it(tmp_path, target, reason):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    path = target if target == "" else tmp_path / target
+    with pytest.raises(OutputError, match=reason) as caught:
+        check_output_file(path, "--json", "tool a")
+    assert "\n" not in str(caught.value) and str(caught.value).startswith(f"--json {path}")
+    assert sorted(os.listdir(tmp_path)) == ["file", "folder", "link"]  # nothing created
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("folder", "already exists"), ("file/r", "is not a folder"), (str(READ_ONLY / "r"), "cannot write in"),
+])
+def test_a_report_folder_must_be_new_and_creatable(tmp_path, target, reason):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match=reason):
+        check_new_folder(tmp_path / target, "--out")
+    check_new_folder(tmp_path / "a" / "b" / "c", "--out")
+    assert sorted(os.listdir(tmp_path)) == ["file", "folder"]

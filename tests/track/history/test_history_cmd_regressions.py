@@ -168,3 +168,43 @@ def test_an_unknown_machine_is_one_line_naming_the_recorded_ones(tmp_path, capsy
     err = capsys.readouterr().err
     assert (code, report) == (2, None)
     assert "no results for machine 'elsewhere' (recorded: fixture-2cpu)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_never_replaces_a_file_that_is_not_a_previous_report(tmp_path, capsys):
+    baseline = tmp_path / "golden_hashes.json"
+    shutil.copy(DATA / "good" / "results" / "baselines" / "golden_hashes.json", baseline)
+    before = baseline.read_bytes()
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes\n")
+    for path in (baseline, mine):
+        code = cli.main(["regressions", "--repo", str(DATA / "good"), "--json", str(path)])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""  # refused before the work: no verdict printed
+        assert len(err.strip().splitlines()) == 1 and str(path) in err and "refusing to replace" in err
+    assert baseline.read_bytes() == before and mine.read_text() == "my notes\n"
+
+
+def test_json_replaces_its_own_previous_report(tmp_path):
+    code, first = _run(DATA / "good", tmp_path)
+    assert code == 0 and first["report"] == "detsim-track regressions"
+    code, again = _run(DATA / "regressed", tmp_path)  # same --json path: a rerun updates it
+    assert code == 1 and again["regressions"]
+
+
+@pytest.mark.parametrize("where", ["folder", "under_a_file", "read_only"])
+def test_json_that_cannot_be_written_is_one_line_before_the_work(tmp_path, capsys, where):
+    target = {"folder": tmp_path, "under_a_file": tmp_path / "f" / "x.json",
+              "read_only": Path("/sys/detsim-track-report.json")}[where]
+    (tmp_path / "f").write_text("a file")
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(target)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(target) in err
+
+
+def test_a_json_write_failing_late_keeps_the_verdicts_code(tmp_path, capsys, monkeypatch):
+    def fail(path, data):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("detsim.track.history.cmd_regressions.write_json", fail)
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(tmp_path / "r.json")])
+    assert code == 1 and "not written (Permission denied)" in capsys.readouterr().err
