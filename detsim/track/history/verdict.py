@@ -18,7 +18,8 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import utc_stamp
 from detsim.track.history.asvresults import load_recorded
 from detsim.track.history.detection import Finding, detect
-from detsim.track.history.ordering import first_commit_cut, head, subjects
+from detsim.track.history.jsonc import ResultsError
+from detsim.track.history.ordering import checkout_head, first_commit_cut, subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series
 
 
@@ -100,6 +101,10 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     series = build_series(files, recorded.benchmarks, recorded.config)
     order = list(dict.fromkeys(f["commit_hash"] for f in files))
     latest = order[-1]
+    required = checkout_head(root)
+    if required and required != latest:
+        raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
+                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`make run`, or `asv run --record-samples HEAD^!`)")
     regressions, unmeasured, skipped = judge(series, latest, recorded.config, recorded.baseline, recorded.hashes)
     notes = list(recorded.notes)
     note = determinism_note(series, latest, recorded.hashes, recorded.baseline)
@@ -108,9 +113,8 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
     if not built:
         notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
-    tip = head(root)
-    if tip and tip != latest:
-        notes.append(f"HEAD {tip[:8]} has no results yet; the latest recorded commit is {latest[:8]}")
+    if required is None:
+        notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
     code = ExitCode.UNMEASURED if unmeasured or not built else ExitCode.REGRESSED if regressions else ExitCode.OK
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,37 @@ def test_a_json_write_failing_late_keeps_the_verdicts_code(tmp_path, capsys, mon
     monkeypatch.setattr("detsim.track.history.cmd_regressions.write_json", fail)
     code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(tmp_path / "r.json")])
     assert code == 1 and "not written (Permission denied)" in capsys.readouterr().err
+
+
+def _checkout(root: Path) -> str:
+    """Make ``root`` a git checkout of its own with one commit; HEAD's hash."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_a_checkout_whose_head_was_not_measured_exits_2_without_judging_an_older_commit(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    tip = _checkout(root)  # every recorded commit_hash is outside this history
+    code, report = _run(root, tmp_path)
+    out, err = capsys.readouterr()
+    assert (code, report, out) == (2, None, "")
+    assert len(err.strip().splitlines()) == 1 and f"HEAD {tip[:8]} was not measured" in err
+
+
+def test_a_checkout_whose_head_was_measured_is_judged_at_head(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    tip = _checkout(root)
+    latest = max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    old = json.loads(latest.read_text())["commit_hash"]
+    latest.write_text(latest.read_text().replace(old, tip))
+    (root / "results" / "hashes" / f"{old}.json").rename(root / "results" / "hashes" / f"{tip}.json")
+    hashes = root / "results" / "hashes" / f"{tip}.json"
+    hashes.write_text(hashes.read_text().replace(old, tip))
+    code, report = _run(root, tmp_path)
+    assert code == 0 and report["latest"] == tip and report["commits"] == [tip]
+    assert report["notes"] == ["4 results of commits outside HEAD's history were ignored"]

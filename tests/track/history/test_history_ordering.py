@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from detsim.track.history.ordering import first_commit_cut, git, head, order_files, subjects
+from detsim.track.history.ordering import checkout_head, first_commit_cut, git, head, order_files, subjects
 
 
 def _repo(path: Path, subjects_: list[str]) -> list[str]:
@@ -60,3 +60,11 @@ def test_first_commits_start_detection_after_the_named_commit():
     # null switches asv's own detection off; throughput is still checked here (the right way up)
     assert first_commit_cut(conf, "bench_engine.Throughput.track_x", "throughput", order) == 2
     assert first_commit_cut({}, "x", "timing", order) == 0
+
+
+def test_only_a_checkout_of_its_own_has_a_head_to_judge(tmp_path):
+    commits = _repo(tmp_path, ["one"])
+    (tmp_path / "copied-results").mkdir()
+    assert checkout_head(tmp_path) == commits[0]
+    assert checkout_head(tmp_path / "copied-results") is None  # inside a checkout, not one
+    assert checkout_head(tmp_path.parent) is None  # no git at all
