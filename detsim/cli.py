@@ -9,6 +9,8 @@ checked before anything is written; a bad input ends the run with a one-line err
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -51,6 +53,34 @@ def _outputs(args: Arguments) -> Outputs:
         int_scale=args.int_scale, pgm_scale=args.pgm_scale, adc=args.adc,
         noise_seed=args.noise_seed if args.noise_seed is not None else time_seed(),
     )
+
+
+def _is_char_device(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs: Outputs) -> None:
+    """Every output path can be written and no two outputs share a file, checked before any work.
+
+    Raises :class:`~detsim.io.OutputError` naming the flag and the path. Outputs may share a character
+    device (``/dev/null``): writing through it twice loses nothing.
+    """
+    named = [("-floatfile", outputs.floatfile), ("-intfile", outputs.intfile), ("-pgmfile", outputs.pgmfile),
+             ("-noisefile", outputs.noisefile)]
+    seen: dict[str, tuple[str, str]] = {}
+    for flag, path in named:
+        if path is None:
+            continue
+        io.check_output_path(path, flag)
+        key = os.path.realpath(path)
+        if key in seen and not _is_char_device(key):
+            other_flag, other_path = seen[key]
+            raise io.OutputError(f"{flag} {path} and {other_flag} {other_path} name the same file; "
+                                 "give each output its own file")
+        seen[key] = (flag, path)
 
 
 def _summary(setup: Setup) -> list[str]:
@@ -114,9 +144,12 @@ def run(argv: list[str], out=None) -> int:
     if args.trace_json is not None and not args.trace_pixels:
         raise ConfigError("--trace-json needs at least one -trace_pixel S F")
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
+        if args.trace_json is not None:
+            io.check_output_path(args.trace_json, "--trace-json")
         trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
         return 0
     outputs = _outputs(args)
+    check_outputs(outputs)
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:
         device = torch.device(args.device)
@@ -204,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         return run(argv)
-    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError) as exc:
+    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -20,12 +20,16 @@ import contextlib
 import numbers
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
+    "OutputError",
+    "atomic_write",
+    "check_output_path",
     "image_statistics",
     "int_image",
     "pgm_image",
@@ -53,21 +57,76 @@ _PGM_RMSD_LEVEL = 250.0 / 5.0
 PathLike = str | os.PathLike
 
 
-def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> None:
-    """Create ``path`` atomically from what ``write`` puts into a binary file object.
+class OutputError(ValueError):
+    """An output path that cannot be written, or must not be (a read-only file); the message is one line."""
 
-    The temporary file sits next to the destination (so the final rename stays on one file system) and is
-    created with the default permissions, like a plain ``open``.
+
+def _resolved(path: PathLike) -> Path:
+    """The file a write to ``path`` lands in: symlinks are followed, as C's ``fopen`` follows them."""
+    return Path(os.path.realpath(path))
+
+
+def check_output_path(path: PathLike, flag: str) -> None:
+    """Raise :class:`OutputError` (one line naming ``flag`` and the path) unless ``path`` can be written.
+
+    Checked: the path is not empty and not a directory, an existing file is writable (a file without any
+    write permission bit is refused even for root, so that it is never overwritten), and a new file's
+    directory exists and is writable. Devices and FIFOs are written through, so only their permission counts.
     """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: directory {path.parent} does not exist")
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    text = os.fspath(path)
+    if text == "":
+        raise OutputError(f"{flag}: the output file name is empty")
+    target = _resolved(text)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except NotADirectoryError:
+        raise OutputError(f"{flag} {text}: {target.parent} is not a directory") from None
+    except OSError as exc:
+        raise OutputError(f"{flag} {text}: cannot be written ({exc.strerror})") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise OutputError(f"{flag} {text}: is a directory")
+        if (stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222) or not os.access(target, os.W_OK):
+            raise OutputError(f"{flag} {text}: the file is read-only; not overwritten")
+        return
+    parent = target.parent
+    if not parent.exists():
+        raise OutputError(f"{flag} {text}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {text}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {text}: directory {parent} is not writable")
+
+
+def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> None:
+    """Create or replace the file at ``path`` atomically with what ``write`` puts into a binary file object.
+
+    A symlink is followed and its target written, as nanoBragg's ``fopen`` does; the link stays. A device
+    or FIFO is written through, not replaced. A regular file is written to a temporary file next to it (so
+    the final rename stays on one file system) that then replaces it, keeping its permission bits; a new
+    file gets the default permissions of a plain ``open`` (0666 less the umask). A read-only file is
+    refused (:class:`OutputError`) and left as it is.
+    """
+    check_output_path(path, "output")
+    target = _resolved(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        with open(target, "wb") as handle:  # a device or FIFO: through it, as nanoBragg writes
+            write(handle)
+        return
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        if info is not None:
+            os.chmod(fd, stat.S_IMODE(info.st_mode))
         with os.fdopen(fd, "wb") as handle:
             write(handle)
-        os.replace(temp, path)
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)

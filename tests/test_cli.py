@@ -145,3 +145,44 @@ def test_trace_pixel_prints_trace_and_writes_no_image(tmp_path, monkeypatch, cap
     assert "TRACE_PY: pixel 16 17" in out and "TRACE_PY: pixel_value" in out
     assert {p.name for p in tmp_path.iterdir()} == {"t.json"}
     assert main(SMALL + ["--trace-json", "t2.json"]) == 2
+
+
+@pytest.mark.parametrize("outputs,named", [
+    (["-floatfile", "same.img", "-intfile", "same.img"], "same.img"),
+    (["-floatfile", "./same.img", "-noisefile", "same.img"], "same.img"),
+    (["-intfile", "link.img", "-pgmfile", "target.img"], "target.img"),
+    (["-intfile", "nodir/x.img"], "nodir/x.img"),
+    (["-pgmfile", "adir"], "adir"),
+    (["-floatfile", ""], "-floatfile"),
+    (["-noisefile", "locked.img"], "locked.img"),
+])
+def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "target.img").write_bytes(b"target")
+    (tmp_path / "link.img").symlink_to("target.img")
+    (tmp_path / "locked.img").write_bytes(b"locked")
+    (tmp_path / "locked.img").chmod(0o444)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    calls = []
+    monkeypatch.setattr("detsim.cli.render", lambda *a, **k: calls.append(1))
+    assert main(SMALL + ["-seed", "1"] + outputs) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and named in err, err
+    assert calls == []  # refused before the render
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "link.img", "locked.img", "target.img"]
+
+
+def test_the_same_character_device_may_take_several_outputs(tmp_path, monkeypatch):
+    import os
+    import stat
+    monkeypatch.chdir(tmp_path)
+    if os.geteuid() == 0:  # a node of our own, so that a bug could never replace /dev/null itself
+        os.mknod("null", 0o666 | stat.S_IFCHR, os.stat("/dev/null").st_rdev)
+        null = "null"
+    else:
+        null = "/dev/null"
+    assert main(SMALL + ["-seed", "1", "-floatfile", null, "-intfile", null, "-pgmfile", null,
+                         "-noisefile", null]) == 0
+    assert stat.S_ISCHR(os.stat(null).st_mode)

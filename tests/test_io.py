@@ -344,3 +344,100 @@ def test_written_files_get_default_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# ---------------------------------------------------------------- paths that are not plain files
+
+
+def _char_device(tmp_path) -> Path:
+    """A character device that discards what is written: a node of its own as root, else /dev/null.
+
+    As root a node in tmp_path is used, so that a writer that replaced the path could not touch /dev/null.
+    """
+    if os.geteuid() != 0:
+        return Path("/dev/null")
+    node = tmp_path / "null"
+    null = os.stat("/dev/null")
+    os.mknod(node, 0o666 | __import__("stat").S_IFCHR, null.st_rdev)
+    return node
+
+
+def test_a_character_device_is_written_through_not_replaced(tmp_path):
+    import stat
+    device = _char_device(tmp_path)
+    write_float_image(device, np.ones((4, 4)))
+    write_smv(device, np.ones((4, 4), dtype=np.uint16), {})
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_fifo_is_written_through_not_replaced(tmp_path):
+    import stat
+    import threading
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_float_image(fifo, np.full((2, 2), 1.5))
+    reader.join(timeout=10)
+    assert received == [np.full((2, 2), 1.5, dtype="<f4").tobytes()]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_symlink_is_kept_and_its_target_written(tmp_path):
+    target = tmp_path / "real.bin"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    link = tmp_path / "link.bin"
+    link.symlink_to(target)
+    write_float_image(link, np.full((2, 2), 2.0))
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert read_float_image(target, (2, 2)).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert target.stat().st_mode & 0o777 == 0o640  # an existing file keeps its permissions
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.bin", "real.bin"]
+
+
+def test_a_read_only_file_is_refused_and_kept(tmp_path):
+    path = tmp_path / "locked.bin"
+    path.write_bytes(b"keep me")
+    path.chmod(0o444)
+    with pytest.raises(dio.OutputError, match="locked.bin.*read-only"):
+        write_float_image(path, np.ones((2, 2)))
+    assert path.read_bytes() == b"keep me" and path.stat().st_mode & 0o777 == 0o444
+    assert listing(tmp_path) == ["locked.bin"]
+
+
+def test_an_existing_file_keeps_its_permissions(tmp_path):
+    path = tmp_path / "shared.img"
+    path.write_bytes(b"x")
+    path.chmod(0o664)
+    write_smv(path, np.ones((2, 2), dtype=np.uint16), {})
+    assert path.stat().st_mode & 0o777 == 0o664
+
+
+@pytest.mark.parametrize("name,fragment", [
+    ("", "empty"),
+    ("nodir/out.bin", "does not exist"),
+    ("adir", "is a directory"),
+    ("afile/out.bin", "is not a directory"),
+])
+def test_check_output_path_names_the_path_in_one_line(tmp_path, monkeypatch, name, fragment):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_bytes(b"")
+    with pytest.raises(dio.OutputError, match=fragment) as info:
+        dio.check_output_path(name, "-floatfile")
+    assert "-floatfile" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
+def test_check_output_path_refuses_a_read_only_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(dio.OutputError, match="not writable"):
+            dio.check_output_path(str(locked / "out.bin"), "-intfile")
+    finally:
+        locked.chmod(0o755)
