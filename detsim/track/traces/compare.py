@@ -4,7 +4,7 @@ Alignment: pixel blocks are paired by pixel (a log without any ``pixel`` line pa
 of the other). Within a pixel, the n-th line named X in A is compared with the n-th line named X in B.
 ``key=value`` labels are not compared as values, but two aligned lines whose labels disagree count as a
 difference (the logs went out of step). Values agree when ``|a - b| <= atol + rtol * max(|a|, |b|)``
-(NaN agrees with NaN). The first difference is the first one in A's line order.
+(NaN agrees only with NaN, an infinity only with the same infinity). The first difference is the first one in A's line order.
 
 :func:`compare` gives a :class:`Comparison` (every :class:`Difference`, the lines and pixels without a
 partner); :func:`format_comparison` is the report ``detsim-track trace-diff`` prints.
@@ -77,7 +77,8 @@ def _compare_values(a: Line, b: Line, rtol: float, atol: float):
         if both_nan or x == y:
             continue
         diff = abs(x - y)
-        if diff <= atol + rtol * max(abs(x), abs(y)):
+        finite = math.isfinite(x) and math.isfinite(y)  # inf <= atol + rtol * inf: never a tolerance for them
+        if finite and diff <= atol + rtol * max(abs(x), abs(y)):
             continue
         rel = _relative(x, y)
         if worst is None or rel > worst[1] or (math.isnan(diff)):

@@ -24,6 +24,16 @@ def test_values_agree_within_atol_plus_rtol_times_the_larger_magnitude():
     assert (DEFAULT_RTOL, DEFAULT_ATOL) == (1e-6, 1e-12)
 
 
+def test_an_infinity_agrees_only_with_the_same_infinity_and_nan_only_with_nan():
+    for x, y in (("inf", "1.0"), ("inf", "-inf"), ("-inf", "1e300"), ("nan", "1.0"), ("nan", "inf")):
+        for a, b in ((x, y), (y, x)):
+            difference = compare(trace(f"v {a}"), trace(f"v {b}")).first
+            assert difference is not None and difference.reason == "values", (a, b)
+            assert math.isinf(difference.rel) or math.isnan(difference.rel)
+    for same in ("inf", "-inf", "nan"):
+        assert compare(trace(f"v 1 {same}"), trace(f"v 1 {same}"), rtol=0, atol=0).first is None
+
+
 def test_the_nth_line_of_a_name_pairs_with_the_nth_of_the_same_name():
     a = trace("pixel 0 0", "x 1", "y 5", "x 2")
     b = trace("pixel 0 0", "x 1", "x 3", "z 7")
