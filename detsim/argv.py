@@ -342,9 +342,18 @@ def _output(name: str, switch: str | None = None) -> Action:
     return action
 
 
+C_INT_MAX = 2**31 - 1  # nanoBragg reads seeds with atoi into a C int and negates them
+
+
 def _seed(name: str) -> Action:
     def action(a: Arguments, v: _Values) -> None:
-        setattr(a, name, v.int())
+        value = v.int()
+        if abs(value) > C_INT_MAX:
+            if v.strict:
+                raise ArgumentError(f"{v.flag} must lie in -{C_INT_MAX}..{C_INT_MAX} (a C int that can be "
+                                    f"negated), got {value}")
+            return  # the flag's own handler refuses the value
+        setattr(a, name, value)
     return action
 
 

@@ -28,6 +28,9 @@ from detsim.units import DEFAULT_FLUENCE_PER_M2
 Vec3 = tuple[float, float, float]
 
 
+C_INT_MAX = 2**31 - 1
+
+
 class ConfigError(ValueError):
     """Invalid configuration value; the message names the offending field or flag."""
 
@@ -312,6 +315,11 @@ class CrystalConfig:
         if self.mosaic_spread_deg < 0:
             raise ConfigError(f"-mosaic spread must be >= 0, got {self.mosaic_spread_deg}")
         _count("-mosaic_domains", self.mosaic_domains, 1)
+        for flag, seed in (("-mosaic_seed (mosaic_seed)", self.mosaic_seed),
+                           ("-misset_seed (misset_seed)", self.misset_seed)):
+            if abs(seed) > C_INT_MAX:
+                raise ConfigError(f"{flag} must lie in -{C_INT_MAX}..{C_INT_MAX} (nanoBragg's seeds are C ints, "
+                                  f"negated), got {seed}")
         _vector("spindle_axis (-spindle_axis)", self.spindle_axis)
         _finite("-dmin", self.dmin_A)
         _finite("-water", self.water_um)

@@ -117,6 +117,10 @@ BAD_INPUTS = [
     (SMALL + ["-mode", "fast"], "-mode"),
     (SMALL + ["-chunk_pixels", "-5"], "-chunk_pixels"),
     (SMALL + ["-chunk_pixels", "0"], "-chunk_pixels"),
+    (SMALL + ["-seed", "2147483648"], "-seed"),
+    (SMALL + ["-seed", "-2147483648"], "-seed"),
+    (SMALL + ["-mosaic", "1", "-mosaic_dom", "2", "-mosaic_seed", "99999999999"], "-mosaic_seed"),
+    (SMALL + ["-misset_seed", "2147483648", "-misset", "random"], "-misset_seed"),
     (SMALL + ["-device", "cuda:99"] if not __import__("torch").cuda.is_available() else SMALL + ["-device", "bogus"],
      "-device"),
 ]

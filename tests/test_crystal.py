@@ -122,3 +122,11 @@ def test_mosaic_domains_are_rotations_within_the_spread():
     assert torch.allclose(umats @ umats.transpose(1, 2), eye.expand(20, 3, 3), atol=F64_SAME_OPERATIONS)
     angles = torch.acos(((umats.diagonal(dim1=1, dim2=2).sum(-1) - 1) / 2).clamp(-1, 1))
     assert float(angles.max()) <= math.radians(2) + MOSAIC_SPREAD_SLACK
+
+
+@pytest.mark.parametrize("field", ["mosaic_seed", "misset_seed"])
+def test_seeds_outside_the_c_int_range_are_refused(field):
+    from detsim.config import ConfigError, CrystalConfig
+    CrystalConfig(cell=(70, 70, 70, 90, 90, 90), **{field: 2**31 - 1})
+    with pytest.raises(ConfigError, match=field.replace("_", ".")):
+        CrystalConfig(cell=(70, 70, 70, 90, 90, 90), **{field: 2**31})
