@@ -32,9 +32,11 @@ class InputError(ValueError):
 def read_matrix_file(path: str) -> tuple[float, ...]:
     """First 9 numbers of a MOSFLM orientation matrix file (spec §4.2)."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read matrix file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: matrix file is not text (byte {exc.start} is not UTF-8)") from None
     numbers = []
     for token in text.split():
         try:

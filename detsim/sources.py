@@ -113,9 +113,11 @@ def read_source_file(path: str | Path, beam_vector: tuple[float, float, float], 
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise SourceFileError(f"{path}: cannot read source file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SourceFileError(f"{path}: source file is not text (byte {exc.start} is not UTF-8)") from None
     default = [-SOURCE_DISTANCE_M * c for c in beam_vector] + [1.0, lambda_A * ANGSTROM]
     lines = text.split("\n")
     points = []

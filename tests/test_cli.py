@@ -190,3 +190,14 @@ def test_the_same_character_device_may_take_several_outputs(tmp_path, monkeypatc
     assert main(SMALL + ["-seed", "1", "-floatfile", null, "-intfile", null, "-pgmfile", null,
                          "-noisefile", null]) == 0
     assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
+@pytest.mark.parametrize("flag", ["-mat", "-sourcefile", "-hkl"])
+def test_a_binary_input_file_is_one_line_error(flag, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(SMALL + [flag, "blob.bin"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "blob.bin" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
