@@ -76,6 +76,10 @@ def load_results(path: Path) -> dict[str, Benchmark]:
         bench = parse_benchmark(entry)
         if bench is None:
             raise GateInputError(f"{path}: benchmarks[{index}] lacks a name, a positive stats.min or extra_info")
+        r = bench.extra.get("pearson_r")
+        if _is_real(r) and not -1.0 <= r <= 1.0:
+            raise GateInputError(f"{path}: benchmarks[{index}] ({bench.fullname}): extra_info.pearson_r = {r!r} "
+                                 "is impossible (a correlation lies in [-1, 1])")
         if bench.fullname in results:
             raise GateInputError(f"{path}: benchmark {bench.fullname} appears twice")
         results[bench.fullname] = bench
@@ -93,8 +97,12 @@ def parse_benchmark(entry) -> Benchmark | None:
     return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra)
 
 
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return _is_real(value) and math.isfinite(value) and value > 0
 
 
 def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:

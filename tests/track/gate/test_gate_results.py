@@ -87,3 +87,15 @@ def test_a_benchmark_named_twice_is_an_error(tmp_path):
 def test_an_unreadable_file_is_named(tmp_path):
     with pytest.raises(GateInputError, match="nowhere.json: cannot read it"):
         load_results(tmp_path / "nowhere.json")
+
+
+@pytest.mark.parametrize("r", [2.0, -1.5, 1.0000001])
+def test_an_impossible_pearson_r_is_refused_naming_the_file_and_field(tmp_path, r):
+    path = tmp_path / "run.json"
+    record = {"fullname": "x", "stats": {"min": 1.0}, "extra_info": {"pearson_r": r}}
+    path.write_text(json.dumps({"benchmarks": [record]}))
+    with pytest.raises(GateInputError, match=r"run.json: benchmarks\[0\] \(x\): extra_info.pearson_r = .* impossible"):
+        load_results(path)
+    record["extra_info"]["pearson_r"] = 1.0  # the bounds themselves are possible
+    path.write_text(json.dumps({"benchmarks": [record]}))
+    assert load_results(path)["x"].extra["pearson_r"] == 1.0
