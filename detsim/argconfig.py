@@ -9,6 +9,7 @@ tracking suite and the tests alike (:func:`config_from_argv`).
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -161,6 +162,9 @@ def _read_header_image(flag: str, path: str) -> tuple[dict[str, str], np.ndarray
         raise InputError(f"{flag} {exc}") from None
 
 
+_POSITIVE_HEADER_KEYS = ("PIXEL_SIZE", "DISTANCE", "CLOSE_DISTANCE", "WAVELENGTH")
+
+
 def header_arguments(img_file: str | None, mask_file: str | None) -> tuple[Arguments, np.ndarray | None]:
     """Starting values from the ``-mask`` then ``-img`` SMV headers, applied before any flag (spec §2.5).
 
@@ -179,12 +183,18 @@ def header_arguments(img_file: str | None, mask_file: str | None) -> tuple[Argum
             if key not in header:
                 return None
             try:
-                return float(header[key])
+                number = float(header[key])
             except ValueError:
                 raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number") from None
+            if not math.isfinite(number):
+                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a finite number")
+            if key in _POSITIVE_HEADER_KEYS and not number > 0:
+                raise InputError(f"{flag} {path}: header {key}={header[key]} must be > 0")
+            return number
 
         args.spixels, args.fpixels = data.shape
-        args.pixel_mm = value("PIXEL_SIZE") or args.pixel_mm
+        pixel = value("PIXEL_SIZE")
+        args.pixel_mm = pixel if pixel is not None else args.pixel_mm
         args.detsize_f_mm, args.detsize_s_mm = args.pixel_mm * args.fpixels, args.pixel_mm * args.spixels
         for key, name in (("DISTANCE", "distance_mm"), ("CLOSE_DISTANCE", "close_distance_mm"),
                           ("WAVELENGTH", "lambda_A"), ("BEAM_CENTER_X", "xbeam_mm"), ("ORGX", "orgx_px"),

@@ -291,14 +291,6 @@ def _detsize(a: Arguments, v: _Values) -> None:
     a.detsize_f_mm = a.detsize_s_mm = v.float()
 
 
-def _detpixels(a: Arguments, v: _Values) -> None:
-    a.fpixels = a.spixels = v.int()
-
-
-def _N(a: Arguments, v: _Values) -> None:
-    a.Na = a.Nb = a.Nc = v.int()
-
-
 def _flag(name: str, value) -> Action:
     def action(a: Arguments, v: _Values) -> None:
         setattr(a, name, value)
@@ -357,13 +349,26 @@ def _seed(name: str) -> Action:
     return action
 
 
-def _positive_int(name: str) -> Action:
+def _int_at_least(minimum: int, *names: str, note: str = "") -> Action:
+    """Set the int fields ``names``; for the flag's own handler, a value below ``minimum`` is an error."""
     def action(a: Arguments, v: _Values) -> None:
         value = v.int()
-        if v.strict and value < 1:
-            raise ArgumentError(f"{v.flag} must be >= 1, got {value}")
-        setattr(a, name, value)
+        if v.strict and value < minimum:
+            raise ArgumentError(f"{v.flag} must be >= {minimum}{note}, got {value}")
+        for name in names:
+            setattr(a, name, value)
     return action
+
+
+def _oversample(a: Arguments, v: _Values) -> None:
+    value = v.int()
+    if v.strict and value < 0:  # nanoBragg would silently select the automatic value
+        raise ArgumentError(f"{v.flag} must be >= 1 (or 0 to select it automatically), got {value}")
+    a.oversample = value
+
+
+def _positive_int(name: str) -> Action:
+    return _int_at_least(1, name)
 
 
 def _pgmscale(a: Arguments, v: _Values) -> None:
@@ -393,7 +398,7 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-Na", 1, _set("Na", "int"), stop=True),
     H("-Nb", 1, _set("Nb", "int"), stop=True),
     H("-Nc", 1, _set("Nc", "int"), stop=True),
-    H("-N", 1, _N, exact=True, stop=True),
+    H("-N", 1, _int_at_least(0, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True),
     H("-cell", 1, _cell),
     H("-misset", 1, _misset),
     H("-samplesize", 1, _xtal_all, also=("-sample_size",)),
@@ -440,9 +445,9 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-detsize", 1, _detsize, length=8),
     H("-detsize_f", 1, _set("detsize_f_mm")),
     H("-detsize_s", 1, _set("detsize_s_mm")),
-    H("-detpixels", 1, _detpixels, length=10),
-    H("-detpixels_f", 1, _set("fpixels", "int"), also=("-detpixels_x",)),
-    H("-detpixels_s", 1, _set("spixels", "int"), also=("-detpixels_y",)),
+    H("-detpixels", 1, _int_at_least(1, "fpixels", "spixels"), length=10),
+    H("-detpixels_f", 1, _positive_int("fpixels"), also=("-detpixels_x",)),
+    H("-detpixels_s", 1, _positive_int("spixels"), also=("-detpixels_y",)),
     H("-curved_det", 1, _flag("curved", True)),  # needs a following token, which it ignores
     H("-pixel", 1, _set("pixel_mm")),
     H("-point_pixel", 0, _flag("point_pixel", True)),
@@ -451,7 +456,7 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-oversample_thick", 0, _flag("oversample_thick", True), stop=True),
     H("-oversample_polar", 0, _flag("oversample_polar", True), stop=True),
     H("-oversample_omega", 0, _flag("oversample_omega", True), stop=True),
-    H("-oversample", 1, _set("oversample", "int")),
+    H("-oversample", 1, _oversample),
     H("-roi", 4, _roi),
     H("-lambda", 1, _set("lambda_A"), also=("-wave",)),
     H("-energy", 1, _energy),
@@ -460,7 +465,7 @@ HANDLERS: tuple[_Handler, ...] = (
     H("-exposure", 1, _set("exposure_s")),
     H("-beamsize", 1, _set("beamsize_mm")),
     H("-mosaic", 1, _set("mosaic_spread_deg"), length=7, also=("-mosaici", "-mosaic_spr")),
-    H("-mosaic_dom", 1, _set("mosaic_domains", "int")),
+    H("-mosaic_dom", 1, _positive_int("mosaic_domains")),
     H("-dispersion", 1, _set("dispersion_pct")),
     H("-dispsteps", 1, _set("dispsteps", "int")),
     H("-divergence", 1, _divergence),

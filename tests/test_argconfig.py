@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from detsim.argconfig import (
     InputError, build_config, check_inputs, config_from_argv, header_arguments, parse_with_headers,
     read_matrix_file,
 )
-from detsim.argv import parse_argv
+from detsim.argv import ArgumentError, parse_argv
 from detsim.config import ConfigError, Convention
 
 SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32"]
@@ -137,3 +139,36 @@ def test_build_config_rejects_a_negative_pixel_count():
     args.fpixels = -3
     with pytest.raises(ConfigError, match="-detpixels_f must be > 0, got -3"):
         build_config(args)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-mosaic_dom", "0"], "-mosaic_dom must be >= 1, got 0"),
+    (["-mosaic_dom", "-4", "-mosaic", "1"], "-mosaic_dom must be >= 1, got -4"),
+    (["-oversample", "-3"], "-oversample must be >= 1"),
+    (["-detpixels", "0"], "-detpixels must be >= 1, got 0"),
+    (["-detpixels_f", "0"], "-detpixels_f must be >= 1, got 0"),
+    (["-detpixels_y", "-2"], "-detpixels_y must be >= 1, got -2"),
+    (["-N", "-3"], "-N must be >= 0"),
+], ids=["mosaic_dom-without-mosaic", "mosaic_dom-negative", "oversample", "detpixels", "detpixels_f",
+        "detpixels_y", "N"])
+def test_counts_the_readme_calls_errors_are_errors_naming_the_typed_flag(argv, message):
+    with pytest.raises((ArgumentError, ConfigError), match=f"^{message}"):
+        build_config(parse_argv(SMALL + argv))
+
+
+def test_oversample_zero_still_means_automatic():
+    assert build_config(parse_argv(SMALL + ["-oversample", "0"])).sampling.oversample is None
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("PIXEL_SIZE", 0, "header PIXEL_SIZE=0 must be > 0"),
+    ("DISTANCE", -5, "header DISTANCE=-5 must be > 0"),
+    ("WAVELENGTH", 0, "header WAVELENGTH=0 must be > 0"),
+    ("BEAM_CENTER_X", "nan", "header BEAM_CENTER_X='nan' is not a finite number"),
+    ("CLOSE_DISTANCE", "inf", "header CLOSE_DISTANCE='inf' is not a finite number"),
+])
+def test_a_bad_header_value_is_named_by_its_header_key(key, value, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _smv(tmp_path / "in.img", (8, 8), **{key: value})
+    with pytest.raises(InputError, match=f"^-img in.img: {re.escape(fragment)}"):
+        config_from_argv(SMALL + ["-img", "in.img"])
