@@ -14,6 +14,7 @@ Layout under the project's root (``results_dir`` from asv.conf.json, ``results/a
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 from detsim.track.history.baseline_file import BASELINE
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
+from detsim.track.history.series import family_of
 
 HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -80,6 +82,39 @@ def load_result_file(path: Path) -> dict:
     return data
 
 
+POSITIVE_FAMILIES = ("timing", "memory", "throughput", "reference")  # a 0 or negative value is impossible
+COLUMNS = {"result": "value", "samples": "sample", "stats_ci_99_a": "interval bound", "stats_ci_99_b": "interval bound"}
+
+
+def _impossible(value, family: str) -> str | None:
+    """Why a stored number cannot be (None: a number, or null/NaN, asv's failure/skip)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "not a number"
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "infinite (asv stores a skip as NaN, a failure as null)"
+    if family in POSITIVE_FAMILIES and value <= 0:
+        return "not positive"
+    return None
+
+
+def check_values(path: Path, data: dict, benchmarks: dict) -> None:
+    """Every value, sample and interval bound in ``data`` is possible; else a ResultsError naming it."""
+    columns = data["result_columns"]
+    for name, row in data["results"].items():
+        family = family_of(name, benchmarks.get(name) or {})
+        for column, what in COLUMNS.items():
+            cell = row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
+            for i, item in enumerate(cell if isinstance(cell, list) else []):
+                for value in item if column == "samples" and isinstance(item, list) else [item]:
+                    why = _impossible(value, family if column != "stats_ci_99_a" else "")
+                    if why:
+                        raise ResultsError(f"{path}: {name} {column}[{i}]: {what} {value!r} is impossible ({why})")
+
+
 def load_hash_file(path: Path) -> dict:
     data = read_json(path)
     if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
@@ -109,7 +144,11 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
     results_dir = root / conf.get("results_dir", "results")
     machine_dir = choose_machine(results_dir, machine)
     benchmarks = load_benchmarks(results_dir)
-    files = [load_result_file(p) for p in sorted(machine_dir.glob("*.json")) if p.name != "machine.json"]
+    files = []
+    for path in sorted(machine_dir.glob("*.json")):
+        if path.name != "machine.json":
+            files.append(load_result_file(path))
+            check_values(path, files[-1], benchmarks)
     if not files:
         raise ResultsError(f"{machine_dir}: no results recorded")
     files, notes = order_files(root, files)

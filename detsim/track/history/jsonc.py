@@ -9,6 +9,8 @@ strings); trailing commas are not accepted. :func:`load_config` reads it from a 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 CONFIG = "asv.conf.json"
@@ -62,4 +64,33 @@ def load_config(root: Path) -> dict:
     conf = read_json(root / CONFIG, comments=True)
     if not isinstance(conf, dict):
         raise ResultsError(f"{root / CONFIG}: not a JSON object")
+    check_config(conf, root / CONFIG)
     return conf
+
+
+def _regex_map(conf: dict, key: str, path: Path) -> dict:
+    """``conf[key]``: a map whose keys are regular expressions (every one must compile)."""
+    entries = conf.get(key) or {}
+    if not isinstance(entries, dict):
+        raise ResultsError(f"{path}: {key} is not a map of regular expressions")
+    for regex in entries:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ResultsError(f"{path}: {key}: {regex!r} is not a regular expression ({exc})") from None
+    return entries
+
+
+def check_config(conf: dict, path: Path) -> None:
+    """The parts of asv.conf.json the verdict reads hold possible values; else a ResultsError naming them.
+
+    ``regressions_thresholds``: regex -> a finite fraction >= 0 (a negative one would hide every rise);
+    ``regressions_first_commits``: regex -> a commit (hex, 4-40 digits) or null.
+    """
+    for regex, value in _regex_map(conf, "regressions_thresholds", path).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ResultsError(f"{path}: regressions_thresholds[{regex!r}] = {value!r} is not a threshold "
+                               "(a fraction >= 0, e.g. 0.5 for +50%)")
+    for regex, commit in _regex_map(conf, "regressions_first_commits", path).items():
+        if commit is not None and not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{4,40}", commit)):
+            raise ResultsError(f"{path}: regressions_first_commits[{regex!r}] = {commit!r} is not a commit hash")

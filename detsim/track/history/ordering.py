@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
+from detsim.track.history.jsonc import CONFIG, ResultsError
+
 
 def git(root: Path, *args: str) -> str | None:
     """stdout of ``git args`` in ``root``, or None where git fails or is missing."""
@@ -63,6 +65,28 @@ def subjects(root: Path, commits: list[str]) -> dict[str, str]:
         sha, _, subject = line.partition("\t")
         found[sha] = subject
     return found
+
+
+def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
+    """``regressions_first_commits`` with each commit made a recorded one (raises ResultsError if unknown).
+
+    A commit that is (a prefix of) a recorded commit stays; one git knows but that was not recorded
+    becomes the latest recorded commit among its ancestors (detection starts after it, as it would have
+    after the named one), or stays as it is when none was recorded before it (detection from the start).
+    """
+    resolved = {}
+    for regex, commit in (conf.get("regressions_first_commits") or {}).items():
+        resolved[regex] = commit
+        if commit is None or any(sha.startswith(commit) for sha in order):
+            continue
+        ancestors = set((git(root, "rev-list", f"{commit}^{{commit}}", "--") or "").split())
+        if not ancestors:
+            raise ResultsError(f"{root / CONFIG}: regressions_first_commits[{regex!r}] = {commit!r}: no such commit "
+                               "(neither recorded nor in the git repository)")
+        covered = [sha for sha in order if sha in ancestors]
+        if covered:
+            resolved[regex] = covered[-1]
+    return resolved
 
 
 def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) -> int | None:

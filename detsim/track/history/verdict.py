@@ -19,7 +19,7 @@ from detsim.track.base.output import utc_stamp
 from detsim.track.history.asvresults import load_recorded
 from detsim.track.history.detection import Finding, detect
 from detsim.track.history.jsonc import ResultsError
-from detsim.track.history.ordering import checkout_head, first_commit_cut, subjects
+from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series
 
 
@@ -105,7 +105,9 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     if required and required != latest:
         raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
                            f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`make run`, or `asv run --record-samples HEAD^!`)")
-    regressions, unmeasured, skipped = judge(series, latest, recorded.config, recorded.baseline, recorded.hashes)
+    conf = {**recorded.config,
+            "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
+    regressions, unmeasured, skipped = judge(series, latest, conf, recorded.baseline, recorded.hashes)
     notes = list(recorded.notes)
     note = determinism_note(series, latest, recorded.hashes, recorded.baseline)
     if note:

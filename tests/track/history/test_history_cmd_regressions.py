@@ -243,3 +243,43 @@ def test_a_checkout_whose_head_was_measured_is_judged_at_head(tmp_path):
     code, report = _run(root, tmp_path)
     assert code == 0 and report["latest"] == tip and report["commits"] == [tip]
     assert report["notes"] == ["4 results of commits outside HEAD's history were ignored"]
+
+
+def _latest_file(root: Path) -> Path:
+    return max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+
+
+@pytest.mark.parametrize("value, why", [(0.0, "not positive"), (-1.0, "not positive"),
+                                        (float("inf"), "infinite"), ("abc", "not a number")])
+def test_an_impossible_timing_is_one_line_naming_the_file_and_benchmark(tmp_path, capsys, value, why):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = _latest_file(root)
+    data = json.loads(latest.read_text())
+    data["results"]["bench_engine.EngineSweep.time_simulate"][0][1] = value
+    latest.write_text(json.dumps(data))  # json writes inf as Infinity, which json (and asv) reads back
+    code, report = _run(root, tmp_path)
+    err = capsys.readouterr().err
+    assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+    assert latest.name in err and "bench_engine.EngineSweep.time_simulate result[1]" in err and why in err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('"bench_parity\\\\.": 0.0', '"bench_parity\\\\.": -0.5'), "regressions_thresholds['bench_parity\\\\.'] = -0.5"),
+    (('"bench_parity\\\\.": 0.0', '"bench_parity\\\\.": "abc"'), "= 'abc' is not a threshold"),
+    (('"bench_parity\\\\.": 0.0', '"bench_parity(": 0.0'), "'bench_parity(' is not a regular expression"),
+    (('"bench_engine\\\\.Throughput\\\\.": null', '"bench_engine\\\\.Throughput\\\\.": "deadbeef"'),
+     "= 'deadbeef': no such commit"),
+    (('"bench_engine\\\\.Throughput\\\\.": null', '"bench_engine\\\\.Throughput\\\\.": 12'), "is not a commit hash"),
+])
+def test_an_impossible_asv_conf_entry_is_one_line_naming_it(tmp_path, capsys, edit, message):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    conf = root / "asv.conf.json"
+    assert edit[0] in conf.read_text()
+    conf.write_text(conf.read_text().replace(*edit))
+    code, report = _run(root, tmp_path)
+    err = capsys.readouterr().err
+    assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+    assert str(conf) in err and message in err
+

@@ -5,7 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from detsim.track.history.ordering import checkout_head, first_commit_cut, git, head, order_files, subjects
+import pytest
+
+from detsim.track.history.jsonc import ResultsError
+from detsim.track.history.ordering import (
+    checkout_head, first_commit_cut, git, head, order_files, resolve_first_commits, subjects,
+)
 
 
 def _repo(path: Path, subjects_: list[str]) -> list[str]:
@@ -68,3 +73,20 @@ def test_only_a_checkout_of_its_own_has_a_head_to_judge(tmp_path):
     assert checkout_head(tmp_path) == commits[0]
     assert checkout_head(tmp_path / "copied-results") is None  # inside a checkout, not one
     assert checkout_head(tmp_path.parent) is None  # no git at all
+
+
+def test_a_first_commit_git_knows_but_did_not_record_starts_detection_after_it(tmp_path):
+    c = _repo(tmp_path, ["zero", "one", "two", "three"])
+    order = [c[0], c[1], c[3]]  # c[2] was never recorded
+    conf = {"regressions_first_commits": {"a": c[2][:8], "b": c[0][:8], "off": None}}
+    resolved = resolve_first_commits(tmp_path, conf, order)
+    assert resolved == {"a": c[1], "b": c[0][:8], "off": None}
+    assert first_commit_cut({"regressions_first_commits": resolved}, "a.x", "timing", order) == 2
+    early = resolve_first_commits(tmp_path, conf, [c[1], c[3]])["b"]  # named before anything recorded
+    assert first_commit_cut({"regressions_first_commits": {"b": early}}, "b.x", "timing", [c[1], c[3]]) == 0
+
+
+def test_an_unknown_first_commit_is_refused_naming_it(tmp_path):
+    c = _repo(tmp_path, ["zero"])
+    with pytest.raises(ResultsError, match=r"asv.conf.json: regressions_first_commits\['x'\] = 'deadbeef': no such"):
+        resolve_first_commits(tmp_path, {"regressions_first_commits": {"x": "deadbeef"}}, c)
