@@ -20,7 +20,7 @@ import torch
 
 from detsim import io, rng
 from detsim.argconfig import InputError, build_config, parse_with_headers, time_seed
-from detsim.argv import ArgumentError, Arguments
+from detsim.argv import HELP_FLAGS, ArgumentError, Arguments, usage
 from detsim.config import ConfigError
 from detsim.engine import Setup, check_triton, prepare, render
 from detsim.sources import SourceFileError
@@ -235,6 +235,9 @@ def _header_fields(setup: Setup) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
+    if any(token in HELP_FLAGS for token in argv):
+        sys.stdout.write(usage())
+        return 0
     try:
         return run(argv)
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.OutputError) as exc:

@@ -202,3 +202,21 @@ def test_a_binary_input_file_is_one_line_error(flag, tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "blob.bin" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("flag", ["-h", "-help", "--help"])
+def test_help_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeypatch, capsys):
+    from detsim.argv import HANDLERS
+    monkeypatch.chdir(tmp_path)
+    assert main([flag]) == 0
+    assert main(SMALL + [flag]) == 0  # anywhere on the line, and nothing is rendered
+    out = capsys.readouterr().out
+    assert out.startswith("usage: detsim")
+    for handler in HANDLERS:
+        values, _, text = handler.doc.rpartition("|")
+        assert text, f"{handler.pattern} has no help text"
+        for name in (handler.pattern, *handler.also):
+            assert f"  {name}" in out or f", {name}" in out, name
+    for own in ("-dtype", "-device", "-mode", "-chunk_pixels", "-trace_pixel", "--trace-json", "-physical_phi"):
+        assert own in out.split("detsim's own flags:")[1]
+    assert list(tmp_path.iterdir()) == []
