@@ -94,18 +94,25 @@ def _probe(folder: Path) -> str | None:
     return None
 
 
-def _check_place(path: Path, option: str) -> None:
-    """``path`` could be created: its nearest existing ancestor is a folder we can write in."""
-    if not str(path):
+def check_place(folder: Path, option: str, shown: Path | str | None = None) -> None:
+    """Files can be created inside ``folder`` (made when missing): its nearest existing ancestor is a
+    folder we can write in. Raises :class:`OutputError` naming ``option`` and ``shown`` (default ``folder``)."""
+    shown = folder if shown is None else shown
+    if not str(shown):
         raise OutputError(f"{option} '': an empty path")
-    ancestor = Path(os.path.abspath(path)).parent
+    ancestor = Path(os.path.abspath(folder))
     while not os.path.lexists(ancestor):
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise OutputError(f"{option} {path}: {ancestor} is not a folder")
+        raise OutputError(f"{option} {shown}: {ancestor} is not a folder")
     why = _probe(ancestor)
     if why:
-        raise OutputError(f"{option} {path}: cannot write in {ancestor} ({why})")
+        raise OutputError(f"{option} {shown}: cannot write in {ancestor} ({why})")
+
+
+def _check_place(path: Path, option: str) -> None:
+    """``path`` could be created."""
+    check_place(Path(os.path.abspath(path)).parent if str(path) else Path(), option, shown=path)
 
 
 def check_new_folder(path: Path, option: str) -> None:
@@ -113,6 +120,13 @@ def check_new_folder(path: Path, option: str) -> None:
     if os.path.lexists(path):
         raise OutputError(f"{option}: {path} already exists; refusing to overwrite it")
     _check_place(Path(path), option)
+
+
+def folder_option(args: argparse.Namespace) -> str:
+    """The option that placed a :func:`report_folder` (for messages): ``--out``, ``--out-root`` or neither."""
+    if getattr(args, "out", None) not in (None, _DEFAULT_FOLDER):
+        return "--out"
+    return "--out-root" if getattr(args, "out_root", None) is not None else "report folder"
 
 
 def is_report_of(path: Path, command: str) -> bool:

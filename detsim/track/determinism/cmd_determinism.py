@@ -24,8 +24,8 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, case_ids
-from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
-    write_json
+from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+    check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import environment
 from detsim.track.base.targets import DTYPES, Target, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
@@ -78,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"determinism: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
-    if out_dir is not None and out_dir.exists():
-        print(f"determinism: {out_dir} already exists; refusing to overwrite it", file=sys.stderr)
+    try:
+        if out_dir is not None:
+            check_new_folder(out_dir, folder_option(args))
+    except OutputError as exc:
+        print(f"determinism: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     from detsim.engine import MODES

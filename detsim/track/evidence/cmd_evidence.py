@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import REPORTS, atomic_directory
+from detsim.track.base.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.evidence.bundle import make_bundle
 from detsim.track.evidence.durations import RETIMES
 from detsim.track.evidence.manifest import MANIFEST, check_bundle, listed_count
@@ -74,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"evidence: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     area_dir = request.cwd / request.out_root / request.area
+    try:
+        check_place(area_dir, "--out-root", shown=request.out_root)
+    except OutputError as exc:
+        print(f"evidence: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
     created = not area_dir.exists()
     try:
         stamp = free_stamp(area_dir)

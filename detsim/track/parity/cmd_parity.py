@@ -29,7 +29,8 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.base.output import atomic_directory, atomic_write_bytes, atomic_write_text, utc_stamp, write_json
+from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
+    check_new_folder, utc_stamp, write_json
 from detsim.track.base.provenance import environment
 from detsim.track.parity import report
 from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pixel_trace
@@ -126,8 +127,10 @@ def run(args) -> int:
     cases_dir, selected = chosen
     stamp = utc_stamp()
     final = args.reports / stamp / "parity"
-    if final.exists():
-        print(f"parity: {final} already exists; not overwriting it", file=sys.stderr)
+    try:
+        check_new_folder(final, "--reports")
+    except OutputError as exc:
+        print(f"parity: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     with atomic_directory(final) as tmp:
         results = _run_cases(selected, args, tmp, final)

@@ -27,7 +27,8 @@ import numpy as np
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
-from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, write_json
+from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+    check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import environment, repo_root
 from detsim.track.base.workloads import WORKLOADS, Workload
 from detsim.track.speed.measure import add_ratios, compare_images, detsim_row, nanobragg_row
@@ -61,8 +62,10 @@ def _refusal(args: argparse.Namespace, out: Path) -> str | None:
         return "--repeats, --threads and --pixels must be positive"
     if args.nanobragg is not None and not (args.nanobragg.is_file() and os.access(args.nanobragg, os.X_OK)):
         return f"--nanobragg {args.nanobragg}: not an executable file"
-    if out.exists():
-        return f"{out} already exists; not overwriting it"
+    try:
+        check_new_folder(out, folder_option(args))
+    except OutputError as exc:
+        return str(exc)
     return None
 
 

@@ -118,3 +118,13 @@ def test_the_command_never_imports_the_dispatcher():
         imported |= {alias.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
                      for alias in node.names}
         assert "detsim.track.cli" not in imported, path.name
+
+
+@pytest.mark.parametrize("option", ["--out", "--out-root"])
+def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.setattr(cmd_determinism, "run_matrix", lambda *a, **k: pytest.fail("nothing may run"))
+    (tmp_path / "a_file").write_text("x")
+    for place in (tmp_path / "a_file" / "r", Path("/sys/detsim-track-determinism")):
+        assert cli.main(["determinism", "--nanobragg", TINY, option, str(place)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"{option} {place}" in err

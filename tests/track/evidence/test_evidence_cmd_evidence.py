@@ -331,3 +331,15 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, capsys, monkeypa
 def test_devices_default_to_cpu_plus_cuda_where_present_and_are_deduplicated():
     assert evidence._devices(None) == ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     assert evidence._devices(["cpu", "cpu"]) == ["cpu"]
+
+
+@pytest.mark.parametrize("where", ["a_file", "read_only"])
+def test_an_out_root_that_cannot_hold_a_bundle_is_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, where):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path)
+    (tmp_path / "a_file").write_text("x")
+    root = {"a_file": tmp_path / "a_file", "read_only": Path("/sys/detsim-track-evidence")}[where]
+    monkeypatch.setattr(Command, "execute", lambda *a, **k: pytest.fail("pytest must not run"))
+    assert main("sel", "--area", "x", "--device", "cpu", "--out-root", str(root)) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"--out-root {root}" in err

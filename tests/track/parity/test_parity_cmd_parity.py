@@ -175,3 +175,12 @@ def test_index_html_opens_in_a_headless_browser_with_its_images(planted_report, 
     assert body is not None, done.stderr[-2000:]
     assert f'data-images-ok="{n_images}"' in body.group(0) and 'data-images-broken="0"' in body.group(0)
     assert n_images == 9 and "broken_misset" in done.stdout
+
+
+def test_reports_that_cannot_be_written_are_refused_before_any_case_runs(planted, capsys, monkeypatch):
+    monkeypatch.setattr(parity, "run_case", lambda *a, **k: pytest.fail("no case may run"))
+    (planted / "a_file").write_text("x")
+    for place in (planted / "a_file", Path("/sys/detsim-track-parity")):
+        assert track_main(["parity", "--cases-dir", str(planted / "cases"), "--reports", str(place)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"--reports {place}" in err

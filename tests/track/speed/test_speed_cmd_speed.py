@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,13 @@ def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tm
     taken.mkdir(parents=True)
     assert main(["speed"]) == 2 and f"{taken} already exists" in capsys.readouterr().err
     assert main(["speed", "--out-root", str(tmp_path / "reports")]) == 2
+
+
+@pytest.mark.parametrize("option", ["--out", "--out-root"])
+def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.setattr(speed, "_measure", lambda *a: pytest.fail("nothing may be timed"))
+    (tmp_path / "a_file").write_text("x")
+    for place in (tmp_path / "a_file" / "r", Path("/sys/detsim-track-speed")):
+        assert main(["speed", option, str(place)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"{option} {place}" in err
