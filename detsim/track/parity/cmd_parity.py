@@ -19,6 +19,7 @@ cannot run, 2 bad input (no cases, unknown id, no such device, an existing repor
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -75,6 +76,17 @@ def _write_trace(folder: Path, run: CaseRun, final_dir: Path) -> None:
     result["next_steps"] = next_steps(result, final_dir / result["trace"])
 
 
+def _correlation(text: str) -> float:
+    """``--min-r``: a number in [-1, 1] (NaN would pass nothing and fail nothing), refused at parse time."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not -1.0 <= value <= 1.0:  # also false for NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a correlation (a number in [-1, 1])")
+    return value
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("ids", nargs="*", metavar="CASE", help="case ids to run (default: every case)")
     parser.add_argument("--cases-dir", type=Path, default=None,
@@ -84,7 +96,7 @@ def add_arguments(parser) -> None:
                         help="where reports/<STAMP>/parity/ goes (default: ./reports)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--min-r", type=float, default=PARITY_MIN_R,
+    parser.add_argument("--min-r", type=_correlation, default=PARITY_MIN_R,
                         help=f"pass threshold on Pearson r (default {PARITY_MIN_R})")
 
 

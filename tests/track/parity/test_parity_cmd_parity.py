@@ -184,3 +184,13 @@ def test_reports_that_cannot_be_written_are_refused_before_any_case_runs(planted
         assert track_main(["parity", "--cases-dir", str(planted / "cases"), "--reports", str(place)]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and f"--reports {place}" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "1.5", "-2", "inf", "abc"])
+def test_min_r_outside_minus_one_to_one_is_refused_at_parse_time(planted, capsys, monkeypatch, value):
+    monkeypatch.setattr(parity, "run_case", lambda *a, **k: pytest.fail("no case may run"))
+    with pytest.raises(SystemExit) as stopped:
+        track_main(["parity", "--cases-dir", str(planted / "cases"), "--reports", str(planted / "minr"),
+                    "--min-r", value])
+    assert stopped.value.code == 2 and f"--min-r: {value!r} is not a" in capsys.readouterr().err
+    assert not (planted / "minr").exists()
