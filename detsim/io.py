@@ -431,37 +431,51 @@ def smv_header_fields(
 
 
 def smv_header(fields: Mapping[str, str | float | int]) -> bytes:
-    """Build a 512-byte SMV header (spec §6.3 "SMV header").
+    """Build an SMV header (spec §6.3 "SMV header"): 512 bytes, or the next multiple of 512 that holds it.
 
-    The header is ``{\\n``, the fixed keys HEADER_BYTES=512, DIM=2, BYTE_ORDER=little_endian and
+    The header is ``{\\n``, the fixed keys HEADER_BYTES, DIM=2, BYTE_ORDER=little_endian and
     TYPE=unsigned_short, then one ``KEY=value;`` line per field in the given order, then ``}`` and a form feed,
     padded with spaces. As in nanoBragg, the DIALS_ORIGIN line has no ``;``. Strings are written as they are,
     integers with ``%d`` and other numbers with ``%g``.
 
+    HEADER_BYTES is 512 whenever the text fits, as in nanoBragg, whose golden headers this reproduces byte for
+    byte. A longer text (long numbers in every key) is padded to the next multiple of 512 and HEADER_BYTES says
+    so; nanoBragg writes such a text whole but still labels it 512, which shifts the image for every reader.
+
     Args:
-        fields: header keys and values. The fixed keys may appear only with their fixed values.
+        fields: header keys and values. The fixed keys may appear only with their fixed values (HEADER_BYTES
+            only with the size the header turns out to need).
 
     Returns:
-        Exactly 512 bytes of ASCII.
+        ASCII bytes, a multiple of 512 long.
 
     Raises:
-        ValueError: for a conflicting fixed key, a malformed key or value, or a header longer than 512 bytes.
+        ValueError: for a conflicting fixed key or a malformed key or value.
     """
-    lines = [f"{key}={value};\n" for key, value in _SMV_FIXED.items()]
+    lines = [f"{key}={value};\n" for key, value in _SMV_FIXED.items() if key != "HEADER_BYTES"]
+    given_size = None
     for key, value in fields.items():
         if not key or not key.replace("_", "").isalnum() or not key.isascii():
             raise ValueError(f"invalid SMV header key {key!r}")
         text = _format_smv_value(key, value)
+        if key == "HEADER_BYTES":
+            given_size = text
+            continue
         if key in _SMV_FIXED:
             if text != _SMV_FIXED[key]:
                 raise ValueError(f"SMV header key {key} is fixed to {_SMV_FIXED[key]!r}, got {text!r}")
             continue
         terminator = "\n" if key == "DIALS_ORIGIN" else ";\n"
         lines.append(f"{key}={text}{terminator}")
-    header = ("{\n" + "".join(lines) + "}\f").encode("ascii")
-    if len(header) > SMV_HEADER_BYTES:
-        raise ValueError(f"SMV header needs {len(header)} bytes, more than the {SMV_HEADER_BYTES} available")
-    return header.ljust(SMV_HEADER_BYTES, b" ")
+    size = SMV_HEADER_BYTES
+    while True:
+        header = ("{\n" + f"HEADER_BYTES={size};\n" + "".join(lines) + "}\f").encode("ascii")
+        if len(header) <= size:
+            break
+        size = -(-len(header) // SMV_HEADER_BYTES) * SMV_HEADER_BYTES  # its label may add a digit: check again
+    if given_size is not None and given_size != str(size):
+        raise ValueError(f"SMV header key HEADER_BYTES={given_size} does not match the {size} bytes the header needs")
+    return header.ljust(size, b" ")
 
 
 def _uint16_bytes(data: np.ndarray) -> bytes:
@@ -474,7 +488,7 @@ def _uint16_bytes(data: np.ndarray) -> bytes:
 
 
 def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> None:
-    """Write an SMV image: the 512-byte header of :func:`smv_header`, then little-endian uint16 pixels.
+    """Write an SMV image: the header of :func:`smv_header` (512 bytes or more), then little-endian uint16 pixels.
 
     Args:
         path: destination file.

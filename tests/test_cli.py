@@ -220,3 +220,22 @@ def test_help_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeyp
     for own in ("-dtype", "-device", "-mode", "-chunk_pixels", "-trace_pixel", "--trace-json", "-physical_phi"):
         assert own in out.split("detsim's own flags:")[1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_whose_smv_header_exceeds_512_bytes_writes_a_valid_smv(tmp_path, monkeypatch):
+    # this geometry's numbers make the header text longer than 512 bytes
+    monkeypatch.chdir(tmp_path)
+    argv = ["-twotheta", "13.84", "-Ybeam", "2.412", "-phi", "-68.97", "-lambda", "2.0638", "-cell", "99.99",
+            "99.99", "44.4", "90", "90", "90", "-osc", "4.25", "-default_F", "71.9", "-N", "2", "-detpixels",
+            "16", "-noprogress", "-nopgm", "-seed", "3", "-oversample", "1"]
+    assert main(argv) == 0
+    image = io.read_float_image(tmp_path / "floatimage.bin", (16, 16))
+    expected, _ = io.int_image(image)
+    for name in ("intimage.img", "noiseimage.img"):
+        raw = (tmp_path / name).read_bytes()
+        header_bytes = int(raw.split(b"HEADER_BYTES=")[1].split(b";")[0])
+        assert header_bytes % 512 == 0 and header_bytes > 512 and len(raw) == header_bytes + 2 * 16 * 16
+        assert raw.index(b"}") < header_bytes
+    pixels = np.frombuffer((tmp_path / "intimage.img").read_bytes(), dtype="<u2", offset=header_bytes)
+    assert np.array_equal(pixels.reshape(16, 16), expected)
+    assert np.array_equal(io.read_smv(tmp_path / "intimage.img")[1], expected)
