@@ -63,20 +63,27 @@ def free_stamp(area_dir: Path) -> str:
 
 
 def _read(path: Path) -> Outcomes | None:
-    """The outcomes of the bundle at ``path`` when it measured something; None when it did not or
-    its results.json is unreadable."""
+    """The outcomes of the bundle at ``path`` when it measured something, None when it did not.
+
+    Raises :class:`BadInput` naming its ``results.json`` when that is missing, unreadable or corrupt:
+    a stamp folder is always a whole bundle, so passing it over would silently compare with an older
+    one (or with none, making every failure new).
+    """
+    file = path / "results.json"
     try:
-        results = json.loads((path / "results.json").read_text())
-        if isinstance(results, dict) and results.get("measured"):
-            return Outcomes.from_record(results)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    return None
+        results = json.loads(file.read_text())
+        if not isinstance(results, dict):
+            raise TypeError("not a JSON object")
+        return Outcomes.from_record(results) if results.get("measured") else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+        raise BadInput(f"{file}: the previous bundle's results cannot be read ({why}); check the bundle with "
+                       f"`detsim-track evidence --verify {path}`, then repair it or move it out of the area") from None
 
 
 def history(area_dir: Path, stamp: str) -> list[PastBundle]:
     """Earlier bundles of the area that measured something, newest first (at most :data:`HISTORY`);
-    unreadable bundles are passed over."""
+    raises :class:`BadInput` for one on the way whose results cannot be read (:func:`_read`)."""
     if not area_dir.is_dir():
         return []
     current = stamp_key(stamp)

@@ -343,3 +343,16 @@ def test_an_out_root_that_cannot_hold_a_bundle_is_one_line_before_anything_runs(
     assert main("sel", "--area", "x", "--device", "cpu", "--out-root", str(root)) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and f"--out-root {root}" in err
+
+
+def test_a_corrupt_previous_bundle_is_named_and_nothing_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plant(tmp_path)
+    broken = tmp_path / "reports" / "area" / "20000101T000000Z"
+    broken.mkdir(parents=True)
+    (broken / "results.json").write_text('{"measured": tr')
+    monkeypatch.setattr(Command, "execute", lambda *a, **k: pytest.fail("pytest must not run"))
+    assert main("sel", "--area", "area", "--device", "cpu") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(Path("reports/area/20000101T000000Z/results.json")) in err
+    assert [p.name for p in broken.parent.iterdir()] == [broken.name]  # no new or partial bundle

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from detsim.track.evidence import previous as prev
 from detsim.track.evidence.manifest import write_manifest
 from detsim.track.evidence.provenance import RETIME_HEADER
-from detsim.track.evidence.records import Outcomes
+from detsim.track.evidence.records import BadInput, Outcomes
 
 
 def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):
@@ -90,13 +92,23 @@ def test_history_is_older_measured_bundles_newest_first(tmp_path):
     for name in ("20260101T000000Z", "20260101T000000Z-2", "20260102T000000Z", "20260103T000000Z"):
         _bundle(tmp_path, name)
     _bundle(tmp_path, "20260101T000000Z-3", measured=False)  # recorded a crash only
-    _bundle(tmp_path, "20260101T000000Z-4", text="{not json")
     _bundle(tmp_path, "notes", measured=True)  # not a stamp
     found = prev.history(tmp_path, "20260102T000000Z")
     assert [b.name for b in found] == ["20260101T000000Z-2", "20260101T000000Z"]
     assert found[0].path == tmp_path / "20260101T000000Z-2"
     assert [t.nodeid for t in found[0].outcomes.tests] == ["a"]
     assert prev.history(tmp_path / "absent", "20260102T000000Z") == []
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"measured": true, "tests": 5}', None])
+def test_a_previous_bundle_whose_results_cannot_be_read_is_named_not_passed_over(tmp_path, text):
+    _bundle(tmp_path, "20260101T000000Z")
+    broken = _bundle(tmp_path, "20260102T000000Z", text=text or "")
+    if text is None:
+        (broken / "results.json").unlink()
+    with pytest.raises(BadInput, match=f"{broken / 'results.json'}: the previous bundle's results cannot be read"):
+        prev.history(tmp_path, "20260103T000000Z")
+    assert len(prev.history(tmp_path, "20260102T000000Z")) == 1  # older than the broken one: not reached
 
 
 def test_history_keeps_the_newest_few(tmp_path):
