@@ -3,8 +3,9 @@
 :func:`write_manifest` lists every file of the bundle (sorted by path, relative, ``/``-separated)
 but ``sha256.txt`` itself, so ``sha256sum -c sha256.txt`` inside the bundle checks it too.
 :func:`check_bundle` re-hashes a bundle against its listing and names each problem: ``modified: F``
-(the hash differs), ``missing: F`` (listed, absent), ``extra: F`` (present, not listed) or
-``malformed: sha256.txt line N``.
+(the hash differs), ``missing: F`` (listed, absent), ``extra: F`` (present, not listed),
+``unreadable: F (why)`` (listed, present, but it cannot be read: e.g. mode 000 for a user other than
+root) or ``malformed: sha256.txt line N`` (including a name that leaves the bundle, ``../x``).
 """
 
 from __future__ import annotations
@@ -40,16 +41,34 @@ def listed_count(folder: Path) -> int:
     return sum(1 for line in (folder / MANIFEST).read_text().splitlines() if line.strip())
 
 
+def _digest(path: Path) -> tuple[str | None, str | None]:
+    """(sha256, None) of a readable file, else (None, why)."""
+    try:
+        return sha256_file(path), None
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+
+
+def _inside(name: str) -> bool:
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
+
+
 def check_bundle(folder: Path) -> list[str]:
-    """Problems with a bundle against its sha256.txt: ``modified: F``, ``missing: F``, ``extra: F``."""
+    """Problems with a bundle against its sha256.txt: ``modified: F``, ``missing: F``, ``extra: F``,
+    ``unreadable: F (why)``, ``malformed: sha256.txt line N``."""
     listing = folder / MANIFEST
     if not listing.is_file():
         return [f"missing: {MANIFEST}"]
+    try:
+        text = listing.read_text(errors="replace")
+    except OSError as exc:
+        return [f"unreadable: {MANIFEST} ({exc.strerror or exc})"]
     expected: dict[str, str] = {}
     problems = []
-    for number, line in enumerate(listing.read_text(errors="replace").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         match = _LINE.match(line)
-        if not match:
+        if not match or not _inside(match.group(2)):
             problems.append(f"malformed: {MANIFEST} line {number}")
             continue
         expected[match.group(2)] = match.group(1)
@@ -57,7 +76,11 @@ def check_bundle(folder: Path) -> list[str]:
         path = folder / name
         if not path.is_file():
             problems.append(f"missing: {name}")
-        elif sha256_file(path) != digest:
+            continue
+        actual, why = _digest(path)
+        if why:
+            problems.append(f"unreadable: {name} ({why})")
+        elif actual != digest:
             problems.append(f"modified: {name}")
     problems += [f"extra: {name}" for name in sorted(set(_listed(folder)) - set(expected))]
     return problems

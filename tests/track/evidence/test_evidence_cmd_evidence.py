@@ -356,3 +356,15 @@ def test_a_corrupt_previous_bundle_is_named_and_nothing_runs(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(Path("reports/area/20000101T000000Z/results.json")) in err
     assert [p.name for p in broken.parent.iterdir()] == [broken.name]  # no new or partial bundle
+
+
+def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, monkeypatch):
+    _, _, bundle = first_bundle
+    from detsim.track.evidence import manifest
+
+    real = manifest.sha256_file
+    monkeypatch.setattr(manifest, "sha256_file", lambda p: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+                        if p.name == "summary.md" else real(p))
+    assert main("--verify", str(bundle)) == 2
+    out = capsys.readouterr().out
+    assert "unreadable: summary.md (Permission denied)" in out and "1 problem against sha256.txt" in out

@@ -50,3 +50,37 @@ def test_check_reads_binary_mode_lines_and_names_malformed_ones(bundle):
 
 def test_a_folder_without_a_listing_is_not_a_bundle(tmp_path):
     assert manifest.check_bundle(tmp_path) == ["missing: sha256.txt"]
+
+
+def _unreadable(monkeypatch, *names: str) -> None:
+    """Reading these files fails as under mode 000 for a user other than root (root reads them anyway)."""
+    real = manifest.sha256_file
+
+    def sha256_file(path):
+        if path.name in names:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(manifest, "sha256_file", sha256_file)
+
+
+def test_a_file_that_cannot_be_read_is_named_not_a_traceback(bundle, monkeypatch):
+    _unreadable(monkeypatch, "summary.md")
+    assert manifest.check_bundle(bundle) == ["unreadable: summary.md (Permission denied)"]
+
+
+def test_an_unreadable_listing_is_named(bundle, monkeypatch):
+    def denied(self, *a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(manifest.Path, "read_text", denied)
+    assert manifest.check_bundle(bundle) == ["unreadable: sha256.txt (Permission denied)"]
+
+
+def test_a_listed_name_outside_the_bundle_is_malformed_and_not_read(bundle, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("x")
+    digest = hashlib.sha256(b"x").hexdigest()
+    listing = bundle / manifest.MANIFEST
+    listing.write_text(listing.read_text() + f"{digest}  ../secret.txt\n{digest}  {outside}\n")
+    assert manifest.check_bundle(bundle) == ["malformed: sha256.txt line 4", "malformed: sha256.txt line 5"]
