@@ -93,7 +93,10 @@ def run(args: argparse.Namespace) -> int:
         verdict = "r undefined" if r["r"] is None else f"r = {r['r']:.8f} < {PARITY_MIN_R}"
         print(f"detsim-track speed: {r['workload']} {r['program']} {r['dtype']}: {verdict} against {r['r_against']}",
               file=sys.stderr)
-    if any(r.get("error") is not None for r in rows):
+    failed = [r for r in rows if r.get("error") is not None]
+    for r in failed:
+        print(f"detsim-track speed: {r['workload']} {r['program']} {r['dtype']}: {r['error']}", file=sys.stderr)
+    if failed:
         return ExitCode.UNMEASURED
     return ExitCode.REGRESSED if disagree else ExitCode.OK
 

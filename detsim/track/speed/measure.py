@@ -66,10 +66,15 @@ def nanobragg_row(binary: Path, workload: Workload, repeats: int, env: dict,
     image = scratch / f"{workload.name}-nanobragg.bin"
     runs = []
     for _ in range(repeats):
+        image.unlink(missing_ok=True)  # what is read back must be this run's
         m = run_measured([str(binary), *workload.argv(), "-floatfile", str(image)], env=env, cwd=scratch)
         if m.returncode != 0:
             last = (m.stderr or m.stdout).strip().splitlines()[-1:]
             row["error"] = f"nanoBragg exited {m.returncode}" + (f": {last[0]}" if last else "")
+            return row, None
+        problem = image_problem(image, workload)
+        if problem:
+            row["error"] = f"{binary}: {problem}"
             return row, None
         runs.append(m)
     best = min(runs, key=lambda m: m.cpu_s)
@@ -77,6 +82,17 @@ def nanobragg_row(binary: Path, workload: Workload, repeats: int, env: dict,
                peak_rss_mb=None)
     row["rate"] = workload.pixel_steps / best.cpu_s
     return row, read_image(image, workload)
+
+
+def image_problem(path: Path, workload: Workload) -> str | None:
+    """Why ``path`` is not a float image of ``workload`` (None: it is one)."""
+    expected = workload.pixels * workload.pixels * 4
+    if not path.is_file():
+        return f"wrote no image to {path.name} (-floatfile)"
+    size = path.stat().st_size
+    if size != expected:
+        return f"-floatfile {path.name} holds {size} bytes, not the {expected} of a {workload.pixels}² float32 image"
+    return None
 
 
 def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, env: dict,

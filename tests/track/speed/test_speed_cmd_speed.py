@@ -106,3 +106,18 @@ def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_pat
         assert main(["speed", option, str(place)]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and f"{option} {place}" in err
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("pass", "wrote no image to P1@12-nanobragg.bin"),
+    ("open(sys.argv[sys.argv.index('-floatfile') + 1], 'wb').write(bytes(100))", "holds 100 bytes, not the 576"),
+])
+def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_line(tmp_path, capsys, body, problem):
+    stand_in = _stand_in(tmp_path, body)
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    [line] = [line for line in err.splitlines() if "nanoBragg.c" in line]
+    assert str(stand_in) in line and problem in line
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert problem in rows[0]["error"] and "seconds" in rows[1]  # detsim's own runs still measured
