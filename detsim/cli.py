@@ -167,12 +167,22 @@ def run(argv: list[str], out=None) -> int:
     progress = _Progress(args.progress)
     image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode)
     progress.close()
+    _require_finite_image(image)
     if info.interpolation_switched_off_at is not None:
         s, f = info.interpolation_switched_off_at
         print(f"WARNING: out of range for three point interpolation at pixel (slow {s}, fast {f}); "
               "interpolation switched off from there on", file=out)
     write_outputs(setup, image.detach().cpu().numpy().astype(np.float32), outputs, out)
     return 0
+
+
+def _require_finite_image(image: torch.Tensor) -> None:
+    """An image with NaN or infinite pixels comes from an impossible geometry: refuse it before writing."""
+    bad = ~torch.isfinite(image.detach())
+    if bool(bad.any()):
+        s, f = (int(i) for i in torch.nonzero(bad)[0])
+        raise ConfigError(f"the simulation gives NaN or infinite values (first at pixel slow {s}, fast {f}): "
+                          "the geometry or crystal is impossible in double precision")
 
 
 def _roi_mask(setup: Setup) -> np.ndarray:

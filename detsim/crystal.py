@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from detsim import rng
-from detsim.config import CrystalConfig, SamplingConfig
+from detsim.config import ConfigError, CrystalConfig, SamplingConfig
 from detsim.rotation import rotate_axis, rotate_xyz
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_phi
 from detsim.units import ANGSTROM, DEG, MM
@@ -177,5 +177,10 @@ def auto_oversample(lattice: Lattice, lambda_A: float, distance_m: float, pixel_
     """Recommended subpixels per axis: ceil(3 * crystal size / reciprocal pixel size) (spec §4.5)."""
     size_max = float((torch.linalg.vector_norm(lattice.real_m, dim=-1) * lattice.N).max().detach())
     reciprocal_pixel = lambda_A * ANGSTROM * distance_m / pixel_m
-    recommended = math.ceil(3.0 * size_max / reciprocal_pixel)
-    return max(recommended, 1)
+    ratio = 3.0 * size_max / reciprocal_pixel if reciprocal_pixel > 0 else math.inf
+    if not math.isfinite(ratio):
+        raise ConfigError(
+            f"automatic oversampling is not finite (crystal size {size_max:g} m over reciprocal pixel "
+            f"{reciprocal_pixel:g}): check -cell/-mat, -N, -lambda, -distance and -pixel, or give -oversample"
+        )
+    return max(math.ceil(ratio), 1)

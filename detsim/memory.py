@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from detsim.config import ConfigError
+
 WORKING_FRACTION = 0.25  # of the memory available at the start, for one chunk and one block together
 WORKING_CAP_BYTES = 1 << 30  # past 1 GiB a chunk runs no faster, so none is given more
 FALLBACK_AVAILABLE_BYTES = 2 << 30  # when the operating system does not say
@@ -90,3 +92,22 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
         by_block = max(1, block_lanes // max(1, lanes_per_pixel))  # a block then covers whole pixels
         chunk_pixels = max(1, min(max_chunk, by_block, by_memory))
     return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes)
+
+
+def gib(n_bytes: float) -> str:
+    """Bytes as GiB for a message ("1.5 GiB"); very large counts in exponent form."""
+    try:
+        return f"{n_bytes / (1 << 30):.3g} GiB"
+    except OverflowError:  # an int beyond any float
+        return f"about 1e{len(str(int(n_bytes))) - 10} GiB"
+
+
+def require(what: str, needed: float, device: torch.device | str = "cpu") -> None:
+    """Raise :class:`~detsim.config.ConfigError` when ``needed`` bytes exceed the memory available now.
+
+    For sizes known before anything is allocated (image, orientations, one pixel's subpixels), so an absurd
+    request ends with one line naming ``what`` instead of an allocation failure or a machine out of memory.
+    """
+    available = available_bytes(torch.device(device))
+    if needed > available:
+        raise ConfigError(f"{what} needs {gib(needed)} of memory, more than the {gib(available)} available")

@@ -16,17 +16,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from detsim import physics
-from detsim.config import SimulationConfig, as_float
+from detsim import memory, physics
+from detsim.config import ConfigError, SimulationConfig, as_float
 from detsim.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
 )
 from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
-from detsim.sampling import Steps, resolve_thickness
+from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
 from detsim.sources import Sources, build_sources
 from detsim.structure import StructureFactors
-from detsim.units import UM
+from detsim.units import DEG, UM
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,23 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     device = torch.device(device)
     setup_dtype = torch.float64
     beam, det, sampling = config.beam, config.detector, config.sampling
+    memory.require(f"a {det.spixels}x{det.fpixels} image (-detpixels)",
+                   det.spixels * det.fpixels * (dtype.itemsize + IMAGE_BYTES_PER_PIXEL), device)
     crystal = clip_sizes_to_beam(config.crystal, beam.beamsize_mm)
     frame = lab_frame(det, beam, crystal, device=device, dtype=setup_dtype)
     geom = detector_geometry(det, frame, device=device, dtype=setup_dtype)
+    _require_finite("the detector geometry (-distance, -pixel, -detsize, the beam centre, rotations)",
+                    geom.pix0_m, geom.distance_m, geom.fbeam_m, geom.sbeam_m, geom.pixel_m)
     lattice = build_lattice(crystal, beam.lambda_A, device=device, dtype=setup_dtype)
+    _require_finite("the lattice of the unit cell (-cell or -mat, with -lambda)",
+                    lattice.real_m, lattice.recip_A, lattice.volume_A3)
     sources = build_sources(beam, frame)
 
     steps = phi_steps(sampling)
+    domains = resolve_mosaic_domains(crystal.mosaic_spread_deg * DEG, crystal.mosaic_domains)
+    memory.require(f"{steps.count} phi steps (-phisteps) x {domains} mosaic domains (-mosaic_dom)",
+                   steps.count * PHI_STEP_BYTES + domains * DOMAIN_BYTES
+                   + steps.count * domains * ORIENTATION_BYTES, device)
     phis = phi_angles(sampling, steps)
     umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)  # (D, 3, 3) mosaic rotations
     orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)  # (R, 3, 3) m
@@ -86,6 +96,11 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     oversample = sampling.oversample if sampling.oversample else recommended
 
     thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)  # sensor layers, m
+    n_sources = sources.lambda_m.shape[0]
+    what = (f"-oversample {oversample}" if sampling.oversample else
+            f"automatic -oversample {oversample:.4g} (from -cell/-mat, -N, -lambda, -distance and -pixel)")
+    memory.require(f"one pixel's {what} x {thickness.count} sensor layers (-thicksteps) x {n_sources} sources",
+                   memory.bytes_per_pixel(thickness.count, oversample ** 2, n_sources, dtype.itemsize), device)
     if det.mu_per_m is not None:  # attenuation coefficient mu, 1/m
         mu = det.mu_per_m
     else:
@@ -114,6 +129,21 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
         water_bg=physics.water_background(crystal.water_um * UM, fluence),
         pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
     )
+
+
+# Bytes a rendered pixel needs besides the image itself: its int32 (slow, fast) indices and the command's
+# float32 copy, uint16 images and float64 statistics temporaries.
+IMAGE_BYTES_PER_PIXEL = 8 + 4 + 2 + 2 + 1 + 16
+PHI_STEP_BYTES = 2 * 32  # two Python float lists (angles, effective angles)
+DOMAIN_BYTES = 9 * 8 + 400  # a float64 rotation, and its Python rows while the random stream draws them
+ORIENTATION_BYTES = 4 * 9 * 8  # a (3, 3) float64 orientation: rotated, oriented, cast, and one spare
+
+
+def _require_finite(what: str, *values) -> None:
+    for value in values:
+        tensor = torch.as_tensor(value, dtype=torch.float64) if not isinstance(value, Tensor) else value
+        if not bool(torch.isfinite(tensor.detach()).all()):
+            raise ConfigError(f"{what} is not finite in double precision: a value is too large or too small")
 
 
 def _cast_frame(frame: LabFrame, dtype: torch.dtype) -> LabFrame:

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from detsim import memory
+
 __all__ = ["HKLError", "HKLTable", "StructureFactors", "read_hkl"]
 
 _INT_LIMIT = 2**31  # nanoBragg stores indices in C ints; |index| must stay below this
@@ -131,6 +133,9 @@ def _checked_numbers(source: str, records: list[tuple[str, str, str, str]],
     return hkl, amplitudes
 
 
+HKL_BYTES_PER_ENTRY = 3 * 8  # the float64 table, its copy on the device, and a spare for its lookups
+
+
 def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
     """Read an ``h k l F`` text file into a dense table (spec §2.1).
 
@@ -168,6 +173,12 @@ def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
     lows = indices.min(axis=0)
     shape = tuple(int(n) for n in indices.max(axis=0) - lows + 1)
     size = shape[0] * shape[1] * shape[2]
+    available = memory.available_bytes(torch.device("cpu"))
+    if size * HKL_BYTES_PER_ENTRY > available:
+        raise HKLError(
+            f"{source}: index box {shape[0]} x {shape[1]} x {shape[2]} ({size} entries) needs "
+            f"{memory.gib(size * HKL_BYTES_PER_ENTRY)} of memory, more than the {memory.gib(available)} available"
+        )
     try:
         values = np.full(shape, float(default_F) if default_F != 0 else 0.0, dtype=np.float64)
     except (MemoryError, ValueError):

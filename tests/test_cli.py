@@ -239,3 +239,56 @@ def test_a_run_whose_smv_header_exceeds_512_bytes_writes_a_valid_smv(tmp_path, m
     pixels = np.frombuffer((tmp_path / "intimage.img").read_bytes(), dtype="<u2", offset=header_bytes)
     assert np.array_equal(pixels.reshape(16, 16), expected)
     assert np.array_equal(io.read_smv(tmp_path / "intimage.img")[1], expected)
+
+
+ABSURD = [
+    (["-detpixels", "1000000"], "-detpixels"),
+    (["-oversample", "100000"], "-oversample"),
+    (["-phisteps", "1000000000", "-osc", "1"], "-phisteps"),
+    (["-mosaic", "1", "-mosaic_dom", "2000000000"], "-mosaic_dom"),
+    (["-hkl", "box.hkl"], "box.hkl"),
+    (["-distance", "1e-300"], "-distance"),
+    (["-lambda", "1e-300"], "-lambda"),
+    (["-pixel", "1e300"], "-pixel"),
+    (["-cell", "1e300", "1e300", "1e300", "90", "90", "90"], "-cell"),
+    (["-cell", "1e300", "1e300", "1e300", "90", "90", "90", "-oversample", "1"], "-cell"),
+    (["-cell", "1e-300", "1e-300", "1e-300", "90", "90", "90"], "-cell"),
+    (["-mat", "nearly_singular.mat"], "-mat"),
+]
+
+
+@pytest.mark.parametrize("argv,named", ABSURD, ids=[" ".join(a[0])[:30] for a in ABSURD])
+def test_absurd_sizes_are_refused_up_front_against_the_memory_available(argv, named, tmp_path, monkeypatch,
+                                                                        capsys):
+    # 256 MiB "available": every case must be refused from its sizes alone, before it allocates them
+    monkeypatch.setattr("detsim.memory.available_bytes", lambda device=None: 256 << 20)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "box.hkl").write_text("0 0 0 10\n500 500 500 10\n")
+    (tmp_path / "nearly_singular.mat").write_text("0.01 0 0\n0 0.01 0\n0 0 1e-300\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(SMALL + argv + ["-seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and named in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_normal_run_fits_in_little_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr("detsim.memory.available_bytes", lambda device=None: 256 << 20)
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-seed", "1", "-mosaic", "1", "-mosaic_dom", "3", "-phisteps", "2", "-osc", "1"]) == 0
+
+
+def test_a_render_that_makes_nan_is_refused_before_writing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    real_render = __import__("detsim.cli", fromlist=["render"]).render
+
+    def nan_render(*args, **kwargs):
+        image, info = real_render(*args, **kwargs)
+        image[3, 4] = float("nan")
+        return image, info
+
+    monkeypatch.setattr("detsim.cli.render", nan_render)
+    assert main(SMALL + ["-seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "NaN" in err and err.count("\n") == 1 and "slow 3, fast 4" in err, err
+    assert list(tmp_path.iterdir()) == []
