@@ -2,14 +2,18 @@
 
 Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args) -> int``. Exit codes are shared (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all
-good, 1 something regressed or differs, 2 something could not be measured or the input was bad.
+good, 1 something regressed or differs, 2 something could not be measured or the input was bad, 130
+stopped by Ctrl-C or SIGTERM (both handled alike, :func:`terminate_as_interrupt`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 
 from detsim.track.base.exitcodes import ExitCode
 
@@ -63,9 +67,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return ExitCode.UNMEASURED
     try:
-        return int(modules[args.command].run(args))
+        with terminate_as_interrupt():
+            return int(modules[args.command].run(args))
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, while the block runs: every command's clean-up
+    (temporary report folders removed, child processes killed) runs for both. The previous handler is
+    restored afterwards (the main thread only: elsewhere signals cannot be handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,18 @@
 A :class:`Command` is one pytest process: its argv, in which :data:`BUNDLE` stands for the bundle
 folder (the temporary folder while the bundle is made, ``$BUNDLE`` in ``commands.txt``), and the
 log its output goes to, relative to the bundle. :meth:`Command.execute` runs it in a session of its
-own; past the time-out, or when the caller is interrupted (Ctrl-C raises KeyboardInterrupt), the
-whole process group is killed, the log keeps everything up to the kill, and the interrupt goes on.
+own; past the time-out, or when the caller is interrupted (Ctrl-C, or SIGTERM, which ``detsim-track``
+turns into the same KeyboardInterrupt), the whole process group is killed, the log keeps everything
+up to the kill, and the interrupt goes on. Should the caller itself be killed outright (SIGKILL, where
+nothing of it runs any more), the pytest process dies with it: on Linux it asks the kernel for SIGKILL
+when its parent goes (``prctl(PR_SET_PDEATHSIG)``), so no orphaned test run goes on.
 :func:`exit_status` turns how a process ended into a status (``ok``, ``crashed``, ``nothing
 collected``) and a reason.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shlex
@@ -58,7 +62,8 @@ class Command:
         start = time.monotonic()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(self.resolved(folder), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=die_with_parent(os.getpid()))
             try:
                 code, timed_out = proc.wait(timeout=timeout), False
             except subprocess.TimeoutExpired:
@@ -76,6 +81,25 @@ def _shell_word(arg: str) -> str:
         return shlex.quote(arg)
     escaped = re.sub(r'(["\\$`])', r"\\\1", arg).replace(BUNDLE, "$BUNDLE")
     return f'"{escaped}"'
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int):
+    """A ``preexec_fn`` making the child get SIGKILL when ``parent`` dies (Linux; None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arrange() -> None:  # runs in the child between fork and exec: no allocation-heavy work
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent went before the request was made
+            os._exit(1)
+
+    return arrange
 
 
 def _kill(proc: subprocess.Popen) -> None:

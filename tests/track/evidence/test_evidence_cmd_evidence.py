@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -368,3 +369,54 @@ def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, mo
     assert main("--verify", str(bundle)) == 2
     out = capsys.readouterr().out
     assert "unreadable: summary.md (Permission denied)" in out and "1 problem against sha256.txt" in out
+
+
+def _pids_running(marker: str) -> list[int]:
+    """Processes (not zombies) whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGKILL"])
+def test_a_terminated_or_killed_run_leaves_no_pytest_child_running(tmp_path, signum):
+    import signal
+    import sys
+
+    plant(tmp_path, sleep=120)
+    parent = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", "evidence", "sel", "--area", "a",
+                               "--device", "cpu"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    marker = f"{tmp_path}/reports/a/"  # in the running pytest's --junitxml, inside the .partial folder
+    try:
+        assert _wait_for(lambda: any("junit-cpu" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                                     for p in _pids_running(marker)), 60), parent.communicate(timeout=5)
+        children = _pids_running(marker)
+        parent.send_signal(getattr(signal, signum))
+        code = parent.wait(timeout=30)
+        assert _wait_for(lambda: not [p for p in children if p in _pids_running(marker)], 10)
+    finally:
+        parent.kill()
+        for pid in _pids_running(marker):
+            os.kill(pid, signal.SIGKILL)
+    if signum == "SIGTERM":
+        assert code == 130
+        assert [p.name for p in (tmp_path / "reports" / "a").iterdir()] == []  # no .partial folder left
