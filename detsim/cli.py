@@ -10,6 +10,7 @@ checked before anything is written; a bad input ends the run with a one-line err
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import sys
 import time
@@ -242,6 +243,14 @@ def _header_fields(setup: Setup) -> dict:
     )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds like an interrupt (temporary files removed)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
@@ -249,12 +258,23 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(usage())
         return 0
     try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: signals stay as they are
+        previous = None
+    try:
         return run(argv)
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated:
+        print("detsim: terminated (SIGTERM); no file was left half-written", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
+        print("detsim: interrupted; no file was left half-written", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -292,3 +292,24 @@ def test_a_render_that_makes_nan_is_refused_before_writing(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert "NaN" in err and err.count("\n") == 1 and "slow 3, fast 4" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum,code", [(__import__("signal").SIGTERM, 143), (__import__("signal").SIGINT, 130)])
+def test_a_signal_during_the_write_leaves_no_temporary_file(signum, code, tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+    monkeypatch.chdir(tmp_path)
+    real = io._uint16_bytes
+
+    def interrupted(data):  # the signal arrives while the SMV temporary file is open
+        assert any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+        os.kill(os.getpid(), signum)
+        return real(data)
+
+    monkeypatch.setattr(io, "_uint16_bytes", interrupted)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert main(SMALL + ["-seed", "1", "-nopgm", "-nonoise"]) == code
+    assert signal.getsignal(signal.SIGTERM) is handler  # restored for whoever called main
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["floatimage.bin"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "detsim:" in err, err
