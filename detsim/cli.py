@@ -115,6 +115,13 @@ def _summary(setup: Setup) -> list[str]:
     return lines
 
 
+def _clock(seconds: float) -> str:
+    """Seconds as m:ss, or h:mm:ss from an hour on."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class _Progress:
     """A progress bar on a terminal for runs longer than a few seconds (outside the engine)."""
 
@@ -124,11 +131,14 @@ class _Progress:
         self.shown = False
 
     def __call__(self, fraction: float) -> None:
-        if not self.enabled or time.monotonic() - self.start < self.delay_s:
+        elapsed = time.monotonic() - self.start if self.enabled else 0.0
+        if not self.enabled or elapsed < self.delay_s:
             return
         width = 40
         filled = int(round(width * fraction))
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {100 * fraction:5.1f}%")
+        left = _clock(elapsed * (1 - fraction) / fraction) if fraction > 0 else "?"
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {100 * fraction:5.1f}%  "
+                          f"{_clock(elapsed)} elapsed, {left} left ")
         self.stream.flush()
         self.shown = True
 

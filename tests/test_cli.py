@@ -313,3 +313,23 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(signum, code, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["floatimage.bin"]
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "detsim:" in err, err
+
+
+def test_the_progress_bar_shows_elapsed_time_and_an_estimate_of_the_time_left(monkeypatch):
+    import io as stdio
+    from detsim import cli
+
+    class Terminal(stdio.StringIO):
+        def isatty(self):
+            return True
+
+    clock = iter([100.0, 130.0, 190.0])
+    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
+    stream = Terminal()
+    progress = cli._Progress(True, stream=stream, delay_s=2.0)  # starts at t = 100 s
+    progress(0.25)  # t = 130 s: 30 s for a quarter, 90 s left
+    progress(0.5)   # t = 190 s: 90 s for half, 90 s left
+    progress.close()
+    lines = stream.getvalue().split("\r")
+    assert "25.0%" in lines[1] and "0:30 elapsed" in lines[1] and "1:30 left" in lines[1], lines
+    assert "50.0%" in lines[2] and "1:30 elapsed" in lines[2] and "1:30 left" in lines[2], lines
