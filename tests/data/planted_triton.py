@@ -43,6 +43,12 @@ def block_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(out_ptr, tl.sum(x, axis=0))
 
 
+@triton.jit
+def block_total_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """out[0] = sum of x[0:BLOCK], no mask: reads every slot of a BLOCK-long buffer."""
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
 # A scratch buffer whose first N slots are the kernel's input; slot N is state the hashes never see.
 _WORKSPACE = torch.zeros(N + 1, dtype=torch.float32)
 _INPUT = _WORKSPACE[:N]
@@ -79,3 +85,20 @@ def steady(device="cpu", dtype=torch.float32):
     out = torch.empty_like(x)
     scale_kernel[lambda meta: (triton.cdiv(N, meta["BLOCK"]),)](x, out, N, 3.0, BLOCK=16)
     return out.sum()
+
+
+def padded_output(device="cpu", dtype=torch.float32):
+    """A kernel's output buffer padded to a power of two: the tail is never written, and never used."""
+    padded = torch.empty(BLOCK, dtype=torch.float32)
+    scale_kernel[(1,)](_ramp(), padded, N, 2.0, BLOCK=BLOCK)
+    head = padded[:N]
+    return head.sum() + (padded[:N] > 0.5).sum()
+
+
+def unmasked_total(device="cpu", dtype=torch.float32):
+    """A kernel summing a power-of-two buffer of which only N slots were written: it reads the rest."""
+    padded = torch.empty(BLOCK, dtype=torch.float32)
+    padded[:N] = _ramp()
+    total = torch.zeros(1, dtype=torch.float32)
+    block_total_kernel[(1,)](padded, total, BLOCK=BLOCK)  # reads garbage
+    return total * 0.5

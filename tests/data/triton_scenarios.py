@@ -36,7 +36,7 @@ def detsim_triton_mode():
 
 def main() -> None:
     reports = {name: find_divergence(getattr(planted_triton, name)).to_dict()
-               for name in ("stale_read", "retuned_sum", "steady")}
+               for name in ("stale_read", "retuned_sum", "steady", "padded_output", "unmasked_total")}
     engine = detsim_triton_mode()
     reports["detsim_triton"] = engine.to_dict() if engine is not None else None
     print(json.dumps(reports, default=str))

@@ -4,13 +4,16 @@ For each op: its name, where it was called from (file:line, or the autograd node
 every tensor argument hashed before the op runs (named after the op's schema: ``self``, ``other``,
 ``tensors[0]``...), non-tensor arguments as text, and every tensor result hashed after it.
 
-Memory that was never written is hashed but not compared: results of ``empty``-like ops
-(:data:`EMPTY_OPS`, until something writes them), the destination of ``copy_``/``fill_``-like ops
-(:data:`OVERWRITE_OPS`) and ``out=`` arguments. Ops that read only their input's metadata
-(:data:`METADATA_OPS`) do not hash it.
+Results of ``empty``-like ops (:data:`EMPTY_OPS`) are filled with the run's own value
+(:mod:`~detsim.track.divergence.unwritten`): elements that still hold it are never-written, counted in
+each hash and left out of it, and noted with the op that allocated them. The destination of
+``copy_``/``fill_``-like ops (:data:`OVERWRITE_OPS`) and ``out=`` arguments are hashed but not compared
+(they are written, not read). Ops that read only their input's metadata (:data:`METADATA_OPS`) do not
+hash it.
 
 The recorder (:class:`~detsim.track.divergence.recorder.Recorder`) is passed in: it holds the record,
-the map of never-written storages and the pause that keeps hashing out of the record.
+the run's fill, the map of storages allocated by empty-like ops and the pause that keeps hashing out of
+the record.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
     if recorder.is_paused:
         return func(*args, **kwargs)
     base = func._overloadpacket.__name__
-    inputs, scalars, written = _op_inputs(recorder, func._schema, base, args, kwargs)
+    inputs, scalars = _op_inputs(recorder, func._schema, base, args, kwargs)
     where = call_site()
     node = torch._C._current_autograd_node()
     if node is not None:
@@ -71,47 +74,46 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
     result = func(*args, **kwargs)
     outputs = []
     for tname, t in argument_tensors("out", result):
-        key = storage_key(t)
         if base in EMPTY_OPS:
-            recorder.uninitialised[key] = f"#{len(recorder.record.events)} {func}"
-            outputs.append(recorder.info(tname, t, compare=False, note="uninitialised (empty)"))
+            recorder.fill_never_written(t)
+            recorder.uninitialised[storage_key(t)] = f"#{len(recorder.record.events)} {func}" + \
+                (f" at {where}" if where else "")
+            outputs.append(recorder.info(tname, t, note="never written (empty)"))
         else:
-            recorder.uninitialised.pop(key, None)
             outputs.append(recorder.info(tname, t))
     if not outputs and result is not None and not isinstance(result, (torch.Tensor, list, tuple)):
         scalars["result"] = scalar_text(result)  # .item() and friends: the Python value it returned
-    for t in written:
-        recorder.uninitialised.pop(storage_key(t), None)
-    recorder.add(kind="op", name=str(func), where=where, inputs=inputs, outputs=outputs, scalars=scalars)
+    recorder.add(kind="op", name=str(func), where=where, inputs=inputs, outputs=outputs, scalars=scalars,
+                 view=bool(func.is_view))
     return result
 
 
 def _op_inputs(recorder, schema, base: str, args: tuple, kwargs: dict):
-    """(tensor inputs hashed before the op, non-tensor arguments as text, tensors the op writes)."""
-    inputs, scalars, written = [], {}, []
+    """(tensor inputs hashed before the op, non-tensor arguments as text)."""
+    inputs, scalars = [], {}
     for name, value, arg in _bind(schema, args, kwargs):
         is_out = bool(arg is not None and arg.is_out)
         is_write = bool(arg is not None and arg.is_write)
         tensors = argument_tensors(name, value)
         for tname, t in tensors:
-            if is_write:
-                written.append(t)
             if is_out:
                 continue  # out= buffers are written, not read
             inputs.append(_input_info(recorder, base, tname, t, overwrite=is_write and base in OVERWRITE_OPS))
         if not tensors and value is not None and not isinstance(value, torch.Tensor):
             scalars[name] = scalar_text(value)
-    return inputs, scalars, written
+    return inputs, scalars
 
 
 def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: bool) -> TensorInfo:
-    """A tensor input as read by the op: metadata only, overwritten, never written, or hashed."""
+    """A tensor input as read by the op: metadata only, overwritten, or hashed (never-written elements noted)."""
     if base in METADATA_OPS:
         return TensorInfo(name, None, list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device),
                           compare=False, note="metadata only")
-    origin = recorder.uninitialised.get(storage_key(t))
-    note = "overwritten by the op" if overwrite else f"uninitialised memory (from {origin})" if origin else None
-    return recorder.info(name, t, compare=not (overwrite or origin), note=note)
+    info = recorder.info(name, t, compare=not overwrite, note="overwritten by the op" if overwrite else None)
+    if info.unwritten and not overwrite:
+        info.note = recorder.never_written_note(t, info.unwritten)
+    return info
+
 
 
 def _bind(schema, args: tuple, kwargs: dict):

@@ -14,8 +14,12 @@ The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also 
     print(report.render()); report.first.name       # e.g. "aten.rand.default"
 
 With ``--processes`` each run is recorded in a fresh interpreter, ``python -m
-detsim.track.divergence.cmd_diverge --record-worker PATH THREADS ARGS...`` (ARGS: this subcommand's own
-arguments), which writes the record as JSON to PATH.
+detsim.track.divergence.cmd_diverge --record-worker PATH THREADS RUN ARGS...`` (RUN: ``A`` or ``B``, which
+picks the run's fill of never-written memory; ARGS: this subcommand's own arguments), which writes the
+record as JSON to PATH.
+
+A run that ends the process (``os._exit``) leaves no record: that is exit 2 with one line saying so, never
+a verdict. A target that returns no tensor and records no event has nothing to compare: exit 2 as well.
 
 On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
 before the target is imported (``--interpret`` forces it on or off).
@@ -24,6 +28,7 @@ before the target is imported (``--interpret`` forces it on or off).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -95,9 +100,12 @@ def run(args: argparse.Namespace) -> int:
             records = [_record_in_process(args, label, n) for label, n in zip("AB", threads)]
         else:
             call, label = build_call(args)
-            records = [_record(call, label, n, args) for n in threads]
+            records = [_record(call, label, n, args, run=run) for run, n in zip("AB", threads)]
             records[0].label = records[1].label = label
     except (TargetError, RuntimeError) as exc:
+        print(f"diverge: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    except EndedWithoutRecord as exc:
         print(f"diverge: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
@@ -163,18 +171,56 @@ def _run_main(run: Callable[[], object], argv: list[str]) -> None:
         sys.argv = saved
 
 
-def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace) -> Record:
-    with thread_count(threads):
-        return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers)
+class EndedWithoutRecord(BaseException):
+    """The target ended the process (``os._exit``): the run left no record.
+
+    A ``BaseException``, like the exit it replaces, so that the target's own ``except Exception`` does not
+    swallow it.
+    """
+
+
+def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace, *,
+            run: str = "A") -> Record:
+    """Record run ``run`` (``A`` or ``B``: its fill of never-written memory) of ``call``."""
+    with thread_count(threads), _no_hard_exit(label, run):
+        return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers,
+                      fill="AB".index(run))
+
+
+@contextlib.contextmanager
+def _no_hard_exit(label: str, run: str):
+    """``os._exit`` inside the run raises :class:`EndedWithoutRecord` instead of ending the process.
+
+    Only in this process: a child the target forks (multiprocessing) still exits as it means to.
+    """
+    real_exit, pid = os._exit, os.getpid()
+
+    def hard_exit(status: int = 0):
+        if os.getpid() != pid:
+            real_exit(status)
+        raise EndedWithoutRecord(f"{label}: run {run} ended without a record: the target called "
+                                 f"os._exit({status}), which ends the process before anything can be compared")
+
+    os._exit = hard_exit
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
     """Record one run in a fresh interpreter (``python -m WORKER --record-worker``, see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         path = Path(tmp) / f"record_{label}.json"
-        argv = [sys.executable, "-m", WORKER, "--record-worker", str(path), str(threads),
+        argv = [sys.executable, "-m", WORKER, "--record-worker", str(path), str(threads), label,
                 *diverge_argv(args, processes=False, out=None)]
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        if done.returncode == ExitCode.UNMEASURED and last.startswith("diverge: "):
+            raise RuntimeError(last.removeprefix("diverge: "))
+        if done.returncode == 0 and not path.exists():
+            raise RuntimeError(f"run {label} ended without a record: its process exited with status 0 before "
+                               "writing one")
         if done.returncode != 0 or not path.exists():
             raise RuntimeError(f"run {label} failed in its own process (exit {done.returncode}):\n{done.stderr}")
         rec = Record.load(path)
@@ -189,12 +235,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _record_worker(path: str, threads: str, argv: list[str]) -> int:
-    """Record one run of the target ``argv`` names at ``threads`` threads; write the record to ``path``."""
+def _record_worker(path: str, threads: str, argv: list[str], run: str = "A") -> int:
+    """Record run ``run`` of the target ``argv`` names at ``threads`` threads; write the record to ``path``."""
     args = _parser().parse_args(argv)
     _set_interpreter(args.interpret)
     call, label = build_call(args)
-    rec = _record(call, label, int(threads), args)
+    try:
+        rec = _record(call, label, int(threads), args, run=run)
+    except EndedWithoutRecord as exc:
+        print(f"diverge: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
     atomic_write_text(Path(path), rec.to_json())
     return 0
 
@@ -255,6 +305,7 @@ def write_bundle(out_dir: Path, records: list[Record], report: Report, args: arg
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] != "--record-worker":
-        sys.exit(f"usage: python -m {WORKER} --record-worker PATH THREADS ARGS... (or: detsim-track diverge ARGS...)")
-    sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[4:]))
+    if len(sys.argv) < 5 or sys.argv[1] != "--record-worker" or sys.argv[4] not in ("A", "B"):
+        sys.exit(f"usage: python -m {WORKER} --record-worker PATH THREADS A|B ARGS... "
+                 "(or: detsim-track diverge ARGS...)")
+    sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[5:], run=sys.argv[4]))

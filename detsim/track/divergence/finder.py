@@ -32,11 +32,12 @@ def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None,
 
     ``threads``: the torch thread counts of run A and run B (default: the current count for both);
     ``ops``/``kernels``: the layers to record; ``max_items``: victims and further culprits to keep.
+    Run A and run B fill never-written memory differently (fill 0 and 1), which tells reads of it.
     """
     records = []
-    for _, n in zip("AB", threads or (torch.get_num_threads(),) * 2):
+    for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
         run_args, run_kwargs = tree_map_only(torch.Tensor, _fresh, (args, kwargs))
         with thread_count(n):
             records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
-                                  kernels=kernels, **run_kwargs))
+                                  kernels=kernels, fill=fill, **run_kwargs))
     return compare_records(*records, max_items=max_items)

@@ -1,194 +1,38 @@
 """Compare two records event by event and name the first place they differ, and why.
 
 Walking the two runs' events (:mod:`detsim.track.divergence.records`, recorded by
-:mod:`detsim.track.divergence.recorder`) in order:
+:mod:`detsim.track.divergence.recorder`) in order, each event whose inputs or outputs differ becomes a
+:class:`~detsim.track.divergence.findings.Finding`:
 
-* a **culprit** is an op or kernel whose compared inputs are identical in both runs but whose outputs
-  differ: the non-determinism is inside it (or in a Python value passed to it, or in the launch
-  configuration autotuning chose, or in memory it read that was never written);
-* a **victim** is one whose inputs already differ: it points at the producer of the differing input
-  (the latest earlier event that wrote that content) and at the root culprit of that chain;
-* a **path** divergence is where the runs stop executing the same sequence of ops/kernels.
+* inputs identical, outputs different: a **culprit** - or, when an input holds never-written elements, a
+  read of **uninitialized** memory (run A and run B fill never-written memory differently, see
+  :mod:`~detsim.track.divergence.unwritten`). Such a read is a divergence only if it reaches a result:
+  when every result is identical, it and the events it fed become notes;
+* inputs different: a **victim** of the latest event that wrote the differing content in run B - unless
+  the content tells more: run B read what one of run A's events wrote (in place) and run B never made, a
+  **leak** of state from run A into run B; each run passed a tensor the other made too, different
+  **operands**; or the op makes a tensor from Python values (``torch.tensor``), a **culprit**;
+* a different op, or the same op on another source line: a **path** divergence (a leak found after it,
+  the usual reason a cache makes the runs branch, comes first).
 
 Each finding carries the tensor or argument name, both hashes, both grids and the knob that usually
-fixes that kind of culprit.
+fixes that kind of culprit (:mod:`~detsim.track.divergence.explain`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import re
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.divergence.explain import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
+                                             leak_text, operands_text, uninitialized_text)
+from detsim.track.divergence.findings import ROOT_ROLES, Finding, Report, ref_text
 from detsim.track.divergence.records import Event, Record, TensorInfo
 
-RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
-              "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",
-              "cauchy_", "log_normal_", "random_", "poisson", "dropout", "native_dropout", "rrelu_with_noise"}
+__all__ = ["compare_records", "explain", "Finding", "Report", "RANDOM_OPS"]
 
-
-@dataclass
-class Finding:
-    """One divergent event (or the inputs, or a change of path)."""
-
-    role: str  # "culprit", "victim", "path" or "inputs"
-    index: int | None
-    kind: str
-    name: str
-    where: str
-    tensor: str | None = None
-    hash_a: str | None = None
-    hash_b: str | None = None
-    stats_a: dict | None = None
-    stats_b: dict | None = None
-    reason: str = ""
-    fix: str = ""
-    producer: dict | None = None  # {"index", "name", "role", "where"} of the input's producer
-    root: dict | None = None  # the culprit at the start of the producer chain
-    grid_a: list | None = None
-    grid_b: list | None = None
-    config_a: dict | None = None
-    config_b: dict | None = None
-    scalars: dict = field(default_factory=dict)  # differing non-tensor arguments: name -> [a, b]
-
-    def headline(self) -> str:
-        at = f" at {self.where}" if self.where else ""
-        index = f"#{self.index} " if self.index is not None else ""
-        return f"{index}{self.kind} {self.name}{at}"
-
-    def lines(self) -> list[str]:
-        out = [f"{self.role.upper()}: {self.headline()}"]
-        if self.role == "path":
-            out.append(f"  {self.reason}")
-            return out
-        if self.tensor is not None:
-            what = "input" if self.role in ("victim", "inputs") else "output"
-            out.append(f"  {what} `{self.tensor}`: A {_short(self.hash_a)} vs B {_short(self.hash_b)}"
-                       + _stats_text(self.stats_a, self.stats_b))
-        for name, (a, b) in self.scalars.items():
-            out.append(f"  argument `{name}`: A {a} vs B {b}")
-        if self.grid_a is not None or self.grid_b is not None:
-            changed = " (changed: autotuning?)" if self.grid_a != self.grid_b else ""
-            out.append(f"  grid: A {self.grid_a} vs B {self.grid_b}{changed}")
-        if self.config_a != self.config_b:
-            out.append(f"  launch config: A {self.config_a} vs B {self.config_b}")
-        if self.producer is not None:
-            out.append(f"  produced by {_ref_text(self.producer)}")
-            if self.root is not None and self.root.get("index") != self.producer.get("index"):
-                out.append(f"  root culprit: {_ref_text(self.root)}")
-        if self.reason:
-            out.append(f"  why: {self.reason}")
-        if self.fix:
-            out.append(f"  fix: {self.fix}")
-        return out
-
-
-def _short(h: str | None) -> str:
-    return (h or "unhashed")[:12]
-
-
-def _stats_text(a: dict | None, b: dict | None) -> str:
-    if not a or not b:
-        return ""
-    return (f" (sum {_num(a.get('sum'))} vs {_num(b.get('sum'))}, "
-            f"absmax {_num(a.get('absmax'))} vs {_num(b.get('absmax'))})")
-
-
-def _num(x) -> str:
-    return f"{x:.9g}" if isinstance(x, float) else str(x)
-
-
-def _ref_text(ref: dict) -> str:
-    if ref.get("index") is None:
-        return ref.get("name", "?")
-    where = f" at {ref['where']}" if ref.get("where") else ""
-    return f"#{ref['index']} {ref['kind']} {ref['name']}{where} ({ref['role']})"
-
-
-@dataclass
-class Report:
-    """The outcome of comparing run A with run B."""
-
-    label: str
-    events_a: int
-    events_b: int
-    counts: dict
-    threads: tuple[int, int]
-    first: Finding | None = None
-    culprits: list[Finding] = field(default_factory=list)
-    victims: list[Finding] = field(default_factory=list)
-    victim_count: int = 0
-    culprit_count: int = 0
-    notes: list[str] = field(default_factory=list)
-    result_differences: list[dict] = field(default_factory=list)
-    results_compared: int = 0
-    errors: dict = field(default_factory=dict)
-
-    @property
-    def diverged(self) -> bool:
-        return self.first is not None or bool(self.result_differences)
-
-    def verdict(self) -> str:
-        if self.first is not None:
-            f = self.first
-            tensor = f" (`{f.tensor}`)" if f.tensor else ""
-            if f.role == "culprit":
-                return f"DIVERGED at #{f.index}: culprit {f.kind} {f.name}{tensor}"
-            if f.role == "victim":
-                origin = "an unrecorded producer" if f.producer is None or f.producer.get("index") is None \
-                    else _ref_text(f.producer)
-                return f"DIVERGED at #{f.index}: {f.kind} {f.name} is a victim{tensor} of {origin}"
-            if f.role == "inputs":
-                return f"DIVERGED before the first event: the computation's inputs differ{tensor}"
-            return f"DIVERGED at #{f.index}: the runs took different paths"
-        if self.result_differences:
-            return "DIVERGED: every recorded event matches but the results differ (computed outside recorded ops)"
-        if self.errors:
-            return "NO DIVERGENCE in the recorded events, but a run raised (see errors)"
-        results = f"{self.results_compared} result tensor(s) identical" if self.results_compared else \
-            "no result tensors returned"
-        return (f"NO DIVERGENCE: {self.events_a} events ({self.counts['op']} ops, {self.counts['kernel']} kernels) "
-                f"with identical inputs and outputs; {results}")
-
-    def exit_code(self) -> ExitCode:
-        if self.diverged:
-            return ExitCode.REGRESSED
-        return ExitCode.UNMEASURED if self.errors else ExitCode.OK
-
-    def render(self) -> str:
-        threads = "" if self.threads[0] == self.threads[1] else f" (threads {self.threads[0]} vs {self.threads[1]})"
-        lines = [f"diverge: {self.label}: run A vs run B{threads}: {self.events_a} vs {self.events_b} events "
-                 f"({self.counts['op']} ops, {self.counts['kernel']} kernels in A)"]
-        if self.first is not None:
-            lines += ["", "FIRST DIVERGENCE", *("  " + line for line in self.first.lines())]
-        more = [c for c in self.culprits if c is not self.first]
-        if self.victims:
-            shown = f"first {len(self.victims)} of {self.victim_count}" if self.victim_count > len(self.victims) \
-                else str(self.victim_count)
-            lines += ["", f"VICTIMS ({shown}; their inputs already differed)"]
-            for v in self.victims:
-                lines += ["  " + line for line in v.lines()]
-        if more:
-            lines += ["", f"OTHER CULPRITS ({self.culprit_count - 1} independent of the first)"]
-            for c in more:
-                lines += ["  " + line for line in c.lines()]
-        for note in self.notes:
-            lines.append(f"NOTE     {note}")
-        for label, error in self.errors.items():
-            lines.append(f"ERROR    run {label} raised: {error.strip().splitlines()[-1]}")
-        if self.result_differences:
-            diffs = ", ".join(f"{d['name']} A {_short(d['hash_a'])} vs B {_short(d['hash_b'])}"
-                              for d in self.result_differences)
-            lines.append(f"RESULTS  differ: {diffs}")
-        elif self.results_compared:
-            lines.append(f"RESULTS  identical ({self.results_compared} tensor(s))")
-        lines.append(f"VERDICT  {self.verdict()}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["verdict"] = self.verdict()
-        data["diverged"] = self.diverged
-        return data
+SAME = "identical in both runs"  # the role of an event whose inputs and outputs matched
+PARTIAL_WRITE_OPS = {"index_put_", "_index_put_impl_", "masked_fill_", "scatter_", "index_fill_", "index_copy_",
+                     "masked_scatter_", "put_", "fill_diagonal_"}  # in place, writing some elements, reading none
 
 
 def _differs(x: TensorInfo, y: TensorInfo) -> bool:
@@ -199,55 +43,34 @@ def _ref(event: Event, role: str) -> dict:
     return {"index": event.index, "kind": event.kind, "name": event.name, "where": event.where, "role": role}
 
 
+def _site(where: str) -> str:
+    """A call site without directories: records made in different folders still compare."""
+    return re.sub(r"[^\s:()]*[/\\]", "", where or "")
+
+
 def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | None = None) -> Report:
     """Walk both records in order; the first finding is the answer, the rest is context."""
     report = Report(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
                     events_b=len(b.events), counts=a.counts(), threads=(a.threads, b.threads))
     report.errors = {label: r.error for label, r in (("A", a), ("B", b)) if r.error}
-    device = device or _device_of(a)
+    findings = []
     input_diffs = [(x, y) for x, y in zip(a.inputs, b.inputs) if _differs(x, y)]
     if input_diffs:
         x, y = input_diffs[0]
-        report.first = Finding("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
-                               stats_a=x.stats, stats_b=y.stats,
-                               reason="the runs were given different inputs", fix="give both runs the same inputs")
-    produced_b: dict[str, dict] = {t.hash: {"index": None, "name": f"the computation's input `{t.name}`"}
-                                   for t in b.inputs if t.hash}
-    roles: dict[int, str] = {}
-    roots: dict[int, dict | None] = {}
-    for i, (ea, eb) in enumerate(zip(a.events, b.events)):
-        if (ea.kind, ea.name, len(ea.inputs), len(ea.outputs)) != (eb.kind, eb.name, len(eb.inputs), len(eb.outputs)):
-            _add(report, _path_finding(i, ea, eb), max_items)
-            break
-        finding = _classify(ea, eb, produced_b, roles, roots, a.threads != b.threads, device)
-        if finding is not None:
-            roles[i] = finding.role
-            roots[i] = _ref(eb, "culprit") if finding.role == "culprit" else finding.root
-            _add(report, finding, max_items)
-        elif ea.grid != eb.grid or ea.config != eb.config:
-            report.notes.append(f"{eb.describe()}: launch configuration differs (grid {ea.grid} vs {eb.grid}, "
-                                f"config {ea.config} vs {eb.config}) but its outputs are identical")
-        for t in eb.outputs:
-            if t.hash and t.written and t.compare:
-                produced_b[t.hash] = _ref(eb, roles.get(i, "identical in both runs"))
-    else:
-        if len(a.events) != len(b.events):
-            n = min(len(a.events), len(b.events))
-            longer, which = (a, "A") if len(a.events) > len(b.events) else (b, "B")
-            extra = longer.events[n]
-            _add(report, Finding("path", n, extra.kind, extra.name, extra.where,
-                                 reason=f"run {which} goes on with {len(longer.events) - n} more event(s) from "
-                                        f"{extra.describe()}; every earlier event matched"), max_items)
-    if not a.events and not b.events:
+        findings.append(Finding("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
+                                stats_a=x.stats, stats_b=y.stats, reason="the runs were given different inputs",
+                                fix="give both runs the same inputs"))
+    walk = _Walk(a, b, device or _device_of(a))
+    findings += walk.run()
+    report.notes += walk.notes
+    if not a.events and not b.events and (a.results or b.results or input_diffs):
         report.notes.append("no op or kernel was recorded (were both layers off, or did the work run as "
                             "compiled C++ kernels, which are not recorded?); only the results were compared")
-    for x, y in zip(a.results, b.results):
-        report.results_compared += 1
-        if _differs(x, y):
-            report.result_differences.append({"name": x.name, "hash_a": x.hash, "hash_b": y.hash})
-    if len(a.results) != len(b.results):
-        report.result_differences.append({"name": f"number of result tensors ({len(a.results)} vs "
-                                                  f"{len(b.results)})", "hash_a": None, "hash_b": None})
+    _compare_results(report, a, b)
+    if report.results_compared:
+        findings = walk.drop_unreached_reads(findings, report.notes)
+    for finding in findings:
+        report.add(finding, max_items)
     return report
 
 
@@ -258,125 +81,239 @@ def _device_of(record: Record) -> str:
     return "cpu"
 
 
-def _add(report: Report, finding: Finding, max_items: int) -> None:
-    if report.first is None:
-        report.first = finding
-    if finding.role == "victim":
-        report.victim_count += 1
-        if len(report.victims) < max_items:
-            report.victims.append(finding)
-    elif finding.role == "culprit":
-        report.culprit_count += 1
-        if len(report.culprits) < max_items + 1:
-            report.culprits.append(finding)
+def _compare_results(report: Report, a: Record, b: Record) -> None:
+    for x, y in zip(a.results, b.results):
+        report.results_compared += 1
+        if _differs(x, y) or x.unwritten or y.unwritten:
+            extra = {"unwritten": max(x.unwritten, y.unwritten), "note": y.note or x.note} \
+                if x.unwritten or y.unwritten else {}
+            report.result_differences.append({"name": x.name, "hash_a": x.hash, "hash_b": y.hash, **extra})
+    if len(a.results) != len(b.results):
+        report.result_differences.append({"name": f"number of result tensors ({len(a.results)} vs "
+                                                  f"{len(b.results)})", "hash_a": None, "hash_b": None})
 
 
-def _path_finding(i: int, ea: Event, eb: Event) -> Finding:
-    return Finding("path", i, eb.kind, eb.name, eb.where,
-                   reason=f"run A executed {ea.describe()} where run B executed {eb.describe()}; every earlier "
-                          "event matched, so the branch depends on state the recorded tensors do not show "
-                          "(Python-side state, caches, time, a value read with .item() from an unrecorded source)")
+class _Walk:
+    """One pass over both records, keeping who produced which content in each run."""
 
+    def __init__(self, a: Record, b: Record, device: str) -> None:
+        self.a, self.b, self.device = a, b, device
+        self.threads_differ = a.threads != b.threads
+        self.fills_differ = a.settings.get("fill") != b.settings.get("fill")
+        self.produced_a = _inputs_as_producers(a)
+        self.produced_b = _inputs_as_producers(b)
+        self.roles: dict[int, str] = {}
+        self.roots: dict[int, dict | None] = {}
+        self.in_place_a, self.made_a = _writers(a)
+        self.leaks: dict[int, dict] = {}  # run A's writer -> the first read of what it left
+        self.notes: list[str] = []
 
-def _classify(ea: Event, eb: Event, produced_b: dict, roles: dict, roots: dict, threads_differ: bool,
-              device: str) -> Finding | None:
-    inputs = [(x, y) for x, y in zip(ea.inputs, eb.inputs) if x.compare and y.compare and _differs(x, y)]
-    scalars = {k: [ea.scalars.get(k), eb.scalars.get(k)] for k in sorted(set(ea.scalars) | set(eb.scalars))
-               if ea.scalars.get(k) != eb.scalars.get(k)}
-    returned = scalars.pop("result", None)
-    outputs = [(x, y) for x, y in zip(ea.outputs, eb.outputs) if x.compare and y.compare and _differs(x, y)]
-    common = dict(kind=eb.kind, name=eb.name, where=eb.where, grid_a=ea.grid, grid_b=eb.grid,
-                  config_a=ea.config, config_b=eb.config, scalars=scalars)
-    if inputs:
-        x, y = inputs[0]
-        producer = produced_b.get(y.hash)
-        root = None
-        if producer is not None and producer.get("index") is not None:
-            j = producer["index"]
-            root = producer if roles.get(j) == "culprit" else roots.get(j)
-        if producer is None or producer.get("role") == "identical in both runs":
-            after = f" after {_ref_text(producer)} wrote it" if producer is not None else ""
+    def run(self) -> list[Finding]:
+        findings = []
+        for i, (ea, eb) in enumerate(zip(self.a.events, self.b.events)):
+            if _step(ea) != _step(eb):
+                return findings + self._path(i, ea, eb)
+            finding = self._classify(ea, eb)
+            if finding is not None:
+                self.roles[i] = finding.role
+                self.roots[i] = _ref(eb, finding.role) if finding.role in ROOT_ROLES else finding.root
+                findings.append(finding)
+            elif ea.grid != eb.grid or ea.config != eb.config:
+                self.notes.append(f"{eb.describe()}: launch configuration differs (grid {ea.grid} vs {eb.grid}, "
+                                  f"config {ea.config} vs {eb.config}) but its outputs are identical")
+            self._produced(ea, eb, i)
+        n = min(len(self.a.events), len(self.b.events))
+        if len(self.a.events) != len(self.b.events):
+            longer, which = (self.a, "A") if len(self.a.events) > len(self.b.events) else (self.b, "B")
+            extra = longer.events[n]
+            path = Finding("path", n, extra.kind, extra.name, extra.where,
+                           reason=f"run {which} goes on with {len(longer.events) - n} more event(s) from "
+                                  f"{extra.describe()}; every earlier event matched")
+            return findings + self._after_path(n, path)
+        return findings
+
+    def _produced(self, ea: Event, eb: Event, i: int) -> None:
+        for produced, event in ((self.produced_a, ea), (self.produced_b, eb)):
+            for t in event.outputs:
+                if t.hash and t.written and t.compare:
+                    produced[t.hash] = _ref(event, self.roles.get(i, SAME))
+
+    def _path(self, i: int, ea: Event, eb: Event) -> list[Finding]:
+        if (ea.kind, ea.name) == (eb.kind, eb.name):
+            reason = (f"both runs executed {eb.kind} {eb.name}, but run A at {ea.where or '?'} and run B at "
+                      f"{eb.where or '?'}: a Python branch went another way; every earlier event matched, so "
+                      "the branch depends on state the recorded tensors do not show (Python-side state, a "
+                      "counter, time, a value read with .item())")
+        else:
+            reason = (f"run A executed {ea.describe()} where run B executed {eb.describe()}; every earlier "
+                      "event matched, so the branch depends on state the recorded tensors do not show "
+                      "(Python-side state, caches, time, a value read with .item() from an unrecorded source)")
+        path = Finding("path", i, eb.kind, eb.name, eb.where, reason=reason, where_a=ea.where)
+        return self._after_path(i, path)
+
+    def _after_path(self, i: int, path: Finding) -> list[Finding]:
+        """The path finding, or a leak that explains it: run B reading state run A wrote in place."""
+        seen = set(self.produced_b)
+        reuse = None
+        for eb in self.b.events[i:]:
+            for t in eb.inputs:
+                if not (t.compare and t.hash) or t.hash in seen:
+                    continue
+                if t.hash in self.in_place_a:
+                    self.notes.append(f"the runs also took different paths from #{i}: {path.reason}")
+                    return [self._leak(eb, None, t, self.in_place_a[t.hash], in_place=True)]
+                if reuse is None and t.hash in self.made_a:
+                    reuse = (eb, t, self.made_a[t.hash])
+            seen.update(t.hash for t in eb.outputs if t.hash)
+        if reuse is not None:
+            eb, t, writer = reuse
+            path.reason += (f"; run B's #{eb.index} {eb.name} at {eb.where or '?'} reads `{t.name}` as run A's "
+                            f"{ref_text(writer)} made it: state kept between runs (a cache built in run A) "
+                            "is why the paths differ")
+        return [path]
+
+    def _leak(self, eb: Event, x: TensorInfo | None, y: TensorInfo, writer: dict, *, in_place: bool) -> Finding:
+        """Run B read ``y`` as run A's ``writer`` left it; a later read of the same state is its victim."""
+        data = dict(tensor=y.name, hash_a=x and x.hash, hash_b=y.hash, stats_a=x and x.stats, stats_b=y.stats,
+                    producer_a=writer, where_a=writer.get("where"))
+        first = self.leaks.get(writer["index"])
+        if first is not None:
+            return Finding("victim", eb.index, eb.kind, eb.name, eb.where, root=first, fix=f"fix {ref_text(first)}",
+                           reason=f"not the cause: it reads the state run A left, which {ref_text(first)} read first",
+                           **data)
+        self.leaks[writer["index"]] = _ref(eb, "leak")
+        reason, fix = leak_text(y.name, writer, in_place)
+        return Finding("leak", eb.index, eb.kind, eb.name, eb.where, reason=reason, fix=fix, **data)
+
+    def _classify(self, ea: Event, eb: Event) -> Finding | None:
+        inputs = [(x, y) for x, y in zip(ea.inputs, eb.inputs) if x.compare and y.compare and _differs(x, y)]
+        scalars = {k: [ea.scalars.get(k), eb.scalars.get(k)] for k in sorted(set(ea.scalars) | set(eb.scalars))
+                   if ea.scalars.get(k) != eb.scalars.get(k)}
+        returned = scalars.pop("result", None)
+        outputs = [(x, y) for x, y in zip(ea.outputs, eb.outputs) if x.compare and y.compare and _differs(x, y)]
+        common = dict(kind=eb.kind, name=eb.name, where=eb.where, grid_a=ea.grid, grid_b=eb.grid,
+                      config_a=ea.config, config_b=eb.config, scalars=scalars)
+        if inputs:
+            return self._differing_input(ea, eb, *inputs[0], common)
+        read = self._never_written_read(ea, eb, scalars, differs=bool(outputs) or returned is not None)
+        if not outputs and returned is None and read is None:
+            return None
+        if outputs or read is not None:
+            x, y = outputs[0] if outputs else next((x, y) for x, y in zip(ea.outputs, eb.outputs) if y.unwritten)
+            common.update(tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats, stats_b=y.stats)
+        else:
+            common.update(tensor="result", hash_a=returned[0], hash_b=returned[1])
+        if read is not None:
+            return self._uninitialized(eb, read, common)
+        reason, fix = explain(ea, eb, scalars, self.threads_differ, self.device)
+        return Finding("culprit", eb.index, reason=reason, fix=fix, **common)
+
+    def _never_written_read(self, ea: Event, eb: Event, scalars: dict, *, differs: bool) -> TensorInfo | None:
+        """The input whose never-written elements the op read, if it read any (and nothing else explains it).
+
+        It read them if its outputs differ (run A and run B fill never-written memory differently), or if it
+        moves data (not a view, not a partial write in place) and its output holds never-written elements.
+        """
+        if not self.fills_differ or scalars or ea.grid != eb.grid or ea.config != eb.config \
+                or base_name(eb.name) in RANDOM_OPS:
+            return None
+        read = next((t for t in eb.inputs if t.unwritten and t.compare), None)  # not overwritten, not write-only
+        if read is None or differs:
+            return read
+        copies = not eb.view and base_name(eb.name) not in PARTIAL_WRITE_OPS
+        return read if copies and any(t.unwritten and t.compare for t in eb.outputs) else None
+
+    def _uninitialized(self, eb: Event, read: TensorInfo, common: dict) -> Finding:
+        """A read of never-written memory: the first of its chain, or one after it (a victim)."""
+        reads = {"name": read.name, "count": read.unwritten, "note": read.note or ""}
+        producer = self.produced_b.get(read.hash)
+        root = self._root_of(producer)
+        if root is not None and root.get("role") == "uninitialized":
+            common.update(tensor=read.name, hash_a=read.hash, hash_b=read.hash, stats_a=read.stats, stats_b=read.stats)
+            return Finding("victim", eb.index, producer=producer, root=root, reads=reads, fix=f"fix {ref_text(root)}",
+                           reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
+                           **common)
+        reason, fix = uninitialized_text(read.name)
+        return Finding("uninitialized", eb.index, reason=reason, fix=fix, reads=reads, **common)
+
+    def _root_of(self, producer: dict | None) -> dict | None:
+        if producer is None or producer.get("index") is None:
+            return None
+        j = producer["index"]
+        return producer if self.roles.get(j) in ROOT_ROLES else self.roots.get(j)
+
+    def drop_unreached_reads(self, findings: list[Finding], notes: list[str]) -> list[Finding]:
+        """Reads of never-written memory that no result saw, and what they fed, become notes.
+
+        A read reaches a result when a result that differs (or holds never-written elements) was made by it
+        or by an event downstream of it.
+        """
+        reached = set()
+        for x, y in zip(self.a.results, self.b.results):
+            if _differs(x, y) or y.unwritten:
+                root = self._root_of(self.produced_b.get(y.hash))
+                reached.add(root and root.get("index"))
+        unreached = {f.index for f in findings if f.role == "uninitialized" and f.index not in reached}
+        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in unreached]
+        for f in findings:
+            if f.index in unreached and f.role == "uninitialized":
+                later = sum(v.root["index"] == f.index for v in fed)
+                notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
+                             f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
+                             "result: not a divergence")
+        dropped = {id(f) for f in fed}
+        return [f for f in findings if id(f) not in dropped and not (f.role == "uninitialized" and f.index in unreached)]
+
+    def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Finding:
+        """A victim, or what its differing input tells: a Python value, a leak, or other operands."""
+        data = dict(tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats, stats_b=y.stats, **common)
+        producer = self.produced_b.get(y.hash)
+        if producer is None and base_name(eb.name) in PYTHON_VALUE_OPS and ea.outputs and eb.outputs:
+            made_a, made_b = ea.outputs[0], eb.outputs[0]
+            return Finding("culprit", eb.index, tensor=made_b.name, hash_a=made_a.hash, hash_b=made_b.hash,
+                           stats_a=made_a.stats, stats_b=made_b.stats, reason=PYTHON_VALUE[0], fix=PYTHON_VALUE[1],
+                           **common)
+        if producer is None and (y.hash in self.in_place_a or y.hash in self.made_a):
+            in_place = y.hash in self.in_place_a
+            return self._leak(eb, x, y, (self.in_place_a if in_place else self.made_a)[y.hash], in_place=in_place)
+        producer_a = self.produced_a.get(x.hash)
+        if producer is not None and producer.get("role", SAME) == SAME and producer_a is not None \
+                and producer_a.get("role", SAME) == SAME:
+            reason, fix = operands_text(y.name)
+            return Finding("operands", eb.index, producer=producer, producer_a=producer_a, reason=reason, fix=fix,
+                           **data)
+        root = self._root_of(producer)
+        if producer is None or producer.get("role") == SAME:
+            after = f" after {ref_text(producer)} wrote it" if producer is not None else ""
             reason = (f"its input changed outside the recorded events{after} (an unrecorded kernel, a write "
                       "through .numpy() or data_ptr, or state shared between runs)")
             producer = producer and {**producer, "role": "last recorded writer"}
         else:
             reason = "not the cause: its input already differed"
-        fix = f"fix {_ref_text(root)}" if root else \
+        fix = f"fix {ref_text(root)}" if root else \
             "record the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
-        return Finding("victim", eb.index, tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats,
-                       stats_b=y.stats, producer=producer, root=root, reason=reason, fix=fix, **common)
-    if not outputs and returned is None:
-        return None
-    if outputs:
-        x, y = outputs[0]
-        tensor, ha, hb, sa, sb = y.name, x.hash, y.hash, x.stats, y.stats
-    else:
-        tensor, ha, hb, sa, sb = "result", returned[0], returned[1], None, None
-    reason, fix = explain(ea, eb, scalars, threads_differ, device)
-    return Finding("culprit", eb.index, tensor=tensor, hash_a=ha, hash_b=hb, stats_a=sa, stats_b=sb,
-                   reason=reason, fix=fix, **common)
+        return Finding("victim", eb.index, producer=producer, root=root, reason=reason, fix=fix, **data)
 
 
-def explain(ea: Event, eb: Event, scalars: dict, threads_differ: bool, device: str) -> tuple[str, str]:
-    """Why a culprit's outputs differ, and the knob that usually fixes it."""
-    base = eb.name.split(".")[1] if eb.name.count(".") >= 1 else eb.name
-    unread = [t.name for t in eb.inputs if not t.compare and t.note and t.note.startswith("uninitialised")]
-    launch_changed = ea.grid != eb.grid or ea.config != eb.config
-    if eb.kind == "kernel":
-        inductor = eb.name.startswith("triton_")
-        if launch_changed:
-            return ("the same inputs were launched with a different grid/configuration: autotuning chose another "
-                    "configuration, and the reduction order follows it",
-                    "torch._inductor.config.deterministic = True (TORCHINDUCTOR_DETERMINISTIC=1) skips on-device "
-                    "benchmarking; or disable autotuning (max_autotune=False, coordinate_descent_tuning=False)"
-                    if inductor else
-                    "pin the configuration (a single triton.Config, or a fixed BLOCK) instead of autotuning it "
-                    "per run, or cache the autotuning result (triton.knobs.autotuning.cache)")
-        if scalars:
-            name, (a, b) = next(iter(scalars.items()))
-            return (f"a scalar argument differs (`{name}`: {a} vs {b})",
-                    "find where that value is computed in Python (time, counters, unseeded random)")
-        if inductor:
-            reduction = any(tag in eb.name for tag in ("_red_", "_per_", "_spl_"))
-            return ("an Inductor kernel gave different outputs for identical inputs"
-                    + (" (a reduction: split or atomic accumulation order)" if reduction else " (atomics)"),
-                    "torch._inductor.config.deterministic = True (TORCHINDUCTOR_DETERMINISTIC=1)"
-                    + ("; filter reduction configs: torch._inductor.config.test_configs."
-                       "force_filter_reduction_configs = True (TORCHINDUCTOR_FORCE_FILTER_REDUCTION_CONFIGS=1)"
-                       if reduction else "")
-                    + "; torch.use_deterministic_algorithms(True) also filters reduction configs")
-        maybe_unread = (f", or a read of never-written contents of `{unread[0]}` (an element the kernel does "
-                        "not store before loading)") if unread else ""
-        return ("the kernel's outputs are not a function of its tensor arguments: float atomics "
-                "(tl.atomic_add order), a read outside its tensors' extent (a mask or offset that reaches "
-                f"memory the arguments do not cover){maybe_unread}",
-                "accumulate in a fixed order (per-program partials, then a second pass) instead of atomics; "
-                "check every tl.load's offsets and mask against the tensor's size")
-    if scalars:
-        name, (a, b) = next(iter(scalars.items()))
-        return (f"a Python value passed to the op differs (`{name}`: {a} vs {b})",
-                "find where that value is computed (time, counters, dict/set order, unseeded Python random)")
-    if base in RANDOM_OPS:
-        return ("a random-number op: its output depends on the generator state, which differs between the runs",
-                "seed before the computation (torch.manual_seed(n)) or pass generator=torch.Generator()"
-                ".manual_seed(n); on CUDA also torch.cuda.manual_seed_all(n)")
-    if unread:
-        return (f"it reads memory that was never written (`{unread[0]}`, allocated by an empty-like op)",
-                "initialise the buffer; torch.use_deterministic_algorithms(True) fills uninitialised memory "
-                "with NaN, which makes such reads visible")
-    if not eb.name.startswith(("aten.", "prims.")):
-        namespace = eb.name.split(".")[0]
-        return (f"a custom op ({namespace}) gave different outputs for identical inputs: its implementation "
-                "keeps hidden state (a counter, a cache) or is itself non-deterministic",
-                "make the state an explicit input of the op, or fix its implementation")
-    if threads_differ:
-        return ("the op's result depends on the number of threads (a parallel reduction splits its sum by thread)",
-                "pin the thread count (torch.set_num_threads / OMP_NUM_THREADS) or reduce in a fixed order "
-                "(fixed-size partial sums, then a sum of partials)")
-    if device == "cuda":
-        return ("a CUDA op with a non-deterministic implementation (atomics, or a library choosing an algorithm)",
-                "torch.use_deterministic_algorithms(True) (with CUBLAS_WORKSPACE_CONFIG=:4096:8; it raises on ops "
-                "that have no deterministic implementation) and torch.backends.cudnn.benchmark = False")
-    return ("the op gave different outputs for identical inputs",
-            "torch.use_deterministic_algorithms(True); on CPU most ops are deterministic at a fixed thread count, "
-            "so also look for hidden state in the code around it")
+def _step(event: Event) -> tuple:
+    """What must match for two events to be the same step of the computation."""
+    return event.kind, event.name, len(event.inputs), len(event.outputs), _site(event.where)
+
+
+def _inputs_as_producers(record: Record) -> dict[str, dict]:
+    return {t.hash: {"index": None, "name": f"the computation's input `{t.name}`"} for t in record.inputs if t.hash}
+
+
+def _writers(record: Record) -> tuple[dict[str, dict], dict[str, dict]]:
+    """(content -> the last event that wrote it in place, content -> the last event that made it) of a run."""
+    in_place, made = {}, {}
+    for event in record.events:
+        parts = event.name.split(".")
+        writes = event.kind == "kernel" or len(parts) > 1 and parts[1].endswith("_") \
+            or parts[-1] == "out" or parts[-1].endswith("_out")
+        for t in event.outputs:
+            if t.hash and t.compare and t.written:
+                made[t.hash] = _ref(event, "run A")
+                if writes:
+                    in_place[t.hash] = _ref(event, "run A, in place")
+    return in_place, made

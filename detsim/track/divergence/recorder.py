@@ -9,8 +9,11 @@ A :class:`Recorder` is a context manager that records what runs inside it into a
   hashed before and after the launch, scalar and ``constexpr`` arguments and the launch configuration.
 
 :func:`record` runs one call under a recorder and also fingerprints the call's inputs and results.
-Memory that was never written (``empty`` results, overwritten destinations, ``out=`` and ``out*``
-kernel arguments) is hashed but not compared. The hashing itself runs with recording paused.
+Memory from ``empty``-like ops is filled with the run's own value (``fill``: 0 for run A, 1 for run B,
+:mod:`~detsim.track.divergence.unwritten`), and elements still holding it are left out of every hash, so
+never-written memory does not make two runs differ unless a computation reads it. Overwritten
+destinations, ``out=`` and ``out*`` kernel arguments are hashed but not compared. The hashing itself
+runs with recording paused.
 
 Recording an op makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode
 disables Dynamo); record compiled code with ops off and kernels on.
@@ -26,9 +29,9 @@ from typing import Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from detsim.track.divergence import triton_hooks
+from detsim.track.divergence import triton_hooks, unwritten
 from detsim.track.divergence.aten_ops import op_mode
-from detsim.track.divergence.records import Event, Record, TensorInfo, tensor_info
+from detsim.track.divergence.records import Event, Record, TensorInfo, storage_key, tensor_info
 
 __all__ = ["Recorder", "record", "Record", "Event", "TensorInfo", "tensor_info"]
 
@@ -37,19 +40,20 @@ class Recorder:
     """Context manager recording ops and/or Triton launches into :attr:`record`.
 
     Only one recorder can be active at a time (the Triton wrappers are process-wide). The op and kernel
-    layers add events through :meth:`add`, fingerprint tensors through :meth:`info` and track storages
-    that were allocated but never written in :attr:`uninitialised`.
+    layers add events through :meth:`add`, fingerprint tensors through :meth:`info`, fill what empty-like
+    ops allocate through :meth:`fill_never_written` and note where it came from (:attr:`uninitialised`).
     """
 
     _active: "Recorder | None" = None
     _lock = threading.Lock()
 
-    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, stats: bool = True) -> None:
+    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, stats: bool = True,
+                 fill: int = 0) -> None:
         self.record = Record(label=label, threads=torch.get_num_threads(),
-                             settings={"ops": ops, "kernels": kernels,
+                             settings={"ops": ops, "kernels": kernels, "fill": fill,
                                        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()})
-        self.ops, self.kernels, self.stats = ops, kernels, stats
-        self.uninitialised: dict[int, str] = {}  # storage data_ptr -> the event that allocated it
+        self.ops, self.kernels, self.stats, self.fill = ops, kernels, stats, fill
+        self.uninitialised: dict[int, str] = {}  # storage data_ptr -> the empty-like op that allocated it
         self._paused = 0
         self._mode: TorchDispatchMode | None = None
         self._undo: list[Callable[[], None]] = []
@@ -101,7 +105,18 @@ class Recorder:
     def info(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
         """:func:`~detsim.track.divergence.records.tensor_info` of ``t``, not recorded itself."""
         with self.paused():
-            return tensor_info(name, t, stats=self.stats, **kw)
+            return tensor_info(name, t, stats=self.stats, run=self.fill, **kw)
+
+    def never_written_note(self, t: torch.Tensor, count: int) -> str:
+        """``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from."""
+        origin = self.uninitialised.get(storage_key(t))
+        return f"{count} never-written element(s) " + (f"(allocated by {origin})" if origin else
+                                                        "(copied from memory an empty-like op allocated)")
+
+    def fill_never_written(self, t: torch.Tensor) -> None:
+        """Fill a tensor an empty-like op just allocated with this run's value (not recorded)."""
+        with self.paused():
+            unwritten.fill(t, self.fill)
 
     def add(self, **fields) -> Event:
         """Append the next event (its index is its position in the record)."""
@@ -110,9 +125,13 @@ class Recorder:
         return event
 
 
-def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, **kwargs) -> Record:
-    """Run ``fn(*args, **kwargs)`` once under a :class:`Recorder`; an exception is kept in ``record.error``."""
-    recorder = Recorder(label, ops=ops, kernels=kernels)
+def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, fill: int = 0,
+           **kwargs) -> Record:
+    """Run ``fn(*args, **kwargs)`` once under a :class:`Recorder`; an exception is kept in ``record.error``.
+
+    ``fill``: the value never-written memory gets in this run (give run A and run B different ones).
+    """
+    recorder = Recorder(label, ops=ops, kernels=kernels, fill=fill)
     rec = recorder.record
     named = [*((f"arg{i}", a) for i, a in enumerate(args)), *kwargs.items()]
     rec.inputs = [tensor_info(n, t) for name, value in named for n, t in _flatten(name, value)]
@@ -122,7 +141,12 @@ def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: b
             result = fn(*args, **kwargs)
     except Exception:
         rec.error = traceback.format_exc()
-    rec.results = [tensor_info(n, t) for n, t in _flatten("result", result)]
+    rec.results = []
+    for name, t in _flatten("result", result):
+        info = tensor_info(name, t, run=fill)
+        if info.unwritten:
+            info.note = recorder.never_written_note(t, info.unwritten)
+        rec.results.append(info)
     return rec
 
 

@@ -2,8 +2,9 @@
 
 * a :class:`TensorInfo` fingerprints one tensor: the sha256 of its native bytes
   (:func:`~detsim.track.base.hashing.tensor_bytes`), its shape, dtype and device, and cheap statistics
-  (sum and largest magnitude, as float64) that show how far two differing tensors are apart. Content that
-  was never written is kept but marked ``compare=False``;
+  (sum and largest magnitude, as float64) that show how far two differing tensors are apart. Elements
+  that were never written (holding the run's fill, :mod:`~detsim.track.divergence.unwritten`) are
+  counted and left out of the hash; content that is about to be overwritten is marked ``compare=False``;
 * an :class:`Event` is one aten op or one Triton kernel launch: its name, where it was called from
   (:func:`call_site`), its tensor inputs and outputs, its non-tensor arguments as text
   (:func:`scalar_text`), and for kernels the grid and launch configuration;
@@ -23,7 +24,7 @@ from typing import Any
 
 import torch
 
-from detsim.track.base.hashing import sha256_bytes, tensor_bytes
+from detsim.track.divergence.unwritten import canonical
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _SUITE_DIR = str(Path(__file__).resolve().parent.parent)  # detsim/track: the tracking suite's own frames
@@ -38,10 +39,11 @@ class TensorInfo:
     shape: list[int]
     dtype: str
     device: str
-    compare: bool = True  # False: content never written (uninitialised or write-only), not compared
+    compare: bool = True  # False: content not read (overwritten, write-only, metadata), not compared
     note: str | None = None
     stats: dict | None = None  # {"sum": float, "absmax": float} of the values, as float64
     written: bool = True  # kernel arguments: whether the launch changed the content
+    unwritten: int = 0  # elements never written (still holding the run's fill), left out of the hash
 
     def short(self) -> str:
         return (self.hash or "unhashed")[:12]
@@ -60,6 +62,7 @@ class Event:
     scalars: dict[str, str] = field(default_factory=dict)  # non-tensor arguments, as text
     grid: list | None = None
     config: dict | None = None  # kernel launch configuration (constexprs, num_warps, Inductor config)
+    view: bool = False  # an op whose output aliases its input (slice, view, ...): it moves no data
 
     def describe(self) -> str:
         return f"#{self.index} {self.kind} {self.name}" + (f" at {self.where}" if self.where else "")
@@ -98,9 +101,12 @@ class Record:
 
 
 def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool = True,
-                note: str | None = None) -> TensorInfo:
+                note: str | None = None, run: int | None = None) -> TensorInfo:
     """Hash a tensor's values (sha256 of its contiguous native bytes) and summarise them.
 
+    ``run``: the fill of never-written memory in this run (see
+    :func:`~detsim.track.divergence.unwritten.canonical`); elements still holding it are counted in
+    ``unwritten`` and left out of the hash and the statistics.
     Run it with op recording paused: the copies and reductions it makes are not part of the computation.
     """
     shape, dtype, device = list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
@@ -109,15 +115,16 @@ def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool
                           note=note or f"not hashed ({type(t).__name__})")
     try:
         data = t.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
-        digest = sha256_bytes(tensor_bytes(data))
+        digest, unwritten, written = canonical(data, run)
     except (RuntimeError, TypeError) as exc:
         return TensorInfo(name, None, shape, dtype, device, compare=False, note=f"not hashed ({exc})"[:200])
     summary = None
-    if stats and data.numel() and (data.is_floating_point() or data.is_complex()):
-        values = data.abs() if data.is_complex() else data
+    if stats and written.numel() and (data.is_floating_point() or data.is_complex()):
+        values = written.abs() if data.is_complex() else written
         values = values.to(torch.float64)
         summary = {"sum": _json_float(float(values.sum())), "absmax": _json_float(float(values.abs().max()))}
-    return TensorInfo(name, digest, shape, dtype, device, compare=compare, note=note, stats=summary)
+    return TensorInfo(name, digest, shape, dtype, device, compare=compare, note=note, stats=summary,
+                      unwritten=unwritten)
 
 
 def _json_float(x: float):

@@ -11,7 +11,8 @@ launch configuration. Where the launches are seen:
   and ``triton.knobs.runtime.launch_enter_hook`` reports any other launch by name.
 
 Kernel arguments named ``out*``/``output*`` (Inductor's ``out_ptrN``, :data:`WRITE_ONLY_KERNEL_ARG`) are
-hashed before the launch but not compared: their content is about to be written.
+hashed before the launch but not compared: their content is about to be written. Never-written elements
+(memory an empty-like op allocated, still holding the run's fill) are noted with their count.
 
 :func:`install` puts the wrappers in place for one recorder and registers their removal with it; the
 wrappers are process-wide, which is why only one recorder may be active at a time.
@@ -27,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-from detsim.track.divergence.records import argument_tensors, call_site, scalar_text, storage_key
+from detsim.track.divergence.records import argument_tensors, call_site, scalar_text
 
 WRITE_ONLY_KERNEL_ARG = re.compile(r"^(out|output)(_|\d|$)", re.IGNORECASE)
 
@@ -87,10 +88,10 @@ def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *
         scalars = {n: scalar_text(v) for n, v in bound.items() if not argument_tensors(n, v) and n not in constexprs}
         before = {}
         for n, t in tensors.items():
-            origin = recorder.uninitialised.get(storage_key(t))
             unread = write_only(n)
-            note = f"uninitialised memory (from {origin})" if origin else "write-only (by name)" if unread else None
-            before[n] = recorder.info(n, t, compare=not (origin or unread), note=note)
+            before[n] = recorder.info(n, t, compare=not unread, note="write-only (by name)" if unread else None)
+            if before[n].unwritten:
+                before[n].note = recorder.never_written_note(t, before[n].unwritten)
         result = launch()
         if any(t.is_cuda for t in tensors.values()):
             torch.cuda.synchronize()
@@ -99,7 +100,6 @@ def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *
             info = recorder.info(n, t)
             info.written = info.hash != before[n].hash
             after.append(info)
-            recorder.uninitialised.pop(storage_key(t), None)
     recorder.add(kind="kernel", name=name, where=where, inputs=list(before.values()), outputs=after,
                  scalars=scalars, grid=grid_list(grid), config=config)
     return result

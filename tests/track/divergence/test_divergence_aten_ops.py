@@ -1,4 +1,4 @@
-"""divergence.aten_ops: each aten op is one event; unwritten memory is recorded but not compared."""
+"""divergence.aten_ops: each aten op is one event; never-written memory is filled, counted and left out of hashes."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ sys.path.insert(0, str(DATA))
 import planted_ops  # noqa: E402
 
 
-def test_uninitialised_and_overwritten_buffers_are_recorded_but_not_compared():
+def test_empty_buffers_are_counted_as_never_written_and_overwritten_ones_are_not_compared():
     rec = record(planted_ops.deterministic)
     by_name = {}
     for event in rec.events:
         by_name.setdefault(event.name, event)
-    assert by_name["aten.empty.memory_format"].outputs[0].compare is False
+    empty = by_name["aten.empty.memory_format"].outputs[0]
+    assert (empty.unwritten, empty.note) == (64, "never written (empty)")
     copy = by_name["aten.copy_.default"]
     assert [(t.name, t.compare) for t in copy.inputs] == [("self", False), ("src", True)]
     assert any(e.where.startswith("backward ") for e in rec.events)
@@ -48,10 +49,23 @@ def test_an_empty_buffer_is_compared_once_written_and_metadata_reads_are_not_has
         return buf + like
 
     empty, zeros_like, fill, add = record(step).events
-    assert empty.outputs[0].note == "uninitialised (empty)"
+    assert empty.outputs[0].note == "never written (empty)" and empty.outputs[0].unwritten == 3
     assert zeros_like.inputs[0].hash is None and zeros_like.inputs[0].note == "metadata only"
-    assert fill.inputs[0].note == "overwritten by the op"
-    assert [t.compare for t in add.inputs] == [True, True]  # written by fill_, so compared again
+    assert fill.inputs[0].note == "overwritten by the op" and fill.outputs[0].unwritten == 0
+    assert [(t.compare, t.unwritten) for t in add.inputs] == [(True, 0), (True, 0)]
+
+
+def test_a_read_of_never_written_elements_is_noted_with_the_op_that_allocated_them():
+    def step():
+        buf = torch.empty(4)
+        buf[:3] = 1.0
+        return buf * 2
+
+    rec = record(step)
+    mul = rec.events[-1]
+    assert (mul.name, mul.inputs[0].unwritten, mul.outputs[0].unwritten) == ("aten.mul.Tensor", 1, 0)
+    assert mul.inputs[0].note.startswith("1 never-written element(s) (allocated by #0 aten.empty.memory_format at ")
+    assert rec.events[1].view and not mul.view  # the slice that was written moves no data
 
 
 def test_a_python_value_an_op_returns_is_kept():

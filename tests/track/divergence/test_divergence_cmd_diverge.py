@@ -67,6 +67,50 @@ def test_a_script_that_exits_non_zero_is_unmeasured(tmp_path, capsys):
     assert "but a run raised" in text
 
 
+@pytest.mark.parametrize("processes", [False, True], ids=["in-process", "own-process"])
+def test_a_script_that_ends_the_process_could_not_be_recorded(tmp_path, capsys, processes):
+    """os._exit ends the process at once: that is no verdict, but exit 2 and one line saying so."""
+    script = tmp_path / "quits.py"
+    script.write_text("import os, torch\n"
+                      "x = torch.ones(3) * 2\n"
+                      "try:\n"
+                      "    os._exit(0)\n"
+                      "except Exception:\n"
+                      "    pass\n"
+                      "print('survived os._exit')\n")
+    code = cli.main(["diverge", "--script", str(script), *(["--processes"] if processes else [])])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"diverge: {script}: run A ended without a record") and "os._exit(0)" in line
+    assert "survived" not in captured.out and "VERDICT" not in captured.out
+
+
+def test_a_callable_returning_no_tensor_and_recording_nothing_has_nothing_to_compare(tmp_path, capsys):
+    target = tmp_path / "plain.py"
+    target.write_text("def f():\n    return 3\n")
+    code = cli.main(["diverge", "--call", f"{target}:f"])
+    text = capsys.readouterr().out
+    assert code == 2
+    assert "VERDICT  NOTHING TO COMPARE: the target produced no tensor output and recorded no events" in text
+    assert "NO DIVERGENCE" not in text
+
+
+@pytest.mark.parametrize("function, verdict", [
+    ("padded_scratch", "NO DIVERGENCE"),
+    ("garbage_accumulator", "DIVERGED at #3: op aten.add_.Tensor reads uninitialized memory (`self`)"),
+    ("running_mean_update", "DIVERGED at #2: state written by run A at "),
+    ("branch_on_call_count", "DIVERGED at #1: the runs took different paths (A at "),
+    ("rotating_terms", "DIVERGED at #7: the runs passed different tensors to op aten.add.Tensor (`self`)"),
+    ("stamped_by_counter", "DIVERGED at #0: culprit op aten.lift_fresh.default (`out`)"),
+])
+def test_cli_verdicts_and_exit_codes_of_the_planted_cases(capsys, function, verdict):
+    code = cli.main(["diverge", "--call", f"{DATA / 'planted_divergence.py'}:{function}"])
+    text = capsys.readouterr().out
+    assert code == (0 if verdict.startswith("NO") else 1), text
+    assert f"VERDICT  {verdict}" in text
+
+
 def test_diverge_argv_spells_out_the_arguments_and_parses_back():
     args = cmd_diverge._parser().parse_args(["--case", "c02", "--threads", "1", "2", "--grad", "detector.distance_mm",
                                              "--layers", "ops"])
@@ -81,9 +125,10 @@ def test_diverge_argv_spells_out_the_arguments_and_parses_back():
 def test_the_record_worker_writes_one_run_as_json(tmp_path):
     path = tmp_path / "record_A.json"
     argv = shlex.split(f"--call {DATA / 'planted_ops.py'}:deterministic --dtype float32")
-    assert cmd_diverge._record_worker(str(path), "1", argv) == 0
+    assert cmd_diverge._record_worker(str(path), "1", argv, run="B") == 0
     rec = Record.load(path)
     assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
+    assert rec.settings["fill"] == 1  # run B's fill of never-written memory
     assert {t.dtype for t in rec.results} == {"float32"}
 
 
@@ -99,4 +144,11 @@ def test_no_module_of_the_area_imports_the_dispatcher():
 @pytest.mark.slow
 def test_runs_recorded_in_their_own_processes_agree(capsys):
     code = cli.main(["diverge", "--call", f"{DATA / 'planted_ops.py'}:deterministic", "--processes"])
+    assert code == 0 and "NO DIVERGENCE" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_never_written_padding_recorded_in_their_own_processes_agrees(capsys):
+    """Each process fills never-written memory with its run's value: padding still does not diverge."""
+    code = cli.main(["diverge", "--call", f"{DATA / 'planted_divergence.py'}:padded_scratch", "--processes"])
     assert code == 0 and "NO DIVERGENCE" in capsys.readouterr().out

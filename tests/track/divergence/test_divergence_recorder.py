@@ -20,7 +20,7 @@ def test_record_fingerprints_inputs_and_nested_results(dtype):
     assert [e.name for e in rec.events] == ["aten.mul.Tensor", "aten.sum.default", "aten.add.Tensor",
                                             "aten.max.default"]
     assert [e.index for e in rec.events] == [0, 1, 2, 3]
-    assert rec.settings == {"ops": True, "kernels": True,
+    assert rec.settings == {"ops": True, "kernels": True, "fill": 0,
                             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
 
 

@@ -64,6 +64,23 @@ def test_deterministic_triton_kernels_have_no_divergence(triton_reports):
     assert engine["diverged"] is False and engine["counts"]["kernel"] >= 1
 
 
+def test_a_kernel_output_padded_to_a_power_of_two_is_no_divergence(triton_reports):
+    """The tail of the padded buffer is never written and never used: no false culprit at the kernel."""
+    report = triton_reports["padded_output"]
+    assert report["first"] is None and report["diverged"] is False and report["counts"]["kernel"] == 1
+    assert report["results_compared"] == 1 and report["result_differences"] == []
+
+
+def test_a_kernel_reading_the_never_written_tail_reads_uninitialized_memory(triton_reports):
+    report = triton_reports["unmasked_total"]
+    first = report["first"]
+    assert (first["role"], first["kind"], first["name"]) == ("uninitialized", "kernel", "block_total_kernel")
+    assert first["where"].endswith(marked_line(DATA / "planted_triton.py", "unmasked_total", "reads garbage"))
+    assert first["reads"]["name"] == "x_ptr" and first["reads"]["count"] == 16
+    assert report["verdict"] == "DIVERGED at #5: kernel block_total_kernel reads uninitialized memory (`x_ptr`)"
+    assert report["victims"][0]["root"]["name"] == "block_total_kernel"
+
+
 def _inductor_stand_in(block: int, scale: float):
     """A stand-in for Inductor's CachingAutotuner (the GPU path cannot run here)."""
     config = SimpleNamespace(kwargs={"XBLOCK": block}, num_warps=2, num_stages=1)

@@ -1,0 +1,257 @@
+"""What comparing two records finds, and how it reads: :class:`Finding` (one divergent event) and
+:class:`Report` (the whole comparison, its verdict and exit code).
+
+A finding's ``role`` says what kind of divergence it is:
+
+* ``culprit`` - identical inputs, different outputs: the non-determinism is inside the op or kernel
+  (or in a Python value passed to it, or in the launch configuration);
+* ``uninitialized`` - the op read memory that was never written (its inputs agree everywhere they were
+  written; its outputs differ because run A and run B fill never-written memory differently);
+* ``leak`` - run B read state that run A wrote: a module-level tensor or a cache mutated in place
+  outlives the run ("state written by run A at ... is read by run B at ...");
+* ``operands`` - the runs passed different tensors at one call, each made identically in both runs
+  (operands picked in an order that changes: set or dict order, a counter);
+* ``victim`` - its inputs already differed: it points at the producer of the differing input and at the
+  root of that chain;
+* ``path`` - the runs stopped executing the same ops (a different op, or the same op on another line);
+* ``inputs`` - the computation's own inputs differ.
+
+The first four start a chain of victims (:data:`ROOT_ROLES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from detsim.track.base.exitcodes import ExitCode
+
+ROOT_ROLES = ("culprit", "uninitialized", "leak", "operands")
+ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEAK", "operands": "DIFFERENT OPERANDS"}
+
+
+@dataclass
+class Finding:
+    """One divergent event (or the inputs, or a change of path)."""
+
+    role: str  # see the module docstring
+    index: int | None
+    kind: str
+    name: str
+    where: str  # run B's call site
+    tensor: str | None = None
+    hash_a: str | None = None
+    hash_b: str | None = None
+    stats_a: dict | None = None
+    stats_b: dict | None = None
+    reason: str = ""
+    fix: str = ""
+    producer: dict | None = None  # {"index", "name", "role", "where"} of the input's producer in run B
+    root: dict | None = None  # the culprit at the start of the producer chain
+    grid_a: list | None = None
+    grid_b: list | None = None
+    config_a: dict | None = None
+    config_b: dict | None = None
+    scalars: dict = field(default_factory=dict)  # differing non-tensor arguments: name -> [a, b]
+    where_a: str | None = None  # run A's call site, where it differs from run B's (paths, leaks)
+    producer_a: dict | None = None  # leak: run A's event that wrote the state; operands: A's operand's producer
+    reads: dict | None = None  # uninitialized: {"name", "count", "note"} of the input with never-written elements
+
+    def headline(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        index = f"#{self.index} " if self.index is not None else ""
+        return f"{index}{self.kind} {self.name}{at}"
+
+    def lines(self) -> list[str]:
+        out = [f"{ROLE_LABELS.get(self.role, self.role.upper())}: {self.headline()}"]
+        if self.role == "path":
+            return out + [f"  {self.reason}"]
+        if self.tensor is not None:
+            out.append(self._tensor_line())
+        if self.reads is not None:
+            out.append(f"  reads `{self.reads['name']}`: {self.reads['note']}")
+        for name, (a, b) in self.scalars.items():
+            out.append(f"  argument `{name}`: A {a} vs B {b}")
+        if self.grid_a is not None or self.grid_b is not None:
+            changed = " (changed: autotuning?)" if self.grid_a != self.grid_b else ""
+            out.append(f"  grid: A {self.grid_a} vs B {self.grid_b}{changed}")
+        if self.config_a != self.config_b:
+            out.append(f"  launch config: A {self.config_a} vs B {self.config_b}")
+        out += self._sources()
+        if self.reason:
+            out.append(f"  why: {self.reason}")
+        if self.fix:
+            out.append(f"  fix: {self.fix}")
+        return out
+
+    def _tensor_line(self) -> str:
+        what = "output" if self.role in ("culprit", "uninitialized") else "input"
+        if self.hash_a is None and self.role in ("leak", "victim"):
+            return f"  {what} `{self.tensor}` in run B: {short(self.hash_b)} (run A did not read it here)"
+        if self.hash_a == self.hash_b and self.reads is not None:
+            return (f"  {what} `{self.tensor}`: {short(self.hash_b)} in both runs where written; it holds "
+                    "never-written elements")
+        return f"  {what} `{self.tensor}`: A {short(self.hash_a)} vs B {short(self.hash_b)}" \
+            + _stats_text(self.stats_a, self.stats_b)
+
+    def _sources(self) -> list[str]:
+        """Where the differing input came from, in each run."""
+        if self.role == "leak" and self.producer_a is not None:
+            return [f"  written by run A: {ref_text(self.producer_a)}"]
+        if self.role == "operands":
+            return [f"  run A passed {ref_text(self.producer_a)}", f"  run B passed {ref_text(self.producer)}"]
+        out = []
+        if self.producer is not None:
+            out.append(f"  produced by {ref_text(self.producer)}")
+            if self.root is not None and self.root.get("index") != self.producer.get("index"):
+                out.append(f"  root culprit: {ref_text(self.root)}")
+        return out
+
+
+def short(h: str | None) -> str:
+    return (h or "unhashed")[:12]
+
+
+def _stats_text(a: dict | None, b: dict | None) -> str:
+    if not a or not b:
+        return ""
+    return (f" (sum {_num(a.get('sum'))} vs {_num(b.get('sum'))}, "
+            f"absmax {_num(a.get('absmax'))} vs {_num(b.get('absmax'))})")
+
+
+def _num(x) -> str:
+    return f"{x:.9g}" if isinstance(x, float) else str(x)
+
+
+def ref_text(ref: dict | None) -> str:
+    """``#3 op aten.mul.Tensor at f.py:9 in g (culprit)``, or the name of a tensor no event made."""
+    if ref is None:
+        return "?"
+    if ref.get("index") is None:
+        return ref.get("name", "?")
+    where = f" at {ref['where']}" if ref.get("where") else ""
+    return f"#{ref['index']} {ref['kind']} {ref['name']}{where} ({ref['role']})"
+
+
+@dataclass
+class Report:
+    """The outcome of comparing run A with run B."""
+
+    label: str
+    events_a: int
+    events_b: int
+    counts: dict
+    threads: tuple[int, int]
+    first: Finding | None = None
+    culprits: list[Finding] = field(default_factory=list)  # every root role (culprit, leak, ...)
+    victims: list[Finding] = field(default_factory=list)
+    victim_count: int = 0
+    culprit_count: int = 0
+    notes: list[str] = field(default_factory=list)
+    result_differences: list[dict] = field(default_factory=list)
+    results_compared: int = 0
+    errors: dict = field(default_factory=dict)
+
+    @property
+    def diverged(self) -> bool:
+        return self.first is not None or bool(self.result_differences)
+
+    @property
+    def nothing_recorded(self) -> bool:
+        """Neither run recorded an event or returned a tensor: there was nothing to compare."""
+        return not (self.diverged or self.events_a or self.events_b or self.results_compared or self.errors)
+
+    def verdict(self) -> str:
+        if self.first is not None:
+            return _first_verdict(self.first)
+        if self.result_differences:
+            if any(d.get("unwritten") for d in self.result_differences):
+                return "DIVERGED: a result holds memory that was never written (uninitialized memory reaches a result)"
+            return "DIVERGED: every recorded event matches but the results differ (computed outside recorded ops)"
+        if self.errors:
+            return "NO DIVERGENCE in the recorded events, but a run raised (see errors)"
+        if self.nothing_recorded:
+            return ("NOTHING TO COMPARE: the target produced no tensor output and recorded no events "
+                    "(return a tensor, a sequence or a mapping of tensors, or record the layer that does the work)")
+        results = f"{self.results_compared} result tensor(s) identical" if self.results_compared else \
+            "no result tensors returned"
+        return (f"NO DIVERGENCE: {self.events_a} events ({self.counts['op']} ops, {self.counts['kernel']} kernels) "
+                f"with identical inputs and outputs; {results}")
+
+    def exit_code(self) -> ExitCode:
+        if self.diverged:
+            return ExitCode.REGRESSED
+        return ExitCode.UNMEASURED if self.errors or self.nothing_recorded else ExitCode.OK
+
+    def render(self) -> str:
+        threads = "" if self.threads[0] == self.threads[1] else f" (threads {self.threads[0]} vs {self.threads[1]})"
+        lines = [f"diverge: {self.label}: run A vs run B{threads}: {self.events_a} vs {self.events_b} events "
+                 f"({self.counts['op']} ops, {self.counts['kernel']} kernels in A)"]
+        if self.first is not None:
+            lines += ["", "FIRST DIVERGENCE", *("  " + line for line in self.first.lines())]
+        more = [c for c in self.culprits if c is not self.first]
+        if self.victims:
+            shown = f"first {len(self.victims)} of {self.victim_count}" if self.victim_count > len(self.victims) \
+                else str(self.victim_count)
+            lines += ["", f"VICTIMS ({shown}; their inputs already differed)"]
+            for v in self.victims:
+                lines += ["  " + line for line in v.lines()]
+        if more:
+            lines += ["", f"OTHER CULPRITS ({self.culprit_count - 1} independent of the first)"]
+            for c in more:
+                lines += ["  " + line for line in c.lines()]
+        for note in self.notes:
+            lines.append(f"NOTE     {note}")
+        for label, error in self.errors.items():
+            lines.append(f"ERROR    run {label} raised: {error.strip().splitlines()[-1]}")
+        if self.result_differences:
+            diffs = ", ".join(f"{d['name']} holds {d.get('note') or str(d['unwritten']) + ' never-written element(s)'}"
+                              if d.get("unwritten")
+                              else f"{d['name']} A {short(d['hash_a'])} vs B {short(d['hash_b'])}"
+                              for d in self.result_differences)
+            lines.append(f"RESULTS  differ: {diffs}")
+        elif self.results_compared:
+            lines.append(f"RESULTS  identical ({self.results_compared} tensor(s))")
+        lines.append(f"VERDICT  {self.verdict()}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["verdict"] = self.verdict()
+        data["diverged"] = self.diverged
+        return data
+
+    def add(self, finding: Finding, max_items: int) -> None:
+        """Count a finding in; the first one added is the answer, the rest (up to ``max_items``) context."""
+        if self.first is None:
+            self.first = finding
+        if finding.role == "victim":
+            self.victim_count += 1
+            if len(self.victims) < max_items:
+                self.victims.append(finding)
+        elif finding.role in ROOT_ROLES:
+            self.culprit_count += 1
+            if len(self.culprits) < max_items + 1:
+                self.culprits.append(finding)
+
+
+def _first_verdict(f: Finding) -> str:
+    tensor = f" (`{f.tensor}`)" if f.tensor else ""
+    if f.role == "culprit":
+        return f"DIVERGED at #{f.index}: culprit {f.kind} {f.name}{tensor}"
+    if f.role == "uninitialized":
+        read = f" (`{f.reads['name']}`)" if f.reads else ""
+        return f"DIVERGED at #{f.index}: {f.kind} {f.name} reads uninitialized memory{read}"
+    if f.role == "leak":
+        where_a = (f.producer_a or {}).get("where") or "?"
+        return f"DIVERGED at #{f.index}: state written by run A at {where_a} is read by run B at {f.where or '?'}"
+    if f.role == "operands":
+        return f"DIVERGED at #{f.index}: the runs passed different tensors to {f.kind} {f.name}{tensor}"
+    if f.role == "victim":
+        origin = "an unrecorded producer" if f.producer is None or f.producer.get("index") is None \
+            else ref_text(f.producer)
+        return f"DIVERGED at #{f.index}: {f.kind} {f.name} is a victim{tensor} of {origin}"
+    if f.role == "inputs":
+        return f"DIVERGED before the first event: the computation's inputs differ{tensor}"
+    if f.where_a is not None and f.where_a != f.where:
+        return f"DIVERGED at #{f.index}: the runs took different paths (A at {f.where_a}, B at {f.where})"
+    return f"DIVERGED at #{f.index}: the runs took different paths"
