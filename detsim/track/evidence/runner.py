@@ -34,10 +34,14 @@ PYTEST_EXIT = {
 }
 
 
+PLUGIN = "detsim.track.evidence.plugin"  # provides --device where the selection's conftest does not
+
+
 def pytest_argv(*args: str) -> tuple[str, ...]:
     """A pytest command in this interpreter: unbuffered (a killed run keeps its log up to the kill),
-    without colour codes, and without the cache plugin (no --lf/--sw state carried between runs)."""
-    return (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider", "--color=no", *args)
+    without colour codes, without the cache plugin (no --lf/--sw state carried between runs), and
+    with :data:`PLUGIN`, so that ``--device`` works for any selection, under this project's conftest or not."""
+    return (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider", "-p", PLUGIN, "--color=no", *args)
 
 
 @dataclass(frozen=True)

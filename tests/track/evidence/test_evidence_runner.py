@@ -28,7 +28,7 @@ def test_exit_status(code, timed_out, expected):
 
 def test_pytest_runs_in_this_interpreter_unbuffered_without_cache_or_colour():
     assert pytest_argv("-q", "a.py") == (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider",
-                                         "--color=no", "-q", "a.py")
+                                         "-p", "detsim.track.evidence.plugin", "--color=no", "-q", "a.py")
 
 
 def test_shell_line_quotes_words_and_stands_bundle_for_the_folder(tmp_path):
