@@ -212,7 +212,8 @@ class _Walk:
         """The input whose never-written elements the op read, if it read any (and nothing else explains it).
 
         It read them if its outputs differ (run A and run B fill never-written memory differently), or if it
-        moves data (not a view, not a partial write in place) and its output holds never-written elements.
+        moves data (not a view, not a partial write in place) and an output it wrote holds never-written
+        elements (a kernel's arguments it left alone do not count).
         """
         if not self.fills_differ or scalars or ea.grid != eb.grid or ea.config != eb.config \
                 or base_name(eb.name) in RANDOM_OPS:
@@ -221,7 +222,7 @@ class _Walk:
         if read is None or differs:
             return read
         copies = not eb.view and base_name(eb.name) not in PARTIAL_WRITE_OPS
-        return read if copies and any(t.unwritten and t.compare for t in eb.outputs) else None
+        return read if copies and any(t.unwritten and t.compare and t.written for t in eb.outputs) else None
 
     def _uninitialized(self, eb: Event, read: TensorInfo, common: dict) -> Finding:
         """A read of never-written memory: the first of its chain, or one after it (a victim)."""

@@ -118,6 +118,17 @@ def test_a_read_of_never_written_elements_is_a_finding_only_when_it_reaches_a_re
     assert compare_records(a, b).first.role == "culprit"
 
 
+def test_a_kernel_that_leaves_a_padded_input_alone_does_not_read_it():
+    padded = info("x_ptr", "p", unwritten=16)
+    kernel = Event(0, "kernel", "masked_kernel", "m.py:3 in f", [padded, info("out_ptr", "o", compare=False)],
+                   [info("x_ptr", "p", unwritten=16, written=False), info("out_ptr", "q")], grid=[1, 1, 1])
+    report = compare_records(*_filled([kernel], [kernel], [info("r", "q")], [info("r", "q")]))
+    assert report.first is None and report.notes == []
+    copy = op(0, "aten.clone.default", [padded], [info("out", "p", unwritten=16)])  # carries them on: a read
+    report = compare_records(*_filled([copy], [copy], [info("r", "q")], [info("r", "q")]))
+    assert report.first is None and "aten.clone.default" in report.notes[0] and "not a divergence" in report.notes[0]
+
+
 def test_an_input_run_a_wrote_in_place_and_run_b_never_made_is_a_leak():
     a, b = records([op(0, "aten.sub.Tensor", [info("other", "0")], [info("out", "1")]),
                     op(1, "aten.add_.Tensor", [info("self", "0")], [info("out", "2")])],
