@@ -276,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:  # a write that failed after every check passed (disk full, a path removed meanwhile)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"detsim: error: cannot write {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except Terminated:
         print("detsim: terminated (SIGTERM); no file was left half-written", file=sys.stderr)
         return 128 + signal.SIGTERM

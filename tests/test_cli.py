@@ -333,3 +333,17 @@ def test_the_progress_bar_shows_elapsed_time_and_an_estimate_of_the_time_left(mo
     lines = stream.getvalue().split("\r")
     assert "25.0%" in lines[1] and "0:30 elapsed" in lines[1] and "1:30 left" in lines[1], lines
     assert "50.0%" in lines[2] and "1:30 elapsed" in lines[2] and "1:30 left" in lines[2], lines
+
+
+def test_a_write_that_fails_after_the_checks_is_one_line_exit_1(tmp_path, monkeypatch, capsys):
+    import errno
+    monkeypatch.chdir(tmp_path)
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(io.os, "replace", full)
+    assert main(SMALL + ["-seed", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "No space left" in err, err
+    assert list(tmp_path.iterdir()) == []
