@@ -262,8 +262,8 @@ class _Walk:
                 notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
                              f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
                              "result: not a divergence")
-        dropped = {id(f) for f in fed}
-        return [f for f in findings if id(f) not in dropped and not (f.role == "uninitialized" and f.index in unreached)]
+        dropped = {id(f) for f in fed} | {id(f) for f in findings if f.role == "uninitialized" and f.index in unreached}
+        return [f for f in findings if id(f) not in dropped]
 
     def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Finding:
         """A victim, or what its differing input tells: a Python value, a leak, or other operands."""
