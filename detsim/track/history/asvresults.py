@@ -86,13 +86,14 @@ POSITIVE_FAMILIES = ("timing", "memory", "throughput", "reference")  # a 0 or ne
 COLUMNS = {"result": "value", "samples": "sample", "stats_ci_99_a": "interval bound", "stats_ci_99_b": "interval bound"}
 
 
-def _impossible(value, family: str) -> str | None:
-    """Why a stored number cannot be (None: a number, or null/NaN, asv's failure/skip)."""
+def _impossible(value, family: str | None) -> str | None:
+    """Why a stored number cannot be (None: a number, or null/NaN, asv's failure/skip). ``family`` None:
+    an interval bound, which may be infinite or below 0 (asv stores (-inf, inf) for a single sample)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "not a number"
-    if math.isnan(value):
+    if math.isnan(value) or family is None:
         return None
     if math.isinf(value):
         return "infinite (asv stores a skip as NaN, a failure as null)"
@@ -110,7 +111,7 @@ def check_values(path: Path, data: dict, benchmarks: dict) -> None:
             cell = row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
             for i, item in enumerate(cell if isinstance(cell, list) else []):
                 for value in item if column == "samples" and isinstance(item, list) else [item]:
-                    why = _impossible(value, family if column != "stats_ci_99_a" else "")
+                    why = _impossible(value, None if column.startswith("stats_ci") else family)
                     if why:
                         raise ResultsError(f"{path}: {name} {column}[{i}]: {what} {value!r} is impossible ({why})")
 

@@ -283,3 +283,15 @@ def test_an_impossible_asv_conf_entry_is_one_line_naming_it(tmp_path, capsys, ed
     assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
     assert str(conf) in err and message in err
 
+
+
+def test_asvs_own_unbounded_interval_of_a_single_sample_is_accepted(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = _latest_file(root)
+    data = json.loads(latest.read_text())
+    row, columns = data["results"]["bench_engine.EngineSweep.time_simulate"], data["result_columns"]
+    row[columns.index("stats_ci_99_a")][0] = float("-inf")  # what asv stores for one sample
+    row[columns.index("stats_ci_99_b")][0] = float("inf")
+    latest.write_text(json.dumps(data))
+    assert _run(root, tmp_path)[0] == 0
