@@ -14,11 +14,13 @@ class ExitCode(enum.IntEnum):
     REGRESSED = 1  # something regressed, differs, fails its gate or diverges
     UNMEASURED = 2  # something could not be measured, or the input was bad (2 wins over 1)
     INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT, as shells report it)
+    TERMINATED = 143  # stopped by SIGTERM (128 + SIGTERM), after the same clean-up as Ctrl-C
 
 
 def worst(*codes: int) -> ExitCode:
-    """The code of a run made of several verdicts: INTERRUPTED over UNMEASURED over REGRESSED over OK."""
-    order = (ExitCode.INTERRUPTED, ExitCode.UNMEASURED, ExitCode.REGRESSED)
+    """The code of a run made of several verdicts: TERMINATED over INTERRUPTED over UNMEASURED over
+    REGRESSED over OK."""
+    order = (ExitCode.TERMINATED, ExitCode.INTERRUPTED, ExitCode.UNMEASURED, ExitCode.REGRESSED)
     for code in order:
         if code in codes:
             return code

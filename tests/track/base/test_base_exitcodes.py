@@ -8,8 +8,8 @@ from detsim.track.base.exitcodes import ExitCode, worst
 
 
 def test_codes_are_what_ci_scripts_read():
-    assert [int(c) for c in (ExitCode.OK, ExitCode.REGRESSED, ExitCode.UNMEASURED, ExitCode.INTERRUPTED)] == \
-        [0, 1, 2, 130]
+    assert [int(c) for c in (ExitCode.OK, ExitCode.REGRESSED, ExitCode.UNMEASURED, ExitCode.INTERRUPTED,
+                             ExitCode.TERMINATED)] == [0, 1, 2, 130, 143]
 
 
 @pytest.mark.parametrize(("codes", "expected"), [
@@ -19,6 +19,7 @@ def test_codes_are_what_ci_scripts_read():
     ((1, 2, 0), ExitCode.UNMEASURED),  # could not judge beats "regressed"
     ((2, ExitCode.REGRESSED), ExitCode.UNMEASURED),
     ((0, 130, 2), ExitCode.INTERRUPTED),  # a stopped run is never reported as judged
+    ((130, 143), ExitCode.TERMINATED),
 ])
 def test_worst_ranks_unmeasured_over_regressed_over_ok(codes, expected):
     result = worst(*codes)
