@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detsim import io, rng
+from detsim import files, io, rng
 from detsim.argconfig import InputError, build_config, parse_with_headers, time_seed
 from detsim.argv import HELP_FLAGS, ArgumentError, Arguments, usage
 from detsim.config import ConfigError
@@ -66,7 +66,7 @@ def _is_char_device(path: str) -> bool:
 def check_outputs(outputs: Outputs) -> None:
     """Every output path can be written and no two outputs share a file, checked before any work.
 
-    Raises :class:`~detsim.io.OutputError` naming the flag and the path. Outputs may share a character
+    Raises :class:`~detsim.files.OutputError` naming the flag and the path. Outputs may share a character
     device (``/dev/null``): writing through it twice loses nothing.
     """
     named = [("-floatfile", outputs.floatfile), ("-intfile", outputs.intfile), ("-pgmfile", outputs.pgmfile),
@@ -75,11 +75,11 @@ def check_outputs(outputs: Outputs) -> None:
     for flag, path in named:
         if path is None:
             continue
-        io.check_output_path(path, flag)
+        files.check_output_path(path, flag)
         key = os.path.realpath(path)
         if key in seen and not _is_char_device(key):
             other_flag, other_path = seen[key]
-            raise io.OutputError(f"{flag} {path} and {other_flag} {other_path} name the same file; "
+            raise files.OutputError(f"{flag} {path} and {other_flag} {other_path} name the same file; "
                                  "give each output its own file")
         seen[key] = (flag, path)
 
@@ -156,7 +156,7 @@ def run(argv: list[str], out=None) -> int:
         raise ConfigError("--trace-json needs at least one -trace_pixel S F")
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
         if args.trace_json is not None:
-            io.check_output_path(args.trace_json, "--trace-json")
+            files.check_output_path(args.trace_json, "--trace-json")
         trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
         return 0
     outputs = _outputs(args)
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         return run(argv)
-    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, io.OutputError) as exc:
+    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, files.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a write that failed after every check passed (disk full, a path removed meanwhile)

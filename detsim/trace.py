@@ -33,7 +33,7 @@ import torch
 
 from detsim.config import ConfigError, CrystalShape, SimulationConfig
 from detsim.engine import Setup, prepare, render, restrict_pixels
-from detsim.io import atomic_write
+from detsim.files import atomic_write
 from detsim.units import R_E_SQ_M2
 
 PREFIX = "TRACE_PY"

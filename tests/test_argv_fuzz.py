@@ -10,7 +10,7 @@ import pytest
 from detsim.argconfig import InputError
 from detsim.argv import HANDLERS, ArgumentError
 from detsim.config import ConfigError
-from detsim.io import OutputError
+from detsim.files import OutputError
 from detsim.sources import SourceFileError
 from detsim.structure import HKLError
 

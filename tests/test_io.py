@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from _tolerances import F64_ULPS
-import detsim.io as dio
+import detsim.files
+from detsim.files import OutputError
 from detsim.io import (
     image_statistics,
     int_image,
@@ -324,7 +325,7 @@ def test_interrupted_write_keeps_old_file_and_removes_temp(tmp_path, monkeypatch
         assert Path(src).parent == Path(dst).parent and Path(src).stat().st_size > 0
         raise OSError("disk full")
 
-    monkeypatch.setattr(dio.os, "replace", fail)
+    monkeypatch.setattr(detsim.files.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         writer(path)
     assert listing(tmp_path) == ["out.img"]
@@ -400,7 +401,7 @@ def test_a_read_only_file_is_refused_and_kept(tmp_path):
     path = tmp_path / "locked.bin"
     path.write_bytes(b"keep me")
     path.chmod(0o444)
-    with pytest.raises(dio.OutputError, match="locked.bin.*read-only"):
+    with pytest.raises(OutputError, match="locked.bin.*read-only"):
         write_float_image(path, np.ones((2, 2)))
     assert path.read_bytes() == b"keep me" and path.stat().st_mode & 0o777 == 0o444
     assert listing(tmp_path) == ["locked.bin"]
@@ -412,33 +413,6 @@ def test_an_existing_file_keeps_its_permissions(tmp_path):
     path.chmod(0o664)
     write_smv(path, np.ones((2, 2), dtype=np.uint16), {})
     assert path.stat().st_mode & 0o777 == 0o664
-
-
-@pytest.mark.parametrize("name,fragment", [
-    ("", "empty"),
-    ("nodir/out.bin", "does not exist"),
-    ("adir", "is a directory"),
-    ("afile/out.bin", "is not a directory"),
-])
-def test_check_output_path_names_the_path_in_one_line(tmp_path, monkeypatch, name, fragment):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "adir").mkdir()
-    (tmp_path / "afile").write_bytes(b"")
-    with pytest.raises(dio.OutputError, match=fragment) as info:
-        dio.check_output_path(name, "-floatfile")
-    assert "-floatfile" in str(info.value) and "\n" not in str(info.value)
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
-def test_check_output_path_refuses_a_read_only_directory(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        with pytest.raises(dio.OutputError, match="not writable"):
-            dio.check_output_path(str(locked / "out.bin"), "-intfile")
-    finally:
-        locked.chmod(0o755)
 
 
 def _independent_smv_parse(raw: bytes) -> tuple[int, dict[str, str]]:

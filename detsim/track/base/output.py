@@ -1,7 +1,7 @@
 """Writing results: atomically, never over what is not ours, with one output-option convention.
 
 Every file the suite writes goes through :func:`atomic_write_bytes` (built on the core's
-:func:`detsim.io.atomic_write`): the data go to a temporary file beside the destination, which is
+:func:`detsim.files.atomic_write`): the data go to a temporary file beside the destination, which is
 renamed over it only once complete, so an interrupted run never leaves a half-written file. Bundles
 (report folders) are built in a temporary folder by :func:`atomic_directory` and renamed into place.
 
@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from detsim.io import atomic_write
+from detsim.files import atomic_write
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:

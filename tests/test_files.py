@@ -1,0 +1,65 @@
+"""Tests for detsim.files: output paths checked before the work, atomic replacement, nothing clobbered.
+
+The writers of :mod:`detsim.io` go through these; tests/test_io.py checks them on real image files.
+"""
+
+import os
+
+import pytest
+
+from detsim.files import OutputError, atomic_write, check_output_path
+
+
+def test_atomic_write_creates_the_file_with_what_was_written(tmp_path):
+    path = tmp_path / "out.bin"
+    atomic_write(path, lambda handle: handle.write(b"payload"))
+    assert path.read_bytes() == b"payload"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+
+
+def test_a_failing_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"old")
+
+    def half_then_fail(handle):
+        handle.write(b"new but incomplete")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        atomic_write(path, half_then_fail)
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+
+
+def test_atomic_write_refuses_an_empty_name_before_calling_the_writer(tmp_path):
+    called = []
+    with pytest.raises(OutputError, match="empty"):
+        atomic_write("", lambda handle: called.append(handle))
+    assert called == []
+
+
+@pytest.mark.parametrize("name,fragment", [
+    ("", "empty"),
+    ("nodir/out.bin", "does not exist"),
+    ("adir", "is a directory"),
+    ("afile/out.bin", "is not a directory"),
+])
+def test_check_output_path_names_the_path_in_one_line(tmp_path, monkeypatch, name, fragment):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_bytes(b"")
+    with pytest.raises(OutputError, match=fragment) as info:
+        check_output_path(name, "-floatfile")
+    assert "-floatfile" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
+def test_check_output_path_refuses_a_read_only_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(OutputError, match="not writable"):
+            check_output_path(str(locked / "out.bin"), "-intfile")
+    finally:
+        locked.chmod(0o755)
