@@ -16,6 +16,11 @@ A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or `
   :class:`~detsim.track.base.provenance.MachineClass` (image bits are reproducible only within one).
   When the classes differ, or either file does not record one, the hashes are not compared and a note
   says why, naming each differing field with both values.
+* **cost**: ``extra_info.instructions``, the instructions of the benchmark's counted region under
+  valgrind (:mod:`detsim.track.cost`), against the baseline's: a rise of more than
+  :data:`COST_THRESHOLD` is a finding, compared only when both count the same region
+  (``instructions_workload``) in the same machine class. A count missing on either side is a note
+  (with the run's ``instructions_note``, e.g. valgrind not installed), never a pass.
 
 A benchmark of the baseline that the run lacks is missing; one the baseline lacks is new and not
 gated. :func:`exit_code` turns the findings into the shared exit code.
@@ -35,6 +40,7 @@ from detsim.track.gate.results import Benchmark, calibration_times
 
 DEFAULT_THRESHOLD = 0.75  # one benchmark's calibrated time may grow by this much
 DEFAULT_SUITE_THRESHOLD = 0.50  # the geometric mean over a device's benchmarks, by this much
+COST_THRESHOLD = 0.02  # a count may rise by this much (run-to-run spread ~0.1 %, docs/bench-gate.md)
 MACHINE_CLASS_FIELDS = tuple(f.name for f in fields(MachineClass))
 
 
@@ -48,11 +54,12 @@ class Status(str, enum.Enum):
     SLOWER = "slower"
     PARITY = "parity"
     HASH = "hash"
+    COST = "cost"  # more instructions counted than the baseline
     MISSING = "missing"  # in the baseline, not in the run
     UNMEASURED = "unmeasured"
 
 
-FAILED = (Status.SLOWER, Status.PARITY, Status.HASH)
+FAILED = (Status.SLOWER, Status.PARITY, Status.HASH, Status.COST)
 UNMEASURED = (Status.MISSING, Status.UNMEASURED)
 
 
@@ -132,7 +139,7 @@ def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, l
                         threshold: float, parity_min: float) -> list[Finding]:
     """The time, parity and hash findings of one benchmark; all-ok ones merge into one OK line."""
     checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new, parity_min),
-              hash_finding(old, new)]
+              hash_finding(old, new), cost_finding(old, new)]
     checks = [f for f in checks if f is not None]
     if all(f.status == Status.OK for f in checks):
         return [Finding(Status.OK, old.name, "; ".join(f.message for f in checks))]
@@ -230,6 +237,41 @@ def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:
                        f"(same machine class: {old.machine_class.describe()}; Pearson r now "
                        f"{f'{r:.8f}' if _is_number(r) else r})")
     return Finding(Status.OK, old.name, "image sha256 unchanged")
+
+
+def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHOLD) -> Finding | None:
+    """The run's instruction count against the baseline's (None where neither file counts this benchmark).
+
+    COST when it rose by more than ``threshold``; a note, never a pass, when either side has no count,
+    the counted regions differ, or the machine classes differ.
+    """
+    keys = ("instructions", "instructions_note")
+    if not any(key in b.extra for key in keys for b in (old, new)):
+        return None
+    before, after = old.extra.get("instructions"), new.extra.get("instructions")
+    if not _is_count(before):
+        return Finding(Status.NOTE, old.name, "instructions not compared: the baseline records no count "
+                       f"({old.extra.get('instructions_note', 'refresh it to record one')})")
+    if not _is_count(after):
+        return Finding(Status.NOTE, old.name, "instructions not compared: the run records no count "
+                       f"({new.extra.get('instructions_note', 'no reason recorded')})")
+    region_before, region_after = old.extra.get("instructions_workload"), new.extra.get("instructions_workload")
+    if region_before != region_after:
+        return Finding(Status.NOTE, old.name, f"instructions not compared: counted region {region_before} -> "
+                       f"{region_after}")
+    unchecked = _not_comparable(old.machine_class, new.machine_class)
+    if unchecked:
+        return Finding(Status.NOTE, old.name, "instructions not compared, " + unchecked)
+    change = after / before - 1
+    figures = (f"instructions {before:,} -> {after:,} ({change:+.2%}, limit +{threshold:.0%}) "
+               f"counted on {region_after}")
+    if change > threshold:
+        return Finding(Status.COST, old.name, figures)
+    return Finding(Status.OK, old.name, figures)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _not_comparable(baseline: MachineClass | None, run: MachineClass | None) -> str | None:

@@ -2,11 +2,11 @@
 
 Reads the ``--benchmark-json`` file of a ``pytest bench`` run and the committed baseline (a file of the
 same format, ``results/baselines/pytest-baseline.json``; :mod:`~detsim.track.gate.results`), checks
-every benchmark of the baseline for calibrated time, parity and image hash
+every benchmark of the baseline for calibrated time, parity, image hash and instruction count
 (:mod:`~detsim.track.gate.checks`), prints one line per finding and a verdict.
 
-Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 passed, 1 slower, parity dropped or
-image hash changed, 2 unreadable input, no calibration or a missing benchmark.
+Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 passed, 1 slower, parity dropped,
+image hash changed or more instructions, 2 unreadable input, no calibration or a missing benchmark.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.gate.checks import (DEFAULT_SUITE_THRESHOLD, DEFAULT_THRESHOLD, FAILED, UNMEASURED, Finding,
-                                      exit_code, gate)
+from detsim.track.gate.checks import (COST_THRESHOLD, DEFAULT_SUITE_THRESHOLD, DEFAULT_THRESHOLD, FAILED,
+                                      UNMEASURED, Finding, exit_code, gate)
 from detsim.track.gate.results import Benchmark, GateInputError, load_results
 
 HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, image sha256"
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     findings = gate(baseline, results, threshold=args.threshold, suite_threshold=args.suite_threshold)
     print(f"bench-gate: {args.results} against {args.baseline} (time/calibration limits: "
           f"+{args.threshold:.0%} per benchmark, +{args.suite_threshold:.0%} suite mean; "
-          f"Pearson r >= {PARITY_MIN_R})")
+          f"Pearson r >= {PARITY_MIN_R}; instructions +{COST_THRESHOLD:.0%})")
     for finding in findings:
         print(finding.line())
     code = exit_code(findings)

@@ -1,0 +1,55 @@
+"""The small workloads whose instruction count the suite records, and the code that renders them.
+
+A count runs in a fresh process under valgrind (about 25 M instructions per second there, on top of
+~10 s of uncounted imports), so counted workloads are small variants of the timed ones:
+
+* ``P1@64``, ``P1@128``: nanoBragg's P1 (one step per pixel) on a 64² / 128² detector;
+* ``P2@32``: P2's 200 steps per pixel on a 32² detector;
+* a golden case by id (``g01_hkl_nointerp``: 256², one step per pixel, an HKL file).
+
+:func:`spec_for` names what a timed benchmark's count is; :func:`count_spec` counts it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from detsim.track.base.golden import golden_dir
+from detsim.track.cost.counting import Count, count
+
+REFERENCE = re.compile(r"^(P1|P2|P4096)@(\d+)$")
+DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """One counted region: ``detsim.simulate`` of ``workload`` (``P1@64`` or a golden case id) on the CPU
+    in ``dtype``, eager (the compiled path is not counted: inductor under valgrind takes minutes)."""
+
+    workload: str
+    dtype: str = "float64"
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} cpu {self.dtype} eager"
+
+    def setup(self, root: Path | None = None) -> str:
+        """Python code that builds ``_config`` (uncounted)."""
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        match = REFERENCE.match(self.workload)
+        if match:
+            return ("import detsim\nfrom detsim.track.base.workloads import WORKLOADS\n"
+                    f"_config = WORKLOADS[{match[1]!r}].resized({int(match[2])}).config()")
+        return ("import detsim\nfrom pathlib import Path\nfrom detsim.track.base.golden import find_case\n"
+                f"_config = find_case({self.workload!r}, Path({str(golden_dir(root))!r})).config()")
+
+    def region(self) -> str:
+        return f"detsim.simulate(_config, device='cpu', dtype=torch.{self.dtype})"
+
+
+def count_spec(spec: CostSpec, *, root: Path | None = None, **kwargs) -> Count:
+    """The instructions of one render of ``spec`` (:func:`~detsim.track.cost.counting.count`)."""
+    return count(spec.setup(root), spec.region(), **kwargs)

@@ -1,0 +1,76 @@
+"""The gate's COST check on instruction counts, and the planted 3 % extra computation it must catch."""
+
+from __future__ import annotations
+
+import pytest
+
+from detsim.track.cost.counting import not_measured_reason
+from detsim.track.cost.workloads import CostSpec, count_spec
+from detsim.track.gate.checks import COST_THRESHOLD, FAILED, Status, cost_finding, exit_code, gate
+from detsim.track.gate.results import Benchmark
+
+INTEL = "x86_64 GenuineIntel AVX2"
+CLASS = {"torch": "2.13.0", "threads": 1, "cpu_class": INTEL, "dtype": "float64", "device": "cpu"}
+
+
+def bench(instructions=None, role="simulate", **extra) -> Benchmark:
+    info = {"role": role, **CLASS, **extra}
+    if instructions is not None:
+        info.update(instructions=instructions, instructions_workload="P1@64 cpu float64 eager")
+    return Benchmark(fullname=f"f.py::{role}", name=role, min_s=0.01, extra=info)
+
+
+def test_a_rise_over_the_threshold_is_a_cost_finding():
+    finding = cost_finding(bench(10_000_000), bench(10_210_000))
+    assert finding.status == Status.COST and Status.COST in FAILED
+    assert "+2.10%" in finding.message and "limit +2%" in finding.message
+
+
+def test_a_rise_within_the_threshold_and_a_fall_pass():
+    assert cost_finding(bench(10_000_000), bench(10_190_000)).status == Status.OK
+    assert cost_finding(bench(10_000_000), bench(9_000_000)).status == Status.OK
+
+
+def test_no_count_on_either_side_is_not_checked():
+    assert cost_finding(bench(), bench()) is None
+
+
+def test_a_count_missing_on_one_side_is_a_note_with_the_reason():
+    note = "instruction counts not measured: valgrind is not installed (Debian package `valgrind`)"
+    run_side = cost_finding(bench(10_000_000), bench(instructions_note=note))
+    assert run_side.status == Status.NOTE and "valgrind" in run_side.message
+    assert cost_finding(bench(), bench(10_000_000)).status == Status.NOTE
+
+
+def test_counts_of_another_machine_class_or_region_are_not_compared():
+    other = bench(20_000_000)
+    other = Benchmark(other.fullname, other.name, other.min_s, {**other.extra, "cpu_class": "aarch64"})
+    finding = cost_finding(bench(10_000_000), other)
+    assert finding.status == Status.NOTE and "cpu_class" in finding.message
+    moved = bench(20_000_000)
+    moved = Benchmark(moved.fullname, moved.name, moved.min_s, {**moved.extra, "instructions_workload": "P1@128"})
+    assert cost_finding(bench(10_000_000), moved).status == Status.NOTE
+
+
+def test_the_gate_fails_on_cost_alone():
+    baseline = {"c": bench(1000, role="calibration"), "s": bench(10_000_000)}
+    run = {"c": bench(1000, role="calibration"), "s": bench(10_500_000)}
+    baseline = {b.fullname: b for b in baseline.values()}
+    run = {b.fullname: b for b in run.values()}
+    findings = gate(baseline, run)
+    assert [f.status for f in findings if f.status in FAILED] == [Status.COST]
+    assert exit_code(findings) == 1
+
+
+PLANT = 26_000  # elements of exp added to the region: about 3 % of P1@64's ~11.3 M instructions
+
+
+@pytest.mark.skipif(not_measured_reason() is not None, reason=str(not_measured_reason()))
+def test_a_planted_three_percent_is_flagged_and_a_recount_is_not(tmp_path):
+    spec = CostSpec("P1@64")
+    first, again = (count_spec(spec, out_dir=tmp_path, keep=False).instructions for _ in range(2))
+    planted = count_spec(spec, out_dir=tmp_path, keep=False, env={"DETSIM_COST_PLANT": str(PLANT)}).instructions
+    assert 0.025 < planted / first - 1 < 0.04  # the plant costs about 3 %
+    assert abs(again / first - 1) < COST_THRESHOLD / 4  # counts repeat far inside the threshold
+    assert cost_finding(bench(first), bench(again)).status == Status.OK
+    assert cost_finding(bench(first), bench(planted)).status == Status.COST
