@@ -13,6 +13,12 @@ prove it fails when it should):
 * ``DETSIM_BENCH_PLANT=parity``: the image is shifted by one pixel along the fast axis before it is
   checked and hashed (a parity break).
 * ``DETSIM_BENCH_PLANT=hash``: the first pixel is moved up by one ulp (an image change that keeps parity).
+
+Instruction counts: each CPU benchmark also records ``extra_info["instructions"]``, the instructions of
+one run of its measured region (or of a small variant of it, named in ``instructions_workload``) counted
+under valgrind (:mod:`detsim.track.cost`), once per benchmark and not per round, in a separate process.
+Where it cannot be counted, ``instructions_note`` says why in one line. ``DETSIM_BENCH_COUNT=0`` skips
+the counts (a quick local run); the gate then notes them as not compared.
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ import torch
 from detsim.config import SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.provenance import MachineClass, cpu_class
+from detsim.track.cost.counting import CountError, not_measured_reason
+from detsim.track.cost.counting import count as count_region
+from detsim.track.cost.workloads import CostSpec, count_spec
 
 THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
 ROOT = Path(__file__).resolve().parents[1]  # the project, whose tests/golden holds the cases
-SLOWDOWN_VAR, PLANT_VAR = "DETSIM_BENCH_SLOWDOWN", "DETSIM_BENCH_PLANT"
+SLOWDOWN_VAR, PLANT_VAR, COUNT_VAR = "DETSIM_BENCH_SLOWDOWN", "DETSIM_BENCH_PLANT", "DETSIM_BENCH_COUNT"
 PLANTS = ("parity", "hash")
 
 
@@ -110,7 +119,43 @@ def pytest_report_header(config):
     header = f"detsim bench: torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
     if planted != Planted():
         header += f", PLANTED slowdown x{planted.slowdown} fault {planted.fault}"
-    return header
+    reason = counts_off_reason()
+    return [header, f"detsim bench: {reason}"] if reason else header
+
+
+def counts_off_reason() -> str | None:
+    """Why this run records no instruction counts (one line), or None."""
+    if os.environ.get(COUNT_VAR, "1") == "0":
+        return f"instruction counts not measured: {COUNT_VAR}=0"
+    return not_measured_reason()
+
+
+_counts: dict = {}  # counted region -> (instructions, note), once per session
+
+
+def record_instructions(benchmark, key: str, setup: str | None = None, region: str | None = None,
+                        *, spec: CostSpec | None = None, note: str | None = None) -> None:
+    """Record the instructions of one run of a benchmark's counted region in its ``extra_info``.
+
+    ``spec`` names a detsim render (:mod:`detsim.track.cost.workloads`); otherwise ``setup`` and
+    ``region`` are the code to count. ``note`` records why a region is not counted. Each ``key`` is
+    counted once per session (a count is a fresh ~15 s valgrind process).
+    """
+    reason = note or counts_off_reason()
+    if reason:
+        benchmark.extra_info.update(instructions_note=reason)
+        return
+    if key not in _counts:
+        try:
+            made = count_spec(spec, root=ROOT, keep=False) if spec else count_region(setup, region, keep=False)
+            _counts[key] = (made.instructions, None)
+        except CountError as exc:
+            _counts[key] = (None, f"instructions not counted: {exc}")
+    instructions, failed = _counts[key]
+    if failed:
+        benchmark.extra_info.update(instructions_note=failed)
+    else:
+        benchmark.extra_info.update(instructions=instructions, instructions_workload=key)
 
 
 def pytest_collection_modifyitems(config, items):

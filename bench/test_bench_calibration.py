@@ -9,9 +9,11 @@ Never change it without refreshing the baseline: every calibrated ratio depends 
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
-from conftest import run_info, synchronized
+from conftest import record_instructions, run_info, synchronized
 
 SIZE = 1 << 19  # about 10 ms on one core of a current x86 CPU
 ROUNDS = 50
@@ -29,4 +31,8 @@ def test_calibration(benchmark, device):
     result = benchmark.pedantic(synchronized(calibration_workload, device), args=(x,),
                                 rounds=ROUNDS, warmup_rounds=1)
     benchmark.extra_info.update(role="calibration", **run_info(device, torch.float64))
+    if device == "cpu":  # one round, counted under valgrind
+        setup = (inspect.getsource(calibration_workload) +
+                 f"_x = torch.linspace(0.01, 64.0, {SIZE}, dtype=torch.float64)")
+        record_instructions(benchmark, f"calibration {SIZE}", setup, "calibration_workload(_x)")
     assert torch.isfinite(result)

@@ -8,8 +8,8 @@ Workloads (each in float64 and float32, on cpu and, when present, cuda):
 
 Each benchmark times ``simulate`` (setup and pixel loop), then asserts the image is finite, has the
 case's shape and dtype and reaches Pearson r >= PARITY_MIN_R against the golden image, and records its
-machine class (device, dtype, thread count, torch version, CPU class), Pearson r and image sha256 in
-``extra_info`` for the gate.
+machine class (device, dtype, thread count, torch version, CPU class), Pearson r, image sha256 and, on
+the CPU, the instructions of one render of the case (bench/conftest.py) in ``extra_info`` for the gate.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import detsim
-from conftest import apply_fault, load_workload, run_info, synchronized
+from conftest import apply_fault, load_workload, record_instructions, run_info, synchronized
+from detsim.track.cost.workloads import CostSpec
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
 
@@ -52,6 +53,9 @@ def test_simulate(benchmark, workload, device, dtype, planted):
         role="simulate", workload=name, case=golden.case.id, **run_info(device, dtype),
         pearson_r=r, sha256=image_sha256(image),
     )
+    if device == "cpu":  # one render of the case itself, counted under valgrind
+        spec = CostSpec(golden.case.id, str(dtype).removeprefix("torch."))
+        record_instructions(benchmark, spec.label, spec=spec)
     assert tuple(image.shape) == tuple(golden.case.shape)
     assert image.dtype == dtype
     assert finite, f"{name}: the image has non-finite pixels"

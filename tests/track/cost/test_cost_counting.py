@@ -69,6 +69,13 @@ def test_a_count_sees_the_region_and_keeps_the_callgrind_file(tmp_path):
 
 
 @needs_valgrind
+def test_the_region_sees_setup_names_the_harness_also_uses(tmp_path):
+    small = count("_x = torch.ones(1 << 10)", "torch.sin(_x).sum()", out_dir=tmp_path, keep=False)
+    large = count("_x = torch.ones(1 << 18)", "torch.sin(_x).sum()", out_dir=tmp_path, keep=False)
+    assert large.instructions > 20 * small.instructions  # the harness's own names never shadow setup's
+
+
+@needs_valgrind
 def test_a_failing_region_is_a_count_error_and_leaves_no_file(tmp_path):
     with pytest.raises(CountError, match="exited 1"):
         count("x = 1", "1 / 0", out_dir=tmp_path)
