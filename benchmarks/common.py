@@ -433,3 +433,99 @@ def case_result(renders: dict, case_id: str) -> dict:
 def load_baseline() -> dict:
     """The stored golden hashes (``results/baselines/golden_hashes.json``)."""
     return json.loads(BASELINE_HASHES.read_text())
+
+
+# -- instruction counts (copies of detsim.track.cost.counting) -------------------------------------
+
+COST_HOOKS_MODULE = "pytest_codspeed.instruments.hooks.dist_instrument_hooks"  # copy of counting.HOOKS_MODULE
+COST_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # copy of counting.COUNT_ENV
+COST_PLANT_VAR = "DETSIM_COST_PLANT"  # copy of counting.PLANT_VAR (test-only extra work in the region)
+
+
+def cost_not_measured_reason() -> str | None:
+    """Copy of detsim.track.cost.counting.not_measured_reason: one line, or None where counts can be made."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return "instruction counts not measured: valgrind is not installed (Debian package `valgrind`)"
+    try:
+        found = importlib.util.find_spec(COST_HOOKS_MODULE) is not None
+    except ImportError:
+        found = False
+    if not found:
+        return ("instruction counts not measured: the callgrind start/stop hooks are missing "
+                "(PyPI package `pytest-codspeed==5.0.4`)")
+    return None
+
+
+def cost_harness(setup: str, region: str) -> str:
+    """Copy of detsim.track.cost.counting.harness: the script a count runs (region warmed up, then counted)."""
+    package, module = COST_HOOKS_MODULE.rsplit(".", 1)
+    return "\n".join([
+        "import os", "import torch", "torch.set_num_threads(1)", f"from {package} import {module} as _hooks",
+        setup,
+        f"_plant = int(os.environ.get({COST_PLANT_VAR!r}) or 0)",
+        "_plant_x = torch.linspace(0.0, 1.0, max(_plant, 1), dtype=torch.float64)",
+        "def _region():", f"    _out = {region}", "    if _plant:", "        torch.exp(_plant_x).sum()",
+        "    return _out",
+        "_region()", "_hooks.callgrind_start_instrumentation()", "_region()",
+        "_hooks.callgrind_stop_instrumentation()",
+    ]) + "\n"
+
+
+def cost_command(script: str, out_file, python: str | None = None) -> list[str]:
+    """Copy of detsim.track.cost.counting.command: the valgrind command line of a count."""
+    import sys
+
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out_file}",
+            python or sys.executable, "-c", script]
+
+
+def cost_parse_total(text: str) -> int:
+    """Copy of detsim.track.cost.counting.parse_total: the ``totals:`` (else ``summary:``) of a callgrind file."""
+    found = {}
+    for line in text.splitlines():
+        for key in ("totals:", "summary:"):
+            if line.startswith(key):
+                found[key] = int(line.split()[1])
+    for key in ("totals:", "summary:"):
+        if key in found:
+            return found[key]
+    raise RuntimeError("no totals: line in the callgrind file")
+
+
+def cost_setup(workload: str, dtype: str = "float64") -> tuple[str, str]:
+    """The setup and region code of a count of ``workload`` (``P1@64``, ``P2@32`` or a golden case id)
+    rendered eager on the CPU, through this suite's own copies (so it runs against older commits)."""
+    lines = ["import sys", f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})",
+             "from benchmarks import common", "torch.set_num_threads(1)"]
+    name, _, pixels = workload.partition("@")
+    if pixels:
+        base = {"P1": "P1", "P2": "P2_FULL", "P4096": "P4096"}[name]
+        lines.append(f"_config = common.{base}.resized({int(pixels)}).config()")
+        lines.append("_folder = None")
+    else:
+        lines.append(f"_case = next(c for c in common.MANIFEST if c['id'] == {workload!r})")
+        lines.append("_config = common.case_config(_case)")
+        lines.append("_folder = common.GOLDEN_DIR / _case['id']")
+    lines += ["def _render():",
+              "    with common.working_directory(_folder or common.GOLDEN_DIR):",
+              f"        return common.simulate(_config, device=torch.device('cpu'), dtype=torch.{dtype})"]
+    return "\n".join(lines), "_render()"
+
+
+def count_instructions(workload: str, dtype: str = "float64", timeout: float = 600) -> int:
+    """Instructions of one eager CPU render of ``workload``, counted under valgrind in a fresh process."""
+    import subprocess
+
+    reason = cost_not_measured_reason()
+    if reason:
+        raise NotImplementedError(reason)
+    with tempfile.TemporaryDirectory(prefix="detsim-cost-") as directory:
+        out_file = Path(directory) / "callgrind.out"
+        done = subprocess.run(cost_command(cost_harness(*cost_setup(workload, dtype)), out_file),
+                              env={**os.environ, **COST_ENV}, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
+            raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
+        return cost_parse_total(out_file.read_text())

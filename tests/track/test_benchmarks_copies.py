@@ -205,3 +205,40 @@ def test_a_baseline_of_another_machine_class_skips_naming_the_difference(common)
     with pytest.raises(common.Skip, match=r"^the golden baseline holds for threads=4 but this run has threads=1$"):
         determinism._check_holds(baseline, here)
     determinism._check_holds({"holds_for": here}, here)
+
+
+def test_the_instruction_count_copies_equal_the_cost_package(common, monkeypatch, tmp_path):
+    from detsim.track.cost import counting
+
+    assert common.COST_HOOKS_MODULE == counting.HOOKS_MODULE
+    assert common.COST_ENV == counting.COUNT_ENV and common.COST_PLANT_VAR == counting.PLANT_VAR
+    assert common.cost_harness("x = 1", "x + 1") == counting.harness("x = 1", "x + 1")
+    assert common.cost_command("pass", tmp_path / "f") == counting.command("pass", tmp_path / "f")
+    text = "events: Ir\nsummary: 7\ntotals: 12345\n"
+    assert common.cost_parse_total(text) == counting.parse_total(text) == 12345
+    assert common.cost_parse_total("summary: 7\n") == counting.parse_total("summary: 7\n") == 7
+    assert common.cost_not_measured_reason() == counting.not_measured_reason()
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert common.cost_not_measured_reason() == counting.not_measured_reason() is not None
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/valgrind")
+    monkeypatch.setattr(common, "COST_HOOKS_MODULE", "no_such_package.hooks")
+    monkeypatch.setattr(counting, "HOOKS_MODULE", "no_such_package.hooks")
+    assert common.cost_not_measured_reason() == counting.not_measured_reason() is not None
+
+
+@pytest.mark.parametrize("workload", ["P1@64", "P2@32", "g01_hkl_nointerp"])
+def test_the_counted_renders_equal_the_cost_package(common, workload):
+    from detsim.track.cost.workloads import CostSpec
+
+    spec = CostSpec(workload)
+    ours = {"torch": torch}
+    exec(common.cost_setup(workload)[0], ours)  # noqa: S102 - the code a count runs, without valgrind
+    theirs = {"torch": torch}
+    exec(spec.setup(), theirs)  # noqa: S102
+    threads = torch.get_num_threads()
+    try:
+        image = eval(common.cost_setup(workload)[1], ours)  # noqa: S307
+        expected = eval(spec.region(), theirs)  # noqa: S307
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(image, expected)
