@@ -4,6 +4,9 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
 
 * **exact** (parity, hash count): any rise over the best recorded value counts; parity also fails past
   the acceptance line (1 - r above :data:`~detsim.track.base.metrics.PARITY_MAX_ONE_MINUS_R`);
+* **cost** (instruction counts, repeatable within ~0.1 %): the latest value above the best recorded one
+  by more than the series' threshold counts, found at the first commit of the run above it (no rank
+  test, no load correction: a count does not depend on the machine's load);
 * **determinism**: a 1 at the latest commit (its image differs from the stored baseline hash), found
   with the old and new sha256 from the per-commit hash records;
 * **noisy** (timings, memory, throughput, tracks): the step into the run of levels ending at the
@@ -76,6 +79,8 @@ def detect(series: Series, start: int, references: Mapping[str, float], baseline
         return _hash_changed(series, points, baseline_hashes, hashes)
     if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
         return _exact(series, points)
+    if series.family == "cost":
+        return _cost(series, points)
     if series.family == "reference":
         return None
     return _noisy(series, points, references)
@@ -91,6 +96,18 @@ def _exact(series: Series, points: list[Point], *, absolute: float | None = None
         last = good[-1]
         return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
     return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+
+
+def _cost(series: Series, points: list[Point]) -> Finding | None:
+    """Instruction counts: the latest above the best by more than the threshold; the first bad commit is
+    the first of the run, ending at the latest, that sits above that limit."""
+    limit = min(p.value for p in points) * (1 + series.threshold)
+    if points[-1].value <= limit:
+        return None
+    last = max(i for i, p in enumerate(points) if p.value <= limit)  # the best itself is within
+    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, points[-1].value,
+                   {"evidence": f"instruction count above the best by more than {series.threshold:.0%} "
+                                "(exact: no rank test)"})
 
 
 def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,

@@ -26,6 +26,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value * 1e9:.3g} ns"
     if unit == "bytes":
         return f"{value / 2**20:.1f} MiB"
+    if unit == "instructions":  # counts: every digit is meaningful (a 2 % rise is a regression)
+        return f"{value:,.0f} instructions"
     return f"{value:.4g} {unit}".strip()
 
 
@@ -58,6 +60,8 @@ def finding_text(r: Mapping) -> str:
         extra.append(f"x{1 / corrected if r['family'] == 'throughput' else corrected:.2f} against the machine reference")
     if "rank_test_p" in r:
         extra.append(f"rank test p={r['rank_test_p']:.2g}")
+    if r["family"] == "cost" and "evidence" in r:
+        extra.append(r["evidence"])
     ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
     return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
             f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")

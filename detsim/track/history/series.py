@@ -7,6 +7,8 @@ benchmark says about itself: its **family** (:func:`family_of`), unit, golden ca
 threshold. The family decides how a series is judged:
 
 * ``timing``, ``memory``, ``throughput`` (units per second) and other ``track``: noisy, judged by steps;
+* ``cost`` (unit ``instructions``: counted under valgrind, repeatable within ~0.1 %): exact against its
+  threshold, no rank test;
 * ``parity`` (1 - r per golden case), ``determinism`` (0/1 per golden case against its stored hash)
   and ``hash count`` (compiled-path images that differ): exact;
 * ``reference``: the machine's own speed, never a regression itself, used to correct for load.
@@ -22,7 +24,7 @@ from typing import Iterator, Mapping
 from detsim.track.history.jsonc import ResultsError
 
 DEFAULT_THRESHOLD = 0.05  # asv's default when no regressions_thresholds entry matches
-FAMILY_ORDER = ("timing", "throughput", "memory", "track", "parity", "determinism", "hash count", "reference")
+FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count", "reference")
 
 # Benchmarks whose family their name says (method name, or class for the machine reference): the
 # suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
@@ -35,6 +37,7 @@ NAMED_FAMILIES = (
 # asv's benchmark type by method-name prefix (where benchmarks.json gives none) -> family
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
 TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
+COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ def family_of(name: str, bench: Mapping) -> str:
     kind = bench.get("type") or next((t for p, t in PREFIX_TYPES.items() if method.startswith(p)), None)
     if kind in TYPE_FAMILIES:
         return TYPE_FAMILIES[kind]
+    if str(bench.get("unit", "")) == COST_UNIT:
+        return "cost"
     return "throughput" if str(bench.get("unit", "")).endswith("/s") else "track"
 
 

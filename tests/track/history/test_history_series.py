@@ -33,6 +33,8 @@ def _family_before(name: str, bench: dict) -> str:
         return "timing"
     if kind in ("peakmemory", "memory"):
         return "memory"
+    if unit == "instructions":  # the instruction-count tracks, their own family since they exist
+        return "cost"
     return "throughput" if unit.endswith("/s") else "track"
 
 
