@@ -74,3 +74,44 @@ def test_a_planted_three_percent_is_flagged_and_a_recount_is_not(tmp_path):
     assert abs(again / first - 1) < COST_THRESHOLD / 4  # counts repeat far inside the threshold
     assert cost_finding(bench(first), bench(again)).status == Status.OK
     assert cost_finding(bench(first), bench(planted)).status == Status.COST
+
+
+@pytest.fixture
+def bench_conftest():
+    """bench/conftest.py as a plain module (its hooks are not registered here)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "bench" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("bench_conftest_cost", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+class _Recorder:
+    def __init__(self):
+        self.extra_info = {}
+
+
+def test_bench_records_why_a_count_is_missing_in_one_line(bench_conftest, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    recorder = _Recorder()
+    bench_conftest.record_instructions(recorder, "P1@128 cpu float64 eager", spec=CostSpec("P1@128"))
+    note = recorder.extra_info["instructions_note"]
+    assert "instructions" not in recorder.extra_info and "`valgrind`" in note and "\n" not in note
+    assert cost_finding(bench(10_000_000), bench(instructions_note=note)).status == Status.NOTE
+
+
+def test_bench_counts_can_be_switched_off(bench_conftest, monkeypatch):
+    monkeypatch.setenv("DETSIM_BENCH_COUNT", "0")
+    recorder = _Recorder()
+    bench_conftest.record_instructions(recorder, "x", "x = 1", "x")
+    assert recorder.extra_info == {"instructions_note": "instruction counts not measured: DETSIM_BENCH_COUNT=0"}
