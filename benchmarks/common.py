@@ -497,8 +497,10 @@ def cost_parse_total(text: str) -> int:
 def cost_setup(workload: str, dtype: str = "float64") -> tuple[str, str]:
     """The setup and region code of a count of ``workload`` (``P1@64``, ``P2@32`` or a golden case id)
     rendered eager on the CPU, through this suite's own copies (so it runs against older commits)."""
-    lines = ["import sys", f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})",
-             "from benchmarks import common", "torch.set_num_threads(1)"]
+    # this folder, not the project root: there ``import detsim`` would find the working tree's package
+    # instead of the installed commit's (the count also runs in an empty directory for the same reason)
+    lines = ["import sys", f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})",
+             "import common", "torch.set_num_threads(1)"]
     name, _, pixels = workload.partition("@")
     if pixels:
         base = {"P1": "P1", "P2": "P2_FULL", "P4096": "P4096"}[name]
@@ -524,7 +526,8 @@ def count_instructions(workload: str, dtype: str = "float64", timeout: float = 6
     with tempfile.TemporaryDirectory(prefix="detsim-cost-") as directory:
         out_file = Path(directory) / "callgrind.out"
         done = subprocess.run(cost_command(cost_harness(*cost_setup(workload, dtype)), out_file),
-                              env={**os.environ, **COST_ENV}, capture_output=True, text=True, timeout=timeout)
+                              env={**os.environ, **COST_ENV}, cwd=directory, capture_output=True, text=True,
+                              timeout=timeout)
         if done.returncode != 0:
             tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
             raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")

@@ -242,3 +242,8 @@ def test_the_counted_renders_equal_the_cost_package(common, workload):
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(image, expected)
+
+
+def test_a_count_imports_the_installed_detsim_not_the_working_tree(common):
+    setup = common.cost_setup("P1@64")[0]
+    assert repr(str(ROOT / "benchmarks")) in setup and f"insert(0, {str(ROOT)!r})" not in setup

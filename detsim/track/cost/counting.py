@@ -126,20 +126,29 @@ def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = 
     out_file = Path(name)
     full_env = {**os.environ, **COUNT_ENV, **(env or {})}
     try:
-        done = subprocess.run(command(harness(setup, region), out_file), env=full_env, cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout)
+        # run in the output folder unless told otherwise: ``python -c`` puts its working directory first
+        # on sys.path, where a project checkout would shadow the installed detsim
+        done = subprocess.run(command(harness(setup, region), out_file), env=full_env,
+                              cwd=cwd or directory, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
             raise CountError(f"the counting process exited {done.returncode}: "
                              f"{tail[-1] if tail else 'no message'}")
         total = parse_total(out_file.read_text())
     except subprocess.TimeoutExpired:
-        out_file.unlink(missing_ok=True)
+        _discard(out_file, out_dir)
         raise CountError(f"the counting process ran past {timeout:.0f} s") from None
     except BaseException:
-        out_file.unlink(missing_ok=True)
+        _discard(out_file, out_dir)
         raise
     if not keep:
-        out_file.unlink(missing_ok=True)
+        _discard(out_file, out_dir)
         return Count(total, None)
     return Count(total, out_file)
+
+
+def _discard(out_file: Path, out_dir: Path | None) -> None:
+    """Remove a callgrind file, and its folder too where :func:`count` made that folder itself."""
+    out_file.unlink(missing_ok=True)
+    if out_dir is None:
+        shutil.rmtree(out_file.parent, ignore_errors=True)

@@ -80,3 +80,16 @@ def test_a_failing_region_is_a_count_error_and_leaves_no_file(tmp_path):
     with pytest.raises(CountError, match="exited 1"):
         count("x = 1", "1 / 0", out_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_valgrind
+def test_a_count_that_keeps_nothing_leaves_nothing_and_runs_outside_the_checkout(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "detsim").mkdir()  # a checkout here would shadow the installed detsim from the working directory
+    (tmp_path / "detsim" / "__init__.py").write_text("raise ImportError('the checkout, not the installed package')\n")
+    made = count("import detsim", "detsim.__name__", keep=False)
+    assert made.instructions > 0 and made.callgrind_file is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["detsim"]
