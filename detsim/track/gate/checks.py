@@ -19,8 +19,9 @@ A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or `
 * **cost**: ``extra_info.instructions``, the instructions of the benchmark's counted region under
   valgrind (:mod:`detsim.track.cost`), against the baseline's: a rise of more than
   :data:`COST_THRESHOLD` is a finding, compared only when both count the same region
-  (``instructions_workload``) in the same machine class. A count missing on either side is a note
-  (with the run's ``instructions_note``, e.g. valgrind not installed), never a pass.
+  (``instructions_workload``) in the same machine class. A count missing on one side is a note
+  (with that side's ``instructions_note``, e.g. valgrind not installed), never a pass; a benchmark
+  neither side counts (a compiled path) claims nothing about its cost.
 
 A benchmark of the baseline that the run lacks is missing; one the baseline lacks is new and not
 gated. :func:`exit_code` turns the findings into the shared exit code.
@@ -139,7 +140,7 @@ def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, l
                         threshold: float, parity_min: float) -> list[Finding]:
     """The time, parity and hash findings of one benchmark; all-ok ones merge into one OK line."""
     checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new, parity_min),
-              hash_finding(old, new), cost_finding(old, new)]
+              cost_finding(old, new), hash_finding(old, new)]
     checks = [f for f in checks if f is not None]
     if all(f.status == Status.OK for f in checks):
         return [Finding(Status.OK, old.name, "; ".join(f.message for f in checks))]
@@ -240,15 +241,15 @@ def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:
 
 
 def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHOLD) -> Finding | None:
-    """The run's instruction count against the baseline's (None where neither file counts this benchmark).
+    """The run's instruction count against the baseline's (None where neither file has a count, so
+    the benchmark's line claims nothing about its cost).
 
-    COST when it rose by more than ``threshold``; a note, never a pass, when either side has no count,
+    COST when it rose by more than ``threshold``; a note, never a pass, when one side has no count,
     the counted regions differ, or the machine classes differ.
     """
-    keys = ("instructions", "instructions_note")
-    if not any(key in b.extra for key in keys for b in (old, new)):
-        return None
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
+    if not _is_count(before) and not _is_count(after):  # never counted here (e.g. a compiled path): no claim
+        return None
     if not _is_count(before):
         return Finding(Status.NOTE, old.name, "instructions not compared: the baseline records no count "
                        f"({old.extra.get('instructions_note', 'refresh it to record one')})")
