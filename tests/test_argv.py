@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from detsim.argv import ArgumentError, c_atof, c_atoi, parse_argv
+from detsim.argv import ArgumentError, parse_argv
 from detsim.config import Convention, CrystalShape, Pivot
 
 BASE = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100"]
@@ -134,11 +134,3 @@ def test_negative_values_are_values_not_flags():
 def test_errors_name_the_flag(argv, message):
     with pytest.raises(ArgumentError, match=message.replace("(", r"\(")):
         parse_argv(argv)
-
-
-def test_c_number_parsing_helpers():
-    assert c_atof("12abc") == 12.0
-    assert c_atof("-cell") == 0.0
-    assert c_atof("1e-3x") == 1e-3
-    assert c_atoi("7.9") == 7
-    assert c_atoi("x") == 0
