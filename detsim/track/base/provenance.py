@@ -10,8 +10,11 @@ the one definition the baselines, the asv tracks and the bench gate use.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import platform
+import re
 import subprocess
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -108,6 +111,34 @@ class MachineClass:
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in sorted(asdict(self).items()))
+
+    def slug(self) -> str:
+        """The class as a file name: ``x86-64-GenuineIntel-AVX512_torch2.13.0+cpu_1t_float64_cpu`` (the
+        name of its golden baseline under ``results/baselines/golden_hashes/``)."""
+        return class_slug(self.as_record())
+
+    def fingerprint(self) -> float:
+        """The class as one number, exact in float64 (what the asv suite records per commit)."""
+        return class_fingerprint(self.as_record())
+
+
+FINGERPRINT_HEX = 13  # hex digits of a sha256 kept in a fingerprint: 52 bits, exact in a float64
+
+
+def class_slug(record: Mapping) -> str:
+    """:meth:`MachineClass.slug` of a ``holds_for`` record (fields outside the class are ignored)."""
+    def part(value) -> str:
+        return re.sub(r"[^A-Za-z0-9.+]+", "-", str(value)).strip("-") or "unknown"
+
+    return "_".join((part(record.get("cpu_class")), "torch" + part(record.get("torch")),
+                     f"{part(record.get('threads'))}t", part(record.get("dtype")), part(record.get("device"))))
+
+
+def class_fingerprint(record: Mapping) -> float:
+    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the first :data:`FINGERPRINT_HEX` hex
+    digits of the sha256 of its class fields as sorted JSON, as a number."""
+    text = json.dumps({f.name: record.get(f.name) for f in fields(MachineClass)}, sort_keys=True)
+    return float(int(hashlib.sha256(text.encode()).hexdigest()[:FINGERPRINT_HEX], 16))
 
 
 def environment(cwd: Path | None = None) -> dict:

@@ -1,11 +1,16 @@
-"""The golden baseline file: the stored image hashes the determinism tracks compare against.
+"""The golden baseline files: the stored image hashes the determinism tracks compare against.
 
-``results/baselines/golden_hashes.json`` (:data:`BASELINE`, relative to the project) holds, for every
-golden case, the sha256 of its float64 image (``cases``; ``cases_compiled`` for the compiled path,
+One file per machine class, side by side: ``results/baselines/golden_hashes/<class slug>.json``
+(:func:`class_path`; the slug is :meth:`~detsim.track.base.provenance.MachineClass.slug`), so every
+runner of a mixed fleet gates against its own class and a refresh on one class never touches another's.
+The single file of earlier versions, ``results/baselines/golden_hashes.json`` (:data:`BASELINE`), is
+still read as the baseline of the class its ``holds_for`` names (a per-class file of that class wins).
+Each file holds, for every golden case, the sha256 of its float64 image (``cases``; ``cases_compiled`` for the compiled path,
 whose last bits may differ), the :class:`~detsim.track.base.provenance.MachineClass` record they hold
 for (``holds_for``: cpu_class, device, dtype, threads, torch) and where they were recorded
-(``recorded``). :func:`load` reads and validates one; :func:`differing_fields` says which fields of a
-machine class differ from a stored ``holds_for``.
+(``recorded``). :func:`load` reads and validates one; :func:`stored` lists every class's baseline,
+:func:`for_class` picks the one of a class; :func:`differing_fields` says which fields of a machine
+class differ from a stored ``holds_for``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from typing import Mapping
 from detsim.track.base.hashing import is_sha256
 from detsim.track.base.provenance import MachineClass
 
-BASELINE = Path("results") / "baselines" / "golden_hashes.json"
+BASELINE = Path("results") / "baselines" / "golden_hashes.json"  # the single file of earlier versions
+BASELINE_DIR = Path("results") / "baselines" / "golden_hashes"  # one <class slug>.json per machine class
 SCHEMA = 1
 HASH_KEYS = ("cases", "cases_compiled")  # eager and compiled path; the compiled map may be absent
 
@@ -60,3 +66,38 @@ def differing_fields(here: MachineClass, holds_for: Mapping) -> list[str]:
     if stored is not None:
         return sorted(here.differences(stored))
     return sorted(k for k, v in here.as_record().items() if holds_for.get(k) != v)
+
+
+def class_path(machine: MachineClass) -> Path:
+    """Where the baseline of ``machine``'s class lives, relative to the project."""
+    return BASELINE_DIR / f"{machine.slug()}.json"
+
+
+def stored(root: Path) -> dict[Path, dict]:
+    """Every stored baseline under ``root`` (path relative to it -> validated content): the per-class
+    files, then the single file of earlier versions where its class has no file of its own. Raises
+    :class:`BaselineError` for an unusable file, or for a per-class file whose ``holds_for`` is not the
+    class its name says."""
+    found: dict[Path, dict] = {}
+    slugs = set()
+    folder = root / BASELINE_DIR
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        data = load(path)
+        slug = MachineClass.from_record(data["holds_for"])
+        if slug is None or slug.slug() != path.stem:
+            raise BaselineError(f"{path}: holds_for does not describe the machine class {path.stem}")
+        found[path.relative_to(root)], slugs = data, slugs | {path.stem}
+    if (root / BASELINE).exists():
+        data = load(root / BASELINE)
+        machine = MachineClass.from_record(data["holds_for"])
+        if machine is None or machine.slug() not in slugs:
+            found[BASELINE] = data
+    return found
+
+
+def for_class(root: Path, machine: MachineClass) -> tuple[Path, dict] | None:
+    """The stored baseline of ``machine``'s class (path relative to ``root``, content), or None."""
+    for path, data in stored(root).items():
+        if MachineClass.from_record(data["holds_for"]) == machine:
+            return path, data
+    return None

@@ -1,10 +1,10 @@
 """``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
 
-The file and what it holds are defined in :mod:`~detsim.track.history.baseline_file`. Without options
-the command shows the file and says whether it applies to this machine (its machine class against the
-stored ``holds_for``); ``--refresh`` re-renders every golden case with the checked-out code
-(:mod:`~detsim.track.history.golden_hashes`: the render and hash the asv tracks use) and rewrites it,
-listing which hashes changed. Refreshing is how a deliberate change to the images is accepted, so it
+The files and what they hold are defined in :mod:`~detsim.track.history.baseline_file` (one per
+machine class). Without options the command shows every stored class's baseline and says which one
+applies to this machine (cross-class differences are facts, not failures); ``--refresh`` re-renders
+every golden case with the checked-out code (:mod:`~detsim.track.history.golden_hashes`: the render and
+hash the asv tracks use) and writes this machine class's file only, listing which hashes changed. Refreshing is how a deliberate change to the images is accepted, so it
 refuses to run on uncommitted changes unless told to.
 """
 
@@ -18,9 +18,10 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.base.output import utc_stamp, write_json
-from detsim.track.base.provenance import cpu_model, git_info, repo_root
+from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
 from detsim.track.history import golden_hashes
-from detsim.track.history.baseline_file import BASELINE, SCHEMA, BaselineError, differing_fields, load
+from detsim.track.history.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
+                                                for_class, stored)
 
 HELP = "show the stored golden-image hashes, or --refresh them deliberately from the checked-out code"
 
@@ -36,53 +37,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
-    path = root / BASELINE
     try:
         if args.refresh:
-            return _refresh(root, path, allow_dirty=args.allow_dirty)
-        return _show(root, path)
+            return _refresh(root, allow_dirty=args.allow_dirty)
+        return _show(root)
     except (BaselineError, GoldenError) as exc:
         print(f"detsim-track baselines: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
 
 
-def _show(root: Path, path: Path) -> int:
-    data = load(path)
+def _show(root: Path) -> int:
+    baselines = stored(root)
+    if not baselines:
+        raise BaselineError(f"{root / BASELINE_DIR}: no baseline file of any machine class "
+                            "(create this machine's with `detsim-track baselines --refresh`)")
     manifest = [case.id for case in load_cases(golden_dir(root))]
-    recorded = data.get("recorded", {})
-    print(f"{path.relative_to(root)}: {len(data['cases'])} golden cases")
-    print("  holds for: " + ", ".join(f"{k}={v}" for k, v in sorted(data["holds_for"].items())))
-    print(f"  recorded: commit {str(recorded.get('commit'))[:12]}"
-          f"{' (dirty)' if recorded.get('dirty') else ''} at {recorded.get('at')} on {recorded.get('cpu')}")
     machine = golden_hashes.machine_class()
-    here, differing = machine.as_record(), differing_fields(machine, data["holds_for"])
-    if differing:
-        print("  this machine: " + ", ".join(f"{k}={here[k]}" for k in differing)
-              + " -> the determinism tracks skip here (refresh on this machine to compare)")
+    here = machine.as_record()
+    incomplete = False
+    for path, data in baselines.items():
+        recorded = data.get("recorded", {})
+        mine = MachineClass.from_record(data["holds_for"]) == machine
+        print(f"{path}: {len(data['cases'])} golden cases{'  <- this machine' if mine else ''}")
+        print("  holds for: " + ", ".join(f"{k}={v}" for k, v in sorted(data["holds_for"].items())))
+        print(f"  recorded: commit {str(recorded.get('commit'))[:12]}"
+              f"{' (dirty)' if recorded.get('dirty') else ''} at {recorded.get('at')} on {recorded.get('cpu')}")
+        if not mine:
+            differing = differing_fields(machine, data["holds_for"])
+            print("  another machine class (a fact, not a failure): this machine has "
+                  + ", ".join(f"{k}={here[k]}" for k in differing))
+        missing = [case for case in manifest if case not in data["cases"]]
+        extra = sorted(set(data["cases"]) - set(manifest))
+        if extra:
+            print(f"  not in the manifest any more: {', '.join(extra)}")
+        if missing:
+            print(f"  golden cases without a baseline hash: {', '.join(missing)} (run with --refresh on that class)")
+            incomplete = incomplete or mine  # another class's gap is that class's to fill
+    if for_class(root, machine):
+        print("this machine: matches; the determinism tracks compare against it")
     else:
-        print("  this machine: matches; the determinism tracks compare against it")
-    missing = [case for case in manifest if case not in data["cases"]]
-    extra = sorted(set(data["cases"]) - set(manifest))
-    if extra:
-        print(f"  not in the manifest any more: {', '.join(extra)}")
-    if missing:
-        print(f"  golden cases without a baseline hash: {', '.join(missing)} (run with --refresh)")
-        return ExitCode.UNMEASURED
-    return ExitCode.OK
+        print(f"this machine ({machine.slug()}): no baseline of its class; the determinism tracks compare its "
+              f"images commit to commit from its first recorded commit (store one with --refresh: "
+              f"{class_path(machine)})")
+    return ExitCode.UNMEASURED if incomplete else ExitCode.OK
 
 
-def _refresh(root: Path, path: Path, *, allow_dirty: bool) -> int:
+def _refresh(root: Path, *, allow_dirty: bool) -> int:
     state = git_info(root)
     if state["dirty"] and not allow_dirty:
         print("detsim-track baselines: the work tree has uncommitted changes; commit them first "
               "(or pass --allow-dirty) so the baseline names the code it holds for", file=sys.stderr)
         return ExitCode.UNMEASURED
+    machine = golden_hashes.machine_class()
+    path = root / class_path(machine)
     old = None
-    if path.exists():
-        try:
-            old = load(path)
-        except BaselineError as exc:
-            print(f"detsim-track baselines: replacing an unusable baseline: {exc}", file=sys.stderr)
+    try:
+        found = for_class(root, machine)
+        old = found[1] if found else None
+    except BaselineError as exc:
+        print(f"detsim-track baselines: the previous baselines are unusable, not compared: {exc}", file=sys.stderr)
     cases = load_cases(golden_dir(root))
     eager = golden_hashes.render_hashes(cases, golden_hashes.EAGER)
     compiled = golden_hashes.render_hashes(cases, golden_hashes.COMPILED)
@@ -92,7 +105,7 @@ def _refresh(root: Path, path: Path, *, allow_dirty: bool) -> int:
         print("detsim-track baselines: not refreshed, these cases did not render:\n  " + "\n  ".join(failed),
               file=sys.stderr)
         return ExitCode.UNMEASURED
-    holds_for = golden_hashes.machine_class().as_record()
+    holds_for = machine.as_record()
     write_json(path, {
         "schema": SCHEMA,
         "hash": f"{IMAGE_HASH}, rendered as the asv determinism tracks render it",
@@ -108,11 +121,11 @@ def _refresh(root: Path, path: Path, *, allow_dirty: bool) -> int:
 
 def _print_changes(old: dict | None, new: dict, new_compiled: dict, holds_for: dict, where: Path) -> None:
     print(f"{where}: {len(new)} golden hashes (and {len(new_compiled)} of the compiled path) written for "
-          + ", ".join(f"{k}={v}" for k, v in sorted(holds_for.items())))
+          + ", ".join(f"{k}={v}" for k, v in sorted(holds_for.items()))
+          + " (only this machine class's file; other classes' baselines are left as they are)")
     if old is None:
+        print("  no previous baseline of this machine class")
         return
-    if old["holds_for"] != holds_for:
-        print("  the previous baseline held for " + ", ".join(f"{k}={v}" for k, v in sorted(old["holds_for"].items())))
     for label, key, hashes in (("", "cases", new), (" (compiled path)", "cases_compiled", new_compiled)):
         before_all = old.get(key, {})
         changed = [(case, before_all.get(case), sha) for case, sha in hashes.items() if before_all.get(case) != sha]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from detsim.track import cli
 from detsim.track.history import cmd_baselines, golden_hashes
-from detsim.track.history.baseline_file import BASELINE
+from detsim.track.base.provenance import MachineClass
+from detsim.track.history.baseline_file import BASELINE, BASELINE_DIR, class_path
 from detsim.track.history.golden_hashes import GoldenHashes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,16 +58,29 @@ def test_a_baseline_of_this_machine_is_said_to_match(tmp_path, capsys):
 def test_another_machine_class_and_missing_cases_are_named(tmp_path, capsys):
     other = {**golden_hashes.machine_class().as_record(), "threads": 4}
     root = _project(tmp_path, other, {CASES[0]: "a" * 64, "gone": "b" * 64})
-    assert cli.main(["baselines", "--repo", str(root)]) == 2
+    assert cli.main(["baselines", "--repo", str(root)]) == 0  # another class's gaps are that class's to fill
     out = capsys.readouterr().out
-    assert "this machine: threads=1 -> the determinism tracks skip here" in out
+    assert "another machine class (a fact, not a failure): this machine has threads=1" in out
+    assert "no baseline of its class; the determinism tracks compare its images commit to commit" in out
     assert "not in the manifest any more: gone" in out
-    assert f"golden cases without a baseline hash: {CASES[1]} (run with --refresh)" in out
+    assert f"golden cases without a baseline hash: {CASES[1]} (run with --refresh on that class)" in out
+    mine = {**golden_hashes.machine_class().as_record()}
+    (root / BASELINE).write_text(json.dumps({"schema": 1, "holds_for": mine, "cases": {CASES[0]: "a" * 64}}))
+    assert cli.main(["baselines", "--repo", str(root)]) == 2  # this class's gap: exit 2
 
 
 def test_no_baseline_file_exits_2(tmp_path, capsys):
     assert cli.main(["baselines", "--repo", str(_project(tmp_path))]) == 2
-    assert "no baseline file" in capsys.readouterr().err
+    assert "no baseline file of any machine class" in capsys.readouterr().err
+
+
+def test_a_class_without_a_baseline_is_a_fact_not_a_failure(tmp_path, capsys):
+    other = {**golden_hashes.machine_class().as_record(), "cpu_class": "x86_64 GenuineIntel AVX512"}
+    root = _project(tmp_path, other)
+    assert cli.main(["baselines", "--repo", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "results/baselines/golden_hashes.json: 2 golden cases\n" in out
+    assert "another machine class (a fact, not a failure): this machine has cpu_class=" in out
 
 
 def _fake_renders(monkeypatch, failures: dict | None = None) -> None:
@@ -78,18 +92,48 @@ def _fake_renders(monkeypatch, failures: dict | None = None) -> None:
     monkeypatch.setattr(golden_hashes, "render_hashes", render)
 
 
-def test_a_refresh_writes_every_hash_for_this_machine_and_lists_changes(tmp_path, monkeypatch, capsys):
-    root = _project(tmp_path, {"torch": "old"}, {CASES[0]: "1" * 64})
+def test_a_refresh_writes_this_class_file_only_and_lists_changes(tmp_path, monkeypatch, capsys):
+    root = _project(tmp_path, {**golden_hashes.machine_class().as_record(), "torch": "old"}, {CASES[0]: "1" * 64})
+    legacy = (root / BASELINE).read_text()
     _fake_renders(monkeypatch)
     assert cli.main(["baselines", "--repo", str(root), "--refresh", "--allow-dirty"]) == 0
-    data = json.loads((root / BASELINE).read_text())
+    mine = root / class_path(golden_hashes.machine_class())
+    assert mine.parent == root / BASELINE_DIR and (mine.stat().st_mode & 0o777) == 0o644 & ~_umask()
+    data = json.loads(mine.read_text())
     assert data["cases"] == {c: "1" * 64 for c in CASES} and data["cases_compiled"] == {c: "2" * 64 for c in CASES}
     assert data["holds_for"] == golden_hashes.machine_class().as_record() and data["schema"] == 1
+    assert (root / BASELINE).read_text() == legacy  # another class's baseline: untouched
     out = capsys.readouterr().out
     assert "2 golden hashes (and 2 of the compiled path) written for cpu_class=" in out
-    assert "  the previous baseline held for torch=old" in out
-    assert f"  1 changed since the previous baseline:\n    {CASES[1]}: (none) -> 1111111111111111" in out
-    assert "  2 (compiled path) changed since the previous baseline:" in out
+    assert "  no previous baseline of this machine class" in out
+    # a second class's file beside it, then a refresh that changes one case: only this class's file moves
+    other = MachineClass(**{**golden_hashes.machine_class().as_record(), "cpu_class": "aarch64 ARM SVE"})
+    theirs = root / class_path(other)
+    theirs.write_text(json.dumps({"schema": 1, "holds_for": other.as_record(), "cases": {CASES[0]: "9" * 64}}))
+    before_theirs = theirs.read_text()
+    data["cases"][CASES[1]] = "3" * 64
+    mine.write_text(json.dumps(data))
+    assert cli.main(["baselines", "--repo", str(root), "--refresh", "--allow-dirty"]) == 0
+    out = capsys.readouterr().out
+    assert f"  1 changed since the previous baseline:\n    {CASES[1]}: 3333333333333333 -> 1111111111111111" in out
+    assert theirs.read_text() == before_theirs and (root / BASELINE).read_text() == legacy
+    assert json.loads(mine.read_text())["cases"][CASES[1]] == "1" * 64
+    assert cli.main(["baselines", "--repo", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{class_path(golden_hashes.machine_class())}: 2 golden cases  <- this machine" in out
+    assert f"{class_path(other)}: 1 golden cases" in out
+    (root / BASELINE).write_text(json.dumps({"schema": 1, "holds_for": golden_hashes.machine_class().as_record(),
+                                             "cases": {CASES[0]: "a" * 64}}))
+    assert cli.main(["baselines", "--repo", str(root)]) == 0
+    assert "results/baselines/golden_hashes.json" not in capsys.readouterr().out  # its class has a file of its own
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_a_refresh_with_a_failed_case_writes_nothing(tmp_path, monkeypatch, capsys):
@@ -100,7 +144,7 @@ def test_a_refresh_with_a_failed_case_writes_nothing(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert f"  {CASES[1]}: ValueError: the image has non-finite values" in err
     assert f"  {CASES[1]} (compiled): ValueError" in err
-    assert (root / BASELINE).read_text() == before
+    assert (root / BASELINE).read_text() == before and not (root / BASELINE_DIR).exists()
 
 
 def _args(root: Path, **flags) -> argparse.Namespace:
