@@ -10,7 +10,6 @@ the one definition the baselines, the asv tracks and the bench gate use.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform
@@ -19,6 +18,8 @@ import subprocess
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator, Mapping
+
+from detsim.track.base.hashing import sha256_bytes
 
 ENV_VARS = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
@@ -138,7 +139,7 @@ def class_fingerprint(record: Mapping) -> float:
     """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the first :data:`FINGERPRINT_HEX` hex
     digits of the sha256 of its class fields as sorted JSON, as a number."""
     text = json.dumps({f.name: record.get(f.name) for f in fields(MachineClass)}, sort_keys=True)
-    return float(int(hashlib.sha256(text.encode()).hexdigest()[:FINGERPRINT_HEX], 16))
+    return float(int(sha256_bytes(text.encode())[:FINGERPRINT_HEX], 16))
 
 
 def environment(cwd: Path | None = None) -> dict:
