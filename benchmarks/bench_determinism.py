@@ -1,26 +1,41 @@
-"""Determinism: one ``track_hash_changed_<case>`` per golden case, 0 while its image is bit-for-bit
-the stored baseline and 1 once it differs.
+"""Determinism: per golden case, the image's fingerprint and whether it equals this machine class's
+stored baseline.
+
+* ``track_fingerprint_<case>``: the first 13 hex digits of the float64 image's sha256 as a number (exact
+  in float64). Compared commit to commit on one machine by ``detsim-track``, it tracks determinism on any
+  machine class from its first recorded commit, stored in asv's own results (no side file). Its graph
+  jumps arbitrarily when the image changes, so asv's Regressions tab ignores it
+  (``regressions_first_commits`` null in asv.conf.json); ``detsim-track`` judges it.
+* ``track_hash_changed_<case>``: 0 while the image's sha256 equals the stored baseline of this machine
+  class (``results/baselines/golden_hashes/<class slug>.json``, or the single file of earlier versions
+  where it holds for this class), 1 once it differs: the 0 -> 1 step asv's Regressions tab flags. On a
+  class with no stored baseline it skips (asv shows n/a), naming how the stored classes differ.
+* ``track_machine_class``: the machine class of the renders as one number, so that ``detsim-track``
+  compares fingerprints only between commits of the same class.
 
 ``CompiledHashes.track_cases_changed`` counts the golden cases whose compiled-path image differs from
-its own baseline (compiled and eager images may differ in the last bits, so they are stored apart).
+its own baseline (compiled and eager images may differ in the last bits, so they are stored apart);
+``CompiledHashes.track_fingerprint`` fingerprints all compiled-path hashes together.
 
-The baseline (``results/baselines/golden_hashes.json``, refreshed deliberately with
-``detsim-track baselines --refresh``) holds for one torch version, thread count and CPU class; on a
-machine where it does not hold the tracks skip (asv shows n/a) rather than report every image as
-changed. The full sha256 of every case is written per commit to ``results/hashes/<commit>.json``
-whatever the baseline, so "which commit changed this image" stays answerable.
+Baselines are refreshed deliberately with ``detsim-track baselines --refresh`` (this class's file only).
+Nothing here writes a file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from .common import (
-    Skip, case_result, compiled_golden_hashes, define_case_tracks, golden_renders, holds_differences, load_baseline,
+    Skip, case_result, class_fingerprint, class_slug, compiled_golden_hashes, define_case_tracks, golden_renders,
+    hash_fingerprint, holds_differences, load_baseline, stored_classes,
 )
 
 setup_cache = golden_renders
 
 UNIT = "changed (0/1)"
 VERSION = "1"  # bump only when the hash definition changes
+FINGERPRINT_UNIT = "sha256[:13] as a number"
 
 
 def _check_holds(baseline: dict, here: dict) -> None:
@@ -32,9 +47,23 @@ def _check_holds(baseline: dict, here: dict) -> None:
         )
 
 
+def _class_baseline(here: dict) -> dict:
+    """This machine class's stored baseline; a skip naming how the stored classes differ where none is."""
+    baseline = load_baseline(here)
+    if baseline is not None:
+        return baseline
+    others = []
+    for holds in stored_classes():
+        try:
+            _check_holds({"holds_for": holds}, here)
+        except Skip as exc:
+            others.append(str(exc))
+    raise Skip(f"no golden baseline for this machine class ({class_slug(here)}): its images are compared "
+               "commit to commit (track_fingerprint_*)" + ("; " + "; ".join(others) if others else ""))
+
+
 def _baseline_hash(renders, case_id: str) -> str:
-    baseline = load_baseline()
-    _check_holds(baseline, renders["holds_for"])
+    baseline = _class_baseline(renders["holds_for"])
     expected = baseline.get("cases", {}).get(case_id)
     if expected is None:
         raise RuntimeError(f"{case_id}: no baseline hash; run `detsim-track baselines --refresh`")
@@ -45,11 +74,25 @@ def _hash_changed(renders, case_id: str) -> int:
     return int(case_result(renders, case_id)["sha256"] != _baseline_hash(renders, case_id))
 
 
+def _fingerprint(renders, case_id: str) -> float:
+    return hash_fingerprint(case_result(renders, case_id)["sha256"])
+
+
 define_case_tracks(globals(), "hash_changed", _hash_changed, unit=UNIT, version=VERSION, label="image hash changed")
+define_case_tracks(globals(), "fingerprint", _fingerprint, unit=FINGERPRINT_UNIT, version=VERSION,
+                   label="image fingerprint")
+
+
+def track_machine_class(renders):
+    return class_fingerprint(renders["holds_for"])
+
+
+track_machine_class.unit, track_machine_class.version = "machine class fingerprint", VERSION
+track_machine_class.pretty_name = "machine class of the golden renders"
 
 
 class CompiledHashes:
-    """Golden images of the compiled path against their own stored hashes (one track for all cases)."""
+    """Golden images of the compiled path against their own stored hashes, and their fingerprint."""
 
     unit = "cases changed"
     version = "1"
@@ -59,9 +102,13 @@ class CompiledHashes:
         return compiled_golden_hashes()
 
     def track_cases_changed(self, hashes):
-        baseline = load_baseline()
-        _check_holds(baseline, hashes["holds_for"])
-        expected = baseline.get("cases_compiled")
+        expected = _class_baseline(hashes["holds_for"]).get("cases_compiled")
         if not expected:
             raise Skip("the baseline has no compiled-path hashes; run `detsim-track baselines --refresh`")
         return sum(hashes["cases"].get(case) != sha for case, sha in expected.items())
+
+    def track_fingerprint(self, hashes):
+        text = json.dumps(hashes["cases"], sort_keys=True)
+        return hash_fingerprint(hashlib.sha256(text.encode()).hexdigest())
+
+    track_fingerprint.unit = FINGERPRINT_UNIT

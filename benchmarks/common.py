@@ -19,12 +19,12 @@ in C order (the definition ``detsim-track baselines`` uses too).
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import importlib.util
 import json
 import os
 import platform
+import re
 import resource
 import tempfile
 import time
@@ -46,8 +46,9 @@ torch.set_num_threads(THREADS)
 REPO_ROOT = Path(os.environ.get("ASV_CONF_DIR") or Path(__file__).resolve().parent.parent)
 GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
 MANIFEST = json.loads((GOLDEN_DIR / "manifest.json").read_text())
-BASELINE_HASHES = REPO_ROOT / "results" / "baselines" / "golden_hashes.json"
-HASHES_DIR = REPO_ROOT / "results" / "hashes"  # one file per commit, outside asv's results_dir
+BASELINE_HASHES = REPO_ROOT / "results" / "baselines" / "golden_hashes.json"  # the single file of earlier versions
+BASELINE_DIR = REPO_ROOT / "results" / "baselines" / "golden_hashes"  # one <class slug>.json per machine class
+FINGERPRINT_HEX = 13  # copy of detsim.track.base.provenance.FINGERPRINT_HEX: 52 bits, exact in a float64
 
 PARITY_DECIMALS = 9  # 1 - r is recorded to 1e-9: float noise (~1e-15) never moves it, a physics change does
 PARITY_MIN_R = 0.9995  # copy of detsim.track.base.metrics.PARITY_MIN_R: the line the 1 - r tracks are read against
@@ -325,13 +326,36 @@ def holds_differences(stored: dict, here: dict) -> dict[str, tuple]:
     return {k: (stored.get(k), here[k]) for k in here if stored.get(k) != here[k]}
 
 
+def class_slug(record: dict) -> str:
+    """Copy of detsim.track.base.provenance.class_slug: a machine class as a file name."""
+    def part(value) -> str:
+        return re.sub(r"[^A-Za-z0-9.+]+", "-", str(value)).strip("-") or "unknown"
+
+    return "_".join((part(record.get("cpu_class")), "torch" + part(record.get("torch")),
+                     f"{part(record.get('threads'))}t", part(record.get("dtype")), part(record.get("device"))))
+
+
+CLASS_FIELDS = ("cpu_class", "torch", "threads", "dtype", "device")  # copy of provenance.MachineClass's fields
+
+
+def class_fingerprint(record: dict) -> float:
+    """Copy of detsim.track.base.provenance.class_fingerprint: a machine class as one exact number."""
+    text = json.dumps({k: record.get(k) for k in CLASS_FIELDS}, sort_keys=True)
+    return float(int(hashlib.sha256(text.encode()).hexdigest()[:FINGERPRINT_HEX], 16))
+
+
+def hash_fingerprint(sha256: str) -> float:
+    """Copy of detsim.track.history.golden_hashes.fingerprint: an image hash as one exact number."""
+    return float(int(sha256[:FINGERPRINT_HEX], 16))
+
+
 def golden_renders() -> dict:
     """Render every golden case once per commit; parity and determinism tracks read the result.
 
     asv runs this once per commit and environment (it is the shared ``setup_cache`` of
     ``bench_parity`` and ``bench_determinism``). It never raises: a case that fails is recorded with
-    its error, and each track then fails on its own. Under asv it also writes the full hashes to
-    ``results/hashes/<commit>.json``.
+    its error, and each track then fails on its own. It writes nothing: every number the history needs
+    (the image fingerprints among them) is a track, stored in asv's own results.
     """
     pin_threads()
     out = {"holds_for": holds_for(), "cases": {}, "skip": None}
@@ -343,7 +367,6 @@ def golden_renders() -> dict:
             out["cases"][case["id"]] = render_case(case)
         except Exception as exc:  # noqa: BLE001 - recorded per case; the case's tracks fail with it
             out["cases"][case["id"]] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-    _write_hash_file(out)
     return out
 
 
@@ -367,33 +390,6 @@ def compiled_golden_hashes() -> dict:
         except Exception as exc:  # noqa: BLE001 - counted as changed by the track
             out["cases"][case["id"]] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
     return out
-
-
-def _write_hash_file(renders: dict) -> None:
-    commit = os.environ.get("ASV_COMMIT")
-    if not commit:
-        return
-    record = {
-        "commit": commit,
-        "env": os.environ.get("ASV_ENV_NAME"),
-        "recorded_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "hash": "sha256 of the float64 image, little-endian, C order (slow, fast)",
-        "holds_for": renders["holds_for"],
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "cases": renders["cases"],
-    }
-    HASHES_DIR.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{commit}.", suffix=".tmp", dir=HASHES_DIR)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, HASHES_DIR / f"{commit}.json")
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def define_case_tracks(namespace: dict, prefix: str, measure, *, unit: str, version: str, label: str) -> None:
@@ -430,9 +426,22 @@ def case_result(renders: dict, case_id: str) -> dict:
     return result
 
 
-def load_baseline() -> dict:
-    """The stored golden hashes (``results/baselines/golden_hashes.json``)."""
-    return json.loads(BASELINE_HASHES.read_text())
+def load_baseline(here: dict) -> dict | None:
+    """The stored golden hashes of the machine class ``here`` (a ``holds_for`` record), or None: its own
+    file ``results/baselines/golden_hashes/<class slug>.json``, else the single file of earlier versions
+    where that holds for this class (the reading of detsim.track.history.baseline_file.for_class)."""
+    for path in (BASELINE_DIR / f"{class_slug(here)}.json", BASELINE_HASHES):
+        if path.exists():
+            data = json.loads(path.read_text())
+            if not holds_differences(data.get("holds_for", {}), here):
+                return data
+    return None
+
+
+def stored_classes() -> list[dict]:
+    """The ``holds_for`` of every stored golden baseline (to name how this run's class differs)."""
+    paths = sorted(BASELINE_DIR.glob("*.json")) if BASELINE_DIR.is_dir() else []
+    return [json.loads(p.read_text()).get("holds_for", {}) for p in [*paths, BASELINE_HASHES] if p.exists()]
 
 
 # -- instruction counts (copies of detsim.track.cost.counting) -------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -247,3 +248,64 @@ def test_the_counted_renders_equal_the_cost_package(common, workload):
 def test_a_count_imports_the_installed_detsim_not_the_working_tree(common):
     setup = common.cost_setup("P1@64")[0]
     assert repr(str(ROOT / "benchmarks")) in setup and f"insert(0, {str(ROOT)!r})" not in setup
+
+
+def test_the_machine_class_and_fingerprint_copies_agree(common):
+    from detsim.track.history import golden_hashes
+
+    here = provenance.MachineClass.here(threads=1)
+    others = [here, dataclasses.replace(here, cpu_class="x86_64 GenuineIntel AVX512", threads=2),
+              dataclasses.replace(here, torch="2.14.0.dev20261101+cu128", cpu_class="aarch64  SVE/256")]
+    for machine in others:
+        assert common.class_slug(machine.as_record()) == machine.slug()
+        assert common.class_fingerprint(machine.as_record()) == machine.fingerprint()
+    assert len({m.fingerprint() for m in others}) == len({m.slug() for m in others}) == 3
+    assert common.CLASS_FIELDS == tuple(f.name for f in dataclasses.fields(provenance.MachineClass))
+    assert common.FINGERPRINT_HEX == provenance.FINGERPRINT_HEX
+    sha = hashing.sha256_bytes(b"image")
+    assert common.hash_fingerprint(sha) == golden_hashes.fingerprint(sha) == float(int(sha[:13], 16))
+    assert golden_hashes.fingerprint_hex(common.hash_fingerprint(sha)) == sha[:13]  # exact in a float64
+
+
+def test_the_suite_reads_this_classes_baseline_and_skips_without_one(common, tmp_path, monkeypatch):
+    from detsim.track.history import baseline_file
+
+    determinism = _import("benchmarks.bench_determinism")
+    here = common.holds_for()
+    intel = {**here, "cpu_class": "x86_64 GenuineIntel AVX512"}
+    legacy, folder = tmp_path / "golden_hashes.json", tmp_path / "golden_hashes"
+    monkeypatch.setattr(common, "BASELINE_HASHES", legacy)
+    monkeypatch.setattr(common, "BASELINE_DIR", folder)
+    legacy.write_text(json.dumps({"schema": 1, "holds_for": intel, "cases": {"x": "1" * 64}}))
+    assert common.load_baseline(here) is None and common.load_baseline(intel)["cases"] == {"x": "1" * 64}
+    with pytest.raises(common.Skip, match=r"^no golden baseline for this machine class \(.*\): its images are "
+                       r"compared commit to commit \(track_fingerprint_\*\); the golden baseline holds for "
+                       r"cpu_class=x86_64 GenuineIntel AVX512 but this run has cpu_class="):
+        determinism._class_baseline(here)
+    mine = folder / f"{common.class_slug(here)}.json"
+    assert Path(baseline_file.class_path(provenance.MachineClass(**here))).name == mine.name
+    folder.mkdir()
+    mine.write_text(json.dumps({"schema": 1, "holds_for": here, "cases": {"x": "2" * 64}}))
+    assert determinism._class_baseline(here)["cases"] == {"x": "2" * 64}
+    renders = {"holds_for": here, "skip": None, "cases": {"x": {"sha256": "2" * 64}}}
+    assert determinism._hash_changed(renders, "x") == 0
+    assert determinism._fingerprint(renders, "x") == float(int("2" * 13, 16))
+    assert determinism.track_machine_class(renders) == provenance.MachineClass(**here).fingerprint()
+
+
+def test_rendering_the_golden_cases_writes_no_file(common, monkeypatch):
+    """asv runs golden_renders as a setup_cache with ASV_COMMIT set: no stored file may change."""
+    def snapshot():
+        return {p: (p.stat().st_mtime_ns, p.stat().st_mode) for p in (ROOT / "results").rglob("*")
+                if "asv" not in p.relative_to(ROOT / "results").parts}
+
+    monkeypatch.setenv("ASV_COMMIT", "f" * 40)
+    monkeypatch.setattr(common, "MANIFEST", [r for r in common.MANIFEST if r["id"] == RENDERED_CASE])
+    before = snapshot()
+    threads = torch.get_num_threads()
+    try:
+        renders = common.golden_renders()
+    finally:
+        torch.set_num_threads(threads)
+    assert list(renders["cases"]) == [RENDERED_CASE] and "sha256" in renders["cases"][RENDERED_CASE]
+    assert snapshot() == before
