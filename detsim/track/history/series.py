@@ -9,8 +9,12 @@ threshold. The family decides how a series is judged:
 * ``timing``, ``memory``, ``throughput`` (units per second) and other ``track``: noisy, judged by steps;
 * ``cost`` (unit ``instructions``: counted under valgrind, repeatable within ~0.1 %): exact against its
   threshold, no rank test;
-* ``parity`` (1 - r per golden case), ``determinism`` (0/1 per golden case against its stored hash)
-  and ``hash count`` (compiled-path images that differ): exact;
+* ``parity`` (1 - r per golden case), ``determinism`` (0/1 per golden case against its machine class's
+  stored hash) and ``hash count`` (compiled-path images that differ): exact;
+* ``fingerprint`` (the start of an image's sha256 as a number, per golden case or for all compiled-path
+  images): exact, compared commit to commit within one machine class, never by size;
+* ``machine class`` (the class of the golden renders as a number): no regression itself, it says which
+  commits' fingerprints are comparable;
 * ``reference``: the machine's own speed, never a regression itself, used to correct for load.
 """
 
@@ -24,7 +28,8 @@ from typing import Iterator, Mapping
 from detsim.track.history.jsonc import ResultsError
 
 DEFAULT_THRESHOLD = 0.05  # asv's default when no regressions_thresholds entry matches
-FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count", "reference")
+FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count",
+                "fingerprint", "reference", "machine class")
 
 # Benchmarks whose family their name says (method name, or class for the machine reference): the
 # suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
@@ -32,6 +37,8 @@ NAMED_FAMILIES = (
     (re.compile(r"(^|.*\.)track_parity_\w+$"), "parity"),
     (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), "determinism"),
     (re.compile(r"(^|.*\.)track_cases_changed$"), "hash count"),
+    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), "fingerprint"),
+    (re.compile(r"(^|.*\.)track_machine_class$"), "machine class"),
     (re.compile(r"(^|.*\.)MachineReference\.\w+$"), "reference"),
 )
 # asv's benchmark type by method-name prefix (where benchmarks.json gives none) -> family

@@ -26,6 +26,11 @@ def _family_before(name: str, bench: dict) -> str:
     if name.startswith("bench_parity."):
         return "parity"
     if name.startswith("bench_determinism."):
+        method = name.rsplit(".", 1)[-1]
+        if method.startswith("track_fingerprint"):  # image fingerprints, compared commit to commit
+            return "fingerprint"
+        if method == "track_machine_class":
+            return "machine class"
         return "determinism" if case_of(bench) else "hash count"
     if ".MachineReference." in name:
         return "reference"
@@ -71,6 +76,9 @@ def test_every_benchmark_of_the_suite_keeps_its_family(monkeypatch):
     assert set(families.values()) == set(FAMILY_ORDER) - {"track"}  # every family but the plain track
     assert families["bench_engine.MachineReference.peakmem_reference"] == "reference"
     assert families["bench_determinism.CompiledHashes.track_cases_changed"] == "hash count"
+    assert families["bench_determinism.CompiledHashes.track_fingerprint"] == "fingerprint"
+    assert families["bench_determinism.track_fingerprint_a01_cubic_mosflm_center"] == "fingerprint"
+    assert families["bench_determinism.track_machine_class"] == "machine class"
     assert families["bench_engine.PathThroughput.track_pixel_steps_per_second"] == "throughput"
 
 
