@@ -5,8 +5,10 @@ Layout under the project's root (``results_dir`` from asv.conf.json, ``results/a
 * ``<results_dir>/benchmarks.json``: the suite's benchmarks (type, unit, parameters, version);
 * ``<results_dir>/<machine>/machine.json`` and one results file per (commit, environment), asv's
   format version 2 (:func:`load_result_file`);
-* ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit;
-* ``results/baselines/golden_hashes.json``: the stored hashes (:mod:`.baseline_file`).
+* ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit, written by
+  earlier versions of the suite (read where present; the suite now records image fingerprints as tracks);
+* ``results/baselines/golden_hashes/<class slug>.json`` (and the single ``golden_hashes.json`` of earlier
+  versions): the stored hashes of every machine class (:mod:`.baseline_file`).
 
 :func:`load_recorded` reads all of them into a :class:`Recorded`, its results in commit order
 (:mod:`.ordering`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
@@ -20,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.history.baseline_file import BASELINE
+from detsim.track.history.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
 from detsim.track.history.series import family_of
@@ -37,8 +39,8 @@ class Recorded:
     machine: str
     benchmarks: dict  # benchmark name -> asv's description of it
     files: list[dict]  # asv results files, in commit order
-    hashes: dict[str, dict]  # commit -> its per-commit hash record
-    baseline: dict  # the golden baseline ({} where there is none)
+    hashes: dict[str, dict]  # commit -> its per-commit hash record (earlier versions of the suite)
+    baselines: dict[str, dict]  # path (relative to the project) -> the golden baseline of one machine class
     notes: tuple[str, ...]  # what was left out, how the commits were ordered
 
 
@@ -129,15 +131,13 @@ def load_hashes(root: Path) -> dict[str, dict]:
     return {p.stem: load_hash_file(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
 
 
-def load_baseline(root: Path) -> tuple[dict, list[str]]:
-    """The golden baseline ({} and a note where there is none); only its ``cases`` map is required."""
-    path = root / BASELINE
-    if not path.exists():
-        return {}, [f"no golden baseline at {path.relative_to(root)}"]
-    data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
-        raise ResultsError(f"{path}: malformed baseline")
-    return data, []
+def load_baselines(root: Path) -> tuple[dict[str, dict], list[str]]:
+    """Every machine class's golden baseline (path -> content; empty, with a note, where none is stored)."""
+    try:
+        found = {str(path): data for path, data in stored(root).items()}
+    except BaselineError as exc:
+        raise ResultsError(str(exc)) from None
+    return found, [] if found else ["no golden baseline of any machine class under results/baselines"]
 
 
 def load_recorded(root: Path, machine: str | None = None) -> Recorded:
@@ -154,6 +154,6 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
         raise ResultsError(f"{machine_dir}: no results recorded")
     files, notes = order_files(root, files)
     hashes = load_hashes(root)
-    baseline, baseline_notes = load_baseline(root)
+    baselines, baseline_notes = load_baselines(root)
     return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,
-                    baseline=baseline, notes=tuple(notes + baseline_notes))
+                    baselines=baselines, notes=tuple(notes + baseline_notes))

@@ -7,8 +7,9 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
 * **cost** (instruction counts, repeatable within ~0.1 %): the latest value above the best recorded one
   by more than the series' threshold counts, found at the first commit of the run above it (no rank
   test, no load correction: a count does not depend on the machine's load);
-* **determinism**: a 1 at the latest commit (its image differs from the stored baseline hash), found
-  with the old and new sha256 from the per-commit hash records;
+* **determinism**: a 1 at the latest commit (its image differs from its machine class's stored
+  baseline hash), found with the old and new sha256 (or fingerprints) per commit; where the class has
+  no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
 * **noisy** (timings, memory, throughput, tracks): the step into the run of levels ending at the
   latest commit (:func:`~.steps.segments`) must rise by more than the series' threshold, survive
   dividing by the machine reference's own change (not for memory), and be confirmed by a one-sided
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.history.fingerprint_series import fingerprint_finding
 from detsim.track.history.series import Point, Series
 from detsim.track.history.steps import mann_whitney_greater, segments
 
@@ -77,6 +79,10 @@ def detect(series: Series, start: int, references: Mapping[str, float], baseline
         return _exact(series, points, absolute=PARITY_MAX_ONE_MINUS_R)
     if series.family == "determinism":
         return _hash_changed(series, points, baseline_hashes, hashes)
+    if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
+        return fingerprint_finding(series, points)
+    if series.family == "machine class":
+        return None
     if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
         return _exact(series, points)
     if series.family == "cost":
@@ -126,7 +132,7 @@ def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
     new = sha(points[-1].commit)
     changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if sha(p.commit) != sha(prev.commit)]
     detail = {"old_sha256": old, "new_sha256": new, "changed_again_at": changes}
-    if old and old == new:
+    if old and new and (old.startswith(new) or new.startswith(old)):  # fingerprints hold a sha256's start
         detail["note"] = "same image as the last good commit: the baseline changed between the runs; re-run it"
     return Finding(series, last_good, points[first].commit, 0.0, 1.0, detail)
 

@@ -53,7 +53,7 @@ def finding_text(r: Mapping) -> str:
     if r["family"] == "determinism":
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
-        return f"image hash {r['case']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
+        return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
     extra = []
     if "load_corrected_rise" in r:
         corrected = r["load_corrected_rise"]
@@ -73,7 +73,7 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
     for r in records:
         if r["family"] == "determinism":
             groups.setdefault((r["first_bad"], r["last_good"]), []).append(r)
-    lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r['case'] for r in group)}), "
+    lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r.get('case') or r['benchmark'] for r in group)}), "
              f"{where_text(group[0], subjects)} (sha256s with --json)"
              for group in groups.values() if len(group) > GROUP_HASHES]
     lines += [f"REGRESSED {finding_text(r)}, {where_text(r, subjects)}" for r in records

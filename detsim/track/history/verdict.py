@@ -10,14 +10,17 @@ were skipped there, whether the latest commit built at all, notes, and the exit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import utc_stamp
+from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.history.asvresults import load_recorded
 from detsim.track.history.detection import Finding, detect
+from detsim.track.history.fingerprint_series import class_cut
+from detsim.track.history.golden_hashes import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series
@@ -37,6 +40,8 @@ class Report:
     built: bool  # whether anything was measured at the latest commit
     notes: tuple[str, ...]
     exit: ExitCode
+    machine_class: float | None = None  # the class fingerprint of the latest commit's renders (None: unrecorded)
+    fingerprints: Mapping[str, float] = field(default_factory=dict)  # case -> image fingerprint at the latest
 
     def as_json(self) -> dict:
         return {
@@ -44,6 +49,7 @@ class Report:
             "commits": list(self.commits), "latest": self.latest, "subjects": dict(self.subjects),
             "regressions": [f.record() for f in self.regressions], "unmeasured": list(self.unmeasured),
             "skipped": self.skipped, "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
+            "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
         }
 
 
@@ -53,12 +59,50 @@ def machine_references(series: list[Series]) -> dict[str, float]:
             for p in s.points if p.measured}
 
 
+def machine_classes(series: list[Series]) -> dict[str, float]:
+    """Commit -> the machine-class fingerprint of its golden renders (``track_machine_class``)."""
+    return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+
+
+def _measured_at(s: Series, latest: str) -> bool:
+    return any(p.commit == latest and p.measured for p in s.points)
+
+
+def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[str, dict]:
+    """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
+    where no record of earlier versions of the suite holds the case."""
+    merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
+    for s in series:
+        if s.family != "fingerprint" or not s.case:
+            continue
+        for p in s.points:
+            if p.measured:
+                cases = merged.setdefault(p.commit, {"cases": {}})["cases"]
+                cases.setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
+    return merged
+
+
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
           hashes: Mapping[str, dict]) -> tuple[list[Finding], list[str], int]:
-    """The findings, the labels not measured at ``latest`` (failed) and the count skipped there."""
+    """The findings, the labels not measured at ``latest`` (failed) and the count skipped there.
+
+    Image fingerprints are judged commit to commit (within the latest commit's machine class) only
+    where no stored baseline of this class judged the same images: a case whose 0/1 determinism track
+    was measured at ``latest``, or the compiled path where its count was. asv's page never judges them
+    (null in ``regressions_first_commits``); this command does, from the first commit asv would.
+    """
     references = machine_references(series)
+    classes = machine_classes(series)
+    by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
+    count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
+    fingerprint_conf = {**conf, "regressions_first_commits": {
+        k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
+    hashes = with_fingerprints(series, hashes)
     regressions, unmeasured, skipped = [], [], 0
     for s in series:
+        fingerprint = s.family == "fingerprint"
+        if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
+            continue  # the stored baseline of this class judged these images
         at_latest = [p for p in s.points if p.commit == latest]
         if at_latest and at_latest[-1].value is None:
             unmeasured.append(s.label)
@@ -66,9 +110,12 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
         if at_latest and not at_latest[-1].measured:
             skipped += 1
             continue
-        start = first_commit_cut(conf, s.name, s.family, [p.commit for p in s.points])
+        start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
+                                 [p.commit for p in s.points])
         if start is None or not at_latest:
             continue
+        if fingerprint:
+            start = max(start, class_cut(s.points, classes))
         finding = detect(s, start, references, baseline.get("cases", {}), hashes)
         if finding is not None:
             regressions.append(finding)
@@ -76,22 +123,53 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     return regressions, unmeasured, skipped
 
 
+def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
+                   holds_for: Mapping | None) -> tuple[str, dict] | None:
+    """The stored baseline (path, content) of the recorded machine's class: the one whose class has the
+    recorded class fingerprint, or (results of earlier versions) equals the per-commit record's
+    ``holds_for``; without either, the only stored baseline, as earlier versions read it."""
+    for path, data in baselines.items():
+        if machine_class is not None and class_fingerprint(data["holds_for"]) == machine_class:
+            return path, data
+        if machine_class is None and holds_for and MachineClass.from_record(data["holds_for"]) == \
+                MachineClass.from_record(holds_for):
+            return path, data
+    if machine_class is None and not holds_for and len(baselines) == 1:
+        return next(iter(baselines.items()))
+    return None
+
+
 def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
-                     baseline: Mapping) -> str | None:
-    """Why the image hashes were not compared at ``latest`` (the baseline holds for another machine)."""
-    det = [s for s in series if s.family == "determinism"]
-    if not det or not baseline:
+                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None) -> str | None:
+    """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
+    applied: commit to commit from the class's first recorded commit, and how the stored classes
+    differ (facts, never failures)."""
+    if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
         return None
-    skipped = [s for s in det if any(p.commit == latest and p.value is not None and not p.measured for p in s.points)]
     here = (hashes.get(latest) or {}).get("holds_for")
-    if not (skipped and here and here != baseline.get("holds_for")):
+    others = []
+    for path, data in baselines.items():
+        stored = data.get("holds_for", {})
+        differing = sorted(k for k in (here or {}) if stored.get(k) != here[k])
+        others.append(f"{path} holds for " + (", ".join(f"{k}={stored.get(k)}" for k in differing)
+                                               + " where this machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
+                                               if differing else MachineClass.from_record(stored).slug()
+                                               if MachineClass.from_record(stored) else "another class"))
+    facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
+    fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
+    if fingerprints:
+        classes = machine_classes(series)
+        cut = class_cut(fingerprints[0].points, classes)
+        first = fingerprints[0].points[cut].commit if cut < len(fingerprints[0].points) else latest
+        return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
+                f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
+                "`detsim-track baselines --refresh` on this machine class")
+    det = [s for s in series if s.family == "determinism"]
+    skipped = [s for s in det if any(p.commit == latest and p.value is not None and not p.measured for p in s.points)]
+    if not skipped:
         return None
-    stored = baseline.get("holds_for", {})
-    differing = sorted(k for k in here if stored.get(k) != here[k])
-    return ("image hashes not compared: the baseline holds for "
-            + ", ".join(f"{k}={baseline['holds_for'].get(k)}" for k in differing)
-            + ", this machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
-            + " (refresh it here with `detsim-track baselines --refresh`)")
+    return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
+            "store one with `detsim-track baselines --refresh` on this machine class")
 
 
 def analyse(root: Path, machine: str | None = None) -> Report:
@@ -107,9 +185,11 @@ def analyse(root: Path, machine: str | None = None) -> Report:
                            f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`make run`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
             "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
-    regressions, unmeasured, skipped = judge(series, latest, conf, recorded.baseline, recorded.hashes)
+    machine_class = machine_classes(series).get(latest)
+    chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
+    regressions, unmeasured, skipped = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
     notes = list(recorded.notes)
-    note = determinism_note(series, latest, recorded.hashes, recorded.baseline)
+    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
     if note:
         notes.append(note)
     built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
@@ -122,4 +202,7 @@ def analyse(root: Path, machine: str | None = None) -> Report:
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
         unmeasured=tuple(unmeasured), skipped=skipped, built=built, notes=tuple(notes), exit=code,
+        machine_class=machine_class,
+        fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
+                      for p in s.points if p.commit == latest and p.measured},
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.history.asvresults import (
-    choose_machine, load_baseline, load_hash_file, load_recorded, load_result_file,
+    choose_machine, load_baselines, load_hash_file, load_recorded, load_result_file,
 )
 from detsim.track.history.jsonc import ResultsError
 
@@ -69,11 +69,11 @@ def test_a_hash_file_must_name_its_own_commit(tmp_path):
 
 
 def test_without_a_baseline_a_note_says_so(tmp_path):
-    assert load_baseline(tmp_path) == ({}, ["no golden baseline at results/baselines/golden_hashes.json"])
+    assert load_baselines(tmp_path) == ({}, ["no golden baseline of any machine class under results/baselines"])
     (tmp_path / "results" / "baselines").mkdir(parents=True)
     (tmp_path / "results" / "baselines" / "golden_hashes.json").write_text('{"cases": []}')
     with pytest.raises(ResultsError, match="malformed baseline"):
-        load_baseline(tmp_path)
+        load_baselines(tmp_path)
 
 
 def test_everything_recorded_is_loaded_in_commit_order(tmp_path):
@@ -84,7 +84,7 @@ def test_everything_recorded_is_loaded_in_commit_order(tmp_path):
     assert recorded.machine == "fixture-2cpu" and dates == sorted(dates) and len(dates) == 5
     assert set(recorded.hashes) == {f["commit_hash"] for f in recorded.files}
     assert "bench_engine.EngineSweep.time_simulate" in recorded.benchmarks and "version" not in recorded.benchmarks
-    assert recorded.baseline["holds_for"]["threads"] == 1
+    assert recorded.baselines["results/baselines/golden_hashes.json"]["holds_for"]["threads"] == 1
     assert recorded.notes == ()  # outside git: ordered by date, nothing left out
     for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
         path.unlink()

@@ -40,12 +40,14 @@ def test_the_machine_reference_is_read_from_its_timing():
 def test_skipped_hashes_are_explained_by_the_machine_class():
     series = [_series("d", "determinism", [0.0, 0.0, float("nan")], unit="changed (0/1)", case="a")]
     here = {**HOLDS, "cpu_class": "x86_64 AuthenticAMD AVX2"}
-    note = determinism_note(series, "c3", {"c3": {"holds_for": here}}, {"holds_for": HOLDS})
-    assert note == ("image hashes not compared: the baseline holds for cpu_class=x86_64 GenuineIntel AVX512, "
-                    "this machine has cpu_class=x86_64 AuthenticAMD AVX2 (refresh it here with "
-                    "`detsim-track baselines --refresh`)")
-    assert determinism_note(series, "c3", {"c3": {"holds_for": HOLDS}}, {"holds_for": HOLDS}) is None
-    assert determinism_note(series, "c3", {"c3": {"holds_for": here}}, {}) is None
+    stored = {"b.json": {"holds_for": HOLDS}}
+    note = determinism_note(series, "c3", {"c3": {"holds_for": here}}, stored, None)
+    assert note == ("image hashes not compared at c3: no stored baseline of this machine's class (b.json holds "
+                    "for cpu_class=x86_64 GenuineIntel AVX512 where this machine has cpu_class=x86_64 AuthenticAMD "
+                    "AVX2 (another machine class: a fact, not a failure)); store one with "
+                    "`detsim-track baselines --refresh` on this machine class")
+    assert determinism_note(series, "c3", {"c3": {"holds_for": HOLDS}}, stored, ("b.json", stored["b.json"])) is None
+    assert determinism_note(series, "c3", {"c3": {"holds_for": here}}, {}, None) is None
 
 
 def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
@@ -53,7 +55,7 @@ def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
     assert isinstance(report, Report) and report.exit is ExitCode.REGRESSED
     data = json.loads(json_text(report.as_json()))
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
-                         "unmeasured", "skipped", "built", "notes", "exit"}
+                         "unmeasured", "skipped", "built", "notes", "exit", "machine_class"}
     assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
     assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
     with pytest.raises(AttributeError):
