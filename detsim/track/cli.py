@@ -29,6 +29,8 @@ SUBCOMMANDS = {
     "parity": "detsim.track.parity.cmd_parity",
     "evidence": "detsim.track.evidence.cmd_evidence",
     "speed": "detsim.track.speed.cmd_speed",
+    "explain": "detsim.track.explain.cmd_explain",
+    "publish": "detsim.track.publish.cmd_publish",
 }
 DEFAULT = "regressions"
 

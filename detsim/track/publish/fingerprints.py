@@ -1,0 +1,102 @@
+"""Per commit and golden case: is the image the same as at the previous recorded commit?
+
+:func:`determinism_states` is the one place the page reads image fingerprints from (the storage of
+per-commit hashes may change: only this function then changes). Today it reads
+
+* ``results/hashes/<commit>.json`` (``cases.<case>.sha256`` and ``holds_for``, the machine class that
+  recorded it), through :func:`~detsim.track.history.asvresults.load_hashes`; and
+* asv's fingerprint tracks (``bench_determinism.track_fingerprint_<case>``: the image's sha256 as a
+  number, with ``track_machine_class``, the class of the machine that rendered it), for commits without
+  a stored hash: a fingerprint stands for the sha256, the class track for ``holds_for``;
+* asv's determinism tracks (``bench_determinism.track_hash_changed_<case>``: 0 while the image equals
+  the stored baseline hash, 1 once it differs), for commits with neither.
+
+Each commit is compared with the closest earlier recorded commit that has something to compare:
+
+* both have a sha256 recorded by the same machine class: ``same`` or ``changed``;
+* otherwise both have a 0/1 track value: 0 and 0 is ``same``, 0 and 1 either way ``changed``, 1 and 1
+  ``not comparable`` (both differ from the baseline, perhaps differently);
+* anything else (the first recorded commit, another machine class, no hash and no track value, a
+  skipped or failed track) is ``not comparable``, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from detsim.track.history.asvresults import load_hashes
+from detsim.track.history.series import Series
+
+SAME, CHANGED, NOT_COMPARABLE = "same", "changed", "not comparable"
+
+
+@dataclass(frozen=True)
+class State:
+    commit: str
+    state: str  # SAME, CHANGED or NOT_COMPARABLE
+    why: str  # one short phrase for the tooltip
+
+
+def _class(record: Mapping | None) -> str | None:
+    holds = (record or {}).get("holds_for")
+    return repr(sorted(holds.items())) if isinstance(holds, dict) else None
+
+
+def compare_case(case: str, commits: Sequence[str], hashes: Mapping[str, Mapping],
+                 track: Mapping[str, float | None]) -> list[State]:
+    """The states of ``case`` at every commit of ``commits`` (oldest first), from the hash records
+    (commit -> record) and the 0/1 track values (commit -> value; None failed, NaN skipped)."""
+    states = []
+    seen_sha: dict[str, tuple[str, str]] = {}  # machine class -> (commit, sha256) last recorded
+    last_track: tuple[str, float] | None = None
+    for commit in commits:
+        record = hashes.get(commit)
+        sha = ((record or {}).get("cases", {}).get(case) or {}).get("sha256")
+        cls = _class(record)
+        value = track.get(commit)
+        measured = value is not None and not math.isnan(value)
+        if sha and cls in seen_sha:
+            before, old = seen_sha[cls]
+            states.append(State(commit, SAME if old == sha else CHANGED,
+                                f"{'same image as' if old == sha else 'image differs from'} {before[:8]}"))
+        elif measured and last_track is not None and not (value == 1 and last_track[1] == 1):
+            before, old = last_track
+            states.append(State(commit, SAME if old == value else CHANGED,
+                                f"{'same' if old == value else 'changed'} against the baseline as at {before[:8]}"))
+        elif sha and seen_sha:
+            states.append(State(commit, NOT_COMPARABLE, "recorded on another machine class than the commits before"))
+        elif sha or measured:
+            why = ("differs from the baseline, as at the commit before" if measured and last_track
+                   else "first recorded here")
+            states.append(State(commit, NOT_COMPARABLE, why))
+        else:
+            why = "failed here" if commit in track and value is None else \
+                "skipped here (not comparable on this machine)" if commit in track else "no hash recorded"
+            states.append(State(commit, NOT_COMPARABLE, why))
+        if sha:
+            seen_sha[cls] = (commit, sha)
+        if measured:
+            last_track = (commit, value)
+    return states
+
+
+def determinism_states(root: Path, series: Sequence[Series], commits: Sequence[str]) -> dict[str, list[State]]:
+    """Golden case -> its :class:`State` at each of ``commits``, from what ``root`` stores (see the module)."""
+    hashes = load_hashes(root)
+    tracks = {s.case: {p.commit: p.value for p in s.points} for s in series if s.family == "determinism" and s.case}
+    prints = {s.case: {p.commit: p.value for p in s.points if p.measured}
+              for s in series if s.family == "fingerprint" and s.case}
+    classes = {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+    cases = set(tracks) | set(prints) | {c for commit in commits for c in (hashes.get(commit) or {}).get("cases", {})}
+    states = {}
+    for case in sorted(cases):
+        records = dict(hashes)
+        for commit, value in prints.get(case, {}).items():
+            if case not in (hashes.get(commit) or {}).get("cases", {}):
+                records[commit] = {"cases": {case: {"sha256": f"fingerprint {value!r}"}},
+                                   "holds_for": {"machine class": classes.get(commit)}}
+        states[case] = compare_case(case, commits, records, tracks.get(case, {}))
+    return states

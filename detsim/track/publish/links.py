@@ -1,0 +1,45 @@
+"""Addresses into asv's own graphs, in the form asv 0.6.6's page reads from its location hash.
+
+``index.html#<benchmark>?p-<param name>=<value>&...`` opens one benchmark's graph with the series of
+those parameter values selected; a value is the parameter's text exactly as ``benchmarks.json`` lists
+it (``'float64'`` with its quotes, ``128``), URL-encoded. ``commits=<a>-<b>`` highlights the commits
+from a to b (asv matches short hashes by prefix). See ``asv/www/asv.js`` (``parse_hash_string``) and
+``graphdisplay.js`` (``state_selection['p-' + name]``).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+from urllib.parse import quote
+
+from detsim.track.history.series import param_labels
+
+
+def param_values(bench: Mapping, label: str) -> dict[str, str] | None:
+    """Parameter name -> value text of the combination ``label`` (``"(pixels=128, dtype='float64')"``),
+    read from asv's own parameter lists (None: no such combination)."""
+    names, params = bench.get("param_names") or [], bench.get("params") or []
+    if not params:
+        return {} if label == "" else None
+    combos = [[]]
+    for values in params:
+        combos = [c + [v] for c in combos for v in values]
+    for combo, candidate in zip(combos, param_labels(bench)):
+        if candidate == label:
+            return dict(zip(names, map(str, combo)))
+    return None
+
+
+def graph_url(benchmark: str, params: str, benchmarks: Mapping[str, Mapping], *,
+              commits: tuple[str | None, str] | None = None, page: str = "index.html") -> str:
+    """The address of ``benchmark``'s graph with the parameter combination ``params`` selected and, when
+    given, the commits ``(last good, first bad)`` highlighted (the first bad alone without a last good)."""
+    url = f"{page}#{quote(benchmark, safe='._-')}"
+    query = []
+    values = param_values(benchmarks.get(benchmark) or {}, params) if params else {}
+    for name, value in (values or {}).items():
+        query.append(f"{quote('p-' + name, safe='')}={quote(value, safe='')}")
+    if commits:
+        good, bad = commits
+        query.append("commits=" + (f"{good[:8]}-{bad[:8]}" if good else bad[:8]))
+    return url + ("?" + "&".join(query) if query else "")

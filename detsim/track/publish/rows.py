@@ -1,0 +1,147 @@
+"""The status page's table: one row per family with the latest verdict, its colour and its links.
+
+Families are those of :mod:`detsim.track.history.series`, shown as five rows (throughput with the
+timings, the compiled path's hash count and the image fingerprints with determinism; any other family
+gets a row of its own when it has series; the machine reference and machine class none). A row's colour:
+
+* **red** ``regressed``: a finding of the family (one whose timing confirmation, where the verdict
+  gives one, says ``suspect`` or ``noise`` does not count here);
+* **amber** ``suspect`` / ``not comparable``: only suspect findings; some series failed at the latest
+  commit; or, for determinism, the hashes were skipped there (another machine class);
+* **grey** ``not measured``: no series of the family was measured at the latest commit;
+* **green** ``ok``: measured and nothing regressed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from detsim.track.history.series import Series
+from detsim.track.publish.links import graph_url
+
+ROWS = ("timing", "memory", "cost", "parity", "determinism")
+MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism"}
+HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
+GREEN, RED, AMBER, GREY = "ok", "regressed", "suspect", "not measured"
+NOT_COUNTED = ("suspect", "noise")  # timing confirmations that do not make a row red
+
+
+def row_family(family: str) -> str:
+    return MERGED.get(family, family)
+
+
+@dataclass
+class Presence:
+    """How a family's series stand at the latest commit."""
+
+    measured: int = 0
+    failed: list[str] = field(default_factory=list)  # series labels
+    skipped: int = 0
+
+
+def presence(series: Sequence[Series], latest: str) -> dict[str, Presence]:
+    """Row family -> how its series stand at ``latest`` (a series without a point there is not counted)."""
+    out: dict[str, Presence] = {}
+    for s in series:
+        if s.family in HIDDEN:
+            continue
+        at = [p for p in s.points if p.commit == latest]
+        if not at:
+            continue
+        state = out.setdefault(row_family(s.family), Presence())
+        if at[-1].value is None:
+            state.failed.append(s.label)
+        elif math.isnan(at[-1].value):
+            state.skipped += 1
+        else:
+            state.measured += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    href: str | None = None
+    commit: str | None = None  # the first bad commit it names
+    confirmation: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    family: str
+    status: str  # GREEN, RED, AMBER or GREY
+    verdict: str  # the words shown in the coloured cell
+    summary: str
+    items: tuple[Item, ...] = ()
+
+
+def _num(value) -> str:
+    return "?" if value is None else f"{value:.6g}"
+
+
+def finding_text(record: Mapping) -> str:
+    """One line for a finding of the verdict's JSON report."""
+    family, label = record.get("family"), (record.get("case") or record.get("benchmark", "?") + record.get("params", ""))
+    if family == "parity":
+        old = record.get("old_r")
+        return f"{label}: r {'?' if old is None else f'{old:.9f}'} -> {record.get('new_r', 0):.9f}"
+    if family == "determinism":
+        old, new = record.get("old_sha256") or "?", record.get("new_sha256") or "?"
+        return f"{label}: image sha256 {old[:12]} -> {new[:12]}"
+    ratio = record.get("ratio")
+    text = f"{label}: {_num(record.get('old'))} -> {_num(record.get('new'))} {record.get('unit', '')}".rstrip()
+    return text + (f" (x{ratio:.2f})" if ratio else "")
+
+
+def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
+                note_not_comparable: str | None = None) -> list[Row]:
+    """The rows of the verdict ``report`` (``Report.as_json()``): :data:`ROWS` first, then any other
+    family with series. ``note_not_comparable``: why determinism was not compared here, if it was not."""
+    findings: dict[str, list[Mapping]] = {}
+    for record in report.get("regressions", []):
+        findings.setdefault(row_family(record.get("family", "track")), []).append(record)
+    extra = sorted((set(present) | set(findings)) - set(ROWS) - set(HIDDEN))
+    rows = []
+    for family in (*ROWS, *extra):
+        here, found = present.get(family, Presence()), findings.get(family, [])
+        items = []
+        for record in found:
+            confirmation = record.get("confirmation")
+            text = finding_text(record) + (f" [{confirmation}]" if confirmation else "")
+            href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
+                             commits=(record.get("last_good"), record.get("first_bad") or "")) \
+                if record.get("benchmark") else None
+            items.append(Item(text, href, record.get("first_bad"), confirmation))
+        for label in here.failed:
+            name, _, params = label.partition("(")
+            items.append(Item(f"{label}: failed at the latest commit",
+                              graph_url(name, "(" + params if params else "", benchmarks)))
+        counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
+        suspect = [r for r in found if r.get("confirmation") == "suspect"]
+        if counted:
+            status, verdict = RED, "regressed"
+            summary = f"{len(counted)} regressed" + (f", {len(suspect)} suspect" if suspect else "")
+        elif suspect or here.failed or (family == "determinism" and here.skipped and not here.measured):
+            status = AMBER
+            if suspect:
+                verdict, summary = "suspect", f"{len(suspect)} suspect (not confirmed)"
+            elif here.failed:
+                verdict, summary = "not measured", f"{len(here.failed)} failed at the latest commit"
+            else:
+                verdict, summary = "not comparable", note_not_comparable or \
+                    f"{here.skipped} skipped at the latest commit (not comparable on this machine)"
+            if here.measured:
+                summary += f"; {here.measured} measured"
+        elif not here.measured:
+            status, verdict = GREY, "not measured"
+            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else "no benchmark of this family recorded"
+        else:
+            status, verdict = GREEN, "ok"
+            summary = f"{here.measured} measured, none regressed" + (f" ({here.skipped} skipped)" if here.skipped else "")
+            noise = len(found) - len(counted) - len(suspect)
+            if noise:
+                summary += f"; {noise} dismissed as noise"
+        rows.append(Row(family, status, verdict, summary, tuple(items)))
+    return rows

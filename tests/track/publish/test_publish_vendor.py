@@ -1,0 +1,99 @@
+"""The offline rewrite: CDN tags pointed at local copies from npm tarballs, or the page left as it was."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from detsim.track.publish.vendor import (ASSETS, fetch_missing, local_path, remote_loads, rewrite, tarball,
+                                         vendor_pages)
+
+JQUERY = "https://code.jquery.com/jquery-3.3.1.min.js"
+CSS = "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css"
+PAGE = f"""<!doctype html><html><head>
+<script src="{JQUERY}" integrity="sha256-abc=" crossorigin="anonymous" onerror="js_load_failure()"></script>
+<link rel="stylesheet" href="{CSS}" integrity="sha256-def=" crossorigin="anonymous">
+<script src="asv.js"></script>
+<link rel="alternate" type="application/atom+xml" href="https://example.org/feed.xml"/>
+</head><body><a href="https://github.com/airspeed-velocity/asv/">asv</a></body></html>
+"""
+
+
+def _fake_cache(cache: Path, specs=None) -> None:
+    """Tarballs holding the members ASSETS names, each file's text naming its package and path."""
+    cache.mkdir(parents=True, exist_ok=True)
+    members: dict[str, list[str]] = {}
+    for spec, member in ASSETS.values():
+        members.setdefault(spec, []).append(member)
+    for spec, names in members.items():
+        if specs is not None and spec not in specs:
+            continue
+        with tarfile.open(tarball(cache, spec), "w:gz") as archive:
+            for name in names:
+                data = f"/* {spec} {name} */".encode()
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+
+
+def test_only_loading_tags_from_other_hosts_count():
+    assert [address for _, address in remote_loads(PAGE)] == [JQUERY, CSS]
+
+
+def test_rewrite_points_tags_at_copies_and_drops_cdn_only_attributes():
+    new, missing = rewrite(PAGE, {JQUERY: "vendor/j.js", CSS: "vendor/b.css"})
+    assert missing == []
+    assert '<script src="vendor/j.js" onerror="js_load_failure()"></script>' in new
+    assert '<link rel="stylesheet" href="vendor/b.css">' in new
+    assert "integrity" not in new and "crossorigin" not in new
+    assert new.replace('src="vendor/j.js"', "").count("vendor/") == 1
+    assert 'href="https://github.com/airspeed-velocity/asv/"' in new  # a link, not a load
+    partial, missing = rewrite(PAGE, {JQUERY: "vendor/j.js"})
+    assert missing == [CSS]
+
+
+def test_vendor_pages_copies_the_files_and_rewrites_once(tmp_path):
+    html, cache = tmp_path / "html", tmp_path / "cache"
+    html.mkdir()
+    (html / "index.html").write_text(PAGE)
+    (html / "error.html").write_text("<html>no scripts</html>")
+    _fake_cache(cache)
+    done = vendor_pages(html, cache, npm="/nonexistent/npm")  # everything cached: npm is not needed
+    assert done.problem is None and done.pages == ("index.html",)
+    text = (html / "index.html").read_text()
+    assert remote_loads(text) == []
+    for address in (JQUERY, CSS):
+        spec, member = ASSETS[address]
+        copy = html / local_path(spec, member)
+        assert f'"{local_path(spec, member)}"' in text and copy.read_text() == f"/* {spec} {member} */"
+    assert (html / "error.html").read_text() == "<html>no scripts</html>"
+    again = vendor_pages(html, cache, npm="/nonexistent/npm")
+    assert again.pages == () and again.problem is None and (html / "index.html").read_text() == text
+
+
+def test_without_npm_or_cache_the_page_is_left_and_one_line_says_why(tmp_path):
+    html, cache = tmp_path / "html", tmp_path / "cache"
+    html.mkdir()
+    (html / "index.html").write_text(PAGE)
+    _fake_cache(cache, specs={"jquery@3.3.1"})
+    done = vendor_pages(html, cache, npm="/nonexistent/npm")
+    assert done.pages == () and "bootstrap@3.1.1" in done.problem and "\n" not in done.problem
+    assert (html / "index.html").read_text() == PAGE and not (html / "vendor").exists()
+    assert fetch_missing(cache, ["jquery@3.3.1"], npm="/nonexistent/npm") is None
+
+
+def test_an_unknown_cdn_address_leaves_that_page_alone(tmp_path):
+    html, cache = tmp_path / "html", tmp_path / "cache"
+    html.mkdir()
+    odd = PAGE.replace("</head>", '<script src="https://cdn.example.org/new-lib.js"></script></head>')
+    (html / "index.html").write_text(odd)
+    _fake_cache(cache)
+    done = vendor_pages(html, cache, npm="/nonexistent/npm")
+    assert done.pages == () and "https://cdn.example.org/new-lib.js" in done.problem
+    assert (html / "index.html").read_text() == odd
+
+
+def test_the_table_covers_every_cdn_tag_of_asv_page():
+    page = (Path(__import__("asv").__file__).parent / "www" / "index.html").read_text()
+    assert sorted(address for _, address in remote_loads(page)) == sorted(ASSETS)
