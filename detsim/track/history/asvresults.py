@@ -44,6 +44,12 @@ class Recorded:
     notes: tuple[str, ...]  # what was left out, how the commits were ordered
 
 
+def recorded_machines(root: Path) -> list[str]:
+    """The machines asv recorded results for (one series each), sorted."""
+    results_dir = root / load_config(root).get("results_dir", "results")
+    return sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
+
+
 def choose_machine(results_dir: Path, requested: str | None) -> Path:
     """The results folder of ``requested``, of the only machine recorded, or of this host."""
     machines = sorted(p.parent.name for p in results_dir.glob("*/machine.json"))

@@ -19,6 +19,12 @@ every benchmark (:mod:`.detection`):
   commit is a regression, reported with the old and new sha256; a **hash count** (how many golden
   cases of the compiled path differ from their stored hashes) is exact too: any rise counts.
 
+With several machines recorded (asv keeps one series per machine), each is judged on its own series
+and the verdict says, per family, which machines agree (``determinism: both machines agree, nothing
+regressed``, ``timing regression on m1 only (...)``) and states cross-machine facts (different machine
+classes, images of one class that differ); the exit status is the worst machine's. ``--machine NAME``
+(repeatable) picks machines; ``make run`` passes this runner's.
+
 Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good, 1 something regressed, 2
 something could not be measured (a benchmark failed at the latest commit, the commit did not build,
 nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
@@ -37,8 +43,9 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.jsonc import ResultsError
-from detsim.track.history.render import report_lines
-from detsim.track.history.verdict import analyse
+from detsim.track.history.asvresults import recorded_machines
+from detsim.track.history.render import fleet_lines, report_lines
+from detsim.track.history.verdict import FleetReport, analyse, analyse_fleet
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -46,7 +53,9 @@ HELP = "report benchmarks whose latest value regressed in the stored asv history
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", type=Path, default=None,
                         help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
-    parser.add_argument("--machine", default=None, help="asv machine name (default: the only one recorded)")
+    parser.add_argument("--machine", action="append", default=None,
+                        help="asv machine name; repeat for several (default: every machine recorded, each "
+                             "judged on its own series, then which machines agree)")
     add_json_option(parser, "the report")
 
 
@@ -58,11 +67,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.json is not None:
             check_output_file(args.json, "--json", COMMAND)
-        report = analyse(root, args.machine)
+        machines = args.machine or recorded_machines(root)
+        if len(machines) > 1:
+            report = analyse_fleet(root, machines)
+        else:
+            report = analyse(root, machines[0] if machines else None)
     except (ResultsError, OutputError) as exc:
         print(f"detsim-track: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
-    for line in report_lines(report):
+    for line in fleet_lines(report) if isinstance(report, FleetReport) else report_lines(report):
         print(line)
     if args.json is not None:
         try:

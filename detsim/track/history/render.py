@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from detsim.track.history.verdict import Report
+from detsim.track.history.verdict import FleetReport, Report
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
 
@@ -101,4 +101,17 @@ def report_lines(report: Report) -> list[str]:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
     lines += [f"note: {note}" for note in report.notes]
     lines.append(summary_line(report))
+    return lines
+
+
+def fleet_lines(fleet: FleetReport) -> list[str]:
+    """Each machine's verdict, then which machines agree, the cross-machine facts and the fleet's exit."""
+    lines = []
+    for machine, report in fleet.reports.items():
+        lines += report_lines(report) + [""]
+    lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
+    lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
+    lines += fleet.agreement
+    lines += [f"note: {fact}" for fact in fleet.facts]
+    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
     return lines

@@ -17,7 +17,7 @@ from typing import Mapping
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
-from detsim.track.history.asvresults import load_recorded
+from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.detection import Finding, detect
 from detsim.track.history.fingerprint_series import class_cut
 from detsim.track.history.golden_hashes import fingerprint_hex
@@ -206,3 +206,93 @@ def analyse(root: Path, machine: str | None = None) -> Report:
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
     )
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    """The verdicts of several machines on one history, and where they agree."""
+
+    reports: Mapping[str, Report]  # machine -> its verdict
+    failed: Mapping[str, str]  # machine -> why it could not be judged (one line)
+    agreement: tuple[str, ...]  # one line per family: which machines agree, which regressed
+    facts: tuple[str, ...]  # cross-machine facts (machine classes, images of one class that differ)
+    exit: ExitCode
+
+    def as_json(self) -> dict:
+        return {"machines": {m: r.as_json() for m, r in self.reports.items()}, "not_judged": dict(self.failed),
+                "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
+
+
+AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count")
+
+
+def _both(names: list[str]) -> str:
+    return "both machines" if len(names) == 2 else f"all {len(names)} machines"
+
+
+def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
+    """Per family: whether every machine found the same regressions, or which machines found which."""
+    machines = sorted(reports)
+    found = {m: {} for m in machines}  # machine -> family -> {(benchmark, params)}
+    for m, report in reports.items():
+        for f in report.regressions:
+            found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
+    families = [fam for fam in AGREEMENT_FAMILIES if fam in ("timing", "determinism")
+                or any(fam in found[m] for m in machines)]
+    lines = []
+    for family in families:
+        keys = {m: found[m].get(family, set()) for m in machines}
+        regressed = [m for m in machines if keys[m]]
+        if not regressed:
+            lines.append(f"{family}: {_both(machines)} agree, nothing regressed")
+        elif len(regressed) == len(machines) and all(keys[m] == keys[machines[0]] for m in machines):
+            lines.append(f"{family}: {_both(machines)} agree, {len(keys[machines[0]])} regressed on each")
+        elif len(regressed) == len(machines):
+            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ("
+                         + ", ".join(f"{m} {len(keys[m])}" for m in machines) + ")")
+        else:
+            clean = [m for m in machines if m not in regressed]
+            lines.append(f"{family} regression on {', '.join(regressed)} only ("
+                         + ", ".join(f"{m} {len(keys[m])}" for m in regressed)
+                         + f"; nothing on {', '.join(clean)})")
+    return lines
+
+
+def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
+    """What differs between machines without being a failure: their machine classes, and, within one class
+    at one commit, images that differ (a class's images should agree across its machines)."""
+    facts = []
+    machines = sorted(reports)
+    for i, a in enumerate(machines):
+        for b in machines[i + 1:]:
+            ra, rb = reports[a], reports[b]
+            if ra.machine_class is None or rb.machine_class is None:
+                continue
+            if ra.machine_class != rb.machine_class:
+                facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
+                             "each other (a fact, not a failure)")
+            elif ra.latest == rb.latest:
+                differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
+                                if ra.fingerprints[c] != rb.fingerprints[c])
+                facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
+                             + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
+                                f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
+    return facts
+
+
+def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
+    """Every machine's verdict (``machines``, default every recorded one) and where they agree; a machine
+    that cannot be judged (HEAD not measured there, an unusable file) is named, and makes the exit 2."""
+    machines = machines or recorded_machines(root)
+    reports, failed = {}, {}
+    for machine in machines:
+        try:
+            reports[machine] = analyse(root, machine)
+        except ResultsError as exc:
+            failed[machine] = str(exc)
+    if not reports:
+        raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()) or "nothing recorded")
+    codes = [r.exit for r in reports.values()] + [ExitCode.UNMEASURED] * bool(failed)
+    code = ExitCode.UNMEASURED if ExitCode.UNMEASURED in codes else max(codes)
+    return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),
+                       facts=tuple(fleet_facts(reports)), exit=ExitCode(code))

@@ -295,3 +295,47 @@ def test_asvs_own_unbounded_interval_of_a_single_sample_is_accepted(tmp_path):
     row[columns.index("stats_ci_99_b")][0] = float("inf")
     latest.write_text(json.dumps(data))
     assert _run(root, tmp_path)[0] == 0
+
+
+def _two_machines(tmp_path: Path) -> Path:
+    """The regressed history recorded by two machines: ``threads1`` as recorded (2x timings at commit 2, a
+    parity break and image changes at 3 and 4), ``threads2`` the same but with its timings flat."""
+    root = tmp_path / "fleet"
+    shutil.copytree(DATA / "regressed", root)
+    asv = root / "results" / "asv"
+    for name in ("threads1", "threads2"):
+        shutil.copytree(asv / "fixture-2cpu", asv / name)
+        (asv / name / "machine.json").write_text(json.dumps({"machine": name, "version": 1}))
+    shutil.rmtree(asv / "fixture-2cpu")
+    files = sorted((asv / "threads2").glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    first = json.loads(files[0].read_text())["results"]
+    for path in files:
+        data = json.loads(path.read_text())
+        for name in data["results"]:
+            if name.startswith("bench_engine.") and ".MachineReference." not in name:
+                data["results"][name] = first[name]
+        data["params"]["machine"] = "threads2"
+        path.write_text(json.dumps(data))
+    return root
+
+
+def test_two_machines_on_one_history_are_judged_each_and_said_where_they_agree(tmp_path, capsys):
+    root = _two_machines(tmp_path)
+    code, report = _run(root, tmp_path)
+    assert code == 1 and set(report["machines"]) == {"threads1", "threads2"} and report["not_judged"] == {}
+    one, two = report["machines"]["threads1"], report["machines"]["threads2"]
+    assert {r["family"] for r in one["regressions"]} >= {"timing", "parity", "determinism"}
+    assert "timing" not in {r["family"] for r in two["regressions"]}
+    assert ([r for r in one["regressions"] if r["family"] == "determinism"]
+            == [r for r in two["regressions"] if r["family"] == "determinism"])
+    agreement = report["agreement"]
+    assert any(line.startswith("timing regression on threads1 only (threads1 ") and "nothing on threads2" in line
+               for line in agreement), agreement
+    assert any(line.startswith("determinism: both machines agree, ") for line in agreement), agreement
+    assert any(line.startswith("parity: both machines agree, ") for line in agreement), agreement
+    out = capsys.readouterr().out
+    assert "detsim-track: machine threads1," in out and "detsim-track: machine threads2," in out
+    assert "machines: threads1, threads2" in out and out.rstrip().endswith("fleet: exit 1 (the worst of the machines'; 2 wins)")
+    # one machine by name: its own verdict alone, as before
+    code, alone = _run(root, tmp_path, "--machine", "threads2")
+    assert code == 1 and alone["machine"] == "threads2" and "timing" not in {r["family"] for r in alone["regressions"]}

@@ -65,3 +65,21 @@ def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
 def test_unmeasured_wins_over_regressed():
     assert analyse(DATA / "unmeasured").exit is ExitCode.UNMEASURED
     assert analyse(DATA / "good").exit is ExitCode.OK
+
+
+def test_machines_of_other_classes_are_a_fact_and_one_class_is_compared():
+    from detsim.track.history.verdict import agreement_lines, fleet_facts
+
+    def report(machine, cls, prints):
+        return Report(generated_at="t", machine=machine, envs=("e",), commits=("c1",), latest="c1", subjects={},
+                      regressions=(), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.OK,
+                      machine_class=cls, fingerprints=prints)
+
+    intel, amd, amd2 = report("intel", 1.0, {"a": 5.0}), report("amd", 2.0, {"a": 6.0}), report("amd2", 2.0, {"a": 7.0})
+    assert fleet_facts({"intel": intel, "amd": amd}) == [
+        "amd and intel are different machine classes: their images are not compared with each other "
+        "(a fact, not a failure)"]
+    assert fleet_facts({"amd": amd, "amd2": amd2}) == [
+        "amd and amd2 share a machine class; at c1 their images differ in 1 golden cases (a)"]
+    assert agreement_lines({"intel": intel, "amd": amd}) == ["timing: both machines agree, nothing regressed",
+                                                             "determinism: both machines agree, nothing regressed"]
