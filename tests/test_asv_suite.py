@@ -25,13 +25,14 @@ import shutil
 import socket
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from detsim.track.publish.vendor import remote_loads
 
 pytestmark = pytest.mark.slow
 
@@ -204,28 +205,10 @@ def test_planted_changes_are_flagged_exactly_at_their_commits(planted):
 
 # -- the published page in a real browser --------------------------------------------------------
 
-ASSETS = {  # the CDN address asv 0.6.6's page names -> (npm package, file in it); served locally
-    "https://code.jquery.com/jquery-3.3.1.min.js": ("jquery@3.3.1", "package/dist/jquery.min.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": ("flot@0.8.3", "package/jquery.flot.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js":
-        ("flot@0.8.3", "package/jquery.flot.time.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
-        ("flot@0.8.3", "package/jquery.flot.selection.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
-        ("flot@0.8.3", "package/jquery.flot.categories.js"),
-    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js":
-        ("flot-orderbars@1.0.0", "package/js/jquery.flot.orderBars.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js":
-        ("stupid-table-plugin@1.1.3", "package/stupidtable.min.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js":
-        ("blueimp-md5@2.19.0", "package/js/md5.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js":
-        ("bootstrap@3.1.1", "package/dist/js/bootstrap.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css":
-        ("bootstrap@3.1.1", "package/dist/css/bootstrap.min.css"),
-}
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000"]
+                 "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                 # no network: every host name fails to resolve; the local server (an IP address) still answers
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 
 
 def _browser() -> tuple[str, str | None]:
@@ -244,34 +227,16 @@ def _dump_dom(chromium: str, url: str, profile: Path) -> str:
     return done.stdout
 
 
-def _vendor_assets(html: Path) -> None:
-    """Point the page's CDN scripts and styles at local copies of the same library versions.
-
-    The page asv publishes loads jQuery, flot and bootstrap from public CDNs; this machine and CI reach
-    only package registries, so the same releases come from npm (cached under .asv/www-assets).
-    """
-    specs = sorted({spec for spec, _ in ASSETS.values()})
-    missing = [s for s in specs if not (ASSET_CACHE / (s.replace("@", "-") + ".tgz")).exists()]
-    if missing:
-        if shutil.which("npm") is None:
-            pytest.skip("npm is needed once to fetch the page's JavaScript libraries (asv's page loads them from CDNs)")
-        ASSET_CACHE.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["npm", "pack", "--silent", *missing], cwd=ASSET_CACHE, capture_output=True,
-                              text=True, timeout=300)
-        if done.returncode != 0:
-            pytest.skip(f"npm could not fetch the page's JavaScript libraries: {done.stderr.strip()[-300:]}")
-    index = (html / "index.html").read_text()
-    (html / "vendor").mkdir(exist_ok=True)
-    for url, (spec, member) in ASSETS.items():
-        with tarfile.open(ASSET_CACHE / (spec.replace("@", "-") + ".tgz")) as archive:
-            data = archive.extractfile(member).read()
-        local = f"vendor/{spec.replace('@', '-')}-{Path(member).name}"
-        (html / local).write_bytes(data)
-        tag = re.search(r'<(?:script|link)[^>]*"' + re.escape(url) + r'"[^>]*>', index)
-        assert tag, f"asv's page no longer names {url}; update ASSETS"
-        index = index.replace(tag.group(0), re.sub(r'\s(?:integrity|crossorigin|referrerpolicy)="[^"]*"', "",
-                                                   tag.group(0)).replace(url, local))
-    (html / "index.html").write_text(index)
+def _publish_offline(planted: dict) -> Path:
+    """``detsim-track publish``: the status page beside asv's, and asv's CDN scripts and styles pointed at
+    local copies of the same releases, from npm packages cached under .asv/www-assets (this machine and CI
+    reach only package registries). The published folder."""
+    html = planted["root"] / "reports" / "html"
+    _run([sys.executable, "-m", "detsim.track.cli", "publish", "--assets", str(ASSET_CACHE)], planted["root"],
+         planted["env"], planted["log"])
+    if remote_loads((html / "index.html").read_text()):
+        pytest.skip(f"npm is needed once to fetch asv's scripts into {ASSET_CACHE} (asv's page loads them from CDNs)")
+    return html
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -357,9 +322,11 @@ def test_published_history_renders_parity_and_determinism_next_to_timings(plante
     chromium, driver = _browser()
     root, env = planted["root"], planted["env"]
     _run([sys.executable, "-m", "asv", "publish"], root, env, planted["log"])
-    html = root / "reports" / "html"
-    assert (html / "index.html").exists()
-    _vendor_assets(html)
+    assert (root / "reports" / "html" / "index.html").exists()
+    html = _publish_offline(planted)
+    status = (html / "status.html").read_text()
+    for family in ("timing", "parity", "determinism"):  # the planted changes, red on the status page
+        assert f'data-family="{family}" data-status="regressed"' in status, family
 
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -108,21 +108,15 @@ def test_without_npm_and_cache_one_line_says_so_and_asv_page_stays(project, caps
 
 # -- in headless Chromium, with no network -------------------------------------------------------
 
-BLOCK_NETWORK = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
-
-
 def _browser_session(tmp_path):
-    import test_asv_suite as suite  # the WebDriver client and Chromium flags of the planted end-to-end test
+    """The planted end-to-end test's WebDriver client, on Chromium with no network (its BROWSER_FLAGS)."""
+    import test_asv_suite as suite
 
     chromium, driver = suite._browser()
     if not driver:
         pytest.skip("chromedriver is needed for screenshots (install chromium-driver or set DETSIM_CHROMEDRIVER)")
-    flags = list(suite.BROWSER_FLAGS)
-    suite.BROWSER_FLAGS.append(BLOCK_NETWORK)
-    try:
-        return suite, suite._WebDriver(driver, chromium, tmp_path / "profile")
-    finally:
-        suite.BROWSER_FLAGS[:] = flags
+    assert any(flag.startswith("--host-resolver-rules=MAP * ~NOTFOUND") for flag in suite.BROWSER_FLAGS)
+    return suite, suite._WebDriver(driver, chromium, tmp_path / "profile")
 
 
 ROW_STATE = """
@@ -229,12 +223,17 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
     assert code == 0
     if remote_loads((html / "index.html").read_text()):
         pytest.skip(f"the npm packages of asv's scripts are not in {cache} and npm could not fetch them")
+    # the control: what the page loaded from a CDN before cannot be had in this browser
+    (html / "probe.html").write_text('<script src="https://code.jquery.com/jquery-3.3.1.min.js" '
+                                     'onload="document.title=\'loaded\'" onerror="document.title=\'blocked\'"></script>')
     suite, browser = _browser_session(tmp_path)
     handler = functools.partial(suite._QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     try:
+        browser.get(site.replace("index.html", "probe.html"))
+        assert browser.run("return document.title") == "blocked"
         browser.get(site)
         grid = suite._wait_for_graph(browser, min_coloured=1)
         browser.screenshot(tmp_path / "grid.png")
