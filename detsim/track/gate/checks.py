@@ -14,8 +14,10 @@ A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or `
   :data:`~detsim.track.base.metrics.PARITY_MIN_R`.
 * **hash**: fails when ``extra_info.sha256`` differs from the baseline's while both recorded the same
   :class:`~detsim.track.base.provenance.MachineClass` (image bits are reproducible only within one).
-  When the classes differ, or either file does not record one, the hashes are not compared and a note
-  says why, naming each differing field with both values.
+  When the classes differ, or either file does not record one, the hashes are not compared: the
+  benchmark's line claims nothing about its hash, and one note per reason (:func:`hash_facts`) says
+  for how many benchmarks and why, naming each differing field with both values: a fact, never a
+  failure (the baseline holds no hashes of this run's class).
 * **cost**: ``extra_info.instructions``, the instructions of the benchmark's counted region under
   valgrind (:mod:`detsim.track.cost`), against the baseline's: a rise of more than
   :data:`COST_THRESHOLD` is a finding, compared only when both count the same region
@@ -129,6 +131,7 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
         limit = 1 + (min(threshold, suite_threshold) if suite_slow else threshold)
         findings.extend(_benchmark_findings(old, new, timings.get(fullname), limit, threshold, parity_min))
     findings.extend(_suite_findings(timings.values(), means, suite_threshold))
+    findings.extend(hash_facts((old, run[name]) for name, old in sorted(baseline.items()) if name in run))
     for fullname in sorted(set(run) - set(baseline)):
         if not run[fullname].is_calibration:
             findings.append(Finding(Status.NEW, run[fullname].name, "not in the baseline, not gated "
@@ -225,19 +228,29 @@ def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MI
 
 def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:
     """The image sha256 against the baseline's, compared only within one machine class (None where the
-    baseline records no hash)."""
+    baseline records no hash, or the classes are not known to be equal: :func:`hash_facts` says so once)."""
     before, after = old.extra.get("sha256"), new.extra.get("sha256")
-    if before is None:
+    if before is None or _not_comparable(old.machine_class, new.machine_class):
         return None
-    unchecked = _not_comparable(old.machine_class, new.machine_class)
-    if unchecked:
-        return Finding(Status.NOTE, old.name, "image sha256 not compared, " + unchecked)
     if after != before:
         r = new.extra.get("pearson_r")
         return Finding(Status.HASH, old.name, f"image sha256 {str(before)[:16]}... -> {str(after)[:16]}... "
                        f"(same machine class: {old.machine_class.describe()}; Pearson r now "
                        f"{f'{r:.8f}' if _is_number(r) else r})")
     return Finding(Status.OK, old.name, "image sha256 unchanged")
+
+
+def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Finding]:
+    """One note per reason why image hashes were not compared (another machine class, a class not
+    recorded), with how many benchmarks it covers: a fact, never a failure."""
+    reasons: dict[str, list[str]] = {}
+    for old, new in pairs:
+        why = None if old.extra.get("sha256") is None else _not_comparable(old.machine_class, new.machine_class)
+        if why:
+            reasons.setdefault(why, []).append(old.name)
+    return [Finding(Status.NOTE, "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a "
+                    "failure: the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` "
+                    "on this class records them)") for why, names in reasons.items()]
 
 
 def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHOLD) -> Finding | None:
