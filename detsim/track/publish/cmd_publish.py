@@ -2,7 +2,9 @@
 
 Writes ``<html>/status.html`` (:mod:`.page`): the latest verdict per family (timing, memory, cost,
 parity, determinism) with its colour, the commit it refers to and links into asv's graphs; parity on a
-log scale of 1 - r with the acceptance line; determinism per commit and golden case. Adds one link to
+log scale of 1 - r with the acceptance line; determinism per commit and golden case. With several
+machines recorded (asv keeps one series per machine), one such section per machine, after the lines
+saying where the machines agree (:func:`~detsim.track.history.verdict.analyse_fleet`). Adds one link to
 it in asv's navigation bar (:mod:`.navlink`), and replaces the CDN scripts of asv's pages by local
 copies from npm packages (:mod:`.vendor`; cached in ``.asv/www-assets``). When those cannot be had,
 one line says so and asv's page stays as it was: that is not a verdict, the exit status stays 0.
@@ -22,14 +24,14 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.history.asvresults import load_recorded
+from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import build_series
-from detsim.track.history.verdict import analyse
+from detsim.track.history.verdict import Report, analyse, analyse_fleet
 from detsim.track.publish.fingerprints import determinism_states
 from detsim.track.publish.links import graph_url
 from detsim.track.publish.navlink import STATUS_PAGE, add_status_link
-from detsim.track.publish.page import History, is_ours, parity_points, status_html
+from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
 from detsim.track.publish.rows import family_rows, presence
 from detsim.track.publish.vendor import vendor_pages
 
@@ -42,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="asv's published folder (default: html_dir of asv.conf.json, reports/html)")
     parser.add_argument("--repo", type=Path, default=None,
                         help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
-    parser.add_argument("--machine", default=None, help="asv machine name (default: the only one recorded)")
+    parser.add_argument("--machine", action="append", default=None,
+                        help="asv machine name; repeat for several (default: every machine recorded, each with "
+                             "its own verdict, and which machines agree)")
     parser.add_argument("--assets", type=Path, default=None,
                         help="folder of the npm tarballs of asv's scripts (default: .asv/www-assets of the project)")
 
@@ -70,14 +74,13 @@ def check_html(html: Path) -> Path:
     return status
 
 
-def build_page(root: Path, machine: str | None) -> tuple[str, list]:
-    """The status page's text and its rows, from what ``root`` stores."""
-    report = analyse(root, machine)
-    recorded = load_recorded(root, machine)
+def machine_page(root: Path, report: Report) -> tuple[str, list]:
+    """One machine's section of the page and its rows, from its verdict and what ``root`` stores for it."""
+    recorded = load_recorded(root, report.machine)
     series = build_series(recorded.files, recorded.benchmarks, recorded.config)
-    data = report.as_json()
     note = next((n for n in report.notes if n.startswith("image hashes not compared")), None)
-    rows = family_rows(data, presence(series, report.latest), recorded.benchmarks, note)
+    machine = report.machine  # links show this machine's series only
+    rows = family_rows(report.as_json(), presence(series, report.latest), recorded.benchmarks, note, machine)
     parity = {}
     for s in series:
         if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
@@ -86,8 +89,27 @@ def build_page(root: Path, machine: str | None) -> tuple[str, list]:
         parity=[parity[c] for c in sorted(parity)],
         determinism=determinism_states(root, series, report.commits),
         determinism_benchmarks={s.case: s.name for s in series if s.family == "determinism" and s.case})
-    text = status_html(data, rows, history, lambda bench: graph_url(bench, "", recorded.benchmarks))
-    return text, rows
+    section = machine_section(report.as_json(), rows, history,
+                              lambda bench: graph_url(bench, "", recorded.benchmarks, machine=machine))
+    return section, rows
+
+
+def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str]]:
+    """The status page's text and one summary per machine (``family verdict, ...``), from what ``root``
+    stores: one machine's verdict, or, with several machines recorded (or named), each machine's and
+    where they agree."""
+    machines = machines or recorded_machines(root)
+    if len(machines) <= 1:
+        report = analyse(root, machines[0] if machines else None)
+        section, rows = machine_page(root, report)
+        return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
+    fleet = analyse_fleet(root, machines)
+    sections, summaries = [], []
+    for machine, report in fleet.reports.items():
+        section, rows = machine_page(root, report)
+        sections.append(section)
+        summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
+    return fleet_html(fleet.as_json(), sections), summaries
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if html is None:
             html = root / load_config(root).get("html_dir", "reports/html")
         status = check_html(html)
-        text, rows = build_page(root, args.machine)
+        text, summaries = build_page(root, args.machine)
     except (BadInput, ResultsError) as exc:
         print(f"detsim-track publish: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
@@ -111,6 +133,5 @@ def run(args: argparse.Namespace) -> int:
     vendored = vendor_pages(html, args.assets or root / ASSET_CACHE)
     if vendored.problem:
         print(f"detsim-track publish: offline copies not made: {vendored.problem}")
-    verdicts = ", ".join(f"{r.family} {r.verdict}" for r in rows)
-    print(f"detsim-track publish: wrote {status} ({verdicts})")
+    print(f"detsim-track publish: wrote {status} ({'; '.join(summaries)})")
     return ExitCode.OK

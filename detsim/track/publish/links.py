@@ -3,8 +3,9 @@
 ``index.html#<benchmark>?p-<param name>=<value>&...`` opens one benchmark's graph with the series of
 those parameter values selected; a value is the parameter's text exactly as ``benchmarks.json`` lists
 it (``'float64'`` with its quotes, ``128``), URL-encoded. ``commits=<a>-<b>`` highlights the commits
-from a to b (asv matches short hashes by prefix). See ``asv/www/asv.js`` (``parse_hash_string``) and
-``graphdisplay.js`` (``state_selection['p-' + name]``).
+from a to b (asv matches short hashes by prefix); ``machine=<name>`` shows that machine's series only.
+See ``asv/www/asv.js`` (``parse_hash_string``) and ``graphdisplay.js`` (``state_selection['p-' + name]``,
+``state[param]`` for asv's own parameters such as the machine).
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ def param_values(bench: Mapping, label: str) -> dict[str, str] | None:
 
 
 def graph_url(benchmark: str, params: str, benchmarks: Mapping[str, Mapping], *,
-              commits: tuple[str | None, str] | None = None, page: str = "index.html") -> str:
+              commits: tuple[str | None, str] | None = None, machine: str | None = None,
+              page: str = "index.html") -> str:
     """The address of ``benchmark``'s graph with the parameter combination ``params`` selected and, when
-    given, the commits ``(last good, first bad)`` highlighted (the first bad alone without a last good)."""
+    given, the commits ``(last good, first bad)`` highlighted (the first bad alone without a last good) and
+    only ``machine``'s series shown."""
     url = f"{page}#{quote(benchmark, safe='._-')}"
-    query = []
+    query = [f"machine={quote(machine, safe='')}"] if machine else []
     values = param_values(benchmarks.get(benchmark) or {}, params) if params else {}
     for name, value in (values or {}).items():
         query.append(f"{quote('p-' + name, safe='')}={quote(value, safe='')}")

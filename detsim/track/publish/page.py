@@ -136,27 +136,61 @@ def commits_table(commits: Sequence[str], subjects: Mapping[str, str]) -> str:
     return f'<h2>Recorded commits (newest first)</h2><table class="commits">{rows}</table>'
 
 
-def status_html(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
-    """The whole page. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
+EXIT_WORDS = {0: "all good", 1: "something regressed", 2: "something could not be measured"}
+SERVE_HINT = ('<p class="hint">This page needs no network and opens from disk. asv\'s interactive graphs '
+              '(<a href="index.html">index.html</a>, and the links below) load their data over HTTP: serve this '
+              "folder with <code>.venv/bin/asv preview</code> or <code>python -m http.server -d reports/html "
+              "-b 127.0.0.1 8080</code> and open <code>http://127.0.0.1:8080/status.html</code>.</p>")
+
+
+def document(title: str, body: str) -> str:
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">{MARK}'
+            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
+
+
+def machine_section(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
+    """One machine's verdict: its family table, notes, parity graphs, determinism strips and commits."""
     subjects, commits = report.get("subjects", {}), list(report.get("commits", []))
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.get("notes", []))
-    exit_words = {0: "all good", 1: "something regressed", 2: "something could not be measured"}
     code = report.get("exit")
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">{MARK}'
-            f"<title>detsim status: {escape(str(report.get('latest', ''))[:8])}</title><style>{CSS}</style></head><body>"
-            f"<h1>detsim: the latest verdict</h1>"
+    return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
             f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
             f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({exit_words.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
-            f'<p class="hint">This page needs no network and opens from disk. asv\'s interactive graphs '
-            f'(<a href="index.html">index.html</a>, and the links below) load their data over HTTP: serve this '
-            f"folder with <code>.venv/bin/asv preview</code> or <code>python -m http.server -d reports/html "
-            f"-b 127.0.0.1 8080</code> and open <code>http://127.0.0.1:8080/status.html</code>.</p>"
+            f"({EXIT_WORDS.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
             f"{parity_section(history, subjects, graph_href)}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
-            f"{commits_table(commits, subjects)}</body></html>\n")
+            f"{commits_table(commits, subjects)}</section>")
+
+
+def single_page(latest: str, section: str) -> str:
+    """The page of one machine, from its :func:`machine_section`."""
+    return document(f"detsim status: {latest[:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT + section)
+
+
+def status_html(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
+    """The page of one machine. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
+    return single_page(str(report.get("latest", "")), machine_section(report, rows, history, graph_href))
+
+
+def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
+    """The page of several machines on one history: ``fleet`` is ``FleetReport.as_json()`` (its agreement
+    lines, cross-machine facts, machines not judged and exit code), ``sections`` the :func:`machine_section`
+    of each machine judged."""
+    code = fleet.get("exit")
+    machines = list(fleet.get("machines", {}))
+    agree = "".join(f"<li>{escape(line)}</li>" for line in fleet.get("agreement", []))
+    facts = "".join(f"<li>{escape(line)}</li>" for line in fleet.get("facts", []))
+    failed = "".join(f"<li>{escape(m)}: not judged ({escape(why)})</li>" for m, why in fleet.get("not_judged", {}).items())
+    toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in machines)
+    body = (f"<h1>detsim: the latest verdict on {len(machines)} machines</h1>"
+            f'<p class="meta">verdict: exit {escape(str(code))} ({EXIT_WORDS.get(code, "?")}); machines: {toc}</p>'
+            + SERVE_HINT
+            + f'<h2>Do the machines agree?</h2><ul class="agreement">{agree}{facts}{failed}</ul>'
+            + "".join(f'<h2 id="machine-{escape(m)}">Machine {escape(m)}</h2>{section}'
+                      for m, section in zip(machines, sections)))
+    return document(f"detsim status: {len(machines)} machines", body)
 
 
 def parity_points(series_points) -> list[tuple[str, float | None]]:

@@ -96,9 +96,10 @@ def finding_text(record: Mapping) -> str:
 
 
 def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
-                note_not_comparable: str | None = None) -> list[Row]:
+                note_not_comparable: str | None = None, machine: str | None = None) -> list[Row]:
     """The rows of the verdict ``report`` (``Report.as_json()``): :data:`ROWS` first, then any other
-    family with series. ``note_not_comparable``: why determinism was not compared here, if it was not."""
+    family with series. ``note_not_comparable``: why determinism was not compared here, if it was not;
+    ``machine``: links show that machine's series only (several machines on one history)."""
     findings: dict[str, list[Mapping]] = {}
     for record in report.get("regressions", []):
         findings.setdefault(row_family(record.get("family", "track")), []).append(record)
@@ -111,13 +112,13 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             confirmation = record.get("confirmation")
             text = finding_text(record) + (f" [{confirmation}]" if confirmation else "")
             href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
-                             commits=(record.get("last_good"), record.get("first_bad") or "")) \
+                             commits=(record.get("last_good"), record.get("first_bad") or ""), machine=machine) \
                 if record.get("benchmark") else None
             items.append(Item(text, href, record.get("first_bad"), confirmation))
         for label in here.failed:
             name, _, params = label.partition("(")
             items.append(Item(f"{label}: failed at the latest commit",
-                              graph_url(name, "(" + params if params else "", benchmarks)))
+                              graph_url(name, "(" + params if params else "", benchmarks, machine=machine)))
         counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
         suspect = [r for r in found if r.get("confirmation") == "suspect"]
         if counted:

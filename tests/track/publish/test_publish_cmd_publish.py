@@ -252,3 +252,25 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
     finally:
         server.shutdown()
         browser.close()
+
+
+def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(project, capsys, tmp_path):
+    asv = project / "results" / "asv"
+    shutil.copytree(asv / "fixture-2cpu", asv / "fixture-1thread")
+    machine = json.loads((asv / "fixture-1thread" / "machine.json").read_text())
+    (asv / "fixture-1thread" / "machine.json").write_text(json.dumps({**machine, "machine": "fixture-1thread"}))
+    cache = tmp_path / "cache"
+    _fake_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    out = capsys.readouterr().out
+    assert "fixture-1thread: timing regressed" in out and "fixture-2cpu: timing regressed" in out
+    page = (project / "reports" / "html" / "status.html").read_text()
+    assert is_ours(page) and "on 2 machines" in page
+    assert page.count('<section class="machine" data-machine="fixture-1thread">') == 1
+    assert page.count('<section class="machine" data-machine="fixture-2cpu">') == 1
+    assert "parity: both machines agree, 1 regressed on each" in page
+    assert 'href="index.html#bench_parity.track_parity_a01_cubic_mosflm_center?machine=fixture-1thread' in page
+    # one machine named: its page alone
+    assert _publish(project, "--assets", str(cache), "--machine", "fixture-2cpu") == 0
+    page = (project / "reports" / "html" / "status.html").read_text()
+    assert 'data-machine="fixture-2cpu"' in page and "fixture-1thread" not in page
