@@ -1,0 +1,38 @@
+"""The evidence bundle of ``detsim-track explain``, written atomically.
+
+Layout: ``<job name>/`` per explanation (its callgrind files, images, traces, op records, profile diff
+and picture, ``explanation.txt``), ``explain.json`` (every job's record), ``commands.txt`` (the command
+and the commits), ``env.json``, ``answer.md`` (the paragraphs) and ``sha256.txt`` (every other file,
+``sha256sum -c`` format, :func:`~detsim.track.evidence.manifest.write_manifest`). The folder appears
+complete or not at all (:func:`~detsim.track.base.output.atomic_directory`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.base.provenance import environment
+from detsim.track.evidence.manifest import write_manifest
+
+
+def answer_text(records: list[dict]) -> str:
+    """``answer.md``: one heading and paragraph per explanation."""
+    parts = ["# What changed, where, since which commit", ""]
+    for record in records:
+        job = record["job"]
+        parts += [f"## {job['kind']} of {job['workload']} ({job['last_good'][:8]}..{job['first_bad'][:8]}, "
+                  f"from {job['origin']})", "", record["answer"], ""]
+    return "\n".join(parts)
+
+
+def finish(folder: Path, records: list[dict], argv: list[str], root: Path) -> None:
+    """Write the bundle's shared files into ``folder`` (the temporary one) and its manifest last."""
+    write_json(folder / "explain.json", {"report": "explain", "explanations": records})
+    commits = sorted({c for r in records for c in r.get("commits_between", []) + [r["job"]["last_good"]]})
+    atomic_write_text(folder / "commands.txt", f"# run from: {root}\n{shlex.join(['detsim-track', *argv])}\n"
+                      + "".join(f"# commit {c}\n" for c in commits))
+    write_json(folder / "env.json", environment())
+    atomic_write_text(folder / "answer.md", answer_text(records))
+    write_manifest(folder)

@@ -1,0 +1,114 @@
+"""A differential callgrind profile: per-function instruction counts at two commits, the change sorted.
+
+:func:`function_counts` reads ``callgrind_annotate --inclusive=no`` (self ``Ir`` per function, native
+kernels included); :func:`diff_profiles` lists every function whose count changed with its share of the
+total change, largest first in the direction of the change (a rise lists the functions that grew);
+:func:`format_profile_diff` prints them (``+1.23 M Ir (41% of the rise) at::native::exp_kernel ...``)
+and :func:`svg_bars` draws the top entries as a bar chart. C++ template names are shortened to the
+kernel they run (:func:`short_name`); the full name stays in the JSON.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html import escape
+from pathlib import Path
+
+_ROW = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
+_KERNEL = re.compile(r"(\w+_kernel)\b")
+GENERIC = ("cpu_serial_kernel", "cpu_kernel", "cpu_index_kernel")  # loops that run another op's lambda
+_LIB = re.compile(r"\s+\[[^\]]*\]$")
+
+
+class ProfileError(RuntimeError):
+    """callgrind_annotate is missing or failed."""
+
+
+def parse_annotate(text: str) -> dict[str, int]:
+    """``{"file:function [lib]": self Ir}`` from ``callgrind_annotate --inclusive=no`` output."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _ROW.match(line)
+        if not match or match[2].strip() == "PROGRAM TOTALS":
+            continue
+        counts[match[2].strip()] = counts.get(match[2].strip(), 0) + int(match[1].replace(",", ""))
+    return counts
+
+
+def function_counts(callgrind_file: Path) -> dict[str, int]:
+    """Self Ir per function of a callgrind output file (every function, no threshold)."""
+    tool = shutil.which("callgrind_annotate")
+    if tool is None:
+        raise ProfileError("callgrind_annotate is not installed (Debian package `valgrind`)")
+    done = subprocess.run([tool, "--inclusive=no", "--threshold=100", str(callgrind_file)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ProfileError(f"callgrind_annotate {callgrind_file} failed: {done.stderr.strip()[-200:]}")
+    return parse_annotate(done.stdout)
+
+
+def short_name(entry: str, width: int = 90) -> str:
+    """A readable name: without the source file and library, a template callback reduced to its kernel."""
+    name = _LIB.sub("", entry)
+    head, sep, tail = name.partition(":")
+    if sep and not head.endswith(":") and not tail.startswith(":") and ("/" in head or head == "???" or "." in head):
+        name = tail
+    if len(name) > width:
+        kernels = _KERNEL.findall(name)
+        specific = [k for k in kernels if not k.startswith(GENERIC)] or kernels  # the op's own kernel first
+        prefix = "at::native::" if "at::native" in name else ""
+        name = f"{prefix}{specific[0]} (…)" if kernels else name[:width - 1] + "…"
+    return name
+
+
+def diff_profiles(old: dict[str, int], new: dict[str, int]) -> dict:
+    """``{"old_total", "new_total", "change", "rows": [{"function", "name", "old", "new", "delta", "share"}]}``:
+    rows sorted by their share of the total change (largest first), then the rest by size."""
+    old_total, new_total = sum(old.values()), sum(new.values())
+    change = new_total - old_total
+    rows = []
+    for function in sorted(set(old) | set(new)):
+        delta = new.get(function, 0) - old.get(function, 0)
+        if delta:
+            rows.append({"function": function, "name": short_name(function), "old": old.get(function, 0),
+                         "new": new.get(function, 0), "delta": delta,
+                         "share": delta / change if change else 0.0})
+    sign = 1 if change >= 0 else -1
+    rows.sort(key=lambda r: (-sign * r["delta"], r["function"]))
+    return {"old_total": old_total, "new_total": new_total, "change": change, "rows": rows}
+
+
+def mega(n: int) -> str:
+    return f"{n / 1e6:+.2f} M" if abs(n) >= 10_000 else f"{n:+,}"
+
+
+def format_profile_diff(diff: dict, top: int = 10) -> list[str]:
+    """The total change, then one line per function: ``+1.23 M Ir (41% of the rise) NAME``."""
+    change, old = diff["change"], diff["old_total"]
+    word = "rise" if change >= 0 else "fall"
+    ratio = f" ({change / old:+.1%})" if old else ""
+    lines = [f"instructions {old:,} -> {diff['new_total']:,}: {mega(change)} Ir{ratio}"]
+    for row in diff["rows"][:top]:
+        lines.append(f"  {mega(row['delta'])} Ir ({row['share']:.0%} of the {word}) {row['name']}")
+    return lines
+
+
+def svg_bars(rows: list[dict], title: str, top: int = 10) -> str:
+    """A horizontal bar chart of the top rows' Ir change (red: grew, blue: shrank), as SVG text."""
+    rows = rows[:top]
+    width, bar_x, bar_w, row_h = 980, 560, 380, 22
+    height = 40 + row_h * max(len(rows), 1)
+    biggest = max((abs(r["delta"]) for r in rows), default=1) or 1
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
+             f'font-size="12">', f'<text x="8" y="20" font-size="14">{escape(title)}</text>']
+    for i, row in enumerate(rows):
+        y = 34 + i * row_h
+        w = max(1, round(bar_w * abs(row["delta"]) / biggest))
+        colour = "#c0392b" if row["delta"] > 0 else "#2e6da4"
+        parts.append(f'<text x="8" y="{y + 14}">{escape(row["name"][:70])}</text>')
+        parts.append(f'<rect x="{bar_x}" y="{y + 2}" width="{w}" height="{row_h - 6}" fill="{colour}"/>')
+        parts.append(f'<text x="{bar_x + w + 4}" y="{y + 14}">{escape(mega(row["delta"]))} Ir</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,61 @@
+"""The divergence finder across commits: records made in other packages, call sites without line numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from detsim.track.divergence.commits import compare_commits, record_at, without_lines
+from detsim.track.divergence.recorder import record
+
+ROOT = Path(__file__).resolve().parents[3]
+TARGET = """import torch
+
+
+def target(device="cpu", dtype=torch.float64):
+{padding}    x = torch.linspace(0, 1, 8, dtype=dtype)
+    return (x.unsqueeze(0) * {factor}).sum(0)
+"""
+
+
+def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
+    path = tmp_path / name / "target.py"
+    path.parent.mkdir()
+    path.write_text(TARGET.format(padding="    pass\n" * padding, factor=factor))
+    return path
+
+
+def test_a_record_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
+    path = _target(tmp_path, "a", 0, 2.0)
+    rec = record_at(ROOT, sys.executable, ["--call", f"{path}:target"], tmp_path / "a.json")
+    assert (tmp_path / "a.json").is_file()
+    assert any(e.name == "aten.linspace.default" for e in rec.events)
+    assert rec.results and rec.results[0].hash
+
+
+def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
+    old = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'a', 0, 2.0)}:target"], tmp_path / "a.json")
+    moved = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'b', 3, 2.0)}:target"], tmp_path / "b.json")
+    changed = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'c', 0, 2.5)}:target"],
+                        tmp_path / "c.json", run="B")
+    assert old.events[0].where != moved.events[0].where  # the line numbers differ ...
+    assert not compare_commits(old, moved).diverged  # ... and that alone is no change
+    report = compare_commits(old, changed)
+    assert report.first.role == "culprit" and report.first.name == "aten.mul.Tensor"
+    assert report.first.scalars == {"other": ["2.0", "2.5"]}
+
+
+def test_without_lines_keeps_file_and_function_and_can_drop_views():
+    def fn(x):
+        return (x.unsqueeze(0) * 2).sum()
+
+    rec = record(fn, torch.ones(3))
+    kept = without_lines(rec)
+    assert [e.name for e in kept.events] == [e.name for e in rec.events]
+    assert all(":" not in e.where.split(" in ")[0] for e in kept.events)
+    computing = without_lines(rec, views=False)
+    assert "aten.unsqueeze.default" not in [e.name for e in computing.events]
+    assert [e.index for e in computing.events] == list(range(len(computing.events)))
+    assert rec.events[0].where and ":" in rec.events[0].where  # the original is left alone

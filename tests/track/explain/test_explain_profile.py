@@ -1,0 +1,60 @@
+"""The differential callgrind profile on synthetic annotate output."""
+
+from __future__ import annotations
+
+import xml.dom.minidom
+
+from detsim.track.explain.profile import diff_profiles, format_profile_diff, parse_annotate, short_name, svg_bars
+
+OLD = """\
+--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+3,000,000 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                file:function
+--------------------------------------------------------------------------------
+2,000,000 (66.67%)  ???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::VectorizedLoop2d<at::native::(anonymous namespace)::mul_kernel(at::TensorIteratorBase&)::{lambda()#2}> >(long, char**, long const*, long, long) [/x/libtorch_cpu.so]
+1,000,000 (33.33%)  ./malloc/./malloc/malloc.c:_int_free [/usr/lib/libc.so.6]
+"""
+NEW = OLD.replace("3,000,000 (100.0%)", "5,500,000 (100.0%)") + \
+    "2,000,000 (36.36%)  ???:mkl_vml_kernel_dExp_L9HAynn [/x/libtorch_cpu.so]\n" + \
+    "  500,000 ( 9.09%)  ./malloc/./malloc/malloc.c:_int_malloc [/usr/lib/libc.so.6]\n"
+
+
+def test_annotate_rows_are_read_without_the_total():
+    counts = parse_annotate(OLD)
+    assert sum(counts.values()) == 3_000_000
+    assert len(counts) == 2
+
+
+def test_the_change_is_sorted_by_share_and_names_the_kernel():
+    diff = diff_profiles(parse_annotate(OLD), parse_annotate(NEW))
+    assert diff["change"] == 2_500_000
+    top = diff["rows"][0]
+    assert top["name"] == "mkl_vml_kernel_dExp_L9HAynn" and top["share"] == 0.8
+    assert [r["delta"] for r in diff["rows"]] == [2_000_000, 500_000]
+    lines = format_profile_diff(diff)
+    assert lines[0].startswith("instructions 3,000,000 -> 5,500,000: +2.50 M Ir (+83.3%)")
+    assert lines[1] == "  +2.00 M Ir (80% of the rise) mkl_vml_kernel_dExp_L9HAynn"
+
+
+def test_a_fall_lists_what_shrank_first():
+    diff = diff_profiles(parse_annotate(NEW), parse_annotate(OLD))
+    assert diff["rows"][0]["delta"] == -2_000_000
+    assert "of the fall" in format_profile_diff(diff)[1]
+
+
+def test_template_callbacks_shorten_to_their_kernel():
+    entry = next(iter(parse_annotate(OLD)))
+    assert short_name(entry) == "at::native::mul_kernel (…)"
+    assert short_name("./malloc/./malloc/malloc.c:_int_free [/usr/lib/libc.so.6]") == "_int_free"
+    assert short_name("at::foo::bar") == "at::foo::bar"
+
+
+def test_the_picture_is_well_formed_svg_with_one_bar_per_row():
+    diff = diff_profiles(parse_annotate(OLD), parse_annotate(NEW))
+    svg = svg_bars(diff["rows"], "title <&>")
+    doc = xml.dom.minidom.parseString(svg)
+    assert len(doc.getElementsByTagName("rect")) == 2
