@@ -75,13 +75,17 @@ def _link(text: str, href: str | None) -> str:
     return f'<a href="{escape(href)}">{escape(text)}</a>' if href else escape(text)
 
 
+def _title(text: str | None) -> str:
+    return f' title="{escape(text)}"' if text else ""
+
+
 def family_table(rows: Sequence[Row], report: Mapping) -> str:
     subjects, order = report.get("subjects", {}), list(report.get("commits", []))
     out = ['<table class="families"><tr><th>family</th><th>verdict</th><th>commit</th><th>details</th></tr>']
     for row in rows:
         commits = sorted({i.commit for i in row.items if i.commit}, key=lambda c: order.index(c) if c in order else -1)
         where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.get('latest'), subjects)}"
-        items = "".join(f"<li>{_link(i.text, i.href)}</li>" for i in row.items)
+        items = "".join(f"<li{_title(i.evidence)}>{_link(i.text, i.href)}</li>" for i in row.items)
         items = f'<ul class="items">{items}</ul>' if items else ""
         text = "#fff" if row.status in (GREEN, RED) else "#212121"
         out.append(f'<tr class="family" data-family="{escape(row.family)}" data-status="{escape(row.status)}">'

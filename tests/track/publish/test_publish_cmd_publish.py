@@ -274,3 +274,13 @@ def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(projec
     assert _publish(project, "--assets", str(cache), "--machine", "fixture-2cpu") == 0
     page = (project / "reports" / "html" / "status.html").read_text()
     assert 'data-machine="fixture-2cpu"' in page and "fixture-1thread" not in page
+
+
+def test_a_status_page_that_is_a_link_is_not_followed(project, capsys, tmp_path):
+    html = project / "reports" / "html"
+    elsewhere = tmp_path / "elsewhere.html"
+    elsewhere.write_text('<meta name="generator" content="detsim-track publish">')  # even one that looks ours
+    (html / "status.html").symlink_to(elsewhere)
+    assert _publish(project, "--assets", str(tmp_path / "cache")) == 2
+    assert "status.html is not a regular file; not replaced" in capsys.readouterr().err
+    assert elsewhere.read_text() == '<meta name="generator" content="detsim-track publish">'
