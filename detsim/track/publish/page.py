@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Mapping, Sequence
 
+from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.publish.fingerprints import CHANGED, NOT_COMPARABLE, SAME, State
 from detsim.track.publish.graphs import FLOOR, fmt, parity_svg, worst_case
@@ -140,7 +141,8 @@ def commits_table(commits: Sequence[str], subjects: Mapping[str, str]) -> str:
     return f'<h2>Recorded commits (newest first)</h2><table class="commits">{rows}</table>'
 
 
-EXIT_WORDS = {0: "all good", 1: "something regressed", 2: "something could not be measured"}
+VERDICT_WORDS = {ExitCode.OK: "all good", ExitCode.REGRESSED: "something regressed",
+                 ExitCode.UNMEASURED: "something could not be measured"}
 SERVE_HINT = ('<p class="hint">This page needs no network and opens from disk. asv\'s interactive graphs '
               '(<a href="index.html">index.html</a>, and the links below) load their data over HTTP: serve this '
               "folder with <code>.venv/bin/asv preview</code> or <code>python -m http.server -d reports/html "
@@ -160,7 +162,7 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
     return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
             f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
             f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({EXIT_WORDS.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
+            f"({VERDICT_WORDS.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
             f"{parity_section(history, subjects, graph_href)}"
@@ -189,7 +191,7 @@ def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
     failed = "".join(f"<li>{escape(m)}: not judged ({escape(why)})</li>" for m, why in fleet.get("not_judged", {}).items())
     toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in machines)
     body = (f"<h1>detsim: the latest verdict on {len(machines)} machines</h1>"
-            f'<p class="meta">verdict: exit {escape(str(code))} ({EXIT_WORDS.get(code, "?")}); machines: {toc}</p>'
+            f'<p class="meta">verdict: exit {escape(str(code))} ({VERDICT_WORDS.get(code, "?")}); machines: {toc}</p>'
             + SERVE_HINT
             + f'<h2>Do the machines agree?</h2><ul class="agreement">{agree}{facts}{failed}</ul>'
             + "".join(f'<h2 id="machine-{escape(m)}">Machine {escape(m)}</h2>{section}'
