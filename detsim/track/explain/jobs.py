@@ -199,7 +199,10 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
         records.append(hashes.record_case(side, job.workload, golden, out))
     report = hashes.compare_sides(*records)
     said = hashes.sentence(new.commit, report)
-    atomic_write_text(folder / "explanation.txt", report.render() + "\n\n" + said + "\n")
+    header = (f"# run A = {old.short} (old), run B = {new.short} (new); call sites without line numbers, view ops "
+              "left out (event numbers count the ops that compute). The why/fix lines below are written for two "
+              "runs of one commit; across commits, read the last line.\n")
+    atomic_write_text(folder / "explanation.txt", header + report.render() + "\n\n" + said + "\n")
     first = report.first
     return {"verdict": report.verdict(), "first": None if first is None else {
         "role": first.role, "index": first.index, "name": first.name, "where": first.where,

@@ -131,3 +131,41 @@ def test_a_reordered_float_sum_is_explained_by_the_op_that_reordered_it(planted,
     assert (first["role"], first["name"]) == ("operands", "aten.addcmul.default")
     assert first["where"] == "geometry.py in pixel_positions"
     assert "the commits pass different tensors to it" in record["answer"]
+
+
+class _Finding:
+    def __init__(self, record):
+        self._record = record
+
+    def record(self):
+        return self._record
+
+
+def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, monkeypatch, capsys):
+    import types
+
+    from detsim.track.explain import cmd_explain
+    from detsim.track.history import verdict
+
+    findings = [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
+                          "params": "(workload='P1@64')", "last_good": "HEAD~1", "first_bad": "HEAD"}),
+                _Finding({"family": "parity", "benchmark": "track_parity_c02", "params": "", "case": "c02",
+                          "last_good": None, "first_bad": "HEAD"})]
+    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):
+        seen.append(job)
+        folder.mkdir(parents=True)
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
+                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
+                "answer": "it rose at bbbbbbbb.", "details": {"profile": ["+1 Ir"], "ops": []}}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert [(j.kind, j.workload, j.last_good, j.first_bad) for j in seen] == [("cost", "P1@64", "HEAD~1", "HEAD")]
+    captured = capsys.readouterr()
+    assert "never good in the recorded history" in captured.err
+    assert "it rose at bbbbbbbb." in captured.out
+    assert "from bench_cost.InstructionCounts.track_instructions(workload='P1@64')" in (out / "answer.md").read_text()
