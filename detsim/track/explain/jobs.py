@@ -98,9 +98,10 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides: Sides, bis
               "commits_between": between, "values": {}}
     if not is_bad(bad_value):
         record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
-        record["answer"] = (f"{job.kind} of {job.workload} does not change from {good[:8]} to {between[-1][:8]} "
-                            f"on this machine ({_shown(good_value)} -> {_shown(bad_value)}): nothing to explain here; "
-                            "the flag came from another machine or a noisy measure")
+        record["answer"] = (f"{_what(job)} does not change from {good[:8]} to {between[-1][:8]} on this machine "
+                            f"({_shown(good_value)} -> {_shown(bad_value)}): nothing to explain here "
+                            + ("(was it flagged by a timing, which a count does not see, or on another machine?)"
+                               if job.kind == "cost" else "(was it flagged on another machine class?)"))
         record["changed"] = False
         return record
     first_bad, bisection = between[-1], None
@@ -209,10 +210,14 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
         "tensor": first.tensor, "scalars": first.scalars}}, said
 
 
+def _what(job: Job) -> str:
+    return {"cost": f"the instruction count of {job.workload}", "parity": f"1 - r of golden case {job.workload}",
+            "hash": f"the image of golden case {job.workload}"}[job.kind]
+
+
 def _answer(job: Job, record: dict, finding: str, old, new, bisection, between: int) -> str:
     pair = record["pair"]
-    what = {"cost": f"the instruction count of {job.workload}", "parity": f"1 - r of golden case {job.workload}",
-            "hash": f"the image of golden case {job.workload}"}[job.kind]
+    what = _what(job)
     found = (f"bisected over {between} commits in {bisection.steps} measurement(s): " if bisection is not None
              else "")
     change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind == "cost" else
