@@ -33,8 +33,11 @@ def record_at(package_dir: Path, python: str, target_args: list[str], out: Path,
     """Record ``target_args`` (``diverge``'s own target arguments, e.g. ``--case c02``) with the ``detsim``
     of ``package_dir``; the record is also left in ``out`` (JSON)."""
     argv = [python, "-P", "-m", WORKER, "--record-worker", str(out), str(threads), run, *target_args]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd or out.parent,
-                          env=child_env(package_dir, **(env or {})), timeout=timeout)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd or out.parent,
+                              env=child_env(package_dir, **(env or {})), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RecordError(f"recording at {package_dir} ran past {timeout:.0f} s") from None
     if done.returncode != 0 or not out.exists():
         tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
         raise RecordError(f"recording at {package_dir} exited {done.returncode}: {tail[-1] if tail else 'no message'}")

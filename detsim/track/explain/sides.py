@@ -51,8 +51,11 @@ def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None)
 def run_python(side: Side, argv: list[str], *, cwd: Path, timeout: float = 900, env: dict | None = None
                ) -> subprocess.CompletedProcess:
     """``python -P ARGV`` at ``side`` (run in ``cwd``); raises :class:`SideError` on a non-zero exit."""
-    done = subprocess.run([side.python, "-P", *argv], cwd=cwd, env={**side.env(), **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    try:
+        done = subprocess.run([side.python, "-P", *argv], cwd=cwd, env={**side.env(), **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SideError(f"{side.short}: {' '.join(argv[:3])} ran past {timeout:.0f} s") from None
     if done.returncode != 0:
         tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
         raise SideError(f"{side.short}: {' '.join(argv[:3])} exited {done.returncode}: "

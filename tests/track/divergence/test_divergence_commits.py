@@ -59,3 +59,14 @@ def test_without_lines_keeps_file_and_function_and_can_drop_views():
     assert "aten.unsqueeze.default" not in [e.name for e in computing.events]
     assert [e.index for e in computing.events] == list(range(len(computing.events)))
     assert rec.events[0].where and ":" in rec.events[0].where  # the original is left alone
+
+
+def test_a_recording_past_its_time_limit_is_one_line(tmp_path):
+    import pytest
+
+    from detsim.track.divergence.commits import RecordError
+
+    path = tmp_path / "slow.py"
+    path.write_text("import time\n\n\ndef target():\n    time.sleep(30)\n")
+    with pytest.raises(RecordError, match=r"ran past 1 s$"):
+        record_at(ROOT, sys.executable, ["--call", f"{path}:target"], tmp_path / "s.json", timeout=1)

@@ -55,3 +55,10 @@ def test_commits_between_are_oldest_first_and_end_at_the_first_bad(tiny_repo):
     assert subject(repo, shas[2]) == "commit third"
     with pytest.raises(SideError, match="not a descendant"):
         commits_between(repo, shas[2], shas[0])
+
+
+def test_a_side_process_past_its_time_limit_is_one_line(tiny_repo, tmp_path):
+    repo, shas = tiny_repo
+    side = prepare_side(repo, shas[0], tmp_path / "side", python=sys.executable)
+    with pytest.raises(SideError, match=r"ran past 1 s$"):
+        run_python(side, ["-c", "import time; time.sleep(30)"], cwd=tmp_path, timeout=1)
