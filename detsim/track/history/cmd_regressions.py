@@ -5,14 +5,20 @@ Reads ``asv.conf.json``, asv's results (``results/asv/<machine>/``), the per-com
 commits by git history (by commit date outside git; :mod:`.ordering`), and checks the latest value of
 every benchmark (:mod:`.detection`):
 
-* **timings** (``time_*``), peak memory and throughput: a piecewise-constant fit of the history (asv's
-  Potts solver on log values, :mod:`.steps`) finds where the level moved. The step into the run of
-  levels that ends at the latest commit counts only if the level rose by more than the benchmark's
-  threshold (``regressions_thresholds`` in asv.conf.json, the largest matching one), the raw samples
-  of up to 3 commits on either side differ by a one-sided rank test (Mann-Whitney, p < 0.01; where no
-  samples were stored, their 99% intervals must not overlap), and, where the suite's machine reference
-  was measured, the rise survives dividing by the reference's own change (a busy machine slows
-  everything alike). Throughput (units per second) is checked the other way up;
+* **timings** (``time_*``) and throughput: a piecewise-constant fit of the history (asv's Potts solver on
+  log values, :mod:`.steps`) finds where the level moved; the step into the run of levels that ends at
+  the latest commit, or the latest point alone, rising by more than the benchmark's threshold
+  (``regressions_thresholds`` in asv.conf.json, the largest matching one) is a **suspect**, never a
+  verdict by itself. Up to ``--remeasure N`` suspects (default 3, the largest first) are re-measured
+  here: the last good and the first bad commit's packages run the benchmark alternately, each
+  measurement in a fresh process (:mod:`detsim.track.confirm`), and the step is **confirmed** (a
+  regression) only when the re-measured ratio is above the threshold and a signed-rank test says so
+  (p < 0.01); otherwise it is **noise**. Each line says which evidence decided. Throughput (units per
+  second) is checked the other way up;
+* **peak memory**: the same step must clear its threshold and a one-sided rank test of the raw samples
+  of up to 3 commits on either side (Mann-Whitney, p < 0.01);
+* **instruction counts** (``bench_cost``): exact: the latest count above the best recorded one by more
+  than the threshold (2%) is a regression at the first commit of the run above it;
 * **parity** (1 - r per golden case) is exact: any rise over the best recorded value, or a value past
   the acceptance line r >= 0.9995, is a regression;
 * **determinism** (0/1 per golden case against the stored baseline hash) is exact: a 1 at the latest
@@ -25,7 +31,8 @@ regressed``, ``timing regression on m1 only (...)``) and states cross-machine fa
 classes, images of one class that differ); the exit status is the worst machine's. ``--machine NAME``
 (repeatable) picks machines; ``make run`` passes this runner's.
 
-Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good, 1 something regressed, 2
+Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspects and noise included),
+1 something regressed (a timing only when confirmed), 2
 something could not be measured (a benchmark failed at the latest commit, the commit did not build,
 nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
 
@@ -42,6 +49,7 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
+from detsim.track.confirm.apply import MAX_REMEASURED, confirm_fleet, confirm_report
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.asvresults import recorded_machines
 from detsim.track.history.render import fleet_lines, report_lines
@@ -56,7 +64,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", action="append", default=None,
                         help="asv machine name; repeat for several (default: every machine recorded, each "
                              "judged on its own series, then which machines agree)")
+    parser.add_argument("--remeasure", type=_count, default=MAX_REMEASURED, metavar="N",
+                        help="re-measure at most N timing suspects, the largest first, interleaved at their last "
+                             f"good and first bad commits (default {MAX_REMEASURED}; 0: report them unconfirmed)")
     add_json_option(parser, "the report")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
 
 
 COMMAND = "detsim-track regressions"  # the "report" field of the --json file
@@ -69,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         machines = args.machine or recorded_machines(root)
         if len(machines) > 1:
-            report = analyse_fleet(root, machines)
+            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure)
         else:
-            report = analyse(root, machines[0] if machines else None)
+            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure)
     except (ResultsError, OutputError) as exc:
         print(f"detsim-track: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED

@@ -10,11 +10,15 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
 * **determinism**: a 1 at the latest commit (its image differs from its machine class's stored
   baseline hash), found with the old and new sha256 (or fingerprints) per commit; where the class has
   no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
-* **noisy** (timings, memory, throughput, tracks): the step into the run of levels ending at the
-  latest commit (:func:`~.steps.segments`) must rise by more than the series' threshold, survive
-  dividing by the machine reference's own change (not for memory), and be confirmed by a one-sided
-  rank test of the raw samples of up to :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`; without
-  samples, timings' 99% intervals must not overlap).
+* **timings and throughput** (:data:`REMEASURED`): never a verdict on recorded points alone. The step
+  into the run of levels ending at the latest commit (:func:`~.steps.segments`), or the latest point
+  alone against the level before it, rising by more than the series' threshold makes a **suspect**
+  (``detail["confirmation"] == "suspect"``, with the history's evidence: the rise, the machine
+  reference's change, the rank test of the raw samples); :mod:`detsim.track.confirm` re-measures it
+  and decides. A suspect is not a regression (:attr:`Finding.is_verdict`);
+* **other noisy series** (memory, other tracks): the step into the tip must rise by more than the
+  series' threshold and be confirmed by a one-sided rank test of the raw samples of up to
+  :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
 
 A finding names the last good and first bad commits, the old and new values and the evidence
 (``detail``); :meth:`Finding.record` is its JSON form.
@@ -34,6 +38,9 @@ from detsim.track.history.steps import mann_whitney_greater, segments
 
 ALPHA = 0.01  # one-sided rank test level for timings
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
+REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
+SUSPECT = "suspect"  # detail["confirmation"] of a step not (yet) re-measured
+CONFIRMED = "confirmed"  # ... of a step the re-measurement confirmed
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,11 @@ class Finding:
     old: float | None
     new: float
     detail: Mapping = field(default_factory=dict)  # evidence, merged into the JSON record
+
+    @property
+    def is_verdict(self) -> bool:
+        """Whether this finding is a regression (a suspect or a step re-measured as noise is not)."""
+        return self.series.family not in REMEASURED or self.detail.get("confirmation") == CONFIRMED
 
     @property
     def ratio(self) -> float | None:
@@ -182,12 +194,55 @@ def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_
     return True
 
 
+def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | None:
+    """The latest point alone against the level of the run before it (a single-commit step is too short
+    for the piecewise fit to split off): ``(index of the last good point, old level, latest)``."""
+    if len(y) < 2:
+        return None
+    segs = segments(y[:-1], threshold)
+    left, right, level = segs[-1]
+    before = statistics.median(y[max(left, right - 1 - 2 * NEIGHBOURS):right])
+    if y[-1] > before * (1 + threshold):
+        return len(y) - 2, before, y[-1]
+    return None
+
+
+def _suspect(series: Series, points: list[Point], y: list[float], references: Mapping[str, float]) -> Finding | None:
+    """A timing or throughput step at the tip, as a suspect with the history's evidence."""
+    larger_is_better = series.family == "throughput"
+    step = _step_into_tip(y, series.threshold)
+    if step is not None:
+        (old_left, before_end, old), (after, new_right, _), latest = step
+        before = before_end - 1
+        side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
+        side_b = points[after:min(new_right, after + NEIGHBOURS)]
+    else:
+        jump = _tip_jump(y, series.threshold)
+        if jump is None:
+            return None
+        before, old, latest = jump
+        after = before + 1
+        side_a, side_b = points[max(0, before - NEIGHBOURS + 1):before + 1], points[after:]
+    rise = latest / old
+    detail = {"rise": round(rise, 4)}
+    _load_corrected(rise, side_a, side_b, references, detail)
+    _confirmed(series, side_a, side_b, larger_is_better, detail)
+    detail.update(confirmation=SUSPECT, confirmation_evidence=(
+        f"a step of x{rise:.2f} in the recorded history, above the {series.threshold:.0%} threshold; "
+        "not re-measured"))
+    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
+    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
+
+
 def _noisy(series: Series, points: list[Point], references: Mapping[str, float]) -> Finding | None:
-    """A step up at the tip's level: threshold, then load-corrected threshold, then the rank test."""
+    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series,
+    a regression when it clears the threshold and the rank test."""
     larger_is_better = series.family == "throughput"
     y = [1.0 / p.value if larger_is_better else p.value for p in points]
     if not all(v > 0 and math.isfinite(v) for v in y):
         return None
+    if series.family in REMEASURED:
+        return _suspect(series, points, y, references)
     step = _step_into_tip(y, series.threshold)
     if step is None:
         return None
@@ -199,9 +254,6 @@ def _noisy(series: Series, points: list[Point], references: Mapping[str, float])
     detail = {"rise": round(rise, 4)}
     side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
     side_b = points[after:min(new_right, after + NEIGHBOURS)]
-    if series.family != "memory" and _load_corrected(rise, side_a, side_b, references, detail) < 1 + series.threshold:
-        return None
     if not _confirmed(series, side_a, side_b, larger_is_better, detail):
         return None
-    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
-    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
+    return Finding(series, points[before].commit, points[after].commit, old, latest, detail)

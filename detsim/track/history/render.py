@@ -2,7 +2,9 @@
 
 :func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
 its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
-where: ``since <first bad>, last good <last good>`` with their subjects. More than
+where: ``since <first bad>, last good <last good>`` with their subjects. A regression's line starts
+``REGRESSED``; a timing step that was not re-measured starts ``SUSPECT`` and one the re-measurement
+did not confirm ``NOISE``, each ending with the evidence that decided. More than
 :data:`GROUP_HASHES` image-hash findings of the same commits print as one line.
 """
 
@@ -10,9 +12,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from detsim.track.history.detection import SUSPECT
 from detsim.track.history.verdict import FleetReport, Report
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
+LABELS = {SUSPECT: "SUSPECT", "noise": "NOISE"}  # a timing step's line by its confirmation (else REGRESSED)
 
 
 def fmt(value: float | None, unit: str) -> str:
@@ -62,6 +66,8 @@ def finding_text(r: Mapping) -> str:
         extra.append(f"rank test p={r['rank_test_p']:.2g}")
     if r["family"] == "cost" and "evidence" in r:
         extra.append(r["evidence"])
+    if "confirmation_evidence" in r:
+        extra.append(r["confirmation_evidence"])
     ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
     return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
             f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
@@ -76,17 +82,24 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
     lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r.get('case') or r['benchmark'] for r in group)}), "
              f"{where_text(group[0], subjects)} (sha256s with --json)"
              for group in groups.values() if len(group) > GROUP_HASHES]
-    lines += [f"REGRESSED {finding_text(r)}, {where_text(r, subjects)}" for r in records
+    lines += [f"{LABELS.get(r.get('confirmation'), 'REGRESSED')} {finding_text(r)}, {where_text(r, subjects)}"
+              for r in records
               if r["family"] != "determinism" or len(groups[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES]
     return lines
 
 
 def summary_line(report: Report) -> str:
     families: dict[str, int] = {}
-    for f in report.regressions:
+    verdicts = [f for f in report.regressions if f.is_verdict]
+    for f in verdicts:
         families[f.series.family] = families.get(f.series.family, 0) + 1
     summary = ", ".join(f"{k} {v}" for k, v in sorted(families.items()))
-    return (f"summary: {len(report.regressions)} regressed{' (' + summary + ')' if summary else ''}, "
+    steps = {}
+    for f in report.regressions:
+        if not f.is_verdict:
+            steps[f.detail.get("confirmation")] = steps.get(f.detail.get("confirmation"), 0) + 1
+    unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
+    return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
             f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
             f"exit {int(report.exit)}")
 

@@ -53,6 +53,14 @@ class Report:
         }
 
 
+def exit_code(findings, unmeasured, built: bool) -> ExitCode:
+    """UNMEASURED when something failed or nothing was built (it wins), REGRESSED for a finding that is a
+    verdict (not a timing suspect, not noise), else OK."""
+    if unmeasured or not built:
+        return ExitCode.UNMEASURED
+    return ExitCode.REGRESSED if any(f.is_verdict for f in findings) else ExitCode.OK
+
+
 def machine_references(series: list[Series]) -> dict[str, float]:
     """Commit -> the machine reference's seconds there (to correct timings for load)."""
     return {p.commit: p.value for s in series if s.family == "reference" and s.unit == "seconds"
@@ -197,7 +205,7 @@ def analyse(root: Path, machine: str | None = None) -> Report:
         notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
     if required is None:
         notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
-    code = ExitCode.UNMEASURED if unmeasured or not built else ExitCode.REGRESSED if regressions else ExitCode.OK
+    code = exit_code(regressions, unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
@@ -235,7 +243,7 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     machines = sorted(reports)
     found = {m: {} for m in machines}  # machine -> family -> {(benchmark, params)}
     for m, report in reports.items():
-        for f in report.regressions:
+        for f in (f for f in report.regressions if f.is_verdict):
             found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
     families = [fam for fam in AGREEMENT_FAMILIES if fam in ("timing", "determinism")
                 or any(fam in found[m] for m in machines)]
@@ -292,6 +300,11 @@ def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
             failed[machine] = str(exc)
     if not reports:
         raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()) or "nothing recorded")
+    return fleet_of(reports, failed)
+
+
+def fleet_of(reports: Mapping[str, Report], failed: Mapping[str, str]) -> FleetReport:
+    """The fleet verdict of machines' reports (and of those that could not be judged)."""
     codes = [r.exit for r in reports.values()] + [ExitCode.UNMEASURED] * bool(failed)
     code = ExitCode.UNMEASURED if ExitCode.UNMEASURED in codes else max(codes)
     return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),

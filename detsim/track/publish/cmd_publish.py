@@ -27,6 +27,7 @@ from detsim.track.base.provenance import repo_root
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import build_series
+from detsim.track.confirm.apply import confirm_fleet, confirm_report
 from detsim.track.history.verdict import Report, analyse, analyse_fleet
 from detsim.track.publish.fingerprints import determinism_states
 from detsim.track.publish.links import graph_url
@@ -100,10 +101,10 @@ def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str]]:
     where they agree."""
     machines = machines or recorded_machines(root)
     if len(machines) <= 1:
-        report = analyse(root, machines[0] if machines else None)
+        report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)
         section, rows = machine_page(root, report)
         return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
-    fleet = analyse_fleet(root, machines)
+    fleet = confirm_fleet(analyse_fleet(root, machines), root, limit=0)
     sections, summaries = [], []
     for machine, report in fleet.reports.items():
         section, rows = machine_page(root, report)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.history.detection import ALPHA, Finding, detect
+from detsim.track.history.detection import ALPHA, SUSPECT, Finding, detect
 from detsim.track.history.render import finding_text
 from detsim.track.history.series import Point, Series, family_of
 
@@ -82,19 +82,30 @@ def test_a_confirmed_doubling_is_found_with_its_evidence():
     assert 1.9 < finding.ratio < 2.1
 
 
-def test_a_slowdown_of_the_whole_machine_is_not_a_regression():
+def test_a_slowdown_of_the_whole_machine_is_a_suspect_with_the_reference_as_evidence_never_a_verdict():
     values = [1.0, 1.01, 0.99, 2.0, 2.02]
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
     references = dict(zip(C, [0.1, 0.1, 0.1, 0.2, 0.2]))
-    assert detect(_series("timing", values, samples=samples), 0, references, {}, {}) is None
+    timing = detect(_series("timing", values, samples=samples), 0, references, {}, {})
+    assert timing.detail["confirmation"] == SUSPECT and not timing.is_verdict
+    assert timing.detail["machine_reference_ratio"] == 2.0 and timing.detail["load_corrected_rise"] < 1.1
     memory = detect(_series("memory", values, samples=samples, unit="bytes"), 0, references, {}, {})
-    assert memory is not None and "load_corrected_rise" not in memory.detail  # memory is not load-corrected
+    assert memory.is_verdict and "load_corrected_rise" not in memory.detail  # memory is not load-corrected
 
 
-def test_overlapping_samples_do_not_confirm_a_step():
+def test_overlapping_samples_leave_a_timing_step_a_suspect_and_clear_a_memory_step():
     values = [1.0, 1.0, 2.0]
     samples = [[0.5, 3.0], [0.5, 3.0], [0.6, 3.1]]
-    assert detect(_series("timing", values, samples=samples), 0, {}, {}, {}) is None
+    timing = detect(_series("timing", values, samples=samples), 0, {}, {}, {})
+    assert not timing.is_verdict and timing.detail["rank_test_p"] >= ALPHA
+    assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}, {}) is None
+
+
+def test_a_single_slow_latest_commit_is_a_suspect_at_that_commit():
+    values = [1.0, 1.02, 0.98, 1.01, 0.99, 1.12]  # a 12% step at the tip, too short for the fit to split off
+    finding = detect(_series("timing", values, threshold=0.05), 0, {}, {}, {})
+    assert (finding.last_good, finding.first_bad) == (C[4], C[5]) and not finding.is_verdict
+    assert detect(_series("timing", values[:-1] + [1.04], threshold=0.05), 0, {}, {}, {}) is None
 
 
 def test_throughput_is_judged_the_other_way_up():

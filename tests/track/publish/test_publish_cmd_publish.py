@@ -254,13 +254,18 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
         browser.close()
 
 
-def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(project, capsys, tmp_path):
+def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(project, capsys, tmp_path, remeasured_as):
     asv = project / "results" / "asv"
     shutil.copytree(asv / "fixture-2cpu", asv / "fixture-1thread")
     machine = json.loads((asv / "fixture-1thread" / "machine.json").read_text())
     (asv / "fixture-1thread" / "machine.json").write_text(json.dumps({**machine, "machine": "fixture-1thread"}))
     cache = tmp_path / "cache"
     _fake_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    assert "fixture-1thread: timing suspect" in capsys.readouterr().out  # not re-measured yet
+    remeasured_as(default=2.0)
+    assert main(["regressions", "--repo", str(project)]) == 1  # re-measures, keeps the outcomes
+    capsys.readouterr()
     assert _publish(project, "--assets", str(cache)) == 0
     out = capsys.readouterr().out
     assert "fixture-1thread: timing regressed" in out and "fixture-2cpu: timing regressed" in out

@@ -1,0 +1,163 @@
+"""Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them.
+
+:func:`confirm_report` takes a :class:`~detsim.track.history.verdict.Report` and re-measures its
+suspects (:data:`~detsim.track.history.detection.SUSPECT`), the largest rise first, at most ``limit`` of
+them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
+suspect stays one, with the reason, where it was not re-measured: over the limit, recorded on another
+machine than this one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
+(per machine, benchmark, parameters and commit pair), so a step judged once is not re-measured by every
+later run. The report's exit code is recomputed: only confirmed steps count.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Mapping
+
+from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
+from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
+from detsim.track.history.asvresults import load_benchmarks
+from detsim.track.history.detection import SUSPECT, Finding
+from detsim.track.history.jsonc import ResultsError, load_config
+from detsim.track.history.series import param_labels
+from detsim.track.history.verdict import FleetReport, Report, exit_code, fleet_of
+
+MAX_REMEASURED = 3  # suspects re-measured per run, the largest rise first
+CACHE = Path(".asv") / "confirmations.json"  # relative to the project
+ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
+
+Measure = Callable[[Target, str, str, float], Confirmation]
+
+
+def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
+    """The benchmark and parameter values a finding's series was measured with."""
+    series = finding.series
+    bench = benchmarks.get(series.name)
+    if bench is None:
+        raise RemeasureError(f"{series.name}: not in the suite's benchmark list")
+    labels = param_labels(bench)
+    if series.params not in labels:
+        raise RemeasureError(f"{series.label}: parameters not in the suite's benchmark list")
+    combos = list(itertools.product(*[[ast.literal_eval(v) for v in values] for values in bench.get("params") or []]))
+    params = combos[labels.index(series.params)] if combos else ()
+    return Target(series.name, tuple(params), larger_is_better=series.family == "throughput")
+
+
+def machines_here() -> set[str] | None:
+    """asv's machine names defined on this host (None when asv has none recorded here)."""
+    path = ASV_MACHINE_FILE.expanduser()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {k for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else None
+
+
+def _cache_key(report: Report, finding: Finding) -> str:
+    s = finding.series
+    return "|".join([report.machine, s.env, s.name, s.params, finding.last_good or "", finding.first_bad])
+
+
+def _load_cache(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: unreadable ({exc}); move it away to re-measure") from None
+    if not isinstance(data, dict) or data.get("report") != "detsim-track confirmations":
+        raise ResultsError(f"{path}: not a confirmation cache of detsim-track")
+    return data
+
+
+def _save_cache(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _with(finding: Finding, confirmation: Confirmation) -> Finding:
+    return replace(finding, detail={**finding.detail, **confirmation.record()})
+
+
+def _suspect(finding: Finding, why: str) -> Finding:
+    history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
+    return replace(finding, detail={**finding.detail, "confirmation": SUSPECT,
+                                    "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
+                                                             f"not re-measured: {why}"})
+
+
+def default_measure(root: Path) -> Measure:
+    def measure(target: Target, commit_a: str, commit_b: str, threshold: float) -> Confirmation:
+        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold)), threshold)
+    return measure
+
+
+def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
+                   limit: int = MAX_REMEASURED, use_cache: bool = True) -> Report:
+    """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed."""
+    suspects = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
+    if not suspects:
+        return report
+    measure = measure or default_measure(root)
+    cache_path = root / CACHE
+    cache = _load_cache(cache_path) if use_cache else {}
+    outcomes = cache.setdefault("outcomes", {})
+    here = machines_here()
+    benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
+    ranked = sorted(suspects, key=lambda f: -(f.detail.get("rise") or 0))
+    decided: dict[int, Finding] = {}
+    for rank, finding in enumerate(ranked):
+        key = _cache_key(report, finding)
+        if key in outcomes:
+            kept = outcomes[key]
+            decided[id(finding)] = _with(finding, Confirmation(
+                Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
+                kept.get("p_value"), kept.get("rounds", 0)))
+            continue
+        if here is not None and report.machine not in here:
+            decided[id(finding)] = _suspect(finding, f"recorded on machine {report.machine}, not defined on this host")
+            continue
+        if finding.last_good is None:
+            decided[id(finding)] = _suspect(finding, "no earlier commit recorded")
+            continue
+        if limit == 0:
+            decided[id(finding)] = _suspect(finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
+            continue
+        if rank >= limit:
+            decided[id(finding)] = _suspect(finding, f"over the limit of {limit} re-measurements per run "
+                                                     "(`detsim-track regressions --remeasure N`)")
+            continue
+        try:
+            confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
+                                   finding.series.threshold)
+        except RemeasureError as exc:
+            decided[id(finding)] = _suspect(finding, str(exc))
+            continue
+        decided[id(finding)] = _with(finding, confirmation)
+        outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,
+                         "ratio": confirmation.ratio, "p_value": confirmation.p_value,
+                         "rounds": confirmation.rounds, "at": report.generated_at}
+    if use_cache and outcomes:
+        cache["report"] = "detsim-track confirmations"
+        _save_cache(cache_path, cache)
+    findings = tuple(decided.get(id(f), f) for f in report.regressions)
+    return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
+
+
+def confirm_fleet(fleet: FleetReport, root: Path, **kwargs) -> FleetReport:
+    """Every machine's report confirmed (:func:`confirm_report`), then the fleet verdict again."""
+    return fleet_of({m: confirm_report(r, root, **kwargs) for m, r in fleet.reports.items()}, fleet.failed)

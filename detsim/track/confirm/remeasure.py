@@ -1,0 +1,140 @@
+"""Re-measure one benchmark at two commits, interleaved, each measurement in a fresh process.
+
+Each commit's ``detsim`` package is exported (:func:`~detsim.track.base.commits.export_package`) into a
+temporary folder. One server process (:mod:`.runner`, pinned to one CPU so that both commits share the
+same core and its neighbours) imports torch once and forks a fresh process per measurement, in rounds
+of one A and one B, counterbalanced: A B, B A, A B, ... so a machine getting busier or quieter weighs on
+both alike, and what one process happens to get (its memory layout, its place on a loaded core) varies
+from round to round instead of biasing one commit. A measurement's figure is the minimum of its
+samples (a neighbour on a shared machine only ever adds time), in the lower-is-better direction (a
+throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from detsim.track.base.commits import CommitError, benchmark_python, export_package
+
+RUNNER = Path(__file__).with_name("runner.py")
+ROUNDS = 12  # rounds of one A and one B measurement, before any extension
+SAMPLES = 3  # samples per measurement, after its warm-up call
+MEASUREMENT_TIMEOUT_S = 600
+
+
+class RemeasureError(RuntimeError):
+    """A re-measurement that could not be made (one line: which commit, what failed)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    benchmark: str  # asv's name, e.g. "bench_engine.NanoBraggWorkloads.time_simulate"
+    params: tuple  # the parameter values, as the benchmark's setup receives them
+    larger_is_better: bool = False  # a throughput: its inverse is compared
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark}{self.params if self.params else ''}"
+
+
+@dataclass(frozen=True)
+class Remeasurement:
+    commit_a: str
+    commit_b: str
+    a: tuple[float, ...]  # per-round figures at commit_a (lower is better)
+    b: tuple[float, ...]  # ... at commit_b, same rounds
+    order: str  # the order the measurements ran in, e.g. "ABBAAB..."
+
+
+def _pinned_cpu() -> Callable[[], None]:
+    cpu = max(os.sched_getaffinity(0))
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+class _Server:
+    """The fork server over its pipes: one JSON line in answer to each side letter."""
+
+    def __init__(self, python: str, spec_path: Path, cwd: Path):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.process = subprocess.Popen([python, "-P", str(RUNNER), str(spec_path)], cwd=cwd, env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, preexec_fn=_pinned_cpu())
+        if self.process.stdout.readline().strip() != "ready":
+            raise RemeasureError(f"the measuring server did not start: {self._stderr_tail()}")
+
+    def _stderr_tail(self) -> str:
+        self.process.kill()
+        return (self.process.stderr.read().strip().splitlines() or ["no output"])[-1]
+
+    def measure(self, side: str) -> dict:
+        try:
+            self.process.stdin.write(side + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            raise RemeasureError(f"the measuring server died: {self._stderr_tail()}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=MEASUREMENT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process.wait()
+
+
+def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
+    if "error" in answer:
+        raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
+    if not Path(answer["detsim_file"]).resolve().is_relative_to(package.resolve()):
+        raise RemeasureError(f"{commit[:8]}: imported detsim from {answer['detsim_file']}, not the exported commit")
+    values = [float(v) for v in answer["samples"]]
+    if not values or min(values) <= 0:
+        raise RemeasureError(f"{target.label} gave no positive samples at {commit[:8]}: {values}")
+    return 1.0 / max(values) if target.larger_is_better else min(values)
+
+
+def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, rounds: int = ROUNDS,
+              more: Callable[[Remeasurement], int] | None = None, python: str | None = None) -> Remeasurement:
+    """``rounds`` interleaved rounds of ``target`` at ``commit_a`` and ``commit_b``, then as many more as
+    ``more(remeasurement so far)`` asks for (0 to stop)."""
+    python = python or benchmark_python(root)
+    figures: dict[str, list[float]] = {"A": [], "B": []}
+    order = ""
+    with tempfile.TemporaryDirectory(prefix="detsim-confirm-") as tmp:
+        work = Path(tmp)
+        commits = {"A": commit_a, "B": commit_b}
+        try:
+            packages = {side: export_package(root, commit, work / side) for side, commit in commits.items()}
+        except CommitError as exc:
+            raise RemeasureError(str(exc)) from None
+        spec = work / "spec.json"
+        spec.write_text(json.dumps({"benchmark": target.benchmark, "params": list(target.params), "samples": SAMPLES,
+                                    "root": str(root.resolve()), "packages": {s: str(p) for s, p in packages.items()}}))
+        server = _Server(python, spec, work)
+        try:
+            todo = rounds
+            while todo > 0:
+                for _ in range(todo):
+                    for side in ("AB" if len(order) % 4 == 0 else "BA"):
+                        figures[side].append(_figure(server.measure(side), target, commits[side], packages[side]))
+                        order += side
+                todo = more(_result(commits, figures, order)) if more else 0
+        finally:
+            server.close()
+    return _result(commits, figures, order)
+
+
+def _result(commits: dict, figures: dict, order: str) -> Remeasurement:
+    return Remeasurement(commit_a=commits["A"], commit_b=commits["B"], a=tuple(figures["A"]), b=tuple(figures["B"]),
+                         order=order)

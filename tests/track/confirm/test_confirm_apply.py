@@ -1,0 +1,96 @@
+"""A verdict's timing suspects re-measured: the largest first, up to a limit, outcomes kept per commit pair."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.confirm import apply
+from detsim.track.confirm.apply import confirm_report, target_of
+from detsim.track.confirm.remeasure import RemeasureError
+from detsim.track.history.asvresults import load_benchmarks
+from detsim.track.history.verdict import analyse
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+
+
+@pytest.fixture
+def noisy(tmp_path, monkeypatch) -> Path:
+    """The noisy fixture project (three timing suspects at its latest commit), a copy of its own."""
+    root = tmp_path / "noisy"
+    shutil.copytree(DATA / "noisy", root)
+    monkeypatch.setattr(apply, "machines_here", lambda: None)
+    return root
+
+
+def _suspects(report):
+    return [f for f in report.regressions if f.detail.get("confirmation") == "suspect"]
+
+
+def test_targets_carry_the_benchmarks_own_parameter_values_and_direction(noisy):
+    report = analyse(noisy)
+    benchmarks = load_benchmarks(noisy / "results" / "asv")
+    targets = {f.series.label: target_of(f, benchmarks) for f in _suspects(report)}
+    timing = targets["bench_engine.EngineSweep.time_simulate(pixels=128, dtype='float64')"]
+    assert timing.params == (128, "float64") and not timing.larger_is_better
+    throughput = targets["bench_engine.Throughput.track_pixel_steps_per_second"]
+    assert throughput.params == () and throughput.larger_is_better
+
+
+def test_the_largest_rises_are_re_measured_first_and_the_rest_say_why_not(noisy, remeasured_as):
+    measured = remeasured_as(default=2.0)
+    report = confirm_report(analyse(noisy), noisy, limit=1)
+    statuses = {f.series.label: f.detail["confirmation"] for f in report.regressions}
+    largest = max(_suspects(analyse(noisy)), key=lambda f: f.detail["rise"])
+    assert [t.label for t, _, _ in measured] == [f"{largest.series.name}{target_of(largest, load_benchmarks(noisy / 'results' / 'asv')).params}"]
+    assert statuses.pop(largest.series.label) == "confirmed" and set(statuses.values()) == {"suspect"}
+    assert all("over the limit of 1" in f.detail["confirmation_evidence"] for f in report.regressions if not f.is_verdict)
+    assert report.exit == ExitCode.REGRESSED
+
+
+def test_outcomes_are_kept_and_reused_and_a_corrupt_store_is_one_line(noisy, remeasured_as):
+    measured = remeasured_as(default=1.0)
+    first = confirm_report(analyse(noisy), noisy)
+    assert first.exit == ExitCode.OK and len(measured) == 3
+    store = noisy / ".asv" / "confirmations.json"
+    assert json.loads(store.read_text())["report"] == "detsim-track confirmations" and store.stat().st_mode & 0o777 == 0o644
+    again = confirm_report(analyse(noisy), noisy)
+    assert len(measured) == 3 and {f.detail["confirmation"] for f in again.regressions} == {"noise"}
+    store.write_text("{ cut")
+    with pytest.raises(Exception, match="confirmations.json: unreadable"):
+        confirm_report(analyse(noisy), noisy)
+    assert store.read_text() == "{ cut"  # never replaced
+
+
+def test_suspects_of_another_machine_or_without_a_good_commit_are_not_re_measured(noisy, remeasured_as, monkeypatch):
+    measured = remeasured_as(default=2.0)
+    monkeypatch.setattr(apply, "machines_here", lambda: {"some-other-host"})
+    report = confirm_report(analyse(noisy), noisy)
+    assert measured == [] and report.exit == ExitCode.OK
+    assert all("not defined on this host" in f.detail["confirmation_evidence"] for f in report.regressions)
+    monkeypatch.setattr(apply, "machines_here", lambda: None)
+    orphan = analyse(noisy)
+    orphan = replace(orphan, regressions=tuple(replace(f, last_good=None) for f in orphan.regressions))
+    assert all("no earlier commit" in f.detail["confirmation_evidence"]
+               for f in confirm_report(orphan, noisy).regressions)
+
+
+def test_a_failed_re_measurement_leaves_a_suspect_with_the_reason(noisy, monkeypatch):
+    monkeypatch.setattr(apply, "machines_here", lambda: None)
+
+    def broken(root):
+        def measure(target, a, b, threshold):
+            raise RemeasureError(f"{target.label} did not run at {a[:8]}: boom")
+        return measure
+
+    monkeypatch.setattr(apply, "default_measure", broken)
+    report = confirm_report(analyse(noisy), noisy)
+    assert report.exit == ExitCode.OK
+    assert all(f.detail["confirmation"] == "suspect" and "boom" in f.detail["confirmation_evidence"]
+               for f in report.regressions)
+    assert not (noisy / ".asv" / "confirmations.json").exists()  # nothing decided, nothing kept
