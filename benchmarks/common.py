@@ -541,3 +541,73 @@ def count_instructions(workload: str, dtype: str = "float64", timeout: float = 6
             tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
             raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
         return cost_parse_total(out_file.read_text())
+
+
+def cost_harness_many(setups: list[str]) -> str:
+    """The script that counts several regions in one valgrind process (one import of torch, not one per
+    workload): each setup builds its ``_render`` in a namespace of its own; every region is warmed up,
+    then each runs in a thread of its own while instrumentation is on, so ``--separate-threads=yes``
+    writes one total per region (threads are all started before counting and kept alive to the end:
+    valgrind reuses the id of a thread that ended)."""
+    package, module = COST_HOOKS_MODULE.rsplit(".", 1)
+    return "\n".join([
+        "import os", "import threading", "import torch", "torch.set_num_threads(1)",
+        f"from {package} import {module} as _hooks",
+        f"_plant = int(os.environ.get({COST_PLANT_VAR!r}) or 0)",
+        "_plant_x = torch.linspace(0.0, 1.0, max(_plant, 1), dtype=torch.float64)",
+        "_regions = []",
+        f"for _setup in {setups!r}:",
+        "    _ns = {'torch': torch}",
+        "    exec(_setup, _ns)",
+        "    _regions.append(_ns['_render'])",
+        "def _region(i):",
+        "    _out = _regions[i]()",
+        "    if _plant:",
+        "        torch.exp(_plant_x).sum()",
+        "    return _out",
+        "for _i in range(len(_regions)):",
+        "    _region(_i)",
+        "_go = [threading.Event() for _ in _regions]",
+        "_done = [threading.Event() for _ in _regions]",
+        "_end = threading.Event()",
+        "def _worker(i):",
+        "    _go[i].wait()",
+        "    _region(i)",
+        "    _done[i].set()",
+        "    _end.wait()",
+        "_threads = [threading.Thread(target=_worker, args=(i,)) for i in range(len(_regions))]",
+        "for _t in _threads:",
+        "    _t.start()",
+        "_hooks.callgrind_start_instrumentation()",
+        "for _i in range(len(_regions)):",
+        "    _go[_i].set()",
+        "    _done[_i].wait()",
+        "_hooks.callgrind_stop_instrumentation()",
+        "_end.set()",
+        "for _t in _threads:",
+        "    _t.join()",
+    ]) + "\n"
+
+
+def count_instructions_many(workloads: list[str], dtype: str = "float64", timeout: float = 600) -> dict[str, int]:
+    """Instructions of one eager CPU render of each of ``workloads``, counted in one valgrind process
+    (:func:`cost_harness_many`): workload -> count."""
+    import subprocess
+
+    reason = cost_not_measured_reason()
+    if reason:
+        raise NotImplementedError(reason)
+    setups = [cost_setup(workload, dtype)[0] for workload in workloads]
+    with tempfile.TemporaryDirectory(prefix="detsim-cost-") as directory:
+        out_file = Path(directory) / "callgrind.out"
+        command = cost_command(cost_harness_many(setups), out_file)
+        command.insert(command.index("--instr-atstart=no") + 1, "--separate-threads=yes")
+        done = subprocess.run(command, env={**os.environ, **COST_ENV}, cwd=directory, capture_output=True,
+                              text=True, timeout=timeout)
+        if done.returncode != 0:
+            tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
+            raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
+        files = sorted(Path(directory).glob("callgrind.out-*"))
+        if len(files) != len(workloads) + 1:  # the main thread, then one thread per region
+            raise RuntimeError(f"expected {len(workloads) + 1} callgrind thread files, found {len(files)}")
+        return {w: cost_parse_total(f.read_text()) for w, f in zip(workloads, files[1:])}

@@ -10,6 +10,9 @@ import pytest
 import torch
 
 from detsim.track.base.golden import load_cases
+from detsim.track.confirm import apply as confirm_apply
+from detsim.track.confirm.decision import decide
+from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 GOLDEN_CASES = {case.id: case for case in load_cases(GOLDEN_DIR)}  # id -> GoldenCase, manifest order
@@ -57,3 +60,40 @@ def _triton_interpret_unchanged():
         os.environ.pop("TRITON_INTERPRET", None)
     else:
         os.environ["TRITON_INTERPRET"] = before
+
+
+# -- the suite's timing re-measurements, faked (detsim.track.confirm) ------------------------------
+JITTER = (1.0, 1.01, 0.99, 1.02, 0.98, 1.0)  # per-round spread of a fake re-measurement
+
+
+def _fake_remeasurement(ratio: float, commit_a: str = "a" * 40, commit_b: str = "b" * 40) -> Remeasurement:
+    """Paired rounds whose B is ``ratio`` times A, with a little spread (so the rank test has something to rank)."""
+    a = tuple(1.0 * JITTER[i % len(JITTER)] for i in range(ROUNDS))
+    b = tuple(x * ratio * JITTER[(i + 2) % len(JITTER)] for i, x in enumerate(a))
+    return Remeasurement(commit_a, commit_b, a, b, "AB" * ROUNDS)
+
+
+@pytest.fixture
+def fake_remeasurement():
+    """``fake_remeasurement(ratio)``: paired rounds whose B is ``ratio`` times A."""
+    return _fake_remeasurement
+
+
+@pytest.fixture
+def remeasured_as(monkeypatch):
+    """``remeasured_as({benchmark substring: ratio}, default=1.0)``: every re-measurement in the test is
+    a fake whose ratio is looked up by the benchmark's name; returns the list of targets measured."""
+    measured = []
+
+    def install(ratios: dict[str, float] | None = None, default: float = 1.0):
+        def measure_factory(root):
+            def measure(target, commit_a, commit_b, threshold):
+                measured.append((target, commit_a, commit_b))
+                ratio = next((r for key, r in (ratios or {}).items() if key in target.label), default)
+                return decide(_fake_remeasurement(ratio, commit_a, commit_b), threshold)
+            return measure
+        monkeypatch.setattr(confirm_apply, "default_measure", measure_factory)
+        monkeypatch.setattr(confirm_apply, "machines_here", lambda: None)
+        return measured
+
+    return install

@@ -18,6 +18,7 @@ import torch
 
 from conftest import MANIFEST
 from detsim.track.base import golden, hashing, metrics, provenance, workloads
+from detsim.track.cost.counting import not_measured_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_CASE = "a01_cubic_mosflm_center"  # no input files
@@ -309,3 +310,15 @@ def test_rendering_the_golden_cases_writes_no_file(common, monkeypatch):
         torch.set_num_threads(threads)
     assert list(renders["cases"]) == [RENDERED_CASE] and "sha256" in renders["cases"][RENDERED_CASE]
     assert snapshot() == before
+
+
+@pytest.mark.skipif(not_measured_reason() is not None, reason=str(not_measured_reason()))
+def test_one_valgrind_process_counts_each_workload_as_a_process_of_its_own_would(common, monkeypatch):
+    """The asv suite counts all its workloads in one process, a thread each: each total is that workload's
+    (within 1 % of a count in a process of its own), and a planted extra computation shows in each."""
+    many = common.count_instructions_many(["P1@64", "P2@32"])
+    alone = common.count_instructions("P1@64")
+    assert many["P1@64"] == pytest.approx(alone, rel=0.01) and many["P2@32"] > 2 * many["P1@64"]
+    monkeypatch.setenv("DETSIM_COST_PLANT", "200000")
+    planted = common.count_instructions_many(["P1@64", "P2@32"])
+    assert all(planted[w] > many[w] * 1.02 for w in many)
