@@ -24,11 +24,11 @@ CASE = "a01_cubic_mosflm_center"
 
 
 class DetsimCommand:
-    """CPU seconds of ``detsim <a01's arguments>`` in a fresh process (3 samples: each costs ~2 s)."""
+    """CPU seconds of ``detsim <a01's arguments>`` in a fresh process (2 samples: each costs ~2 s)."""
 
     timer = staticmethod(clock_with_children)
     rounds = 1
-    repeat = (3, 3, 30.0)
+    repeat = (2, 2, 30.0)
     number = 1
     warmup_time = 0.0
     version = "1"

@@ -1,10 +1,10 @@
-"""Engine: time, peak memory and throughput of ``detsim.simulate`` (no file I/O, no argument parsing).
+"""Engine: time, peak memory and time per pixel·step of ``detsim.simulate`` (no file I/O, no argument parsing).
 
 Axes: detector side (pixels) × steps per pixel × dtype × device, plus nanoBragg's two reference
 workloads (P1: 1024², 1 step; P2: mosaic 10 × phi 5 × oversample 2 = 200 steps, at a reduced 128²).
 One torch thread everywhere; CUDA combinations skip on machines without a GPU. ``MachineReference``
 does no detsim work: its history shows how loaded the machine was while each commit was measured,
-and ``detsim-track`` uses it to tell a busy machine from a slower detsim.
+which ``detsim-track`` reports beside a suspected timing step.
 """
 
 from __future__ import annotations
@@ -16,18 +16,22 @@ from .common import (
     pin_threads, require_device, simulate, use_wall_clock,
 )
 
+ASV_PATH_WORKLOADS = ("P1", "P2")  # PathThroughput's workloads here (P4096 is the bench gate's)
+
 # execution modes measured by EngineModes; static because asv indexes parameters by position, so the
 # list must not depend on the commit installed. Add a mode here when detsim gains one.
 MODES = ("eager", "compiled", "triton")
 
 
 class _Timed:
-    """Sampling shared by the timings: CPU seconds (wall seconds on a GPU), 6-8 samples per commit
-    over 2 interleaved rounds (enough for detsim-track's one-sided rank test), one call per sample."""
+    """Sampling shared by the timings: CPU seconds (wall seconds on a GPU), 3-5 samples per commit in
+    one round, one call per sample. Few on purpose: a step in this history is only a suspect until
+    ``detsim-track`` re-measures it at both commits, and the instruction counts (bench_cost) are the
+    exact record of the code's work."""
 
     timer = staticmethod(clock)
-    rounds = 2
-    repeat = (3, 4, 1.0)
+    rounds = 1
+    repeat = (3, 5, 0.5)
     number = 1
     warmup_time = 0.1
 
@@ -53,7 +57,7 @@ class NanoBraggWorkloads(_Timed):
 
     params = [["P1", "P2"], list(DTYPES), list(DEVICES)]
     param_names = ["workload", "dtype", "device"]
-    repeat = (3, 3, 1.0)  # exactly 6 samples: each is ~0.3-0.7 CPU seconds
+    repeat = (3, 3, 1.0)  # exactly 3 samples
     version = "1"
     timeout = 300
 
@@ -107,43 +111,19 @@ class EngineMemory:
         simulate(self.config, device=torch.device("cpu"), dtype=DTYPES[dtype])
 
 
-class Throughput:
-    """Pixel·steps per CPU second (per wall second on a GPU) on the P2-like workload: the unit
-    nanoBragg's runtimes convert to. Larger is better (``detsim-track`` knows); best of 3 calls."""
-
-    params = [list(DTYPES), list(DEVICES)]
-    param_names = ["dtype", "device"]
-    unit = "Mpixel-steps/s"
-    version = "1"
-    calls = 3
-
-    def setup(self, dtype, device):
-        pin_threads()
-        self.device = require_device(device)
-        self.workload = P2
-        self.config = P2.config()
-        simulate(self.config, device=self.device, dtype=DTYPES[dtype])
-
-    def track_pixel_steps_per_second(self, dtype, device):
-        best_s = float("inf")
-        for _ in range(self.calls):
-            started = clock()
-            simulate(self.config, device=self.device, dtype=DTYPES[dtype])
-            best_s = min(best_s, clock() - started)
-        return round(self.workload.pixel_steps / best_s / 1e6, 3)
-
-
 class PathThroughput:
-    """Pixel·steps per CPU second (per wall second on a GPU) of every execution path on P1 (1024²),
-    P2 (200 steps per pixel, at 256²) and P4096 (4096², 1 step). Larger is better; best of 2 calls
-    after a warm-up on a small detector (which compiles, for the compiled path)."""
+    """CPU nanoseconds (wall on a GPU) per pixel·step of every execution path on P1 (1024², 1 step per
+    pixel) and P2 (200 steps per pixel, at 256²): nanoBragg's unit turned the way asv reads every number,
+    lower is better (1000 / this = million pixel·steps per second). One timed call per sample after a
+    warm-up on a small detector (which compiles, for the compiled path). The 4096² run is timed by the
+    bench gate (``bench/``) and its peak memory here (``LargeDetectorMemory``)."""
 
-    params = [list(PATH_WORKLOADS), list(MODES), list(DTYPES), list(DEVICES)]
+    params = [list(ASV_PATH_WORKLOADS), list(MODES), list(DTYPES), list(DEVICES)]
     param_names = ["workload", "mode", "dtype", "device"]
-    unit = "Mpixel-steps/s"
-    version = "1"
+    unit = "ns/pixel-step"
+    version = "2"  # 2: nanoseconds per pixel-step (was million pixel-steps per second), without P4096
     timeout = 900
-    calls = 2
+    calls = 3
 
     def setup(self, workload, mode, dtype, device):
         pin_threads()
@@ -154,13 +134,13 @@ class PathThroughput:
         self.config = self.workload.config()
         simulate(self.workload.resized(64).config(), device=self.device, dtype=DTYPES[dtype], mode=mode)
 
-    def track_pixel_steps_per_second(self, workload, mode, dtype, device):
+    def track_ns_per_pixel_step(self, workload, mode, dtype, device):
         best_s = float("inf")
         for _ in range(self.calls):
             started = clock()
             simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)
             best_s = min(best_s, clock() - started)
-        return round(self.workload.pixel_steps / best_s / 1e6, 3)
+        return round(best_s / self.workload.pixel_steps * 1e9, 4)
 
 
 class LargeDetectorMemory:
@@ -184,8 +164,8 @@ class MachineReference:
     """A fixed torch workload independent of detsim: a complex FFT of a seeded 512² array."""
 
     timer = staticmethod(clock)
-    rounds = 2
-    repeat = (3, 10, 1.0)
+    rounds = 1
+    repeat = (3, 5, 0.5)
     version = "1"
 
     def setup(self):

@@ -49,9 +49,10 @@ def export_package(root: Path, commit: str, dest: Path) -> Path:
     return dest
 
 
-def benchmark_python(root: Path) -> str:
-    """asv's environment's interpreter under ``root/.asv/env`` (the newest), else this interpreter."""
-    candidates = sorted((root / ".asv" / "env").glob("*/bin/python"), key=lambda p: p.stat().st_mtime)
+def benchmark_python(root: Path, env_dir: str | Path = Path(".asv") / "env") -> str:
+    """asv's environment's interpreter under ``env_dir`` (asv.conf.json's, relative to ``root``; the
+    newest environment), else this interpreter."""
+    candidates = sorted((root / env_dir).glob("*/bin/python"), key=lambda p: p.stat().st_mtime)
     return str(candidates[-1]) if candidates else sys.executable
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+from detsim.track.base.commits import benchmark_python
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
@@ -31,6 +32,7 @@ from detsim.track.history.verdict import FleetReport, Report, exit_code, fleet_o
 MAX_REMEASURED = 3  # suspects re-measured per run, the largest rise first
 CACHE = Path(".asv") / "confirmations.json"  # relative to the project
 ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
+DEFAULT_ENV_DIR = Path(".asv") / "env"  # asv's own default env_dir
 
 Measure = Callable[[Target, str, str, float], Confirmation]
 
@@ -101,8 +103,12 @@ def _suspect(finding: Finding, why: str) -> Finding:
 
 
 def default_measure(root: Path) -> Measure:
+    """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
+    python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
+
     def measure(target: Target, commit_a: str, commit_b: str, threshold: float) -> Confirmation:
-        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold)), threshold)
+        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold), python=python),
+                      threshold)
     return measure
 
 

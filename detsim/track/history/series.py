@@ -45,6 +45,7 @@ NAMED_FAMILIES = (
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
 TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
+TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ def family_of(name: str, bench: Mapping) -> str:
         return TYPE_FAMILIES[kind]
     if str(bench.get("unit", "")) == COST_UNIT:
         return "cost"
+    if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
+        return "timing"
     return "throughput" if str(bench.get("unit", "")).endswith("/s") else "track"
 
 

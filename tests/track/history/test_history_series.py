@@ -72,14 +72,17 @@ def suite_benchmarks(monkeypatch) -> dict[str, dict]:
 def test_every_benchmark_of_the_suite_keeps_its_family(monkeypatch):
     benchmarks = suite_benchmarks(monkeypatch)
     families = {name: family_of(name, bench) for name, bench in benchmarks.items()}
-    assert families == {name: _family_before(name, bench) for name, bench in benchmarks.items()}
-    assert set(families.values()) == set(FAMILY_ORDER) - {"track"}  # every family but the plain track
+    before = {name: _family_before(name, bench) for name, bench in benchmarks.items()}
+    before["bench_engine.PathThroughput.track_ns_per_pixel_step"] = "timing"  # was pixel-steps/s: now time per unit
+    assert families == before
+    # every family but the plain track and throughput (the suite records times per unit of work instead)
+    assert set(families.values()) == set(FAMILY_ORDER) - {"track", "throughput"}
     assert families["bench_engine.MachineReference.peakmem_reference"] == "reference"
     assert families["bench_determinism.CompiledHashes.track_cases_changed"] == "hash count"
     assert families["bench_determinism.CompiledHashes.track_fingerprint"] == "fingerprint"
     assert families["bench_determinism.track_fingerprint_a01_cubic_mosflm_center"] == "fingerprint"
     assert families["bench_determinism.track_machine_class"] == "machine class"
-    assert families["bench_engine.PathThroughput.track_pixel_steps_per_second"] == "throughput"
+    assert families["bench_engine.PathThroughput.track_ns_per_pixel_step"] == "timing"
 
 
 def test_families_follow_name_prefix_and_unit_without_module_names():
@@ -87,6 +90,7 @@ def test_families_follow_name_prefix_and_unit_without_module_names():
     assert family_of("other.peakmem_x", {}) == "memory"  # the prefix stands in for a missing type
     assert family_of("other.track_rate", {"type": "track", "unit": "frames/s"}) == "throughput"
     assert family_of("other.track_count", {"type": "track", "unit": "cases"}) == "track"
+    assert family_of("other.track_cost", {"type": "track", "unit": "ns/pixel-step"}) == "timing"
     assert family_of("other.track_parity_a01", {"type": "track", "unit": "1 - r"}) == "parity"
 
 
