@@ -14,22 +14,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev,triton]"
 	touch $(STAMP)
 
-# Main job: the tracking run (docs/tracking.md). Records the RECENT commits before HEAD that this
-# machine has not recorded yet and (again) HEAD itself, on the golden cases in tests/golden; publishes
-# the history to reports/html and prints what changed since the stored baselines. Exit status is
-# detsim-track's: 0 all good, 1 something regressed, 2 something could not be measured.
+# Main job: the tracking run (docs/tracking.md), all of it in .ci/track: records the RECENT commits before
+# HEAD that this machine has not recorded yet and (again) HEAD itself, publishes reports/html with its
+# status page and prints what changed. make turns any failing recipe into its own exit status 2; for
+# detsim-track's own (0 all good, 1 something regressed, 2 something could not be measured) run
+# `bash .ci/track` directly, as the README does.
 ASV_MACHINE ?= $(shell hostname)
 RECENT      ?= 10
-ASV_RUN     := $(VENV)/bin/asv run --machine $(ASV_MACHINE) --record-samples
 run: venv
-	mkdir -p .asv
-	$(VENV)/bin/asv machine --yes --machine $(ASV_MACHINE) > /dev/null
-	git rev-list --skip=1 --max-count=$(RECENT) HEAD > .asv/recent-commits.txt
-	test ! -s .asv/recent-commits.txt || $(ASV_RUN) --skip-existing-commits HASHFILE:.asv/recent-commits.txt \
-		|| test $$? -eq 2
-	$(ASV_RUN) HEAD^! || test $$? -eq 2
-	$(VENV)/bin/asv publish > /dev/null
-	$(VENV)/bin/detsim-track regressions --machine $(ASV_MACHINE)
+	RECENT=$(RECENT) ASV_MACHINE=$(ASV_MACHINE) bash .ci/track
 
 # The default test run (CI runs exactly this; slow tests are excluded by pyproject's addopts).
 test: venv
