@@ -70,14 +70,19 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
 
 
 def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[str]]:
-    """One job per finding of the latest verdict that has a last good commit; notes for the others."""
+    """One job per regression of the latest verdict that has a last good commit; notes for the others
+    (a timing step counts as a regression once ``detsim-track regressions`` re-measured and confirmed it)."""
+    from detsim.track.confirm.apply import confirm_report
     from detsim.track.history.verdict import analyse
 
-    report = analyse(root, machine)
+    report = confirm_report(analyse(root, machine), root, limit=0)
     jobs, notes = [], []
     for finding in report.regressions:
         rec = finding.record()
         origin = f"{rec['benchmark']}{rec['params']}"
+        if not finding.is_verdict:
+            notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
+            continue
         if not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
             continue

@@ -36,6 +36,9 @@ Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspec
 something could not be measured (a benchmark failed at the latest commit, the commit did not build,
 nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
 
+``--explain`` runs ``detsim-track explain`` on a verdict of 1 (docs/explain.md): for each regression, why,
+across its last good and first bad commit, with an evidence bundle under ``reports/<STAMP>/explain``.
+
 ``--json PATH`` is checked before anything is read: an existing PATH is replaced only when it is a
 previous report of this command (``"report": "detsim-track regressions"``); any other file is refused.
 """
@@ -67,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remeasure", type=_count, default=MAX_REMEASURED, metavar="N",
                         help="re-measure at most N timing suspects, the largest first, interleaved at their last "
                              f"good and first bad commits (default {MAX_REMEASURED}; 0: report them unconfirmed)")
+    parser.add_argument("--explain", action="store_true",
+                        help="when something regressed, explain it across its commits (detsim-track explain: "
+                             "the functions that grew, the first changed quantity or op), with an evidence bundle")
     add_json_option(parser, "the report")
 
 
@@ -101,4 +107,18 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:  # the place changed since the check: say so; a verdict's 1 or 2 stays
             print(f"detsim-track: --json {args.json}: not written ({exc.strerror or exc})", file=sys.stderr)
             return report.exit or ExitCode.UNMEASURED
+    if args.explain and report.exit == ExitCode.REGRESSED:
+        _explain(root, report)
     return report.exit
+
+
+def _explain(root: Path, report) -> None:
+    """Run ``detsim-track explain`` on the verdict just printed (its exit status does not change the verdict's)."""
+    from detsim.track.explain import cmd_explain
+
+    if isinstance(report, FleetReport):
+        print("detsim-track: --explain explains one machine's verdict: give --machine", file=sys.stderr)
+        return
+    parser = argparse.ArgumentParser(prog="detsim-track explain")
+    cmd_explain.add_arguments(parser)
+    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", report.machine]))

@@ -134,8 +134,10 @@ def test_a_reordered_float_sum_is_explained_by_the_op_that_reordered_it(planted,
 
 
 class _Finding:
-    def __init__(self, record):
-        self._record = record
+    def __init__(self, record, detail=None):
+        self._record = {**record, **(detail or {})}
+        self.detail = detail or {}
+        self.is_verdict = self.detail.get("confirmation", "confirmed") == "confirmed"
 
     def record(self):
         return self._record
@@ -150,7 +152,9 @@ def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, m
     findings = [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
                           "params": "(workload='P1@64')", "last_good": "HEAD~1", "first_bad": "HEAD"}),
                 _Finding({"family": "parity", "benchmark": "track_parity_c02", "params": "", "case": "c02",
-                          "last_good": None, "first_bad": "HEAD"})]
+                          "last_good": None, "first_bad": "HEAD"}),
+                _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
+                          "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})]
     monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
     seen = []
 
@@ -167,5 +171,6 @@ def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, m
     assert [(j.kind, j.workload, j.last_good, j.first_bad) for j in seen] == [("cost", "P1@64", "HEAD~1", "HEAD")]
     captured = capsys.readouterr()
     assert "never good in the recorded history" in captured.err
+    assert "EngineSweep.time_simulate: a timing step not confirmed (noise), nothing to explain" in captured.err
     assert "it rose at bbbbbbbb." in captured.out
     assert "from bench_cost.InstructionCounts.track_instructions(workload='P1@64')" in (out / "answer.md").read_text()

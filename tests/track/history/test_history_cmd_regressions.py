@@ -382,3 +382,14 @@ def test_two_machines_on_one_history_are_judged_each_and_said_where_they_agree(t
     # one machine by name: its own verdict alone, as before
     code, alone = _run(root, tmp_path, "--machine", "threads2")
     assert code == 1 and alone["machine"] == "threads2" and "timing" not in {r["family"] for r in alone["regressions"]}
+
+
+def test_explain_runs_on_a_regressed_verdict_only_and_keeps_its_exit_status(tmp_path, monkeypatch, remeasured_as):
+    from detsim.track.explain import cmd_explain
+
+    remeasured_as(default=2.0)
+    asked = []
+    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine)) or 2)
+    assert _run(DATA / "regressed", tmp_path, "--explain")[0] == 1
+    assert asked == [(DATA / "regressed", "fixture-2cpu")]
+    assert _run(DATA / "good", tmp_path, "--explain")[0] == 0 and len(asked) == 1
