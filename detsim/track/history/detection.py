@@ -12,10 +12,11 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
   no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
 * **timings and throughput** (:data:`REMEASURED`): never a verdict on recorded points alone. The step
   into the run of levels ending at the latest commit (:func:`~.steps.segments`), or the latest point
-  alone against the level before it, rising by more than the series' threshold makes a **suspect**
-  (``detail["confirmation"] == "suspect"``, with the history's evidence: the rise, the machine
-  reference's change, the rank test of the raw samples); :mod:`detsim.track.confirm` re-measures it
-  and decides. A suspect is not a regression (:attr:`Finding.is_verdict`);
+  alone against the level before it, rising by more than the series' threshold is **noise** when the
+  history itself explains it (the machine reference moved as much over the same commits, or the raw
+  samples either side overlap: rank test p >= :data:`HISTORY_NOISE_P`), else a **suspect**
+  (``detail["confirmation"]``, with the history's evidence) that :mod:`detsim.track.confirm`
+  re-measures and decides. Neither is a regression (:attr:`Finding.is_verdict`);
 * **other noisy series** (memory, other tracks): the step into the tip must rise by more than the
   series' threshold and be confirmed by a one-sided rank test of the raw samples of up to
   :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
@@ -40,6 +41,8 @@ ALPHA = 0.01  # one-sided rank test level for timings
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
 SUSPECT = "suspect"  # detail["confirmation"] of a step not (yet) re-measured
+NOISE = "noise"  # ... of a step the history itself or the re-measurement explains as noise
+HISTORY_NOISE_P = 0.05  # a step whose raw samples overlap this much is noise without re-measuring
 CONFIRMED = "confirmed"  # ... of a step the re-measurement confirmed
 
 
@@ -225,11 +228,21 @@ def _suspect(series: Series, points: list[Point], y: list[float], references: Ma
         side_a, side_b = points[max(0, before - NEIGHBOURS + 1):before + 1], points[after:]
     rise = latest / old
     detail = {"rise": round(rise, 4)}
-    _load_corrected(rise, side_a, side_b, references, detail)
+    corrected = _load_corrected(rise, side_a, side_b, references, detail)
     _confirmed(series, side_a, side_b, larger_is_better, detail)
-    detail.update(confirmation=SUSPECT, confirmation_evidence=(
-        f"a step of x{rise:.2f} in the recorded history, above the {series.threshold:.0%} threshold; "
-        "not re-measured"))
+    step = f"a step of x{rise:.2f} in the recorded history"
+    if corrected <= 1 + series.threshold:
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{step}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
+            f"commits (x{corrected:.2f} once divided, within the {series.threshold:.0%} threshold): the machine, "
+            "not detsim"))
+    elif detail.get("rank_test_p", 0) >= HISTORY_NOISE_P:
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{step}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
+            f">= {HISTORY_NOISE_P})"))
+    else:
+        detail.update(confirmation=SUSPECT, confirmation_evidence=(
+            f"{step}, above the {series.threshold:.0%} threshold; not re-measured"))
     old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
     return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
 

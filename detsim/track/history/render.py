@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from detsim.track.history.detection import SUSPECT
+from detsim.track.history.detection import NOISE, SUSPECT
 from detsim.track.history.verdict import FleetReport, Report
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
-LABELS = {SUSPECT: "SUSPECT", "noise": "NOISE"}  # a timing step's line by its confirmation (else REGRESSED)
+LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE"}  # a timing step's line by its confirmation (else REGRESSED)
 
 
 def fmt(value: float | None, unit: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.history.detection import ALPHA, SUSPECT, Finding, detect
+from detsim.track.history.detection import ALPHA, NOISE, SUSPECT, Finding, detect
 from detsim.track.history.render import finding_text
 from detsim.track.history.series import Point, Series, family_of
 
@@ -82,22 +82,25 @@ def test_a_confirmed_doubling_is_found_with_its_evidence():
     assert 1.9 < finding.ratio < 2.1
 
 
-def test_a_slowdown_of_the_whole_machine_is_a_suspect_with_the_reference_as_evidence_never_a_verdict():
+def test_a_slowdown_of_the_whole_machine_is_noise_by_the_reference_never_a_verdict():
     values = [1.0, 1.01, 0.99, 2.0, 2.02]
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
     references = dict(zip(C, [0.1, 0.1, 0.1, 0.2, 0.2]))
     timing = detect(_series("timing", values, samples=samples), 0, references, {}, {})
-    assert timing.detail["confirmation"] == SUSPECT and not timing.is_verdict
+    assert timing.detail["confirmation"] == NOISE and not timing.is_verdict
     assert timing.detail["machine_reference_ratio"] == 2.0 and timing.detail["load_corrected_rise"] < 1.1
+    alone = detect(_series("timing", values, samples=samples), 0, {}, {}, {})  # no reference: a suspect
+    assert alone.detail["confirmation"] == SUSPECT and alone.detail["rank_test_p"] < ALPHA
     memory = detect(_series("memory", values, samples=samples, unit="bytes"), 0, references, {}, {})
     assert memory.is_verdict and "load_corrected_rise" not in memory.detail  # memory is not load-corrected
 
 
-def test_overlapping_samples_leave_a_timing_step_a_suspect_and_clear_a_memory_step():
+def test_overlapping_samples_make_a_timing_step_noise_and_clear_a_memory_step():
     values = [1.0, 1.0, 2.0]
     samples = [[0.5, 3.0], [0.5, 3.0], [0.6, 3.1]]
     timing = detect(_series("timing", values, samples=samples), 0, {}, {}, {})
-    assert not timing.is_verdict and timing.detail["rank_test_p"] >= ALPHA
+    assert timing.detail["confirmation"] == NOISE and timing.detail["rank_test_p"] >= 0.05
+    assert "overlap" in timing.detail["confirmation_evidence"]
     assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}, {}) is None
 
 
