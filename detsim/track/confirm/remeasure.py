@@ -2,12 +2,13 @@
 
 Each commit's ``detsim`` package is exported (:func:`~detsim.track.base.commits.export_package`) into a
 temporary folder. One server process (:mod:`.runner`, pinned to one CPU so that both commits share the
-same core and its neighbours) imports torch once and forks a fresh process per measurement, in rounds
-of one A and one B, counterbalanced: A B, B A, A B, ... so a machine getting busier or quieter weighs on
-both alike, and what one process happens to get (its memory layout, its place on a loaded core) varies
-from round to round instead of biasing one commit. A measurement's figure is the minimum of its
-samples (a neighbour on a shared machine only ever adds time), in the lower-is-better direction (a
-throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
+same core and its neighbours) imports torch once; each round it forks a fresh process per commit, and
+the two take their samples in turn, A B A B ..., a fraction of a second apart, so a busy spell of the
+machine (on a shared VM they come and go within seconds, invisible to the load average) weighs on both
+alike. Rounds start with A and with B alternately, and what a process happens to get (its memory
+layout) varies from round to round instead of biasing one commit. A side's figure in a round is the
+minimum of its samples (a neighbour on a shared machine only ever adds time), in the lower-is-better
+direction (a throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Callable
 from detsim.track.base.commits import CommitError, benchmark_python, export_package
 
 RUNNER = Path(__file__).with_name("runner.py")
-ROUNDS = 12  # rounds of one A and one B measurement, before any extension
-SAMPLES = 3  # samples per measurement, after its warm-up call
+ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that let p < 0.01 with room
+SAMPLES = 5  # samples per side and round, taken in turn with the other side's, after a warm-up call
 MEASUREMENT_TIMEOUT_S = 600
 
 
@@ -49,7 +50,7 @@ class Remeasurement:
     commit_b: str
     a: tuple[float, ...]  # per-round figures at commit_a (lower is better)
     b: tuple[float, ...]  # ... at commit_b, same rounds
-    order: str  # the order the measurements ran in, e.g. "ABBAAB..."
+    order: str  # which side sampled first in each round, e.g. "ABBAAB..."
 
 
 def _pinned_cpu() -> Callable[[], None]:
@@ -72,9 +73,10 @@ class _Server:
         self.process.kill()
         return (self.process.stderr.read().strip().splitlines() or ["no output"])[-1]
 
-    def measure(self, side: str) -> dict:
+    def measure(self, order: str) -> dict:
+        """One round: both sides' samples, ``order[0]`` first."""
         try:
-            self.process.stdin.write(side + "\n")
+            self.process.stdin.write(order + "\n")
             self.process.stdin.flush()
             line = self.process.stdout.readline()
         except BrokenPipeError:
@@ -94,8 +96,6 @@ class _Server:
 
 
 def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
-    if "error" in answer:
-        raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
     if not Path(answer["detsim_file"]).resolve().is_relative_to(package.resolve()):
         raise RemeasureError(f"{commit[:8]}: imported detsim from {answer['detsim_file']}, not the exported commit")
     values = [float(v) for v in answer["samples"]]
@@ -126,9 +126,14 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
             todo = rounds
             while todo > 0:
                 for _ in range(todo):
-                    for side in ("AB" if len(order) % 4 == 0 else "BA"):
-                        figures[side].append(_figure(server.measure(side), target, commits[side], packages[side]))
-                        order += side
+                    first = "AB" if len(order) % 2 == 0 else "BA"
+                    answer = server.measure(first)
+                    if "error" in answer:
+                        commit = commits.get(answer.get("side"), commit_a)
+                        raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
+                    for side in "AB":
+                        figures[side].append(_figure(answer[side], target, commits[side], packages[side]))
+                    order += first[0]
                 todo = more(_result(commits, figures, order)) if more else 0
         finally:
             server.close()

@@ -1,17 +1,21 @@
 """A fork server that measures one benchmark at two commits: run as a script by :mod:`.remeasure`.
 
 ``python -P runner.py SPEC.json``. SPEC names the benchmark (``bench_engine.NanoBraggWorkloads
-.time_simulate``), its parameter values, how many samples a process takes, the project checkout (for its
-``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim`` package per
-side (``{"A": dir, "B": dir}``). The server imports torch once; for every side letter it reads on stdin
-it forks a fresh process that puts that side's package first on ``sys.path``, imports the benchmark,
-sets it up as asv would (``setup(*params)``), calls it once to warm up and takes its samples: a
-``time_`` benchmark timed with its own ``timer`` (CPU seconds), a ``track_`` benchmark by its return
-value. The process's samples come back as one JSON line on stdout (``{"error": ...}`` if it failed).
+.time_simulate``), its parameter values, how many samples a side takes per round, the project checkout
+(for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
+package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every line it reads on
+stdin (``AB`` or ``BA``: which side samples first) it runs one round: it forks a fresh process per side,
+each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
+would (``setup(*params)``) and calls it once to warm up; then the two processes take their samples in
+turn, A B A B ..., so that a sample of one commit and the next of the other are a fraction of a second
+apart and share whatever the machine was doing then. A ``time_`` benchmark is timed with its own
+``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
+JSON line on stdout: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
 
-A process per measurement, so nothing one commit's code leaves in memory reaches the other's; a fork,
-so a measurement costs a fraction of a second instead of torch's import. Standard library and torch
-only: this file runs beside the other commits' packages, not this one's.
+A process per side and round, so nothing one commit's code leaves in memory reaches the other's, and
+what a process happens to get (its memory layout) varies from round to round; a fork, so a round costs a
+fraction of a second instead of torch's import. Standard library and torch only: this file runs beside
+the other commits' packages, not this one's.
 """
 
 import importlib
@@ -24,7 +28,8 @@ import traceback
 import torch  # noqa: F401  imported once, shared by every forked measurement
 
 
-def _measure(spec: dict, side: str) -> dict:
+def _prepare(spec: dict, side: str):
+    """The side's benchmark, set up and warmed up: a function taking one sample."""
     sys.path[:0] = [spec["packages"][side], spec["root"]]
     module_name, class_name, method_name = spec["benchmark"].rsplit(".", 2)
     instance = getattr(importlib.import_module(f"benchmarks.{module_name}"), class_name)()
@@ -34,36 +39,87 @@ def _measure(spec: dict, side: str) -> dict:
     method = getattr(instance, method_name)
     timer = getattr(instance, "timer", time.process_time)
     method(*params)  # warm-up: lazy imports, allocator caches, compilation
-    samples = []
-    for _ in range(spec["samples"]):
+
+    def sample() -> float:
         if method_name.startswith("time_"):
             started = timer()
             method(*params)
-            samples.append(timer() - started)
-        else:
-            samples.append(float(method(*params)))
-    return {"samples": samples, "detsim_file": sys.modules["detsim"].__file__}
+            return timer() - started
+        return float(method(*params))
+
+    return sample
 
 
-def _fork(spec: dict, side: str) -> str:
-    read_end, write_end = os.pipe()
+def _child(spec: dict, side: str, orders, results) -> None:
+    """A side's process: set up, say ready, then one sample per ``s`` read from ``orders``."""
+    try:
+        sample = _prepare(spec, side)
+        answer = {"ready": True, "detsim_file": sys.modules["detsim"].__file__}
+    except BaseException as exc:  # reported to the server, never raised past the fork
+        answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-3)}
+    os.write(results, (json.dumps(answer) + "\n").encode())
+    if "error" in answer:
+        return
+    with os.fdopen(orders) as reader:
+        for _ in reader:
+            try:
+                line = json.dumps({"value": sample()})
+            except BaseException as exc:
+                line = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+            os.write(results, (line + "\n").encode())
+
+
+def _fork(spec: dict, side: str, others: list) -> tuple[int, object, object]:
+    """A side's process and its pipes: (pid, writer of orders, reader of results). ``others``: the pipes
+    of the sides forked before, closed in this child (a copy left open would keep their ends alive)."""
+    orders_r, orders_w = os.pipe()
+    results_r, results_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read_end)
+        for handle in others:
+            handle.close()
+        os.close(orders_w)
+        os.close(results_r)
         try:
-            line = json.dumps(_measure(spec, side))
-        except BaseException as exc:  # reported to the parent, never raised past the fork
-            line = json.dumps({"error": f"{type(exc).__name__}: {exc}",
-                               "traceback": traceback.format_exc(limit=-3)})
-        os.write(write_end, (line + "\n").encode())
-        os._exit(0)
-    os.close(write_end)
-    chunks = []
-    while chunk := os.read(read_end, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_end)
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode() or json.dumps({"error": "the measuring process died"}) + "\n"
+            _child(spec, side, orders_r, results_w)
+        finally:
+            os._exit(0)
+    os.close(orders_r)
+    os.close(results_w)
+    return pid, os.fdopen(orders_w, "w"), os.fdopen(results_r)
+
+
+def _read(reader, side: str) -> dict:
+    line = reader.readline()
+    return json.loads(line) if line else {"error": f"the measuring process of side {side} died"}
+
+
+def _round(spec: dict, order: str) -> dict:
+    sides = {}
+    for side in order:
+        sides[side] = _fork(spec, side, [h for _, writer, reader in sides.values() for h in (writer, reader)])
+    try:
+        answer = {side: _read(reader, side) for side, (_, _, reader) in sides.items()}
+        failed = {side: a["error"] for side, a in answer.items() if "error" in a}
+        if failed:
+            return {"error": "; ".join(f"{side}: {why}" for side, why in sorted(failed.items())),
+                    "side": sorted(failed)[0]}
+        samples = {side: [] for side in order}
+        for _ in range(spec["samples"]):
+            for side in order:
+                _, writer, reader = sides[side]
+                writer.write("s\n")
+                writer.flush()
+                got = _read(reader, side)
+                if "error" in got:
+                    return {"error": f"{side}: {got['error']}", "side": side}
+                samples[side].append(got["value"])
+        return {side: {"samples": samples[side], "detsim_file": answer[side]["detsim_file"]} for side in order}
+    finally:
+        for pid, writer, reader in sides.values():
+            writer.close()
+            reader.close()
+            os.waitpid(pid, 0)
 
 
 def main(spec_path: str) -> None:
@@ -71,7 +127,12 @@ def main(spec_path: str) -> None:
         spec = json.load(handle)
     print("ready", flush=True)
     for line in sys.stdin:
-        sys.stdout.write(_fork(spec, line.strip()))
+        order = line.strip()
+        if sorted(order) != ["A", "B"]:
+            result = {"error": f"a round is AB or BA, got {order!r}"}
+        else:
+            result = _round(spec, order)
+        sys.stdout.write(json.dumps(result) + "\n")
         sys.stdout.flush()
 
 

@@ -48,7 +48,7 @@ def test_a_faster_commit_is_never_confirmed(fake):
 
 def test_an_undecided_first_look_gets_one_extension(fake):
     a = tuple(1.0 for _ in range(ROUNDS))
-    mixed = tuple(x * (1.2 if i < 7 else 0.9) for i, x in enumerate(a))  # 7 rounds slower, 5 faster
+    mixed = tuple(x * (1.2 if i < 10 else 0.9) for i, x in enumerate(a))  # 5 blocks slower, 3 faster
     undecided = Remeasurement("a" * 40, "b" * 40, a, mixed, "AB" * ROUNDS)
     ratio_p = decide(undecided, 0.05)
     assert ratio_p.ratio > 1.05 and ALPHA <= ratio_p.p_value < 0.2

@@ -66,20 +66,20 @@ def project(tmp_path_factory) -> dict:
 
 
 def test_a_doubled_cost_is_measured_interleaved_and_confirmed(project):
-    m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["slow"], rounds=8)
+    m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["slow"], rounds=16)
     assert (m.commit_a, m.commit_b) == (project["fast"], project["slow"])
-    assert len(m.a) == len(m.b) == 8 and m.order == "ABBA" * 4  # 8 rounds: the least for p < 0.01 is 7
+    assert len(m.a) == len(m.b) == 16 and m.order == "AB" * 8  # rounds started by A and by B in turn
     assert decide(m, 0.05).status is Status.CONFIRMED
 
 
 def test_an_unchanged_cost_is_noise(project):
-    m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["slow"], project["same"], rounds=4)
+    m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["slow"], project["same"], rounds=8)
     assert decide(m, 0.5).status is Status.NOISE
 
 
 def test_a_throughput_is_compared_by_its_inverse(project):
     m = remeasure(project["root"], Target("bench_work.Work.track_rate", (1,), larger_is_better=True),
-                  project["fast"], project["slow"], rounds=8)
+                  project["fast"], project["slow"], rounds=16)
     assert statistics.median(m.b) > 1.5 * statistics.median(m.a)  # slower commit: more seconds per unit
     assert decide(m, 0.05).status is Status.CONFIRMED
 
@@ -93,7 +93,7 @@ def test_more_rounds_are_taken_when_asked(project):
 
     m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["same"],
                   rounds=2, more=more)
-    assert asked == [2, 4] and len(m.a) == 4
+    assert asked == [2, 4] and len(m.a) == 4 and m.order == "ABAB"
 
 
 def test_a_failing_benchmark_names_itself_and_the_commit(project):

@@ -46,41 +46,47 @@ def _server(tmp_path: Path, benchmark: str) -> subprocess.Popen:
     return server
 
 
-def _ask(server: subprocess.Popen, side: str) -> dict:
-    server.stdin.write(side + "\n")
+def _ask(server: subprocess.Popen, order: str) -> dict:
+    server.stdin.write(order + "\n")
     server.stdin.flush()
     return json.loads(server.stdout.readline())
 
 
-def test_each_side_imports_its_own_package_in_a_fresh_process(tmp_path):
+def _stop(server: subprocess.Popen) -> None:
+    server.stdin.close()
+    server.wait(timeout=60)
+
+
+def test_each_side_imports_its_own_package_in_fresh_processes_every_round(tmp_path):
     server = _server(tmp_path, "bench_probe.Probe.track_mark")
     try:
-        a, b, again = _ask(server, "A"), _ask(server, "B"), _ask(server, "A")
+        first, second = _ask(server, "AB"), _ask(server, "BA")
     finally:
-        server.stdin.close()
-        server.wait(timeout=60)
-    assert Path(a["detsim_file"]).parent.parent.name == "A" and Path(b["detsim_file"]).parent.parent.name == "B"
-    assert a["samples"] == again["samples"] == [0.0, 0.0, 0.0]  # nothing left over from earlier measurements
+        _stop(server)
+    for answer in (first, second):
+        assert Path(answer["A"]["detsim_file"]).parent.parent.name == "A"
+        assert Path(answer["B"]["detsim_file"]).parent.parent.name == "B"
+        # nothing left over from the warm-up of this round's process, nor from earlier rounds
+        assert answer["A"]["samples"] == answer["B"]["samples"] == [0.0, 0.0, 0.0]
     assert server.returncode == 0
 
 
-def test_a_time_benchmark_gives_positive_samples_after_its_warm_up(tmp_path):
+def test_a_time_benchmark_gives_one_sample_per_turn_after_its_warm_up(tmp_path):
     server = _server(tmp_path, "bench_probe.Probe.time_pid")
     try:
-        answer = _ask(server, "B")
+        answer = _ask(server, "BA")
     finally:
-        server.stdin.close()
-        server.wait(timeout=60)
-    assert len(answer["samples"]) == 3 and all(s >= 0 for s in answer["samples"])
+        _stop(server)
+    assert [len(answer[side]["samples"]) for side in "AB"] == [3, 3]
+    assert all(s >= 0 for side in "AB" for s in answer[side]["samples"])
 
 
-def test_a_failing_measurement_is_an_answer_and_the_server_goes_on(tmp_path):
+def test_a_failing_measurement_is_an_answer_naming_its_side_and_the_server_goes_on(tmp_path):
     server = _server(tmp_path, "bench_probe.Probe.track_fails")
     try:
-        failed = _ask(server, "A")
-        unknown = _ask(server, "C")
+        failed = _ask(server, "AB")
+        unknown = _ask(server, "AC")
     finally:
-        server.stdin.close()
-        server.wait(timeout=60)
-    assert failed["error"] == "ValueError: no value"
-    assert "KeyError" in unknown["error"] and server.returncode == 0
+        _stop(server)
+    assert failed["error"] == "A: ValueError: no value; B: ValueError: no value" and failed["side"] == "A"
+    assert unknown["error"] == "a round is AB or BA, got 'AC'" and server.returncode == 0

@@ -130,7 +130,7 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
     assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
     out = capsys.readouterr().out
-    assert "NOISE timing" in out and "interleaved rounds" in out and "summary: 0 regressed," in out
+    assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: 0 regressed," in out
 
 
 def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
