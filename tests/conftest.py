@@ -87,7 +87,7 @@ def remeasured_as(monkeypatch):
 
     def install(ratios: dict[str, float] | None = None, default: float = 1.0):
         def measure_factory(root):
-            def measure(target, commit_a, commit_b, threshold):
+            def measure(target, commit_a, commit_b, threshold, deadline=None):
                 measured.append((target, commit_a, commit_b))
                 ratio = next((r for key, r in (ratios or {}).items() if key in target.label), default)
                 return decide(_fake_remeasurement(ratio, commit_a, commit_b), threshold)

@@ -3,8 +3,9 @@
 :func:`confirm_report` takes a :class:`~detsim.track.history.verdict.Report` and re-measures its
 suspects (:data:`~detsim.track.history.detection.SUSPECT`), the largest rise first, at most ``limit`` of
 them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
-suspect stays one, with the reason, where it was not re-measured: over the limit, recorded on another
-machine than this one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
+suspect stays one, with the reason, where it was not re-measured: over the limit or the time budget
+(a compiled benchmark compiles in every round's processes), recorded on another machine than this
+one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
 (per machine, benchmark, parameters and commit pair), so a step judged once is not re-measured by every
 later run. The report's exit code is recomputed: only confirmed steps count.
 """
@@ -16,6 +17,7 @@ import itertools
 import json
 import os
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping
@@ -30,11 +32,12 @@ from detsim.track.history.series import param_labels
 from detsim.track.history.verdict import FleetReport, Report, exit_code, fleet_of
 
 MAX_REMEASURED = 3  # suspects re-measured per run, the largest rise first
+BUDGET_S = 180.0  # seconds of re-measuring per run (a compiled benchmark compiles in every round's processes)
 CACHE = Path(".asv") / "confirmations.json"  # relative to the project
 ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
 DEFAULT_ENV_DIR = Path(".asv") / "env"  # asv's own default env_dir
 
-Measure = Callable[[Target, str, str, float], Confirmation]
+Measure = Callable[[Target, str, str, float, float | None], Confirmation]  # (..., threshold, deadline)
 
 
 def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
@@ -106,15 +109,17 @@ def default_measure(root: Path) -> Measure:
     """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
     python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
 
-    def measure(target: Target, commit_a: str, commit_b: str, threshold: float) -> Confirmation:
-        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold), python=python),
-                      threshold)
+    def measure(target: Target, commit_a: str, commit_b: str, threshold: float,
+                deadline: float | None = None) -> Confirmation:
+        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold), python=python,
+                                deadline=deadline), threshold)
     return measure
 
 
 def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
-                   limit: int = MAX_REMEASURED, use_cache: bool = True) -> Report:
-    """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed."""
+                   limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S, use_cache: bool = True) -> Report:
+    """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed;
+    re-measuring stops after ``budget_s`` seconds (a suspect not finished by then stays one)."""
     suspects = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not suspects:
         return report
@@ -125,6 +130,7 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
     here = machines_here()
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
     ranked = sorted(suspects, key=lambda f: -(f.detail.get("rise") or 0))
+    deadline = time.monotonic() + budget_s
     decided: dict[int, Finding] = {}
     for rank, finding in enumerate(ranked):
         key = _cache_key(report, finding)
@@ -147,9 +153,13 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             decided[id(finding)] = _suspect(finding, f"over the limit of {limit} re-measurements per run "
                                                      "(`detsim-track regressions --remeasure N`)")
             continue
+        if time.monotonic() > deadline:
+            decided[id(finding)] = _suspect(finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
+                                                     "(`detsim-track regressions --remeasure-budget S`)")
+            continue
         try:
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
-                                   finding.series.threshold)
+                                   finding.series.threshold, deadline)
         except RemeasureError as exc:
             decided[id(finding)] = _suspect(finding, str(exc))
             continue

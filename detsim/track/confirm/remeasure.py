@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -105,9 +106,11 @@ def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
 
 
 def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, rounds: int = ROUNDS,
-              more: Callable[[Remeasurement], int] | None = None, python: str | None = None) -> Remeasurement:
-    """``rounds`` interleaved rounds of ``target`` at ``commit_a`` and ``commit_b``, then as many more as
-    ``more(remeasurement so far)`` asks for (0 to stop)."""
+              more: Callable[[Remeasurement], int] | None = None, python: str | None = None,
+              deadline: float | None = None) -> Remeasurement:
+    """``rounds`` rounds of ``target`` at ``commit_a`` and ``commit_b``, then as many more as
+    ``more(remeasurement so far)`` asks for (0 to stop). Past ``deadline`` (``time.monotonic()``) no
+    round starts: :class:`RemeasureError` says how far it got."""
     python = python or benchmark_python(root)
     figures: dict[str, list[float]] = {"A": [], "B": []}
     order = ""
@@ -126,6 +129,8 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
             todo = rounds
             while todo > 0:
                 for _ in range(todo):
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise RemeasureError(f"the re-measuring time budget ran out after {len(order)} rounds")
                     first = "AB" if len(order) % 2 == 0 else "BA"
                     answer = server.measure(first)
                     if "error" in answer:

@@ -60,7 +60,7 @@ def choose_machine(results_dir: Path, requested: str | None) -> Path:
     if len(machines) == 1:
         return results_dir / machines[0]
     if not machines:
-        raise ResultsError(f"{results_dir}: nothing recorded yet (run `asv run` or `make run`)")
+        raise ResultsError(f"{results_dir}: nothing recorded yet (run `asv run` or `bash .ci/track`)")
     host = socket.gethostname()
     if host in machines:
         return results_dir / host

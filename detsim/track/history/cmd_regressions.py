@@ -9,7 +9,8 @@ every benchmark (:mod:`.detection`):
   log values, :mod:`.steps`) finds where the level moved; the step into the run of levels that ends at
   the latest commit, or the latest point alone, rising by more than the benchmark's threshold
   (``regressions_thresholds`` in asv.conf.json, the largest matching one) is a **suspect**, never a
-  verdict by itself. Up to ``--remeasure N`` suspects (default 3, the largest first) are re-measured
+  verdict by itself. Up to ``--remeasure N`` suspects (default 3, the largest first; at most
+  ``--remeasure-budget S`` seconds, default 180) are re-measured
   here: the last good and the first bad commit's packages run the benchmark alternately, each
   measurement in a fresh process (:mod:`detsim.track.confirm`), and the step is **confirmed** (a
   regression) only when the re-measured ratio is above the threshold and a signed-rank test says so
@@ -29,7 +30,7 @@ With several machines recorded (asv keeps one series per machine), each is judge
 and the verdict says, per family, which machines agree (``determinism: both machines agree, nothing
 regressed``, ``timing regression on m1 only (...)``) and states cross-machine facts (different machine
 classes, images of one class that differ); the exit status is the worst machine's. ``--machine NAME``
-(repeatable) picks machines; ``make run`` passes this runner's.
+(repeatable) picks machines; the tracking run (``.ci/track``) passes this runner's.
 
 Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspects and noise included),
 1 something regressed (a timing only when confirmed), 2
@@ -52,7 +53,7 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.confirm.apply import MAX_REMEASURED, confirm_fleet, confirm_report
+from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.asvresults import recorded_machines
 from detsim.track.history.render import fleet_lines, report_lines
@@ -70,10 +71,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remeasure", type=_count, default=MAX_REMEASURED, metavar="N",
                         help="re-measure at most N timing suspects, the largest first, interleaved at their last "
                              f"good and first bad commits (default {MAX_REMEASURED}; 0: report them unconfirmed)")
+    parser.add_argument("--remeasure-budget", type=_seconds, default=BUDGET_S, metavar="S",
+                        help=f"seconds of re-measuring at most (default {BUDGET_S:.0f})")
     parser.add_argument("--explain", action="store_true",
                         help="when something regressed, explain it across its commits (detsim-track explain: "
                              "the functions that grew, the first changed quantity or op), with an evidence bundle")
     add_json_option(parser, "the report")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
 
 
 def _count(text: str) -> int:
@@ -93,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         machines = args.machine or recorded_machines(root)
         if len(machines) > 1:
-            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure)
+            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure,
+                                   budget_s=args.remeasure_budget)
         else:
-            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure)
+            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
+                                    budget_s=args.remeasure_budget)
     except (ResultsError, OutputError) as exc:
         print(f"detsim-track: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED

@@ -190,7 +190,7 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     required = checkout_head(root)
     if required and required != latest:
         raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
-                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`make run`, or `asv run --record-samples HEAD^!`)")
+                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
             "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)

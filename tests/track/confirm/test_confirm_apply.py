@@ -89,7 +89,7 @@ def test_a_failed_re_measurement_leaves_a_suspect_with_the_reason(noisy, monkeyp
     monkeypatch.setattr(apply, "machines_here", lambda: None)
 
     def broken(root):
-        def measure(target, a, b, threshold):
+        def measure(target, a, b, threshold, deadline=None):
             raise RemeasureError(f"{target.label} did not run at {a[:8]}: boom")
         return measure
 
@@ -99,3 +99,10 @@ def test_a_failed_re_measurement_leaves_a_suspect_with_the_reason(noisy, monkeyp
     assert all(f.detail["confirmation"] == "suspect" and "boom" in f.detail["confirmation_evidence"]
                for f in report.regressions)
     assert not (noisy / ".asv" / "confirmations.json").exists()  # nothing decided, nothing kept
+
+
+def test_re_measuring_stops_when_its_time_budget_is_spent(noisy, remeasured_as):
+    measured = remeasured_as(default=2.0)
+    report = confirm_report(analyse(noisy), noisy, budget_s=0.0)
+    assert measured == [] and report.exit == ExitCode.OK
+    assert all("budget of 0 s was spent" in f.detail["confirmation_evidence"] for f in report.regressions)

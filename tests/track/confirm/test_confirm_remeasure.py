@@ -105,3 +105,11 @@ def test_a_failing_benchmark_names_itself_and_the_commit(project):
 def test_a_commit_that_does_not_exist_is_one_line(project):
     with pytest.raises(RemeasureError, match="deadbeef: not a commit"):
         remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), "deadbeef", project["slow"], rounds=1)
+
+
+def test_no_round_starts_past_the_deadline(project):
+    import time
+
+    with pytest.raises(RemeasureError, match="time budget ran out after 0 rounds"):
+        remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["slow"],
+                  rounds=4, deadline=time.monotonic() - 1)
