@@ -165,22 +165,23 @@ def planted(tmp_path_factory):
 def test_planted_changes_are_flagged_exactly_at_their_commits(planted):
     commits, report = planted["commits"], planted["report"]
     name = {sha: key for key, sha in commits.items()}
-    found = [(r["family"], r.get("case") or r["benchmark"] + r["params"], name.get(r["first_bad"]))
-             for r in report["regressions"]]
-    summary = "\n".join(map(str, found)) + f"\nnotes: {report['notes']}\nunmeasured: {report['unmeasured']}"
+    # the flags: every finding but the timing steps that stayed suspects or were found to be noise
+    flags = [r for r in report["regressions"] if r.get("confirmation") not in ("suspect", "noise")]
+    found = [(r["family"], r.get("case") or r["benchmark"] + r["params"], name.get(r["first_bad"])) for r in flags]
+    steps = [(r["confirmation"], r["benchmark"] + r["params"], name.get(r["first_bad"]))
+             for r in report["regressions"] if r.get("confirmation") in ("suspect", "noise")]
+    summary = ("\n".join(map(str, found + steps)) + f"\nnotes: {report['notes']}\nunmeasured: {report['unmeasured']}")
 
     assert report["unmeasured"] == [], summary
     assert planted["exit"] == 1, summary
     assert {commit for _, _, commit in found} == {"slowdown", "parity", "hash"}, summary
 
-    # The slowdown doubles every render: its timing steps are suspects at that commit, and the largest
-    # ones are re-measured at both commits and confirmed; whatever is found must be found there.
+    # The slowdown doubles every render: the largest timing steps at its commit are re-measured at both
+    # commits and confirmed; nothing is confirmed anywhere else (steps elsewhere are noise or suspects).
     timing = [f for f in found if f[0] == "timing"]
-    assert all(commit == "slowdown" for _, _, commit in timing), summary
-    assert sum("EngineSweep" in label for _, label, _ in timing) >= 3, summary
-    confirmed = [r for r in report["regressions"] if r.get("confirmation") == "confirmed"]
+    assert timing and all(commit == "slowdown" for _, _, commit in timing), summary
+    confirmed = [r for r in flags if r.get("confirmation") == "confirmed"]
     assert confirmed and all(r["remeasured_ratio"] > 1.5 and r["remeasured_p"] < 0.01 for r in confirmed), summary
-    assert {r.get("confirmation") for r in report["regressions"] if r["family"] == "timing"} <= {"confirmed", "suspect"}
 
     parity = [(case, commit) for family, case, commit in found if family == "parity"]
     assert parity == [(PARITY_CASE, "parity")], summary
