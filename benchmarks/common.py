@@ -527,20 +527,24 @@ def cost_setup(workload: str, dtype: str = "float64") -> tuple[str, str]:
 
 def count_instructions(workload: str, dtype: str = "float64", timeout: float = 600) -> int:
     """Instructions of one eager CPU render of ``workload``, counted under valgrind in a fresh process."""
-    import subprocess
-
     reason = cost_not_measured_reason()
     if reason:
         raise NotImplementedError(reason)
     with tempfile.TemporaryDirectory(prefix="detsim-cost-") as directory:
         out_file = Path(directory) / "callgrind.out"
-        done = subprocess.run(cost_command(cost_harness(*cost_setup(workload, dtype)), out_file),
-                              env={**os.environ, **COST_ENV}, cwd=directory, capture_output=True, text=True,
-                              timeout=timeout)
-        if done.returncode != 0:
-            tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
-            raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
+        _run_count(cost_command(cost_harness(*cost_setup(workload, dtype)), out_file), directory, timeout)
         return cost_parse_total(out_file.read_text())
+
+
+def _run_count(command: list[str], directory: str, timeout: float) -> None:
+    """Run a valgrind count in ``directory`` (an empty folder: see :func:`cost_setup`); raise on failure."""
+    import subprocess
+
+    done = subprocess.run(command, env={**os.environ, **COST_ENV}, cwd=directory, capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
+        raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
 
 
 def cost_harness_many(setups: list[str]) -> str:
@@ -592,8 +596,6 @@ def cost_harness_many(setups: list[str]) -> str:
 def count_instructions_many(workloads: list[str], dtype: str = "float64", timeout: float = 600) -> dict[str, int]:
     """Instructions of one eager CPU render of each of ``workloads``, counted in one valgrind process
     (:func:`cost_harness_many`): workload -> count."""
-    import subprocess
-
     reason = cost_not_measured_reason()
     if reason:
         raise NotImplementedError(reason)
@@ -602,11 +604,7 @@ def count_instructions_many(workloads: list[str], dtype: str = "float64", timeou
         out_file = Path(directory) / "callgrind.out"
         command = cost_command(cost_harness_many(setups), out_file)
         command.insert(command.index("--instr-atstart=no") + 1, "--separate-threads=yes")
-        done = subprocess.run(command, env={**os.environ, **COST_ENV}, cwd=directory, capture_output=True,
-                              text=True, timeout=timeout)
-        if done.returncode != 0:
-            tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
-            raise RuntimeError(f"the counting process exited {done.returncode}: {tail[-1] if tail else ''}")
+        _run_count(command, directory, timeout)
         files = sorted(Path(directory).glob("callgrind.out-*"))
         if len(files) != len(workloads) + 1:  # the main thread, then one thread per region
             raise RuntimeError(f"expected {len(workloads) + 1} callgrind thread files, found {len(files)}")

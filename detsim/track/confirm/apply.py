@@ -15,14 +15,13 @@ from __future__ import annotations
 import ast
 import itertools
 import json
-import os
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping
 
 from detsim.track.base.commits import benchmark_python
+from detsim.track.base.output import write_json
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
@@ -79,19 +78,6 @@ def _load_cache(path: Path) -> dict:
     if not isinstance(data, dict) or data.get("report") != "detsim-track confirmations":
         raise ResultsError(f"{path}: not a confirmation cache of detsim-track")
     return data
-
-
-def _save_cache(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _with(finding: Finding, confirmation: Confirmation) -> Finding:
@@ -169,7 +155,7 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
                          "rounds": confirmation.rounds, "at": report.generated_at}
     if use_cache and outcomes:
         cache["report"] = "detsim-track confirmations"
-        _save_cache(cache_path, cache)
+        write_json(cache_path, cache)
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
