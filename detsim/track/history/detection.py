@@ -203,7 +203,7 @@ def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | No
     if len(y) < 2:
         return None
     segs = segments(y[:-1], threshold)
-    left, right, level = segs[-1]
+    left, right, _ = segs[-1]
     before = statistics.median(y[max(left, right - 1 - 2 * NEIGHBOURS):right])
     if y[-1] > before * (1 + threshold):
         return len(y) - 2, before, y[-1]
@@ -230,19 +230,19 @@ def _suspect(series: Series, points: list[Point], y: list[float], references: Ma
     detail = {"rise": round(rise, 4)}
     corrected = _load_corrected(rise, side_a, side_b, references, detail)
     _confirmed(series, side_a, side_b, larger_is_better, detail)
-    step = f"a step of x{rise:.2f} in the recorded history"
+    seen = f"a step of x{rise:.2f} in the recorded history"
     if corrected <= 1 + series.threshold:
         detail.update(confirmation=NOISE, confirmation_evidence=(
-            f"{step}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
+            f"{seen}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
             f"commits (x{corrected:.2f} once divided, within the {series.threshold:.0%} threshold): the machine, "
             "not detsim"))
     elif detail.get("rank_test_p", 0) >= HISTORY_NOISE_P:
         detail.update(confirmation=NOISE, confirmation_evidence=(
-            f"{step}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
+            f"{seen}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
             f">= {HISTORY_NOISE_P})"))
     else:
         detail.update(confirmation=SUSPECT, confirmation_evidence=(
-            f"{step}, above the {series.threshold:.0%} threshold; not re-measured"))
+            f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"))
     old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
     return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
 
