@@ -13,7 +13,7 @@ import torch
 
 from .common import (
     DEVICES, DTYPES, P1, P2, P4096, PATH_WORKLOADS, SWEEP_PIXELS, SWEEP_STEPS, Workload, available_modes, clock,
-    pin_threads, require_device, simulate, use_wall_clock,
+    pin_threads, require_device, simulate, steady_allocator, use_wall_clock,
 )
 
 ASV_PATH_WORKLOADS = ("P1", "P2")  # PathThroughput's workloads here (P4096 is the bench gate's)
@@ -26,9 +26,9 @@ MODES = ("eager", "compiled", "triton")
 
 class _Timed:
     """Sampling shared by the timings: CPU seconds (wall seconds on a GPU), 3-5 samples per commit in
-    one round, one call per sample. Few on purpose: a step in this history is only a suspect until
-    ``detsim-track`` re-measures it at both commits, and the instruction counts (bench_cost) are the
-    exact record of the code's work."""
+    one round, one call per sample, glibc's allocator held steady (``common.steady_allocator``). Few
+    samples on purpose: a step in this history is only a suspect until ``detsim-track`` re-measures it
+    at both commits, and the instruction counts (bench_cost) are the exact record of the code's work."""
 
     timer = staticmethod(clock)
     rounds = 1
@@ -42,10 +42,11 @@ class EngineSweep(_Timed):
 
     params = [list(SWEEP_PIXELS), list(SWEEP_STEPS), list(DTYPES), list(DEVICES)]
     param_names = ["pixels", "steps_per_pixel", "dtype", "device"]
-    version = "1"
+    version = "2"  # 2: timed with common.steady_allocator
 
     def setup(self, pixels, steps, dtype, device):
         pin_threads()
+        steady_allocator()
         self.device = require_device(device)
         self.config = Workload(pixels=pixels, **SWEEP_STEPS[steps]).config()
 
@@ -59,11 +60,12 @@ class NanoBraggWorkloads(_Timed):
     params = [["P1", "P2"], list(DTYPES), list(DEVICES)]
     param_names = ["workload", "dtype", "device"]
     repeat = (3, 3, 1.0)  # exactly 3 samples
-    version = "1"
+    version = "2"  # 2: timed with common.steady_allocator
     timeout = 300
 
     def setup(self, workload, dtype, device):
         pin_threads()
+        steady_allocator()
         self.device = require_device(device)
         self.config = {"P1": P1, "P2": P2}[workload].config()
 
@@ -81,11 +83,12 @@ class EngineModes(_Timed):
 
     params = [list(MODES), list(DTYPES), list(DEVICES)]
     param_names = ["mode", "dtype", "device"]
-    version = "1"
+    version = "2"  # 2: timed with common.steady_allocator
     timeout = 600
 
     def setup(self, mode, dtype, device):
         pin_threads()
+        steady_allocator()
         self.device = require_device(device)
         if mode not in available_modes(device):
             raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
@@ -123,12 +126,14 @@ class PathThroughput:
     params = [list(ASV_PATH_WORKLOADS), list(ASV_PATH_MODES), list(DTYPES), list(DEVICES)]
     param_names = ["workload", "mode", "dtype", "device"]
     unit = "ns/pixel-step"
-    version = "2"  # 2: nanoseconds per pixel-step (was million pixel-steps per second), eager P1 and P2 only
+    version = "3"  # 2: nanoseconds per pixel-step (was million pixel-steps per second), eager P1 and P2 only;
+    # 3: timed with common.steady_allocator
     timeout = 900
     calls = 3
 
     def setup(self, workload, mode, dtype, device):
         pin_threads()
+        steady_allocator()
         self.device = require_device(device)
         if mode not in available_modes(device):
             raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
@@ -168,10 +173,11 @@ class MachineReference:
     timer = staticmethod(clock)
     rounds = 1
     repeat = (3, 5, 0.5)
-    version = "1"
+    version = "2"  # 2: timed with common.steady_allocator
 
     def setup(self):
         pin_threads()
+        steady_allocator()
         use_wall_clock(False)
         generator = torch.Generator().manual_seed(20261122)
         self.field = torch.randn(512, 512, dtype=torch.complex128, generator=generator)

@@ -19,6 +19,7 @@ in C order (the definition ``detsim-track baselines`` uses too).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import importlib.util
 import json
@@ -87,6 +88,27 @@ def pin_threads() -> None:
     """Pin torch to :data:`THREADS` threads (again: forked benchmark processes may have reset it)."""
     if torch.get_num_threads() != THREADS:
         torch.set_num_threads(THREADS)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+STEADY_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest: blocks below it come from the reused heap
+STEADY_TRIM_THRESHOLD = 2**31 - 1  # freed heap memory is kept, not handed back (mallopt takes an int)
+
+
+def steady_allocator() -> None:
+    """Make glibc's malloc treat every timing process alike: fixed thresholds, freed memory kept.
+
+    By default glibc raises its mmap threshold whenever a process frees a large block, so whether a
+    render's temporaries come from reused heap or from fresh pages depends on what that process did
+    before. Fresh pages cost page faults: a P2 render here took 6,000 to 10,000 faults and 6 to 18 ms of
+    system time per call (of ~65 ms), varying from process to process and constant within one. Fixed,
+    it takes 2 faults per call. Called in the setup of every timing benchmark (not the peak-memory ones);
+    a no-op where the C library has no ``mallopt``.
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD)
+        mallopt(M_TRIM_THRESHOLD, STEADY_TRIM_THRESHOLD)
 
 
 def require_device(device: str) -> torch.device:

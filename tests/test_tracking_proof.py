@@ -1,7 +1,8 @@
 """Proof that the performance verdicts can be trusted, on a throwaway history built from the project.
 
-The history: the project as it is, five unchanged commits (a docs line each), then three planted ones,
-each on top of the one before:
+The history: the project as it is, five unchanged commits (a docs line each, the fifth a comment in the
+engine instead, so that two unchanged commits are also two different packages), then three planted
+ones, each on top of the one before:
 
     cost3   an extra computation in ``simulate``: ~3 % of P1@64's instructions
     slow10  on top of it, a CPU-time slowdown of 10 % of every render (a busy wait proportional to it)
@@ -45,6 +46,7 @@ ENGINE = Path("detsim") / "engine.py"
 RENDER = "    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels, mode=mode)\n"
 EXTRA_WORK = ("    torch.exp(torch.linspace(0.0, 1.0, 13_000, dtype=torch.float64)).sum()"
               "  # planted: extra computation\n")
+UNCHANGED_LINE = "    # an unchanged commit: this line changes the package, not the work\n"
 SLOWDOWN = '''    _planted_end = time.process_time() + {share} * (time.process_time() - _planted_start)  # planted
     while time.process_time() < _planted_end:
         sum(range(1000))  # plain work between clock reads: the plant's own syscalls stay a small part
@@ -82,12 +84,15 @@ def history(tmp_path_factory) -> dict:
         shutil.rmtree(repo / path)
         shutil.copytree(ROOT / path, repo / path, ignore=shutil.ignore_patterns("__pycache__"))
     commits = {"base": _commit(repo, "the project as it is")}
-    for i in range(5):
+    for i in range(4):
         with (repo / "README.md").open("a") as handle:
             handle.write(f"\nAn unchanged commit, number {i}.\n")
         commits[f"same{i}"] = _commit(repo, f"docs only {i}")
     engine = (repo / ENGINE).read_text()
     assert RENDER in engine, "simulate() no longer renders with this line: update the plants"
+    (repo / ENGINE).write_text(engine.replace(RENDER, RENDER + UNCHANGED_LINE))
+    commits["same4"] = _commit(repo, "a comment in the engine: other code, the same work")
+    engine = (repo / ENGINE).read_text()
     (repo / ENGINE).write_text(engine.replace(RENDER, RENDER + EXTRA_WORK))
     commits["cost3"] = _commit(repo, "planted: ~3% more instructions")
     _plant_slowdown(repo, 0.10)

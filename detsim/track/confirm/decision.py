@@ -1,15 +1,15 @@
 """What a re-measurement says about a suspected timing step: confirmed, or noise.
 
 The rounds of a :class:`~.remeasure.Remeasurement` are paired (A and B sampled in turn), so the test is
-on log ratios ``log(b / a)``. Which process samples first weighs on a round (on the development VM the
-second was ~15 % slower, whichever commit it ran), so two consecutive rounds, one started by each side,
-are averaged into one **block** (:func:`block_logs`), which cancels that order effect; the median of the
-blocks is the **ratio** (B over A, lower is better, so above 1 is slower) and a one-sided Wilcoxon
-signed-rank test (exact) over the blocks says whether B is slower at all. A step is **confirmed** when both hold: p < :data:`ALPHA` and the ratio above 1 + the
-benchmark's threshold. Otherwise it is **noise**, with the reason (no significant difference, or a real
-one smaller than the threshold). An undecided first look gets :data:`EXTRA_ROUNDS` more rounds once:
-p between ALPHA and :data:`EXTEND_BELOW_P`, or p below ALPHA with a ratio between half the threshold
-and the threshold.
+on log ratios ``log(b / a)``. Two consecutive rounds, one started by each side, are averaged into one
+**block** (:func:`block_logs`), which cancels any effect of sampling first and a drift of the machine
+across the pair; the median of the blocks is the **ratio** (B over A, lower is better, so above 1 is
+slower) and a one-sided Wilcoxon signed-rank test (exact) over the blocks says whether B is slower at
+all. A step is **confirmed** when both hold: p < :data:`ALPHA` and the ratio above 1 + the benchmark's
+threshold. Otherwise it is **noise**, with the reason (no significant difference, or a real one
+smaller than the threshold). An undecided first look gets :data:`EXTRA_ROUNDS` more rounds once: p
+between ALPHA and :data:`EXTEND_BELOW_P`, or p below ALPHA with a ratio between half the threshold and
+the threshold.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ temporary folder. One server process (:mod:`.runner`, pinned to one CPU so that 
 same core and its neighbours) imports torch once; each round it forks a fresh process per commit, and
 the two take their samples in turn, A B A B ..., a fraction of a second apart, so a busy spell of the
 machine (on a shared VM they come and go within seconds, invisible to the load average) weighs on both
-alike. Rounds start with A and with B alternately, and what a process happens to get (its memory
-layout) varies from round to round instead of biasing one commit. A side's figure in a round is the
+alike. Rounds start with A and with B alternately. The benchmark's own setup holds glibc's allocator
+steady (``benchmarks/common.steady_allocator``), as it does when asv records it: without that, how many
+page faults a render took depended on each process's history, and two forks running the same code
+differed by up to 16 % for a whole re-measurement. A side's figure in a round is the
 minimum of its samples (a neighbour on a shared machine only ever adds time), in the lower-is-better
 direction (a throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
 """
@@ -26,7 +28,7 @@ from detsim.track.base.commits import CommitError, benchmark_python, export_pack
 
 RUNNER = Path(__file__).with_name("runner.py")
 ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that let p < 0.01 with room
-SAMPLES = 5  # samples per side and round, taken in turn with the other side's, after a warm-up call
+SAMPLES = 3  # samples per side and round, taken in turn with the other side's, after a warm-up call
 MEASUREMENT_TIMEOUT_S = 600
 
 

@@ -12,9 +12,8 @@ apart and share whatever the machine was doing then. A ``time_`` benchmark is ti
 ``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
 JSON line on stdout: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
 
-A process per side and round, so nothing one commit's code leaves in memory reaches the other's, and
-what a process happens to get (its memory layout) varies from round to round; a fork, so a round costs a
-fraction of a second instead of torch's import. Standard library and torch only: this file runs beside
+A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
+fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch only: this file runs beside
 the other commits' packages, not this one's.
 """
 
