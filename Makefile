@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev,triton]"
 	touch $(STAMP)
 
-# Main job: the tracking run (docs/tracking.md), all of it in .ci/track: records the RECENT commits before
-# HEAD that this machine has not recorded yet and (again) HEAD itself, publishes reports/html with its
-# status page and prints what changed. make turns any failing recipe into its own exit status 2; for
+# Main job: the tracking run (docs/tracking.md), all of it in .ci/track: records the RECENT most recent
+# commits, HEAD included, that this machine has not recorded yet (HEAD always again), publishes
+# reports/html with its status page and prints what changed. make turns any failing recipe into its own exit status 2; for
 # detsim-track's own (0 all good, 1 something regressed, 2 something could not be measured) run
 # `bash .ci/track` directly, as the README does.
 ASV_MACHINE ?= $(shell hostname)
