@@ -3,9 +3,10 @@
 :func:`confirm_report` takes a :class:`~detsim.track.history.verdict.Report` and re-measures its
 suspects (:data:`~detsim.track.history.detection.SUSPECT`), the largest rise first, at most ``limit`` of
 them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
-suspect stays one, with the reason, where it was not re-measured: over the limit or the time budget
-(a compiled benchmark compiles in every round's processes), recorded on another machine than this
-one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
+suspect stays one, with the reason, where it was not re-measured: over the limit, or out of time (each
+suspect gets an equal share of what is left of the budget, so that one compiled benchmark, which
+compiles in every round's processes, cannot use up the time of all the others), recorded on another
+machine than this one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
 (per machine, benchmark, parameters and commit pair), so a step judged once is not re-measured by every
 later run. The report's exit code is recomputed: only confirmed steps count.
 """
@@ -105,7 +106,8 @@ def default_measure(root: Path) -> Measure:
 def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
                    limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S, use_cache: bool = True) -> Report:
     """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed;
-    re-measuring stops after ``budget_s`` seconds (a suspect not finished by then stays one)."""
+    re-measuring stops after ``budget_s`` seconds, each suspect given an equal share of what is left (one
+    not finished in its share stays a suspect)."""
     suspects = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not suspects:
         return report
@@ -117,6 +119,7 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
     ranked = sorted(suspects, key=lambda f: -(f.detail.get("rise") or 0))
     deadline = time.monotonic() + budget_s
+    to_measure = sum(1 for f in ranked[:limit] if _cache_key(report, f) not in outcomes and f.last_good is not None)
     decided: dict[int, Finding] = {}
     for rank, finding in enumerate(ranked):
         key = _cache_key(report, finding)
@@ -143,11 +146,14 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             decided[id(finding)] = _suspect(finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
                                                      "(`detsim-track regressions --remeasure-budget S`)")
             continue
+        share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
+        to_measure -= 1
         try:
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
-                                   finding.series.threshold, deadline)
+                                   finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[id(finding)] = _suspect(finding, str(exc))
+            decided[id(finding)] = _suspect(finding, f"{exc} ({share_s:.0f} s: its share of the "
+                                                     f"{budget_s:.0f} s re-measuring budget)")
             continue
         decided[id(finding)] = _with(finding, confirmation)
         outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,

@@ -132,7 +132,7 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
             while todo > 0:
                 for _ in range(todo):
                     if deadline is not None and time.monotonic() > deadline:
-                        raise RemeasureError(f"the re-measuring time budget ran out after {len(order)} rounds")
+                        raise RemeasureError(f"the time given to re-measuring ran out after {len(order)} rounds")
                     first = "AB" if len(order) % 2 == 0 else "BA"
                     answer = server.measure(first)
                     if "error" in answer:

@@ -241,6 +241,8 @@ def _suspect(series: Series, points: list[Point], y: list[float], references: Ma
             f"{seen}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
             f">= {HISTORY_NOISE_P})"))
     else:
+        if rise <= 1 + series.threshold:  # above it only once the machine reference's move is divided out
+            seen += f", x{corrected:.2f} against the machine reference"
         detail.update(confirmation=SUSPECT, confirmation_evidence=(
             f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"))
     old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)

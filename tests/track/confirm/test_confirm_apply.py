@@ -106,3 +106,21 @@ def test_re_measuring_stops_when_its_time_budget_is_spent(noisy, remeasured_as):
     report = confirm_report(analyse(noisy), noisy, budget_s=0.0)
     assert measured == [] and report.exit == ExitCode.OK
     assert all("budget of 0 s was spent" in f.detail["confirmation_evidence"] for f in report.regressions)
+
+
+def test_each_suspect_gets_an_equal_share_of_the_budget_so_a_slow_one_cannot_starve_the_rest(noisy, monkeypatch):
+    given = []
+
+    def measure_factory(root):
+        def measure(target, commit_a, commit_b, threshold, deadline=None):
+            given.append(deadline - apply.time.monotonic())
+            raise RemeasureError("the time given to re-measuring ran out after 3 rounds")  # as a compiled one would
+        return measure
+    monkeypatch.setattr(apply, "default_measure", measure_factory)
+    suspects = len(_suspects(analyse(noisy)))
+    report = confirm_report(analyse(noisy), noisy, budget_s=90.0)
+    assert len(given) == suspects >= 2  # the first one's running out did not stop the others
+    # an equal share of what is left: these fakes spend nothing, so each later one gets the rest divided
+    assert all(abs(share - 90.0 / (suspects - i)) < 1.0 for i, share in enumerate(given)), given
+    assert all("its share of the 90 s re-measuring budget" in f.detail["confirmation_evidence"]
+               for f in report.regressions)

@@ -110,6 +110,6 @@ def test_a_commit_that_does_not_exist_is_one_line(project):
 def test_no_round_starts_past_the_deadline(project):
     import time
 
-    with pytest.raises(RemeasureError, match="time budget ran out after 0 rounds"):
+    with pytest.raises(RemeasureError, match="time given to re-measuring ran out after 0 rounds"):
         remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["slow"],
                   rounds=4, deadline=time.monotonic() - 1)
