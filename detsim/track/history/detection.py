@@ -231,7 +231,11 @@ def _suspect(series: Series, points: list[Point], y: list[float], references: Ma
     corrected = _load_corrected(rise, side_a, side_b, references, detail)
     _confirmed(series, side_a, side_b, larger_is_better, detail)
     seen = f"a step of x{rise:.2f} in the recorded history"
-    if corrected <= 1 + series.threshold:
+    if corrected <= 1 + series.threshold and "machine_reference_ratio" not in detail:
+        # the run at the tip clears the best level by the threshold, but not the level just before it
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"))
+    elif corrected <= 1 + series.threshold:
         detail.update(confirmation=NOISE, confirmation_evidence=(
             f"{seen}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
             f"commits (x{corrected:.2f} once divided, within the {series.threshold:.0%} threshold): the machine, "

@@ -104,6 +104,15 @@ def test_overlapping_samples_make_a_timing_step_noise_and_clear_a_memory_step():
     assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}, {}) is None
 
 
+def test_a_creeping_rise_within_the_threshold_of_the_level_before_it_is_noise_without_a_machine_reference():
+    # the tip's run clears the best level by more than 5 %, but the level just before it by only 4 %
+    values = [1.0, 1.0, 1.0, 1.03, 1.03, 1.03, 1.07, 1.07]
+    samples = [[v * f for f in (0.999, 1.0, 1.001)] for v in values]
+    finding = detect(_series("timing", values, samples=samples, threshold=0.05), 0, {}, {}, {})
+    assert finding.detail["confirmation"] == NOISE and not finding.is_verdict
+    assert "within the 5% threshold of the level just before it" in finding.detail["confirmation_evidence"]
+
+
 def test_a_single_slow_latest_commit_is_a_suspect_at_that_commit():
     values = [1.0, 1.02, 0.98, 1.01, 0.99, 1.12]  # a 12% step at the tip, too short for the fit to split off
     finding = detect(_series("timing", values, threshold=0.05), 0, {}, {}, {})
