@@ -13,8 +13,8 @@ apart and share whatever the machine was doing then. A ``time_`` benchmark is ti
 JSON line on stdout: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
 
 A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
-fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch only: this file runs beside
-the other commits' packages, not this one's.
+fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch
+only: this file runs beside the other commits' packages, not this one's.
 """
 
 import importlib
