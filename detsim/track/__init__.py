@@ -1,18 +1,26 @@
 """The tracking suite: performance, parity and determinism of detsim, commit by commit.
 
-``detsim-track`` (:mod:`detsim.track.cli`) dispatches each subcommand to a thin ``cmd_*`` module of the
-sub-package of its area; the pure helpers beside it do the work, and :mod:`detsim.track.base` holds
-every fact the areas share (golden cases, parity metric, image hash, provenance and machine class,
-atomic output, exit codes, workloads).
+Layers, each importing only those below it (``tests/track/test_track_layout.py`` checks it, lazy imports
+included); the core (:mod:`detsim` outside this package) never imports any of it:
 
-* :mod:`.history` - ``regressions`` (the verdict over asv's history) and ``baselines``;
-* :mod:`.gate` - ``bench-gate``, the CI gate over pytest-benchmark runs;
-* :mod:`.parity` - ``parity``, detsim against reference images, with pictures;
-* :mod:`.speed` - ``speed``, detsim's paths against nanoBragg.c;
-* :mod:`.determinism` - ``determinism``, the bit-for-bit matrix;
-* :mod:`.divergence` - ``diverge``, the first op where two runs differ;
-* :mod:`.traces` - ``trace-diff``, the first quantity where two per-pixel traces differ;
-* :mod:`.evidence` - ``evidence``, archived bundles of test runs.
+* :mod:`.cli` and :mod:`.commands` - ``detsim-track`` and one module per subcommand: arguments, the
+  calls into the areas, printing and exit codes;
+* the areas, one job each:
 
-The core (:mod:`detsim` outside this package) never imports it.
+  * :mod:`.publish` - the status page and the offline asv page;
+  * :mod:`.confirm` - re-measuring a timing suspect at its last good and first bad commits;
+  * :mod:`.verdict` - judging every series' latest value: findings, the report, its lines;
+  * :mod:`.history` - reading what asv recorded: config, result files, commit order, series;
+  * :mod:`.baselines` - the stored golden image hashes per machine class, and rendering them;
+  * :mod:`.explain` - why a regression happened, across commits (cost, parity, image hash);
+  * :mod:`.gate` - the pytest-benchmark gate's result files and rules;
+  * :mod:`.parity` - detsim against the reference images, with pictures;
+  * :mod:`.speed` - detsim's paths against nanoBragg.c;
+  * :mod:`.determinism` - the bit-for-bit matrix over repeats, threads, dtypes, devices, modes;
+  * :mod:`.divergence` - the first op where two runs differ, culprit or victim;
+  * :mod:`.traces` - the first quantity where two per-pixel traces differ;
+  * :mod:`.evidence` - hashed bundles of test runs;
+  * :mod:`.cost` - instruction counts under valgrind;
+
+* :mod:`.base` - every fact the areas share, defined once.
 """

@@ -20,17 +20,17 @@ from detsim.track.base.exitcodes import ExitCode
 
 # subcommand -> module; the first is what a bare ``detsim-track`` runs.
 SUBCOMMANDS = {
-    "regressions": "detsim.track.history.cmd_regressions",
-    "baselines": "detsim.track.history.cmd_baselines",
-    "bench-gate": "detsim.track.gate.cmd_bench_gate",
-    "determinism": "detsim.track.determinism.cmd_determinism",
-    "diverge": "detsim.track.divergence.cmd_diverge",
-    "trace-diff": "detsim.track.traces.cmd_trace_diff",
-    "parity": "detsim.track.parity.cmd_parity",
-    "evidence": "detsim.track.evidence.cmd_evidence",
-    "speed": "detsim.track.speed.cmd_speed",
-    "explain": "detsim.track.explain.cmd_explain",
-    "publish": "detsim.track.publish.cmd_publish",
+    "regressions": "detsim.track.commands.regressions",
+    "baselines": "detsim.track.commands.baselines",
+    "bench-gate": "detsim.track.commands.bench_gate",
+    "determinism": "detsim.track.commands.determinism",
+    "diverge": "detsim.track.commands.diverge",
+    "trace-diff": "detsim.track.commands.trace_diff",
+    "parity": "detsim.track.commands.parity",
+    "evidence": "detsim.track.commands.evidence",
+    "speed": "detsim.track.commands.speed",
+    "explain": "detsim.track.commands.explain",
+    "publish": "detsim.track.commands.publish",
 }
 DEFAULT = "regressions"
 

@@ -252,7 +252,7 @@ def test_a_count_imports_the_installed_detsim_not_the_working_tree(common):
 
 
 def test_the_machine_class_and_fingerprint_copies_agree(common):
-    from detsim.track.history import golden_hashes
+    from detsim.track.baselines import golden_hashes
 
     here = provenance.MachineClass.here(threads=1)
     others = [here, dataclasses.replace(here, cpu_class="x86_64 GenuineIntel AVX512", threads=2),
@@ -269,7 +269,7 @@ def test_the_machine_class_and_fingerprint_copies_agree(common):
 
 
 def test_the_suite_reads_this_classes_baseline_and_skips_without_one(common, tmp_path, monkeypatch):
-    from detsim.track.history import baseline_file
+    from detsim.track.baselines import baseline_file
 
     determinism = _import("benchmarks.bench_determinism")
     here = common.holds_for()

@@ -3,7 +3,9 @@
 * the core (``detsim/*.py``) never imports the tracking suite;
 * every suite fact has one home in ``detsim/track/base`` (the acceptance line, Pearson r, the exit codes,
   sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
-* every suite module has a test file of its own, mirroring its place in the package.
+* every suite module has a test file of its own, mirroring its place in the package;
+* the suite's areas form an acyclic graph of imports (lazy imports inside functions included), and no
+  area imports the command layer (:mod:`detsim.track.commands`, :mod:`detsim.track.cli`).
 """
 
 from __future__ import annotations
@@ -44,15 +46,66 @@ def _code(path: Path) -> str:
     return ast.unparse(tree)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Every module ``path`` imports, at any depth of its code (relative imports resolved from ``root``)."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([module] if module else [])])
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
+
+
+COMMAND_LAYER = {"commands", "cli"}
+
+
+def _area(module: str) -> str | None:
+    """The area (first name under ``detsim.track``) a dotted module name belongs to, or None."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["detsim", "track"] and len(parts) > 2 else None
+
+
+def _area_graph(track: Path) -> dict[str, set[str]]:
+    """area -> the other areas its modules import (any import, lazy ones included)."""
+    graph: dict[str, set[str]] = {}
+    for path in track.rglob("*.py"):
+        parts = path.relative_to(track.parent.parent).with_suffix("").parts
+        source = parts[2] if len(parts) > 2 else None
+        if source is None or source == "__init__":
+            continue
+        targets = {_area(name) for name in _imports(path, track.parent.parent)} - {None, source}
+        graph.setdefault(source, set()).update(targets)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path of areas (first == last), or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
@@ -78,6 +131,34 @@ def test_every_suite_module_has_its_own_test_file(module):
     area = module.parent.name
     expected = TESTS / area / f"test_{area}_{module.stem}.py"
     assert expected.is_file(), f"{module.relative_to(ROOT)} has no test file {expected.relative_to(ROOT)}"
+
+
+def test_the_areas_import_each_other_without_a_cycle():
+    cycle = _cycle(_area_graph(TRACK))
+    assert cycle is None, "import cycle between areas: " + " -> ".join(cycle)
+
+
+def test_no_area_imports_the_command_layer():
+    graph = _area_graph(TRACK)
+    leaks = sorted(f"{area} -> {target}" for area, targets in graph.items() if area not in COMMAND_LAYER
+                   for target in targets & COMMAND_LAYER)
+    assert not leaks, f"areas importing the command layer: {leaks}"
+
+
+def test_the_graph_rules_see_lazy_and_relative_imports(tmp_path):
+    """A planted lazy cycle between two areas and a relative import of the commands are both found."""
+    track = tmp_path / "detsim" / "track"
+    for area in ("alpha", "beta", "commands"):
+        (track / area).mkdir(parents=True)
+        (track / area / "__init__.py").write_text("")
+    (track / "alpha" / "one.py").write_text("from detsim.track.beta.two import f\n")
+    (track / "beta" / "two.py").write_text("def f():\n    from detsim.track.alpha import one\n"
+                                           "    from ..commands import run\n")
+    graph = _area_graph(track)
+    assert graph["alpha"] == {"beta"}
+    assert graph["beta"] == {"alpha", "commands"}
+    assert _cycle(graph) in (["alpha", "beta", "alpha"], ["beta", "alpha", "beta"])
+    assert _cycle({"alpha": {"beta"}, "beta": set()}) is None
 
 
 def test_the_rules_see_code_not_prose(tmp_path):

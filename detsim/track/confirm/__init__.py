@@ -1,6 +1,6 @@
 """Confirming a timing step before it becomes a verdict: re-measure both commits, interleaved, and test.
 
-A step in a noisy history (:mod:`detsim.track.history.detection`) is only a *suspect*. Here it is
+A step in a noisy history (:mod:`detsim.track.verdict.detection`) is only a *suspect*. Here it is
 re-measured: the last good and the first bad commit's packages (:mod:`detsim.track.base.commits`) run the
 flagged benchmark in fresh processes, alternately A B A B ... (:mod:`.remeasure`, each process running
 :mod:`.runner`), and the two sets of per-process figures are tested (:mod:`.decision`): **confirmed**

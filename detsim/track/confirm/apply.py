@@ -1,7 +1,7 @@
 """Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them.
 
-:func:`confirm_report` takes a :class:`~detsim.track.history.verdict.Report` and re-measures its
-suspects (:data:`~detsim.track.history.detection.SUSPECT`), the largest rise first, at most ``limit`` of
+:func:`confirm_report` takes a :class:`~detsim.track.verdict.analysis.Report` and re-measures its
+suspects (:data:`~detsim.track.verdict.detection.SUSPECT`), the largest rise first, at most ``limit`` of
 them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
 suspect stays one, with the reason, where it was not re-measured: over the limit, or out of time (each
 suspect gets an equal share of what is left of the budget, so that one compiled benchmark, which
@@ -26,10 +26,10 @@ from detsim.track.base.output import write_json
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
-from detsim.track.history.detection import SUSPECT, Finding
+from detsim.track.verdict.finding import SUSPECT, Finding
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import param_labels
-from detsim.track.history.verdict import FleetReport, Report, exit_code, fleet_of
+from detsim.track.verdict.analysis import FleetReport, Report, exit_code, fleet_of
 
 MAX_REMEASURED = 10  # suspects re-measured per run at most, the largest rise first, within BUDGET_S
 BUDGET_S = 120.0  # seconds of re-measuring per run (a compiled benchmark compiles in every round's processes)

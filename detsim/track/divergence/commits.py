@@ -1,7 +1,7 @@
 """The divergence finder across two commits: each side's op stream recorded in that commit's own package.
 
 :func:`record_at` records one run in a fresh interpreter (``python -P -m
-detsim.track.divergence.cmd_diverge --record-worker ...``) whose ``detsim`` comes first from
+detsim.track.commands.diverge --record-worker ...``) whose ``detsim`` comes first from
 ``package_dir`` (a commit's exported package, :func:`~detsim.track.base.commits.export_package`, that
 carries this recorder); :func:`compare_commits` compares two such records as
 :func:`~detsim.track.divergence.firstdiff.compare_records` does, after dropping the line numbers and
@@ -20,7 +20,7 @@ from detsim.track.base.commits import child_env
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.records import Record
 
-WORKER = "detsim.track.divergence.cmd_diverge"
+WORKER = "detsim.track.commands.diverge"
 _LINE = re.compile(r":\d+(?= in )")
 
 

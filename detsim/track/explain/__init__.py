@@ -5,6 +5,5 @@ it (:mod:`.sides`), measured in a fresh interpreter (:mod:`.worker`): a cost reg
 differential callgrind profile and aten-op diff (:mod:`.profile`, :mod:`.opcount`), a parity change the
 first traced quantity that differs (:mod:`.parity`), an image-hash change the first op whose output
 differs although its inputs agree (:mod:`.hashes`), and commits between the last good and the first bad
-recorded ones are bisected (:mod:`.bisection`). :mod:`.bundle` writes the evidence, :mod:`.cmd_explain`
-is the command.
+recorded ones are bisected (:mod:`.bisection`). :mod:`.bundle` writes the evidence.
 """

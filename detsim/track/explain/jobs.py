@@ -18,8 +18,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from detsim.track.base.golden import find_case
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.explain import hashes, measure, opcount, parity, profile

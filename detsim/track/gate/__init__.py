@@ -1,2 +1,1 @@
-"""The CI gate over pytest-benchmark runs: result files (``results``), the rules (``checks``) and the
-``detsim-track bench-gate`` command (``cmd_bench_gate``)."""
+"""The CI gate over pytest-benchmark runs: result files (:mod:`.results`) and the rules (:mod:`.checks`)."""

@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.history.baseline_file import BaselineError, stored
+from detsim.track.baselines.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
 from detsim.track.history.series import family_of

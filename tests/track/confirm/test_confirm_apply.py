@@ -14,7 +14,7 @@ from detsim.track.confirm import apply
 from detsim.track.confirm.apply import confirm_report, target_of
 from detsim.track.confirm.remeasure import RemeasureError
 from detsim.track.history.asvresults import load_benchmarks
-from detsim.track.history.verdict import analyse
+from detsim.track.verdict.analysis import analyse
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 

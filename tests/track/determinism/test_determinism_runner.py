@@ -163,7 +163,7 @@ def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
 
 @pytest.mark.slow
 def test_isolated_runs_agree_with_in_process_runs():
-    from detsim.track.determinism.cmd_determinism import _isolation
+    from detsim.track.commands.determinism import _isolation
 
     target = resolve_command_line(TINY)
     isolate = _isolation(argparse.Namespace(grad=[], chunk_pixels=None, golden_dir=None))

@@ -74,7 +74,7 @@ def test_each_run_gets_fresh_clones_of_the_tensor_arguments(dtype):
 
 
 def test_the_command_module_re_exports_the_api():
-    from detsim.track.divergence import cmd_diverge
+    from detsim.track.commands import diverge as cmd_diverge
 
     assert cmd_diverge.find_divergence is find_divergence
 

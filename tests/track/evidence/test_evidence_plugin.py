@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from detsim.track.evidence import cmd_evidence, plugin
+from detsim.track.commands import evidence as cmd_evidence
+from detsim.track.evidence import plugin
 from detsim.track import cli
 
 CONFTEST_WITH_DEVICE = '''

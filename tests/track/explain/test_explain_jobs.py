@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +10,7 @@ from detsim.track.explain import jobs
 from detsim.track.explain.jobs import Job, explain_job
 from detsim.track.explain.sides import Side
 
-sys.path.insert(0, str(Path(__file__).parent))
-from explain_history import git  # noqa: E402
+from explain_history import git
 
 
 @pytest.fixture

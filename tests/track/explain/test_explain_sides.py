@@ -9,8 +9,7 @@ import pytest
 
 from detsim.track.explain.sides import SideError, commits_between, prepare_side, run_python, subject
 
-sys.path.insert(0, str(Path(__file__).parent))
-from explain_history import git  # noqa: E402
+from explain_history import git
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.history.detection import Finding
+from detsim.track.verdict.finding import Finding
 from detsim.track.history.series import Point, Series
-from detsim.track.history.verdict import Report
+from detsim.track.verdict.analysis import Report
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, ROWS, family_rows, presence
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 40

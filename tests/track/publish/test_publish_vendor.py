@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 
-from detsim.track.publish.vendor import (ASSETS, fetch_missing, local_path, remote_loads, rewrite, tarball,
-                                         vendor_pages)
+from detsim.track.publish.vendor import ASSETS, fetch_missing, local_path, remote_loads, rewrite, vendor_pages
+from publish_assets import fake_asset_cache
 
 JQUERY = "https://code.jquery.com/jquery-3.3.1.min.js"
 CSS = "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css"
@@ -18,23 +16,6 @@ PAGE = f"""<!doctype html><html><head>
 <link rel="alternate" type="application/atom+xml" href="https://example.org/feed.xml"/>
 </head><body><a href="https://github.com/airspeed-velocity/asv/">asv</a></body></html>
 """
-
-
-def _fake_cache(cache: Path, specs=None) -> None:
-    """Tarballs holding the members ASSETS names, each file's text naming its package and path."""
-    cache.mkdir(parents=True, exist_ok=True)
-    members: dict[str, list[str]] = {}
-    for spec, member in ASSETS.values():
-        members.setdefault(spec, []).append(member)
-    for spec, names in members.items():
-        if specs is not None and spec not in specs:
-            continue
-        with tarfile.open(tarball(cache, spec), "w:gz") as archive:
-            for name in names:
-                data = f"/* {spec} {name} */".encode()
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
 
 
 def test_only_loading_tags_from_other_hosts_count():
@@ -58,7 +39,7 @@ def test_vendor_pages_copies_the_files_and_rewrites_once(tmp_path):
     html.mkdir()
     (html / "index.html").write_text(PAGE)
     (html / "error.html").write_text("<html>no scripts</html>")
-    _fake_cache(cache)
+    fake_asset_cache(cache)
     done = vendor_pages(html, cache, npm="/nonexistent/npm")  # everything cached: npm is not needed
     assert done.problem is None and done.pages == ("index.html",)
     text = (html / "index.html").read_text()
@@ -76,7 +57,7 @@ def test_without_npm_or_cache_the_page_is_left_and_one_line_says_why(tmp_path):
     html, cache = tmp_path / "html", tmp_path / "cache"
     html.mkdir()
     (html / "index.html").write_text(PAGE)
-    _fake_cache(cache, specs={"jquery@3.3.1"})
+    fake_asset_cache(cache, specs={"jquery@3.3.1"})
     done = vendor_pages(html, cache, npm="/nonexistent/npm")
     assert done.pages == () and "bootstrap@3.1.1" in done.problem and "\n" not in done.problem
     assert (html / "index.html").read_text() == PAGE and not (html / "vendor").exists()
@@ -88,7 +69,7 @@ def test_an_unknown_cdn_address_leaves_that_page_alone(tmp_path):
     html.mkdir()
     odd = PAGE.replace("</head>", '<script src="https://cdn.example.org/new-lib.js"></script></head>')
     (html / "index.html").write_text(odd)
-    _fake_cache(cache)
+    fake_asset_cache(cache)
     done = vendor_pages(html, cache, npm="/nonexistent/npm")
     assert done.pages == () and "https://cdn.example.org/new-lib.js" in done.problem
     assert (html / "index.html").read_text() == odd

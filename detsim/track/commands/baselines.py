@@ -1,0 +1,134 @@
+"""``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
+
+The files and what they hold are defined in :mod:`~detsim.track.baselines.baseline_file` (one per
+machine class). Without options the command shows every stored class's baseline and says which one
+applies to this machine (cross-class differences are facts, not failures); ``--refresh`` re-renders
+every golden case with the checked-out code (:mod:`~detsim.track.baselines.golden_hashes`: the render and
+hash the asv tracks use) and writes this machine class's file only, listing which hashes changed. Refreshing is how a deliberate change to the images is accepted, so it
+refuses to run on uncommitted changes unless told to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.golden import GoldenError, golden_dir, load_cases
+from detsim.track.base.hashing import IMAGE_HASH
+from detsim.track.base.output import utc_stamp, write_json
+from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
+from detsim.track.baselines import golden_hashes
+from detsim.track.baselines.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
+                                                for_class, stored)
+
+HELP = "show the stored golden-image hashes, or --refresh them deliberately from the checked-out code"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="project checkout (default: the git work tree around the current directory)")
+    parser.add_argument("--refresh", action="store_true",
+                        help="re-render every golden case and rewrite the baseline (deliberate acceptance)")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="with --refresh: accept uncommitted changes to tracked files")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = (args.repo or repo_root() or Path.cwd()).resolve()
+    try:
+        if args.refresh:
+            return _refresh(root, allow_dirty=args.allow_dirty)
+        return _show(root)
+    except (BaselineError, GoldenError) as exc:
+        print(f"detsim-track baselines: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+
+
+def _show(root: Path) -> int:
+    baselines = stored(root)
+    if not baselines:
+        raise BaselineError(f"{root / BASELINE_DIR}: no baseline file of any machine class "
+                            "(create this machine's with `detsim-track baselines --refresh`)")
+    manifest = [case.id for case in load_cases(golden_dir(root))]
+    machine = golden_hashes.machine_class()
+    here = machine.as_record()
+    incomplete = False
+    for path, data in baselines.items():
+        recorded = data.get("recorded", {})
+        mine = MachineClass.from_record(data["holds_for"]) == machine
+        print(f"{path}: {len(data['cases'])} golden cases{'  <- this machine' if mine else ''}")
+        print("  holds for: " + ", ".join(f"{k}={v}" for k, v in sorted(data["holds_for"].items())))
+        print(f"  recorded: commit {str(recorded.get('commit'))[:12]}"
+              f"{' (dirty)' if recorded.get('dirty') else ''} at {recorded.get('at')} on {recorded.get('cpu')}")
+        if not mine:
+            differing = differing_fields(machine, data["holds_for"])
+            print("  another machine class (a fact, not a failure): this machine has "
+                  + ", ".join(f"{k}={here[k]}" for k in differing))
+        missing = [case for case in manifest if case not in data["cases"]]
+        extra = sorted(set(data["cases"]) - set(manifest))
+        if extra:
+            print(f"  not in the manifest any more: {', '.join(extra)}")
+        if missing:
+            print(f"  golden cases without a baseline hash: {', '.join(missing)} (run with --refresh on that class)")
+            incomplete = incomplete or mine  # another class's gap is that class's to fill
+    if for_class(root, machine):
+        print("this machine: matches; the determinism tracks compare against it")
+    else:
+        print(f"this machine ({machine.slug()}): no baseline of its class; the determinism tracks compare its "
+              f"images commit to commit from its first recorded commit (store one with --refresh: "
+              f"{class_path(machine)})")
+    return ExitCode.UNMEASURED if incomplete else ExitCode.OK
+
+
+def _refresh(root: Path, *, allow_dirty: bool) -> int:
+    state = git_info(root)
+    if state["dirty"] and not allow_dirty:
+        print("detsim-track baselines: the work tree has uncommitted changes; commit them first "
+              "(or pass --allow-dirty) so the baseline names the code it holds for", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    machine = golden_hashes.machine_class()
+    path = root / class_path(machine)
+    old = None
+    try:
+        found = for_class(root, machine)
+        old = found[1] if found else None
+    except BaselineError as exc:
+        print(f"detsim-track baselines: the previous baselines are unusable, not compared: {exc}", file=sys.stderr)
+    cases = load_cases(golden_dir(root))
+    eager = golden_hashes.render_hashes(cases, golden_hashes.EAGER)
+    compiled = golden_hashes.render_hashes(cases, golden_hashes.COMPILED)
+    failed = [f"{case}: {why}" for case, why in eager.failures.items()]
+    failed += [f"{case} (compiled): {why}" for case, why in compiled.failures.items()]
+    if failed:
+        print("detsim-track baselines: not refreshed, these cases did not render:\n  " + "\n  ".join(failed),
+              file=sys.stderr)
+        return ExitCode.UNMEASURED
+    holds_for = machine.as_record()
+    write_json(path, {
+        "schema": SCHEMA,
+        "hash": f"{IMAGE_HASH}, rendered as the asv determinism tracks render it",
+        "holds_for": holds_for,
+        "recorded": {"commit": state["commit"], "dirty": state["dirty"], "at": utc_stamp(),
+                     "cpu": cpu_model(), "python": sys.version.split()[0]},
+        "cases": dict(eager.hashes),
+        "cases_compiled": dict(compiled.hashes),
+    })
+    _print_changes(old, dict(eager.hashes), dict(compiled.hashes), holds_for, path.relative_to(root))
+    return ExitCode.OK
+
+
+def _print_changes(old: dict | None, new: dict, new_compiled: dict, holds_for: dict, where: Path) -> None:
+    print(f"{where}: {len(new)} golden hashes (and {len(new_compiled)} of the compiled path) written for "
+          + ", ".join(f"{k}={v}" for k, v in sorted(holds_for.items()))
+          + " (only this machine class's file; other classes' baselines are left as they are)")
+    if old is None:
+        print("  no previous baseline of this machine class")
+        return
+    for label, key, hashes in (("", "cases", new), (" (compiled path)", "cases_compiled", new_compiled)):
+        before_all = old.get(key, {})
+        changed = [(case, before_all.get(case), sha) for case, sha in hashes.items() if before_all.get(case) != sha]
+        print(f"  {len(changed)}{label} changed since the previous baseline" + (":" if changed else ""))
+        for case, before, after in changed:
+            print(f"    {case}: {before[:16] if before else '(none)'} -> {after[:16]}")

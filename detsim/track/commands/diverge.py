@@ -1,0 +1,311 @@
+"""``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ.
+
+Targets: a golden case (``--case``), a nanoBragg command line (``--nanobragg``), a callable
+(``--call module:function``, called with ``device=``/``dtype=`` when it takes them), a module run as
+``python -m`` would (``-m module -- args``) or a script (``--script file.py -- args``). Both runs are
+recorded by :mod:`detsim.track.divergence.recorder` (aten ops and Triton launches) and compared by
+:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could
+not be recorded or the input was bad.
+
+The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also importable from here)::
+
+    from detsim.track.divergence.finder import find_divergence
+    report = find_divergence(my_function, x, y)     # tensors are cloned for each run
+    print(report.render()); report.first.name       # e.g. "aten.rand.default"
+
+With ``--processes`` each run is recorded in a fresh interpreter, ``python -m
+detsim.track.commands.diverge --record-worker PATH THREADS RUN ARGS...`` (RUN: ``A`` or ``B``, which
+picks the run's fill of never-written memory; ARGS: this subcommand's own arguments), which writes the
+record as JSON to PATH.
+
+A run that ends the process (``os._exit``) leaves no record: that is exit 2 with one line saying so, never
+a verdict. A target that returns no tensor and records no event has nothing to compare: exit 2 as well.
+
+On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
+before the target is imported (``--interpret`` forces it on or off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import os
+import runpy
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
+    write_json
+from detsim.track.base.provenance import environment, thread_count
+from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
+from detsim.track.divergence.finder import find_divergence
+from detsim.track.divergence.firstdiff import Report, compare_records
+from detsim.track.divergence.recorder import record
+from detsim.track.divergence.records import Record
+
+__all__ = ["HELP", "add_arguments", "run", "find_divergence"]
+
+HELP = "run a computation twice and name the first op or Triton kernel that differs (culprit or victim)"
+
+AREA = "diverge"  # the report folder's name under reports/<STAMP>/
+WORKER = "detsim.track.commands.diverge"  # run as ``python -m WORKER --record-worker ...``
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--case", metavar="ID", help="a golden case id (or unique prefix)")
+    target.add_argument("--nanobragg", metavar="'ARGS'", help="a nanoBragg command line")
+    target.add_argument("--call", metavar="MODULE:FUNC", help="a callable: module:function or file.py:function")
+    target.add_argument("-m", dest="module", metavar="MODULE", help="run a module as __main__ (like python -m)")
+    target.add_argument("--script", metavar="FILE", help="run a Python script as __main__")
+    parser.add_argument("program_args", nargs="*", metavar="ARG",
+                        help="arguments for -m/--script (put them after --)")
+    parser.add_argument("--device", default="cpu", help="device for --case/--nanobragg/--call (default cpu)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float64", help="dtype (default float64)")
+    parser.add_argument("--mode", default="eager", help="detsim execution mode (see detsim.engine.MODES)")
+    parser.add_argument("--grad", action="append", default=[], metavar="PARAM",
+                        help="also run the backward pass of image.sum() w.r.t. PARAM (e.g. detector.distance_mm)")
+    parser.add_argument("--chunk-pixels", type=int, default=None)
+    parser.add_argument("--threads", type=int, nargs=2, default=None, metavar=("A", "B"),
+                        help="thread counts of run A and run B (default: the current count for both)")
+    parser.add_argument("--layers", nargs="+", choices=("ops", "kernels"), default=["ops", "kernels"],
+                        help="what to record (default both; record compiled code with kernels only)")
+    parser.add_argument("--processes", action="store_true",
+                        help="record each run in a fresh process (catches per-process state such as autotuning)")
+    parser.add_argument("--interpret", choices=("auto", "on", "off"), default="auto",
+                        help="TRITON_INTERPRET=1 for the target (auto: on when CUDA is unavailable)")
+    parser.add_argument("--max-items", type=int, default=3, help="victims and further culprits to show (default 3)")
+    parser.add_argument("--golden-dir", type=Path, default=None)
+    add_report_options(parser, AREA, optional=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/diverge
+    if out_dir is not None and out_dir.exists():
+        print(f"diverge: {out_dir} already exists; refusing to overwrite it", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    _set_interpreter(args.interpret)
+    threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
+    try:
+        if args.processes:
+            records = [_record_in_process(args, label, n) for label, n in zip("AB", threads)]
+        else:
+            call, label = build_call(args)
+            records = [_record(call, label, n, args, run=run) for run, n in zip("AB", threads)]
+            records[0].label = records[1].label = label
+    except (TargetError, RuntimeError) as exc:
+        print(f"diverge: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    except EndedWithoutRecord as exc:
+        print(f"diverge: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
+    _add_compile_note(report, args)
+    text = report.render()
+    print(text)
+    code = report.exit_code()
+    if out_dir is not None:
+        write_bundle(out_dir, records, report, args, text, code)
+        print(f"evidence: {out_dir}")
+    return code
+
+
+def _set_interpreter(choice: str) -> None:
+    """Set TRITON_INTERPRET before any target module (and its @triton.jit kernels) is imported."""
+    if choice == "on" or (choice == "auto" and "TRITON_INTERPRET" not in os.environ
+                          and not torch.cuda.is_available()):
+        os.environ["TRITON_INTERPRET"] = "1"
+    elif choice == "off":
+        os.environ.pop("TRITON_INTERPRET", None)
+
+
+def build_call(args: argparse.Namespace) -> tuple[Callable[[], object], str]:
+    """The target as a zero-argument function, and its label."""
+    dtype = DTYPES[args.dtype]
+    grads = tuple(args.grad)
+    if args.case or args.nanobragg:
+        target = resolve_case(args.case, grads, args.chunk_pixels, args.golden_dir) if args.case \
+            else resolve_command_line(args.nanobragg, grads, args.chunk_pixels)
+        return (lambda: target.run(args.device, dtype, args.mode)), target.name
+    if args.call:
+        fn = load_callable(args.call)
+        params = _parameters(fn)
+        options = {k: v for k, v in (("device", args.device), ("dtype", dtype)) if k in params}
+        return (lambda: fn(**options)), args.call
+    if args.module:
+        return (lambda: _run_main(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True),
+                                  [args.module, *args.program_args])), f"-m {args.module}"
+    path = str(Path(args.script))
+    return (lambda: _run_main(lambda: runpy.run_path(path, run_name="__main__"),
+                              [path, *args.program_args])), args.script
+
+
+def _parameters(fn: Callable) -> set[str]:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return set()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return {"device", "dtype"}
+    return set(params)
+
+
+def _run_main(run: Callable[[], object], argv: list[str]) -> None:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        run()
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise RuntimeError(f"{argv[0]} exited with status {exc.code}") from None
+    finally:
+        sys.argv = saved
+
+
+class EndedWithoutRecord(BaseException):
+    """The target ended the process (``os._exit``): the run left no record.
+
+    A ``BaseException``, like the exit it replaces, so that the target's own ``except Exception`` does not
+    swallow it.
+    """
+
+
+def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace, *,
+            run: str = "A") -> Record:
+    """Record run ``run`` (``A`` or ``B``: its fill of never-written memory) of ``call``."""
+    with thread_count(threads), _no_hard_exit(label, run):
+        return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers,
+                      fill="AB".index(run))
+
+
+@contextlib.contextmanager
+def _no_hard_exit(label: str, run: str):
+    """``os._exit`` inside the run raises :class:`EndedWithoutRecord` instead of ending the process.
+
+    Only in this process: a child the target forks (multiprocessing) still exits as it means to.
+    """
+    real_exit, pid = os._exit, os.getpid()
+
+    def hard_exit(status: int = 0):
+        if os.getpid() != pid:
+            real_exit(status)
+        raise EndedWithoutRecord(f"{label}: run {run} ended without a record: the target called "
+                                 f"os._exit({status}), which ends the process before anything can be compared")
+
+    os._exit = hard_exit
+    try:
+        yield
+    finally:
+        os._exit = real_exit
+
+
+def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
+    """Record one run in a fresh interpreter (``python -m WORKER --record-worker``, see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
+        path = Path(tmp) / f"record_{label}.json"
+        argv = [sys.executable, "-m", WORKER, "--record-worker", str(path), str(threads), label,
+                *diverge_argv(args, processes=False, out=None)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        if done.returncode == ExitCode.UNMEASURED and last.startswith("diverge: "):
+            raise RuntimeError(last.removeprefix("diverge: "))
+        if done.returncode == 0 and not path.exists():
+            raise RuntimeError(f"run {label} ended without a record: its process exited with status 0 before "
+                               "writing one")
+        if done.returncode != 0 or not path.exists():
+            raise RuntimeError(f"run {label} failed in its own process (exit {done.returncode}):\n{done.stderr}")
+        rec = Record.load(path)
+    rec.label = rec.label or label
+    return rec
+
+
+def _parser() -> argparse.ArgumentParser:
+    """This subcommand's parser on its own (what ``detsim-track diverge`` parses)."""
+    parser = argparse.ArgumentParser(prog="detsim-track diverge", description=HELP)
+    add_arguments(parser)
+    return parser
+
+
+def _record_worker(path: str, threads: str, argv: list[str], run: str = "A") -> int:
+    """Record run ``run`` of the target ``argv`` names at ``threads`` threads; write the record to ``path``."""
+    args = _parser().parse_args(argv)
+    _set_interpreter(args.interpret)
+    call, label = build_call(args)
+    try:
+        rec = _record(call, label, int(threads), args, run=run)
+    except EndedWithoutRecord as exc:
+        print(f"diverge: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    atomic_write_text(Path(path), rec.to_json())
+    return 0
+
+
+def diverge_argv(args: argparse.Namespace, *, processes: bool | None = None, out: Path | None = None) -> list[str]:
+    """The subcommand's arguments, spelled out (for re-running and for worker processes)."""
+    parts: list[str] = []
+    for flag, value in (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call),
+                        ("-m", args.module), ("--script", args.script)):
+        if value:
+            parts += [flag, value]
+    parts += ["--device", args.device, "--dtype", args.dtype, "--mode", args.mode]
+    for g in args.grad:
+        parts += ["--grad", g]
+    if args.chunk_pixels:
+        parts += ["--chunk-pixels", str(args.chunk_pixels)]
+    if args.threads:
+        parts += ["--threads", *map(str, args.threads)]
+    parts += ["--layers", *args.layers, "--interpret", args.interpret, "--max-items", str(args.max_items)]
+    if args.golden_dir:
+        parts += ["--golden-dir", str(args.golden_dir)]
+    if args.processes if processes is None else processes:
+        parts.append("--processes")
+    if out is not None:
+        parts += ["--out", str(out)]
+    if args.program_args:
+        parts += ["--", *args.program_args]
+    return parts
+
+
+def _add_compile_note(report: Report, args: argparse.Namespace) -> None:
+    if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
+        report.notes.append(f"mode {args.mode!r} was recorded with ops on: a dispatch mode makes torch.compile "
+                            "fall back to eager; use --layers kernels to record compiled kernels as they run")
+
+
+def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,
+                 code: int) -> None:
+    """record_A/B.json, report.txt/json, env.json, commands.txt and summary.md, written atomically."""
+    env = environment()
+    command = shlex.join(["detsim-track", "diverge", *diverge_argv(args, out=out_dir)])
+    with atomic_directory(out_dir) as tmp:
+        for rec, label in zip(records, "AB"):
+            atomic_write_text(tmp / f"record_{label}.json", rec.to_json() + "\n")
+        atomic_write_text(tmp / "report.txt", text + "\n")
+        write_json(tmp / "report.json", json.loads(json.dumps(report.to_dict(), default=str)))
+        write_json(tmp / "env.json", env)
+        atomic_write_text(tmp / "commands.txt", f"# run from: {Path.cwd()}\n{command}\n")
+        cuda = env["cuda"].get("device") if env["cuda"].get("available") else "none"
+        summary = ["# First-divergence report", "", f"**Verdict:** {report.verdict()} (exit code {code}).", "",
+                   f"* commit `{env.get('commit')}`{' (dirty work tree)' if env.get('dirty') else ''}; torch "
+                   f"{env['torch']}, triton {env['triton']}; CPU {env['cpu']}; GPU {cuda}; "
+                   f"TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', 'unset')}", "",
+                   "Re-run with:", "", "```", command, "```", "", "```", text, "```", "",
+                   "Files: `record_A.json`, `record_B.json` (every event with its hashes), `report.json`, "
+                   "`env.json`, `commands.txt`.", ""]
+        atomic_write_text(tmp / "summary.md", "\n".join(summary))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 5 or sys.argv[1] != "--record-worker" or sys.argv[4] not in ("A", "B"):
+        sys.exit(f"usage: python -m {WORKER} --record-worker PATH THREADS A|B ARGS... "
+                 "(or: detsim-track diverge ARGS...)")
+    sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[5:], run=sys.argv[4]))

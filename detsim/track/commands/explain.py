@@ -1,0 +1,160 @@
+"""``detsim-track explain``: why a flagged regression happened, across the commits that flagged it.
+
+``detsim-track explain LAST_GOOD FIRST_BAD [--kind cost|parity|hash] [--workload W | --case C]`` explains
+one change; a bare ``detsim-track explain`` explains every finding of the latest verdict
+(:func:`~detsim.track.verdict.analysis.analyse`). Each explanation measures the flagged benchmark at both
+commits, bisects the commits between them, and names the functions that grew (cost), the first traced
+quantity that changed (parity) or the first op whose output changed although its inputs agree (hash):
+:mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
+``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
+
+Exit 0: nothing changed between the commits; 1: a change was found and explained; 2: something could
+not be measured, or the input was bad.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from detsim.track.base.commits import CommitError
+from detsim.track.base.exitcodes import ExitCode, worst
+from detsim.track.base.golden import GoldenError, find_case, golden_dir
+from detsim.track.base.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
+    report_folder
+from detsim.track.cost.counting import CountError, not_measured_reason
+from detsim.track.explain import bundle
+from detsim.track.explain.jobs import KINDS, Job, explain_job
+from detsim.track.explain.profile import ProfileError
+from detsim.track.explain.sides import SideError
+from detsim.track.divergence.commits import RecordError
+from detsim.track.history.jsonc import ResultsError
+
+HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"
+AREA = "explain"
+COUNTED = re.compile(r"^(P1|P2|P4096)@\d+$")
+REDUCED = {"P1": "P1@64", "P2": "P2@32", "P4096": "P1@64"}  # a timed workload's counted stand-in
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("commits", nargs="*", metavar="COMMIT",
+                        help="LAST_GOOD FIRST_BAD (none: every finding of the latest verdict)")
+    parser.add_argument("--kind", choices=KINDS, default=None,
+                        help="what regressed (default: cost, or parity with --case)")
+    parser.add_argument("--workload", default=None, help="the counted workload of a cost explanation (default P1@64)")
+    parser.add_argument("--case", default=None, help="the golden case of a parity or hash explanation")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
+    parser.add_argument("--machine", default=None, help="the asv machine whose verdict to explain")
+    parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
+    parser.add_argument("--top", type=int, default=10, help="entries of the profile and op diffs (default 10)")
+    add_report_options(parser, AREA)
+
+
+def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
+    if len(args.commits) != 2:
+        raise ValueError(f"give LAST_GOOD FIRST_BAD (two commits) or none, got {len(args.commits)}")
+    kind = args.kind or ("parity" if args.case else "cost")
+    if kind == "cost":
+        if args.case and args.workload:
+            raise ValueError("--workload and --case name the same thing for a cost explanation: give one")
+        workload = args.workload or args.case or "P1@64"
+    else:
+        if not args.case:
+            raise ValueError(f"--kind {kind} needs --case (a golden case id)")
+        workload = args.case
+    if not COUNTED.match(workload):
+        workload = find_case(workload, golden).id
+    return [Job(kind, args.commits[0], args.commits[1], workload)]
+
+
+def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[str]]:
+    """One job per regression of the latest verdict that has a last good commit; notes for the others
+    (a timing step counts as a regression once ``detsim-track regressions`` re-measured and confirmed it)."""
+    from detsim.track.confirm.apply import confirm_report
+    from detsim.track.verdict.analysis import analyse
+
+    report = confirm_report(analyse(root, machine), root, limit=0)
+    jobs, notes = [], []
+    for finding in report.regressions:
+        rec = finding.record()
+        origin = f"{rec['benchmark']}{rec['params']}"
+        if not finding.is_verdict:
+            notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
+            continue
+        if not rec.get("last_good"):
+            notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
+            continue
+        job = _job_for(rec, origin)
+        if job is None:
+            notes.append(f"{origin}: a {rec['family']} finding has no explanation here")
+        else:
+            jobs.append(job)
+    return jobs, notes
+
+
+def _job_for(rec: dict, origin: str) -> Job | None:
+    family, good, bad = rec["family"], rec["last_good"], rec["first_bad"]
+    if family == "parity" and rec.get("case"):
+        return Job("parity", good, bad, rec["case"], origin)
+    if family == "determinism" and rec.get("case"):
+        return Job("hash", good, bad, rec["case"], origin)
+    if family in ("cost", "timing", "throughput", "memory"):
+        match = re.search(r"workload='([^']+)'", rec.get("params") or "")
+        workload = match[1] if match else "P1@64"
+        if not COUNTED.match(workload) and not re.match(r"^[a-z]\d\d_", workload):
+            workload = REDUCED.get(workload.split("@")[0], "P1@64")
+        elif family != "cost" and COUNTED.match(workload):
+            workload = REDUCED.get(workload.split("@")[0], "P1@64")
+        return Job("cost", good, bad, workload, origin)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.root).resolve()
+    folder = report_folder(args, AREA, base=root)
+    try:
+        check_new_folder(folder, "--out")
+        golden = golden_dir(root)
+        jobs, notes = (jobs_from_arguments(args, golden), []) if args.commits else jobs_from_verdict(root, args.machine)
+    except (OutputError, ValueError, GoldenError, ResultsError) as exc:
+        print(f"explain: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    for note in notes:
+        print(f"explain: {note}", file=sys.stderr)
+    if not jobs:
+        print("explain: nothing to explain" + (" (see the notes above)" if notes else ": the verdict has no finding"))
+        return ExitCode.UNMEASURED if notes else ExitCode.OK
+    if any(job.kind == "cost" for job in jobs) and not_measured_reason():
+        print(f"explain: {not_measured_reason()}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    codes, records = [], []
+    argv = ["explain", *args.commits, *(["--kind", args.kind] if args.kind else []),
+            *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else [])]
+    try:
+        with atomic_directory(folder) as tmp:
+            for job in jobs:
+                try:
+                    record = explain_job(job, root, golden, tmp / job.name, bisecting=not args.no_bisect,
+                                         top=args.top)
+                except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError) as exc:
+                    print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
+                    codes.append(ExitCode.UNMEASURED)
+                    continue
+                records.append(record)
+                codes.append(ExitCode.REGRESSED if record["changed"] else ExitCode.OK)
+                for line in record.get("details", {}).get("profile", []) + record.get("details", {}).get("ops", []):
+                    print(line)
+                print(record["answer"])
+            if not records:
+                raise _NothingExplained
+            bundle.finish(tmp, records, argv, root)
+    except _NothingExplained:
+        return ExitCode.UNMEASURED
+    print(f"evidence: {folder}")
+    return worst(*codes)
+
+
+class _NothingExplained(Exception):
+    """No explanation could be made: no bundle is left behind."""

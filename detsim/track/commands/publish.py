@@ -1,0 +1,138 @@
+"""``detsim-track publish``: after ``asv publish``, a status page beside asv's and the folder made offline.
+
+Writes ``<html>/status.html`` (:mod:`.page`): the latest verdict per family (timing, memory, cost,
+parity, determinism) with its colour, the commit it refers to and links into asv's graphs; parity on a
+log scale of 1 - r with the acceptance line; determinism per commit and golden case. With several
+machines recorded (asv keeps one series per machine), one such section per machine, after the lines
+saying where the machines agree (:func:`~detsim.track.verdict.analysis.analyse_fleet`). Adds one link to
+it in asv's navigation bar (:mod:`.navlink`), and replaces the CDN scripts of asv's pages by local
+copies from npm packages (:mod:`.vendor`; cached in ``.asv/www-assets``). When those cannot be had,
+one line says so and asv's page stays as it was: that is not a verdict, the exit status stays 0.
+
+Bad input (exit 2, one line, nothing written): no asv page in ``--html``; a ``status.html`` there that
+this command did not write (it is never replaced); unreadable stored results. Otherwise exit 0,
+whatever the verdict (``detsim-track`` gives that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import atomic_write_text
+from detsim.track.base.provenance import repo_root
+from detsim.track.history.asvresults import load_recorded, recorded_machines
+from detsim.track.history.jsonc import ResultsError, load_config
+from detsim.track.history.series import build_series
+from detsim.track.confirm.apply import confirm_fleet, confirm_report
+from detsim.track.verdict.analysis import Report, analyse, analyse_fleet
+from detsim.track.publish.fingerprints import determinism_states
+from detsim.track.publish.links import graph_url
+from detsim.track.publish.navlink import STATUS_PAGE, add_status_link
+from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
+from detsim.track.publish.rows import family_rows, presence
+from detsim.track.publish.vendor import vendor_pages
+
+HELP = "after `asv publish`: write status.html beside asv's page and make the published folder work offline"
+ASSET_CACHE = Path(".asv") / "www-assets"  # npm tarballs, relative to the project
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--html", type=Path, default=None,
+                        help="asv's published folder (default: html_dir of asv.conf.json, reports/html)")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
+    parser.add_argument("--machine", action="append", default=None,
+                        help="asv machine name; repeat for several (default: every machine recorded, each with "
+                             "its own verdict, and which machines agree)")
+    parser.add_argument("--assets", type=Path, default=None,
+                        help="folder of the npm tarballs of asv's scripts (default: .asv/www-assets of the project)")
+
+
+class BadInput(Exception):
+    """One line naming the input; exit 2 before anything is written."""
+
+
+def check_html(html: Path) -> Path:
+    """The status page's path in ``html``, after checking the folder holds asv's page and nothing foreign."""
+    if not (html / "index.html").is_file():
+        raise BadInput(f"--html {html}: no asv page there (no index.html; run `asv publish` first)")
+    status = html / STATUS_PAGE
+    if status.is_symlink() or (status.exists() and not status.is_file()):
+        raise BadInput(f"--html {html}: {STATUS_PAGE} is not a regular file; not replaced")
+    if status.exists():
+        try:
+            text = status.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise BadInput(f"--html {html}: {STATUS_PAGE} cannot be read ({exc.strerror or exc}); not replaced") from exc
+        if not is_ours(text):
+            raise BadInput(f"--html {html}: {STATUS_PAGE} was not written by detsim-track publish; not replaced")
+    if not os.access(html, os.W_OK | os.X_OK) or not os.access(html / "index.html", os.W_OK):
+        raise BadInput(f"--html {html}: not writable")
+    return status
+
+
+def machine_page(root: Path, report: Report) -> tuple[str, list]:
+    """One machine's section of the page and its rows, from its verdict and what ``root`` stores for it."""
+    recorded = load_recorded(root, report.machine)
+    series = build_series(recorded.files, recorded.benchmarks, recorded.config)
+    note = next((n for n in report.notes if n.startswith("image hashes not compared")), None)
+    machine = report.machine  # links show this machine's series only
+    rows = family_rows(report.as_json(), presence(series, report.latest), recorded.benchmarks, note, machine)
+    parity = {}
+    for s in series:
+        if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
+            parity[s.case] = (s.case, s.name, parity_points(s.points))
+    history = History(
+        parity=[parity[c] for c in sorted(parity)],
+        determinism=determinism_states(root, series, report.commits),
+        determinism_benchmarks={s.case: s.name for s in series if s.family == "determinism" and s.case})
+    section = machine_section(report.as_json(), rows, history,
+                              lambda bench: graph_url(bench, "", recorded.benchmarks, machine=machine))
+    return section, rows
+
+
+def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str]]:
+    """The status page's text and one summary per machine (``family verdict, ...``), from what ``root``
+    stores: one machine's verdict, or, with several machines recorded (or named), each machine's and
+    where they agree."""
+    machines = machines or recorded_machines(root)
+    if len(machines) <= 1:
+        report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)
+        section, rows = machine_page(root, report)
+        return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
+    fleet = confirm_fleet(analyse_fleet(root, machines), root, limit=0)
+    sections, summaries = [], []
+    for machine, report in fleet.reports.items():
+        section, rows = machine_page(root, report)
+        sections.append(section)
+        summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
+    return fleet_html(fleet.as_json(), sections), summaries
+
+
+def run(args: argparse.Namespace) -> int:
+    root = (args.repo or repo_root() or Path.cwd()).resolve()
+    try:
+        html = args.html
+        if html is None:
+            html = root / load_config(root).get("html_dir", "reports/html")
+        status = check_html(html)
+        text, summaries = build_page(root, args.machine)
+    except (BadInput, ResultsError) as exc:
+        print(f"detsim-track publish: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    atomic_write_text(status, text)
+    index = html / "index.html"
+    linked = add_status_link(index.read_text(encoding="utf-8"))
+    if linked is None:
+        print(f"detsim-track publish: {index} has no navigation bar: no link to {STATUS_PAGE} added")
+    elif linked != index.read_text(encoding="utf-8"):
+        atomic_write_text(index, linked)
+    vendored = vendor_pages(html, args.assets or root / ASSET_CACHE)
+    if vendored.problem:
+        print(f"detsim-track publish: offline copies not made: {vendored.problem}")
+    print(f"detsim-track publish: wrote {status} ({'; '.join(summaries)})")
+    return ExitCode.OK

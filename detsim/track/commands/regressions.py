@@ -1,0 +1,136 @@
+"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit.
+
+Reads ``asv.conf.json``, asv's results (``results/asv/<machine>/``), the per-commit image hashes
+(``results/hashes/<commit>.json``) and the golden baseline (:mod:`.asvresults`), orders the recorded
+commits by git history (by commit date outside git; :mod:`.ordering`), and checks the latest value of
+every benchmark (:mod:`.detection`):
+
+* **timings** (``time_*``) and throughput: a piecewise-constant fit of the history (asv's Potts solver on
+  log values, :mod:`.steps`) finds where the level moved; the step into the run of levels that ends at
+  the latest commit, or the latest point alone, rising by more than the benchmark's threshold
+  (``regressions_thresholds`` in asv.conf.json, the largest matching one) is a **suspect**, never a
+  verdict by itself. Up to ``--remeasure N`` suspects (default 10, the largest first; at most
+  ``--remeasure-budget S`` seconds, default 120) are re-measured
+  here: the last good and the first bad commit's packages run the benchmark alternately, each
+  measurement in a fresh process (:mod:`detsim.track.confirm`), and the step is **confirmed** (a
+  regression) only when the re-measured ratio is above the threshold and a signed-rank test says so
+  (p < 0.01); otherwise it is **noise**. Each line says which evidence decided. Throughput (units per
+  second) is checked the other way up;
+* **peak memory**: the same step must clear its threshold and a one-sided rank test of the raw samples
+  of up to 3 commits on either side (Mann-Whitney, p < 0.01);
+* **instruction counts** (``bench_cost``): exact: the latest count above the best recorded one by more
+  than the threshold (2%) is a regression at the first commit of the run above it;
+* **parity** (1 - r per golden case) is exact: any rise over the best recorded value, or a value past
+  the acceptance line r >= 0.9995, is a regression;
+* **determinism** (0/1 per golden case against the stored baseline hash) is exact: a 1 at the latest
+  commit is a regression, reported with the old and new sha256; a **hash count** (how many golden
+  cases of the compiled path differ from their stored hashes) is exact too: any rise counts.
+
+With several machines recorded (asv keeps one series per machine), each is judged on its own series
+and the verdict says, per family, which machines agree (``determinism: both machines agree, nothing
+regressed``, ``timing regression on m1 only (...)``) and states cross-machine facts (different machine
+classes, images of one class that differ); the exit status is the worst machine's. ``--machine NAME``
+(repeatable) picks machines; the tracking run (``.ci/track``) passes this runner's.
+
+Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspects and noise included),
+1 something regressed (a timing only when confirmed), 2
+something could not be measured (a benchmark failed at the latest commit, the commit did not build,
+nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
+
+``--explain`` runs ``detsim-track explain`` on a verdict of 1 (docs/explain.md): for each regression, why,
+across its last good and first bad commit, with an evidence bundle under ``reports/<STAMP>/explain``.
+
+``--json PATH`` is checked before anything is read: an existing PATH is replaced only when it is a
+previous report of this command (``"report": "detsim-track regressions"``); any other file is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
+from detsim.track.base.provenance import repo_root
+from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report
+from detsim.track.history.jsonc import ResultsError
+from detsim.track.history.asvresults import recorded_machines
+from detsim.track.verdict.lines import fleet_lines, report_lines
+from detsim.track.verdict.analysis import FleetReport, analyse, analyse_fleet
+
+HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
+    parser.add_argument("--machine", action="append", default=None,
+                        help="asv machine name; repeat for several (default: every machine recorded, each "
+                             "judged on its own series, then which machines agree)")
+    parser.add_argument("--remeasure", type=_count, default=MAX_REMEASURED, metavar="N",
+                        help="re-measure at most N timing suspects, the largest first, interleaved at their last "
+                             f"good and first bad commits (default {MAX_REMEASURED}; 0: report them unconfirmed)")
+    parser.add_argument("--remeasure-budget", type=_seconds, default=BUDGET_S, metavar="S",
+                        help=f"seconds of re-measuring at most (default {BUDGET_S:.0f})")
+    parser.add_argument("--explain", action="store_true",
+                        help="when something regressed, explain it across its commits (detsim-track explain: "
+                             "the functions that grew, the first changed quantity or op), with an evidence bundle")
+    add_json_option(parser, "the report")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+COMMAND = "detsim-track regressions"  # the "report" field of the --json file
+
+
+def run(args: argparse.Namespace) -> int:
+    root = (args.repo or repo_root() or Path.cwd()).resolve()
+    try:
+        if args.json is not None:
+            check_output_file(args.json, "--json", COMMAND)
+        machines = args.machine or recorded_machines(root)
+        if len(machines) > 1:
+            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure,
+                                   budget_s=args.remeasure_budget)
+        else:
+            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
+                                    budget_s=args.remeasure_budget)
+    except (ResultsError, OutputError) as exc:
+        print(f"detsim-track: {exc}", file=sys.stderr)
+        return ExitCode.UNMEASURED
+    for line in fleet_lines(report) if isinstance(report, FleetReport) else report_lines(report):
+        print(line)
+    if args.json is not None:
+        try:
+            write_json(args.json, {"report": COMMAND, **report.as_json()})
+        except OSError as exc:  # the place changed since the check: say so; a verdict's 1 or 2 stays
+            print(f"detsim-track: --json {args.json}: not written ({exc.strerror or exc})", file=sys.stderr)
+            return report.exit or ExitCode.UNMEASURED
+    if args.explain and report.exit == ExitCode.REGRESSED:
+        _explain(root, report)
+    return report.exit
+
+
+def _explain(root: Path, report) -> None:
+    """Run ``detsim-track explain`` on the verdict just printed (its exit status does not change the verdict's)."""
+    from detsim.track.commands import explain as cmd_explain
+
+    if isinstance(report, FleetReport):
+        print("detsim-track: --explain explains one machine's verdict: give --machine", file=sys.stderr)
+        return
+    parser = argparse.ArgumentParser(prog="detsim-track explain")
+    cmd_explain.add_arguments(parser)
+    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", report.machine]))

@@ -1,0 +1,311 @@
+"""The verdict on a project's stored history: what regressed at the latest recorded commit.
+
+:func:`analyse` reads what was recorded (:mod:`.asvresults`), builds the series (:mod:`.series`) and
+judges the latest point of each (:mod:`.detection`) into a :class:`Report`: the findings (sorted by
+family, benchmark, parameters), the series not measured at the latest commit (failed there), how many
+were skipped there, whether the latest commit built at all, notes, and the exit code:
+:attr:`~detsim.track.base.exitcodes.ExitCode.UNMEASURED` when something failed or nothing was measured
+(it wins), REGRESSED for a finding, else OK. :meth:`Report.as_json` is the ``--json`` form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import utc_stamp
+from detsim.track.base.provenance import MachineClass, class_fingerprint
+from detsim.track.history.asvresults import load_recorded, recorded_machines
+from detsim.track.verdict.detection import Finding, detect
+from detsim.track.verdict.fingerprint_series import class_cut
+from detsim.track.baselines.golden_hashes import fingerprint_hex
+from detsim.track.history.jsonc import ResultsError
+from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
+from detsim.track.history.series import FAMILY_ORDER, Series, build_series
+
+
+@dataclass(frozen=True)
+class Report:
+    generated_at: str  # UTC stamp
+    machine: str
+    envs: tuple[str, ...]
+    commits: tuple[str, ...]  # recorded commits, oldest first
+    latest: str
+    subjects: Mapping[str, str]  # commit -> subject line
+    regressions: tuple[Finding, ...]
+    unmeasured: tuple[str, ...]  # labels of the series that failed at the latest commit
+    skipped: int  # series skipped at the latest commit
+    built: bool  # whether anything was measured at the latest commit
+    notes: tuple[str, ...]
+    exit: ExitCode
+    machine_class: float | None = None  # the class fingerprint of the latest commit's renders (None: unrecorded)
+    fingerprints: Mapping[str, float] = field(default_factory=dict)  # case -> image fingerprint at the latest
+
+    def as_json(self) -> dict:
+        return {
+            "generated_at": self.generated_at, "machine": self.machine, "envs": list(self.envs),
+            "commits": list(self.commits), "latest": self.latest, "subjects": dict(self.subjects),
+            "regressions": [f.record() for f in self.regressions], "unmeasured": list(self.unmeasured),
+            "skipped": self.skipped, "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
+            "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
+        }
+
+
+def exit_code(findings, unmeasured, built: bool) -> ExitCode:
+    """UNMEASURED when something failed or nothing was built (it wins), REGRESSED for a finding that is a
+    verdict (not a timing suspect, not noise), else OK."""
+    if unmeasured or not built:
+        return ExitCode.UNMEASURED
+    return ExitCode.REGRESSED if any(f.is_verdict for f in findings) else ExitCode.OK
+
+
+def machine_references(series: list[Series]) -> dict[str, float]:
+    """Commit -> the machine reference's seconds there (to correct timings for load)."""
+    return {p.commit: p.value for s in series if s.family == "reference" and s.unit == "seconds"
+            for p in s.points if p.measured}
+
+
+def machine_classes(series: list[Series]) -> dict[str, float]:
+    """Commit -> the machine-class fingerprint of its golden renders (``track_machine_class``)."""
+    return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+
+
+def _measured_at(s: Series, latest: str) -> bool:
+    return any(p.commit == latest and p.measured for p in s.points)
+
+
+def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[str, dict]:
+    """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
+    where no record of earlier versions of the suite holds the case."""
+    merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
+    for s in series:
+        if s.family != "fingerprint" or not s.case:
+            continue
+        for p in s.points:
+            if p.measured:
+                cases = merged.setdefault(p.commit, {"cases": {}})["cases"]
+                cases.setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
+    return merged
+
+
+def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
+          hashes: Mapping[str, dict]) -> tuple[list[Finding], list[str], int]:
+    """The findings, the labels not measured at ``latest`` (failed) and the count skipped there.
+
+    Image fingerprints are judged commit to commit (within the latest commit's machine class) only
+    where no stored baseline of this class judged the same images: a case whose 0/1 determinism track
+    was measured at ``latest``, or the compiled path where its count was. asv's page never judges them
+    (null in ``regressions_first_commits``); this command does, from the first commit asv would.
+    """
+    references = machine_references(series)
+    classes = machine_classes(series)
+    by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
+    count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
+    fingerprint_conf = {**conf, "regressions_first_commits": {
+        k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
+    hashes = with_fingerprints(series, hashes)
+    regressions, unmeasured, skipped = [], [], 0
+    for s in series:
+        fingerprint = s.family == "fingerprint"
+        if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
+            continue  # the stored baseline of this class judged these images
+        at_latest = [p for p in s.points if p.commit == latest]
+        if at_latest and at_latest[-1].value is None:
+            unmeasured.append(s.label)
+            continue
+        if at_latest and not at_latest[-1].measured:
+            skipped += 1
+            continue
+        start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
+                                 [p.commit for p in s.points])
+        if start is None or not at_latest:
+            continue
+        if fingerprint:
+            start = max(start, class_cut(s.points, classes))
+        finding = detect(s, start, references, baseline.get("cases", {}), hashes)
+        if finding is not None:
+            regressions.append(finding)
+    regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
+    return regressions, unmeasured, skipped
+
+
+def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
+                   holds_for: Mapping | None) -> tuple[str, dict] | None:
+    """The stored baseline (path, content) of the recorded machine's class: the one whose class has the
+    recorded class fingerprint, or (results of earlier versions) equals the per-commit record's
+    ``holds_for``; without either, the only stored baseline, as earlier versions read it."""
+    for path, data in baselines.items():
+        if machine_class is not None and class_fingerprint(data["holds_for"]) == machine_class:
+            return path, data
+        if machine_class is None and holds_for and MachineClass.from_record(data["holds_for"]) == \
+                MachineClass.from_record(holds_for):
+            return path, data
+    if machine_class is None and not holds_for and len(baselines) == 1:
+        return next(iter(baselines.items()))
+    return None
+
+
+def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
+                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None) -> str | None:
+    """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
+    applied: commit to commit from the class's first recorded commit, and how the stored classes
+    differ (facts, never failures)."""
+    if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
+        return None
+    here = (hashes.get(latest) or {}).get("holds_for")
+    others = []
+    for path, data in baselines.items():
+        stored = data.get("holds_for", {})
+        differing = sorted(k for k in (here or {}) if stored.get(k) != here[k])
+        others.append(f"{path} holds for " + (", ".join(f"{k}={stored.get(k)}" for k in differing)
+                                               + " where this machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
+                                               if differing else MachineClass.from_record(stored).slug()
+                                               if MachineClass.from_record(stored) else "another class"))
+    facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
+    fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
+    if fingerprints:
+        classes = machine_classes(series)
+        cut = class_cut(fingerprints[0].points, classes)
+        first = fingerprints[0].points[cut].commit if cut < len(fingerprints[0].points) else latest
+        return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
+                f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
+                "`detsim-track baselines --refresh` on this machine class")
+    det = [s for s in series if s.family == "determinism"]
+    skipped = [s for s in det if any(p.commit == latest and p.value is not None and not p.measured for p in s.points)]
+    if not skipped:
+        return None
+    return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
+            "store one with `detsim-track baselines --refresh` on this machine class")
+
+
+def analyse(root: Path, machine: str | None = None) -> Report:
+    """The report (raises :class:`~.jsonc.ResultsError` on unusable stored files)."""
+    recorded = load_recorded(root, machine)
+    files = recorded.files
+    series = build_series(files, recorded.benchmarks, recorded.config)
+    order = list(dict.fromkeys(f["commit_hash"] for f in files))
+    latest = order[-1]
+    required = checkout_head(root)
+    if required and required != latest:
+        raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
+                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
+    conf = {**recorded.config,
+            "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
+    machine_class = machine_classes(series).get(latest)
+    chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
+    regressions, unmeasured, skipped = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
+    notes = list(recorded.notes)
+    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
+    if note:
+        notes.append(note)
+    built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
+    if not built:
+        notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
+    if required is None:
+        notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
+    code = exit_code(regressions, unmeasured, built)
+    return Report(
+        generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
+        commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
+        unmeasured=tuple(unmeasured), skipped=skipped, built=built, notes=tuple(notes), exit=code,
+        machine_class=machine_class,
+        fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
+                      for p in s.points if p.commit == latest and p.measured},
+    )
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    """The verdicts of several machines on one history, and where they agree."""
+
+    reports: Mapping[str, Report]  # machine -> its verdict
+    failed: Mapping[str, str]  # machine -> why it could not be judged (one line)
+    agreement: tuple[str, ...]  # one line per family: which machines agree, which regressed
+    facts: tuple[str, ...]  # cross-machine facts (machine classes, images of one class that differ)
+    exit: ExitCode
+
+    def as_json(self) -> dict:
+        return {"machines": {m: r.as_json() for m, r in self.reports.items()}, "not_judged": dict(self.failed),
+                "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
+
+
+AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count")
+
+
+def _both(names: list[str]) -> str:
+    return "both machines" if len(names) == 2 else f"all {len(names)} machines"
+
+
+def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
+    """Per family: whether every machine found the same regressions, or which machines found which."""
+    machines = sorted(reports)
+    found = {m: {} for m in machines}  # machine -> family -> {(benchmark, params)}
+    for m, report in reports.items():
+        for f in (f for f in report.regressions if f.is_verdict):
+            found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
+    families = [fam for fam in AGREEMENT_FAMILIES if fam in ("timing", "determinism")
+                or any(fam in found[m] for m in machines)]
+    lines = []
+    for family in families:
+        keys = {m: found[m].get(family, set()) for m in machines}
+        regressed = [m for m in machines if keys[m]]
+        if not regressed:
+            lines.append(f"{family}: {_both(machines)} agree, nothing regressed")
+        elif len(regressed) == len(machines) and all(keys[m] == keys[machines[0]] for m in machines):
+            lines.append(f"{family}: {_both(machines)} agree, {len(keys[machines[0]])} regressed on each")
+        elif len(regressed) == len(machines):
+            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ("
+                         + ", ".join(f"{m} {len(keys[m])}" for m in machines) + ")")
+        else:
+            clean = [m for m in machines if m not in regressed]
+            lines.append(f"{family} regression on {', '.join(regressed)} only ("
+                         + ", ".join(f"{m} {len(keys[m])}" for m in regressed)
+                         + f"; nothing on {', '.join(clean)})")
+    return lines
+
+
+def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
+    """What differs between machines without being a failure: their machine classes, and, within one class
+    at one commit, images that differ (a class's images should agree across its machines)."""
+    facts = []
+    machines = sorted(reports)
+    for i, a in enumerate(machines):
+        for b in machines[i + 1:]:
+            ra, rb = reports[a], reports[b]
+            if ra.machine_class is None or rb.machine_class is None:
+                continue
+            if ra.machine_class != rb.machine_class:
+                facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
+                             "each other (a fact, not a failure)")
+            elif ra.latest == rb.latest:
+                differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
+                                if ra.fingerprints[c] != rb.fingerprints[c])
+                facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
+                             + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
+                                f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
+    return facts
+
+
+def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
+    """Every machine's verdict (``machines``, default every recorded one) and where they agree; a machine
+    that cannot be judged (HEAD not measured there, an unusable file) is named, and makes the exit 2."""
+    machines = machines or recorded_machines(root)
+    reports, failed = {}, {}
+    for machine in machines:
+        try:
+            reports[machine] = analyse(root, machine)
+        except ResultsError as exc:
+            failed[machine] = str(exc)
+    if not reports:
+        raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()) or "nothing recorded")
+    return fleet_of(reports, failed)
+
+
+def fleet_of(reports: Mapping[str, Report], failed: Mapping[str, str]) -> FleetReport:
+    """The fleet verdict of machines' reports (and of those that could not be judged)."""
+    codes = [r.exit for r in reports.values()] + [ExitCode.UNMEASURED] * bool(failed)
+    code = ExitCode.UNMEASURED if ExitCode.UNMEASURED in codes else max(codes)
+    return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),
+                       facts=tuple(fleet_facts(reports)), exit=ExitCode(code))

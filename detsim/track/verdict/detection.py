@@ -1,0 +1,240 @@
+"""Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
+
+Lower is better everywhere (throughput is judged on its inverse). By family (:mod:`.series`):
+
+* **exact** (parity, hash count): any rise over the best recorded value counts; parity also fails past
+  the acceptance line (1 - r above :data:`~detsim.track.base.metrics.PARITY_MAX_ONE_MINUS_R`);
+* **cost** (instruction counts, repeatable within ~0.1 %): the latest value above the best recorded one
+  by more than the series' threshold counts, found at the first commit of the run above it (no rank
+  test, no load correction: a count does not depend on the machine's load);
+* **determinism**: a 1 at the latest commit (its image differs from its machine class's stored
+  baseline hash), found with the old and new sha256 (or fingerprints) per commit; where the class has
+  no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
+* **timings and throughput** (:data:`~.finding.REMEASURED`): never a verdict on recorded points alone. The step
+  into the run of levels ending at the latest commit (:func:`~.steps.segments`), or the latest point
+  alone against the level before it, rising by more than the series' threshold is **noise** when the
+  history itself explains it (the machine reference moved as much over the same commits, or the raw
+  samples either side overlap: rank test p >= :data:`HISTORY_NOISE_P`), else a **suspect**
+  (``detail["confirmation"]``, with the history's evidence) that :mod:`detsim.track.confirm`
+  re-measures and decides. Neither is a regression (:attr:`Finding.is_verdict`);
+* **other noisy series** (memory, other tracks): the step into the tip must rise by more than the
+  series' threshold and be confirmed by a one-sided rank test of the raw samples of up to
+  :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
+
+A finding names the last good and first bad commits, the old and new values and the evidence
+(``detail``); :meth:`Finding.record` is its JSON form.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Mapping
+
+from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
+from detsim.track.verdict.fingerprint_series import fingerprint_finding
+from detsim.track.history.series import Point, Series
+from detsim.track.verdict.steps import mann_whitney_greater, segments
+
+ALPHA = 0.01  # one-sided rank test level for timings
+NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
+HISTORY_NOISE_P = 0.05  # a step whose raw samples overlap this much is noise without re-measuring
+
+
+def detect(series: Series, start: int, references: Mapping[str, float], baseline_hashes: Mapping,
+           hashes: Mapping[str, dict]) -> Finding | None:
+    """The regression at the series' latest point, looking at points from ``start`` on.
+
+    ``references``: commit -> the machine reference's seconds; ``baseline_hashes``: case -> stored
+    sha256; ``hashes``: commit -> its per-commit hash record.
+    """
+    points = [p for p in series.points[start:] if p.measured]
+    if not points or not series.points[-1].measured:
+        return None
+    if series.family == "parity":
+        return _exact(series, points, absolute=PARITY_MAX_ONE_MINUS_R)
+    if series.family == "determinism":
+        return _hash_changed(series, points, baseline_hashes, hashes)
+    if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
+        return fingerprint_finding(series, points)
+    if series.family == "machine class":
+        return None
+    if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
+        return _exact(series, points)
+    if series.family == "cost":
+        return _cost(series, points)
+    if series.family == "reference":
+        return None
+    return _noisy(series, points, references)
+
+
+def _exact(series: Series, points: list[Point], *, absolute: float | None = None) -> Finding | None:
+    """Exact values, lower is better: a rise over the best value (or past ``absolute``) counts."""
+    latest, best = points[-1].value, min(p.value for p in points)
+    if latest <= best and (absolute is None or latest <= absolute):
+        return None
+    good = [i for i, p in enumerate(points) if p.value <= best and (absolute is None or p.value <= absolute)]
+    if good and good[-1] < len(points) - 1:
+        last = good[-1]
+        return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
+    return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+
+
+def _cost(series: Series, points: list[Point]) -> Finding | None:
+    """Instruction counts: the latest above the best by more than the threshold; the first bad commit is
+    the first of the run, ending at the latest, that sits above that limit."""
+    limit = min(p.value for p in points) * (1 + series.threshold)
+    if points[-1].value <= limit:
+        return None
+    last = max(i for i, p in enumerate(points) if p.value <= limit)  # the best itself is within
+    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, points[-1].value,
+                   {"evidence": f"instruction count above the best by more than {series.threshold:.0%} "
+                                "(exact: no rank test)"})
+
+
+def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
+                  hashes: Mapping[str, dict]) -> Finding | None:
+    if points[-1].value == 0:
+        return None
+    first = len(points) - 1
+    while first > 0 and points[first - 1].value != 0:
+        first -= 1
+    last_good = points[first - 1].commit if first > 0 else None
+
+    def sha(commit):
+        return ((hashes.get(commit) or {}).get("cases", {}).get(series.case) or {}).get("sha256")
+
+    old = sha(last_good) if last_good else baseline_hashes.get(series.case)
+    new = sha(points[-1].commit)
+    changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if sha(p.commit) != sha(prev.commit)]
+    detail = {"old_sha256": old, "new_sha256": new, "changed_again_at": changes}
+    if old and new and (old.startswith(new) or new.startswith(old)):  # fingerprints hold a sha256's start
+        detail["note"] = "same image as the last good commit: the baseline changed between the runs; re-run it"
+    return Finding(series, last_good, points[first].commit, 0.0, 1.0, detail)
+
+
+def _step_into_tip(y: list[float], threshold: float) -> tuple[tuple, tuple, float] | None:
+    """The segments ``(left, right_exclusive, level)`` either side of the step into the run at the tip
+    that sits above the best level by more than ``threshold``, and the tip's level."""
+    segs = segments(y, threshold)
+    best, latest = min(level for _, _, level in segs), segs[-1][2]
+    if latest <= best * (1 + threshold):
+        return None
+    first = len(segs) - 1  # the run of segments, ending at the tip, that all sit above best x (1 + threshold)
+    while first > 0 and segs[first - 1][2] > best * (1 + threshold):
+        first -= 1
+    if first == 0:
+        return None
+    return segs[first - 1], segs[first], latest
+
+
+def _load_corrected(rise: float, side_a: list[Point], side_b: list[Point], references: Mapping[str, float],
+                    detail: dict) -> float:
+    """The rise divided by the machine reference's change across the step (the rise where unmeasured)."""
+    refs_a, refs_b = [references.get(p.commit) for p in side_a], [references.get(p.commit) for p in side_b]
+    if not (all(refs_a) and all(refs_b)):
+        return rise
+    load = statistics.median(refs_b) / statistics.median(refs_a)
+    detail["machine_reference_ratio"] = round(load, 4)
+    detail["load_corrected_rise"] = round(rise / load, 4)
+    return rise / load
+
+
+def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_is_better: bool,
+               detail: dict) -> bool:
+    """The rank test of the raw samples (or, for timings without samples, disjoint 99% intervals)."""
+    if all(p.samples for p in side_a + side_b):
+        a = [v for p in side_a for v in p.samples if v > 0]
+        b = [v for p in side_b for v in p.samples if v > 0]
+        if larger_is_better:
+            a, b = [1 / v for v in a], [1 / v for v in b]
+        p_value = mann_whitney_greater(a, b)
+        detail["rank_test_p"] = float(f"{p_value:.3g}")
+        return p_value < ALPHA
+    if all(p.ci for p in side_a + side_b) and series.family == "timing":
+        if min(p.ci[0] for p in side_b) <= max(p.ci[1] for p in side_a):
+            detail["ci_overlap"] = True
+            return False
+    return True
+
+
+def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | None:
+    """The latest point alone against the level of the run before it (a single-commit step is too short
+    for the piecewise fit to split off): ``(index of the last good point, old level, latest)``."""
+    if len(y) < 2:
+        return None
+    segs = segments(y[:-1], threshold)
+    left, right, _ = segs[-1]
+    before = statistics.median(y[max(left, right - 1 - 2 * NEIGHBOURS):right])
+    if y[-1] > before * (1 + threshold):
+        return len(y) - 2, before, y[-1]
+    return None
+
+
+def _suspect(series: Series, points: list[Point], y: list[float], references: Mapping[str, float]) -> Finding | None:
+    """A timing or throughput step at the tip, as a suspect with the history's evidence."""
+    larger_is_better = series.family == "throughput"
+    step = _step_into_tip(y, series.threshold)
+    if step is not None:
+        (old_left, before_end, old), (after, new_right, _), latest = step
+        before = before_end - 1
+        side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
+        side_b = points[after:min(new_right, after + NEIGHBOURS)]
+    else:
+        jump = _tip_jump(y, series.threshold)
+        if jump is None:
+            return None
+        before, old, latest = jump
+        after = before + 1
+        side_a, side_b = points[max(0, before - NEIGHBOURS + 1):before + 1], points[after:]
+    rise = latest / old
+    detail = {"rise": round(rise, 4)}
+    corrected = _load_corrected(rise, side_a, side_b, references, detail)
+    _confirmed(series, side_a, side_b, larger_is_better, detail)
+    seen = f"a step of x{rise:.2f} in the recorded history"
+    if corrected <= 1 + series.threshold and "machine_reference_ratio" not in detail:
+        # the run at the tip clears the best level by the threshold, but not the level just before it
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"))
+    elif corrected <= 1 + series.threshold:
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{seen}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
+            f"commits (x{corrected:.2f} once divided, within the {series.threshold:.0%} threshold): the machine, "
+            "not detsim"))
+    elif detail.get("rank_test_p", 0) >= HISTORY_NOISE_P:
+        detail.update(confirmation=NOISE, confirmation_evidence=(
+            f"{seen}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
+            f">= {HISTORY_NOISE_P})"))
+    else:
+        if rise <= 1 + series.threshold:  # above it only once the machine reference's move is divided out
+            seen += f", x{corrected:.2f} against the machine reference"
+        detail.update(confirmation=SUSPECT, confirmation_evidence=(
+            f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"))
+    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
+    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
+
+
+def _noisy(series: Series, points: list[Point], references: Mapping[str, float]) -> Finding | None:
+    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series,
+    a regression when it clears the threshold and the rank test."""
+    larger_is_better = series.family == "throughput"
+    y = [1.0 / p.value if larger_is_better else p.value for p in points]
+    if not all(v > 0 and math.isfinite(v) for v in y):
+        return None
+    if series.family in REMEASURED:
+        return _suspect(series, points, y, references)
+    step = _step_into_tip(y, series.threshold)
+    if step is None:
+        return None
+    (old_left, before_end, old), (after, new_right, _), latest = step
+    before = before_end - 1
+    rise = latest / old
+    if rise < 1 + series.threshold:
+        return None
+    detail = {"rise": round(rise, 4)}
+    side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
+    side_b = points[after:min(new_right, after + NEIGHBOURS)]
+    if not _confirmed(series, side_a, side_b, larger_is_better, detail):
+        return None
+    return Finding(series, points[before].commit, points[after].commit, old, latest, detail)

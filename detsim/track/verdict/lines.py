@@ -1,0 +1,130 @@
+"""The verdict as text: one line per finding, then what was not measured, the notes and a summary.
+
+:func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
+its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
+where: ``since <first bad>, last good <last good>`` with their subjects. A regression's line starts
+``REGRESSED``; a timing step that was not re-measured starts ``SUSPECT`` and one the re-measurement
+did not confirm ``NOISE``, each ending with the evidence that decided. More than
+:data:`GROUP_HASHES` image-hash findings of the same commits print as one line.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from detsim.track.verdict.finding import NOISE, SUSPECT
+from detsim.track.verdict.analysis import FleetReport, Report
+
+GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
+LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE"}  # a timing step's line by its confirmation (else REGRESSED)
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A value in its unit, scaled for reading (seconds to ns, bytes in MiB)."""
+    if value is None:
+        return "?"
+    if unit == "seconds":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {name}"
+        return f"{value * 1e9:.3g} ns"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    if unit == "instructions":  # counts: every digit is meaningful (a 2 % rise is a regression)
+        return f"{value:,.0f} instructions"
+    return f"{value:.4g} {unit}".strip()
+
+
+def commit_text(sha: str | None, subjects: Mapping[str, str]) -> str:
+    if sha is None:
+        return "(none recorded)"
+    subject = subjects.get(sha)
+    return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
+
+
+def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
+    """Since which commit a finding holds."""
+    if record["last_good"] is None:
+        return f"at every recorded commit since {commit_text(record['first_bad'], subjects)}"
+    return f"since {commit_text(record['first_bad'], subjects)}, last good {commit_text(record['last_good'], subjects)}"
+
+
+def finding_text(r: Mapping) -> str:
+    """What changed, in the family's own terms (the commits are added by the caller)."""
+    if r["family"] == "parity":
+        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
+        return f"parity {r['case']}: r {old} -> {r['new_r']:.9f} (1 - r {r['old']} -> {r['new']})"
+    if r["family"] == "determinism":
+        again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
+        note = f" ({r['note']})" if r.get("note") else ""
+        return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
+    extra = []
+    if "load_corrected_rise" in r:
+        corrected = r["load_corrected_rise"]
+        extra.append(f"x{1 / corrected if r['family'] == 'throughput' else corrected:.2f} against the machine reference")
+    if "rank_test_p" in r:
+        extra.append(f"rank test p={r['rank_test_p']:.2g}")
+    if r["family"] == "cost" and "evidence" in r:
+        extra.append(r["evidence"])
+    if "confirmation_evidence" in r:
+        extra.append(r["confirmation_evidence"])
+    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
+    return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
+            f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
+
+
+def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> list[str]:
+    """``REGRESSED ...`` lines; large groups of image-hash findings of the same commits as one."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        if r["family"] == "determinism":
+            groups.setdefault((r["first_bad"], r["last_good"]), []).append(r)
+    lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r.get('case') or r['benchmark'] for r in group)}), "
+             f"{where_text(group[0], subjects)} (sha256s with --json)"
+             for group in groups.values() if len(group) > GROUP_HASHES]
+    lines += [f"{LABELS.get(r.get('confirmation'), 'REGRESSED')} {finding_text(r)}, {where_text(r, subjects)}"
+              for r in records
+              if r["family"] != "determinism" or len(groups[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES]
+    return lines
+
+
+def summary_line(report: Report) -> str:
+    families: dict[str, int] = {}
+    verdicts = [f for f in report.regressions if f.is_verdict]
+    for f in verdicts:
+        families[f.series.family] = families.get(f.series.family, 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(families.items()))
+    steps = {}
+    for f in report.regressions:
+        if not f.is_verdict:
+            steps[f.detail.get("confirmation")] = steps.get(f.detail.get("confirmation"), 0) + 1
+    unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
+    return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
+            f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
+            f"exit {int(report.exit)}")
+
+
+def report_lines(report: Report) -> list[str]:
+    """The whole verdict, line by line."""
+    commits = report.commits
+    lines = [f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
+             f"({commits[0][:8]} .. {commits[-1][:8]}), latest {commit_text(report.latest, report.subjects)}"]
+    lines += regression_lines([f.record() for f in report.regressions], report.subjects)
+    if report.built:
+        lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(summary_line(report))
+    return lines
+
+
+def fleet_lines(fleet: FleetReport) -> list[str]:
+    """Each machine's verdict, then which machines agree, the cross-machine facts and the fleet's exit."""
+    lines = []
+    for machine, report in fleet.reports.items():
+        lines += report_lines(report) + [""]
+    lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
+    lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
+    lines += fleet.agreement
+    lines += [f"note: {fact}" for fact in fleet.facts]
+    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
+    return lines

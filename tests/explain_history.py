@@ -1,0 +1,52 @@
+"""A throwaway git history built from the project, with planted changes (for the explain slow tests)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# planted changes: (file, old text, new text)
+EXTRA_WORK = ("detsim/engine.py", "    return render_paths.chunk_values(chunk)\n",
+              "    torch.exp(torch.linspace(0.0, 1.0, 400_000, dtype=torch.float64)).sum()  # planted extra work\n"
+              "    return render_paths.chunk_values(chunk)\n")
+PHYSICS = ("detsim/physics.py", "    factor = 1.0 + cos2t_sq\n", "    factor = 1.0 + 0.9 * cos2t_sq  # planted\n")
+REORDER = ("detsim/geometry.py",
+           "    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)\n"
+           "    pos = pos.addcmul_(sdet[:, None, :, None], geom.sdet)\n",
+           "    pos = torch.addcmul(layer_origin[None, :, None, :], sdet[:, None, :, None], geom.sdet)\n"
+           "    pos = pos.addcmul_(fdet[:, None, :, None], geom.fdet)\n")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_history(repo: Path) -> str:
+    """The project's committed tree as the first commit of a new repository at ``repo``; its sha."""
+    repo.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "HEAD"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(repo)], input=archive, check=True)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def commit_change(repo: Path, message: str, plant: tuple[str, str, str] | None = None) -> str:
+    """Commit ``plant`` (or a harmless note) on top; the new sha."""
+    if plant is None:
+        path = repo / "NOTES.txt"
+        path.write_text((path.read_text() if path.exists() else "") + message + "\n")
+        git(repo, "add", "NOTES.txt")
+    else:
+        name, old, new = plant
+        text = (repo / name).read_text()
+        assert text.count(old) == 1, f"the plant does not fit {name} any more"
+        (repo / name).write_text(text.replace(old, new))
+        git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")

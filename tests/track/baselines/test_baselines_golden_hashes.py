@@ -1,0 +1,89 @@
+"""Golden renders and hashes: the same bits the asv tracks hash, failures per case, one thread."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from detsim.track.base.golden import GoldenCase, find_case
+from detsim.track.base.hashing import image_sha256
+from detsim.track.base.provenance import thread_count
+from detsim.track.baselines import golden_hashes
+from detsim.track.baselines.golden_hashes import failure_text, machine_class, render_hashes
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def test_suite_hash_definition_and_coverage_guard(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    threads = torch.get_num_threads()
+    try:
+        common = importlib.import_module("benchmarks.common")  # pins torch to 1 thread, as asv runs it
+    finally:
+        torch.set_num_threads(threads)
+    image = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert common.image_sha256(image) == hashlib.sha256(image.astype("<f8").tobytes()).hexdigest()
+    assert common.image_sha256(image) == image_sha256(image)
+    parity = importlib.import_module("benchmarks.bench_parity")
+    names = {common.case_attr(case["id"]) for case in common.MANIFEST}
+    assert {n for n in dir(parity) if n.startswith("track_parity_")} == {f"track_parity_{n}" for n in names}
+    monkeypatch.setattr(common, "MANIFEST", [{"id": "x.1"}, {"id": "x_1"}])
+    with pytest.raises(ImportError, match="bench_parity"):
+        importlib.reload(parity)
+    monkeypatch.setattr(common, "MANIFEST", common.MANIFEST[:0] + json.loads(
+        (common.GOLDEN_DIR / "manifest.json").read_text()))
+    importlib.reload(parity)
+
+
+def test_a_golden_hash_is_the_asv_tracks_hash(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    with thread_count(torch.get_num_threads()):
+        common = importlib.import_module("benchmarks.common")
+        record = next(c for c in common.MANIFEST if c["id"] == "a01_cubic_mosflm_center")
+        common.pin_threads()
+        expected = common.render_case(record)["sha256"]
+    result = render_hashes([find_case("a01_cubic_mosflm_center", GOLDEN)])
+    assert result.hashes == {"a01_cubic_mosflm_center": expected} and result.failures == {}
+    assert result.mode == golden_hashes.EAGER
+
+
+def test_renders_use_one_thread_and_restore_the_count(monkeypatch):
+    seen = []
+    monkeypatch.setattr(golden_hashes, "case_sha256", lambda case, mode: seen.append(torch.get_num_threads()) or "0")
+    with thread_count(2):
+        render_hashes([find_case("a01", GOLDEN)])
+        assert torch.get_num_threads() == 2
+    assert seen == [golden_hashes.THREADS] == [1]
+
+
+def test_a_case_that_fails_is_recorded_not_raised(tmp_path):
+    (tmp_path / "args.txt").write_text("-mat missing.mat -N 1")
+    broken = GoldenCase.from_folder(tmp_path, {"id": "broken", "shape": [4, 4]})
+    result = render_hashes([broken, find_case("a01", GOLDEN)])
+    assert list(result.failures) == ["broken"] and list(result.hashes) == ["a01_cubic_mosflm_center"]
+    assert result.failures["broken"].startswith("ConfigError: no structure factors") and "\n" not in result.failures["broken"]
+
+
+def test_a_wrong_shape_fails_the_case():
+    case = find_case("a01", GOLDEN)
+    wrong = GoldenCase(id=case.id, folder=case.folder, args=case.args, shape=(3, 3))
+    assert render_hashes([wrong]).failures[case.id].startswith("ValueError: image shape")
+
+
+def test_an_unavailable_path_raises():
+    with pytest.raises(NotImplementedError, match="no warp path"):
+        render_hashes([], mode="warp")
+
+
+def test_failures_are_one_line_and_the_machine_class_is_the_renders():
+    assert failure_text(ValueError("first\nsecond")) == "ValueError: first"
+    assert failure_text(KeyError()) == "KeyError: "
+    here = machine_class()
+    assert (here.threads, here.dtype, here.device) == (1, "float64", "cpu") and here.torch == torch.__version__

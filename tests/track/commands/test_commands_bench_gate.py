@@ -1,0 +1,95 @@
+"""detsim-track bench-gate: its command line, printed lines, verdict and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.cli import main as track_main
+from detsim.track.commands import bench_gate as benchgate
+from gate_files import AMD, BASELINE, DATA, INTEL, SIMULATE, write_variant
+
+
+def run_gate(results: Path, baseline: Path = BASELINE, *extra: str) -> int:
+    parser = argparse.ArgumentParser()
+    benchgate.add_arguments(parser)
+    return benchgate.run(parser.parse_args([str(results), "--baseline", str(baseline), *extra]))
+
+
+def test_unchanged_run_passes(capsys):
+    assert run_gate(DATA / "unchanged.json") == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("bench-gate: passed (4 benchmarks gated")
+    for name in SIMULATE:
+        assert f"OK         {name}: time/calibration" in out
+    assert "image sha256 unchanged" in out
+
+
+def test_planted_slowdown_fails_naming_each_benchmark_with_figures(capsys):
+    assert run_gate(DATA / "slower_2x.json") == 1
+    out = capsys.readouterr().out
+    assert "bench-gate: FAILED" in out
+    assert out.splitlines()[-1] == "bench-gate: FAILED (4 benchmarks gated; findings: 5 slower)"
+    assert "SLOWER     test_simulate[p1_small-cpu-float32]: time/calibration 1.457 -> 2.482" in out
+
+
+def test_an_amd_run_against_an_intel_baseline_passes_with_notes(tmp_path, capsys):
+    def amd(data):
+        for bench in data["benchmarks"]:
+            bench["extra_info"]["cpu_class"] = AMD
+            bench["extra_info"]["sha256"] = "0" * 64
+    assert run_gate(write_variant(tmp_path, amd)) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "HASH" not in out and "same device" not in out
+    assert f"NOTE       image hashes: not compared for 4 benchmark(s), the machine class differs: " \
+           f"cpu_class {INTEL} -> {AMD} (a fact, not a failure" in out
+    assert out.count("NOTE") == 1 and "sha256 unchanged" not in out
+
+
+def test_corrupt_file_is_one_line_naming_it(capsys):
+    assert run_gate(DATA / "corrupt.json") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(DATA / "corrupt.json") in err and "not valid JSON" in err
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"benchmarks": [{"fullname": "x", "stats": {"min": NaN}, "extra_info": {}}]}', "not valid JSON"),
+    ("[]", "not a pytest-benchmark JSON file"),
+    ('{"benchmarks": [{"fullname": "x", "stats": {"min": 0}}]}', "benchmarks[0] lacks"),
+])
+def test_malformed_results_are_named(tmp_path, capsys, text, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert run_gate(path) == 2
+    err = capsys.readouterr().err
+    assert f"bench-gate: {path}: " in err and problem in err
+
+
+def test_missing_file_is_named(tmp_path, capsys):
+    assert run_gate(DATA / "unchanged.json", tmp_path / "nowhere.json") == 2
+    assert f"{tmp_path / 'nowhere.json'}: cannot read it" in capsys.readouterr().err
+
+
+def test_missing_calibration_is_unmeasured_in_the_verdict(capsys):
+    assert run_gate(DATA / "no_calibration.json") == ExitCode.UNMEASURED
+    assert capsys.readouterr().out.splitlines()[-1].startswith("bench-gate: UNMEASURED (4 benchmarks gated; "
+                                                                "findings: 5 unmeasured")
+
+
+def test_thresholds_accept_percentages(capsys):
+    assert run_gate(DATA / "slower_2x.json", BASELINE, "--threshold", "150%", "--suite-threshold", "1.5") == 0
+    assert "+150% per benchmark, +150% suite mean" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["0", "-5%", "nan", "inf"])
+def test_thresholds_must_be_positive_and_finite(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="threshold must be positive"):
+        benchgate.threshold_value(text)
+
+
+def test_reachable_through_detsim_track(capsys):
+    assert track_main(["bench-gate", str(DATA / "unchanged.json"), "--baseline", str(BASELINE)]) == 0
+    assert "bench-gate: passed" in capsys.readouterr().out

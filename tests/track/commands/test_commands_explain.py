@@ -1,0 +1,174 @@
+"""``detsim-track explain``: bad input refused in one line, findings mapped to explanations, and (slow) the
+planted regressions of a throwaway history explained end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from detsim.track.cli import main
+from detsim.track.commands.explain import _job_for
+
+from explain_history import EXTRA_WORK, PHYSICS, REORDER, commit_change, make_history
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["HEAD"], "give LAST_GOOD FIRST_BAD (two commits) or none, got 1"),
+    (["HEAD~1", "HEAD", "--kind", "parity"], "--kind parity needs --case"),
+    (["HEAD~1", "HEAD", "--kind", "hash", "--case", "zz_nope"], "'zz_nope' is not a golden case"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path, capsys):
+    out = tmp_path / "bundle"
+    assert main(["explain", *argv, "--root", str(ROOT), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"explain: {message}" or (err.startswith("explain: ") and message in err and "\n" not in err)
+    assert not out.exists()
+
+
+def test_an_existing_out_folder_is_refused_and_left_alone(tmp_path, capsys):
+    out = tmp_path / "bundle"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    assert main(["explain", "HEAD~1", "HEAD", "--root", str(ROOT), "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_an_unknown_commit_leaves_no_bundle(tmp_path, capsys):
+    out = tmp_path / "bundle"
+    assert main(["explain", "nope0000", "HEAD", "--kind", "parity", "--case", "c02", "--root", str(ROOT),
+                 "--out", str(out)]) == 2
+    assert "nope0000: not a commit" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_no_recorded_history_is_exit_2(tmp_path, capsys):
+    assert main(["explain", "--root", str(tmp_path), "--out", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.startswith("explain: ")
+
+
+@pytest.mark.parametrize("record, expected", [
+    ({"family": "cost", "params": "(workload='P2@32')", "case": None}, ("cost", "P2@32")),
+    ({"family": "cost", "params": "(workload='g01_hkl_nointerp')"}, ("cost", "g01_hkl_nointerp")),
+    ({"family": "timing", "params": "(workload='P2@256', dtype='float64')"}, ("cost", "P2@32")),
+    ({"family": "parity", "params": "", "case": "c02_xds_xbeam_quirk"}, ("parity", "c02_xds_xbeam_quirk")),
+    ({"family": "determinism", "params": "", "case": "c02_xds_xbeam_quirk"}, ("hash", "c02_xds_xbeam_quirk")),
+    ({"family": "hash count", "params": ""}, None),
+])
+def test_each_finding_maps_to_its_explanation(record, expected):
+    job = _job_for({"last_good": "a", "first_bad": "b", **record}, "origin")
+    assert (job and (job.kind, job.workload)) == expected or (job is None and expected is None)
+
+
+# ---- slow: planted changes in a throwaway history -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """base; u1 planted extra work in the render; u2, u3 harmless; p a changed physical term; r a reordered
+    float sum."""
+    repo = tmp_path_factory.mktemp("history") / "repo"
+    shas = {"base": make_history(repo)}
+    shas["u1"] = commit_change(repo, "render: planted extra work", EXTRA_WORK)
+    shas["u2"] = commit_change(repo, "a note")
+    shas["u3"] = commit_change(repo, "another note")
+    shas["p"] = commit_change(repo, "physics: planted polarization change", PHYSICS)
+    shas["r"] = commit_change(repo, "geometry: planted reordering of the position sum", REORDER)
+    return repo, shas
+
+
+def _explain(repo, tmp_path, *argv):
+    out = tmp_path / "bundle"
+    code = main(["explain", *argv, "--root", str(repo), "--out", str(out)])
+    records = json.loads((out / "explain.json").read_text())["explanations"]
+    from detsim.track.evidence.manifest import check_bundle
+    assert check_bundle(out) == []
+    return code, records[0], out
+
+
+@pytest.mark.slow
+def test_planted_extra_work_tops_the_profile_diff(planted, tmp_path):
+    repo, shas = planted
+    code, record, out = _explain(repo, tmp_path, shas["base"], shas["u1"], "--kind", "cost", "--no-bisect")
+    assert code == 1 and record["pair"]["new"] == shas["u1"]
+    assert any(k in record["details"]["top_function"] for k in ("linspace_kernel", "dExp", "exp_kernel"))
+    top_op = record["details"]["top_op"]
+    assert top_op["op"] in ("aten.exp.default", "aten.linspace.default")
+    assert top_op["site"].startswith("detsim/engine.py:") and top_op["site"].endswith(" in _render_chunk")
+    assert (out / "cost-P1@64" / "profile_diff.svg").read_text().startswith("<svg")
+
+
+@pytest.mark.slow
+def test_a_regression_two_unrecorded_commits_deep_is_bisected(planted, tmp_path):
+    repo, shas = planted
+    code, record, _ = _explain(repo, tmp_path, shas["base"], shas["u3"], "--kind", "cost")
+    assert code == 1
+    assert record["bisection"]["first_bad"] == shas["u1"]
+    assert record["pair"] == {"old": shas["base"], "new": shas["u1"], "subject": "render: planted extra work"}
+    assert record["answer"].startswith("bisected over 3 commits")
+
+
+@pytest.mark.slow
+def test_a_changed_physical_term_is_explained_by_the_first_traced_quantity(planted, tmp_path):
+    repo, shas = planted
+    code, record, _ = _explain(repo, tmp_path, shas["u3"], shas["p"], "--kind", "parity", "--case", "o01")
+    assert code == 1
+    assert record["details"]["first_change"]["name"] == "polar"
+    assert f"the parity change at {shas['p'][:8]} starts at `polar`" in record["answer"].lower()
+
+
+@pytest.mark.slow
+def test_a_reordered_float_sum_is_explained_by_the_op_that_reordered_it(planted, tmp_path):
+    repo, shas = planted
+    code, record, _ = _explain(repo, tmp_path, shas["p"], shas["r"], "--kind", "hash", "--case", "h01")
+    assert code == 1
+    first = record["details"]["first"]
+    assert (first["role"], first["name"]) == ("operands", "aten.addcmul.default")
+    assert first["where"] == "geometry.py in pixel_positions"
+    assert "the commits pass different tensors to it" in record["answer"]
+
+
+class _Finding:
+    def __init__(self, record, detail=None):
+        self._record = {**record, **(detail or {})}
+        self.detail = detail or {}
+        self.is_verdict = self.detail.get("confirmation", "confirmed") == "confirmed"
+
+    def record(self):
+        return self._record
+
+
+def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, monkeypatch, capsys):
+    import types
+
+    from detsim.track.commands import explain as cmd_explain
+    from detsim.track.verdict import analysis as verdict
+
+    findings = [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
+                          "params": "(workload='P1@64')", "last_good": "HEAD~1", "first_bad": "HEAD"}),
+                _Finding({"family": "parity", "benchmark": "track_parity_c02", "params": "", "case": "c02",
+                          "last_good": None, "first_bad": "HEAD"}),
+                _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
+                          "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})]
+    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):
+        seen.append(job)
+        folder.mkdir(parents=True)
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
+                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
+                "answer": "it rose at bbbbbbbb.", "details": {"profile": ["+1 Ir"], "ops": []}}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert [(j.kind, j.workload, j.last_good, j.first_bad) for j in seen] == [("cost", "P1@64", "HEAD~1", "HEAD")]
+    captured = capsys.readouterr()
+    assert "never good in the recorded history" in captured.err
+    assert "EngineSweep.time_simulate: a timing step not confirmed (noise), nothing to explain" in captured.err
+    assert "it rose at bbbbbbbb." in captured.out
+    assert "from bench_cost.InstructionCounts.track_instructions(workload='P1@64')" in (out / "answer.md").read_text()

@@ -1,0 +1,293 @@
+"""``detsim-track publish``: bad input refused in one line before anything is written; the page written
+beside asv's, linked from it, and the folder made offline; in headless Chromium (slow), the status page
+from disk with no network, and asv's own page served with its vendored scripts and no network."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from detsim.track.cli import main
+from detsim.track.publish.navlink import ITEM
+from detsim.track.publish.page import COLOURS, is_ours
+from detsim.track.publish.rows import AMBER, GREEN, GREY, RED
+from detsim.track.publish.vendor import remote_loads
+from publish_assets import fake_asset_cache
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+REPO = Path(__file__).resolve().parents[3]
+ASV_WWW = Path(__import__("asv").__file__).parent / "www"
+NO_NPM = {"PATH": "/nonexistent"}
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A copy of the regressed fixture project with a page as ``asv publish`` leaves it (asv's own files)."""
+    root = tmp_path / "project"
+    shutil.copytree(DATA / "regressed", root)
+    html = root / "reports" / "html"
+    shutil.copytree(ASV_WWW, html)
+    return root
+
+
+def _publish(root: Path, *extra: str) -> int:
+    return main(["publish", "--repo", str(root), *extra])
+
+
+def test_a_missing_page_is_one_line_and_exit_2(tmp_path, capsys):
+    root = tmp_path / "project"
+    shutil.copytree(DATA / "regressed", root)
+    assert _publish(root) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no asv page there" in err and "reports/html" in err
+    assert not (root / "reports").exists()
+
+
+def test_a_status_page_not_written_here_is_never_replaced(project, capsys):
+    html = project / "reports" / "html"
+    mine = "<html><head><title>a page of my own</title></head></html>"
+    (html / "status.html").write_text(mine)
+    index = (html / "index.html").read_text()
+    assert _publish(project, "--assets", str(project / "cache")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was not written by detsim-track publish; not replaced" in err
+    assert (html / "status.html").read_text() == mine and (html / "index.html").read_text() == index
+    assert not (html / "vendor").exists()
+
+
+def test_unreadable_results_are_one_line_and_exit_2(project, capsys):
+    (project / "results" / "asv" / "benchmarks.json").write_text("{not json")
+    assert _publish(project) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "benchmarks.json" in err
+    assert not (project / "reports" / "html" / "status.html").exists()
+
+
+def test_the_page_is_written_linked_and_the_folder_made_offline(project, capsys, tmp_path):
+    html, cache = project / "reports" / "html", tmp_path / "cache"
+    fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "wrote" in out and "parity regressed" in out and "memory ok" in out
+    status = (html / "status.html").read_text()
+    assert is_ours(status) and "a01_cubic_mosflm_center" in status
+    index = (html / "index.html").read_text()
+    assert index.count(ITEM) == 1 and remote_loads(index) == []
+    assert index.replace("\n\t" + ITEM, "") != (ASV_WWW / "index.html").read_text()  # vendored too
+    assert oct((html / "status.html").stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+    # again: its own page is replaced, the link and the copies are not doubled
+    assert _publish(project, "--assets", str(cache)) == 0
+    assert (html / "index.html").read_text() == index
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_without_npm_and_cache_one_line_says_so_and_asv_page_stays(project, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    html = project / "reports" / "html"
+    assert _publish(project, "--assets", str(tmp_path / "empty-cache")) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and out[0].startswith("detsim-track publish: offline copies not made: npm is not installed")
+    index = (html / "index.html").read_text()
+    assert index.replace("\n\t" + ITEM, "") == (ASV_WWW / "index.html").read_text()  # only the link added
+    assert is_ours((html / "status.html").read_text())
+
+
+# -- in headless Chromium, with no network -------------------------------------------------------
+
+def _browser_session(tmp_path):
+    """The planted end-to-end test's WebDriver client, on Chromium with no network (its BROWSER_FLAGS)."""
+    import test_asv_suite as suite
+
+    chromium, driver = suite._browser()
+    if not driver:
+        pytest.skip("chromedriver is needed for screenshots (install chromium-driver or set DETSIM_CHROMEDRIVER)")
+    assert any(flag.startswith("--host-resolver-rules=MAP * ~NOTFOUND") for flag in suite.BROWSER_FLAGS)
+    return suite, suite._WebDriver(driver, chromium, tmp_path / "profile")
+
+
+ROW_STATE = """
+return Array.from(document.querySelectorAll('tr.family')).map(tr => {
+  const cell = tr.querySelector('td.verdict').getBoundingClientRect();
+  return {family: tr.dataset.family, status: tr.dataset.status, text: tr.innerText,
+          x: Math.round(cell.left + 6), y: Math.round(cell.top + cell.height / 2)};
+});
+"""
+PAGE_STATE = """
+const accept = Array.from(document.querySelectorAll('svg.parity line.acceptance'));
+return {title: document.title, scripts: document.scripts.length,
+        loaded: performance.getEntriesByType('resource').map(e => e.name),
+        accept: accept.map(l => l.getBoundingClientRect().width),
+        worst: document.querySelector('svg.parity.worst').dataset.case,
+        strips: Array.from(document.querySelectorAll('tr.strip')).map(tr =>
+          [tr.dataset.case, Array.from(tr.querySelectorAll('td.cell')).map(td => td.dataset.state)]),
+        text: document.body.innerText};
+"""
+
+
+def _hex(rgb) -> str:
+    return "#%02x%02x%02x" % tuple(rgb[:3])
+
+
+@pytest.mark.slow
+def test_the_status_page_opens_from_disk_with_no_network(project, tmp_path, remeasured_as):
+    pil = pytest.importorskip("PIL.Image")
+    cache = tmp_path / "cache"
+    fake_asset_cache(cache)
+    remeasured_as(default=2.0)
+    assert main(["regressions", "--repo", str(project)]) == 1  # the timing suspects re-measured: confirmed
+    assert _publish(project, "--assets", str(cache)) == 0
+    suite, browser = _browser_session(tmp_path)
+    try:
+        browser.get((project / "reports" / "html" / "status.html").as_uri())
+        rows, state = browser.run(ROW_STATE), browser.run(PAGE_STATE)
+        shot = tmp_path / "status.png"
+        browser.screenshot(shot)
+    finally:
+        browser.close()
+    assert state["title"].startswith("detsim status") and state["scripts"] == 0 and state["loaded"] == []
+    assert [(r["family"], r["status"]) for r in rows] == [("timing", RED), ("memory", GREEN), ("cost", GREY),
+                                                          ("parity", RED), ("determinism", RED)]
+    text = {r["family"]: r["text"] for r in rows}
+    assert "since 5432ab33" in text["parity"] and "a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000" in text["parity"]
+    assert "since 224b823e" in text["determinism"] and "o01_polar_0.9: image sha256" in text["determinism"]
+    assert "EngineSweep.time_simulate(pixels=256, dtype='float64')" in text["timing"]
+    image = pil.open(shot).convert("RGB")
+    for r in rows:  # the colour of each verdict cell, as drawn
+        assert _hex(image.getpixel((r["x"], r["y"]))) == COLOURS[r["status"]], r
+    assert len(state["accept"]) == 2 and all(width > 100 for width in state["accept"])  # one line per case, drawn
+    assert state["worst"] == "a01_cubic_mosflm_center"
+    strips = dict(state["strips"])
+    assert strips["a01_cubic_mosflm_center"] == ["not comparable", "same", "same", "changed", "same"]
+    assert strips["o01_polar_0.9"] == ["not comparable", "same", "same", "same", "changed"]
+    assert "python -m http.server" in state["text"]
+
+
+def _asv_project(tmp_path: Path) -> Path:
+    """The regressed fixture's results on the commits of a real git repository, so that ``asv publish`` runs."""
+    root = tmp_path / "asvproject"
+    root.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    git = functools.partial(subprocess.run, cwd=root, env=env, check=True, capture_output=True, text=True)
+    git(["git", "init", "-q", "-b", "main"])
+    source = DATA / "regressed" / "results"
+    stored = sorted((json.loads(p.read_text()) for p in (source / "asv" / "fixture-2cpu").glob("*.json")
+                     if p.name != "machine.json"), key=lambda d: d["date"])
+    renamed = {}
+    for i, data in enumerate(stored):
+        (root / "f").write_text(f"{i}\n")
+        git(["git", "add", "f"])
+        git(["git", "commit", "-q", "-m", f"commit {i}"])
+        renamed[data["commit_hash"]] = git(["git", "rev-parse", "HEAD"]).stdout.strip()
+    machine = root / "results" / "asv" / "fixture-2cpu"
+    machine.mkdir(parents=True)
+    shutil.copy(source / "asv" / "benchmarks.json", root / "results" / "asv")
+    shutil.copy(source / "asv" / "fixture-2cpu" / "machine.json", machine)
+    for data in stored:
+        data["commit_hash"] = renamed[data["commit_hash"]]
+        (machine / f"{data['commit_hash'][:8]}-{data['env_name']}.json").write_text(json.dumps(data))
+    (root / "results" / "hashes").mkdir()
+    for path in (source / "hashes").glob("*.json"):
+        data = json.loads(path.read_text())
+        data["commit"] = renamed[data["commit"]]
+        (root / "results" / "hashes" / f"{data['commit']}.json").write_text(json.dumps(data))
+    shutil.copytree(source / "baselines", root / "results" / "baselines")
+    conf = (DATA / "regressed" / "asv.conf.json").read_text()
+    (root / "asv.conf.json").write_text(conf.replace('"html_dir": "reports/html",',
+                                                     '"html_dir": "reports/html", "branches": ["main"],'))
+    done = subprocess.run([sys.executable, "-m", "asv", "publish"], cwd=root, capture_output=True, text=True,
+                          env={**env, "HOME": str(tmp_path)}, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return root
+
+
+@pytest.mark.slow
+def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp_path):
+    root = _asv_project(tmp_path)
+    html = root / "reports" / "html"
+    assert remote_loads((html / "index.html").read_text())  # as asv wrote it: from CDNs
+    cache = REPO / ".asv" / "www-assets"  # the real npm packages, fetched once
+    code = main(["publish", "--repo", str(root), "--assets", str(cache)])
+    assert code == 0
+    if remote_loads((html / "index.html").read_text()):
+        pytest.skip(f"the npm packages of asv's scripts are not in {cache} and npm could not fetch them")
+    # the control: what the page loaded from a CDN before cannot be had in this browser
+    (html / "probe.html").write_text('<script src="https://code.jquery.com/jquery-3.3.1.min.js" '
+                                     'onload="document.title=\'loaded\'" onerror="document.title=\'blocked\'"></script>')
+    suite, browser = _browser_session(tmp_path)
+    handler = functools.partial(suite._QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    try:
+        browser.get(site.replace("index.html", "probe.html"))
+        assert browser.run("return document.title") == "blocked"
+        browser.get(site)
+        grid = suite._wait_for_graph(browser, min_coloured=1)
+        browser.screenshot(tmp_path / "grid.png")
+        assert "airspeed velocity" in grid["title"] and "bench_parity" in grid["text"], grid["title"]
+        assert browser.run("return document.querySelector('#nav-li-status a').getAttribute('href')") == "status.html"
+        loaded = browser.run("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert not [u for u in loaded if not u.startswith("http://127.0.0.1:")], loaded
+        benchmark = "bench_engine.EngineSweep.time_simulate"
+        browser.run("performance.setResourceTimingBufferSize(100000); performance.clearResourceTimings();")
+        browser.get(f"{site}#{benchmark}?p-pixels=256&p-dtype=%27float64%27")
+        state = suite._wait_for_graph(browser, min_coloured=200)
+        browser.screenshot(tmp_path / "graph.png")
+        assert benchmark in state["text"] and state["coloured"] >= 200, state["coloured"]
+        browser.get(site.replace("index.html", "status.html"))
+        assert browser.run("return document.querySelectorAll('tr.family').length") == 5
+    finally:
+        server.shutdown()
+        browser.close()
+
+
+def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(project, capsys, tmp_path, remeasured_as):
+    asv = project / "results" / "asv"
+    shutil.copytree(asv / "fixture-2cpu", asv / "fixture-1thread")
+    machine = json.loads((asv / "fixture-1thread" / "machine.json").read_text())
+    (asv / "fixture-1thread" / "machine.json").write_text(json.dumps({**machine, "machine": "fixture-1thread"}))
+    cache = tmp_path / "cache"
+    fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    assert "fixture-1thread: timing suspect" in capsys.readouterr().out  # not re-measured yet
+    remeasured_as(default=2.0)
+    assert main(["regressions", "--repo", str(project)]) == 1  # re-measures, keeps the outcomes
+    capsys.readouterr()
+    assert _publish(project, "--assets", str(cache)) == 0
+    out = capsys.readouterr().out
+    assert "fixture-1thread: timing regressed" in out and "fixture-2cpu: timing regressed" in out
+    page = (project / "reports" / "html" / "status.html").read_text()
+    assert is_ours(page) and "on 2 machines" in page
+    assert page.count('<section class="machine" data-machine="fixture-1thread">') == 1
+    assert page.count('<section class="machine" data-machine="fixture-2cpu">') == 1
+    assert "parity: both machines agree, 1 regressed on each" in page
+    assert 'href="index.html#bench_parity.track_parity_a01_cubic_mosflm_center?machine=fixture-1thread' in page
+    # one machine named: its page alone
+    assert _publish(project, "--assets", str(cache), "--machine", "fixture-2cpu") == 0
+    page = (project / "reports" / "html" / "status.html").read_text()
+    assert 'data-machine="fixture-2cpu"' in page and "fixture-1thread" not in page
+
+
+def test_a_status_page_that_is_a_link_is_not_followed(project, capsys, tmp_path):
+    html = project / "reports" / "html"
+    elsewhere = tmp_path / "elsewhere.html"
+    elsewhere.write_text('<meta name="generator" content="detsim-track publish">')  # even one that looks ours
+    (html / "status.html").symlink_to(elsewhere)
+    assert _publish(project, "--assets", str(tmp_path / "cache")) == 2
+    assert "status.html is not a regular file; not replaced" in capsys.readouterr().err
+    assert elsewhere.read_text() == '<meta name="generator" content="detsim-track publish">'

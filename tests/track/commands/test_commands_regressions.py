@@ -1,0 +1,414 @@
+"""``detsim-track regressions`` end to end, over committed asv results (tests/data/asv/).
+
+Each fixture folder is a project root as the command sees it (asv.conf.json, results/asv/<machine>/,
+results/hashes/, results/baselines/), with 2-6 recorded commits:
+
+    good        flat history                                  -> exit 0
+    regressed   2x timings at commit 2, parity break and hash change at 3, a second hash change at 4
+    noisy       timings bouncing by +-35%, then the whole machine slows down 1.8x -> suspects, decided
+                by re-measuring (faked by the ``remeasured_as`` fixture)
+    unmeasured  a benchmark failed at the latest commit        -> exit 2
+    unbuilt     the latest commit measured nothing             -> exit 2
+    otherhost   hashes recorded on another CPU class: the determinism tracks skipped, said so
+    corrupt     the latest results file is cut in half         -> a one-line error naming it, exit 2
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from detsim.track import cli
+from detsim.track.confirm import apply
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+MACHINE_DIR = Path("results") / "asv" / "fixture-2cpu"
+
+
+@pytest.fixture(autouse=True)
+def _no_measuring_here(monkeypatch, tmp_path):
+    """No test of the verdict measures for real: re-measuring is faked (``remeasured_as``) where a test
+    has suspects, and its outcomes are kept in the test's own folder, never beside the fixture data."""
+    def refuse(root):
+        def measure(*args):
+            raise AssertionError("a suspect was re-measured for real; use the remeasured_as fixture")
+        return measure
+    monkeypatch.setattr(apply, "default_measure", refuse)
+    monkeypatch.setattr(apply, "machines_here", lambda: None)
+    monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
+
+
+def _commits(root: Path) -> list[str]:
+    files = [json.loads(p.read_text()) for p in (root / MACHINE_DIR).glob("*-virtualenv*.json")]
+    return [f["commit_hash"] for f in sorted(files, key=lambda f: f["date"])]
+
+
+def _run(root: Path, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
+    out = tmp_path / "report.json"
+    code = cli.main(["regressions", "--repo", str(root), "--json", str(out), *extra])
+    return code, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_flat_history_reports_nothing(tmp_path, capsys):
+    code, report = _run(DATA / "good", tmp_path)
+    assert code == 0
+    assert report["regressions"] == [] and report["unmeasured"] == []
+    assert report["commits"] == _commits(DATA / "good")
+    assert "summary: 0 regressed" in capsys.readouterr().out
+
+
+def test_bare_command_runs_the_regression_report(tmp_path, capsys):
+    assert cli.main(["--repo", str(DATA / "good")]) == 0
+    assert capsys.readouterr().out.startswith("detsim-track: machine fixture-2cpu, 5 commits")
+
+
+def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, capsys, remeasured_as):
+    remeasured_as(default=2.0)
+    commits = _commits(DATA / "regressed")
+    code, report = _run(DATA / "regressed", tmp_path)
+    assert code == 1
+    found = {(r["family"], r.get("case") or r["params"]): r for r in report["regressions"]}
+    assert set(found) == {
+        ("timing", "(pixels=128, dtype='float64')"), ("timing", "(pixels=256, dtype='float64')"),
+        ("throughput", ""), ("parity", "a01_cubic_mosflm_center"),
+        ("determinism", "a01_cubic_mosflm_center"), ("determinism", "o01_polar_0.9"),
+    }
+    for key in (("timing", "(pixels=128, dtype='float64')"), ("timing", "(pixels=256, dtype='float64')"), ("throughput", "")):
+        r = found[key]
+        assert (r["last_good"], r["first_bad"]) == (commits[1], commits[2])
+    timing = found[("timing", "(pixels=128, dtype='float64')")]
+    assert 1.8 < timing["ratio"] < 2.2 and timing["rank_test_p"] < 0.01 and timing["load_corrected_rise"] > 1.5
+    assert timing["confirmation"] == "confirmed" and timing["remeasured_ratio"] > 1.9
+    assert 0.45 < found[("throughput", "")]["ratio"] < 0.55
+
+    parity = found[("parity", "a01_cubic_mosflm_center")]
+    assert (parity["last_good"], parity["first_bad"]) == (commits[2], commits[3])
+    assert parity["new_r"] == pytest.approx(0.9937) and parity["old"] == 0.0
+
+    hashes = {p.stem: json.loads(p.read_text()) for p in (DATA / "regressed" / "results" / "hashes").glob("*.json")}
+    first = found[("determinism", "a01_cubic_mosflm_center")]
+    assert (first["last_good"], first["first_bad"]) == (commits[2], commits[3])
+    assert first["old_sha256"] == hashes[commits[2]]["cases"]["a01_cubic_mosflm_center"]["sha256"]
+    assert first["new_sha256"] == hashes[commits[4]]["cases"]["a01_cubic_mosflm_center"]["sha256"]
+    second = found[("determinism", "o01_polar_0.9")]
+    assert (second["last_good"], second["first_bad"]) == (commits[3], commits[4])
+
+    out = capsys.readouterr().out
+    assert f"REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000" in out
+    assert f"since {commits[2][:8]}, last good {commits[1][:8]}" in out
+    assert "exit 1" in out.splitlines()[-1]
+
+
+def test_a_machine_wide_slowdown_is_noise_by_the_machine_reference_without_re_measuring(tmp_path, capsys, remeasured_as):
+    measured = remeasured_as(default=2.0)
+    code, report = _run(DATA / "noisy", tmp_path)
+    assert code == 0 and report["regressions"] and measured == []
+    assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
+    assert all("the machine reference moved by x1.76" in r["confirmation_evidence"] for r in report["regressions"])
+    out = capsys.readouterr().out
+    assert "NOISE timing" in out and "REGRESSED" not in out and out.rstrip().endswith("exit 0")
+
+
+def without_reference(tmp_path: Path) -> Path:
+    """The noisy fixture with its machine reference removed: its steps are then suspects."""
+    root = tmp_path / "noisy"
+    shutil.copytree(DATA / "noisy", root)
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        del data["results"]["bench_engine.MachineReference.time_reference"]
+        path.write_text(json.dumps(data))
+    return root
+
+
+def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, capsys, remeasured_as):
+    measured = remeasured_as(default=1.0)
+    code, report = _run(without_reference(tmp_path), tmp_path)
+    assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
+    assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
+    out = capsys.readouterr().out
+    assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: 0 regressed," in out
+
+
+def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
+    commits = _commits(DATA / "noisy")
+    measured = remeasured_as(default=1.8)
+    code, report = _run(without_reference(tmp_path), tmp_path)
+    assert code == 1 and {r["confirmation"] for r in report["regressions"]} == {"confirmed"}
+    assert {(a, b) for _, a, b in measured} == {(commits[-2], commits[-1])}
+    assert all(r["remeasured_ratio"] > 1.7 and r["remeasured_p"] < 0.01 for r in report["regressions"])
+    throughput = [t for t, _, _ in measured if t.larger_is_better]
+    assert throughput and all(t.benchmark.endswith("track_pixel_steps_per_second") for t in throughput)
+    out = capsys.readouterr().out
+    assert "REGRESSED timing" in out and "slower by more than 50%" in out
+
+
+def test_suspects_stay_suspects_without_re_measuring_and_never_fail_the_run(tmp_path, capsys, remeasured_as):
+    measured = remeasured_as(default=2.0)
+    code, report = _run(without_reference(tmp_path), tmp_path, "--remeasure", "0")
+    assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"suspect"}
+    assert "SUSPECT timing" in capsys.readouterr().out
+
+
+def test_a_step_judged_once_is_not_re_measured_again(tmp_path, remeasured_as):
+    root = without_reference(tmp_path)
+    measured = remeasured_as(default=1.0)
+    first = _run(root, tmp_path)
+    count = len(measured)
+    second = _run(root, tmp_path)
+    assert count and len(measured) == count and first == (0, first[1]) and second[0] == 0
+    assert all("(re-measured on " in r["confirmation_evidence"] for r in second[1]["regressions"])
+
+
+def test_an_accepted_change_is_not_reported_again(tmp_path):
+    root = tmp_path / "regressed"
+    shutil.copytree(DATA / "regressed", root)
+    slowdown = _commits(root)[2]
+    conf = (root / "asv.conf.json").read_text().replace(
+        '"regressions_first_commits": {', '"regressions_first_commits": {\n        "bench_engine\\\\.(EngineSweep|Throughput)\\\\.": "%s",' % slowdown)
+    (root / "asv.conf.json").write_text(conf)
+    code, report = _run(root, tmp_path)
+    assert code == 1
+    assert {r["family"] for r in report["regressions"]} == {"parity", "determinism"}
+
+
+def test_a_failed_benchmark_at_the_latest_commit_exits_2(tmp_path, capsys):
+    code, report = _run(DATA / "unmeasured", tmp_path)
+    assert code == 2
+    assert report["unmeasured"] == ["bench_engine.EngineSweep.time_simulate(pixels=128, dtype='float64')",
+                                    "bench_engine.EngineSweep.time_simulate(pixels=256, dtype='float64')"]
+    assert "NOT MEASURED" in capsys.readouterr().out
+
+
+def test_a_commit_that_did_not_build_exits_2(tmp_path, capsys):
+    code, report = _run(DATA / "unbuilt", tmp_path)
+    assert code == 2 and report["built"] is False
+    assert any("did not build" in note for note in report["notes"])
+    assert "NOT MEASURED" not in capsys.readouterr().out
+
+
+def test_hashes_from_another_cpu_class_are_skipped_and_said_so(tmp_path):
+    code, report = _run(DATA / "otherhost", tmp_path)
+    assert code == 0 and report["skipped"] == 2
+    [note] = [n for n in report["notes"] if n.startswith("image hashes not compared")]
+    assert "AuthenticAMD AVX2" in note and "baselines --refresh" in note
+
+
+def test_a_corrupt_results_file_is_one_line_naming_it(tmp_path, capsys):
+    code, report = _run(DATA / "corrupt", tmp_path)
+    err = capsys.readouterr().err
+    assert code == 2 and report is None
+    assert len(err.strip().splitlines()) == 1
+    assert "corrupt JSON" in err and str(MACHINE_DIR) in err
+
+
+def test_no_results_at_all_exits_2(tmp_path, capsys):
+    shutil.copy(DATA / "good" / "asv.conf.json", tmp_path / "asv.conf.json")
+    assert cli.main(["regressions", "--repo", str(tmp_path)]) == 2
+    assert "nothing recorded yet" in capsys.readouterr().err
+
+
+def test_a_benchmark_that_failed_as_a_whole_is_not_measured(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    data = json.loads(latest.read_text())
+    row = data["results"]["bench_engine.EngineSweep.time_simulate"]
+    data["results"]["bench_engine.EngineSweep.time_simulate"] = [None, *row[1:5]]  # how asv stores a crash
+    latest.write_text(json.dumps(data))
+    code, report = _run(root, tmp_path)
+    assert code == 2 and len(report["unmeasured"]) == 2
+
+
+def test_an_unknown_machine_is_one_line_naming_the_recorded_ones(tmp_path, capsys):
+    code, report = _run(DATA / "good", tmp_path, "--machine", "elsewhere")
+    err = capsys.readouterr().err
+    assert (code, report) == (2, None)
+    assert "no results for machine 'elsewhere' (recorded: fixture-2cpu)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_never_replaces_a_file_that_is_not_a_previous_report(tmp_path, capsys):
+    baseline = tmp_path / "golden_hashes.json"
+    shutil.copy(DATA / "good" / "results" / "baselines" / "golden_hashes.json", baseline)
+    before = baseline.read_bytes()
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes\n")
+    for path in (baseline, mine):
+        code = cli.main(["regressions", "--repo", str(DATA / "good"), "--json", str(path)])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == ""  # refused before the work: no verdict printed
+        assert len(err.strip().splitlines()) == 1 and str(path) in err and "refusing to replace" in err
+    assert baseline.read_bytes() == before and mine.read_text() == "my notes\n"
+
+
+def test_json_replaces_its_own_previous_report(tmp_path, remeasured_as):
+    remeasured_as(default=2.0)
+    code, first = _run(DATA / "good", tmp_path)
+    assert code == 0 and first["report"] == "detsim-track regressions"
+    code, again = _run(DATA / "regressed", tmp_path)  # same --json path: a rerun updates it
+    assert code == 1 and again["regressions"]
+
+
+@pytest.mark.parametrize("where", ["folder", "under_a_file", "read_only"])
+def test_json_that_cannot_be_written_is_one_line_before_the_work(tmp_path, capsys, where):
+    target = {"folder": tmp_path, "under_a_file": tmp_path / "f" / "x.json",
+              "read_only": Path("/sys/detsim-track-report.json")}[where]
+    (tmp_path / "f").write_text("a file")
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(target)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(target) in err
+
+
+def test_a_json_write_failing_late_keeps_the_verdicts_code(tmp_path, capsys, monkeypatch, remeasured_as):
+    remeasured_as(default=2.0)
+    def fail(path, data):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("detsim.track.commands.regressions.write_json", fail)
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(tmp_path / "r.json")])
+    assert code == 1 and "not written (Permission denied)" in capsys.readouterr().err
+
+
+def _checkout(root: Path) -> str:
+    """Make ``root`` a git checkout of its own with one commit; HEAD's hash."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_a_checkout_whose_head_was_not_measured_exits_2_without_judging_an_older_commit(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    tip = _checkout(root)  # every recorded commit_hash is outside this history
+    code, report = _run(root, tmp_path)
+    out, err = capsys.readouterr()
+    assert (code, report, out) == (2, None, "")
+    assert len(err.strip().splitlines()) == 1 and f"HEAD {tip[:8]} was not measured" in err
+
+
+def test_a_checkout_whose_head_was_measured_is_judged_at_head(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    tip = _checkout(root)
+    latest = max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    old = json.loads(latest.read_text())["commit_hash"]
+    latest.write_text(latest.read_text().replace(old, tip))
+    (root / "results" / "hashes" / f"{old}.json").rename(root / "results" / "hashes" / f"{tip}.json")
+    hashes = root / "results" / "hashes" / f"{tip}.json"
+    hashes.write_text(hashes.read_text().replace(old, tip))
+    code, report = _run(root, tmp_path)
+    assert code == 0 and report["latest"] == tip and report["commits"] == [tip]
+    assert report["notes"] == ["4 results of commits outside HEAD's history were ignored"]
+
+
+def _latest_file(root: Path) -> Path:
+    return max((root / MACHINE_DIR).glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+
+
+@pytest.mark.parametrize("value, why", [(0.0, "not positive"), (-1.0, "not positive"),
+                                        (float("inf"), "infinite"), ("abc", "not a number")])
+def test_an_impossible_timing_is_one_line_naming_the_file_and_benchmark(tmp_path, capsys, value, why):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = _latest_file(root)
+    data = json.loads(latest.read_text())
+    data["results"]["bench_engine.EngineSweep.time_simulate"][0][1] = value
+    latest.write_text(json.dumps(data))  # json writes inf as Infinity, which json (and asv) reads back
+    code, report = _run(root, tmp_path)
+    err = capsys.readouterr().err
+    assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+    assert latest.name in err and "bench_engine.EngineSweep.time_simulate result[1]" in err and why in err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('"bench_parity\\\\.": 0.0', '"bench_parity\\\\.": -0.5'), "regressions_thresholds['bench_parity\\\\.'] = -0.5"),
+    (('"bench_parity\\\\.": 0.0', '"bench_parity\\\\.": "abc"'), "= 'abc' is not a threshold"),
+    (('"bench_parity\\\\.": 0.0', '"bench_parity(": 0.0'), "'bench_parity(' is not a regular expression"),
+    (('"bench_engine\\\\.Throughput\\\\.": null', '"bench_engine\\\\.Throughput\\\\.": "deadbeef"'),
+     "= 'deadbeef': no such commit"),
+    (('"bench_engine\\\\.Throughput\\\\.": null', '"bench_engine\\\\.Throughput\\\\.": 12'), "is not a commit hash"),
+])
+def test_an_impossible_asv_conf_entry_is_one_line_naming_it(tmp_path, capsys, edit, message):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    conf = root / "asv.conf.json"
+    assert edit[0] in conf.read_text()
+    conf.write_text(conf.read_text().replace(*edit))
+    code, report = _run(root, tmp_path)
+    err = capsys.readouterr().err
+    assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+    assert str(conf) in err and message in err
+
+
+
+def test_asvs_own_unbounded_interval_of_a_single_sample_is_accepted(tmp_path):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    latest = _latest_file(root)
+    data = json.loads(latest.read_text())
+    row, columns = data["results"]["bench_engine.EngineSweep.time_simulate"], data["result_columns"]
+    row[columns.index("stats_ci_99_a")][0] = float("-inf")  # what asv stores for one sample
+    row[columns.index("stats_ci_99_b")][0] = float("inf")
+    latest.write_text(json.dumps(data))
+    assert _run(root, tmp_path)[0] == 0
+
+
+def _two_machines(tmp_path: Path) -> Path:
+    """The regressed history recorded by two machines: ``threads1`` as recorded (2x timings at commit 2, a
+    parity break and image changes at 3 and 4), ``threads2`` the same but with its timings flat."""
+    root = tmp_path / "fleet"
+    shutil.copytree(DATA / "regressed", root)
+    asv = root / "results" / "asv"
+    for name in ("threads1", "threads2"):
+        shutil.copytree(asv / "fixture-2cpu", asv / name)
+        (asv / name / "machine.json").write_text(json.dumps({"machine": name, "version": 1}))
+    shutil.rmtree(asv / "fixture-2cpu")
+    files = sorted((asv / "threads2").glob("*-virtualenv*.json"), key=lambda p: json.loads(p.read_text())["date"])
+    first = json.loads(files[0].read_text())["results"]
+    for path in files:
+        data = json.loads(path.read_text())
+        for name in data["results"]:
+            if name.startswith("bench_engine.") and ".MachineReference." not in name:
+                data["results"][name] = first[name]
+        data["params"]["machine"] = "threads2"
+        path.write_text(json.dumps(data))
+    return root
+
+
+def test_two_machines_on_one_history_are_judged_each_and_said_where_they_agree(tmp_path, capsys, remeasured_as):
+    remeasured_as(default=2.0)
+    root = _two_machines(tmp_path)
+    code, report = _run(root, tmp_path)
+    assert code == 1 and set(report["machines"]) == {"threads1", "threads2"} and report["not_judged"] == {}
+    one, two = report["machines"]["threads1"], report["machines"]["threads2"]
+    assert {r["family"] for r in one["regressions"]} >= {"timing", "parity", "determinism"}
+    assert "timing" not in {r["family"] for r in two["regressions"]}
+    assert ([r for r in one["regressions"] if r["family"] == "determinism"]
+            == [r for r in two["regressions"] if r["family"] == "determinism"])
+    agreement = report["agreement"]
+    assert any(line.startswith("timing regression on threads1 only (threads1 ") and "nothing on threads2" in line
+               for line in agreement), agreement
+    assert any(line.startswith("determinism: both machines agree, ") for line in agreement), agreement
+    assert any(line.startswith("parity: both machines agree, ") for line in agreement), agreement
+    out = capsys.readouterr().out
+    assert "detsim-track: machine threads1," in out and "detsim-track: machine threads2," in out
+    assert "machines: threads1, threads2" in out and out.rstrip().endswith("fleet: exit 1 (the worst of the machines'; 2 wins)")
+    # one machine by name: its own verdict alone, as before
+    code, alone = _run(root, tmp_path, "--machine", "threads2")
+    assert code == 1 and alone["machine"] == "threads2" and "timing" not in {r["family"] for r in alone["regressions"]}
+
+
+def test_explain_runs_on_a_regressed_verdict_only_and_keeps_its_exit_status(tmp_path, monkeypatch, remeasured_as):
+    from detsim.track.commands import explain as cmd_explain
+
+    remeasured_as(default=2.0)
+    asked = []
+    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine)) or 2)
+    assert _run(DATA / "regressed", tmp_path, "--explain")[0] == 1
+    assert asked == [(DATA / "regressed", "fixture-2cpu")]
+    assert _run(DATA / "good", tmp_path, "--explain")[0] == 0 and len(asked) == 1

@@ -1,0 +1,123 @@
+"""detsim-track speed (detsim.track.commands.speed): the comparison run against a stand-in nanoBragg,
+its report folder and exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from detsim.track.cli import main
+from detsim.track.commands import speed
+
+
+def _stand_in(tmp_path, body: str):
+    """An executable that takes nanoBragg's arguments (here: detsim's own command, or a broken one)."""
+    script = tmp_path / "nanoBragg"
+    script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    script.chmod(0o755)
+    return script
+
+
+def _run(tmp_path, stand_in, *extra):
+    out = tmp_path / "report"
+    code = main(["speed", "--workloads", "P1", "--pixels", "12", "--repeats", "1", "--modes", "eager",
+                 "--nanobragg", str(stand_in), "--out", str(out), *extra])
+    return code, out
+
+
+def test_speed_run_reports_rates_ratios_and_parity(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))")
+    code, out = _run(tmp_path, stand_in)
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert [(r["program"], r["dtype"]) for r in rows] == [
+        ("nanoBragg.c", "float64"), ("detsim eager", "float64"), ("detsim eager", "float32")]
+    reference, *ours = rows
+    assert reference["rate"] == pytest.approx(12 * 12 / reference["seconds"])
+    for row in ours:
+        assert row["r"] > 0.9999999 and row["r_against"] == "nanoBragg.c"
+        assert row["vs_nanobragg"] == pytest.approx(row["rate"] / reference["rate"])
+        assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1
+    summary = (out / "summary.md").read_text()
+    assert "-detpixels 12 -pixel 8.53333 -oversample 1" in summary
+    assert "| P1@12 | detsim eager | float32 |" in capsys.readouterr().out
+
+
+def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, (
+        "import numpy as np\n"
+        "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
+        "np.random.default_rng(0).random((12, 12)).astype('<f4').tofile(path)"))
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 1
+    assert "r = " in capsys.readouterr().err
+    assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] < speed.PARITY_MIN_R
+
+
+def test_an_undefined_r_disagrees_and_the_report_stays_strict_json(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, (
+        "import numpy as np\n"
+        "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
+        "np.zeros((12, 12), '<f4').tofile(path)"))
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 1 and "r undefined against nanoBragg.c" in capsys.readouterr().err
+    assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] is None
+
+
+def test_a_failing_reference_program_exits_2_and_says_why(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, "print('bad flag', file=sys.stderr)\nsys.exit(3)")
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    assert code == 2
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert "nanoBragg exited 3" in rows[0]["error"] and "bad flag" in rows[0]["error"]
+
+
+def test_a_missing_reference_program_is_refused_before_any_run(tmp_path, capsys):
+    code, out = _run(tmp_path, tmp_path / "no-such-nanoBragg")
+    assert code == 2 and not out.exists()
+    assert "not an executable file" in capsys.readouterr().err
+
+
+def test_bad_numbers_and_an_existing_report_folder_are_refused_before_any_run(tmp_path, capsys):
+    assert main(["speed", "--repeats", "0", "--out", str(tmp_path / "r")]) == 2
+    assert "must be positive" in capsys.readouterr().err and not (tmp_path / "r").exists()
+    (tmp_path / "taken").mkdir()
+    assert main(["speed", "--out", str(tmp_path / "taken")]) == 2
+    assert "already exists" in capsys.readouterr().err and list((tmp_path / "taken").iterdir()) == []
+
+
+def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr(speed, "repo_root", lambda: tmp_path)
+    taken = tmp_path / "reports" / "20000101T000000Z" / "speed"
+    taken.mkdir(parents=True)
+    assert main(["speed"]) == 2 and f"{taken} already exists" in capsys.readouterr().err
+    assert main(["speed", "--out-root", str(tmp_path / "reports")]) == 2
+
+
+@pytest.mark.parametrize("option", ["--out", "--out-root"])
+def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.setattr(speed, "_measure", lambda *a: pytest.fail("nothing may be timed"))
+    (tmp_path / "a_file").write_text("x")
+    for place in (tmp_path / "a_file" / "r", Path("/sys/detsim-track-speed")):
+        assert main(["speed", option, str(place)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"{option} {place}" in err
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("pass", "wrote no image to P1@12-nanobragg.bin"),
+    ("open(sys.argv[sys.argv.index('-floatfile') + 1], 'wb').write(bytes(100))", "holds 100 bytes, not the 576"),
+])
+def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_line(tmp_path, capsys, body, problem):
+    stand_in = _stand_in(tmp_path, body)
+    code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    [line] = [line for line in err.splitlines() if "nanoBragg.c" in line]
+    assert str(stand_in) in line and problem in line
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert problem in rows[0]["error"] and "seconds" in rows[1]  # detsim's own runs still measured

@@ -1,0 +1,85 @@
+"""The verdict: which series are judged at the latest commit, the notes, the exit code, the JSON form."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import json_text
+from detsim.track.history.series import Point, Series
+from detsim.track.verdict.analysis import Report, analyse, determinism_note, judge, machine_references
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+HOLDS = {"cpu_class": "x86_64 GenuineIntel AVX512", "device": "cpu", "dtype": "float64", "threads": 1, "torch": "2"}
+
+
+def _series(name: str, family: str, values, unit: str = "seconds", case: str | None = None) -> Series:
+    return Series(env="e", name=name, params="", family=family, unit=unit, case=case,
+                  points=tuple(Point(c, v) for c, v in zip(("c1", "c2", "c3"), values)))
+
+
+def test_the_latest_point_decides_what_is_judged():
+    series = [_series("failed", "timing", [1.0, 1.0, None]), _series("skipped", "timing", [1.0, 1.0, float("nan")]),
+              _series("gone", "timing", [1.0, 1.0]), _series("p", "parity", [0.0, 0.0, 1e-3], unit="1 - r", case="a"),
+              _series("h", "hash count", [0.0, 0.0, 1.0], unit="cases changed")]
+    findings, unmeasured, skipped = judge(series, "c3", {}, {}, {})
+    assert [f.series.name for f in findings] == ["p", "h"]  # sorted by family order
+    assert (unmeasured, skipped) == (["failed"], 1)
+    off = {"regressions_first_commits": {"p": None}}
+    assert [f.series.name for f in judge(series, "c3", off, {}, {})[0]] == ["h"]
+
+
+def test_the_machine_reference_is_read_from_its_timing():
+    series = [_series("r", "reference", [1.0, None, 2.0]), _series("m", "reference", [5.0, 5.0, 5.0], unit="bytes")]
+    assert machine_references(series) == {"c1": 1.0, "c3": 2.0}
+
+
+def test_skipped_hashes_are_explained_by_the_machine_class():
+    series = [_series("d", "determinism", [0.0, 0.0, float("nan")], unit="changed (0/1)", case="a")]
+    here = {**HOLDS, "cpu_class": "x86_64 AuthenticAMD AVX2"}
+    stored = {"b.json": {"holds_for": HOLDS}}
+    note = determinism_note(series, "c3", {"c3": {"holds_for": here}}, stored, None)
+    assert note == ("image hashes not compared at c3: no stored baseline of this machine's class (b.json holds "
+                    "for cpu_class=x86_64 GenuineIntel AVX512 where this machine has cpu_class=x86_64 AuthenticAMD "
+                    "AVX2 (another machine class: a fact, not a failure)); store one with "
+                    "`detsim-track baselines --refresh` on this machine class")
+    assert determinism_note(series, "c3", {"c3": {"holds_for": HOLDS}}, stored, ("b.json", stored["b.json"])) is None
+    assert determinism_note(series, "c3", {"c3": {"holds_for": here}}, {}, None) is None
+
+
+def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
+    report = analyse(DATA / "regressed")
+    assert isinstance(report, Report) and report.exit is ExitCode.REGRESSED
+    data = json.loads(json_text(report.as_json()))
+    assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
+                         "unmeasured", "skipped", "built", "notes", "exit", "machine_class"}
+    assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
+    assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
+    with pytest.raises(AttributeError):
+        report.exit = ExitCode.OK
+
+
+def test_unmeasured_wins_over_regressed():
+    assert analyse(DATA / "unmeasured").exit is ExitCode.UNMEASURED
+    assert analyse(DATA / "good").exit is ExitCode.OK
+
+
+def test_machines_of_other_classes_are_a_fact_and_one_class_is_compared():
+    from detsim.track.verdict.analysis import agreement_lines, fleet_facts
+
+    def report(machine, cls, prints):
+        return Report(generated_at="t", machine=machine, envs=("e",), commits=("c1",), latest="c1", subjects={},
+                      regressions=(), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.OK,
+                      machine_class=cls, fingerprints=prints)
+
+    intel, amd, amd2 = report("intel", 1.0, {"a": 5.0}), report("amd", 2.0, {"a": 6.0}), report("amd2", 2.0, {"a": 7.0})
+    assert fleet_facts({"intel": intel, "amd": amd}) == [
+        "amd and intel are different machine classes: their images are not compared with each other "
+        "(a fact, not a failure)"]
+    assert fleet_facts({"amd": amd, "amd2": amd2}) == [
+        "amd and amd2 share a machine class; at c1 their images differ in 1 golden cases (a)"]
+    assert agreement_lines({"intel": intel, "amd": amd}) == ["timing: both machines agree, nothing regressed",
+                                                             "determinism: both machines agree, nothing regressed"]
