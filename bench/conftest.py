@@ -39,7 +39,7 @@ from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.provenance import MachineClass, cpu_class
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.cost.counting import count as count_region
-from detsim.track.cost.workloads import CostSpec, count_spec
+from detsim.track.cost.specs import CostSpec, count_spec
 
 THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
 ROOT = Path(__file__).resolve().parents[1]  # the project, whose tests/golden holds the cases
@@ -137,7 +137,7 @@ def record_instructions(benchmark, key: str, setup: str | None = None, region: s
                         *, spec: CostSpec | None = None, note: str | None = None) -> None:
     """Record the instructions of one run of a benchmark's counted region in its ``extra_info``.
 
-    ``spec`` names a detsim render (:mod:`detsim.track.cost.workloads`); otherwise ``setup`` and
+    ``spec`` names a detsim render (:mod:`detsim.track.cost.specs`); otherwise ``setup`` and
     ``region`` are the code to count. ``note`` records why a region is not counted. Each ``key`` is
     counted once per session (a count is a fresh ~15 s valgrind process).
     """

@@ -16,7 +16,7 @@ import detsim.trace as trace
 from _tolerances import F64_ROUNDING, FLOAT32_PIXEL_REL
 from detsim.config import ConfigError
 from detsim.engine import prepare, render
-from detsim.track.traces.compare import compare
+from detsim.track.traces.alignment import compare
 from detsim.track.traces.tracelog import load_trace, parse_trace
 from helpers import config_from_args
 

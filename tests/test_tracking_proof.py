@@ -32,7 +32,7 @@ from detsim.track.base.commits import export_package
 from detsim.track.confirm.decision import Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import Target, remeasure
 from detsim.track.cost.counting import not_measured_reason
-from detsim.track.cost.workloads import CostSpec, count_spec
+from detsim.track.cost.specs import CostSpec, count_spec
 from detsim.track.history.series import threshold_for
 from detsim.track.history.jsonc import load_config
 

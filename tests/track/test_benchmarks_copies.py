@@ -230,7 +230,7 @@ def test_the_instruction_count_copies_equal_the_cost_package(common, monkeypatch
 
 @pytest.mark.parametrize("workload", ["P1@64", "P2@32", "g01_hkl_nointerp"])
 def test_the_counted_renders_equal_the_cost_package(common, workload):
-    from detsim.track.cost.workloads import CostSpec
+    from detsim.track.cost.specs import CostSpec
 
     spec = CostSpec(workload)
     ours = {"torch": torch}

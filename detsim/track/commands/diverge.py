@@ -50,7 +50,7 @@ from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolv
 from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.recorder import record
-from detsim.track.divergence.records import Record
+from detsim.track.divergence.events import Record
 
 __all__ = ["HELP", "add_arguments", "run", "find_divergence"]
 

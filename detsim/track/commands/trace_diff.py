@@ -2,7 +2,7 @@
 
 The logs are read by :mod:`detsim.track.traces.tracelog` (any program's stdout: the trace prefix is
 detected per file; ``--trace-json`` files too) and aligned and compared by
-:mod:`detsim.track.traces.compare` (per pixel, per name and occurrence, within ``--rtol``/``--atol``).
+:mod:`detsim.track.traces.alignment` (per pixel, per name and occurrence, within ``--rtol``/``--atol``).
 
 Exit status: 0 no difference (missing, extra or bad lines are reported but tolerated), 1 some quantity
 differs, 2 a file could not be read or the two logs have nothing in common.
@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.traces.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
+from detsim.track.traces.alignment import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
 from detsim.track.traces.tracelog import TraceError, load_trace, parse_trace
 
 __all__ = ["HELP", "add_arguments", "run", "compare", "load_trace", "parse_trace"]

@@ -23,7 +23,7 @@ import sys
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from detsim.track.divergence.records import TensorInfo, argument_tensors, call_site, scalar_text, storage_key
+from detsim.track.divergence.events import TensorInfo, argument_tensors, call_site, scalar_text, storage_key
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
 OVERWRITE_OPS = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",

@@ -1,6 +1,6 @@
 """Compare two records event by event and name the first place they differ, and why.
 
-Walking the two runs' events (:mod:`detsim.track.divergence.records`, recorded by
+Walking the two runs' events (:mod:`detsim.track.divergence.events`, recorded by
 :mod:`detsim.track.divergence.recorder`) in order, each event whose inputs or outputs differ becomes a
 :class:`~detsim.track.divergence.findings.Finding`:
 
@@ -16,17 +16,17 @@ Walking the two runs' events (:mod:`detsim.track.divergence.records`, recorded b
   the usual reason a cache makes the runs branch, comes first).
 
 Each finding carries the tensor or argument name, both hashes, both grids and the knob that usually
-fixes that kind of culprit (:mod:`~detsim.track.divergence.explain`).
+fixes that kind of culprit (:mod:`~detsim.track.divergence.diagnosis`).
 """
 
 from __future__ import annotations
 
 import re
 
-from detsim.track.divergence.explain import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
+from detsim.track.divergence.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
                                              leak_text, operands_text, uninitialized_text)
 from detsim.track.divergence.findings import ROOT_ROLES, Finding, Report, ref_text
-from detsim.track.divergence.records import Event, Record, TensorInfo
+from detsim.track.divergence.events import Event, Record, TensorInfo
 
 __all__ = ["compare_records", "explain", "Finding", "Report", "RANDOM_OPS"]
 

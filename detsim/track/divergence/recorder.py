@@ -1,7 +1,7 @@
 """Record a computation event by event: every aten op and every Triton kernel launch, with tensor hashes.
 
 A :class:`Recorder` is a context manager that records what runs inside it into a
-:class:`~detsim.track.divergence.records.Record`:
+:class:`~detsim.track.divergence.events.Record`:
 
 * **aten ops** (:mod:`detsim.track.divergence.aten_ops`) through a ``TorchDispatchMode``: op name, call
   site, tensor arguments hashed before the op, non-tensor arguments as text, results hashed after it;
@@ -31,7 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from detsim.track.divergence import triton_hooks, unwritten
 from detsim.track.divergence.aten_ops import op_mode
-from detsim.track.divergence.records import Event, Record, TensorInfo, storage_key, tensor_info
+from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
 
 __all__ = ["Recorder", "record", "Record", "Event", "TensorInfo", "tensor_info"]
 
@@ -103,7 +103,7 @@ class Recorder:
         return self._paused > 0
 
     def info(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
-        """:func:`~detsim.track.divergence.records.tensor_info` of ``t``, not recorded itself."""
+        """:func:`~detsim.track.divergence.events.tensor_info` of ``t``, not recorded itself."""
         with self.paused():
             return tensor_info(name, t, stats=self.stats, run=self.fill, **kw)
 

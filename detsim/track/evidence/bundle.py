@@ -28,10 +28,10 @@ from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.durations import RetimePlan, retime_plan
 from detsim.track.evidence.manifest import write_manifest
 from detsim.track.evidence.previous import PastBundle, compare_with
-from detsim.track.evidence.provenance import bundle_environment, commands_text
+from detsim.track.evidence.run_context import bundle_environment, commands_text
 from detsim.track.evidence.records import (BadInput, BundleResults, CollectResult, Comparison, Key, LoggedWarning,
                                            Outcomes, ProcessResult, Request, RunResult, TestResult, Verdict)
-from detsim.track.evidence.runner import BUNDLE, Command, exit_status, pytest_argv
+from detsim.track.evidence.pytest_runs import BUNDLE, Command, exit_status, pytest_argv
 from detsim.track.evidence.summary import render_summary
 
 

@@ -27,7 +27,7 @@ from detsim.track.base.output import utc_stamp
 from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.durations import HISTORY, judge_durations
 from detsim.track.evidence.manifest import check_bundle
-from detsim.track.evidence.provenance import RETIME_HEADER
+from detsim.track.evidence.run_context import RETIME_HEADER
 from detsim.track.evidence.records import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 

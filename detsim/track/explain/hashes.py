@@ -1,8 +1,8 @@
 """An image-hash change explained by the first op whose output differs although its inputs agree.
 
 Both commits' runs of a golden case are recorded op by op, each in its own side's package
-(:func:`detsim.track.divergence.commits.record_at`, float64 CPU eager), and compared with call sites
-stripped of line numbers (:func:`~detsim.track.divergence.commits.compare_commits`). The first finding
+(:func:`detsim.track.divergence.across_commits.record_at`, float64 CPU eager), and compared with call sites
+stripped of line numbers (:func:`~detsim.track.divergence.across_commits.compare_commits`). The first finding
 tells an intended change from an accidental one: a Python value passed to an op changed (a constant, a
 physical term), the commits pass different operands to an op (a reordered sum), or they execute
 different ops from some point on (new or reordered code).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.divergence.commits import compare_commits, record_at
+from detsim.track.divergence.across_commits import compare_commits, record_at
 from detsim.track.divergence.findings import Report
 from detsim.track.explain.sides import Side
 

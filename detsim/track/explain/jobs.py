@@ -3,7 +3,7 @@
 A :class:`Job` names a kind (``cost``, ``parity``, ``hash``), the last good and first bad commits and the
 workload (a reduced reference workload such as ``P1@64``, or a golden case id). :func:`explain_job`:
 
-1. measures the flagged benchmark at both commits (:mod:`.measure`: instructions, 1 - r, image sha256);
+1. measures the flagged benchmark at both commits (:mod:`.side_values`: instructions, 1 - r, image sha256);
 2. when commits lie between them, bisects them measuring only that benchmark (:mod:`.bisection`) and
    moves the pair to the first bad commit and its parent;
 3. explains the pair: the differential profile and aten-op diff (cost), the first traced quantity of
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from detsim.track.base.golden import find_case
 from detsim.track.base.output import atomic_write_text, write_json
-from detsim.track.explain import hashes, measure, opcount, parity, profile
+from detsim.track.explain import hashes, opcount, parity_trace, profile, side_values
 from detsim.track.explain.bisection import bisect, cost_is_bad, hash_is_bad, parity_is_bad
 from detsim.track.explain.sides import Side, commits_between, prepare_side, run_python, subject
 
@@ -127,14 +127,14 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides: Sides, bis
 def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, dict]:
     """(the value the job judges, what else the measurement left: files, image)."""
     if job.kind == "cost":
-        counted = measure.count_at(side, job.workload, golden, folder / "callgrind" / side.short)
+        counted = side_values.count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
     out = folder / "images" / f"{side.short}.npy"
     out.parent.mkdir(parents=True, exist_ok=True)
-    image = measure.image_at(side, job.workload, golden, out, cwd=folder)
+    image = side_values.image_at(side, job.workload, golden, out, cwd=folder)
     if job.kind == "parity":
-        return measure.one_minus_r(image, job.workload, golden), {"image": image}
-    return measure.hash_of(image), {"image": image}
+        return side_values.one_minus_r(image, job.workload, golden), {"image": image}
+    return side_values.hash_of(image), {"image": image}
 
 
 def _predicate(kind: str, good):
@@ -156,7 +156,7 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     for side in (old, new):
         out = folder / "ops" / f"{side.short}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        run_python(side, ["-m", measure.WORKER, "ops", job.workload, str(out), "--golden-dir", str(golden)],
+        run_python(side, ["-m", side_values.WORKER, "ops", job.workload, str(out), "--golden-dir", str(golden)],
                    cwd=folder)
         ops[side.commit] = json.loads(out.read_text())
     changes = opcount.diff_ops(ops[old.commit], ops[new.commit])
@@ -178,14 +178,14 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
-    pixel = parity.worst_pixel(old_extra["image"], new_extra["image"], reference)
+    pixel = parity_trace.worst_pixel(old_extra["image"], new_extra["image"], reference)
     texts = []
     for side in (old, new):
         out = folder / "traces" / f"{side.short}.log"
         out.parent.mkdir(parents=True, exist_ok=True)
-        texts.append(parity.trace_at(side, job.workload, pixel, golden, out, cwd=folder))
-    change = parity.first_change(*texts, old_name=old.short, new_name=new.short)
-    said = parity.sentence(new.commit, change, pixel)
+        texts.append(parity_trace.trace_at(side, job.workload, pixel, golden, out, cwd=folder))
+    change = parity_trace.first_change(*texts, old_name=old.short, new_name=new.short)
+    said = parity_trace.sentence(new.commit, change, pixel)
     atomic_write_text(folder / "explanation.txt", said + "\n")
     return {"pixel": list(pixel), "first_change": change}, said
 

@@ -2,7 +2,7 @@
 
 :func:`count_ops` runs a function under a ``TorchDispatchMode`` that only counts: per (op, call site) the
 calls and the elements of the results (how much work an elementwise op did). Call sites are the
-innermost frame outside torch and the suite (:func:`~detsim.track.divergence.records.call_site`), shown
+innermost frame outside torch and the suite (:func:`~detsim.track.divergence.events.call_site`), shown
 from the package folder on (``detsim/render_paths.py:88 in _accumulate``), so the two commits' rows match
 by op, file and function (line numbers shift between commits). :func:`diff_ops` sorts the changes by
 elements, largest rise first. Deterministic: no timings.
@@ -33,7 +33,7 @@ def count_ops(fn: Callable[[], object]) -> list[dict]:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from detsim.track.divergence.records import call_site
+    from detsim.track.divergence.events import call_site
 
     rows: dict[tuple[str, str], dict] = {}
 

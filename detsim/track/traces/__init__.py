@@ -2,5 +2,5 @@
 
 Trace logs (any program's ``<PREFIX>: name [key=value ...] values...`` lines, or ``--trace-json``
 files) are read into pixel blocks (:mod:`.tracelog`), aligned and compared within a tolerance
-(:mod:`.compare`); ``detsim-track trace-diff`` prints the first difference.
+(:mod:`.alignment`); ``detsim-track trace-diff`` prints the first difference.
 """

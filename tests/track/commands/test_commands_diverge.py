@@ -11,7 +11,7 @@ import pytest
 
 from detsim.track import cli
 from detsim.track.commands import diverge as cmd_diverge
-from detsim.track.divergence.records import Record
+from detsim.track.divergence.events import Record
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TINY = "-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 -mosaic 1 -mosaic_dom 2 -detpixels 6 " \

@@ -15,8 +15,8 @@ from detsim.track import cli
 
 from detsim.track.commands import evidence
 from detsim.track.evidence import pytest_results as pr
-from detsim.track.evidence.provenance import RETIME_HEADER
-from detsim.track.evidence.runner import Command
+from detsim.track.evidence.run_context import RETIME_HEADER
+from detsim.track.evidence.pytest_runs import Command
 
 CONFTEST = '''
 def pytest_addoption(parser):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.divergence.firstdiff import compare_records
-from detsim.track.divergence.records import Event, Record, TensorInfo
+from detsim.track.divergence.events import Event, Record, TensorInfo
 
 
 def info(name: str, content: str, **kw) -> TensorInfo:

@@ -13,7 +13,7 @@ from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.previous import PastBundle
 from detsim.track.evidence.records import (CollectResult, Comparison, NewFailure, Outcomes, ProcessResult, Request,
                                            RunResult, TestResult, Verdict)
-from detsim.track.evidence.runner import Command
+from detsim.track.evidence.pytest_runs import Command
 
 OK_COLLECT = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 3, "collect.log")
 

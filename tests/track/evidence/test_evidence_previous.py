@@ -9,7 +9,7 @@ import pytest
 
 from detsim.track.evidence import previous as prev
 from detsim.track.evidence.manifest import write_manifest
-from detsim.track.evidence.provenance import RETIME_HEADER
+from detsim.track.evidence.run_context import RETIME_HEADER
 from detsim.track.evidence.records import BadInput, Outcomes
 
 

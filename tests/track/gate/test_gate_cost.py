@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from detsim.track.cost.counting import not_measured_reason
-from detsim.track.cost.workloads import CostSpec, count_spec
+from detsim.track.cost.specs import CostSpec, count_spec
 from detsim.track.gate.checks import COST_THRESHOLD, FAILED, Status, cost_finding, exit_code, gate
 from detsim.track.gate.results import Benchmark
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from detsim.track.divergence.commits import compare_commits, record_at, without_lines
+from detsim.track.divergence.across_commits import compare_commits, record_at, without_lines
 from detsim.track.divergence.recorder import record
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -64,7 +64,7 @@ def test_without_lines_keeps_file_and_function_and_can_drop_views():
 def test_a_recording_past_its_time_limit_is_one_line(tmp_path):
     import pytest
 
-    from detsim.track.divergence.commits import RecordError
+    from detsim.track.divergence.across_commits import RecordError
 
     path = tmp_path / "slow.py"
     path.write_text("import time\n\n\ndef target():\n    time.sleep(30)\n")

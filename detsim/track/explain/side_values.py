@@ -18,7 +18,7 @@ from detsim.track.base.golden import find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import pearson_r
 from detsim.track.cost.counting import Count, count
-from detsim.track.cost.workloads import CostSpec
+from detsim.track.cost.specs import CostSpec
 from detsim.track.explain.sides import Side, run_python
 
 WORKER = "detsim.track.explain.worker"

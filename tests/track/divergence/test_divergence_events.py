@@ -11,7 +11,7 @@ import torch
 from detsim.track.base.hashing import tensor_sha256
 from detsim.track.divergence.firstdiff import compare_records
 from detsim.track.divergence.recorder import record
-from detsim.track.divergence.records import Record, argument_tensors, call_site, scalar_text, storage_key, \
+from detsim.track.divergence.events import Record, argument_tensors, call_site, scalar_text, storage_key, \
     tensor_info
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -71,4 +71,4 @@ def test_storage_key_is_shared_by_views_of_one_buffer():
 def test_call_site_is_the_caller_outside_torch_and_the_suite():
     line = sys._getframe().f_lineno + 1
     here = call_site()
-    assert here.endswith(f"test_divergence_records.py:{line} in test_call_site_is_the_caller_outside_torch_and_the_suite")
+    assert here.endswith(f"test_divergence_events.py:{line} in test_call_site_is_the_caller_outside_torch_and_the_suite")

@@ -8,7 +8,7 @@ import torch
 import detsim
 from detsim.track.base.golden import find_case
 from detsim.track.base.workloads import WORKLOADS
-from detsim.track.cost.workloads import CostSpec
+from detsim.track.cost.specs import CostSpec
 
 
 def _config_of(spec: CostSpec):

@@ -23,7 +23,7 @@ from detsim.track.base.output import REPORTS
 from detsim.track.base.provenance import ENV_VARS, environment
 from detsim.track.evidence.durations import RETIMES
 from detsim.track.evidence.records import Request
-from detsim.track.evidence.runner import Command
+from detsim.track.evidence.pytest_runs import Command
 
 COMMAND_ENV = ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
                "PY_COLORS", "FORCE_COLOR", *ENV_VARS)  # what changes what a pytest run does

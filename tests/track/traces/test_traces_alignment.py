@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from detsim.track.traces.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
+from detsim.track.traces.alignment import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
 from detsim.track.traces.tracelog import SHARED, parse_trace
 
 

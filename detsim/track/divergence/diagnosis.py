@@ -8,7 +8,7 @@ The other kinds of finding (:mod:`~detsim.track.divergence.findings`) have their
 
 from __future__ import annotations
 
-from detsim.track.divergence.records import Event
+from detsim.track.divergence.events import Event
 
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
               "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",

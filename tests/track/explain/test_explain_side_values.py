@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.base.golden import find_case, golden_dir
-from detsim.track.explain.measure import hash_of, image_at, one_minus_r
+from detsim.track.explain.side_values import hash_of, image_at, one_minus_r
 from detsim.track.explain.sides import prepare_side
 
 ROOT = Path(__file__).resolve().parents[3]

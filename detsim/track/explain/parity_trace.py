@@ -3,7 +3,7 @@
 :func:`worst_pixel` is the pixel whose value changed most between the commits' images (where they are
 equal: the one furthest from nanoBragg's image). :func:`trace_at` traces it at a side (the side's own
 ``detsim.trace``, float64 CPU) and :func:`first_change` aligns the two traces
-(:func:`detsim.track.traces.compare.compare`, near-exact tolerance: both sides are the same program) and
+(:func:`detsim.track.traces.alignment.compare`, near-exact tolerance: both sides are the same program) and
 names the first quantity that differs, old -> new.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.explain.sides import Side, run_python
-from detsim.track.traces.compare import compare
+from detsim.track.traces.alignment import compare
 from detsim.track.traces.tracelog import parse_trace
 
 WORKER = "detsim.track.explain.worker"

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from detsim.track.evidence.records import ProcessResult
-from detsim.track.evidence.runner import BUNDLE, Command, exit_status, pytest_argv
+from detsim.track.evidence.pytest_runs import BUNDLE, Command, exit_status, pytest_argv
 
 
 @pytest.mark.parametrize("code, timed_out, expected", [

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from detsim.track.base.commits import child_env
 from detsim.track.divergence.firstdiff import Report, compare_records
-from detsim.track.divergence.records import Record
+from detsim.track.divergence.events import Record
 
 WORKER = "detsim.track.commands.diverge"
 _LINE = re.compile(r":\d+(?= in )")

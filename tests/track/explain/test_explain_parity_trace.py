@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from detsim.track.explain.parity import first_change, sentence, worst_pixel
+from detsim.track.explain.parity_trace import first_change, sentence, worst_pixel
 
 OLD = """TRACE_PY: pixel 3 4
 TRACE_PY: rendered 1

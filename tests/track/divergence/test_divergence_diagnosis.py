@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from detsim.track.divergence.explain import base_name, explain, leak_text, operands_text, uninitialized_text
-from detsim.track.divergence.records import Event, TensorInfo
+from detsim.track.divergence.diagnosis import base_name, explain, leak_text, operands_text, uninitialized_text
+from detsim.track.divergence.events import Event, TensorInfo
 
 
 def op(name: str, inputs=()) -> Event:
