@@ -8,8 +8,9 @@ quantity that changed (parity) or the first op whose output changed although its
 :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
 ``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
 
-Exit 0: nothing changed between the commits; 1: a change was found and explained; 2: something could
-not be measured, or the input was bad.
+Exit 0: nothing changed between the commits, or nothing to explain (a verdict with no finding, or only
+findings that cannot be explained: each named on stderr; no bundle is written); 1: a change was found and
+explained; 2: something could not be measured, or the input was bad.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"explain: {note}", file=sys.stderr)
     if not jobs:
         print("explain: nothing to explain" + (" (see the notes above)" if notes else ": the verdict has no finding"))
-        return ExitCode.UNMEASURED if notes else ExitCode.OK
+        return ExitCode.OK
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
         print(f"explain: {not_measured_reason()}", file=sys.stderr)
         return ExitCode.UNMEASURED

@@ -172,3 +172,20 @@ def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, m
     assert "EngineSweep.time_simulate: a timing step not confirmed (noise), nothing to explain" in captured.err
     assert "it rose at bbbbbbbb." in captured.out
     assert "from bench_cost.InstructionCounts.track_instructions(workload='P1@64')" in (out / "answer.md").read_text()
+
+
+def test_nothing_to_explain_is_exit_0_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Only an unconfirmed timing step: nothing regressed, so nothing to explain, which is not a failure."""
+    import types
+
+    from detsim.track.verdict import analysis as verdict
+
+    noise = _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
+                      "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})
+    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=[noise]))
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "explain: nothing to explain (see the notes above)"
+    assert "a timing step not confirmed (noise), nothing to explain" in captured.err
+    assert not out.exists() and not list(tmp_path.iterdir())
