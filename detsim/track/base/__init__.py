@@ -10,6 +10,7 @@
 * :mod:`.workloads` - the named speed workloads (P1, P2, P4096) as nanoBragg command lines;
 * :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables).
 * :mod:`.commits` - another commit's package, exported to import it beside this one.
+* :mod:`.inputs` - the argparse types of counts, and what is at a path, for refusing bad input up front;
 
 Nothing here prints or parses command lines; the command modules of the areas do.
 """

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.inputs import DIRECTORY, MISSING, what_is
 from detsim.track.base.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.evidence.bundle import make_bundle
 from detsim.track.evidence.durations import RETIMES
@@ -129,11 +130,12 @@ def _shown(final: Path, cwd: Path) -> Path:
 
 def verify(folder: Path) -> int:
     """``--verify``: exit 0 when every file matches sha256.txt, 1 naming each one that does not, 2 when
-    some listed file cannot be read."""
-    if not folder.is_dir():
-        print(f"evidence: {folder} is not a folder", file=sys.stderr)
+    some listed file cannot be read (``unreadable: F (why)``: no permission, or not a regular file)."""
+    kind = what_is(folder)
+    if kind != DIRECTORY:
+        print(f"evidence: --verify {folder}: {kind}, not a bundle folder", file=sys.stderr)
         return ExitCode.UNMEASURED
-    if not (folder / MANIFEST).is_file():
+    if what_is(folder / MANIFEST) == MISSING:
         print(f"evidence: {folder} has no {MANIFEST}; not an evidence bundle", file=sys.stderr)
         return ExitCode.UNMEASURED
     problems = check_bundle(folder)

@@ -5,7 +5,8 @@ but ``sha256.txt`` itself, so ``sha256sum -c sha256.txt`` inside the bundle chec
 :func:`check_bundle` re-hashes a bundle against its listing and names each problem: ``modified: F``
 (the hash differs), ``missing: F`` (listed, absent), ``extra: F`` (present, not listed),
 ``unreadable: F (why)`` (listed, present, but it cannot be read: e.g. mode 000 for a user other than
-root) or ``malformed: sha256.txt line N`` (including a name that leaves the bundle, ``../x``).
+root, or not a regular file: ``(a directory)``, ``(a FIFO)``, ``(a symlink to nothing)``...) or
+``malformed: sha256.txt line N`` (including a name that leaves the bundle, ``../x``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from pathlib import Path
 
 from detsim.track.base.hashing import sha256_file
+from detsim.track.base.inputs import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.output import atomic_write_text
 
 MANIFEST = "sha256.txt"
@@ -58,8 +60,9 @@ def check_bundle(folder: Path) -> list[str]:
     """Problems with a bundle against its sha256.txt: ``modified: F``, ``missing: F``, ``extra: F``,
     ``unreadable: F (why)``, ``malformed: sha256.txt line N``."""
     listing = folder / MANIFEST
-    if not listing.is_file():
-        return [f"missing: {MANIFEST}"]
+    kind = what_is(listing)
+    if kind != REGULAR_FILE:
+        return [f"missing: {MANIFEST}" if kind == MISSING else f"unreadable: {MANIFEST} ({kind})"]
     try:
         text = listing.read_text(errors="replace")
     except OSError as exc:
@@ -74,8 +77,12 @@ def check_bundle(folder: Path) -> list[str]:
         expected[match.group(2)] = match.group(1)
     for name, digest in sorted(expected.items()):
         path = folder / name
-        if not path.is_file():
+        kind = what_is(path)
+        if kind == MISSING:
             problems.append(f"missing: {name}")
+            continue
+        if kind != REGULAR_FILE:  # never opened: a FIFO would block, a directory has no bytes to hash
+            problems.append(f"unreadable: {name} ({kind})")
             continue
         actual, why = _digest(path)
         if why:

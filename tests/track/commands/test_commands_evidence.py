@@ -325,7 +325,7 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, capsys, monkeypa
     assert main("--verify", str(tmp_path), "--area", "x") == 2
     assert "--verify takes a bundle folder and nothing else" in capsys.readouterr().err
     assert main("--verify", str(tmp_path / "absent")) == 2
-    assert "is not a folder" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"evidence: --verify {tmp_path / 'absent'}: missing, not a bundle folder\n"
     assert not (tmp_path / "reports").exists()
 
 
@@ -369,6 +369,23 @@ def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, mo
     assert main("--verify", str(bundle)) == 2
     out = capsys.readouterr().out
     assert "unreadable: summary.md (Permission denied)" in out and "1 problem against sha256.txt" in out
+
+
+@pytest.mark.parametrize("kind", ["a directory", "a FIFO", "a symlink to nothing"])
+def test_verify_calls_a_listed_file_that_is_not_a_regular_file_unreadable_and_exits_2(tmp_path, capsys, kind):
+    from detsim.track.evidence.manifest import write_manifest
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "summary.md").write_text("# Evidence\n")
+    (bundle / "results.json").write_text("{}\n")
+    write_manifest(bundle)
+    (bundle / "summary.md").unlink()
+    {"a directory": lambda p: p.mkdir(), "a FIFO": os.mkfifo,
+     "a symlink to nothing": lambda p: p.symlink_to(tmp_path / "gone")}[kind](bundle / "summary.md")
+    assert main("--verify", str(bundle)) == 2
+    assert capsys.readouterr().out.splitlines() == [f"unreadable: summary.md ({kind})",
+                                                    f"{bundle}: 1 problem against sha256.txt"]
 
 
 def _pids_running(marker: str) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 
@@ -84,3 +85,21 @@ def test_a_listed_name_outside_the_bundle_is_malformed_and_not_read(bundle, tmp_
     listing = bundle / manifest.MANIFEST
     listing.write_text(listing.read_text() + f"{digest}  ../secret.txt\n{digest}  {outside}\n")
     assert manifest.check_bundle(bundle) == ["malformed: sha256.txt line 4", "malformed: sha256.txt line 5"]
+
+
+def test_a_listed_file_that_is_not_a_regular_file_is_unreadable_and_never_opened(bundle):
+    (bundle / "summary.md").unlink()
+    (bundle / "summary.md").mkdir()
+    (bundle / "results.json").unlink()
+    os.mkfifo(bundle / "results.json")  # opening it would block until a writer came
+    (bundle / "retime" / "cpu-1.log").unlink()
+    (bundle / "retime" / "cpu-1.log").symlink_to(bundle / "gone")
+    assert manifest.check_bundle(bundle) == ["unreadable: results.json (a FIFO)",
+                                             "unreadable: retime/cpu-1.log (a symlink to nothing)",
+                                             "unreadable: summary.md (a directory)"]
+
+
+def test_a_listing_that_is_not_a_regular_file_is_unreadable(bundle):
+    (bundle / manifest.MANIFEST).unlink()
+    (bundle / manifest.MANIFEST).mkdir()
+    assert manifest.check_bundle(bundle) == ["unreadable: sha256.txt (a directory)"]
