@@ -29,6 +29,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
+from detsim.track.base.inputs import DIRECTORY, what_is
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
@@ -105,8 +106,9 @@ def _select(args) -> tuple[Path, list[GoldenCase]] | str:
     cases_dir = args.cases_dir or default_cases_dir()
     if cases_dir is None:
         return "no tests/golden folder found; give --cases-dir"
-    if not cases_dir.is_dir():
-        return f"--cases-dir {cases_dir}: no such folder"
+    kind = what_is(cases_dir)
+    if kind != DIRECTORY:
+        return f"--cases-dir {cases_dir}: {kind}; give a folder of cases (or one case folder)"
     try:
         cases = {case.id: case for case in discover(cases_dir)}
     except GoldenError as exc:

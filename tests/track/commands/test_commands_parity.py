@@ -140,6 +140,17 @@ def test_bad_input_exits_2_and_nothing_is_overwritten(planted, capsys, monkeypat
     assert code == 2 and "already exists" in err and target.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind", ["a regular file", "missing", "a symlink to nothing"])
+def test_a_cases_dir_that_is_not_a_folder_is_named_for_what_it_is(tmp_path, capsys, monkeypatch, kind):
+    monkeypatch.setattr(parity, "run_case", lambda *a, **k: pytest.fail("no case may run"))
+    {"a regular file": lambda p: p.write_text("x"), "missing": lambda p: None,
+     "a symlink to nothing": lambda p: p.symlink_to(p.parent / "gone")}[kind](tmp_path / "cases")
+    assert track_main(["parity", "--cases-dir", str(tmp_path / "cases"), "--reports", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == \
+        f"parity: --cases-dir {tmp_path / 'cases'}: {kind}; give a folder of cases (or one case folder)\n"
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_single_case_folder_is_a_case(planted, capsys):
     code = track_main(["parity", "--cases-dir", str(planted / "cases" / SMALL_CASES[1]),
                        "--reports", str(planted / "single")])
