@@ -11,6 +11,7 @@
 * :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables).
 * :mod:`.commits` - another commit's package, exported to import it beside this one.
 * :mod:`.inputs` - the argparse types of counts, and what is at a path, for refusing bad input up front;
+* :mod:`.devices` - whether a torch device named on the command line exists on this machine.
 
 Nothing here prints or parses command lines; the command modules of the areas do.
 """

@@ -43,8 +43,10 @@ from typing import Callable
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
-    write_json
+from detsim.track.base.devices import device_problem
+from detsim.track.base.inputs import MISSING, REGULAR_FILE, count, positive_int, what_is
+from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+    check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import environment, thread_count
 from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
 from detsim.track.divergence.finder import find_divergence
@@ -74,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="eager", help="detsim execution mode (see detsim.engine.MODES)")
     parser.add_argument("--grad", action="append", default=[], metavar="PARAM",
                         help="also run the backward pass of image.sum() w.r.t. PARAM (e.g. detector.distance_mm)")
-    parser.add_argument("--chunk-pixels", type=int, default=None)
-    parser.add_argument("--threads", type=int, nargs=2, default=None, metavar=("A", "B"),
+    parser.add_argument("--chunk-pixels", type=positive_int, default=None, help="engine chunk size (default automatic)")
+    parser.add_argument("--threads", type=positive_int, nargs=2, default=None, metavar=("A", "B"),
                         help="thread counts of run A and run B (default: the current count for both)")
     parser.add_argument("--layers", nargs="+", choices=("ops", "kernels"), default=["ops", "kernels"],
                         help="what to record (default both; record compiled code with kernels only)")
@@ -83,15 +85,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="record each run in a fresh process (catches per-process state such as autotuning)")
     parser.add_argument("--interpret", choices=("auto", "on", "off"), default="auto",
                         help="TRITON_INTERPRET=1 for the target (auto: on when CUDA is unavailable)")
-    parser.add_argument("--max-items", type=int, default=3, help="victims and further culprits to show (default 3)")
+    parser.add_argument("--max-items", type=count, default=3, help="victims and further culprits to show (default 3)")
     parser.add_argument("--golden-dir", type=Path, default=None)
     add_report_options(parser, AREA, optional=True)
 
 
 def run(args: argparse.Namespace) -> int:
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/diverge
-    if out_dir is not None and out_dir.exists():
-        print(f"diverge: {out_dir} already exists; refusing to overwrite it", file=sys.stderr)
+    refusal = _refusal(args, out_dir)
+    if refusal:
+        print(f"diverge: {refusal}", file=sys.stderr)
         return ExitCode.UNMEASURED
     _set_interpreter(args.interpret)
     threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
@@ -117,6 +120,24 @@ def run(args: argparse.Namespace) -> int:
         write_bundle(out_dir, records, report, args, text, code)
         print(f"evidence: {out_dir}")
     return code
+
+
+def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
+    """Why the runs cannot start (a missing script, a device this machine lacks, a report folder that
+    cannot be made), or None: checked before anything runs."""
+    if args.script is not None:
+        kind = what_is(args.script)
+        if kind != REGULAR_FILE:
+            return f"--script {args.script}: {kind}" + ("" if kind == MISSING else ", not a file")
+    why = device_problem(args.device)
+    if why:
+        return f"--device {args.device}: {why}"
+    if out_dir is not None:
+        try:
+            check_new_folder(out_dir, folder_option(args))
+        except OutputError as exc:
+            return str(exc)
+    return None
 
 
 def _set_interpreter(choice: str) -> None:

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import torch
 
 from detsim.track import cli
 from detsim.track.commands import diverge as cmd_diverge
@@ -56,6 +57,33 @@ def test_bad_targets_and_existing_bundles_exit_2(tmp_path, capsys):
     assert "not a golden case" in capsys.readouterr().err
     assert cli.main(["diverge", "--call", "torch:zeros", "--out", str(tmp_path)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--script", "/nonexistent.py"], "--script /nonexistent.py: missing"),
+    (["--script", "/"], "--script /: a directory, not a file"),
+    pytest.param(["--case", "a01", "--device", "cuda"], "--device cuda: no CUDA device on this machine",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
+    (["--case", "a01", "--device", "gpu"], "--device gpu: not a torch device ("),
+])
+@pytest.mark.parametrize("processes", [[], ["--processes"]], ids=["in-process", "own-process"])
+def test_a_target_or_device_that_cannot_run_is_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, why,
+                                                                     processes):
+    monkeypatch.setattr(cmd_diverge, "_record", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.setattr(cmd_diverge, "_record_in_process", lambda *a, **k: pytest.fail("nothing may run"))
+    out = tmp_path / "bundle"
+    assert cli.main(["diverge", *argv, *processes, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"diverge: {why}") and captured.err.count("\n") == 1
+    assert captured.out == "" and not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["--chunk-pixels", "0"], ["--threads", "1", "0"], ["--max-items", "-1"]])
+def test_counts_are_refused_when_the_options_are_read(capsys, argv):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["diverge", "--case", "a01", *argv])
+    assert stopped.value.code == 2
+    assert f"argument {argv[0]}: " in capsys.readouterr().err
 
 
 def test_a_script_that_exits_non_zero_is_unmeasured(tmp_path, capsys):
