@@ -24,6 +24,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, case_ids
+from detsim.track.base.inputs import positive_int
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import environment
@@ -45,8 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a nanoBragg command line to run as a case (repeatable; files relative to the cwd)")
     parser.add_argument("--call", action="append", default=[], metavar="MODULE:FUNC",
                         help="a callable f(device=, dtype=) returning tensors (module:function or file.py:function)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per configuration (default 2)")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts (default 1 2)")
+    parser.add_argument("--repeats", type=positive_int, default=2, help="runs per configuration (default 2)")
+    parser.add_argument("--threads", type=positive_int, nargs="+", default=[1, 2],
+                        help="torch thread counts (default 1 2)")
     parser.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float64", "float32"])
     parser.add_argument("--devices", nargs="+", default=None,
                         help="devices (default: cpu, plus cuda when torch sees one)")
@@ -54,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="execution modes (default: every entry of detsim.engine.MODES)")
     parser.add_argument("--grad", action="append", default=[], metavar="PARAM",
                         help="also hash d(image.sum())/d(PARAM), e.g. detector.distance_mm or crystal.cell[0]")
-    parser.add_argument("--chunk-pixels", type=int, default=None, help="engine chunk size (default automatic)")
+    parser.add_argument("--chunk-pixels", type=positive_int, default=None,
+                        help="engine chunk size (default automatic)")
     parser.add_argument("--deterministic", action="store_true",
                         help="run with torch.use_deterministic_algorithms(True) and inductor's deterministic mode")
     parser.add_argument("--isolate", action="store_true",
@@ -69,9 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.list_cases:
         return _list_cases(args.golden_dir)
-    if args.repeats < 1 or any(t < 1 for t in args.threads):
-        print("determinism: --repeats and --threads must be >= 1", file=sys.stderr)
-        return ExitCode.UNMEASURED
     try:
         targets = build_targets(args)
     except TargetError as exc:

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from detsim.track.base.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.inputs import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
@@ -47,19 +49,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device of the detsim runs (default cpu)")
     parser.add_argument("--nanobragg", type=Path, default=None,
                         help="a nanoBragg.c executable you built; timed on the same command lines")
-    parser.add_argument("--repeats", type=int, default=3, help="timed renders per detsim run and nanoBragg "
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed renders per detsim run and nanoBragg "
                         "runs per workload; the best is reported (default 3)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch threads and OMP_NUM_THREADS for nanoBragg (default 1: per-core figures)")
-    parser.add_argument("--pixels", type=int, default=None,
+    parser.add_argument("--pixels", type=positive_int, default=None,
                         help="override the detector side of every workload (a quicker, smaller run)")
     add_report_options(parser, AREA)
 
 
 def _refusal(args: argparse.Namespace, out: Path) -> str | None:
     """Why the run cannot start, or None."""
-    if args.repeats < 1 or args.threads < 1 or (args.pixels is not None and args.pixels < 1):
-        return "--repeats, --threads and --pixels must be positive"
+    why = device_problem(args.device)
+    if why:
+        return f"--device {args.device}: {why}"
     if args.nanobragg is not None and not (args.nanobragg.is_file() and os.access(args.nanobragg, os.X_OK)):
         return f"--nanobragg {args.nanobragg}: not an executable file"
     try:

@@ -69,10 +69,15 @@ def test_cli_rejects_unknown_cases_with_exit_2(capsys):
     assert "not a golden case" in capsys.readouterr().err
 
 
-def test_cli_rejects_repeats_or_threads_below_one(capsys):
-    assert cli.main(["determinism", "--repeats", "0"]) == 2
-    assert cli.main(["determinism", "--threads", "0"]) == 2
-    assert capsys.readouterr().err.count("must be >= 1") == 2
+@pytest.mark.parametrize("argv", [["--repeats", "0"], ["--threads", "1", "0"], ["--chunk-pixels", "0"],
+                                  ["--chunk-pixels", "-64"]])
+def test_cli_rejects_counts_below_one_when_the_options_are_read(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.setattr(cmd_determinism, "run_matrix", lambda *a, **k: pytest.fail("nothing may run"))
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["determinism", "a01", *argv, "--out", str(tmp_path / "bundle")])
+    assert stopped.value.code == 2
+    assert f"argument {argv[0]}: must be 1 or more, got {argv[-1]}" in capsys.readouterr().err
+    assert not (tmp_path / "bundle").exists()
 
 
 def test_list_cases_prints_the_manifest_ids(capsys):

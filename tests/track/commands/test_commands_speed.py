@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from detsim.track.cli import main
 from detsim.track.commands import speed
@@ -81,9 +82,24 @@ def test_a_missing_reference_program_is_refused_before_any_run(tmp_path, capsys)
     assert "not an executable file" in capsys.readouterr().err
 
 
-def test_bad_numbers_and_an_existing_report_folder_are_refused_before_any_run(tmp_path, capsys):
-    assert main(["speed", "--repeats", "0", "--out", str(tmp_path / "r")]) == 2
-    assert "must be positive" in capsys.readouterr().err and not (tmp_path / "r").exists()
+@pytest.mark.parametrize("option", ["--repeats", "--threads", "--pixels"])
+def test_counts_below_one_are_refused_when_the_options_are_read(tmp_path, capsys, option):
+    with pytest.raises(SystemExit) as stopped:
+        main(["speed", option, "0", "--out", str(tmp_path / "r")])
+    assert stopped.value.code == 2 and f"argument {option}: must be 1 or more, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_device_this_machine_lacks_is_refused_before_any_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(speed, "_measure", lambda *a, **k: pytest.fail("nothing may run"))
+    assert main(["speed", "--device", "cuda", "--out", str(tmp_path / "r")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "detsim-track speed: --device cuda: no CUDA device on this machine\n"
+    assert captured.out == "" and not (tmp_path / "r").exists()
+
+
+def test_an_existing_report_folder_is_refused_before_any_run(tmp_path, capsys):
     (tmp_path / "taken").mkdir()
     assert main(["speed", "--out", str(tmp_path / "taken")]) == 2
     assert "already exists" in capsys.readouterr().err and list((tmp_path / "taken").iterdir()) == []
