@@ -23,6 +23,7 @@ from pathlib import Path
 from detsim.track.base.commits import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
+from detsim.track.base.inputs import count
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
     report_folder
 from detsim.track.cost.counting import CountError, not_measured_reason
@@ -49,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
     parser.add_argument("--machine", default=None, help="the asv machine whose verdict to explain")
     parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
-    parser.add_argument("--top", type=int, default=10, help="entries of the profile and op diffs (default 10)")
+    parser.add_argument("--top", type=count, default=10, help="entries of the profile and op diffs (default 10)")
     add_report_options(parser, AREA)
 
 

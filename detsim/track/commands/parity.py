@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from detsim.track.base.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.inputs import DIRECTORY, what_is
@@ -126,10 +127,9 @@ def _inputs(args) -> tuple[Path, list[GoldenCase]] | str:
     chosen = _select(args)
     if isinstance(chosen, str):
         return chosen
-    try:
-        torch.empty(0, device=args.device)
-    except (RuntimeError, AssertionError) as exc:
-        return f"--device {args.device}: {exc}"
+    why = device_problem(args.device)
+    if why:
+        return f"--device {args.device}: {why}"
     return chosen
 
 

@@ -51,6 +51,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.inputs import count
 from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", action="append", default=None,
                         help="asv machine name; repeat for several (default: every machine recorded, each "
                              "judged on its own series, then which machines agree)")
-    parser.add_argument("--remeasure", type=_count, default=MAX_REMEASURED, metavar="N",
+    parser.add_argument("--remeasure", type=count, default=MAX_REMEASURED, metavar="N",
                         help="re-measure at most N timing suspects, the largest first, interleaved at their last "
                              f"good and first bad commits (default {MAX_REMEASURED}; 0: report them unconfirmed)")
     parser.add_argument("--remeasure-budget", type=_seconds, default=BUDGET_S, metavar="S",
@@ -83,13 +84,6 @@ def _seconds(text: str) -> float:
     value = float(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 

@@ -29,6 +29,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path
     assert not out.exists()
 
 
+def test_a_negative_top_is_refused_when_the_options_are_read(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["explain", "HEAD~1", "HEAD", "--top", "-1", "--root", str(ROOT), "--out", str(tmp_path / "b")])
+    assert stopped.value.code == 2 and "argument --top: must be 0 or more, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+
+
 def test_an_existing_out_folder_is_refused_and_left_alone(tmp_path, capsys):
     out = tmp_path / "bundle"
     out.mkdir()

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_DIR
@@ -148,6 +149,14 @@ def test_a_cases_dir_that_is_not_a_folder_is_named_for_what_it_is(tmp_path, caps
     assert track_main(["parity", "--cases-dir", str(tmp_path / "cases"), "--reports", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err == \
         f"parity: --cases-dir {tmp_path / 'cases'}: {kind}; give a folder of cases (or one case folder)\n"
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_device_this_machine_lacks_is_one_line_before_any_case_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(parity, "run_case", lambda *a, **k: pytest.fail("no case may run"))
+    assert track_main(["parity", "a01_cubic_mosflm_center", "--device", "cuda", "--reports", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == "parity: --device cuda: no CUDA device on this machine\n"
     assert not (tmp_path / "r").exists()
 
 
