@@ -3,7 +3,8 @@
 Every file the suite writes goes through :func:`atomic_write_bytes` (built on the core's
 :func:`detsim.files.atomic_write`): the data go to a temporary file beside the destination, which is
 renamed over it only once complete, so an interrupted run never leaves a half-written file. Bundles
-(report folders) are built in a temporary folder by :func:`atomic_directory` and renamed into place.
+(report folders) are built in a temporary folder by :func:`atomic_directory` and renamed into place;
+when one is not finished, the parent folders made for it go too.
 
 Output options: a command that writes one machine-readable file takes ``--json PATH``; one that writes
 a report folder takes ``--out DIR`` (a new folder; an existing one is refused) or ``--out-root DIR``,
@@ -63,20 +64,45 @@ def write_json(path: Path, data) -> None:
 def atomic_directory(final: Path) -> Iterator[Path]:
     """Yield a temporary folder beside ``final``; rename it to ``final`` when the block succeeds.
 
-    Refuses to overwrite an existing ``final``. On an exception the temporary folder is removed.
+    Refuses to overwrite an existing ``final``. On an exception (Ctrl-C and SIGTERM included) the
+    temporary folder is removed, and so are the parent folders made for it that are still empty: a
+    run that writes nothing leaves nothing (no empty ``reports/<STAMP>/``).
     """
     final = Path(final)
     if final.exists():
         raise FileExistsError(f"{final} already exists; refusing to overwrite it")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    os.chmod(tmp, 0o755)
+    made = _missing_folders(final.parent)
+    tmp = None
     try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+        os.chmod(tmp, 0o755)
         yield tmp
         os.rename(tmp, final)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _remove_empty(made)
         raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its ancestors that do not exist yet, innermost first."""
+    missing = []
+    for path in (folder, *folder.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (innermost first) as long as they are empty: what another process wrote stays."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
 
 
 class OutputError(Exception):

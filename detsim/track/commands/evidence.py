@@ -80,15 +80,12 @@ def run(args: argparse.Namespace) -> int:
     except OutputError as exc:
         print(f"evidence: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
-    created = not area_dir.exists()
     try:
         stamp = free_stamp(area_dir)
-        with atomic_directory(area_dir / stamp) as folder:
+        with atomic_directory(area_dir / stamp) as folder:  # removes the folders it made when it fails
             results = make_bundle(request, folder, stamp, history(area_dir, stamp))
     except BadInput as exc:
         print(f"evidence: {exc}", file=sys.stderr)
-        if created and area_dir.is_dir() and not any(area_dir.iterdir()):
-            area_dir.rmdir()
         return ExitCode.UNMEASURED
     print(console_report(results, _shown(area_dir / stamp, request.cwd)))
     return results.verdict.exit_code

@@ -85,6 +85,25 @@ def test_atomic_directory_cleans_up_on_an_exception(tmp_path):
     assert not final.exists() and os.listdir(tmp_path) == []
 
 
+def test_atomic_directory_removes_the_parent_folders_it_made_when_nothing_is_written(tmp_path):
+    (tmp_path / "reports").mkdir()
+    final = tmp_path / "reports" / "new-root" / "20000101T000000Z" / "parity"
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_directory(final) as tmp:
+            (tmp / "half.txt").write_text("half")
+            raise KeyboardInterrupt
+    assert os.listdir(tmp_path / "reports") == []  # made before: kept; made for the report: removed
+
+
+def test_atomic_directory_keeps_a_parent_folder_something_else_wrote_in(tmp_path):
+    final = tmp_path / "root" / "stamp" / "parity"
+    with pytest.raises(RuntimeError):
+        with atomic_directory(final):
+            (tmp_path / "root" / "other").mkdir()  # another run's report, meanwhile
+            raise RuntimeError("failed")
+    assert sorted(os.listdir(tmp_path / "root")) == ["other"]
+
+
 def _parse(argv: list[str], optional: bool = False) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_json_option(parser, "the verdicts")

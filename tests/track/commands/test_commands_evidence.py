@@ -303,7 +303,14 @@ def test_interrupted_run_leaves_no_bundle(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(Command, "execute", interrupt)
     with pytest.raises(KeyboardInterrupt):
         main("sel", "--area", "cut", "--device", "cpu")
-    assert list((tmp_path / "reports" / "cut").iterdir()) == []
+    assert not (tmp_path / "reports").exists()  # nor the folders made for the bundle
+
+
+def test_a_refused_selection_leaves_no_new_out_root(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main("nope.py", "--area", "a", "--device", "cpu", "--out-root", "NEW/sub") == 2
+    assert "no bundle written" in capsys.readouterr().err
+    assert not (tmp_path / "NEW").exists()
 
 
 def test_bad_input_is_refused(tmp_path, capsys, monkeypatch):
@@ -436,4 +443,4 @@ def test_a_terminated_or_killed_run_leaves_no_pytest_child_running(tmp_path, sig
             os.kill(pid, signal.SIGKILL)
     if signum == "SIGTERM":
         assert code == 143
-        assert [p.name for p in (tmp_path / "reports" / "a").iterdir()] == []  # no .partial folder left
+        assert not (tmp_path / "reports").exists()  # no .partial folder left, nor the folders made for it

@@ -19,7 +19,7 @@ import torch
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_DIR
 from detsim.track.base.golden import ENV_VAR
-from detsim.track.cli import main as track_main
+from detsim.track.cli import Terminated, main as track_main
 from detsim.track.commands import parity
 from parity_files import SMALL_CASES, decode_png
 
@@ -158,6 +158,18 @@ def test_a_device_this_machine_lacks_is_one_line_before_any_case_runs(tmp_path, 
     assert track_main(["parity", "a01_cubic_mosflm_center", "--device", "cuda", "--reports", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err == "parity: --device cuda: no CUDA device on this machine\n"
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, Terminated], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_run_leaves_no_report_folder_nor_the_folders_made_for_it(tmp_path, capsys, monkeypatch, stop):
+    def stopped(*args, **kwargs):
+        raise stop()
+
+    monkeypatch.setattr(parity, "run_case", stopped)
+    reports = tmp_path / "R"
+    code = track_main(["parity", "a01_cubic_mosflm_center", "--reports", str(reports)])
+    assert code == (143 if stop is Terminated else 130)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_single_case_folder_is_a_case(planted, capsys):
