@@ -2,7 +2,8 @@
 
 asv 0.6.6's ``index.html`` loads jQuery, flot and bootstrap from public CDNs (:data:`ASSETS` names each
 address and the npm package release holding the same library). The packages are fetched once with
-``npm pack`` into a cache folder (``.asv/www-assets`` of the project), their files copied into
+``npm pack`` into a cache folder (``.asv/www-assets`` of the project; npm's own cache and logs go to its
+``.npm-cache``, never to ``~/.npm``), their files copied into
 ``<html>/vendor/<package>-<version>/...``, and every tag that named a CDN address is pointed at its copy
 (its ``integrity``/``crossorigin``/``referrerpolicy`` attributes dropped: npm's files are not the CDN's
 minified bytes). A page is rewritten only when every CDN tag in it has a local copy; otherwise it is
@@ -42,6 +43,7 @@ ASSETS = {
         ("bootstrap@3.1.1", "package/dist/css/bootstrap.min.css"),
 }
 VENDOR = "vendor"  # folder inside the published html folder
+NPM_CACHE = ".npm-cache"  # npm's cache and logs (npm's --cache), inside the tarball folder: nothing in ~/.npm
 # a tag that loads something: <script ... src="..."> or <link ... href="...">
 LOADING_TAG = re.compile(r"<(script|link)\b[^>]*>", re.I)
 REMOTE = re.compile(r'\b(?:src|href)\s*=\s*["\']((?:https?:)?//[^"\']+)["\']', re.I)
@@ -92,8 +94,8 @@ def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout
         return f"npm is not installed and {cache} lacks {', '.join(missing)}"
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([npm, "pack", "--silent", *missing], cwd=cache, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run([npm, "pack", "--silent", "--cache", str((cache / NPM_CACHE).resolve()), *missing],
+                              cwd=cache, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"npm pack {' '.join(missing)} failed ({exc})"
     still = [s for s in missing if not tarball(cache, s).is_file()]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
-from detsim.track.publish.vendor import ASSETS, fetch_missing, local_path, remote_loads, rewrite, vendor_pages
+from detsim.track.publish.vendor import ASSETS, NPM_CACHE, fetch_missing, local_path, remote_loads, rewrite, \
+    vendor_pages
 from publish_assets import fake_asset_cache
 
 JQUERY = "https://code.jquery.com/jquery-3.3.1.min.js"
@@ -78,3 +81,18 @@ def test_an_unknown_cdn_address_leaves_that_page_alone(tmp_path):
 def test_the_table_covers_every_cdn_tag_of_asv_page():
     page = (Path(__import__("asv").__file__).parent / "www" / "index.html").read_text()
     assert sorted(address for _, address in remote_loads(page)) == sorted(ASSETS)
+
+
+def test_npm_keeps_its_cache_and_logs_in_the_asset_folder_not_the_home_folder(tmp_path):
+    """A stand-in npm records its arguments and writes the tarball where `npm pack` would."""
+    cache = tmp_path / "assets"
+    npm = tmp_path / "npm"
+    npm.write_text(f"#!{sys.executable}\n"
+                   "import json, pathlib, sys\n"
+                   "pathlib.Path('argv.json').write_text(json.dumps(sys.argv[1:]))\n"
+                   "pathlib.Path(sys.argv[-1].replace('@', '-') + '.tgz').write_bytes(b'')\n")
+    npm.chmod(0o755)
+    assert fetch_missing(cache, ["jquery@3.3.1"], npm=str(npm)) is None
+    argv = json.loads((cache / "argv.json").read_text())
+    assert argv[:2] == ["pack", "--silent"] and argv[-1] == "jquery@3.3.1"
+    assert argv[argv.index("--cache") + 1] == str((cache / NPM_CACHE).resolve())  # its _cacache and _logs
