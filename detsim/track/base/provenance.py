@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from detsim.track.base.hashing import sha256_bytes
+from detsim.track.base.hashing import fingerprint, sha256_bytes
 
 ENV_VARS = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
@@ -123,9 +123,6 @@ class MachineClass:
         return class_fingerprint(self.as_record())
 
 
-FINGERPRINT_HEX = 13  # hex digits of a sha256 kept in a fingerprint: 52 bits, exact in a float64
-
-
 def class_slug(record: Mapping) -> str:
     """:meth:`MachineClass.slug` of a ``holds_for`` record (fields outside the class are ignored)."""
     def part(value) -> str:
@@ -136,10 +133,10 @@ def class_slug(record: Mapping) -> str:
 
 
 def class_fingerprint(record: Mapping) -> float:
-    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the first :data:`FINGERPRINT_HEX` hex
-    digits of the sha256 of its class fields as sorted JSON, as a number."""
+    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the
+    :func:`~detsim.track.base.hashing.fingerprint` of the sha256 of its class fields as sorted JSON."""
     text = json.dumps({f.name: record.get(f.name) for f in fields(MachineClass)}, sort_keys=True)
-    return float(int(sha256_bytes(text.encode())[:FINGERPRINT_HEX], 16))
+    return fingerprint(sha256_bytes(text.encode()))
 
 
 def environment(cwd: Path | None = None) -> dict:

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.base.provenance import FINGERPRINT_HEX, MachineClass, thread_count
+from detsim.track.base.provenance import MachineClass, thread_count
 
 THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
 DTYPE = "float64"
@@ -30,18 +30,6 @@ class GoldenHashes:
     mode: str  # "eager" or "compiled"
     hashes: Mapping[str, str] = field(default_factory=dict)  # case id -> image sha256, in case order
     failures: Mapping[str, str] = field(default_factory=dict)  # case id -> "ErrorType: first line"
-
-
-def fingerprint(sha256: str) -> float:
-    """An image hash as one number, exact in float64: its first :data:`FINGERPRINT_HEX` hex digits. The asv
-    suite records it per case and commit (``track_fingerprint_<case>``), so consecutive commits can be
-    compared from asv's own results."""
-    return float(int(sha256[:FINGERPRINT_HEX], 16))
-
-
-def fingerprint_hex(value: float) -> str:
-    """The hex digits a :func:`fingerprint` holds (the start of the sha256)."""
-    return f"{int(value):0{FINGERPRINT_HEX}x}"
 
 
 def machine_class() -> MachineClass:

@@ -20,7 +20,7 @@ from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, detect
 from detsim.track.verdict.fingerprint_series import class_cut
-from detsim.track.baselines.golden_hashes import fingerprint_hex
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series

@@ -1,0 +1,8 @@
+"""What the suite runs with torch or detsim's core imported: :mod:`detsim.track.base` may import neither.
+
+The base holds facts in the standard library and numpy only, because the asv suite loads it from the
+working tree beside whichever commit's ``detsim`` asv installed (``benchmarks/common.py``). What needs
+more sits here, just above the base:
+
+* :mod:`.tensors` - a tensor's own bytes and their sha256.
+"""
