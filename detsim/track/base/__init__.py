@@ -5,7 +5,6 @@
 * :mod:`.metrics` - parity: Pearson r and the acceptance line r >= 0.9995;
 * :mod:`.hashing` - sha256 of bytes, files, tensors and images (the one image-hash definition);
 * :mod:`.provenance` - git state, the environment record, and the machine class image bits hold for;
-* :mod:`.output` - atomic files and report folders, and the output-option convention;
 * :mod:`.exitcodes` - the exit codes of every command;
 * :mod:`.workloads` - the named speed workloads (P1, P2, P4096) as nanoBragg command lines;
 * :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables).

@@ -17,7 +17,7 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
-from detsim.track.base.output import utc_stamp, write_json
+from detsim.track.runtime.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
 from detsim.track.baselines import golden_hashes
 from detsim.track.baselines.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,

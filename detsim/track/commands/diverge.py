@@ -43,7 +43,7 @@ from typing import Callable
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
+from detsim.track.runtime.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
     write_json
 from detsim.track.base.provenance import environment, thread_count
 from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line

@@ -27,7 +27,7 @@ import numpy as np
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
-from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import environment, repo_root
 from detsim.track.base.workloads import WORKLOADS, Workload

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
-from detsim.track.base.output import REPORTS
+from detsim.track.runtime.output import REPORTS
 from detsim.track.base.provenance import ENV_VARS, environment
 from detsim.track.evidence.durations import RETIMES
 from detsim.track.evidence.records import Request

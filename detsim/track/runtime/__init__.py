@@ -4,5 +4,7 @@ The base holds facts in the standard library and numpy only, because the asv sui
 working tree beside whichever commit's ``detsim`` asv installed (``benchmarks/common.py``). What needs
 more sits here, just above the base:
 
+* :mod:`.output` - atomic files and report folders (on the core's :func:`detsim.files.atomic_write`), and
+  the output-option convention;
 * :mod:`.tensors` - a tensor's own bytes and their sha256.
 """

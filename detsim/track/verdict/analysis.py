@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import utc_stamp
+from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, detect

@@ -90,7 +90,7 @@ def test_bad_numbers_and_an_existing_report_folder_are_refused_before_any_run(tm
 
 
 def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr("detsim.track.runtime.output.utc_stamp", lambda: "20000101T000000Z")
     monkeypatch.setattr(speed, "repo_root", lambda: tmp_path)
     taken = tmp_path / "reports" / "20000101T000000Z" / "speed"
     taken.mkdir(parents=True)
