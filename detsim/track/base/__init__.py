@@ -7,7 +7,6 @@
 * :mod:`.provenance` - git state, the environment record, and the machine class image bits hold for;
 * :mod:`.exitcodes` - the exit codes of every command;
 * :mod:`.workloads` - the named speed workloads (P1, P2, P4096) as nanoBragg command lines;
-* :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables).
 * :mod:`.commits` - another commit's package, exported to import it beside this one.
 
 Nothing here prints or parses command lines; the command modules of the areas do.

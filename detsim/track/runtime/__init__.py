@@ -6,5 +6,6 @@ more sits here, just above the base:
 
 * :mod:`.output` - atomic files and report folders (on the core's :func:`detsim.files.atomic_write`), and
   the output-option convention;
+* :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables);
 * :mod:`.tensors` - a tensor's own bytes and their sha256.
 """

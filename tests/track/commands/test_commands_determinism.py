@@ -93,7 +93,7 @@ def test_a_bare_out_is_a_stamped_folder_under_reports():
 
 
 def test_build_targets_defaults_to_two_golden_cases_and_refuses_grads_of_callables():
-    from detsim.track.base.targets import TargetError
+    from detsim.track.runtime.targets import TargetError
 
     assert [t.name for t in cmd_determinism.build_targets(parse())] == list(cmd_determinism.DEFAULT_CASES)
     with pytest.raises(TargetError, match="--grad applies to simulation cases only"):
