@@ -18,7 +18,7 @@ import torch
 
 from conftest import MANIFEST
 from detsim.track.base import golden, hashing, metrics, provenance, workloads
-from detsim.track.cost.counting import not_measured_reason
+from detsim.track.base.callgrind import not_measured_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_CASE = "a01_cubic_mosflm_center"  # no input files
@@ -108,9 +108,9 @@ def test_image_sha256_agrees_on_tensors_and_arrays(common, device, dtype):
 
 
 def test_machine_class_agrees(common):
-    here = provenance.MachineClass.here(threads=1, dtype="float64", device="cpu")
+    here = provenance.MachineClass.here(torch, threads=1, dtype="float64", device="cpu")
     assert common.holds_for() == here.as_record()
-    assert common.cpu_class() == provenance.cpu_class() and common.cpu_model() == provenance.cpu_model()
+    assert common.cpu_class() == provenance.cpu_class(torch.backends.cpu.get_cpu_capability()) and common.cpu_model() == provenance.cpu_model()
     other = dataclasses.replace(here, threads=2, torch="0.0")
     assert common.holds_differences(other.as_record(), here.as_record()) == other.differences(here)
     assert common.holds_differences(here.as_record(), here.as_record()) == {}
@@ -210,7 +210,7 @@ def test_a_baseline_of_another_machine_class_skips_naming_the_difference(common)
 
 
 def test_the_instruction_count_copies_equal_the_cost_package(common, monkeypatch, tmp_path):
-    from detsim.track.cost import counting
+    from detsim.track.base import callgrind as counting
 
     assert common.COST_HOOKS_MODULE == counting.HOOKS_MODULE
     assert common.COST_ENV == counting.COUNT_ENV and common.COST_PLANT_VAR == counting.PLANT_VAR
@@ -252,9 +252,7 @@ def test_a_count_imports_the_installed_detsim_not_the_working_tree(common):
 
 
 def test_the_machine_class_and_fingerprint_copies_agree(common):
-    from detsim.track.baselines import golden_hashes
-
-    here = provenance.MachineClass.here(threads=1)
+    here = provenance.MachineClass.here(torch, threads=1)
     others = [here, dataclasses.replace(here, cpu_class="x86_64 GenuineIntel AVX512", threads=2),
               dataclasses.replace(here, torch="2.14.0.dev20261101+cu128", cpu_class="aarch64  SVE/256")]
     for machine in others:
@@ -262,10 +260,10 @@ def test_the_machine_class_and_fingerprint_copies_agree(common):
         assert common.class_fingerprint(machine.as_record()) == machine.fingerprint()
     assert len({m.fingerprint() for m in others}) == len({m.slug() for m in others}) == 3
     assert common.CLASS_FIELDS == tuple(f.name for f in dataclasses.fields(provenance.MachineClass))
-    assert common.FINGERPRINT_HEX == provenance.FINGERPRINT_HEX
+    assert common.FINGERPRINT_HEX == hashing.FINGERPRINT_HEX
     sha = hashing.sha256_bytes(b"image")
-    assert common.hash_fingerprint(sha) == golden_hashes.fingerprint(sha) == float(int(sha[:13], 16))
-    assert golden_hashes.fingerprint_hex(common.hash_fingerprint(sha)) == sha[:13]  # exact in a float64
+    assert common.hash_fingerprint(sha) == hashing.fingerprint(sha) == float(int(sha[:13], 16))
+    assert hashing.fingerprint_hex(common.hash_fingerprint(sha)) == sha[:13]  # exact in a float64
 
 
 def test_the_suite_reads_this_classes_baseline_and_skips_without_one(common, tmp_path, monkeypatch):

@@ -15,7 +15,8 @@ from typing import Iterable, Mapping
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.base.provenance import MachineClass, thread_count
+from detsim.track.base.provenance import MachineClass
+from detsim.track.runtime.process import thread_count
 
 THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
 DTYPE = "float64"
@@ -34,7 +35,9 @@ class GoldenHashes:
 
 def machine_class() -> MachineClass:
     """The conditions the golden hashes of this machine hold for."""
-    return MachineClass.here(threads=THREADS, dtype=DTYPE, device=DEVICE)
+    import torch
+
+    return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
 def render(case: GoldenCase, mode: str = EAGER):

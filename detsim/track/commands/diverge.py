@@ -45,7 +45,7 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.runtime.output import add_report_options, atomic_directory, atomic_write_text, report_folder, \
     write_json
-from detsim.track.base.provenance import environment, thread_count
+from detsim.track.runtime.process import environment, thread_count
 from detsim.track.runtime.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
 from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records

@@ -32,7 +32,7 @@ from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover,
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
-from detsim.track.base.provenance import environment
+from detsim.track.runtime.process import environment
 from detsim.track.parity import report
 from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pixel_trace
 

@@ -27,7 +27,7 @@ from typing import Iterator
 
 import torch
 
-from detsim.track.base.provenance import thread_count
+from detsim.track.runtime.process import thread_count
 from detsim.track.runtime.targets import DTYPES, Target, resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
 

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 
 from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.base.provenance import environment
+from detsim.track.runtime.process import environment
 from detsim.track.evidence.manifest import write_manifest
 
 

@@ -13,7 +13,7 @@ import torch
 
 from detsim.track.base.golden import GoldenCase, find_case
 from detsim.track.base.hashing import image_sha256
-from detsim.track.base.provenance import thread_count
+from detsim.track.runtime.process import thread_count
 from detsim.track.baselines import golden_hashes
 from detsim.track.baselines.golden_hashes import failure_text, machine_class, render_hashes
 
