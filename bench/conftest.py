@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import torch
 
+from detsim.argconfig import config_from_argv
 from detsim.config import SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.provenance import MachineClass, cpu_class
@@ -187,7 +188,7 @@ def dtype(request) -> torch.dtype:
 def load_workload(case_id: str) -> GoldenWorkload:
     """A golden case of this project, its configuration built once (outside any timed region)."""
     case = find_case(case_id, golden_dir(ROOT))
-    return GoldenWorkload(case=case, config=case.config(), reference=case.reference())
+    return GoldenWorkload(case=case, config=case.config(config_from_argv), reference=case.reference())
 
 
 def synchronized(fn, device: str):

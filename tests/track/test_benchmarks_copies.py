@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from conftest import MANIFEST
+from detsim.argconfig import config_from_argv
 from detsim.track.base import golden, hashing, metrics, provenance, workloads
 from detsim.track.base.callgrind import not_measured_reason
 
@@ -132,7 +133,7 @@ def test_named_workloads_agree(common, fixed_seed):
     for name, (copy, original) in pairs.items():
         assert (copy.pixels, copy.steps, copy.pixel_steps) == (original.pixels, original.steps,
                                                                original.pixel_steps), name
-        assert copy.config() == original.config(), name
+        assert copy.config() == original.config(config_from_argv), name
 
 
 @pytest.mark.parametrize("steps", [1, 10])
@@ -141,7 +142,7 @@ def test_sweep_workloads_read_as_their_command_lines(common, fixed_seed, steps):
         copy = common.Workload(pixels=pixels, **common.SWEEP_STEPS[steps])
         original = workloads.Workload("sweep", pixels, **common.SWEEP_STEPS[steps])
         assert copy.steps == steps == original.steps
-        assert copy.config() == original.config(), pixels
+        assert copy.config() == original.config(config_from_argv), pixels
         assert copy.resized(64) == common.Workload(pixels=64, **common.SWEEP_STEPS[steps])
 
 
@@ -149,7 +150,7 @@ def test_sweep_workloads_read_as_their_command_lines(common, fixed_seed, steps):
 def test_golden_case_configs_agree(common, fixed_seed, case_id, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # both read input files in the case's folder, wherever the run is
     record = next(r for r in common.MANIFEST if r["id"] == case_id)
-    assert _same(common.case_config(record), golden.find_case(case_id, golden.golden_dir(ROOT)).config())
+    assert _same(common.case_config(record), golden.find_case(case_id, golden.golden_dir(ROOT)).config(config_from_argv))
     assert Path.cwd() == tmp_path
 
 
@@ -160,8 +161,6 @@ def test_the_suite_reads_the_same_golden_cases(common):
 
 def test_config_from_args_prefers_argconfig_and_falls_back_to_the_cli(common, fixed_seed, monkeypatch):
     record = next(r for r in common.MANIFEST if r["id"] == PLAIN_CASE)
-    from detsim.argconfig import config_from_argv
-
     expected = config_from_argv(record["args"])
     calls = []
     monkeypatch.setattr("detsim.argconfig.config_from_argv", lambda argv: calls.append(argv) or expected)
@@ -185,7 +184,7 @@ def test_render_case_hashes_and_correlates_as_the_package_does(common):
     record = next(r for r in common.MANIFEST if r["id"] == RENDERED_CASE)
     result = common.render_case(record)
     case = golden.find_case(RENDERED_CASE, golden.golden_dir(ROOT))
-    image = detsim.simulate(case.config(), device=torch.device("cpu"), dtype=torch.float64)
+    image = detsim.simulate(case.config(config_from_argv), device=torch.device("cpu"), dtype=torch.float64)
     r = metrics.pearson_r(image.numpy(), case.reference())
     assert result["sha256"] == hashing.image_sha256(image)
     assert result["r"] == r and result["one_minus_r"] == 1.0 - r and metrics.passes_parity(r)

@@ -1,8 +1,8 @@
 """Golden-image hashes: every golden case rendered the way the asv determinism tracks render it.
 
-A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`)
-simulated on the CPU in float64 with one torch thread, by the default (eager) path or by the compiled
-one; its **hash** is :func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce
+A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`, read
+by ``detsim.argconfig.config_from_argv``) simulated on the CPU in float64 with one torch thread, by the
+default (eager) path or by the compiled one; its **hash** is :func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce
 on the same :class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these
 renders hold for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a
 hash per case that rendered, a one-line reason per case that did not.
@@ -45,8 +45,9 @@ def render(case: GoldenCase, mode: str = EAGER):
     import torch
 
     import detsim
+    from detsim.argconfig import config_from_argv
 
-    return detsim.simulate(case.config(), device=DEVICE, dtype=torch.float64, mode=mode)
+    return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=torch.float64, mode=mode)
 
 
 def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:
