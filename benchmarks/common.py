@@ -451,7 +451,7 @@ def case_result(renders: dict, case_id: str) -> dict:
 def load_baseline(here: dict) -> dict | None:
     """The stored golden hashes of the machine class ``here`` (a ``holds_for`` record), or None: its own
     file ``results/baselines/golden_hashes/<class slug>.json``, else the single file of earlier versions
-    where that holds for this class (the reading of detsim.track.baselines.baseline_file.for_class)."""
+    where that holds for this class (the reading of detsim.track.base.baseline_file.for_class)."""
     for path in (BASELINE_DIR / f"{class_slug(here)}.json", BASELINE_HASHES):
         if path.exists():
             data = json.loads(path.read_text())

@@ -266,7 +266,7 @@ def test_the_machine_class_and_fingerprint_copies_agree(common):
 
 
 def test_the_suite_reads_this_classes_baseline_and_skips_without_one(common, tmp_path, monkeypatch):
-    from detsim.track.baselines import baseline_file
+    from detsim.track.base import baseline_file
 
     determinism = _import("benchmarks.bench_determinism")
     here = common.holds_for()

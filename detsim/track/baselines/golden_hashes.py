@@ -2,10 +2,11 @@
 
 A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`, read
 by ``detsim.argconfig.config_from_argv``) simulated on the CPU in float64 with one torch thread, by the
-default (eager) path or by the compiled one; its **hash** is :func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce
-on the same :class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these
-renders hold for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a
-hash per case that rendered, a one-line reason per case that did not.
+default (eager) path or by the compiled one; its **hash** is
+:func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce on the same
+:class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these renders hold
+for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a hash per case
+that rendered, a one-line reason per case that did not.
 """
 
 from __future__ import annotations
