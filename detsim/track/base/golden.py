@@ -58,7 +58,7 @@ def working_directory(path: Path | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    before = Path.cwd()
+    before = os.getcwd()  # not Path.cwd(): the asv suite counts the instructions of a render inside this block
     os.chdir(path)
     try:
         yield
