@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import torch
 
+from detsim.argconfig import config_from_argv
 from detsim.config import SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.provenance import MachineClass, cpu_class
@@ -110,7 +111,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch"] = torch.__version__
     machine_info["torch_threads"] = torch.get_num_threads()
     machine_info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    machine_info["cpu_class"] = cpu_class()
+    machine_info["cpu_class"] = cpu_class(torch.backends.cpu.get_cpu_capability())
     machine_info["heap_kept"] = config.stash[_HEAP_KEPT]
 
 
@@ -187,7 +188,7 @@ def dtype(request) -> torch.dtype:
 def load_workload(case_id: str) -> GoldenWorkload:
     """A golden case of this project, its configuration built once (outside any timed region)."""
     case = find_case(case_id, golden_dir(ROOT))
-    return GoldenWorkload(case=case, config=case.config(), reference=case.reference())
+    return GoldenWorkload(case=case, config=case.config(config_from_argv), reference=case.reference())
 
 
 def synchronized(fn, device: str):
@@ -219,7 +220,7 @@ def run_info(device: str, dtype: torch.dtype) -> dict:
     """What every benchmark records about where and how it ran: its machine class (the conditions
     under which its image bits are reproducible; the gate compares hashes only within one), the ATen
     CPU capability and, on cuda, the GPU's name."""
-    machine = MachineClass.here(threads=torch.get_num_threads(), dtype=str(dtype).removeprefix("torch."),
+    machine = MachineClass.here(torch, threads=torch.get_num_threads(), dtype=str(dtype).removeprefix("torch."),
                                 device=device)
     info = {**machine.as_record(), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
     if device == "cuda":

@@ -21,6 +21,7 @@ import torch
 import detsim
 from conftest import apply_fault, record_instructions, run_info, synchronized
 from detsim.track.cost.specs import CostSpec
+from detsim.argconfig import config_from_argv
 from detsim.engine import MODES, available_modes
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
@@ -39,7 +40,7 @@ def _reference(name: str, device: str) -> np.ndarray:
     """detsim's eager float64 image of a workload, rendered once per session."""
     if (name, device) not in _references:
         workload = WORKLOADS[name].resized(SIZES[name][0])
-        image = detsim.simulate(workload.config(), device=device, dtype=torch.float64)
+        image = detsim.simulate(workload.config(config_from_argv), device=device, dtype=torch.float64)
         _references[name, device] = image.cpu().numpy()
     return _references[name, device]
 
@@ -51,8 +52,8 @@ def test_path(benchmark, name, mode, device, dtype, planted):
         pytest.skip(f"mode {mode} does not run on {device} here")
     pixels, rounds = SIZES[name]
     workload = WORKLOADS[name].resized(pixels)
-    config = workload.config()
-    detsim.simulate(workload.resized(64).config(), device=device, dtype=dtype, mode=mode)  # compiles
+    config = workload.config(config_from_argv)
+    detsim.simulate(workload.resized(64).config(config_from_argv), device=device, dtype=dtype, mode=mode)  # compiles
 
     def simulate_planted():
         for _ in range(planted.slowdown):

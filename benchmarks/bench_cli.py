@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import GOLDEN_DIR, MANIFEST, THREADS, clock_with_children
+from .common import CASES, THREADS, clock_with_children
 
 CASE = "a01_cubic_mosflm_center"
 
@@ -39,10 +39,10 @@ class DetsimCommand:
         self.command = Path(sys.executable).with_name("detsim")
         if not self.command.exists():
             raise NotImplementedError(f"no console script at {self.command}")
-        case = next(c for c in MANIFEST if c["id"] == CASE)
-        self.args = list(case["args"])
+        case = next(c for c in CASES if c.id == CASE)
+        self.args = list(case.args)
         self.workdir = tempfile.mkdtemp(prefix="detsim-cli-bench-")
-        for item in (GOLDEN_DIR / CASE).iterdir():  # input files, if the case has any
+        for item in case.folder.iterdir():  # input files, if the case has any
             if item.name not in ("image.bin", "stdout.txt", "args.txt"):
                 shutil.copy(item, self.workdir)
         self.env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), MKL_NUM_THREADS=str(THREADS))

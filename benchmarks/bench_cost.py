@@ -1,9 +1,9 @@
 """Instructions executed by one eager CPU render, counted under valgrind: a deterministic cost.
 
 One ``valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes`` process per commit counts
-every workload (``common.count_instructions_many``, built on the copies of ``detsim.track.cost``): it
-builds the inputs uninstrumented, renders each workload once to warm up, then renders each again in a
-thread of its own between callgrind's start/stop client requests, so each workload gets its own total
+every workload (``common.count_instructions_many``, with the harness of ``detsim/track/base/callgrind.py``):
+it builds the inputs uninstrumented, renders each workload once to warm up, then renders each again in
+a thread of its own between callgrind's start/stop client requests, so each workload gets its own total
 and torch is imported once (about 15 s for all three, against 15-20 s per workload in a process each).
 Two processes agree to the instruction; a rise of 2 % (``regressions_thresholds`` in asv.conf.json)
 is a real change of the code's work. Workloads are small:
@@ -34,7 +34,7 @@ class InstructionCounts:
     timeout = 600
 
     def setup_cache(self):
-        reason = common.cost_not_measured_reason()
+        reason = common.callgrind.not_measured_reason()
         if reason:
             return {"not measured": reason}
         workloads = [w for w in COUNTED if "@" in w or common.reads_arguments()]

@@ -8,8 +8,9 @@ stored baseline.
   (``regressions_first_commits`` null in asv.conf.json); ``detsim-track`` judges it.
 * ``track_hash_changed_<case>``: 0 while the image's sha256 equals the stored baseline of this machine
   class (``results/baselines/golden_hashes/<class slug>.json``, or the single file of earlier versions
-  where it holds for this class), 1 once it differs: the 0 -> 1 step asv's Regressions tab flags. On a
-  class with no stored baseline it skips (asv shows n/a), naming how the stored classes differ.
+  where it holds for this class: ``detsim/track/base/baseline_file.py``), 1 once it differs: the 0 -> 1
+  step asv's Regressions tab flags. On a class with no stored baseline it skips (asv shows n/a), naming
+  how the stored classes differ.
 * ``track_machine_class``: the machine class of the renders as one number, so that ``detsim-track``
   compares fingerprints only between commits of the same class.
 
@@ -23,12 +24,11 @@ Nothing here writes a file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from .common import (
-    Skip, case_result, class_fingerprint, class_slug, compiled_golden_hashes, define_case_tracks, golden_renders,
-    hash_fingerprint, holds_differences, load_baseline, stored_classes,
+    REPO_ROOT, Skip, baseline_file, case_result, compiled_golden_hashes, define_case_tracks, golden_renders, hashing,
+    provenance,
 )
 
 setup_cache = golden_renders
@@ -39,27 +39,28 @@ FINGERPRINT_UNIT = "sha256[:13] as a number"
 
 
 def _check_holds(baseline: dict, here: dict) -> None:
-    differing = sorted(holds_differences(baseline.get("holds_for", {}), here).items())
+    stored = baseline.get("holds_for", {})
+    differing = baseline_file.differing_fields(provenance.MachineClass(**here), stored)
     if differing:
         raise Skip(
-            "the golden baseline holds for " + ", ".join(f"{k}={stored}" for k, (stored, _) in differing)
-            + " but this run has " + ", ".join(f"{k}={ours}" for k, (_, ours) in differing)
+            "the golden baseline holds for " + ", ".join(f"{k}={stored.get(k)}" for k in differing)
+            + " but this run has " + ", ".join(f"{k}={here[k]}" for k in differing)
         )
 
 
 def _class_baseline(here: dict) -> dict:
     """This machine class's stored baseline; a skip naming how the stored classes differ where none is."""
-    baseline = load_baseline(here)
-    if baseline is not None:
-        return baseline
+    found = baseline_file.for_class(REPO_ROOT, provenance.MachineClass(**here))
+    if found is not None:
+        return found[1]
     others = []
-    for holds in stored_classes():
+    for baseline in baseline_file.stored(REPO_ROOT).values():
         try:
-            _check_holds({"holds_for": holds}, here)
+            _check_holds(baseline, here)
         except Skip as exc:
             others.append(str(exc))
-    raise Skip(f"no golden baseline for this machine class ({class_slug(here)}): its images are compared "
-               "commit to commit (track_fingerprint_*)" + ("; " + "; ".join(others) if others else ""))
+    raise Skip(f"no golden baseline for this machine class ({provenance.class_slug(here)}): its images are "
+               "compared commit to commit (track_fingerprint_*)" + ("; " + "; ".join(others) if others else ""))
 
 
 def _baseline_hash(renders, case_id: str) -> str:
@@ -75,7 +76,7 @@ def _hash_changed(renders, case_id: str) -> int:
 
 
 def _fingerprint(renders, case_id: str) -> float:
-    return hash_fingerprint(case_result(renders, case_id)["sha256"])
+    return hashing.fingerprint(case_result(renders, case_id)["sha256"])
 
 
 define_case_tracks(globals(), "hash_changed", _hash_changed, unit=UNIT, version=VERSION, label="image hash changed")
@@ -84,7 +85,7 @@ define_case_tracks(globals(), "fingerprint", _fingerprint, unit=FINGERPRINT_UNIT
 
 
 def track_machine_class(renders):
-    return class_fingerprint(renders["holds_for"])
+    return provenance.class_fingerprint(renders["holds_for"])
 
 
 track_machine_class.unit, track_machine_class.version = "machine class fingerprint", VERSION
@@ -109,6 +110,6 @@ class CompiledHashes:
 
     def track_fingerprint(self, hashes):
         text = json.dumps(hashes["cases"], sort_keys=True)
-        return hash_fingerprint(hashlib.sha256(text.encode()).hexdigest())
+        return hashing.fingerprint(hashing.sha256_bytes(text.encode()))
 
     track_fingerprint.unit = FINGERPRINT_UNIT

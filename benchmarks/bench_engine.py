@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from .common import (
-    DEVICES, DTYPES, P1, P2, P4096, PATH_WORKLOADS, SWEEP_PIXELS, SWEEP_STEPS, Workload, available_modes, clock,
-    pin_threads, require_device, simulate, steady_allocator, use_wall_clock,
+    DEVICES, DTYPES, P1, P2, P4096, PATH_WORKLOADS, SWEEP_PIXELS, SWEEP_STEPS, available_modes, clock, pin_threads,
+    require_device, simulate, steady_allocator, sweep_workload, use_wall_clock, workload_config,
 )
 
 ASV_PATH_WORKLOADS = ("P1", "P2")  # PathThroughput's workloads here (P4096 is the bench gate's)
@@ -48,7 +48,7 @@ class EngineSweep(_Timed):
         pin_threads()
         steady_allocator()
         self.device = require_device(device)
-        self.config = Workload(pixels=pixels, **SWEEP_STEPS[steps]).config()
+        self.config = workload_config(sweep_workload(pixels, steps))
 
     def time_simulate(self, pixels, steps, dtype, device):
         simulate(self.config, device=self.device, dtype=DTYPES[dtype])
@@ -67,7 +67,7 @@ class NanoBraggWorkloads(_Timed):
         pin_threads()
         steady_allocator()
         self.device = require_device(device)
-        self.config = {"P1": P1, "P2": P2}[workload].config()
+        self.config = workload_config({"P1": P1, "P2": P2}[workload])
 
     def time_simulate(self, workload, dtype, device):
         simulate(self.config, device=self.device, dtype=DTYPES[dtype])
@@ -92,7 +92,7 @@ class EngineModes(_Timed):
         self.device = require_device(device)
         if mode not in available_modes(device):
             raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
-        self.config = Workload(pixels=128, mosaic_domains=10).config()
+        self.config = workload_config(sweep_workload(128, 10))
         simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)  # compiles, if it has to
 
     def time_simulate(self, mode, dtype, device):
@@ -109,7 +109,7 @@ class EngineMemory:
 
     def setup(self, pixels, steps, dtype):
         pin_threads()
-        self.config = Workload(pixels=pixels, **SWEEP_STEPS[steps]).config()
+        self.config = workload_config(sweep_workload(pixels, steps))
 
     def peakmem_simulate(self, pixels, steps, dtype):
         simulate(self.config, device=torch.device("cpu"), dtype=DTYPES[dtype])
@@ -138,8 +138,8 @@ class PathThroughput:
         if mode not in available_modes(device):
             raise NotImplementedError(f"mode {mode!r} does not run on {device} with this commit")
         self.workload = PATH_WORKLOADS[workload]
-        self.config = self.workload.config()
-        simulate(self.workload.resized(64).config(), device=self.device, dtype=DTYPES[dtype], mode=mode)
+        self.config = workload_config(self.workload)
+        simulate(workload_config(self.workload.resized(64)), device=self.device, dtype=DTYPES[dtype], mode=mode)
 
     def track_ns_per_pixel_step(self, workload, mode, dtype, device):
         best_s = float("inf")
@@ -161,7 +161,7 @@ class LargeDetectorMemory:
 
     def setup(self, dtype):
         pin_threads()
-        self.config = P4096.config()
+        self.config = workload_config(P4096)
 
     def peakmem_simulate_4096(self, dtype):
         simulate(self.config, device=torch.device("cpu"), dtype=DTYPES[dtype])

@@ -3,8 +3,8 @@
 r is the Pearson correlation between detsim's float64 image and nanoBragg's image for the case
 (``tests/golden/``). 1 - r grows as parity worsens, which is the direction asv treats as a
 regression; it is rounded to 1e-9 so that float noise (~1e-15) is never a step. The acceptance line
-is r >= 0.9995 (``common.PARITY_MIN_R``), i.e. 1 - r <= 5e-4. Where r is undefined (a constant image
-that differs from nanoBragg's) the case's track fails with "Pearson r undefined".
+is r >= 0.9995 (``detsim/track/base/metrics.py``), i.e. 1 - r <= 5e-4. Where r is undefined (a
+constant image that differs from nanoBragg's) the case's track fails with "Pearson r undefined".
 
 All cases are rendered once per commit by the shared ``setup_cache`` (``common.golden_renders``),
 which the determinism tracks reuse.

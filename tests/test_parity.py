@@ -8,6 +8,7 @@ import torch
 
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_CASES
+from detsim.argconfig import config_from_argv
 from detsim.engine import prepare, render
 from detsim.track.base.metrics import passes_parity
 from helpers import pearson_r, to_numpy
@@ -17,7 +18,7 @@ CASE_IDS = list(GOLDEN_CASES)
 
 def _render_case(case, dtype, device, mode):
     assert list(case.args) == case.record["args"]  # args.txt is the command line the manifest lists
-    setup = prepare(case.config(), device=device, dtype=dtype)
+    setup = prepare(case.config(config_from_argv), device=device, dtype=dtype)
     image, _ = render(setup, mode=mode)
     return setup, image
 

@@ -21,6 +21,10 @@ included); the core (:mod:`detsim` outside this package) never imports any of it
   * :mod:`.traces` - the first quantity where two per-pixel traces differ;
   * :mod:`.evidence` - hashed bundles of test runs;
   * :mod:`.cost` - instruction counts under valgrind;
+  * :mod:`.runtime` - what needs torch or detsim's core imported, which the base may not: writing
+    results, this process's environment record and threads, tensors' bytes, the determinism and
+    divergence targets;
 
-* :mod:`.base` - every fact the areas share, defined once.
+* :mod:`.base` - every fact the areas share, defined once, in the standard library and numpy only (the
+  asv suite loads it from the working tree beside any commit's ``detsim``).
 """

@@ -5,13 +5,16 @@
   sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
 * every suite module has a test file of its own, mirroring its place in the package;
 * the suite's areas form an acyclic graph of imports (lazy imports inside functions included), and no
-  area imports the command layer (:mod:`detsim.track.commands`, :mod:`detsim.track.cli`).
+  area imports the command layer (:mod:`detsim.track.commands`, :mod:`detsim.track.cli`);
+* the base imports only the standard library, numpy and itself, relatively (lazy imports included): the
+  asv suite loads it from the working tree under a name of its own beside any commit's ``detsim``.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "detsim"
 TRACK = PACKAGE / "track"
+BASE = TRACK / "base"
 TESTS = ROOT / "tests" / "track"
 
 # fact -> (pattern in source code, the one module allowed to hold it)
@@ -159,6 +163,39 @@ def test_the_graph_rules_see_lazy_and_relative_imports(tmp_path):
     assert graph["beta"] == {"alpha", "commands"}
     assert _cycle(graph) in (["alpha", "beta", "alpha"], ["beta", "alpha", "beta"])
     assert _cycle({"alpha": {"beta"}, "beta": set()}) is None
+
+
+BASE_MAY_IMPORT = frozenset(sys.stdlib_module_names) | {"numpy"}
+
+
+def _outside_base(path: Path) -> list[str]:
+    """The imports of a base module, at any depth of its code, that are neither the standard library nor
+    numpy nor a relative import of another base module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split(".")[0] not in BASE_MAY_IMPORT]
+        elif isinstance(node, ast.ImportFrom) and node.level != 1:
+            module = "." * node.level + (node.module or "")
+            if node.level or module.split(".")[0] not in BASE_MAY_IMPORT:
+                found.append(module)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(BASE.glob("*.py")), ids=lambda p: p.name)
+def test_the_base_imports_only_the_standard_library_numpy_and_itself(module):
+    outside = _outside_base(module)
+    assert not outside, f"{module.relative_to(ROOT)} imports {outside}"
+
+
+def test_the_base_rule_sees_lazy_absolute_and_parent_imports(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import json, os.path\nimport numpy as np\nfrom .hashing import sha256_bytes\n"
+                       "from . import golden\nfrom collections import abc\nimport torch\n"
+                       "from detsim.track.base.hashing import image_sha256\nfrom ..runtime import output\n"
+                       "def f():\n    import detsim.argconfig\n    from triton import jit\n")
+    assert _outside_base(planted) == ["torch", "detsim.track.base.hashing", "..runtime", "detsim.argconfig",
+                                      "triton"]
 
 
 def test_the_rules_see_code_not_prose(tmp_path):

@@ -3,15 +3,19 @@
 * :mod:`.golden` - golden cases: find them, build a case's configuration in its folder, load
   nanoBragg's image;
 * :mod:`.metrics` - parity: Pearson r and the acceptance line r >= 0.9995;
-* :mod:`.hashing` - sha256 of bytes, files, tensors and images (the one image-hash definition);
-* :mod:`.provenance` - git state, the environment record, and the machine class image bits hold for;
-* :mod:`.output` - atomic files and report folders, and the output-option convention;
+* :mod:`.hashing` - sha256 of bytes, files and images (the one image-hash definition), and fingerprints;
+* :mod:`.provenance` - git state, the CPU, and the machine class image bits hold for;
+* :mod:`.baseline_file` - the stored golden hashes, one file per machine class;
 * :mod:`.exitcodes` - the exit codes of every command;
 * :mod:`.workloads` - the named speed workloads (P1, P2, P4096) as nanoBragg command lines;
-* :mod:`.targets` - what the determinism and divergence tools run (cases, command lines, callables).
-* :mod:`.commits` - another commit's package, exported to import it beside this one.
-* :mod:`.inputs` - the argparse types of counts, and what is at a path, for refusing bad input up front;
-* :mod:`.devices` - whether a torch device named on the command line exists on this machine.
+* :mod:`.callgrind` - what an instruction count is made of: its script, its valgrind command, its total;
+* :mod:`.commits` - another commit's package, exported to import it beside this one;
+* :mod:`.inputs` - the argparse types of counts, and what is at a path, for refusing bad input up front.
 
-Nothing here prints or parses command lines; the command modules of the areas do.
+Nothing here prints or parses command lines; the command modules do. The base imports only the
+standard library, numpy and itself (relatively; ``tests/track/test_track_layout.py`` checks it): the asv
+suite loads it from the working tree under a name of its own (``benchmarks/common.py``), beside whichever
+commit's ``detsim`` asv installed. So nothing here imports torch or detsim's core: a value they provide
+is passed in (the torch module, a reader of argument lists), and what must run them sits in
+:mod:`detsim.track.runtime`.
 """

@@ -5,6 +5,10 @@ relative to the folder) and ``image.bin`` (nanoBragg's float image: raw float32 
 (slow, fast)). The project's cases live in ``tests/golden/`` with a ``manifest.json`` listing them in
 order, with their shapes and descriptions. :func:`golden_dir` finds that folder; a
 :class:`GoldenCase` builds its configuration inside its folder and loads its reference image.
+
+A configuration is built by a reader of nanoBragg argument lists that the caller passes: detsim's own,
+``detsim.argconfig.config_from_argv``, or an older commit's (the asv suite's ``config_from_args``).
+This module imports no detsim.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -54,7 +58,7 @@ def working_directory(path: Path | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    before = Path.cwd()
+    before = os.getcwd()  # not Path.cwd(): the asv suite counts the instructions of a render inside this block
     os.chdir(path)
     try:
         yield
@@ -84,12 +88,11 @@ class GoldenCase:
         return cls(id=str(record.get("id", folder.resolve().name)), folder=folder, args=args, shape=shape,
                    record=record)
 
-    def config(self):
-        """The case's :class:`~detsim.config.SimulationConfig`, built as the ``detsim`` command builds it."""
-        from detsim.argconfig import config_from_argv
-
+    def config(self, read: Callable[[list[str]], Any]):
+        """The case's configuration as ``read`` builds it from the case's arguments, in the case's folder
+        (``read(argv)``: ``detsim.argconfig.config_from_argv`` builds what the ``detsim`` command does)."""
         with working_directory(self.folder):
-            return config_from_argv(list(self.args))
+            return read(list(self.args))
 
     def reference(self, shape: tuple[int, int] | None = None) -> np.ndarray:
         """nanoBragg's image, (slow, fast) float32; ``shape`` is needed only where the manifest has none."""

@@ -1,9 +1,13 @@
-"""sha256 digests: of bytes, of files, and of images.
+"""sha256 digests: of bytes, of files, and of images; and a digest's fingerprint.
 
 An image's hash is the sha256 of its values as little-endian float64 in C order (slow, fast), whatever
 the dtype it was computed in: float32 values convert to float64 exactly, so two images have the same
 hash exactly when they have the same values. Every stored image hash of the suite (baselines, asv
-tracks, pytest-benchmark ``extra_info``) is this one.
+tracks, pytest-benchmark ``extra_info``) is this one. A digest's **fingerprint** is its first
+:data:`FINGERPRINT_HEX` hex digits as a number (exact in a float64): how the asv suite records a hash,
+since its tracks hold numbers only.
+
+A tensor is hashed here through its ``detach`` (duck typing: this module imports no torch).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 IMAGE_HASH = "sha256 of the image as little-endian float64, C order (slow, fast)"
+FINGERPRINT_HEX = 13  # hex digits of a sha256 kept in a fingerprint: 52 bits, exact in a float64
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -35,19 +40,16 @@ def image_sha256(image) -> str:
     return sha256_bytes(np.ascontiguousarray(image, dtype="<f8").tobytes())
 
 
-def tensor_bytes(tensor) -> bytes:
-    """A tensor's own bytes in its own dtype, C order (any device, dtype, conjugate or negative view)."""
-    import torch
-
-    t = tensor.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
-    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
-
-
-def tensor_sha256(tensor) -> str:
-    """sha256 of :func:`tensor_bytes`: bit-for-bit identity of any tensor, in its own dtype."""
-    return sha256_bytes(tensor_bytes(tensor))
-
-
 def is_sha256(text) -> bool:
     """Whether ``text`` is a lower-case sha256 hex digest."""
     return isinstance(text, str) and len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def fingerprint(sha256: str) -> float:
+    """A sha256 hex digest as one number, exact in float64: its first :data:`FINGERPRINT_HEX` hex digits."""
+    return float(int(sha256[:FINGERPRINT_HEX], 16))
+
+
+def fingerprint_hex(value: float) -> str:
+    """The hex digits a :func:`fingerprint` holds (the start of the sha256)."""
+    return f"{int(value):0{FINGERPRINT_HEX}x}"

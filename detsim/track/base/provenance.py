@@ -1,27 +1,27 @@
-"""Where and with what a result was made: git state, the environment, and the machine class.
+"""Where and with what a result was made: git state, the CPU, and the machine class.
 
 A **machine class** is what bit-exact results depend on besides the code and its inputs: the CPU
 architecture, vendor and the ISA level ATen dispatches to (``AVX2``, ``AVX512``...), the torch version,
 the thread count, the dtype and the device. Two runs can only be expected to give the same image
 bits when their classes are equal; :meth:`MachineClass.differences` says which fields differ. It is
-the one definition the baselines, the asv tracks and the bench gate use.
+the one definition the baselines, the asv tracks and the bench gate use. What torch reports (version,
+ISA level, threads) is read from the torch module the caller passes: this module imports no torch (the
+environment record of a result is :mod:`detsim.track.runtime.process`'s).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import platform
 import re
 import subprocess
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Mapping
 
-from detsim.track.base.hashing import sha256_bytes
+from .hashing import fingerprint, sha256_bytes
 
-ENV_VARS = (
+ENV_VARS = (  # the environment variables a result depends on (recorded by runtime.process.environment)
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
     "TRITON_INTERPRET", "TORCHINDUCTOR_DETERMINISTIC", "TORCHINDUCTOR_CACHE_DIR", "PYTHONHASHSEED",
     "ATEN_CPU_CAPABILITY", "MKL_CBWR",
@@ -68,11 +68,9 @@ def cpu_model() -> str:
     return _cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
-def cpu_class() -> str:
-    """Architecture, vendor and ATen ISA level, e.g. ``x86_64 AuthenticAMD AVX512``."""
-    import torch
-
-    capability = torch.backends.cpu.get_cpu_capability()
+def cpu_class(capability: str) -> str:
+    """Architecture, vendor and ``capability``, the ATen ISA level
+    (``torch.backends.cpu.get_cpu_capability()``), e.g. ``x86_64 AuthenticAMD AVX512``."""
     return " ".join(part for part in (platform.machine(), _cpuinfo_field("vendor_id") or "", capability) if part)
 
 
@@ -87,10 +85,10 @@ class MachineClass:
     device: str  # "cpu", "cuda"
 
     @classmethod
-    def here(cls, *, threads: int | None = None, dtype: str = "float64", device: str = "cpu") -> "MachineClass":
-        import torch
-
-        return cls(cpu_class=cpu_class(), torch=torch.__version__,
+    def here(cls, torch, *, threads: int | None = None, dtype: str = "float64", device: str = "cpu") -> "MachineClass":
+        """The class of this process as ``torch`` (the imported torch module) reports its version, ISA
+        level and thread count; ``threads`` replaces that count where given."""
+        return cls(cpu_class=cpu_class(torch.backends.cpu.get_cpu_capability()), torch=torch.__version__,
                    threads=torch.get_num_threads() if threads is None else threads, dtype=dtype, device=device)
 
     @classmethod
@@ -123,9 +121,6 @@ class MachineClass:
         return class_fingerprint(self.as_record())
 
 
-FINGERPRINT_HEX = 13  # hex digits of a sha256 kept in a fingerprint: 52 bits, exact in a float64
-
-
 def class_slug(record: Mapping) -> str:
     """:meth:`MachineClass.slug` of a ``holds_for`` record (fields outside the class are ignored)."""
     def part(value) -> str:
@@ -136,53 +131,7 @@ def class_slug(record: Mapping) -> str:
 
 
 def class_fingerprint(record: Mapping) -> float:
-    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the first :data:`FINGERPRINT_HEX` hex
-    digits of the sha256 of its class fields as sorted JSON, as a number."""
+    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the
+    :func:`~detsim.track.base.hashing.fingerprint` of the sha256 of its class fields as sorted JSON."""
     text = json.dumps({f.name: record.get(f.name) for f in fields(MachineClass)}, sort_keys=True)
-    return float(int(sha256_bytes(text.encode())[:FINGERPRINT_HEX], 16))
-
-
-def environment(cwd: Path | None = None) -> dict:
-    """What a result depends on: code version, interpreter, libraries, hardware, threads, env vars."""
-    import numpy
-    import torch
-
-    try:
-        import triton
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    if torch.cuda.is_available():
-        cuda = {"available": True, "device": torch.cuda.get_device_name(0), "version": torch.version.cuda,
-                "count": torch.cuda.device_count()}
-    else:
-        cuda = {"available": False, "reason": "torch.cuda.is_available() is False"
-                + ("" if torch.version.cuda else " (CPU-only torch build)")}
-    return {
-        **git_info(cwd),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "triton": triton_version,
-        "numpy": numpy.__version__,
-        "platform": platform.platform(),
-        "cpu": cpu_model(),
-        "cpu_class": cpu_class(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "cuda": cuda,
-        "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
-    }
-
-
-@contextlib.contextmanager
-def thread_count(n: int) -> Iterator[None]:
-    """Run the block with ``n`` torch threads, then restore the previous count."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    return fingerprint(sha256_bytes(text.encode()))

@@ -4,17 +4,21 @@
 * ``P2``: 1024², mosaic 10 domains × 5 phi steps × oversample 2 = 200 steps per pixel.
 * ``P4096``: a 4096² detector (the same 102.4 mm, finer pixels), one step per pixel.
 
-A reduced size keeps the per-pixel work and says so in its name: ``P2@256`` is P2 on a 256² detector.
+A reduced size keeps the per-pixel work and says so in its name: ``P2@256`` is P2 on a 256² detector
+(:func:`reduced` reads such a name).
 
 Each is a cubic 100 Å cell, ``-default_F 100``, N = 5 and a fixed misset, so the crystal is not
 aligned with the detector. ``-oversample`` is always given: nanoBragg would otherwise choose 2 for this
 small crystal and P1 would take 4 steps per pixel. A workload's command line runs unchanged in
-nanoBragg.c and in ``detsim``, and :meth:`Workload.config` is what ``detsim`` builds from it.
+nanoBragg.c and in ``detsim``, and :meth:`Workload.config` is what a reader of argument lists
+(``detsim.argconfig.config_from_argv``, passed by the caller: this module imports no detsim) builds from it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 DETECTOR_MM = 102.4  # nanoBragg's default detector side; a larger pixel count makes finer pixels
 
@@ -48,11 +52,10 @@ class Workload:
             args += ["-phi", "0", "-osc", "0.5", "-phisteps", str(self.phi_steps)]
         return args + ["-nonoise", "-nopgm", "-noprogress"]
 
-    def config(self):
-        """The SimulationConfig ``detsim`` builds from :meth:`argv`."""
-        from detsim.argconfig import config_from_argv
-
-        return config_from_argv(self.argv())
+    def config(self, read: Callable[[list[str]], Any]):
+        """The configuration ``read`` builds from :meth:`argv` (``detsim.argconfig.config_from_argv``:
+        what the ``detsim`` command builds)."""
+        return read(self.argv())
 
     def resized(self, pixels: int) -> "Workload":
         """The same per-pixel work on a ``pixels``² detector of the same size, named ``<name>@<pixels>``
@@ -67,3 +70,12 @@ WORKLOADS = {
     "P2": Workload("P2", 1024, oversample=2, mosaic_domains=10, phi_steps=5),
     "P4096": Workload("P4096", 4096),
 }
+
+
+def reduced(name: str) -> Workload | None:
+    """The reference workload a reduced-size name stands for (``P2@32``: :data:`WORKLOADS`' P2 resized to
+    32²), or None where ``name`` is not one."""
+    match = re.fullmatch(r"(\w+)@(\d+)", name)
+    if match is None or match[1] not in WORKLOADS:
+        return None
+    return WORKLOADS[match[1]].resized(int(match[2]))

@@ -1,3 +1,3 @@
-"""The stored golden image hashes, one file per machine class (:mod:`.baseline_file`), and the renders
-that make them, hashed as the asv tracks hash them (:mod:`.golden_hashes`).
+"""The renders that make the stored golden image hashes, hashed as the asv tracks hash them
+(:mod:`.golden_hashes`); the files, one per machine class, are :mod:`detsim.track.base.baseline_file`'s.
 """

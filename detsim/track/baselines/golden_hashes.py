@@ -1,11 +1,12 @@
 """Golden-image hashes: every golden case rendered the way the asv determinism tracks render it.
 
-A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`)
-simulated on the CPU in float64 with one torch thread, by the default (eager) path or by the compiled
-one; its **hash** is :func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce
-on the same :class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these
-renders hold for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a
-hash per case that rendered, a one-line reason per case that did not.
+A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`, read
+by ``detsim.argconfig.config_from_argv``) simulated on the CPU in float64 with one torch thread, by the
+default (eager) path or by the compiled one; its **hash** is
+:func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce on the same
+:class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these renders hold
+for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a hash per case
+that rendered, a one-line reason per case that did not.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Iterable, Mapping
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.base.provenance import FINGERPRINT_HEX, MachineClass, thread_count
+from detsim.track.base.provenance import MachineClass
+from detsim.track.runtime.process import thread_count
 
 THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
 DTYPE = "float64"
@@ -32,21 +34,11 @@ class GoldenHashes:
     failures: Mapping[str, str] = field(default_factory=dict)  # case id -> "ErrorType: first line"
 
 
-def fingerprint(sha256: str) -> float:
-    """An image hash as one number, exact in float64: its first :data:`FINGERPRINT_HEX` hex digits. The asv
-    suite records it per case and commit (``track_fingerprint_<case>``), so consecutive commits can be
-    compared from asv's own results."""
-    return float(int(sha256[:FINGERPRINT_HEX], 16))
-
-
-def fingerprint_hex(value: float) -> str:
-    """The hex digits a :func:`fingerprint` holds (the start of the sha256)."""
-    return f"{int(value):0{FINGERPRINT_HEX}x}"
-
-
 def machine_class() -> MachineClass:
     """The conditions the golden hashes of this machine hold for."""
-    return MachineClass.here(threads=THREADS, dtype=DTYPE, device=DEVICE)
+    import torch
+
+    return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
 def render(case: GoldenCase, mode: str = EAGER):
@@ -54,8 +46,9 @@ def render(case: GoldenCase, mode: str = EAGER):
     import torch
 
     import detsim
+    from detsim.argconfig import config_from_argv
 
-    return detsim.simulate(case.config(), device=DEVICE, dtype=torch.float64, mode=mode)
+    return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=torch.float64, mode=mode)
 
 
 def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:

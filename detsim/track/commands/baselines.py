@@ -1,6 +1,6 @@
 """``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
 
-The files and what they hold are defined in :mod:`~detsim.track.baselines.baseline_file` (one per
+The files and what they hold are defined in :mod:`~detsim.track.base.baseline_file` (one per
 machine class). Without options the command shows every stored class's baseline and says which one
 applies to this machine (cross-class differences are facts, not failures); ``--refresh`` re-renders
 every golden case with the checked-out code (:mod:`~detsim.track.baselines.golden_hashes`: the render and
@@ -17,10 +17,10 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
-from detsim.track.base.output import utc_stamp, write_json
+from detsim.track.runtime.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
 from detsim.track.baselines import golden_hashes
-from detsim.track.baselines.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
+from detsim.track.base.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
                                                 for_class, stored)
 
 HELP = "show the stored golden-image hashes, or --refresh them deliberately from the checked-out code"

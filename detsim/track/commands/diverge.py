@@ -43,12 +43,12 @@ from typing import Callable
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.devices import device_problem
+from detsim.track.runtime.devices import device_problem
 from detsim.track.base.inputs import MISSING, REGULAR_FILE, count, positive_int, what_is
-from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.base.provenance import environment, thread_count
-from detsim.track.base.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
+from detsim.track.runtime.process import environment, thread_count
+from detsim.track.runtime.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
 from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.recorder import record

@@ -24,7 +24,7 @@ from detsim.track.base.commits import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.inputs import count
-from detsim.track.base.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
+from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
     report_folder
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.explain import bundle

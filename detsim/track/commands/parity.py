@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from detsim.track.base.devices import device_problem
+from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.inputs import DIRECTORY, what_is
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
+from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
-from detsim.track.base.provenance import environment
+from detsim.track.runtime.process import environment
 from detsim.track.parity import report
 from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pixel_trace
 

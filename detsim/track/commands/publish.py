@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import atomic_write_text
+from detsim.track.runtime.output import atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.jsonc import ResultsError, load_config

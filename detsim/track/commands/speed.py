@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from detsim.track.base.devices import device_problem
+from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.inputs import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
-from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.base.provenance import environment, repo_root
+from detsim.track.base.provenance import repo_root
+from detsim.track.runtime.process import environment
 from detsim.track.base.workloads import WORKLOADS, Workload
 from detsim.track.speed.measure import add_ratios, compare_images, detsim_row, nanobragg_row
 from detsim.track.speed.tables import format_table, summary_markdown

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from detsim.track.base.commits import benchmark_python
-from detsim.track.base.output import write_json
+from detsim.track.runtime.output import write_json
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks

@@ -12,14 +12,13 @@ A count runs in a fresh process under valgrind (about 25 M instructions per seco
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.golden import golden_dir
+from detsim.track.base.workloads import reduced
 from detsim.track.cost.counting import Count, count
 
-REFERENCE = re.compile(r"^(P1|P2|P4096)@(\d+)$")
 DTYPES = ("float64", "float32")
 
 
@@ -39,12 +38,12 @@ class CostSpec:
         """Python code that builds ``_config`` (uncounted)."""
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        match = REFERENCE.match(self.workload)
-        if match:
-            return ("import detsim\nfrom detsim.track.base.workloads import WORKLOADS\n"
-                    f"_config = WORKLOADS[{match[1]!r}].resized({int(match[2])}).config()")
-        return ("import detsim\nfrom pathlib import Path\nfrom detsim.track.base.golden import find_case\n"
-                f"_config = find_case({self.workload!r}, Path({str(golden_dir(root))!r})).config()")
+        read = "import detsim\nfrom detsim.argconfig import config_from_argv\n"
+        if reduced(self.workload) is not None:
+            return (f"{read}from detsim.track.base.workloads import reduced\n"
+                    f"_config = reduced({self.workload!r}).config(config_from_argv)")
+        return (f"{read}from pathlib import Path\nfrom detsim.track.base.golden import find_case\n"
+                f"_config = find_case({self.workload!r}, Path({str(golden_dir(root))!r})).config(config_from_argv)")
 
     def region(self) -> str:
         return f"detsim.simulate(_config, device='cpu', dtype=torch.{self.dtype})"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.hashing import tensor_sha256
+from detsim.track.runtime.tensors import tensor_sha256
 
 SHOULD_AGREE = ("repeat",)
 KINDS = ("repeat", "threads", "mode", "device")

@@ -27,8 +27,8 @@ from typing import Iterator
 
 import torch
 
-from detsim.track.base.provenance import thread_count
-from detsim.track.base.targets import DTYPES, Target, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.runtime.process import thread_count
+from detsim.track.runtime.targets import DTYPES, Target, resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
 
 WORKER = "detsim.track.determinism.runner"  # run as ``python -m WORKER --worker JOB PATH``

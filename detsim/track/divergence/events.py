@@ -1,7 +1,7 @@
 """What a recorded run is made of: tensor fingerprints, events, and the record of one run.
 
 * a :class:`TensorInfo` fingerprints one tensor: the sha256 of its native bytes
-  (:func:`~detsim.track.base.hashing.tensor_bytes`), its shape, dtype and device, and cheap statistics
+  (:func:`~detsim.track.runtime.tensors.tensor_bytes`), its shape, dtype and device, and cheap statistics
   (sum and largest magnitude, as float64) that show how far two differing tensors are apart. Elements
   that were never written (holding the run's fill, :mod:`~detsim.track.divergence.unwritten`) are
   counted and left out of the hash; content that is about to be overwritten is marked ``compare=False``;

@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 from torch.utils._pytree import tree_map_only
 
-from detsim.track.base.provenance import thread_count
+from detsim.track.runtime.process import thread_count
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.recorder import record
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from detsim.track.base.hashing import sha256_bytes, tensor_bytes
+from detsim.track.base.hashing import sha256_bytes
+from detsim.track.runtime.tensors import tensor_bytes
 
 _FLOAT = (float.fromhex("-0x1.5a5a5a5a5a5a5p+99"), float.fromhex("0x1.a5a5a5a5a5a5ap+98"))
 _HALF = (float.fromhex("-0x1.5a4p+14"), float.fromhex("0x1.a58p+13"))  # float16 tops out at 65504

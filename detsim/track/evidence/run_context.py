@@ -1,6 +1,6 @@
 """How a bundle was made: ``env.json`` (where it ran) and ``commands.txt`` (what ran, re-runnable).
 
-``env.json`` is :func:`detsim.track.base.provenance.environment` plus what a test run also depends
+``env.json`` is :func:`detsim.track.runtime.process.environment` plus what a test run also depends
 on: the pytest version, the interpreter, the working directory, a hash of the uncommitted diff,
 ``nvidia-smi``'s answer and the variables of :data:`COMMAND_ENV` that are set.
 
@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
-from detsim.track.base.output import REPORTS
-from detsim.track.base.provenance import ENV_VARS, environment
+from detsim.track.runtime.output import REPORTS
+from detsim.track.base.provenance import ENV_VARS
+from detsim.track.runtime.process import environment
 from detsim.track.evidence.durations import RETIMES
 from detsim.track.evidence.records import Request
 from detsim.track.evidence.pytest_runs import Command
@@ -31,7 +32,7 @@ RETIME_HEADER = "# Re-timing of tests that looked slower than last time"
 
 
 def bundle_environment(cwd: Path) -> dict:
-    """base.provenance.environment() plus what an evidence bundle also needs: pytest, interpreter,
+    """runtime.process.environment() plus what an evidence bundle also needs: pytest, interpreter,
     code state."""
     env = environment(cwd)
     try:

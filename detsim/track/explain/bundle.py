@@ -4,7 +4,7 @@ Layout: ``<job name>/`` per explanation (its callgrind files, images, traces, op
 and picture, ``explanation.txt``), ``explain.json`` (every job's record), ``commands.txt`` (the command
 and the commits), ``env.json``, ``answer.md`` (the paragraphs) and ``sha256.txt`` (every other file,
 ``sha256sum -c`` format, :func:`~detsim.track.evidence.manifest.write_manifest`). The folder appears
-complete or not at all (:func:`~detsim.track.base.output.atomic_directory`).
+complete or not at all (:func:`~detsim.track.runtime.output.atomic_directory`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from detsim.track.base.output import atomic_write_text, write_json
-from detsim.track.base.provenance import environment
+from detsim.track.runtime.output import atomic_write_text, write_json
+from detsim.track.runtime.process import environment
 from detsim.track.evidence.manifest import write_manifest
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.golden import find_case
-from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.runtime.output import atomic_write_text, write_json
 from detsim.track.explain import hashes, opcount, parity_trace, profile, side_values
 from detsim.track.explain.bisection import bisect, cost_is_bad, hash_is_bad, parity_is_bad
 from detsim.track.explain.sides import Side, commits_between, prepare_side, run_python, subject

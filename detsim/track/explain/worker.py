@@ -15,23 +15,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
-
-REFERENCE = re.compile(r"^(P1|P2|P4096)@(\d+)$")
 
 
 def config_of(workload: str, golden: Path | None):
     """The configuration of a reduced reference workload (``P1@64``) or of a golden case id."""
-    match = REFERENCE.match(workload)
-    if match:
-        from detsim.track.base.workloads import WORKLOADS
+    from detsim.argconfig import config_from_argv
+    from detsim.track.base.workloads import reduced
 
-        return WORKLOADS[match[1]].resized(int(match[2])).config()
+    reference = reduced(workload)
+    if reference is not None:
+        return reference.config(config_from_argv)
     from detsim.track.base.golden import find_case
 
-    return find_case(workload, golden).config()
+    return find_case(workload, golden).config(config_from_argv)
 
 
 def render(config):

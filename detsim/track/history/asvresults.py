@@ -8,7 +8,7 @@ Layout under the project's root (``results_dir`` from asv.conf.json, ``results/a
 * ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit, written by
   earlier versions of the suite (read where present; the suite now records image fingerprints as tracks);
 * ``results/baselines/golden_hashes/<class slug>.json`` (and the single ``golden_hashes.json`` of earlier
-  versions): the stored hashes of every machine class (:mod:`.baseline_file`).
+  versions): the stored hashes of every machine class (:mod:`detsim.track.base.baseline_file`).
 
 :func:`load_recorded` reads all of them into a :class:`Recorded`, its results in commit order
 (:mod:`.ordering`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.baselines.baseline_file import BaselineError, stored
+from detsim.track.base.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
 from detsim.track.history.series import family_of

@@ -83,11 +83,12 @@ def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float)
 
     Any exception while reading or rendering the case makes it an "error" case (the report goes on).
     """
+    from detsim.argconfig import config_from_argv
     from detsim.engine import prepare, render
 
     result: dict = {"id": case.id, "dir": str(case.folder), "args": list(case.args)}
     try:
-        config = case.config()
+        config = case.config(config_from_argv)
         shape = (config.detector.spixels, config.detector.fpixels)
         result["shape"] = list(shape)
         reference = _reference(case, shape)

@@ -29,7 +29,7 @@ def format_table(rows: list[dict]) -> str:
 
 def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *, threads: int, device: str,
                      env: dict) -> str:
-    """``summary.md``: the conditions (``env`` is :func:`~detsim.track.base.provenance.environment`'s
+    """``summary.md``: the conditions (``env`` is :func:`~detsim.track.runtime.process.environment`'s
     record), what the numbers mean, the table and the command lines."""
     against = sorted({r["r_against"] for r in rows if "r_against" in r})
     lines = [

@@ -37,15 +37,16 @@ def render_job(job: dict) -> dict:
     import torch
 
     import detsim
+    from detsim.argconfig import config_from_argv
     from detsim.engine import prepare, render
 
     torch.set_num_threads(job["threads"])
     dtype = getattr(torch, job["dtype"])
     device = torch.device(job["device"])
     workload = Workload(**job["workload"])
-    config = workload.config()
-    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(), device=device, dtype=dtype,
-                    mode=job["mode"])  # compiles, for the compiled path
+    config = workload.config(config_from_argv)
+    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv), device=device,
+                    dtype=dtype, mode=job["mode"])  # compiles, for the compiled path
     gpu = device.type == "cuda"
     clock = time.perf_counter if gpu else time.process_time
     seconds = []

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.output import utc_stamp
+from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, detect
 from detsim.track.verdict.fingerprint_series import class_cut
-from detsim.track.baselines.golden_hashes import fingerprint_hex
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series

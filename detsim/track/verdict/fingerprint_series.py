@@ -1,13 +1,14 @@
 """Determinism without a stored baseline: image fingerprints compared commit to commit on one machine.
 
-A machine class with no stored golden baseline (:mod:`.baseline_file`) still records, per golden case and
-commit, the image's **fingerprint** (``bench_determinism.track_fingerprint_<case>``: the first hex digits
-of its sha256 as a number, :func:`~.golden_hashes.fingerprint`) and the **machine class** of the renders
-(``track_machine_class``). :func:`class_cut` says from which point of a series on the commits share the
-latest commit's class (fingerprints of different classes are not comparable: a fact, not a finding);
-:func:`fingerprint_finding` judges the points from there: the first of them is the implicit baseline
-(the machine's first recorded commit of its class), and an image that differs from it at the latest
-commit is a determinism finding at the commit where it changed, with the old and new fingerprints.
+A machine class with no stored golden baseline (:mod:`detsim.track.base.baseline_file`) still records,
+per golden case and commit, the image's **fingerprint** (``bench_determinism.track_fingerprint_<case>``:
+the first hex digits of its sha256 as a number, :func:`~detsim.track.base.hashing.fingerprint`) and the
+**machine class** of the renders (``track_machine_class``). :func:`class_cut` says from which point of a
+series on the commits share the latest commit's class (fingerprints of different classes are not
+comparable: a fact, not a finding); :func:`fingerprint_finding` judges the points from there: the first
+of them is the implicit baseline (the machine's first recorded commit of its class), and an image that
+differs from it at the latest commit is a determinism finding at the commit where it changed, with the
+old and new fingerprints.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from detsim.track.baselines.golden_hashes import fingerprint_hex
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.series import Point, Series
 from detsim.track.verdict.finding import Finding
 

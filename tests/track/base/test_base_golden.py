@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import GOLDEN_DIR, MANIFEST
-from detsim.argconfig import read_matrix_file
+from detsim.argconfig import config_from_argv, read_matrix_file
 from detsim.track.base.golden import (
     ENV_VAR, GoldenCase, GoldenError, case_ids, discover, find_case, golden_dir, load_cases, working_directory,
 )
@@ -81,7 +81,10 @@ def test_find_case_by_id_or_unique_prefix(tmp_path):
 def test_config_is_built_in_the_case_folder_wherever_we_are(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     case = find_case(MATRIX_CASE, GOLDEN_DIR)
-    config = case.config()
+    seen = []
+    assert case.config(lambda argv: seen.append((argv, Path.cwd())) or "made") == "made"
+    assert seen == [(list(case.args), case.folder.resolve())] and Path.cwd() == tmp_path
+    config = case.config(config_from_argv)
     assert Path.cwd() == tmp_path
     with working_directory(case.folder):
         expected = read_matrix_file("A.mat")

@@ -1,4 +1,4 @@
-"""detsim.track.base.hashing: the one image hash, file and tensor digests."""
+"""detsim.track.base.hashing: the one image hash, file digests, fingerprints."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from detsim.track.base.hashing import (
-    IMAGE_HASH, image_sha256, is_sha256, sha256_bytes, sha256_file, tensor_bytes, tensor_sha256,
+    FINGERPRINT_HEX, IMAGE_HASH, fingerprint, fingerprint_hex, image_sha256, is_sha256, sha256_bytes, sha256_file,
 )
 
 
@@ -46,26 +46,17 @@ def test_a_changed_value_changes_the_image_hash():
     assert image_sha256(image) != image_sha256(changed)
 
 
-def test_tensor_hash_sees_the_dtype_and_every_bit(device, dtype):
-    t = torch.linspace(0, 1, 7, dtype=dtype, device=device)
-    assert len(tensor_bytes(t)) == 7 * t.element_size()
-    assert tensor_sha256(t) == hashlib.sha256(t.cpu().numpy().tobytes()).hexdigest()
-    assert tensor_sha256(t) != tensor_sha256(t.to(torch.float64 if dtype == torch.float32 else torch.float32))
-    flipped = t.clone()
-    flipped[3] = torch.nextafter(flipped[3], torch.tensor(2.0, dtype=dtype, device=device))
-    assert tensor_sha256(flipped) != tensor_sha256(t)
-
-
-def test_tensor_bytes_of_views_are_those_of_the_values():
-    z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex128)
-    assert tensor_bytes(z.conj()) == tensor_bytes(torch.tensor([1 - 2j, 3 + 4j], dtype=torch.complex128))
-    m = torch.arange(6, dtype=torch.float64).reshape(2, 3)
-    assert tensor_bytes(m.T) == tensor_bytes(m.T.contiguous())
-
-
 @pytest.mark.parametrize(("text", "ok"), [
     ("0" * 64, True), ("a" * 63, False), ("A" * 64, False), ("g" * 64, False), (None, False), (b"0" * 64, False),
 ])
 def test_is_sha256(text, ok):
     assert is_sha256(text) is ok
     assert is_sha256(sha256_bytes(b""))
+
+
+def test_a_fingerprint_is_the_start_of_the_digest_exactly():
+    digest = sha256_bytes(b"image")
+    assert fingerprint(digest) == float(int(digest[:13], 16)) and FINGERPRINT_HEX == 13
+    assert fingerprint_hex(fingerprint(digest)) == digest[:13]  # 52 bits: exact in a float64
+    assert fingerprint_hex(fingerprint("0" * 12 + "1" + "f" * 51)) == "0" * 12 + "1"  # leading zeros kept
+    assert fingerprint("f" * 64) == 2.0 ** 52 - 1

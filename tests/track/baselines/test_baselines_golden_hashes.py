@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 from pathlib import Path
+from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 
 from detsim.track.base.golden import GoldenCase, find_case
-from detsim.track.base.hashing import image_sha256
-from detsim.track.base.provenance import thread_count
+from detsim.track.base import hashing
+from detsim.track.runtime.process import thread_count
 from detsim.track.baselines import golden_hashes
 from detsim.track.baselines.golden_hashes import failure_text, machine_class, render_hashes
 
@@ -28,17 +26,15 @@ def test_suite_hash_definition_and_coverage_guard(monkeypatch):
         common = importlib.import_module("benchmarks.common")  # pins torch to 1 thread, as asv runs it
     finally:
         torch.set_num_threads(threads)
-    image = np.arange(6, dtype=np.float32).reshape(2, 3)
-    assert common.image_sha256(image) == hashlib.sha256(image.astype("<f8").tobytes()).hexdigest()
-    assert common.image_sha256(image) == image_sha256(image)
+    assert Path(common.hashing.__file__) == Path(hashing.__file__)  # the asv tracks hash with the base's definition
     parity = importlib.import_module("benchmarks.bench_parity")
-    names = {common.case_attr(case["id"]) for case in common.MANIFEST}
+    names = {common.case_attr(case.id) for case in common.CASES}
     assert {n for n in dir(parity) if n.startswith("track_parity_")} == {f"track_parity_{n}" for n in names}
-    monkeypatch.setattr(common, "MANIFEST", [{"id": "x.1"}, {"id": "x_1"}])
+    cases = common.CASES
+    monkeypatch.setattr(common, "CASES", [SimpleNamespace(id="x.1"), SimpleNamespace(id="x_1")])
     with pytest.raises(ImportError, match="bench_parity"):
         importlib.reload(parity)
-    monkeypatch.setattr(common, "MANIFEST", common.MANIFEST[:0] + json.loads(
-        (common.GOLDEN_DIR / "manifest.json").read_text()))
+    monkeypatch.setattr(common, "CASES", cases)
     importlib.reload(parity)
 
 
@@ -46,9 +42,9 @@ def test_a_golden_hash_is_the_asv_tracks_hash(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
     with thread_count(torch.get_num_threads()):
         common = importlib.import_module("benchmarks.common")
-        record = next(c for c in common.MANIFEST if c["id"] == "a01_cubic_mosflm_center")
+        case = next(c for c in common.CASES if c.id == "a01_cubic_mosflm_center")
         common.pin_threads()
-        expected = common.render_case(record)["sha256"]
+        expected = common.render_case(case)["sha256"]
     result = render_hashes([find_case("a01_cubic_mosflm_center", GOLDEN)])
     assert result.hashes == {"a01_cubic_mosflm_center": expected} and result.failures == {}
     assert result.mode == golden_hashes.EAGER

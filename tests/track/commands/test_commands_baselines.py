@@ -12,7 +12,7 @@ from detsim.track import cli
 from detsim.track.baselines import golden_hashes
 from detsim.track.commands import baselines as cmd_baselines
 from detsim.track.base.provenance import MachineClass
-from detsim.track.baselines.baseline_file import BASELINE, BASELINE_DIR, class_path
+from detsim.track.base.baseline_file import BASELINE, BASELINE_DIR, class_path
 from detsim.track.baselines.golden_hashes import GoldenHashes
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -106,7 +106,7 @@ def test_an_existing_report_folder_is_refused_before_any_run(tmp_path, capsys):
 
 
 def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr("detsim.track.runtime.output.utc_stamp", lambda: "20000101T000000Z")
     monkeypatch.setattr(speed, "repo_root", lambda: tmp_path)
     taken = tmp_path / "reports" / "20000101T000000Z" / "speed"
     taken.mkdir(parents=True)

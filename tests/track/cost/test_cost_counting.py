@@ -1,4 +1,4 @@
-"""Counting a region's instructions under callgrind: the harness, the parse, the not-measured reason."""
+"""Counting a region's instructions in a fresh valgrind process: what a count sees, keeps and leaves."""
 
 from __future__ import annotations
 
@@ -6,57 +6,17 @@ import shutil
 
 import pytest
 
-from detsim.track.cost import counting
-from detsim.track.cost.counting import CountError, count, harness, not_measured_reason, parse_total
+from detsim.track.base.callgrind import CountError, not_measured_reason
+from detsim.track.cost.counting import count
 
 CAN_COUNT = not_measured_reason() is None
 needs_valgrind = pytest.mark.skipif(not CAN_COUNT, reason=str(not_measured_reason()))
 
-CALLGRIND_FILE = """# callgrind format
-version: 1
-creator: callgrind-3.19.0
-cmd: python -c ...
-events: Ir
-summary: 0
-fl=(1) ???
-fn=(1) f
-0 11265765
-totals: 11265765
-"""
 
-
-def test_parse_total_reads_the_totals_line():
-    assert parse_total(CALLGRIND_FILE) == 11265765
-
-
-def test_parse_total_without_a_total_is_an_error():
-    with pytest.raises(CountError, match="totals"):
-        parse_total("events: Ir\n")
-
-
-def test_harness_counts_only_the_second_run_of_the_region():
-    script = harness("x = 1", "x + 1")
-    lines = script.splitlines()
-    start = lines.index("_hooks.callgrind_start_instrumentation()")
-    stop = lines.index("_hooks.callgrind_stop_instrumentation()")
-    assert lines[start - 1] == "_region()" and lines[start + 1] == "_region()" and stop == start + 2
-    assert "import torch" in lines[: start] and "x = 1" in lines[: start]
-    compile(script, "<harness>", "exec")
-
-
-def test_missing_valgrind_is_one_line_naming_the_debian_package(monkeypatch):
+def test_a_count_without_valgrind_is_a_count_error_naming_it(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    reason = not_measured_reason()
-    assert reason is not None and "\n" not in reason and "`valgrind`" in reason
     with pytest.raises(CountError, match="valgrind"):
         count("x = 1", "x")
-
-
-def test_missing_hooks_is_one_line_naming_the_pypi_package(monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/valgrind")
-    monkeypatch.setattr(counting, "HOOKS_MODULE", "no_such_package.hooks")
-    reason = not_measured_reason()
-    assert reason is not None and "\n" not in reason and "pytest-codspeed==5.0.4" in reason
 
 
 @needs_valgrind

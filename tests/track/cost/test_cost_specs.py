@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import detsim
+from detsim.argconfig import config_from_argv
 from detsim.track.base.golden import find_case
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cost.specs import CostSpec
@@ -18,12 +19,12 @@ def _config_of(spec: CostSpec):
 
 
 def test_a_reference_workload_is_the_resized_timed_one():
-    assert _config_of(CostSpec("P2@32"))["_config"] == WORKLOADS["P2"].resized(32).config()
+    assert _config_of(CostSpec("P2@32"))["_config"] == WORKLOADS["P2"].resized(32).config(config_from_argv)
 
 
 def test_a_golden_case_is_its_own_configuration():
     ours = detsim.simulate(_config_of(CostSpec("g01_hkl_nointerp"))["_config"], dtype=torch.float64)
-    timed = detsim.simulate(find_case("g01_hkl_nointerp").config(), dtype=torch.float64)
+    timed = detsim.simulate(find_case("g01_hkl_nointerp").config(config_from_argv), dtype=torch.float64)
     assert torch.equal(ours, timed)  # configurations hold arrays: equal images say they are the same
 
 

@@ -7,7 +7,7 @@ import json
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.hashing import tensor_sha256
+from detsim.track.runtime.tensors import tensor_sha256
 from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, _letter, compare, digest_outputs, \
     tensor_difference
 

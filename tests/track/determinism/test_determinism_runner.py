@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.targets import resolve_callable, resolve_case, resolve_command_line
+from detsim.track.runtime.targets import resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import RunConfig
 from detsim.track.determinism.runner import deterministic_mode, device_unavailable, job_target, run_matrix, \
     run_once, worker

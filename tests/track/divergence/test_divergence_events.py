@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from detsim.track.base.hashing import tensor_sha256
+from detsim.track.runtime.tensors import tensor_sha256
 from detsim.track.divergence.firstdiff import compare_records
 from detsim.track.divergence.recorder import record
 from detsim.track.divergence.events import Record, argument_tensors, call_site, scalar_text, storage_key, \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from detsim.track.base.hashing import tensor_sha256
+from detsim.track.runtime.tensors import tensor_sha256
 from detsim.track.divergence.unwritten import canonical, fill, sentinel
 
 

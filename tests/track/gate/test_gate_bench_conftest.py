@@ -31,7 +31,7 @@ def bench():
 
 def test_run_info_records_this_machine_class(bench, device, dtype):
     info = bench.run_info(device, dtype)
-    expected = MachineClass.here(threads=torch.get_num_threads(), dtype=str(dtype).removeprefix("torch."),
+    expected = MachineClass.here(torch, threads=torch.get_num_threads(), dtype=str(dtype).removeprefix("torch."),
                                  device=device)
     assert MachineClass.from_record(info) == expected
     assert info["cpu_capability"] == torch.backends.cpu.get_cpu_capability()

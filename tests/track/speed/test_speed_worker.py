@@ -11,7 +11,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from detsim.track.base.provenance import thread_count
+from detsim.track.runtime.process import thread_count
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.speed.worker import peak_rss_mb, render_job
 

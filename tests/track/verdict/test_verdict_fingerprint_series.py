@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from detsim.track.verdict.fingerprint_series import COMPARED, class_cut, fingerprint_finding
-from detsim.track.baselines.golden_hashes import fingerprint, fingerprint_hex
+from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.verdict.lines import report_lines
 from detsim.track.history.series import Point, Series
 from detsim.track.verdict.analysis import judge

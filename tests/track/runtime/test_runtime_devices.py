@@ -1,4 +1,4 @@
-"""detsim.track.base.devices: a device that is not on this machine is named in a few words."""
+"""detsim.track.runtime.devices: a device that is not on this machine is named in a few words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from detsim.track.base.devices import device_problem
+from detsim.track.runtime.devices import device_problem
 
 
 def test_the_cpu_is_always_there_and_needs_no_torch(monkeypatch):

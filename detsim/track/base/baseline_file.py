@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base.hashing import is_sha256
-from detsim.track.base.provenance import MachineClass
+from .hashing import is_sha256
+from .provenance import MachineClass
 
 BASELINE = Path("results") / "baselines" / "golden_hashes.json"  # the single file of earlier versions
 BASELINE_DIR = Path("results") / "baselines" / "golden_hashes"  # one <class slug>.json per machine class

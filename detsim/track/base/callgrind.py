@@ -1,0 +1,152 @@
+"""What an instruction count under valgrind's callgrind is made of: its script, its command, its total.
+
+A count runs one fresh process ``valgrind --tool=callgrind --instr-atstart=no python -c <script>``: the
+script imports torch and builds the inputs uninstrumented (``setup``), runs the measured region once as
+a warm-up (lazy imports, allocator caches), then runs it again between callgrind's start and stop
+client requests (``callgrind_start_instrumentation`` / ``callgrind_stop_instrumentation`` of the PyPI
+package ``pytest-codspeed``, :data:`HOOKS_MODULE`). Only that second run is counted: not the
+interpreter's start-up, not the imports. The total ``Ir`` (instructions executed) is read from the
+callgrind file (:func:`parse_total`).
+
+:func:`harness` counts one region; :func:`harness_many` counts several in one process (one import of
+torch), each in a thread of its own, for ``valgrind --separate-threads=yes`` (:func:`command`) to write
+one total per region. One torch thread and :data:`COUNT_ENV` in the counting process.
+
+Test-only plant (never in the engine): ``DETSIM_COST_PLANT=N`` (:data:`PLANT_VAR`) makes the harness
+add ``N`` elements of ``exp`` to each measured region, a known extra computation a gate's test must catch.
+
+Only text and the standard library here: the counting process itself imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+HOOKS_MODULE = "pytest_codspeed.instruments.hooks.dist_instrument_hooks"
+HOOKS_PACKAGE = "pytest-codspeed==5.0.4"  # the PyPI package that ships HOOKS_MODULE
+VALGRIND_PACKAGE = "valgrind"  # the Debian package that provides valgrind
+PLANT_VAR = "DETSIM_COST_PLANT"
+COUNT_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SEPARATE_THREADS = "--separate-threads=yes"  # one callgrind file per thread: what harness_many needs
+
+
+class CountError(RuntimeError):
+    """A count that could not be made (valgrind failed, the region raised, no total in the file)."""
+
+
+def hooks_available() -> bool:
+    try:
+        return importlib.util.find_spec(HOOKS_MODULE) is not None
+    except ImportError:  # its parent package is missing
+        return False
+
+
+def not_measured_reason() -> str | None:
+    """One line saying why counts cannot be made here (which package provides what), or None."""
+    if shutil.which("valgrind") is None:
+        return (f"instruction counts not measured: valgrind is not installed "
+                f"(Debian package `{VALGRIND_PACKAGE}`)")
+    if not hooks_available():
+        return (f"instruction counts not measured: the callgrind start/stop hooks are missing "
+                f"(PyPI package `{HOOKS_PACKAGE}`)")
+    return None
+
+
+def _prelude(*imports: str) -> list[str]:
+    """The lines every count script starts with: torch on one thread, the hooks, the planted work."""
+    package, module = HOOKS_MODULE.rsplit(".", 1)
+    return [*(f"import {name}" for name in ("os", *imports, "torch")), "torch.set_num_threads(1)",
+            f"from {package} import {module} as _hooks"]
+
+
+def _plant() -> list[str]:
+    return [f"_plant = int(os.environ.get({PLANT_VAR!r}) or 0)",
+            "_plant_x = torch.linspace(0.0, 1.0, max(_plant, 1), dtype=torch.float64)"]
+
+
+def harness(setup: str, region: str) -> str:
+    """The script a count runs: ``setup`` (uncounted), ``region`` once to warm up, then counted once.
+
+    ``region`` is one expression; a planted extra computation (:data:`PLANT_VAR`) joins it.
+    """
+    return "\n".join([
+        *_prelude(),
+        setup,
+        *_plant(),
+        "def _region():",
+        f"    _out = {region}",
+        "    if _plant:",
+        "        torch.exp(_plant_x).sum()",
+        "    return _out",
+        "_region()",
+        "_hooks.callgrind_start_instrumentation()",
+        "_region()",
+        "_hooks.callgrind_stop_instrumentation()",
+    ]) + "\n"
+
+
+def harness_many(setups: list[str]) -> str:
+    """The script that counts several regions in one process: each setup defines its ``_render`` in a
+    namespace of its own; every region is warmed up, then each runs in a thread of its own while
+    instrumentation is on, so that :data:`SEPARATE_THREADS` writes one total per region, in order after
+    the main thread's (threads are all started before counting and kept alive to the end: valgrind
+    reuses the id of a thread that ended)."""
+    return "\n".join([
+        *_prelude("threading"),
+        *_plant(),
+        "_regions = []",
+        f"for _setup in {setups!r}:",
+        "    _ns = {'torch': torch}",
+        "    exec(_setup, _ns)",
+        "    _regions.append(_ns['_render'])",
+        "def _region(i):",
+        "    _out = _regions[i]()",
+        "    if _plant:",
+        "        torch.exp(_plant_x).sum()",
+        "    return _out",
+        "for _i in range(len(_regions)):",
+        "    _region(_i)",
+        "_go = [threading.Event() for _ in _regions]",
+        "_done = [threading.Event() for _ in _regions]",
+        "_end = threading.Event()",
+        "def _worker(i):",
+        "    _go[i].wait()",
+        "    _region(i)",
+        "    _done[i].set()",
+        "    _end.wait()",
+        "_threads = [threading.Thread(target=_worker, args=(i,)) for i in range(len(_regions))]",
+        "for _t in _threads:",
+        "    _t.start()",
+        "_hooks.callgrind_start_instrumentation()",
+        "for _i in range(len(_regions)):",
+        "    _go[_i].set()",
+        "    _done[_i].wait()",
+        "_hooks.callgrind_stop_instrumentation()",
+        "_end.set()",
+        "for _t in _threads:",
+        "    _t.join()",
+    ]) + "\n"
+
+
+def command(script: str, out_file: Path, python: str | None = None, *, separate_threads: bool = False) -> list[str]:
+    """The valgrind command line that counts ``script``'s measured region into ``out_file`` (with
+    ``separate_threads``, into ``<out_file>-<thread>`` per thread)."""
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", *([SEPARATE_THREADS] if separate_threads else []),
+            f"--callgrind-out-file={out_file}", python or sys.executable, "-c", script]
+
+
+def parse_total(text: str) -> int:
+    """The total instructions of a callgrind output file (its ``totals:`` line, else ``summary:``)."""
+    found = {}
+    for line in text.splitlines():
+        for key in ("totals:", "summary:"):
+            if line.startswith(key):
+                found[key] = int(line.split()[1])
+    if "totals:" in found:
+        return found["totals:"]
+    if "summary:" in found:
+        return found["summary:"]
+    raise CountError("no totals: line in the callgrind file")
