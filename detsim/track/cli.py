@@ -3,7 +3,8 @@
 Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args) -> int``. Exit codes are shared (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all
 good, 1 something regressed or differs, 2 something could not be measured or the input was bad, 130
-stopped by Ctrl-C, 143 by SIGTERM (both clean up alike, :func:`detsim.signals.terminate_as_interrupt`).
+stopped by Ctrl-C, 143 by SIGTERM (both clean up alike, :func:`detsim.signals.terminate_as_interrupt`:
+child processes included, :mod:`detsim.track.base.fresh`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
-"""detsim-track diverge: targets, exit codes, the evidence bundle and the record worker."""
+"""detsim-track diverge: targets, exit codes, the evidence bundle, runs recorded here or in their own processes."""
 
 from __future__ import annotations
 
 import ast
 import json
-import shlex
 from pathlib import Path
 
 import pytest
 
 from detsim.track import cli
 from detsim.track.commands import diverge as cmd_diverge
-from detsim.track.divergence.events import Record
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TINY = "-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 -mosaic 1 -mosaic_dom 2 -detpixels 6 " \
@@ -120,16 +118,6 @@ def test_diverge_argv_spells_out_the_arguments_and_parses_back():
     assert {k: v for k, v in vars(again).items() if k != "out"} == {k: v for k, v in vars(args).items() if k != "out"}
     script = cmd_diverge._parser().parse_args(["--script", "s.py", "--", "-x", "1"])
     assert cmd_diverge.diverge_argv(script)[-3:] == ["--", "-x", "1"]
-
-
-def test_the_record_worker_writes_one_run_as_json(tmp_path):
-    path = tmp_path / "record_A.json"
-    argv = shlex.split(f"--call {DATA / 'planted_ops.py'}:deterministic --dtype float32")
-    assert cmd_diverge._record_worker(str(path), "1", argv, run="B") == 0
-    rec = Record.load(path)
-    assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
-    assert rec.settings["fill"] == 1  # run B's fill of never-written memory
-    assert {t.dtype for t in rec.results} == {"float32"}
 
 
 def test_no_module_of_the_area_imports_the_dispatcher():
