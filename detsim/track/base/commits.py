@@ -7,8 +7,7 @@ imports that commit's package instead of the installed one. The package is pure 
 build step), so this is the same code asv's ``pip wheel`` + ``pip install`` puts in its environment.
 
 :func:`benchmark_python` is the interpreter that measures: the one of asv's environment when asv has
-made one (it holds the same torch as every recorded commit), else this one; :func:`imported_from` checks
-inside such a process that the right package was imported.
+made one (it holds the same torch as every recorded commit), else this one.
 """
 
 from __future__ import annotations
@@ -58,7 +57,3 @@ def benchmark_python(root: Path, env_dir: str | Path = Path(".asv") / "env") -> 
     candidates = sorted((root / env_dir).glob("*/bin/python"), key=lambda p: p.stat().st_mtime)
     return str(candidates[-1]) if candidates else sys.executable
 
-
-def imported_from(module, package_dir: Path) -> bool:
-    """Whether ``module`` (an imported ``detsim``) was loaded from ``package_dir``."""
-    return Path(module.__file__).resolve().is_relative_to(Path(package_dir).resolve())

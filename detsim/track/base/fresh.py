@@ -23,6 +23,7 @@ Standard library only: the child side runs inside other commits' packages.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import json
@@ -57,7 +58,6 @@ class Finished:
     out: bytes  # stdout
     err: bytes  # stderr
     cpu_s: float  # user + system seconds of the child alone
-    wall_s: float
     result: dict | None = None  # a job's answer (:func:`run_job`)
 
     @property
@@ -107,10 +107,9 @@ def _prctl():
     """libc's ``prctl``, looked up in the parent (between fork and exec the child only calls it), or None."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+    return None
 
 
 def _arrange(parent: int, cpu: int | None):
@@ -139,10 +138,8 @@ def start(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str
 def stop(process: subprocess.Popen) -> None:
     """Kill ``process`` and everything in its process group, and reap it."""
     if process.returncode is None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
     process.wait()
 
 
@@ -175,7 +172,6 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
     """
     what = what or Path(argv[0]).name
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
         try:
             process = start(argv, cwd=cwd, env=env, stdout=out, stderr=err)
         except OSError as exc:
@@ -186,11 +182,10 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
             stop(process)  # its group: whatever it left running, or all of it on an interrupt
         if ended is None:
             raise ChildError(f"{what} ran past {timeout:.0f} s")
-        wall = time.perf_counter() - started
         usage = ended[1]
         out.seek(0)
         err.seek(0)
-        return Finished(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime, wall)
+        return Finished(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime)
 
 
 def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequence[Path] = (HERE,),
@@ -227,12 +222,8 @@ class Conversation:
                  cpu: int | None = None, what: str = "the server", timeout: float = 600):
         self.what, self.timeout = what, timeout
         self._stderr = tempfile.TemporaryFile()
-        try:
-            self.process = start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=self._stderr, text=True, cpu=cpu)
-        except OSError as exc:
-            self._stderr.close()
-            raise ChildError(f"{what} could not start: {exc.strerror or exc}") from None
+        self.process = start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=self._stderr, text=True, cpu=cpu)
         try:
             self.greeting = self._answer("did not start")
         except BaseException:
@@ -261,18 +252,14 @@ class Conversation:
         """End the child: at once, or after closing its stdin and waiting up to ``timeout`` seconds."""
         try:
             if not at_once and self.process.poll() is None:
-                try:
+                with contextlib.suppress(BrokenPipeError, subprocess.TimeoutExpired):
                     self.process.stdin.close()
                     self.process.wait(timeout=self.timeout)
-                except (BrokenPipeError, subprocess.TimeoutExpired):
-                    pass
         finally:
             stop(self.process)
             for stream in (self.process.stdin, self.process.stdout, self._stderr):
-                try:
+                with contextlib.suppress(BrokenPipeError):
                     stream.close()
-                except BrokenPipeError:
-                    pass
 
     def __enter__(self) -> "Conversation":
         return self

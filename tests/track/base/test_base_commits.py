@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.commits import CommitError, benchmark_python, export_package, imported_from, resolve
+from detsim.track.base.commits import CommitError, benchmark_python, export_package, resolve
 from detsim.track.base.fresh import pinned_env, run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,12 +50,6 @@ def test_an_existing_destination_is_never_written_into(tiny_repo, tmp_path):
     (tmp_path / "taken").mkdir()
     with pytest.raises(FileExistsError):
         export_package(tiny_repo, "HEAD", tmp_path / "taken")
-
-
-def test_imported_from_tells_this_package_from_an_exported_one(tmp_path):
-    import detsim
-    assert imported_from(detsim, ROOT)
-    assert not imported_from(detsim, tmp_path)
 
 
 def test_a_commit_without_the_package_is_one_line_naming_it(tmp_path):
