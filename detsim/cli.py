@@ -24,6 +24,7 @@ from detsim.argconfig import InputError, build_config, parse_with_headers, time_
 from detsim.argv import HELP_FLAGS, ArgumentError, Arguments, usage
 from detsim.config import ConfigError
 from detsim.engine import Setup, check_triton, prepare, render
+from detsim.signals import Terminated, terminate_as_interrupt
 from detsim.sources import SourceFileError
 from detsim.structure import HKLError
 from detsim.trace import trace_pixels
@@ -253,14 +254,6 @@ def _header_fields(setup: Setup) -> dict:
     )
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that it unwinds like an interrupt (temporary files removed)."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
@@ -268,11 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(usage())
         return 0
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread: signals stay as they are
-        previous = None
-    try:
-        return run(argv)
+        with terminate_as_interrupt():  # SIGTERM unwinds like an interrupt: temporary files removed
+            return run(argv)
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, files.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -286,9 +276,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("detsim: interrupted; no file was left half-written", file=sys.stderr)
         return 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

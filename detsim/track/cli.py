@@ -3,18 +3,17 @@
 Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(args) -> int``. Exit codes are shared (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all
 good, 1 something regressed or differs, 2 something could not be measured or the input was bad, 130
-stopped by Ctrl-C, 143 by SIGTERM (both clean up alike, :func:`terminate_as_interrupt`).
+stopped by Ctrl-C, 143 by SIGTERM (both clean up alike, :func:`detsim.signals.terminate_as_interrupt`:
+child processes included, :mod:`detsim.track.base.fresh`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import signal
 import sys
-import threading
 
+from detsim.signals import Terminated, terminate_as_interrupt
 from detsim.track.base.exitcodes import ExitCode
 
 
@@ -76,29 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.TERMINATED
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, so that it unwinds as for Ctrl-C."""
-
-
-def _interrupt(signum, frame):
-    raise Terminated(f"signal {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt():
-    """SIGTERM raises :class:`Terminated`, a KeyboardInterrupt, while the block runs: every command's clean-up
-    (temporary report folders removed, child processes killed) runs for both. The previous handler is
-    restored afterwards (the main thread only: elsewhere signals cannot be handled)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from .fresh import PINNED
+
 HOOKS_MODULE = "pytest_codspeed.instruments.hooks.dist_instrument_hooks"
 HOOKS_PACKAGE = "pytest-codspeed==5.0.4"  # the PyPI package that ships HOOKS_MODULE
 VALGRIND_PACKAGE = "valgrind"  # the Debian package that provides valgrind
 PLANT_VAR = "DETSIM_COST_PLANT"
-COUNT_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+COUNT_ENV = PINNED  # one thread and PYTHONHASHSEED=0 in the counting process
 SEPARATE_THREADS = "--separate-threads=yes"  # one callgrind file per thread: what harness_many needs
 
 

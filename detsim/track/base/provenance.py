@@ -1,5 +1,9 @@
 """Where and with what a result was made: git state, the CPU, and the machine class.
 
+The git state is that of the folder the command runs in (the working directory's work tree), not of
+the checkout the package is installed from: a command run from one checkout through another's
+virtualenv records, and touches, only the checkout it runs in (every query read-only, :mod:`.git`).
+
 A **machine class** is what bit-exact results depend on besides the code and its inputs: the CPU
 architecture, vendor and the ISA level ATen dispatches to (``AVX2``, ``AVX512``...), the torch version,
 the thread count, the dtype and the device. Two runs can only be expected to give the same image
@@ -14,11 +18,11 @@ from __future__ import annotations
 import json
 import platform
 import re
-import subprocess
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Mapping
 
+from .git import query
 from .hashing import fingerprint, sha256_bytes
 
 ENV_VARS = (  # the environment variables a result depends on (recorded by runtime.process.environment)
@@ -28,27 +32,20 @@ ENV_VARS = (  # the environment variables a result depends on (recorded by runti
 )
 
 
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def repo_root(start: Path | None = None) -> Path | None:
-    """The enclosing git work tree, or None."""
-    out = _git(["rev-parse", "--show-toplevel"], start or Path.cwd())
+    """The git work tree enclosing ``start`` (default: the working directory), or None."""
+    out = query(start or Path.cwd(), "rev-parse", "--show-toplevel")
     return Path(out) if out else None
 
 
 def git_info(cwd: Path | None = None) -> dict:
-    """Commit, branch and dirty flag of the work tree at ``cwd`` (None values outside git)."""
+    """Commit, branch and dirty flag of the work tree at ``cwd`` (default: the working directory; None
+    values outside git)."""
     cwd = cwd or Path.cwd()
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    status = query(cwd, "status", "--porcelain", "--untracked-files=no")
     return {
-        "commit": _git(["rev-parse", "HEAD"], cwd),
-        "branch": _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd),
+        "commit": query(cwd, "rev-parse", "HEAD"),
+        "branch": query(cwd, "rev-parse", "--abbrev-ref", "HEAD"),
         "dirty": None if status is None else bool(status),
     }
 

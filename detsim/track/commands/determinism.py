@@ -8,7 +8,7 @@ the exit code is 1. Differences across thread counts, modes and devices are find
 their size (differing elements, max abs/rel difference). A run that raises is recorded verbatim with its
 configuration and the matrix goes on. ``--out`` writes the evidence bundle.
 
-:mod:`detsim.track.determinism.runner` runs the configurations (here or in fresh processes) and
+:mod:`detsim.track.determinism.runs` runs the configurations (here or in fresh processes) and
 :mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
 arguments, prints, writes the bundle and returns the exit code.
 """
@@ -31,7 +31,7 @@ from detsim.track.runtime.process import environment
 from detsim.track.runtime.targets import DTYPES, Target, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
 from detsim.track.determinism.matrix import Matrix
-from detsim.track.determinism.runner import run_matrix
+from detsim.track.determinism.runs import run_matrix
 
 HELP = "run cases repeatedly across threads, dtypes, devices and modes; show which runs agree bit for bit"
 
@@ -126,7 +126,7 @@ def build_targets(args: argparse.Namespace) -> list[Target]:
 
 def _isolation(args: argparse.Namespace) -> dict:
     """The job fields of an isolated run besides its configuration (see
-    :func:`~detsim.track.determinism.runner.run_matrix`)."""
+    :func:`~detsim.track.determinism.runs.run_matrix`)."""
     return {"grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
             "golden_dir": str(args.golden_dir) if args.golden_dir else None}
 

@@ -13,10 +13,9 @@ The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also 
     report = find_divergence(my_function, x, y)     # tensors are cloned for each run
     print(report.render()); report.first.name       # e.g. "aten.rand.default"
 
-With ``--processes`` each run is recorded in a fresh interpreter, ``python -m
-detsim.track.commands.diverge --record-worker PATH THREADS RUN ARGS...`` (RUN: ``A`` or ``B``, which
-picks the run's fill of never-written memory; ARGS: this subcommand's own arguments), which writes the
-record as JSON to PATH.
+With ``--processes`` each run is recorded in a fresh interpreter
+(:func:`~detsim.track.divergence.across_commits.record_at`, a job of
+:mod:`detsim.track.divergence.record_job`, which also records the runs made here).
 
 A run that ends the process (``os._exit``) leaves no record: that is exit 2 with one line saying so, never
 a verdict. A target that returns no tensor and records no event has nothing to compare: exit 2 as well.
@@ -28,38 +27,34 @@ before the target is imported (``--interpret`` forces it on or off).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import inspect
 import json
 import os
-import runpy
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.devices import device_problem
+from detsim.track.base.fresh import HERE
 from detsim.track.base.inputs import MISSING, REGULAR_FILE, count, positive_int, what_is
+from detsim.track.runtime.devices import device_problem
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.runtime.process import environment, thread_count
-from detsim.track.runtime.targets import DTYPES, TargetError, load_callable, resolve_case, resolve_command_line
+from detsim.track.runtime.process import environment
+from detsim.track.runtime.targets import DTYPES, TargetError
+from detsim.track.divergence.across_commits import record_at
 from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
-from detsim.track.divergence.recorder import record
 from detsim.track.divergence.events import Record
+from detsim.track.divergence.record_job import LAYERS, EndedWithoutRecord, build_call, record_run, set_interpreter
 
 __all__ = ["HELP", "add_arguments", "run", "find_divergence"]
 
 HELP = "run a computation twice and name the first op or Triton kernel that differs (culprit or victim)"
 
 AREA = "diverge"  # the report folder's name under reports/<STAMP>/
-WORKER = "detsim.track.commands.diverge"  # run as ``python -m WORKER --record-worker ...``
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-pixels", type=positive_int, default=None, help="engine chunk size (default automatic)")
     parser.add_argument("--threads", type=positive_int, nargs=2, default=None, metavar=("A", "B"),
                         help="thread counts of run A and run B (default: the current count for both)")
-    parser.add_argument("--layers", nargs="+", choices=("ops", "kernels"), default=["ops", "kernels"],
+    parser.add_argument("--layers", nargs="+", choices=LAYERS, default=list(LAYERS),
                         help="what to record (default both; record compiled code with kernels only)")
     parser.add_argument("--processes", action="store_true",
                         help="record each run in a fresh process (catches per-process state such as autotuning)")
@@ -96,19 +91,16 @@ def run(args: argparse.Namespace) -> int:
     if refusal:
         print(f"diverge: {refusal}", file=sys.stderr)
         return ExitCode.UNMEASURED
-    _set_interpreter(args.interpret)
+    set_interpreter(args.interpret)
     threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
     try:
         if args.processes:
             records = [_record_in_process(args, label, n) for label, n in zip("AB", threads)]
         else:
-            call, label = build_call(args)
-            records = [_record(call, label, n, args, run=run) for run, n in zip("AB", threads)]
+            call, label = build_call(target_of(args))
+            records = [record_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
             records[0].label = records[1].label = label
-    except (TargetError, RuntimeError) as exc:
-        print(f"diverge: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
-    except EndedWithoutRecord as exc:
+    except (TargetError, RuntimeError, EndedWithoutRecord) as exc:
         print(f"diverge: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
@@ -140,111 +132,21 @@ def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
     return None
 
 
-def _set_interpreter(choice: str) -> None:
-    """Set TRITON_INTERPRET before any target module (and its @triton.jit kernels) is imported."""
-    if choice == "on" or (choice == "auto" and "TRITON_INTERPRET" not in os.environ
-                          and not torch.cuda.is_available()):
-        os.environ["TRITON_INTERPRET"] = "1"
-    elif choice == "off":
-        os.environ.pop("TRITON_INTERPRET", None)
-
-
-def build_call(args: argparse.Namespace) -> tuple[Callable[[], object], str]:
-    """The target as a zero-argument function, and its label."""
-    dtype = DTYPES[args.dtype]
-    grads = tuple(args.grad)
-    if args.case or args.nanobragg:
-        target = resolve_case(args.case, grads, args.chunk_pixels, args.golden_dir) if args.case \
-            else resolve_command_line(args.nanobragg, grads, args.chunk_pixels)
-        return (lambda: target.run(args.device, dtype, args.mode)), target.name
-    if args.call:
-        fn = load_callable(args.call)
-        params = _parameters(fn)
-        options = {k: v for k, v in (("device", args.device), ("dtype", dtype)) if k in params}
-        return (lambda: fn(**options)), args.call
-    if args.module:
-        return (lambda: _run_main(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True),
-                                  [args.module, *args.program_args])), f"-m {args.module}"
-    path = str(Path(args.script))
-    return (lambda: _run_main(lambda: runpy.run_path(path, run_name="__main__"),
-                              [path, *args.program_args])), args.script
-
-
-def _parameters(fn: Callable) -> set[str]:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return set()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return {"device", "dtype"}
-    return set(params)
-
-
-def _run_main(run: Callable[[], object], argv: list[str]) -> None:
-    saved = sys.argv
-    sys.argv = argv
-    try:
-        run()
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise RuntimeError(f"{argv[0]} exited with status {exc.code}") from None
-    finally:
-        sys.argv = saved
-
-
-class EndedWithoutRecord(BaseException):
-    """The target ended the process (``os._exit``): the run left no record.
-
-    A ``BaseException``, like the exit it replaces, so that the target's own ``except Exception`` does not
-    swallow it.
-    """
-
-
-def _record(call: Callable[[], object], label: str, threads: int, args: argparse.Namespace, *,
-            run: str = "A") -> Record:
-    """Record run ``run`` (``A`` or ``B``: its fill of never-written memory) of ``call``."""
-    with thread_count(threads), _no_hard_exit(label, run):
-        return record(call, label=label, ops="ops" in args.layers, kernels="kernels" in args.layers,
-                      fill="AB".index(run))
-
-
-@contextlib.contextmanager
-def _no_hard_exit(label: str, run: str):
-    """``os._exit`` inside the run raises :class:`EndedWithoutRecord` instead of ending the process.
-
-    Only in this process: a child the target forks (multiprocessing) still exits as it means to.
-    """
-    real_exit, pid = os._exit, os.getpid()
-
-    def hard_exit(status: int = 0):
-        if os.getpid() != pid:
-            real_exit(status)
-        raise EndedWithoutRecord(f"{label}: run {run} ended without a record: the target called "
-                                 f"os._exit({status}), which ends the process before anything can be compared")
-
-    os._exit = hard_exit
-    try:
-        yield
-    finally:
-        os._exit = real_exit
+def target_of(args: argparse.Namespace) -> dict:
+    """The target the arguments name (:mod:`detsim.track.divergence.record_job`)."""
+    return {"case": args.case, "nanobragg": args.nanobragg, "call": args.call, "module": args.module,
+            "script": args.script, "argv": list(args.program_args), "device": args.device, "dtype": args.dtype,
+            "mode": args.mode, "grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
+            "golden_dir": str(args.golden_dir) if args.golden_dir else None}
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record one run in a fresh interpreter (``python -m WORKER --record-worker``, see the module docstring)."""
+    """Record run ``label`` in a fresh interpreter, run from here with this package (then the working
+    directory, as ``python -m`` has it, for targets named by module) first on its path."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
-        path = Path(tmp) / f"record_{label}.json"
-        argv = [sys.executable, "-m", WORKER, "--record-worker", str(path), str(threads), label,
-                *diverge_argv(args, processes=False, out=None)]
-        done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
-        last = (done.stderr.strip().splitlines() or [""])[-1]
-        if done.returncode == ExitCode.UNMEASURED and last.startswith("diverge: "):
-            raise RuntimeError(last.removeprefix("diverge: "))
-        if done.returncode == 0 and not path.exists():
-            raise RuntimeError(f"run {label} ended without a record: its process exited with status 0 before "
-                               "writing one")
-        if done.returncode != 0 or not path.exists():
-            raise RuntimeError(f"run {label} failed in its own process (exit {done.returncode}):\n{done.stderr}")
-        rec = Record.load(path)
+        rec = record_at(target_of(args), Path(tmp) / f"record_{label}.json", path=(HERE, Path.cwd()), run=label,
+                        threads=threads, layers=args.layers, interpret=args.interpret, cwd=Path.cwd(),
+                        timeout=None, what=f"run {label} in its own process")  # a RecordError is a RuntimeError
     rec.label = rec.label or label
     return rec
 
@@ -256,22 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _record_worker(path: str, threads: str, argv: list[str], run: str = "A") -> int:
-    """Record run ``run`` of the target ``argv`` names at ``threads`` threads; write the record to ``path``."""
-    args = _parser().parse_args(argv)
-    _set_interpreter(args.interpret)
-    call, label = build_call(args)
-    try:
-        rec = _record(call, label, int(threads), args, run=run)
-    except EndedWithoutRecord as exc:
-        print(f"diverge: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
-    atomic_write_text(Path(path), rec.to_json())
-    return 0
-
-
-def diverge_argv(args: argparse.Namespace, *, processes: bool | None = None, out: Path | None = None) -> list[str]:
-    """The subcommand's arguments, spelled out (for re-running and for worker processes)."""
+def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[str]:
+    """The subcommand's arguments, spelled out (for re-running)."""
     parts: list[str] = []
     for flag, value in (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call),
                         ("-m", args.module), ("--script", args.script)):
@@ -287,7 +175,7 @@ def diverge_argv(args: argparse.Namespace, *, processes: bool | None = None, out
     parts += ["--layers", *args.layers, "--interpret", args.interpret, "--max-items", str(args.max_items)]
     if args.golden_dir:
         parts += ["--golden-dir", str(args.golden_dir)]
-    if args.processes if processes is None else processes:
+    if args.processes:
         parts.append("--processes")
     if out is not None:
         parts += ["--out", str(out)]
@@ -324,9 +212,3 @@ def write_bundle(out_dir: Path, records: list[Record], report: Report, args: arg
                    "`env.json`, `commands.txt`.", ""]
         atomic_write_text(tmp / "summary.md", "\n".join(summary))
 
-
-if __name__ == "__main__":
-    if len(sys.argv) < 5 or sys.argv[1] != "--record-worker" or sys.argv[4] not in ("A", "B"):
-        sys.exit(f"usage: python -m {WORKER} --record-worker PATH THREADS A|B ARGS... "
-                 "(or: detsim-track diverge ARGS...)")
-    sys.exit(_record_worker(sys.argv[2], sys.argv[3], sys.argv[5:], run=sys.argv[4]))

@@ -40,7 +40,6 @@ from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pix
 
 HELP = "run detsim on golden (or your own) cases and report r, errors, worst pixel and pictures"
 CASE_FILES = ("args.txt", "image.bin")
-SOURCE_DIR = Path(__file__).resolve().parent  # git information is that of the detsim code that ran
 SOURCE_ROOT = Path(__file__).resolve().parents[3]  # the project detsim runs from (with tests/golden in a checkout)
 
 
@@ -191,7 +190,7 @@ def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None
 def _summary(stamp: str, args, cases_dir: Path, results: list[dict]) -> dict:
     return {
         "stamp": stamp, "min_r": args.min_r, "dtype": args.dtype, "device": args.device,
-        "cases_dir": str(cases_dir), "environment": environment(SOURCE_DIR),
+        "cases_dir": str(cases_dir), "environment": environment(),  # the git state of the folder it runs in
         "counts": {"total": len(results),
                    **{k: sum(r["status"] == k for r in results) for k in ("pass", "fail", "error")}},
         "cases": results,

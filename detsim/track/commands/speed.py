@@ -7,8 +7,10 @@ after import (best of ``--repeats``; on a GPU, wall seconds), pixel·steps per s
 nanoBragg.c, the peak resident memory of the whole process, and Pearson r of the image against
 nanoBragg's (or, without it, against detsim's eager float64 image). nanoBragg's time is its whole
 process, as a user sees it; its memory is not measured here (``/usr/bin/time -v`` reports it).
-How a run is measured is :mod:`.measure`'s (detsim's runs execute :mod:`.worker`); the table is
-:mod:`.tables`'.
+How a run is measured is :mod:`detsim.track.speed.measure`'s (detsim's runs execute
+:mod:`detsim.track.speed.render_job`); the table is :mod:`detsim.track.speed.tables`'. SIGTERM or Ctrl-C
+ends the process being measured with the command (:mod:`detsim.track.base.fresh`); the report's git
+state is that of the working directory.
 
 Writes ``reports/<STAMP>/speed/{summary.md,speed.json}`` (never overwriting) and prints the table.
 Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 measured, 1 an image disagrees
@@ -27,6 +29,7 @@ import numpy as np
 
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.fresh import pinned_env, thread_vars
 from detsim.track.base.inputs import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     add_ratios(rows)
     table = format_table(rows)
     print(table)
-    env = _environment()
+    env = environment()
     with atomic_directory(out) as folder:
         write_json(folder / "speed.json", {"environment": env, "threads": args.threads, "device": args.device,
                                            "rows": rows})
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _measure(workloads: list[Workload], args: argparse.Namespace) -> list[dict]:
     """The rows of every run, workload by workload: nanoBragg.c's first (if given), then detsim's paths."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
+    env = pinned_env(**thread_vars(args.threads))
     job = {"device": args.device, "repeats": args.repeats, "threads": args.threads}
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="detsim-speed-") as scratch:
@@ -120,7 +123,7 @@ def _measure(workloads: list[Workload], args: argparse.Namespace) -> list[dict]:
                 rows.append(row)
             for mode in args.modes:
                 for dtype in args.dtypes:
-                    row, image = detsim_row(workload, mode, dtype, job, env, scratch)
+                    row, image = detsim_row(workload, mode, dtype, job, scratch)
                     rows.append(row)
                     if image is not None:
                         images[f"{mode}/{dtype}"] = image
@@ -129,9 +132,3 @@ def _measure(workloads: list[Workload], args: argparse.Namespace) -> list[dict]:
                 path.unlink(missing_ok=True)
     return rows
 
-
-def _environment() -> dict:
-    """:func:`environment` of the detsim checkout being measured (not of the current directory)."""
-    import detsim
-
-    return environment(Path(detsim.__file__).resolve().parent)

@@ -1,8 +1,9 @@
 """Re-measure one benchmark at two commits, interleaved, each measurement in a fresh process.
 
 Each commit's ``detsim`` package is exported (:func:`~detsim.track.base.commits.export_package`) into a
-temporary folder. One server process (:mod:`.runner`, pinned to one CPU so that both commits share the
-same core and its neighbours) imports torch once; each round it forks a fresh process per commit, and
+temporary folder. One server process (:mod:`.fork_server`, a
+:class:`~detsim.track.base.fresh.Conversation` pinned to one CPU so that both commits share the same core
+and its neighbours) imports torch once; each round it forks a fresh process per commit, and
 the two take their samples in turn, A B A B ..., a fraction of a second apart, so a busy spell of the
 machine (on a shared VM they come and go within seconds, invisible to the load average) weighs on both
 alike. Rounds start with A and with B alternately. The benchmark's own setup holds glibc's allocator
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Callable
 
 from detsim.track.base.commits import CommitError, benchmark_python, export_package
+from detsim.track.base.fresh import ChildError, Conversation
 
-RUNNER = Path(__file__).with_name("runner.py")
+FORK_SERVER = Path(__file__).with_name("fork_server.py")
 ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that let p < 0.01 with room
 SAMPLES = 3  # samples per side and round, taken in turn with the other side's, after a warm-up call
 MEASUREMENT_TIMEOUT_S = 600
@@ -56,46 +57,15 @@ class Remeasurement:
     order: str  # which side sampled first in each round, e.g. "ABBAAB..."
 
 
-def _pinned_cpu() -> Callable[[], None]:
-    cpu = max(os.sched_getaffinity(0))
-    return lambda: os.sched_setaffinity(0, {cpu})
-
-
-class _Server:
-    """The fork server over its pipes: one JSON line in answer to each side letter."""
-
-    def __init__(self, python: str, spec_path: Path, cwd: Path):
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        self.process = subprocess.Popen([python, "-P", str(RUNNER), str(spec_path)], cwd=cwd, env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, preexec_fn=_pinned_cpu())
-        if self.process.stdout.readline().strip() != "ready":
-            raise RemeasureError(f"the measuring server did not start: {self._stderr_tail()}")
-
-    def _stderr_tail(self) -> str:
-        self.process.kill()
-        return (self.process.stderr.read().strip().splitlines() or ["no output"])[-1]
-
-    def measure(self, order: str) -> dict:
-        """One round: both sides' samples, ``order[0]`` first."""
-        try:
-            self.process.stdin.write(order + "\n")
-            self.process.stdin.flush()
-            line = self.process.stdout.readline()
-        except BrokenPipeError:
-            line = ""
-        if not line:
-            raise RemeasureError(f"the measuring server died: {self._stderr_tail()}")
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=MEASUREMENT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.process.wait()
+def _server(python: str, spec_path: Path, cwd: Path) -> Conversation:
+    """The fork server over its pipes: one JSON line in answer to each round's order, ``{"order": "AB"}``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        return Conversation([python, "-P", str(FORK_SERVER), str(spec_path)], cwd=cwd, env=env,
+                            cpu=max(os.sched_getaffinity(0)), what="the measuring server",
+                            timeout=MEASUREMENT_TIMEOUT_S)
+    except ChildError as exc:
+        raise RemeasureError(str(exc)) from None
 
 
 def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
@@ -126,15 +96,17 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
         spec = work / "spec.json"
         spec.write_text(json.dumps({"benchmark": target.benchmark, "params": list(target.params), "samples": SAMPLES,
                                     "root": str(root.resolve()), "packages": {s: str(p) for s, p in packages.items()}}))
-        server = _Server(python, spec, work)
-        try:
+        with _server(python, spec, work) as server:
             todo = rounds
             while todo > 0:
                 for _ in range(todo):
                     if deadline is not None and time.monotonic() > deadline:
                         raise RemeasureError(f"the time given to re-measuring ran out after {len(order)} rounds")
                     first = "AB" if len(order) % 2 == 0 else "BA"
-                    answer = server.measure(first)
+                    try:
+                        answer = server.ask({"order": first})
+                    except ChildError as exc:
+                        raise RemeasureError(str(exc)) from None
                     if "error" in answer:
                         commit = commits.get(answer.get("side"), commit_a)
                         raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
@@ -142,8 +114,6 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
                         figures[side].append(_figure(answer[side], target, commits[side], packages[side]))
                     order += first[0]
                 todo = more(_result(commits, figures, order)) if more else 0
-        finally:
-            server.close()
     return _result(commits, figures, order)
 
 

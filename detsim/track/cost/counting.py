@@ -5,7 +5,9 @@ A count runs one fresh process under valgrind with the script of
 second run of the region is counted, not the interpreter's start-up nor the imports. The callgrind
 file is kept (``callgrind_annotate <file>`` lists the count per function: a profile to diff).
 
-One torch thread, ``PYTHONHASHSEED=0``: two processes count within about 0.05 % of each other. Under
+The process is a child of :mod:`detsim.track.base.fresh` (valgrind is the program; it ends with the
+command), pinned to one thread with ``PYTHONHASHSEED=0``: two processes count within about 0.05 % of
+each other. Under
 valgrind torch sees at most AVX2 (valgrind emulates no AVX-512), so the count is a cost model of the
 AVX2 kernels, not the native instruction stream.
 """
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.callgrind import COUNT_ENV, CountError, command, harness, not_measured_reason, parse_total
+from detsim.track.base.fresh import ChildError, pinned_env, run
 
 UNIT = "instructions"
 
@@ -31,8 +33,11 @@ class Count:
 
 
 def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = True,
-          env: dict | None = None, timeout: float = 600, cwd: Path | None = None) -> Count:
-    """Count ``region`` after ``setup`` in a fresh valgrind process (see the module docstring).
+          package_dir: Path | None = None, env: dict | None = None, timeout: float = 600,
+          cwd: Path | None = None) -> Count:
+    """Count ``region`` after ``setup`` in a fresh valgrind process (see the module docstring);
+    ``package_dir``: first on ``PYTHONPATH`` (another commit's package); ``env``: more variables
+    (:data:`PLANT_VAR`).
 
     Raises:
         CountError: valgrind or the hooks are missing (:func:`not_measured_reason`), the process
@@ -46,20 +51,16 @@ def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = 
     fd, name = tempfile.mkstemp(prefix="callgrind.", suffix=".out", dir=directory)
     os.close(fd)
     out_file = Path(name)
-    full_env = {**os.environ, **COUNT_ENV, **(env or {})}
+    pinned = pinned_env(*filter(None, [package_dir]), **{**COUNT_ENV, **(env or {})})
     try:
         # run in the output folder unless told otherwise: ``python -c`` puts its working directory first
         # on sys.path, where a project checkout would shadow the installed detsim
-        done = subprocess.run(command(harness(setup, region), out_file), env=full_env,
-                              cwd=cwd or directory, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            tail = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
-            raise CountError(f"the counting process exited {done.returncode}: "
-                             f"{tail[-1] if tail else 'no message'}")
+        run(command(harness(setup, region), out_file), env=pinned, cwd=cwd or directory, timeout=timeout,
+            what="the counting process").check("the counting process")
         total = parse_total(out_file.read_text())
-    except subprocess.TimeoutExpired:
+    except ChildError as exc:
         _discard(out_file, out_dir)
-        raise CountError(f"the counting process ran past {timeout:.0f} s") from None
+        raise CountError(str(exc)) from None
     except BaseException:
         _discard(out_file, out_dir)
         raise

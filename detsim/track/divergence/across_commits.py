@@ -1,9 +1,9 @@
 """The divergence finder across two commits: each side's op stream recorded in that commit's own package.
 
-:func:`record_at` records one run in a fresh interpreter (``python -P -m
-detsim.track.commands.diverge --record-worker ...``) whose ``detsim`` comes first from
-``package_dir`` (a commit's exported package, :func:`~detsim.track.base.commits.export_package`, that
-carries this recorder); :func:`compare_commits` compares two such records as
+:func:`record_at` records one run in a fresh interpreter (a job of :mod:`.record_job`, through
+:func:`~detsim.track.base.fresh.run_job`) whose ``detsim`` comes first from the given package folder (a
+commit's exported package, :func:`~detsim.track.base.commits.export_package`, that carries this
+recorder; by default this package); :func:`compare_commits` compares two such records as
 :func:`~detsim.track.divergence.firstdiff.compare_records` does, after dropping the line numbers and
 folders from every call site (:func:`without_lines`): between commits, code moves up and down a file
 without the computation changing, and a line number alone must not read as a change of path.
@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import copy
 import re
-import subprocess
 from pathlib import Path
+from typing import Mapping, Sequence
 
-from detsim.track.base.commits import child_env
+from detsim.track.base.fresh import HERE, ChildError, run_job
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.events import Record
+from detsim.track.divergence.record_job import LAYERS
 
-WORKER = "detsim.track.commands.diverge"
+RECORD_JOB = "detsim.track.divergence.record_job:run"
 _LINE = re.compile(r":\d+(?= in )")
 
 
@@ -28,19 +29,25 @@ class RecordError(RuntimeError):
     """A side whose run could not be recorded (one line)."""
 
 
-def record_at(package_dir: Path, python: str, target_args: list[str], out: Path, *, run: str = "A",
-              threads: int = 1, cwd: Path | None = None, env: dict | None = None, timeout: float = 900) -> Record:
-    """Record ``target_args`` (``diverge``'s own target arguments, e.g. ``--case c02``) with the ``detsim``
-    of ``package_dir``; the record is also left in ``out`` (JSON)."""
-    argv = [python, "-P", "-m", WORKER, "--record-worker", str(out), str(threads), run, *target_args]
+def record_at(target: dict, out: Path, *, path: Sequence[Path] = (HERE,), python: str | None = None,
+              run: str = "A", threads: int = 1, layers: Sequence[str] = LAYERS, interpret: str = "auto",
+              cwd: Path | None = None, env: Mapping[str, str] | None = None, timeout: float | None = 900,
+              what: str | None = None) -> Record:
+    """Record run ``run`` of ``target`` (:mod:`.record_job`) at ``threads`` torch threads in a fresh interpreter,
+    ``path`` first on its ``PYTHONPATH`` and ``env`` pinning it; the record is also left in ``out`` (JSON).
+
+    Raises :class:`RecordError` (one line, starting with ``what``) when the process fails, and also when
+    the run ends the process (``os._exit``) before a record is made.
+    """
+    job = {"target": target, "layers": list(layers), "interpret": interpret, "threads": threads, "run": run,
+           "out": str(out)}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd or out.parent,
-                              env=child_env(package_dir, **(env or {})), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise RecordError(f"recording at {package_dir} ran past {timeout:.0f} s") from None
-    if done.returncode != 0 or not out.exists():
-        tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise RecordError(f"recording at {package_dir} exited {done.returncode}: {tail[-1] if tail else 'no message'}")
+        answer = run_job(RECORD_JOB, job, python=python, path=path, cwd=cwd or out.parent, env=env,
+                         timeout=timeout, what=what or f"recording at {path[0]}").result
+    except ChildError as exc:
+        raise RecordError(str(exc)) from None
+    if "ended" in answer:
+        raise RecordError(answer["ended"])
     return Record.load(out)
 
 

@@ -2,20 +2,18 @@
 
 A :class:`Command` is one pytest process: its argv, in which :data:`BUNDLE` stands for the bundle
 folder (the temporary folder while the bundle is made, ``$BUNDLE`` in ``commands.txt``), and the
-log its output goes to, relative to the bundle. :meth:`Command.execute` runs it in a session of its
-own; past the time-out, or when the caller is interrupted (Ctrl-C, or SIGTERM, which ``detsim-track``
-turns into the same KeyboardInterrupt), the whole process group is killed, the log keeps everything
-up to the kill, and the interrupt goes on. Should the caller itself be killed outright (SIGKILL, where
-nothing of it runs any more), the pytest process dies with it: on Linux it asks the kernel for SIGKILL
-when its parent goes (``prctl(PR_SET_PDEATHSIG)``), so no orphaned test run goes on.
+log its output goes to, relative to the bundle. :meth:`Command.execute` runs it as a child of
+:mod:`detsim.track.base.fresh`, in a session of its own; past the time-out, or when the caller is
+interrupted (Ctrl-C, or SIGTERM, which ``detsim-track`` turns into the same KeyboardInterrupt), the
+whole process group is killed, the log keeps everything up to the kill, and the interrupt goes on.
+Should the caller itself be killed outright (SIGKILL, where nothing of it runs any more), the pytest
+process dies with it (``prctl(PR_SET_PDEATHSIG)``, Linux), so no orphaned test run goes on.
 :func:`exit_status` turns how a process ended into a status (``ok``, ``crashed``, ``nothing
 collected``) and a reason.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
 import re
 import shlex
 import signal
@@ -25,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from detsim.track.base.fresh import start, stop
 from detsim.track.evidence.records import ProcessResult
 
 BUNDLE = "{bundle}"  # stands for the bundle folder in a Command's argv
@@ -63,21 +62,18 @@ class Command:
         """Run it with the log written whole into the bundle; a timeout or interrupt kills the process."""
         log_path = folder / self.log
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
+        began = time.monotonic()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(self.resolved(folder), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=die_with_parent(os.getpid()))
+            proc = start(self.resolved(folder), stdout=log, stderr=subprocess.STDOUT)
             try:
                 code, timed_out = proc.wait(timeout=timeout), False
             except subprocess.TimeoutExpired:
-                _kill(proc)
-                code, timed_out = proc.wait(), True
+                stop(proc)
+                code, timed_out = proc.returncode, True
             except BaseException:
-                _kill(proc)
-                proc.wait()
+                stop(proc)
                 raise
-        return ProcessResult(code, timed_out, round(time.monotonic() - start, 3))
+        return ProcessResult(code, timed_out, round(time.monotonic() - began, 3))
 
 
 def _shell_word(arg: str) -> str:
@@ -85,32 +81,6 @@ def _shell_word(arg: str) -> str:
         return shlex.quote(arg)
     escaped = re.sub(r'(["\\$`])', r"\\\1", arg).replace(BUNDLE, "$BUNDLE")
     return f'"{escaped}"'
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(parent: int):
-    """A ``preexec_fn`` making the child get SIGKILL when ``parent`` dies (Linux; None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-
-    def arrange() -> None:  # runs in the child between fork and exec: no allocation-heavy work
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # the parent went before the request was made
-            os._exit(1)
-
-    return arrange
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def exit_status(result: ProcessResult, timeout: float | None) -> tuple[str, str]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
+import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from detsim.track.base.fresh import ChildError, run
+from detsim.track.base.git import GitError, output
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.runtime.output import REPORTS
 from detsim.track.base.provenance import ENV_VARS
@@ -51,23 +53,22 @@ def bundle_environment(cwd: Path) -> dict:
 def _git_diff_sha256(cwd: Path) -> str | None:
     """Hash of the uncommitted changes to tracked files (None when there are none or no git)."""
     try:
-        done = subprocess.run(["git", "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"], cwd=cwd,
-                              capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        diff = output(cwd, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff")
+    except GitError:
         return None
-    return sha256_bytes(done.stdout) if done.returncode == 0 and done.stdout else None
+    return sha256_bytes(diff) if diff else None
 
 
 def _nvidia_smi() -> dict:
     """GPU name and driver from nvidia-smi, or why there is none."""
     argv = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
     record = {"command": shlex.join(argv)}
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
+    if shutil.which(argv[0]) is None:
         return {**record, "exit_code": None, "output": "nvidia-smi not found on PATH"}
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {**record, "exit_code": None, "output": f"{type(exc).__name__}: {exc}"}
+    try:
+        done = run(argv, timeout=60)
+    except ChildError as exc:
+        return {**record, "exit_code": None, "output": str(exc)}
     return {**record, "exit_code": done.returncode, "output": (done.stdout + done.stderr).strip()}
 
 

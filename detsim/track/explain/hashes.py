@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from detsim.track.base.fresh import PINNED
 from detsim.track.divergence.across_commits import compare_commits, record_at
 from detsim.track.divergence.findings import Report
 from detsim.track.explain.sides import Side
@@ -29,9 +30,8 @@ KINDS = {
 
 def record_case(side: Side, case: str, golden: Path, out: Path) -> object:
     """The op stream of one float64 CPU eager render of golden ``case`` at ``side`` (also left in ``out``)."""
-    return record_at(side.package_dir, side.python, ["--case", case, "--golden-dir", str(golden),
-                                                     "--layers", "ops", "--interpret", "off"],
-                     out, env={"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"})
+    return record_at({"case": case, "golden_dir": str(golden)}, out, path=(side.package_dir,), python=side.python,
+                     layers=("ops",), interpret="off", env=PINNED)
 
 
 def compare_sides(old_record, new_record) -> Report:

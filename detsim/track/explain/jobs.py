@@ -22,7 +22,7 @@ from detsim.track.base.golden import find_case
 from detsim.track.runtime.output import atomic_write_text, write_json
 from detsim.track.explain import hashes, opcount, parity_trace, profile, side_values
 from detsim.track.explain.bisection import bisect, cost_is_bad, hash_is_bad, parity_is_bad
-from detsim.track.explain.sides import Side, commits_between, prepare_side, run_python, subject
+from detsim.track.explain.sides import Side, commits_between, prepare_side, run_side_job, subject
 
 KINDS = ("cost", "parity", "hash")
 
@@ -156,8 +156,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     for side in (old, new):
         out = folder / "ops" / f"{side.short}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        run_python(side, ["-m", side_values.WORKER, "ops", job.workload, str(out), "--golden-dir", str(golden)],
-                   cwd=folder)
+        run_side_job(side, {"job": "ops", "workload": job.workload, "out": str(out), "golden_dir": str(golden)},
+                     cwd=folder)
         ops[side.commit] = json.loads(out.read_text())
     changes = opcount.diff_ops(ops[old.commit], ops[new.commit])
     write_json(folder / "ops_diff.json", changes)

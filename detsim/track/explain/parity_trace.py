@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from detsim.track.explain.sides import Side, run_python
+from detsim.track.explain.sides import Side, run_side_job
 from detsim.track.traces.alignment import compare
 from detsim.track.traces.tracelog import parse_trace
 
-WORKER = "detsim.track.explain.worker"
 RTOL, ATOL = 1e-12, 0.0  # the same program at two commits: anything beyond rounding of the printout
 
 
@@ -32,8 +31,8 @@ def worst_pixel(old: np.ndarray, new: np.ndarray, reference: np.ndarray | None =
 
 def trace_at(side: Side, workload: str, pixel: tuple[int, int], golden: Path, out: Path, cwd: Path) -> str:
     """The ``TRACE_PY:`` lines of ``pixel`` at ``side`` (also written to ``out``)."""
-    run_python(side, ["-m", WORKER, "trace", workload, str(pixel[0]), str(pixel[1]), str(out),
-                      "--golden-dir", str(golden)], cwd=cwd)
+    run_side_job(side, {"job": "trace", "workload": workload, "pixel": list(pixel), "out": str(out),
+                        "golden_dir": str(golden)}, cwd=cwd)
     return out.read_text()
 
 

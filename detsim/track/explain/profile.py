@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from html import escape
 from pathlib import Path
+
+from detsim.track.base.fresh import ChildError, run
 
 _ROW = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
 _KERNEL = re.compile(r"(\w+_kernel)\b")
@@ -42,10 +43,10 @@ def function_counts(callgrind_file: Path) -> dict[str, int]:
     tool = shutil.which("callgrind_annotate")
     if tool is None:
         raise ProfileError("callgrind_annotate is not installed (Debian package `valgrind`)")
-    done = subprocess.run([tool, "--inclusive=no", "--threshold=100", str(callgrind_file)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ProfileError(f"callgrind_annotate {callgrind_file} failed: {done.stderr.strip()[-200:]}")
+    try:
+        done = run([tool, "--inclusive=no", "--threshold=100", str(callgrind_file)]).check("callgrind_annotate")
+    except ChildError as exc:
+        raise ProfileError(f"{exc} ({callgrind_file})") from None
     return parse_annotate(done.stdout)
 
 

@@ -2,22 +2,24 @@
 
 :func:`prepare_side` exports the commit's ``detsim/`` package (:func:`~detsim.track.base.commits.export_package`)
 and replaces its ``detsim/track/`` with this checkout's: the core never imports the suite, so the core
-measured is the commit's own while the measuring code (workers, recorders, workload definitions) is the
-same on both sides. :func:`run_python` runs code there in a fresh interpreter (``python -P``, the side
-first on ``PYTHONPATH``, one torch thread, ``PYTHONHASHSEED=0``).
+measured is the commit's own while the measuring code (jobs, recorders, workload definitions) is the
+same on both sides. :func:`run_side_job` runs a job of :mod:`.side_job` there in a fresh interpreter
+(:func:`~detsim.track.base.fresh.run_job`: ``python -P``, the side first on ``PYTHONPATH``, one thread,
+``PYTHONHASHSEED=0``).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.base.commits import PACKAGE, benchmark_python, child_env, export_package, resolve
+from detsim.track.base.commits import PACKAGE, benchmark_python, export_package, resolve
+from detsim.track.base.fresh import PINNED, ChildError, run_job
+from detsim.track.base.git import GitError, git
 
 SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
-SIDE_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SIDE_JOB = "detsim.track.explain.side_job:run"
 
 
 class SideError(RuntimeError):
@@ -34,9 +36,6 @@ class Side:
     def short(self) -> str:
         return self.commit[:8]
 
-    def env(self, **overrides: str) -> dict[str, str]:
-        return child_env(self.package_dir, **{**SIDE_ENV, **overrides})
-
 
 def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None) -> Side:
     """Export ``commit``'s package into ``dest`` (new) with this checkout's suite laid over it."""
@@ -48,34 +47,29 @@ def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None)
     return Side(sha, dest, python or benchmark_python(root))
 
 
-def run_python(side: Side, argv: list[str], *, cwd: Path, timeout: float = 900, env: dict | None = None
-               ) -> subprocess.CompletedProcess:
-    """``python -P ARGV`` at ``side`` (run in ``cwd``); raises :class:`SideError` on a non-zero exit."""
+def run_side_job(side: Side, job: dict, *, cwd: Path, timeout: float = 900) -> None:
+    """Do ``job`` (:mod:`.side_job`) at ``side`` (run in ``cwd``); raises :class:`SideError`, one line."""
     try:
-        done = subprocess.run([side.python, "-P", *argv], cwd=cwd, env={**side.env(), **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SideError(f"{side.short}: {' '.join(argv[:3])} ran past {timeout:.0f} s") from None
-    if done.returncode != 0:
-        tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise SideError(f"{side.short}: {' '.join(argv[:3])} exited {done.returncode}: "
-                        f"{tail[-1] if tail else 'no message'}")
-    return done
+        run_job(SIDE_JOB, job, python=side.python, path=(side.package_dir,), cwd=cwd, timeout=timeout,
+                env=PINNED, what=f"{job['job']} {job['workload']}")
+    except ChildError as exc:
+        raise SideError(f"{side.short}: {exc}") from None
 
 
 def commits_between(root: Path, last_good: str, first_bad: str) -> list[str]:
     """The commits after ``last_good`` up to and including ``first_bad``, oldest first (first-parent order)."""
     good, bad = resolve(root, last_good), resolve(root, first_bad)
-    done = subprocess.run(["git", "-C", str(root), "rev-list", "--reverse", "--first-parent", f"{good}..{bad}"],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SideError(f"git rev-list {good[:8]}..{bad[:8]} failed: {done.stderr.strip()}")
-    commits = done.stdout.split()
+    try:
+        commits = git(root, "rev-list", "--reverse", "--first-parent", f"{good}..{bad}").split()
+    except GitError as exc:
+        raise SideError(str(exc)) from None
     if not commits or commits[-1] != bad:
         raise SideError(f"{bad[:8]} is not a descendant of {good[:8]}")
     return commits
 
 
 def subject(root: Path, commit: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%s", commit], capture_output=True, text=True)
-    return done.stdout.strip()
+    try:
+        return git(root, "log", "-1", "--format=%s", commit).strip()
+    except GitError:
+        return ""

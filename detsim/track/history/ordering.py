@@ -10,25 +10,16 @@ the commit to judge is HEAD (:func:`checkout_head`): without results for it ther
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Mapping
 
+from detsim.track.base.git import query
 from detsim.track.history.jsonc import CONFIG, ResultsError
-
-
-def git(root: Path, *args: str) -> str | None:
-    """stdout of ``git args`` in ``root``, or None where git fails or is missing."""
-    try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     """Results files in commit order, and notes on what was left out or how they were ordered."""
-    history = (git(root, "rev-list", "--topo-order", "HEAD") or "").split()
+    history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split()
     position = {sha: i for i, sha in enumerate(reversed(history))}
     known = [f for f in files if f["commit_hash"] in position]
     if known:
@@ -42,7 +33,7 @@ def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
 
 def head(root: Path) -> str | None:
     """The full hash of HEAD, or None outside git."""
-    return (git(root, "rev-parse", "HEAD") or "").strip() or None
+    return (query(root, "rev-parse", "HEAD") or "").strip() or None
 
 
 def checkout_head(root: Path) -> str | None:
@@ -51,7 +42,7 @@ def checkout_head(root: Path) -> str | None:
     A results folder that is not itself a checkout (a copy, a fixture inside another project) has no
     HEAD of its own to require results for.
     """
-    top = (git(root, "rev-parse", "--show-toplevel") or "").strip()
+    top = (query(root, "rev-parse", "--show-toplevel") or "").strip()
     if not top or Path(top).resolve() != Path(root).resolve():
         return None
     return head(root)
@@ -59,7 +50,7 @@ def checkout_head(root: Path) -> str | None:
 
 def subjects(root: Path, commits: list[str]) -> dict[str, str]:
     """Commit hash -> its subject line, for the commits git knows."""
-    out = git(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
+    out = query(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
     found = {}
     for line in (out or "").splitlines():
         sha, _, subject = line.partition("\t")
@@ -79,7 +70,7 @@ def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
         resolved[regex] = commit
         if commit is None or any(sha.startswith(commit) for sha in order):
             continue
-        ancestors = set((git(root, "rev-list", f"{commit}^{{commit}}", "--") or "").split())
+        ancestors = set((query(root, "rev-list", f"{commit}^{{commit}}", "--") or "").split())
         if not ancestors:
             raise ResultsError(f"{root / CONFIG}: regressions_first_commits[{regex!r}] = {commit!r}: no such commit "
                                "(neither recorded nor in the git repository)")

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from detsim.track.base.fresh import ChildError, last_line, run
 from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
 
 # the CDN address asv 0.6.6's page names -> (npm package release, file in its tarball)
@@ -94,13 +94,13 @@ def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout
         return f"npm is not installed and {cache} lacks {', '.join(missing)}"
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([npm, "pack", "--silent", "--cache", str((cache / NPM_CACHE).resolve()), *missing],
-                              cwd=cache, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = run([npm, "pack", "--silent", "--cache", str((cache / NPM_CACHE).resolve()), *missing], cwd=cache,
+                   timeout=timeout, what="npm pack")
+    except (OSError, ChildError) as exc:
         return f"npm pack {' '.join(missing)} failed ({exc})"
     still = [s for s in missing if not tarball(cache, s).is_file()]
     if done.returncode != 0 or still:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        why = last_line(done.stderr) or f"exit {done.returncode}"
         return f"npm pack {' '.join(still or missing)} failed ({why[:200]})"
     return None
 

@@ -1,5 +1,11 @@
 """Measuring one run of a workload, each in a fresh process: detsim's paths and nanoBragg.c.
 
+Each run is a child of :mod:`detsim.track.base.fresh`, whose CPU seconds are its own (``wait4``), not
+those of earlier children: nanoBragg.c as a plain program, detsim's paths as a job
+(:mod:`.render_job`). No peak memory is read from outside: a child's ``ru_maxrss`` starts from its
+parent's high-water mark (Linux carries it across fork and exec), so a small program launched from this
+Python process would appear to take hundreds of MB; the detsim job reads its own ``VmHWM`` instead.
+
 A **row** is the JSON-ready record of one run (``speed.json`` stores them in order): ``workload``
 (its name, ``P2@256`` when resized), ``pixels``, ``steps`` (per pixel), ``program`` ("nanoBragg.c" or
 "detsim <mode>"), ``mode`` (detsim only), ``dtype``, ``command`` (the command line a user would type);
@@ -11,51 +17,17 @@ and ``r_against``; :func:`add_ratios` adds ``vs_nanobragg`` (rate / nanoBragg.c'
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from detsim.track.base.fresh import run, run_job, thread_vars
 from detsim.track.base.metrics import pearson_r
 from detsim.track.base.workloads import Workload
 
 NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
-WORKER = "detsim.track.speed.worker"  # the module a detsim run executes in its own process
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One process's run: exit code, its own CPU and wall seconds, and its output.
-
-    No peak memory here: a child's ``ru_maxrss`` starts from its parent's high-water mark (Linux
-    carries it across fork and exec), so a small program launched from this Python process would
-    appear to take hundreds of MB. The detsim worker reads its own ``VmHWM`` instead.
-    """
-
-    returncode: int
-    cpu_s: float
-    wall_s: float
-    stdout: str
-    stderr: str
-
-
-def run_measured(command: list[str], *, env: dict, cwd: Path) -> Measured:
-    """Run ``command`` and read its CPU time alone (not that of earlier children)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Measured(process.returncode, usage.ru_utime + usage.ru_stime, wall, out.read(), err.read())
+RENDER_JOB = "detsim.track.speed.render_job:render_job"  # what a detsim run executes in its own process
 
 
 def nanobragg_row(binary: Path, workload: Workload, repeats: int, env: dict,
@@ -67,10 +39,10 @@ def nanobragg_row(binary: Path, workload: Workload, repeats: int, env: dict,
     runs = []
     for _ in range(repeats):
         image.unlink(missing_ok=True)  # what is read back must be this run's
-        m = run_measured([str(binary), *workload.argv(), "-floatfile", str(image)], env=env, cwd=scratch)
+        m = run([str(binary), *workload.argv(), "-floatfile", str(image)], env=env, cwd=scratch)
         if m.returncode != 0:
-            last = (m.stderr or m.stdout).strip().splitlines()[-1:]
-            row["error"] = f"nanoBragg exited {m.returncode}" + (f": {last[0]}" if last else "")
+            last = m.last_line()
+            row["error"] = f"nanoBragg exited {m.returncode}" + (f": {last}" if last else "")
             return row, None
         problem = image_problem(image, workload)
         if problem:
@@ -95,24 +67,21 @@ def image_problem(path: Path, workload: Workload) -> str | None:
     return None
 
 
-def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, env: dict,
-               scratch: Path) -> tuple[dict, Path | None]:
-    """detsim's row for one path (``mode`` × ``dtype``), run by the worker, and where its image is.
+def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:
+    """detsim's row for one path (``mode`` × ``dtype``), run as a job of its own, and where its image is.
 
-    ``job`` holds the rest of the worker's job: ``device``, ``repeats``, ``threads``.
+    ``job`` holds the rest of the job: ``device``, ``repeats``, ``threads`` (also OpenMP's and MKL's).
     """
     row = {"workload": workload.name, "pixels": workload.pixels, "steps": workload.steps,
            "program": f"detsim {mode}", "mode": mode, "dtype": dtype,
            "command": ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype]}
     image = scratch / f"{workload.name}-{mode}-{dtype}.bin"
     job = {"workload": asdict(workload), "mode": mode, "dtype": dtype, **job, "image": str(image)}
-    m = run_measured([sys.executable, "-m", WORKER, json.dumps(job)], env=env, cwd=scratch)
-    if m.returncode != 0:
-        lines = (m.stderr or m.stdout).strip().splitlines()
-        row["error"] = lines[-1] if lines else f"exit {m.returncode}"
+    m = run_job(RENDER_JOB, job, cwd=scratch, env=thread_vars(job["threads"]), check=False)
+    if m.result is None:
+        row["error"] = m.last_line() or f"exit {m.returncode}"
         return row, None
-    result = json.loads(m.stdout.strip().splitlines()[-1])
-    row.update(result, process_cpu_s=m.cpu_s)
+    row.update(m.result, process_cpu_s=m.cpu_s)
     row["rate"] = workload.pixel_steps / row["seconds"]
     return row, image
 

@@ -7,7 +7,7 @@ shown as "–"; a failed run shows its error across the row.
 from __future__ import annotations
 
 from detsim.track.base.workloads import Workload
-from detsim.track.speed.worker import WARM_UP_PIXELS
+from detsim.track.speed.render_job import WARM_UP_PIXELS
 
 HEADER = ("| workload | program | dtype | seconds (best) | pixel·steps/s | × nanoBragg.c | peak RSS MB | r |\n"
           "|---|---|---|---|---|---|---|---|")

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.commits import (
-    CommitError, benchmark_python, child_env, export_package, imported_from, resolve,
-)
+from detsim.track.base.commits import CommitError, benchmark_python, export_package, resolve
+from detsim.track.base.fresh import pinned_env, run
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -34,8 +33,8 @@ def tiny_repo(tmp_path: Path) -> Path:
 def test_a_commit_exports_its_own_package_and_a_fresh_interpreter_imports_it(tiny_repo, tmp_path):
     dest = export_package(tiny_repo, "HEAD~1", tmp_path / "old")
     assert (dest / "detsim" / "__init__.py").read_text() == "WHICH = 'first'\n"
-    done = subprocess.run([benchmark_python(ROOT), "-P", "-c", "import detsim; print(detsim.WHICH, detsim.__file__)"],
-                          env=child_env(dest), cwd=ROOT, capture_output=True, text=True, check=True)
+    done = run([benchmark_python(ROOT), "-P", "-c", "import detsim; print(detsim.WHICH, detsim.__file__)"],
+               env=pinned_env(dest), cwd=ROOT).check("python")
     which, path = done.stdout.split()
     assert which == "first"
     assert Path(path).resolve().is_relative_to(dest.resolve())
@@ -53,7 +52,13 @@ def test_an_existing_destination_is_never_written_into(tiny_repo, tmp_path):
         export_package(tiny_repo, "HEAD", tmp_path / "taken")
 
 
-def test_imported_from_tells_this_package_from_an_exported_one(tmp_path):
-    import detsim
-    assert imported_from(detsim, ROOT)
-    assert not imported_from(detsim, tmp_path)
+def test_a_commit_without_the_package_is_one_line_naming_it(tmp_path):
+    repo = tmp_path / "docs-only"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "README").write_text("no package here\n")
+    _git(repo, "add", "README")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
+    sha = _git(repo, "rev-parse", "HEAD")
+    with pytest.raises(CommitError, match=rf"^{sha[:8]}: has no detsim/ package \(git archive exited 128: .*detsim"):
+        export_package(repo, "HEAD", tmp_path / "out")

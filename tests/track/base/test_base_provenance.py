@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import shutil
+import subprocess
+import sys
 from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from detsim.track.base.fresh import pinned_env, run
 from detsim.track.base.provenance import MachineClass, cpu_class, cpu_model, git_info, repo_root
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,6 +31,37 @@ def test_repo_root_and_git_info_inside_and_outside_a_work_tree(tmp_path):
     assert _is_commit(info["commit"]) and isinstance(info["dirty"], bool) and info["branch"]
     assert repo_root(tmp_path) is None
     assert git_info(tmp_path) == {"commit": None, "branch": None, "dirty": None}
+
+
+def _checkout(path: Path) -> str:
+    """``path`` committed as a repository of its own, its stat data then made stale; its commit."""
+    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path,
+                                       check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "--allow-empty", "-m", path.name)
+    for tracked in git("ls-files").splitlines()[:50]:
+        os.utime(path / tracked)  # a `git status` would refresh these and rewrite the index
+    return git("rev-parse", "HEAD")
+
+
+def test_provenance_is_the_working_directorys_checkout_and_takes_no_lock_in_the_packages(tmp_path):
+    """A command run from one checkout through another's package records, and touches, the first only."""
+    package, here = tmp_path / "package", tmp_path / "here"
+    shutil.copytree(ROOT / "detsim", package / "detsim", ignore=shutil.ignore_patterns("__pycache__"))
+    (here / "src").mkdir(parents=True)
+    (here / "src" / "notes.txt").write_text("the user's work\n")
+    package_commit, here_commit = _checkout(package), _checkout(here)
+    indexes = {p: (p / ".git" / "index").stat().st_mtime_ns for p in (package, here)}
+    code = ("import json; from detsim.track.base.provenance import repo_root; from detsim.track.runtime.process import environment; "
+            "print(json.dumps([environment(), str(repo_root())]))")
+    done = run([sys.executable, "-P", "-c", code], cwd=here / "src", env=pinned_env(package)).check("python")
+    env, root = json.loads(done.stdout.splitlines()[-1])
+    assert (env["commit"], env["dirty"], Path(root).resolve()) == (here_commit, False, here.resolve())
+    assert env["commit"] != package_commit
+    for checkout, stamp in indexes.items():
+        assert (checkout / ".git" / "index").stat().st_mtime_ns == stamp, f"{checkout.name}'s index was rewritten"
+        assert not (checkout / ".git" / "index.lock").exists()
 
 
 def test_cpu_class_is_architecture_vendor_and_the_given_isa_level():

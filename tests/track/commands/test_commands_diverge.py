@@ -1,10 +1,9 @@
-"""detsim-track diverge: targets, exit codes, the evidence bundle and the record worker."""
+"""detsim-track diverge: targets, exit codes, the evidence bundle, runs recorded here or in their own processes."""
 
 from __future__ import annotations
 
 import ast
 import json
-import shlex
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import torch
 
 from detsim.track import cli
 from detsim.track.commands import diverge as cmd_diverge
-from detsim.track.divergence.events import Record
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TINY = "-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 -mosaic 1 -mosaic_dom 2 -detpixels 6 " \
@@ -69,7 +67,7 @@ def test_bad_targets_and_existing_bundles_exit_2(tmp_path, capsys):
 @pytest.mark.parametrize("processes", [[], ["--processes"]], ids=["in-process", "own-process"])
 def test_a_target_or_device_that_cannot_run_is_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, why,
                                                                      processes):
-    monkeypatch.setattr(cmd_diverge, "_record", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.setattr(cmd_diverge, "record_run", lambda *a, **k: pytest.fail("nothing may run"))
     monkeypatch.setattr(cmd_diverge, "_record_in_process", lambda *a, **k: pytest.fail("nothing may run"))
     out = tmp_path / "bundle"
     assert cli.main(["diverge", *argv, *processes, "--out", str(out)]) == 2
@@ -148,16 +146,6 @@ def test_diverge_argv_spells_out_the_arguments_and_parses_back():
     assert {k: v for k, v in vars(again).items() if k != "out"} == {k: v for k, v in vars(args).items() if k != "out"}
     script = cmd_diverge._parser().parse_args(["--script", "s.py", "--", "-x", "1"])
     assert cmd_diverge.diverge_argv(script)[-3:] == ["--", "-x", "1"]
-
-
-def test_the_record_worker_writes_one_run_as_json(tmp_path):
-    path = tmp_path / "record_A.json"
-    argv = shlex.split(f"--call {DATA / 'planted_ops.py'}:deterministic --dtype float32")
-    assert cmd_diverge._record_worker(str(path), "1", argv, run="B") == 0
-    rec = Record.load(path)
-    assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
-    assert rec.settings["fill"] == 1  # run B's fill of never-written memory
-    assert {t.dtype for t in rec.results} == {"float32"}
 
 
 def test_no_module_of_the_area_imports_the_dispatcher():

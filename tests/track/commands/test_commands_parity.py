@@ -67,7 +67,13 @@ def _run(root: Path, *argv: str, capsys, reports: str) -> tuple[int, str, str, P
 
 @pytest.fixture(scope="module")
 def planted_report(planted):
-    code = track_main(["parity", "--cases-dir", str(planted / "cases"), "--reports", str(planted / "reports")])
+    """The report of a run from a checkout of its own (not the one detsim runs from)."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=planted, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "the user's checkout"], cwd=planted, check=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(planted)
+        code = track_main(["parity", "--cases-dir", str(planted / "cases"), "--reports", str(planted / "reports")])
     [folder] = list((planted / "reports").glob("*/parity"))
     return code, folder
 
@@ -83,6 +89,8 @@ def test_planted_broken_case_fails_and_intact_cases_pass(planted_report):
     assert "bogus_flag" in cases["unreadable"]["error"]
     assert summary["counts"] == {"total": 4, "pass": 2, "fail": 1, "error": 1}
     assert summary["environment"]["torch"] and summary["min_r"] == PARITY_MIN_R
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True).stdout.strip()
+    assert summary["environment"]["commit"] == head  # the git state of the folder it ran in
     intact = cases[SMALL_CASES[1]]
     assert intact["max_rel"] < 1e-6 and abs(intact["sum_ratio"] - 1) < 1e-6 and "trace" not in intact
 

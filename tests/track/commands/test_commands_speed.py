@@ -137,3 +137,33 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
     assert str(stand_in) in line and problem in line
     rows = json.loads((out / "speed.json").read_text())["rows"]
     assert problem in rows[0]["error"] and "seconds" in rows[1]  # detsim's own runs still measured
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_while_the_reference_program_runs_ends_it_with_the_command(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    said = tmp_path / "pid"
+    stand_in = _stand_in(tmp_path, f"import os, time\nopen({str(said)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)")
+    root = Path(__file__).resolve().parents[3]
+    command = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", "speed", "--workloads", "P1", "--pixels", "12",
+                                "--repeats", "1", "--nanobragg", str(stand_in), "--out", str(tmp_path / "report")],
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (said.exists() and said.read_text()):
+            assert time.monotonic() < deadline and command.poll() is None, command.stderr.read()
+            time.sleep(0.05)
+        pid = int(said.read_text())
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=30) == 143
+        state = Path(f"/proc/{pid}/stat")
+        assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed, not orphaned
+        assert "terminated (SIGTERM)" in command.stderr.read() and not (tmp_path / "report").exists()
+    finally:
+        command.kill()
+        command.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -29,17 +30,16 @@ def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
 
 def test_a_record_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
     path = _target(tmp_path, "a", 0, 2.0)
-    rec = record_at(ROOT, sys.executable, ["--call", f"{path}:target"], tmp_path / "a.json")
+    rec = record_at({"call": f"{path}:target"}, tmp_path / "a.json", path=(ROOT,), python=sys.executable)
     assert (tmp_path / "a.json").is_file()
     assert any(e.name == "aten.linspace.default" for e in rec.events)
     assert rec.results and rec.results[0].hash
 
 
 def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
-    old = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'a', 0, 2.0)}:target"], tmp_path / "a.json")
-    moved = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'b', 3, 2.0)}:target"], tmp_path / "b.json")
-    changed = record_at(ROOT, sys.executable, ["--call", f"{_target(tmp_path, 'c', 0, 2.5)}:target"],
-                        tmp_path / "c.json", run="B")
+    old = record_at({"call": f"{_target(tmp_path, 'a', 0, 2.0)}:target"}, tmp_path / "a.json")
+    moved = record_at({"call": f"{_target(tmp_path, 'b', 3, 2.0)}:target"}, tmp_path / "b.json")
+    changed = record_at({"call": f"{_target(tmp_path, 'c', 0, 2.5)}:target"}, tmp_path / "c.json", run="B")
     assert old.events[0].where != moved.events[0].where  # the line numbers differ ...
     assert not compare_commits(old, moved).diverged  # ... and that alone is no change
     report = compare_commits(old, changed)
@@ -61,12 +61,14 @@ def test_without_lines_keeps_file_and_function_and_can_drop_views():
     assert rec.events[0].where and ":" in rec.events[0].where  # the original is left alone
 
 
-def test_a_recording_past_its_time_limit_is_one_line(tmp_path):
+def test_a_recording_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
     import pytest
 
     from detsim.track.divergence.across_commits import RecordError
 
     path = tmp_path / "slow.py"
-    path.write_text("import time\n\n\ndef target():\n    time.sleep(30)\n")
-    with pytest.raises(RecordError, match=r"ran past 1 s$"):
-        record_at(ROOT, sys.executable, ["--call", f"{path}:target"], tmp_path / "s.json", timeout=1)
+    path.write_text("import os, time\n\n\ndef target():\n    time.sleep(30)\n\n\ndef quits():\n    os._exit(0)\n")
+    with pytest.raises(RecordError, match=rf"^recording at {re.escape(str(ROOT))} ran past 1 s$"):
+        record_at({"call": f"{path}:target"}, tmp_path / "s.json", path=(ROOT,), timeout=1)
+    with pytest.raises(RecordError, match=r"run A ended without a record: the target called os._exit\(0\)"):
+        record_at({"call": f"{path}:quits"}, tmp_path / "q.json", layers=("ops",))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.explain.sides import SideError, commits_between, prepare_side, run_python, subject
+from detsim.track.base.fresh import PINNED, pinned_env, run
+from detsim.track.explain import sides
+from detsim.track.explain.sides import SideError, commits_between, prepare_side, run_side_job, subject
 
 from explain_history import git
 
@@ -34,17 +36,22 @@ def test_a_side_runs_the_commits_core_with_this_checkouts_suite(tiny_repo, tmp_p
     assert side.commit == shas[0]
     code = ("import detsim, detsim.track, detsim.track.explain.sides as s; "
             "print(detsim.WHICH, hasattr(detsim.track, 'OLD_SUITE'), s.__file__)")
-    done = run_python(side, ["-c", code], cwd=tmp_path)
+    done = run([side.python, "-P", "-c", code], env=pinned_env(side.package_dir), cwd=tmp_path).check("python")
     which, old_suite, where = done.stdout.split()
     assert (which, old_suite) == ("first", "False")
     assert Path(where).resolve().is_relative_to((tmp_path / "side").resolve())
 
 
-def test_a_failing_side_process_is_one_line_naming_the_commit(tiny_repo, tmp_path):
+def test_a_side_job_is_pinned_and_a_failing_one_is_one_line_naming_the_commit(tiny_repo, tmp_path, monkeypatch):
     repo, shas = tiny_repo
     side = prepare_side(repo, shas[1], tmp_path / "side", python=sys.executable)
-    with pytest.raises(SideError, match=f"^{shas[1][:8]}: .*exited 3: SystemExit"):
-        run_python(side, ["-c", "import sys; sys.stderr.write('SystemExit\\n'); sys.exit(3)"], cwd=tmp_path)
+    with pytest.raises(SideError, match=f"^{shas[1][:8]}: image P1@8 exited 1: [A-Za-z]*Error: "):
+        run_side_job(side, {"job": "image", "workload": "P1@8", "out": str(tmp_path / "i.npy")}, cwd=tmp_path)
+    asked = {}
+    monkeypatch.setattr(sides, "run_job", lambda entry, job, **how: asked.update(how, entry=entry))
+    run_side_job(side, {"job": "ops", "workload": "c02"}, cwd=tmp_path, timeout=5)
+    assert asked["entry"] == sides.SIDE_JOB and asked["path"] == (side.package_dir,) and asked["env"] == PINNED
+    assert (asked["python"], asked["cwd"], asked["timeout"]) == (sys.executable, tmp_path, 5)
 
 
 def test_commits_between_are_oldest_first_and_end_at_the_first_bad(tiny_repo):
@@ -54,10 +61,3 @@ def test_commits_between_are_oldest_first_and_end_at_the_first_bad(tiny_repo):
     assert subject(repo, shas[2]) == "commit third"
     with pytest.raises(SideError, match="not a descendant"):
         commits_between(repo, shas[2], shas[0])
-
-
-def test_a_side_process_past_its_time_limit_is_one_line(tiny_repo, tmp_path):
-    repo, shas = tiny_repo
-    side = prepare_side(repo, shas[0], tmp_path / "side", python=sys.executable)
-    with pytest.raises(SideError, match=r"ran past 1 s$"):
-        run_python(side, ["-c", "import time; time.sleep(30)"], cwd=tmp_path, timeout=1)

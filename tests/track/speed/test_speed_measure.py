@@ -20,13 +20,13 @@ def _image(tmp_path, name: str, values: np.ndarray):
     return path
 
 
-def test_run_measured_reads_the_childs_own_cpu_time_and_output(tmp_path):
-    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\nprint('out')"
-    m = measure.run_measured([sys.executable, "-c", busy], env=dict(os.environ), cwd=tmp_path)
-    assert m.returncode == 0 and m.stdout == "out\n" and m.stderr == ""
-    assert 0.2 <= m.cpu_s and m.cpu_s <= m.wall_s + 0.05
-    idle = measure.run_measured([sys.executable, "-c", "import sys; sys.exit(3)"], env=dict(os.environ), cwd=tmp_path)
-    assert idle.returncode == 3 and idle.cpu_s < m.cpu_s  # earlier children are not counted again
+def test_a_detsim_row_runs_in_its_own_process_and_a_failure_is_its_last_line(tmp_path):
+    job = {"device": "cpu", "repeats": 1, "threads": 1}
+    row, image = measure.detsim_row(TINY, "eager", "float64", job, tmp_path)
+    assert image.is_file() and row["seconds_all"] and 0 < row["seconds"] <= row["process_cpu_s"]
+    assert row["rate"] == TINY.pixel_steps / row["seconds"] and "error" not in row
+    row, image = measure.detsim_row(TINY, "eager", "float64", {**job, "device": "no_such_device"}, tmp_path)
+    assert image is None and "no_such_device" in row["error"] and "\n" not in row["error"]
 
 
 def test_a_failing_nanobragg_row_carries_its_last_line(tmp_path):

@@ -1,11 +1,10 @@
-"""determinism.runner: the matrix run here and in fresh processes; verdicts of planted behaviours."""
+"""determinism.runs: the matrix run here and in fresh processes; verdicts of planted behaviours."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import hashlib
-import json
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,8 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.runtime.targets import resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import RunConfig
-from detsim.track.determinism.runner import deterministic_mode, device_unavailable, job_target, run_matrix, \
-    run_once, worker
+from detsim.track.determinism.runs import deterministic_mode, device_unavailable, run_isolated, run_matrix, \
+    run_once
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PLANTED = DATA / "planted_ops.py"
@@ -139,18 +138,16 @@ def test_deterministic_mode_is_undone_after_the_block():
         assert torch.are_deterministic_algorithms_enabled() == before
 
 
-def test_the_worker_saves_what_an_in_process_run_hashes(tmp_path):
-    """The isolated worker, run here: it rebuilds the target from the job and saves the same outputs."""
-    job = {"grads": [], "chunk_pixels": None, "golden_dir": None, "kind": "callable",
-           "spec": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
-           "threads": 1, "deterministic": False}
-    assert job_target(job).name == job["spec"]
-    assert worker(json.dumps(job), str(tmp_path / "out.pt")) == 0
-    saved = torch.load(tmp_path / "out.pt", weights_only=True)
-    here = run_once(planted("crashes_in_float32"), RunConfig(job["spec"], "cpu", "float64", "eager", 1), 0, False)
-    assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.outputs["out"])
-    golden = job_target({**job, "kind": "golden", "spec": "c02"})
-    assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
+def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_its_stderr():
+    isolate = {"grads": [], "chunk_pixels": None, "golden_dir": None}
+    target = planted("crashes_in_float32")
+    ran = run_isolated(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False, isolate)
+    here = run_once(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False)
+    assert ran.status == "ok" and ran.hashes == here.hashes and torch.equal(ran.outputs["out"], here.outputs["out"])
+    crashed = run_isolated(target, RunConfig(target.name, "cpu", "float32", "eager", 1), 0, False, isolate)
+    assert crashed.status == "crashed" and crashed.error.startswith("[isolated worker, exit status 1]\n")
+    assert "Traceback (most recent call last)" in crashed.error  # the child's stderr whole, not one line
+    assert crashed.error.rstrip().endswith("RuntimeError: planted failure: no float32 kernel for this configuration")
 
 
 def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():

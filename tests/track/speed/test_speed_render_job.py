@@ -1,11 +1,8 @@
-"""detsim.track.speed.worker: the measured process of a detsim run."""
+"""detsim.track.speed.render_job: the measured process of a detsim run."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from dataclasses import asdict
 
 import numpy as np
@@ -13,7 +10,7 @@ import torch
 
 from detsim.track.runtime.process import thread_count
 from detsim.track.base.workloads import WORKLOADS
-from detsim.track.speed.worker import peak_rss_mb, render_job
+from detsim.track.speed.render_job import peak_rss_mb, render_job
 
 
 def test_peak_rss_is_this_processes_high_water_mark():
@@ -34,13 +31,3 @@ def test_render_job_times_the_renders_and_saves_the_image(tmp_path):
     assert result["clock"] == "process CPU (render, after import)" and result["chunk_pixels"] >= 1
     image = np.fromfile(tmp_path / "image.bin", dtype="<f4")
     assert image.size == 64 and np.isfinite(image).all() and image.max() > 0
-
-
-def test_the_worker_module_prints_one_json_line(tmp_path):
-    job = {"workload": asdict(WORKLOADS["P1"].resized(4)), "mode": "eager", "dtype": "float64", "device": "cpu",
-           "repeats": 1, "threads": 1, "image": str(tmp_path / "image.bin")}
-    done = subprocess.run([sys.executable, "-m", "detsim.track.speed.worker", json.dumps(job)], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == {
-        "seconds", "seconds_all", "chunk_pixels", "peak_rss_mb", "clock"}

@@ -1,18 +1,16 @@
-"""The measured process of a detsim run: ``python -m detsim.track.speed.worker '<job JSON>'``.
+"""The measured process of a detsim run: a job of :func:`detsim.track.base.fresh.run_job`.
 
 A **job** is a JSON object: ``workload`` (the fields of a
 :class:`~detsim.track.base.workloads.Workload`), ``mode``, ``dtype``, ``device``, ``repeats``,
 ``threads`` and ``image`` (where to save the image, raw float32 little-endian (slow, fast)). The
 process warms up on a 64² detector (which compiles, for the compiled path), times ``repeats`` renders
-of the workload and prints one JSON line: ``seconds`` (the best), ``seconds_all``, ``chunk_pixels``,
+of the workload and answers ``seconds`` (the best), ``seconds_all``, ``chunk_pixels``,
 ``peak_rss_mb`` and ``clock`` (what the seconds are: CPU seconds of the render after import, or wall
 seconds on a GPU).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from pathlib import Path
 
@@ -61,8 +59,3 @@ def render_job(job: dict) -> dict:
     return {"seconds": min(seconds), "seconds_all": seconds, "chunk_pixels": info.chunk_pixels,
             "peak_rss_mb": peak_rss_mb(),
             "clock": "wall (GPU)" if gpu else "process CPU (render, after import)"}
-
-
-if __name__ == "__main__":
-    print(json.dumps(render_job(json.loads(sys.argv[1]))))
-    sys.exit(0)

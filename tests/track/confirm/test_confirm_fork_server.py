@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from detsim.track.confirm.remeasure import RUNNER
+from detsim.track.base.fresh import Conversation
+from detsim.track.confirm.remeasure import FORK_SERVER
 
 BENCH = '''
 import os
@@ -27,7 +27,7 @@ class Probe:
 '''
 
 
-def _server(tmp_path: Path, benchmark: str) -> subprocess.Popen:
+def _server(tmp_path: Path, benchmark: str) -> Conversation:
     root = tmp_path / "project"
     (root / "benchmarks").mkdir(parents=True)
     (root / "benchmarks" / "__init__.py").write_text("")
@@ -40,53 +40,32 @@ def _server(tmp_path: Path, benchmark: str) -> subprocess.Popen:
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"benchmark": benchmark, "params": [], "samples": 3, "root": str(root),
                                 "packages": packages}))
-    server = subprocess.Popen([sys.executable, "-P", str(RUNNER), str(spec)], cwd=tmp_path, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert server.stdout.readline().strip() == "ready"
+    server = Conversation([sys.executable, "-P", str(FORK_SERVER), str(spec)], cwd=tmp_path, timeout=60)
+    assert server.greeting == {"ready": True}
     return server
 
 
-def _ask(server: subprocess.Popen, order: str) -> dict:
-    server.stdin.write(order + "\n")
-    server.stdin.flush()
-    return json.loads(server.stdout.readline())
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.stdin.close()
-    server.wait(timeout=60)
-
-
 def test_each_side_imports_its_own_package_in_fresh_processes_every_round(tmp_path):
-    server = _server(tmp_path, "bench_probe.Probe.track_mark")
-    try:
-        first, second = _ask(server, "AB"), _ask(server, "BA")
-    finally:
-        _stop(server)
+    with _server(tmp_path, "bench_probe.Probe.track_mark") as server:
+        first, second = server.ask({"order": "AB"}), server.ask({"order": "BA"})
     for answer in (first, second):
         assert Path(answer["A"]["detsim_file"]).parent.parent.name == "A"
         assert Path(answer["B"]["detsim_file"]).parent.parent.name == "B"
         # nothing left over from the warm-up of this round's process, nor from earlier rounds
         assert answer["A"]["samples"] == answer["B"]["samples"] == [0.0, 0.0, 0.0]
-    assert server.returncode == 0
+    assert server.process.returncode == 0  # it ended when its input did
 
 
 def test_a_time_benchmark_gives_one_sample_per_turn_after_its_warm_up(tmp_path):
-    server = _server(tmp_path, "bench_probe.Probe.time_pid")
-    try:
-        answer = _ask(server, "BA")
-    finally:
-        _stop(server)
+    with _server(tmp_path, "bench_probe.Probe.time_pid") as server:
+        answer = server.ask({"order": "BA"})
     assert [len(answer[side]["samples"]) for side in "AB"] == [3, 3]
     assert all(s >= 0 for side in "AB" for s in answer[side]["samples"])
 
 
 def test_a_failing_measurement_is_an_answer_naming_its_side_and_the_server_goes_on(tmp_path):
-    server = _server(tmp_path, "bench_probe.Probe.track_fails")
-    try:
-        failed = _ask(server, "AB")
-        unknown = _ask(server, "AC")
-    finally:
-        _stop(server)
+    with _server(tmp_path, "bench_probe.Probe.track_fails") as server:
+        failed = server.ask({"order": "AB"})
+        unknown = server.ask({"order": "AC"})
     assert failed["error"] == "A: ValueError: no value; B: ValueError: no value" and failed["side"] == "A"
-    assert unknown["error"] == "a round is AB or BA, got 'AC'" and server.returncode == 0
+    assert unknown["error"] == "a round is AB or BA, got 'AC'" and server.process.returncode == 0

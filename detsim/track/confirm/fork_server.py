@@ -1,20 +1,22 @@
-"""A fork server that measures one benchmark at two commits: run as a script by :mod:`.remeasure`.
+"""A fork server that measures one benchmark at two commits: a script, spoken to by :mod:`.remeasure`.
 
-``python -P runner.py SPEC.json``. SPEC names the benchmark (``bench_engine.NanoBraggWorkloads
+``python -P fork_server.py SPEC.json``, started as a :class:`~detsim.track.base.fresh.Conversation`
+(JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.NanoBraggWorkloads
 .time_simulate``), its parameter values, how many samples a side takes per round, the project checkout
 (for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
-package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every line it reads on
-stdin (``AB`` or ``BA``: which side samples first) it runs one round: it forks a fresh process per side,
+package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every request
+(``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
 each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
 would (``setup(*params)``) and calls it once to warm up; then the two processes take their samples in
 turn, A B A B ..., so that a sample of one commit and the next of the other are a fraction of a second
 apart and share whatever the machine was doing then. A ``time_`` benchmark is timed with its own
 ``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
-JSON line on stdout: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
+JSON line: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
 
 A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
 fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch
-only: this file runs beside the other commits' packages, not this one's.
+only, run by its path: this file runs beside the other commits' packages, and imports no ``detsim``
+(an imported one would be every fork's).
 """
 
 import importlib
@@ -124,9 +126,9 @@ def _round(spec: dict, order: str) -> dict:
 def main(spec_path: str) -> None:
     with open(spec_path) as handle:
         spec = json.load(handle)
-    print("ready", flush=True)
+    print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        order = line.strip()
+        order = str(json.loads(line).get("order"))
         if sorted(order) != ["A", "B"]:
             result = {"error": f"a round is AB or BA, got {order!r}"}
         else:

@@ -6,19 +6,15 @@ one dtype and execution mode, at one torch thread count. :func:`run_matrix` runs
 :class:`~detsim.track.determinism.matrix.Matrix`. A run that raises becomes a ``crashed`` result with its
 traceback verbatim; a device or mode this machine cannot run becomes a ``skipped`` one, with the reason.
 
-An **isolated** run (``isolate``) happens in a fresh interpreter, ``python -m
-detsim.track.determinism.runner --worker JOB PATH``: the worker rebuilds the target from the job (its
-kind and spec), runs it once and saves its outputs with ``torch.save``; a non-zero exit, even a
-segfault, is a crash carrying the worker's stderr.
+An **isolated** run (``isolate``) happens in a fresh interpreter, a job of
+:func:`~detsim.track.base.fresh.run_job` (:mod:`.isolated_run`: it rebuilds the target from the job, its
+kind and spec, runs it once and saves its outputs with ``torch.save``); a non-zero exit, even a
+segfault, is a crash carrying the child's stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 import traceback
@@ -27,11 +23,12 @@ from typing import Iterator
 
 import torch
 
+from detsim.track.base.fresh import HERE, run_job, thread_vars
 from detsim.track.runtime.process import thread_count
-from detsim.track.runtime.targets import DTYPES, Target, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.runtime.targets import DTYPES, Target
 from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
 
-WORKER = "detsim.track.determinism.runner"  # run as ``python -m WORKER --worker JOB PATH``
+ISOLATED_RUN = "detsim.track.determinism.isolated_run:run"  # the job of an isolated run
 
 
 @contextlib.contextmanager
@@ -57,8 +54,8 @@ def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeat
                deterministic: bool = False, isolate: dict | None = None) -> Matrix:
     """Run every configuration ``repeats`` times; crashes and unavailable devices are recorded, not raised.
 
-    ``isolate`` (the job fields :func:`worker` needs besides the configuration: ``grads``,
-    ``chunk_pixels``, ``golden_dir``) runs every repeat in a fresh interpreter.
+    ``isolate`` (the job fields :func:`~detsim.track.determinism.isolated_run.run` needs besides the
+    configuration: ``grads``, ``chunk_pixels``, ``golden_dir``) runs every repeat in a fresh interpreter.
     """
     matrix = Matrix(threads=list(threads), repeats=repeats, deterministic=deterministic)
     for target in targets:
@@ -116,45 +113,18 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
 
 def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunResult:
     """One run in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its stderr."""
-    job = {**isolate, "kind": target.kind, "spec": target.spec, "device": config.device, "dtype": config.dtype,
-           "mode": config.mode, "threads": config.threads, "deterministic": deterministic}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
-        result_path = Path(tmp) / "outputs.pt"
-        env = {**os.environ, "OMP_NUM_THREADS": str(config.threads)}
-        done = subprocess.run([sys.executable, "-m", WORKER, "--worker", json.dumps(job), str(result_path)],
-                              capture_output=True, text=True, env=env)
+        saved = Path(tmp) / "outputs.pt"
+        job = {**isolate, "kind": target.kind, "spec": target.spec, "device": config.device, "dtype": config.dtype,
+               "mode": config.mode, "threads": config.threads, "deterministic": deterministic, "out": str(saved)}
+        # this package first, then the working directory (as ``python -m`` has it) for targets named by module
+        done = run_job(ISOLATED_RUN, job, path=(HERE, Path.cwd()), env=thread_vars(config.threads),
+                       check=False)
         seconds = time.perf_counter() - start
-        if done.returncode != 0 or not result_path.exists():
+        if done.result is None:
             error = done.stderr or f"worker exited with status {done.returncode} and no output"
             return RunResult(config, repeat, "crashed", seconds=seconds,
                              error=f"[isolated worker, exit status {done.returncode}]\n{error}")
-        outputs = torch.load(result_path, weights_only=True)
+        outputs = torch.load(saved, weights_only=True)
     return RunResult(config, repeat, "ok", seconds=seconds, hashes=digest_outputs(outputs), outputs=outputs)
-
-
-def job_target(job: dict) -> Target:
-    """The target a worker job names (its kind and spec, as the parent resolved them)."""
-    grads, chunk = tuple(job["grads"]), job["chunk_pixels"]
-    if job["kind"] == "golden":
-        folder = job.get("golden_dir")
-        return resolve_case(job["spec"], grads, chunk, Path(folder) if folder else None)
-    if job["kind"] == "nanobragg":
-        return resolve_command_line(job["spec"], grads, chunk)
-    return resolve_callable(job["spec"])
-
-
-def worker(job_json: str, result_path: str) -> int:
-    """Run one job and save its outputs (CPU tensors) to ``result_path``."""
-    job = json.loads(job_json)
-    target = job_target(job)
-    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
-        outputs = target.run(job["device"], DTYPES[job["dtype"]], job["mode"])
-    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, result_path)
-    return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "--worker":
-        sys.exit(f"usage: python -m {WORKER} --worker JOB_JSON RESULT_PATH")
-    sys.exit(worker(sys.argv[2], sys.argv[3]))
