@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from detsim import io
+from detsim import cnumbers, io
 from detsim.argv import Arguments, parse_argv
 from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
@@ -39,11 +39,11 @@ def read_matrix_file(path: str) -> tuple[float, ...]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: matrix file is not text (byte {exc.start} is not UTF-8)") from None
     numbers = []
-    for token in text.split():
-        try:
-            numbers.append(float(token))
-        except ValueError:
-            raise InputError(f"{path}: non-numeric token {token!r} in matrix file") from None
+    for token in cnumbers.c_fields(text):
+        number = cnumbers.parse_float(token)  # nanoBragg reads them with fscanf's %lg
+        if number is None:
+            raise InputError(f"{path}: non-numeric token {token!r} in matrix file")
+        numbers.append(number)
         if len(numbers) == 9:
             break
     if len(numbers) < 9:
@@ -182,10 +182,10 @@ def header_arguments(img_file: str | None, mask_file: str | None) -> tuple[Argum
         def value(key: str) -> float | None:
             if key not in header:
                 return None
-            try:
-                number = float(header[key])
-            except ValueError:
-                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number") from None
+            number = cnumbers.parse_float(header[key])  # nanoBragg reads header values with atof
+            if number is None:
+                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number "
+                                 f"(nanoBragg would read {cnumbers.atof(header[key])!r})")
             if not math.isfinite(number):
                 raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a finite number")
             if key in _POSITIVE_HEADER_KEYS and not number > 0:

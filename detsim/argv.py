@@ -4,9 +4,9 @@ nanoBragg walks argv left to right and tests every ``-`` token against every fla
 ``strstr``; a token can therefore fire several handlers (``-misset_seed`` also sets the misset angles,
 ``-twotheta_axis`` also sets two-theta, ``-mosaic_seed`` also sets the noise seed), and the last
 assignment wins. This module reproduces that, with one difference: the handler a token was *meant* for
-(the longest pattern it matches) is strict - a missing or non-numeric value is an error naming the
-flag - and a token that matches no pattern is an error instead of being ignored. Side-effect handlers
-read their values as C's ``atof``/``atoi`` would.
+(the longest pattern it matches) is strict - a missing value, or one that is not wholly a number in C's
+grammar (:mod:`detsim.cnumbers`), is an error naming the flag - and a token that matches no pattern is
+an error instead of being ignored. Side-effect handlers read their values as C's ``atof``/``atoi`` would.
 
 The flag table is :mod:`detsim.flags`; the result is an :class:`~detsim.arguments.Arguments` record of raw,
 user-unit values, which :mod:`detsim.argconfig` turns into a :class:`~detsim.config.SimulationConfig`.
@@ -14,18 +14,15 @@ user-unit values, which :mod:`detsim.argconfig` turns into a :class:`~detsim.con
 
 from __future__ import annotations
 
-from detsim.arguments import ArgumentError, Arguments, c_atof, c_atoi
+from detsim import cnumbers
+from detsim.arguments import ArgumentError, Arguments
 from detsim.flags import HANDLERS, HELP_FLAGS, Handler, Values, usage
 
-__all__ = ["HANDLERS", "HELP_FLAGS", "ArgumentError", "Arguments", "c_atof", "c_atoi", "parse_argv", "usage"]
+__all__ = ["HANDLERS", "HELP_FLAGS", "ArgumentError", "Arguments", "parse_argv", "usage"]
 
 
 def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return cnumbers.parse_float(text) is not None
 
 
 def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:

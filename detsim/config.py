@@ -23,12 +23,10 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from detsim.cnumbers import C_INT_MAX
 from detsim.units import DEFAULT_FLUENCE_PER_M2
 
 Vec3 = tuple[float, float, float]
-
-
-C_INT_MAX = 2**31 - 1
 
 
 class ConfigError(ValueError):

@@ -12,12 +12,17 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from detsim.arguments import ArgumentError, Arguments, c_atof, c_atoi
+from detsim import cnumbers
+from detsim.arguments import ArgumentError, Arguments
 from detsim.config import Convention, CrystalShape, Pivot
 
 
 class Values:
-    """Reads a handler's values: strictly for the handler the flag was meant for, like C otherwise."""
+    """Reads a handler's values: strictly for the handler the flag was meant for, like C otherwise.
+
+    Strictly, a value must be a whole number in C's grammar (:func:`detsim.cnumbers.parse_float`), so that it
+    is refused rather than read differently from nanoBragg, whose ``atof``/``atoi`` read a prefix of it.
+    """
 
     def __init__(self, argv: list[str], i: int, flag: str, strict: bool):
         self.argv, self.i, self.flag, self.strict = argv, i, flag, strict
@@ -28,11 +33,11 @@ class Values:
     def float(self, k: int = 1) -> float:
         text = self.argv[self.i + k]
         if not self.strict:
-            return c_atof(text)
-        try:
-            value = float(text)
-        except ValueError:
-            raise ArgumentError(f"{self.flag} expects a number, got {text!r}") from None
+            return cnumbers.atof(text)
+        value = cnumbers.parse_float(text)
+        if value is None:
+            raise ArgumentError(f"{self.flag} expects a number, got {text!r} "
+                                f"(nanoBragg would read {cnumbers.atof(text)!r})")
         if not math.isfinite(value):
             raise ArgumentError(f"{self.flag} expects a finite number, got {text!r}")
         return value
@@ -40,11 +45,15 @@ class Values:
     def int(self, k: int = 1) -> int:
         text = self.argv[self.i + k]
         if not self.strict:
-            return c_atoi(text)
-        try:
-            return int(text)
-        except ValueError:
-            raise ArgumentError(f"{self.flag} expects an integer, got {text!r}") from None
+            return cnumbers.atoi(text)
+        value = cnumbers.parse_int(text)
+        if value is None:
+            raise ArgumentError(f"{self.flag} expects an integer, got {text!r} "
+                                f"(nanoBragg would read {cnumbers.atoi(text)})")
+        if not cnumbers.C_INT_MIN <= value <= cnumbers.C_INT_MAX:
+            raise ArgumentError(f"{self.flag} expects an integer that fits a C int ({cnumbers.C_INT_MIN}.."
+                                f"{cnumbers.C_INT_MAX}), got {text!r} (nanoBragg would read {cnumbers.atoi(text)})")
+        return value
 
     def vec3(self) -> tuple[float, float, float]:
         return (self.float(1), self.float(2), self.float(3))
@@ -206,16 +215,14 @@ def _output(name: str, switch: str | None = None) -> Action:
     return action
 
 
-C_INT_MAX = 2**31 - 1  # nanoBragg reads seeds with atoi into a C int and negates them
-
-
 def _seed(name: str) -> Action:
     def action(a: Arguments, v: Values) -> None:
         value = v.int()
-        if abs(value) > C_INT_MAX:
+        limit = cnumbers.C_INT_MAX  # nanoBragg negates the seed it reads into a C int
+        if abs(value) > limit:
             if v.strict:
-                raise ArgumentError(f"{v.flag} must lie in -{C_INT_MAX}..{C_INT_MAX} (a C int that can be "
-                                    f"negated), got {value}")
+                raise ArgumentError(f"{v.flag} must lie in -{limit}..{limit} (a C int that can be negated), "
+                                    f"got {value}")
             return  # the flag's own handler refuses the value
         setattr(a, name, value)
     return action

@@ -22,6 +22,7 @@ from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
 
+from detsim import cnumbers
 from detsim.files import PathLike, atomic_write
 
 __all__ = [
@@ -451,7 +452,8 @@ def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"{path}: malformed SMV header line {line!r}")
-        header[key.strip()] = value.strip().removesuffix(";").strip()
+        spaces = cnumbers.C_SPACES  # only these precede a number C's atof reads
+        header[key.strip()] = value.strip(spaces).removesuffix(";").strip(spaces)
     if end >= _header_int(path, header, "HEADER_BYTES"):
         raise ValueError(f"{path}: SMV header text runs past HEADER_BYTES={header['HEADER_BYTES']}")
     return header
@@ -460,10 +462,9 @@ def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:
 def _header_int(path: PathLike, header: Mapping[str, str], key: str) -> int:
     if key not in header:
         raise ValueError(f"{path}: SMV header has no {key}")
-    try:
-        value = int(header[key])
-    except ValueError:
-        raise ValueError(f"{path}: SMV header {key}={header[key]!r} is not an integer") from None
+    value = cnumbers.parse_int(header[key])
+    if value is None:
+        raise ValueError(f"{path}: SMV header {key}={header[key]!r} is not an integer")
     if value <= 0:
         raise ValueError(f"{path}: SMV header {key}={value} must be positive")
     return value

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from detsim import cnumbers
 from detsim.config import BeamConfig, SourcePoint, as_float
 from detsim.geometry import LabFrame
 from detsim.rotation import rotate_axis, unit
@@ -122,15 +123,14 @@ def read_source_file(path: str | Path, beam_vector: tuple[float, float, float], 
     lines = text.split("\n")
     points = []
     for number, line in enumerate(lines, start=1):
-        fields = [f for f in _SEPARATORS.split(line.strip()) if f]
+        fields = [f for f in _SEPARATORS.split(line.strip(cnumbers.C_SPACES)) if f]
         if not fields:
             continue
         if len(fields) > 5:
             raise SourceFileError(f"{path} line {number}: expected at most 5 columns 'X Y Z I lambda', got {len(fields)}")
-        try:
-            values = [float(f) for f in fields]
-        except ValueError:
-            raise SourceFileError(f"{path} line {number}: non-numeric value in {line.strip()!r}") from None
+        values = [v for v in map(cnumbers.parse_float, fields) if v is not None]  # nanoBragg reads them with atof
+        if len(values) < len(fields):
+            raise SourceFileError(f"{path} line {number}: non-numeric value in {line.strip()!r}")
         if not all(math.isfinite(v) for v in values):
             raise SourceFileError(f"{path} line {number}: non-finite value in {line.strip()!r}")
         unterminated = number == len(lines) and not text.endswith("\n")

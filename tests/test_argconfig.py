@@ -40,6 +40,11 @@ def test_a_detector_size_alone_is_rounded_to_whole_pixels():
     assert (cfg.detector.spixels, cfg.detector.fpixels) == (100, 100)
 
 
+def test_matrix_numbers_are_read_with_cs_grammar(tmp_path):
+    (tmp_path / "A.mat").write_text("0x1p-7 0 0\n0 1e-2 0\n\v0 0 +.01\n")
+    assert read_matrix_file(str(tmp_path / "A.mat")) == (2**-7, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.01)
+
+
 def test_matrix_file_gives_the_a_matrix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.02 0\n0 0 0.03\nextra words are ignored\n")
@@ -53,7 +58,10 @@ def test_matrix_file_gives_the_a_matrix(tmp_path, monkeypatch):
     ("0.01 0 0\n0 x 0\n0 0 0.01\n", "non-numeric token 'x'"),
     ("0.01 0 0\n0.01 0 0\n0 0 0.01\n", "singular"),
     ("0.01 0 0\n0 inf 0\n0 0 0.01\n", "non-finite"),
-], ids=["short", "garbage", "singular", "non-finite"])
+    ("0.01 0 0\n0 1_0 0\n0 0 0.01\n", "non-numeric token '1_0'"),  # fscanf reads 1, Python's float() 10
+    ("0.01 0 0\n0 ０.０１ 0\n0 0 0.01\n", "non-numeric token '０.０１'"),
+    ("0.01 0 0\n0\u00a00.01 0\n0 0 0.01\n", "non-numeric token '0.xa00.01'"),  # no C space
+], ids=["short", "garbage", "singular", "non-finite", "underscore", "full-width", "no-break-space"])
 def test_bad_matrix_files_raise_input_error_naming_the_file(text, message, tmp_path):
     path = tmp_path / "bad.mat"
     path.write_text(text)
@@ -108,11 +116,21 @@ def test_mask_header_counts_y_from_the_other_edge_and_the_mask_is_kept(tmp_path,
     assert np.array_equal(cfg.detector.mask, mask)
 
 
-def test_a_header_value_that_is_not_a_number_is_an_input_error(tmp_path, monkeypatch):
+@pytest.mark.parametrize("text,c_reads", [("far", "0.0"), ("1_00", "1.0"), ("80mm", "80.0")])
+def test_a_header_value_that_is_not_wholly_a_number_is_an_input_error(text, c_reads, tmp_path, monkeypatch):
+    # nanoBragg reads header values with atof: a prefix; Python's float() would read 1_00 as 100
     monkeypatch.chdir(tmp_path)
-    _smv(tmp_path / "in.img", (8, 8), DISTANCE="far")
-    with pytest.raises(InputError, match="^-img in.img: header DISTANCE='far' is not a number$"):
+    _smv(tmp_path / "in.img", (8, 8), DISTANCE=text)
+    message = f"-img in.img: header DISTANCE='{text}' is not a number (nanoBragg would read {c_reads})"
+    with pytest.raises(InputError, match=f"^{re.escape(message)}$"):
         config_from_argv(SMALL + ["-img", "in.img"])
+
+
+def test_header_values_are_read_with_cs_grammar(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _smv(tmp_path / "in.img", (8, 8), DISTANCE="0x1p6", WAVELENGTH=" 1.5e0")
+    cfg = config_from_argv(SMALL[:-2] + ["-img", "in.img"])
+    assert cfg.detector.distance_mm == 64.0 and cfg.beam.lambda_A == 1.5
 
 
 def test_an_unreadable_header_image_is_an_input_error(tmp_path, monkeypatch):

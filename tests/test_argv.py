@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from detsim.argv import ArgumentError, parse_argv
@@ -134,3 +136,33 @@ def test_negative_values_are_values_not_flags():
 def test_errors_name_the_flag(argv, message):
     with pytest.raises(ArgumentError, match=message.replace("(", r"\(")):
         parse_argv(argv)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-distance", "1_00"], "-distance expects a number, got '1_00' (nanoBragg would read 1.0)"),
+    (["-distance", "１００"], "-distance expects a number, got '１００' (nanoBragg would read 0.0)"),
+    (["-distance", "١٠٠"], "-distance expects a number, got '١٠٠' (nanoBragg would read 0.0)"),
+    (["-distance", "100abc"], "-distance expects a number, got '100abc' (nanoBragg would read 100.0)"),
+    (["-N", "1_0"], "-N expects an integer, got '1_0' (nanoBragg would read 1)"),
+    (["-detpixels", "3_2"], "-detpixels expects an integer, got '3_2' (nanoBragg would read 3)"),
+    (["-detpixels", "０"], "-detpixels expects an integer, got '０' (nanoBragg would read 0)"),
+    (["-N", "4294967301"], "-N expects an integer that fits a C int (-2147483648..2147483647), got '4294967301' "
+                           "(nanoBragg would read 5)"),
+])
+def test_a_value_python_reads_but_c_reads_differently_is_refused(argv, message):
+    with pytest.raises(ArgumentError, match=f"^{re.escape(message)}$"):
+        parse_argv(argv)
+
+
+@pytest.mark.parametrize("text,value", [
+    ("1e2", 100.0), (" 100", 100.0), ("100 ", 100.0), ("+5", 5.0), (".5", 0.5), ("5.", 5.0), ("1E-3", 1e-3),
+    ("0x1p3", 8.0),  # a hex float, as glibc's atof reads it
+])
+def test_a_number_c_reads_whole_is_read_as_c_reads_it(text, value):
+    assert parse_argv(["-distance", text]).distance_mm == value
+
+
+def test_a_token_is_a_negative_number_value_by_cs_grammar():
+    assert parse_argv(["-detector_rotx", "-0x1p1"]).rot_deg[0] == -2.0
+    with pytest.raises(ArgumentError, match="-detector_rotx expects 1 value"):
+        parse_argv(["-detector_rotx", "-1_0"])  # not a number: a flag, so the value is missing

@@ -104,6 +104,11 @@ BAD_INPUTS = [
     (SMALL + ["-distance", "nan"], "-distance"),
     (SMALL + ["-lambda", "nan"], "-lambda"),
     (SMALL + ["-cell", "70", "nan", "70"], "-cell"),
+    (SMALL + ["-distance", "1_00"], "-distance expects a number, got '1_00'"),  # nanoBragg reads 1
+    (SMALL + ["-N", "1_0"], "-N expects an integer, got '1_0'"),
+    (SMALL + ["-detpixels", "3_2"], "-detpixels expects an integer, got '3_2'"),
+    (SMALL + ["-distance", "１００"], "-distance expects a number, got '１００'"),  # nanoBragg reads 0
+    (SMALL + ["-distance", "١٠٠"], "-distance expects a number, got '١٠٠'"),
     (SMALL + ["-bogus_flag", "1"], "-bogus_flag"),
     (SMALL + ["-roi", "0", "40", "0", "10"], "-roi"),
     (SMALL + ["-roi", "-1", "10", "0", "10"], "-roi"),

@@ -277,6 +277,7 @@ def test_read_smv_big_endian_and_padded_header_bytes(tmp_path):
         (lambda raw: raw + b"\0\0", "expected"),
         (lambda raw: b"P5" + raw[2:], "not an SMV"),
         (lambda raw: raw.replace(b"SIZE1=4;", b"SIZE1=x;"), "SIZE1"),
+        (lambda raw: raw.replace(b"SIZE1=4;", b"SIZE1=0_4;"), "SIZE1='0_4' is not an integer"),  # C reads 0
         (lambda raw: raw.replace(b"SIZE2=3;", b"SIZE9=3;"), "SIZE2"),
         (lambda raw: raw.replace(b"TYPE=unsigned_short", b"TYPE=signed___short"), "TYPE"),
         (lambda raw: raw.replace(b"DIM=2;", b"DIM 2;"), "malformed"),
