@@ -72,8 +72,7 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
     if args.cell:
         a = args.cell[0]
         defaults = [a, a, a, 90.0, 90.0, 90.0]
-        values = args.cell + defaults[len(args.cell):]
-        cell = tuple(v if v > 0 else d for v, d in zip(values, defaults))  # nanoBragg's "blank" defaults
+        cell = tuple(v if v > 0 else d for v, d in zip(args.cell, defaults))  # nanoBragg's "blank" defaults
     hkl = read_hkl(args.hkl_file, args.default_F) if args.hkl_file is not None else None
     if hkl is not None and hkl.count == 0:
         hkl = None

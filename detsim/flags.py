@@ -65,13 +65,19 @@ Action = Callable[[Arguments, Values], None]
 @dataclass(frozen=True)
 class Handler:
     pattern: str
-    nargs: int  # values the handler reads (C's "argc > i + nargs" guard)
+    nargs: int  # tokens that must follow for nanoBragg to run the handler (its "argc > i + nargs" guard)
     action: Action
     exact: bool = False  # strcmp instead of strstr
     length: int | None = None  # required strlen of the token
     also: tuple[str, ...] = ()  # other patterns for the same handler
     stop: bool = False  # C 'continue': no later handler sees this token
     doc: str = ""  # "VALUES|what it does" for the usage text (VALUES empty for a switch)
+    values: int | None = None  # values the flag takes when typed, where that is not nargs (-cell takes 6)
+
+    @property
+    def takes(self) -> int:
+        """How many values the flag takes when it is the one typed (fewer is an error)."""
+        return self.nargs if self.values is None else self.values
 
     def matches(self, token: str) -> bool:
         if self.length is not None and len(token) != self.length:
@@ -94,12 +100,10 @@ def _set(name: str, kind: str = "float", scale: float = 1.0) -> Action:
 
 def _cell(a: Arguments, v: Values) -> None:
     values = []
-    for k in range(1, 7):
+    for k in range(1, 7):  # as nanoBragg reads them: up to the next '-' token (argv checks all 6 are there)
         if v.i + k >= len(v.argv) or v.argv[v.i + k].startswith("-"):
             break
         values.append(v.float(k))
-    if not values and v.strict:
-        raise ArgumentError("-cell expects up to 6 values: a b c alpha beta gamma")
     a.cell = values + a.cell[len(values):]
 
 
@@ -278,8 +282,8 @@ HANDLERS: tuple[Handler, ...] = (
     H("-Nb", 1, _set("Nb", "int"), stop=True, doc="N|unit cells along b"),
     H("-Nc", 1, _set("Nc", "int"), stop=True, doc="N|unit cells along c"),
     H("-N", 1, _int_at_least(0, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True, doc="N|unit cells along a, b and c"),
-    H("-cell", 1, _cell, doc="a b c al be ga|unit cell (Å, degrees)"),
-    H("-misset", 1, _misset, doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
+    H("-cell", 1, _cell, values=6, doc="a b c al be ga|unit cell (Å, degrees)"),
+    H("-misset", 1, _misset, values=3, doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
     H("-samplesize", 1, _xtal_all, also=("-sample_size",), doc="mm|crystal size along x, y and z (sets N)"),
     H("-sample_thick", 1, _xtal_axis(0), also=("-sample_x",), doc="mm|crystal size along x"),
     H("-sample_width", 1, _xtal_axis(1), also=("-sample_y", "-width"), doc="mm|crystal size along y"),
@@ -327,7 +331,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-detpixels", 1, _int_at_least(1, "fpixels", "spixels"), length=10, doc="n|detector pixels along fast and slow"),
     H("-detpixels_f", 1, _positive_int("fpixels"), also=("-detpixels_x",), doc="n|detector pixels along fast"),
     H("-detpixels_s", 1, _positive_int("spixels"), also=("-detpixels_y",), doc="n|detector pixels along slow"),
-    H("-curved_det", 1, _flag("curved", True), doc="any|spherical detector (reads and ignores one token)"),  # needs a following token, which it ignores
+    H("-curved_det", 1, _flag("curved", True), doc="any|spherical detector (needs a token after it, ignored unless a flag)"),
     H("-pixel", 1, _set("pixel_mm"), doc="mm|pixel size (default 0.1)"),
     H("-point_pixel", 0, _flag("point_pixel", True), doc="|solid angle of a point pixel"),
     H("-polar", 1, _polar, length=6, doc="k|Kahn polarization factor"),

@@ -6,20 +6,47 @@ import re
 
 import pytest
 
-from detsim.argv import ArgumentError, parse_argv
+from detsim.argv import HANDLERS, ArgumentError, parse_argv
 from detsim.config import Convention, CrystalShape, Pivot
 
 BASE = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100"]
 
 
-def test_cell_reads_up_to_six_values_and_stops_at_next_flag():
-    assert parse_argv(["-cell", "50", "60", "-N", "3"]).cell == [50.0, 60.0]
+def test_cell_reads_six_values():
     assert parse_argv(BASE).cell == [70.0, 70.0, 70.0, 90.0, 90.0, 90.0]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-cell", "100", "100", "100", "90", "90"], "-cell expects 6 values (a b c al be ga), got 5"),
+    (["-cell", "100", "100", "100", "90"], "-cell expects 6 values (a b c al be ga), got 4"),
+    (["-cell", "50", "60", "-N", "3"], "-cell expects 6 values (a b c al be ga), got 2 before -N"),
+    (["-cell", "100", "100", "100", "-90", "90", "90"], "got 3 before -90"),  # nanoBragg stops at any '-'
+    (["-misset", "10", "20"], "-misset expects 3 values (x y z | random), got 2"),
+    (["-misset", "10", "20", "-N", "3"], "-misset expects 3 values (x y z | random), got 2 before -N"),
+    (["-fdet_vector", "0", "0"], "-fdet_vector expects 3 values (x y z), got 2"),
+    (["-roi", "0", "10", "0"], "-roi expects 4 values (xmin xmax ymin ymax), got 3"),
+    (["-trace_pixel", "3", "-N", "2"], "-trace_pixel expects 2 values (s f), got 1 before -N"),
+    (["-printout_pixel", "3"], "-printout_pixel expects 2 values (f s), got 1"),
+    (["-N"], "-N expects 1 value (N), got 0"),
+])
+def test_a_flag_given_fewer_values_than_it_takes_is_refused_naming_both_counts(argv, message):
+    with pytest.raises(ArgumentError, match=re.escape(message)):
+        parse_argv(argv)
+
+
+def test_every_flag_of_the_table_refuses_fewer_values_than_it_takes():
+    for handler in HANDLERS:
+        if handler.takes == 0 or handler.pattern == "-curved_det":
+            continue
+        token = handler.pattern
+        for given in range(handler.takes):
+            with pytest.raises(ArgumentError, match=f"expects {handler.takes} value.*got {given}"):
+                parse_argv([token] + ["1"] * given)
 
 
 def test_misset_seed_also_sets_misset_angles_and_cancels_earlier_random():
     # spec §2.1 [QUIRK]: '-misset_seed' matches '-misset' too.
-    args = parse_argv(["-misset", "random", "-misset_seed", "7", "-cell", "100"])
+    args = parse_argv(["-misset", "random", "-misset_seed", "7", "-cell", "100", "100", "100", "90", "90", "90"])
     assert args.misset_seed == 7
     assert args.misset_random is False
     assert args.misset_deg == (7.0, 0.0, 100.0)  # atof("-cell") == 0, as in C
@@ -109,9 +136,12 @@ def test_shapes_and_interpolation_switches():
     assert parse_argv(["-interpolate"]).interpolate is True
 
 
-def test_curved_det_as_last_token_is_ignored_like_nanobragg():
-    assert parse_argv(["-curved_det"]).curved is False
+def test_curved_det_needs_a_token_after_it_which_it_ignores():
+    with pytest.raises(ArgumentError, match="-curved_det must be followed by another token"):
+        parse_argv(["-curved_det"])  # nanoBragg ignores it as the last token
     assert parse_argv(["-curved_det", "-N", "2"]).curved is True
+    args = parse_argv(["-curved_det", "1", "-N", "2"])
+    assert args.curved is True and args.Na == 2
 
 
 def test_negative_values_are_values_not_flags():
@@ -121,20 +151,20 @@ def test_negative_values_are_values_not_flags():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["-distance"], "-distance expects 1 value"),
+    (["-distance"], "-distance expects 1 value (mm), got 0"),
     (["-distance", "abc"], "-distance expects a number, got 'abc'"),
     (["-distance", "nan"], "-distance expects a finite number"),
     (["-distance", "-cell", "1"], "-distance expects 1 value"),
-    (["-cell", "100", "-N", "-x"], "-N expects 1 value"),
+    (BASE + ["-N", "-x"], "-N expects 1 value"),
     (["-N", "2.5"], "-N expects an integer"),
     (["-pivot", "middle"], "-pivot expects 'sample' or 'beam'"),
     (["-roi", "1", "2", "3"], "-roi expects 4 value"),
-    (["-cell", "100", "stray"], "stray"),
+    (BASE + ["stray"], "stray"),
     (["-dtype", "float16"], "-dtype expects one of float64, float32"),
-    (["-misset", "1", "2"], "-misset expects 3 angles"),
+    (["-misset", "1", "2"], "-misset expects 3 values"),
 ])
 def test_errors_name_the_flag(argv, message):
-    with pytest.raises(ArgumentError, match=message.replace("(", r"\(")):
+    with pytest.raises(ArgumentError, match=re.escape(message)):
         parse_argv(argv)
 
 

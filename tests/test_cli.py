@@ -103,7 +103,10 @@ BAD_INPUTS = [
     (SMALL + ["-detsize", "0"], "-detsize"),
     (SMALL + ["-distance", "nan"], "-distance"),
     (SMALL + ["-lambda", "nan"], "-lambda"),
-    (SMALL + ["-cell", "70", "nan", "70"], "-cell"),
+    (SMALL + ["-cell", "70", "nan", "70", "90", "90", "90"], "-cell"),
+    (["-cell", "100", "100", "100", "90", "90", "-default_F", "1"], "-cell expects 6 values (a b c al be ga), got 5"),
+    (SMALL + ["-cell", "100", "100", "100", "90"], "-cell expects 6 values (a b c al be ga), got 4"),
+    (SMALL + ["-misset", "10", "20"], "-misset expects 3 values (x y z | random), got 2"),
     (SMALL + ["-distance", "1_00"], "-distance expects a number, got '1_00'"),  # nanoBragg reads 1
     (SMALL + ["-N", "1_0"], "-N expects an integer, got '1_0'"),
     (SMALL + ["-detpixels", "3_2"], "-detpixels expects an integer, got '3_2'"),
