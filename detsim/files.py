@@ -2,7 +2,7 @@
 
 Conventions (what nanoBragg users expect of ``-floatfile`` and friends, made safe):
     * An output path is checked before anything is computed (:func:`check_output_path`): not empty, not a
-      directory, its directory exists and is writable, an existing file is writable.
+      directory (nor a path ending in ``/``), its directory exists and is writable, an existing file is writable.
     * A regular file is written to a temporary file beside it, which replaces it only once complete
       (:func:`atomic_write`); on any error the temporary file is removed and the old file is untouched.
     * A symlink is followed and a device or FIFO written through, as C's ``fopen`` does; a read-only file is
@@ -35,13 +35,16 @@ def _resolved(path: PathLike) -> Path:
 def check_output_path(path: PathLike, flag: str) -> None:
     """Raise :class:`OutputError` (one line naming ``flag`` and the path) unless ``path`` can be written.
 
-    Checked: the path is not empty and not a directory, an existing file is writable (a file without any
+    Checked: the path is not empty and not a directory (a path ending in ``/``, ``/.`` or ``/..`` names one,
+    even when it does not exist: C's ``fopen`` refuses it), an existing file is writable (a file without any
     write permission bit is refused even for root, so that it is never overwritten), and a new file's
     directory exists and is writable. Devices and FIFOs are written through, so only their permission counts.
     """
     text = os.fspath(path)
     if text == "":
         raise OutputError(f"{flag}: the output file name is empty")
+    if os.path.basename(text) in ("", ".", ".."):
+        raise OutputError(f"{flag} {text}: names a directory (a file name cannot end in '/'); give a file name")
     target = _resolved(text)
     try:
         info = os.stat(target)

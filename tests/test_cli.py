@@ -168,6 +168,8 @@ def test_trace_pixel_prints_trace_and_writes_no_image(tmp_path, monkeypatch, cap
     (["-pgmfile", "adir"], "adir"),
     (["-floatfile", ""], "-floatfile"),
     (["-noisefile", "locked.img"], "locked.img"),
+    (["-floatfile", "target.img/"], "-floatfile target.img/: names a directory"),  # it replaced target.img
+    (["-floatfile", "newdir/"], "-floatfile newdir/: names a directory"),  # it created a file newdir
 ])
 def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -4,6 +4,7 @@ The writers of :mod:`detsim.io` go through these; tests/test_io.py checks them o
 """
 
 import os
+import re
 
 import pytest
 
@@ -63,3 +64,17 @@ def test_check_output_path_refuses_a_read_only_directory(tmp_path):
             check_output_path(str(locked / "out.bin"), "-intfile")
     finally:
         locked.chmod(0o755)
+
+
+@pytest.mark.parametrize("name", ["afile/", "newdir/", "afile/.", "adir/..", "adir/"])
+def test_a_path_ending_in_a_slash_names_a_directory_and_is_refused(tmp_path, monkeypatch, name):
+    # os.path.realpath drops the slash: 'afile/' would replace afile and 'newdir/' create a file newdir
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_bytes(b"keep")
+    with pytest.raises(OutputError, match=f"^-floatfile {re.escape(name)}: names a directory") as info:
+        check_output_path(name, "-floatfile")
+    assert "\n" not in str(info.value)
+    with pytest.raises(OutputError):
+        atomic_write(name, lambda handle: handle.write(b"new"))
+    assert (tmp_path / "afile").read_bytes() == b"keep" and sorted(os.listdir(tmp_path)) == ["adir", "afile"]
