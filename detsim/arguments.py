@@ -111,3 +111,9 @@ class Arguments:
     physical_phi: bool = False
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
     trace_json: str | None = None
+
+    def input_files(self) -> list[tuple[str, str]]:
+        """(flag, path) of every file the command line names for reading."""
+        named = (("-mat", self.matrix_file), ("-hkl", self.hkl_file), ("-sourcefile", self.source_file),
+                 ("-stol", self.stol_file), ("-img", self.img_file), ("-mask", self.mask_file))
+        return [(flag, path) for flag, path in named if path is not None]

@@ -9,9 +9,7 @@ checked before anything is written; a bad input ends the run with a one-line err
 
 from __future__ import annotations
 
-import os
 import signal
-import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -56,32 +54,13 @@ def _outputs(args: Arguments) -> Outputs:
     )
 
 
-def _is_char_device(path: str) -> bool:
-    try:
-        return stat.S_ISCHR(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def check_outputs(outputs: Outputs) -> None:
-    """Every output path can be written and no two outputs share a file, checked before any work.
-
-    Raises :class:`~detsim.files.OutputError` naming the flag and the path. Outputs may share a character
-    device (``/dev/null``): writing through it twice loses nothing.
-    """
+def _output_files(args: Arguments, outputs: Outputs) -> list[tuple[str, str]]:
+    """(flag, path) of every file the run writes: the traces' JSON for a trace run, the images otherwise."""
+    if args.trace_pixels:
+        return [("--trace-json", args.trace_json)] if args.trace_json is not None else []
     named = [("-floatfile", outputs.floatfile), ("-intfile", outputs.intfile), ("-pgmfile", outputs.pgmfile),
              ("-noisefile", outputs.noisefile)]
-    seen: dict[str, tuple[str, str]] = {}
-    for flag, path in named:
-        if path is None:
-            continue
-        files.check_output_path(path, flag)
-        key = os.path.realpath(path)
-        if key in seen and not _is_char_device(key):
-            other_flag, other_path = seen[key]
-            raise files.OutputError(f"{flag} {path} and {other_flag} {other_path} name the same file; "
-                                 "give each output its own file")
-        seen[key] = (flag, path)
+    return [(flag, path) for flag, path in named if path is not None]
 
 
 def _summary(setup: Setup) -> list[str]:
@@ -151,16 +130,14 @@ def run(argv: list[str], out=None) -> int:
     """Parse, simulate, write; returns the exit status."""
     out = sys.stdout if out is None else out
     args, mask = parse_with_headers(argv)
-    config = build_config(args, mask)
     if args.trace_json is not None and not args.trace_pixels:
         raise ConfigError("--trace-json needs at least one -trace_pixel S F")
+    outputs = _outputs(args)
+    files.check_outputs(_output_files(args, outputs), args.input_files())
+    config = build_config(args, mask)
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
-        if args.trace_json is not None:
-            files.check_output_path(args.trace_json, "--trace-json")
         trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
         return 0
-    outputs = _outputs(args)
-    check_outputs(outputs)
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:
         device = torch.device(args.device)

@@ -1,8 +1,10 @@
 """Writing output files safely: paths checked before the work, files replaced atomically, nothing clobbered.
 
 Conventions (what nanoBragg users expect of ``-floatfile`` and friends, made safe):
-    * An output path is checked before anything is computed (:func:`check_output_path`): not empty, not a
-      directory (nor a path ending in ``/``), its directory exists and is writable, an existing file is writable.
+    * Output paths are checked before anything is computed (:func:`check_output_path`, :func:`check_outputs`):
+      not empty, not a directory (nor a path ending in ``/``), its directory exists and is writable, an existing
+      file is writable, no two outputs are one file and no output is an input file (the same file by device and
+      inode: hard links and symlinks count).
     * A regular file is written to a temporary file beside it, which replaces it only once complete
       (:func:`atomic_write`); on any error the temporary file is removed and the old file is untouched.
     * A symlink is followed and a device or FIFO written through, as C's ``fopen`` does; a read-only file is
@@ -16,9 +18,9 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Sequence
 
-__all__ = ["OutputError", "PathLike", "atomic_write", "check_output_path"]
+__all__ = ["OutputError", "PathLike", "atomic_write", "check_output_path", "check_outputs", "file_identity"]
 
 PathLike = str | os.PathLike
 
@@ -67,6 +69,47 @@ def check_output_path(path: PathLike, flag: str) -> None:
         raise OutputError(f"{flag} {text}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{flag} {text}: directory {parent} is not writable")
+
+
+def file_identity(path: PathLike) -> tuple[int, int] | None:
+    """(device, inode) of the file ``path`` names, symlinks followed; None when there is none (or no access)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _is_char_device(path: PathLike) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs: Sequence[tuple[str, PathLike]], inputs: Sequence[tuple[str, PathLike]] = ()) -> None:
+    """Check a run's outputs before any work: each can be written, no two are one file, none is an input.
+
+    ``outputs`` and ``inputs`` are (flag, path) pairs. Two paths are one file when they name the same device
+    and inode (a hard link or a symlink to it counts) or, for files not there yet, the same resolved path.
+    Outputs may share a character device (``/dev/null``): writing through it twice loses nothing. Raises
+    :class:`OutputError`, one line naming both flags and paths.
+    """
+    read = [(flag, path, file_identity(path)) for flag, path in inputs]
+    seen: dict[object, tuple[str, PathLike]] = {}
+    for flag, path in outputs:
+        check_output_path(path, flag)
+        identity = file_identity(path)
+        for in_flag, in_path, in_identity in read:
+            if identity is not None and identity == in_identity:
+                raise OutputError(f"{flag} {os.fspath(path)} is the {in_flag} input file {os.fspath(in_path)}; "
+                                  "an output may not overwrite an input")
+        key = identity if identity is not None else os.path.realpath(path)
+        if key in seen and not _is_char_device(path):
+            other_flag, other_path = seen[key]
+            raise OutputError(f"{flag} {os.fspath(path)} and {other_flag} {os.fspath(other_path)} name the same "
+                              "file; give each output its own file")
+        seen[key] = (flag, path)
 
 
 def atomic_write(path: PathLike, write: Callable[[BinaryIO], None]) -> None:

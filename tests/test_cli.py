@@ -189,6 +189,53 @@ def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "link.img", "locked.img", "target.img"]
 
 
+def _input_files(tmp_path):
+    (tmp_path / "in.hkl").write_text("0 0 0 10\n1 1 1 20\n")
+    (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.01 0\n0 0 0.01\n")
+    io.write_smv(tmp_path / "in.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    io.write_smv(tmp_path / "mask.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    (tmp_path / "sources.txt").write_text("-10 0 0\n")
+    (tmp_path / "stol.txt").write_text("0 1\n")
+
+
+OVER_INPUTS = [
+    (["-hkl", "in.hkl", "-floatfile", "in.hkl"], "-floatfile in.hkl is the -hkl input file in.hkl"),
+    (["-mat", "A.mat", "-intfile", "A.mat"], "-intfile A.mat is the -mat input file A.mat"),
+    (["-img", "in.img", "-intfile", "in.img"], "-intfile in.img is the -img input file in.img"),
+    (["-mask", "mask.img", "-noisefile", "mask.img"], "-noisefile mask.img is the -mask input file mask.img"),
+    (["-sourcefile", "sources.txt", "-pgmfile", "sources.txt"], "-pgmfile sources.txt is the -sourcefile input"),
+    (["-stol", "stol.txt", "-floatfile", "./stol.txt"], "-floatfile ./stol.txt is the -stol input file stol.txt"),
+    (["-hkl", "in.hkl", "-trace_pixel", "1", "2", "--trace-json", "in.hkl"], "--trace-json in.hkl is the -hkl"),
+    (["-hkl", "in.hkl", "-floatfile", "hard.hkl"], "-floatfile hard.hkl is the -hkl input file in.hkl"),
+    (["-hkl", "in.hkl", "-floatfile", "soft.hkl"], "-floatfile soft.hkl is the -hkl input file in.hkl"),
+]
+
+
+@pytest.mark.parametrize("argv,message", OVER_INPUTS, ids=[m.split(" is ")[0] for _, m in OVER_INPUTS])
+def test_an_output_may_not_overwrite_an_input(argv, message, tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    _input_files(tmp_path)
+    os.link("in.hkl", "hard.hkl")
+    os.symlink("in.hkl", "soft.hkl")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert main(SMALL + ["-seed", "1"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"detsim: error: {message}") and err.count("\n") == 1, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.img").write_bytes(b"old")
+    os.link("a.img", "b.img")
+    assert main(SMALL + ["-seed", "1", "-intfile", "a.img", "-noisefile", "b.img"]) == 2
+    err = capsys.readouterr().err
+    assert "-noisefile b.img and -intfile a.img name the same file" in err and err.count("\n") == 1, err
+    assert (tmp_path / "a.img").read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["a.img", "b.img"]
+
+
 def test_the_same_character_device_may_take_several_outputs(tmp_path, monkeypatch):
     import os
     import stat

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from detsim.files import OutputError, atomic_write, check_output_path
+from detsim.files import OutputError, atomic_write, check_output_path, check_outputs, file_identity
 
 
 def test_atomic_write_creates_the_file_with_what_was_written(tmp_path):
@@ -78,3 +78,31 @@ def test_a_path_ending_in_a_slash_names_a_directory_and_is_refused(tmp_path, mon
     with pytest.raises(OutputError):
         atomic_write(name, lambda handle: handle.write(b"new"))
     assert (tmp_path / "afile").read_bytes() == b"keep" and sorted(os.listdir(tmp_path)) == ["adir", "afile"]
+
+
+def test_file_identity_follows_symlinks_and_sees_hard_links(tmp_path):
+    (tmp_path / "a").write_bytes(b"a")
+    os.link(tmp_path / "a", tmp_path / "hard")
+    (tmp_path / "soft").symlink_to("a")
+    assert file_identity(tmp_path / "a") == file_identity(tmp_path / "hard") == file_identity(tmp_path / "soft")
+    assert file_identity(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("output", ["in.hkl", "./in.hkl", "hard.hkl", "soft.hkl"])
+def test_an_output_naming_an_input_file_is_refused_naming_both(tmp_path, monkeypatch, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.hkl").write_text("0 0 0 1\n")
+    os.link("in.hkl", "hard.hkl")
+    os.symlink("in.hkl", "soft.hkl")
+    message = f"-floatfile {output} is the -hkl input file in.hkl; an output may not overwrite an input"
+    with pytest.raises(OutputError, match=f"^{re.escape(message)}$"):
+        check_outputs([("-intfile", "out.img"), ("-floatfile", output)], [("-mat", "A.mat"), ("-hkl", "in.hkl")])
+
+
+def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.img").write_bytes(b"x")
+    os.link("one.img", "other.img")
+    with pytest.raises(OutputError, match="^-noisefile other.img and -intfile one.img name the same file"):
+        check_outputs([("-intfile", "one.img"), ("-noisefile", "other.img")])
+    check_outputs([("-intfile", "one.img"), ("-noisefile", "new.img")])  # distinct files are fine
