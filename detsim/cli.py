@@ -183,32 +183,38 @@ def _roi_mask(setup: Setup) -> np.ndarray:
 
 
 def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> None:
-    """Write float, int, PGM and noise images, in nanoBragg's order (spec §6.3)."""
+    """Write float, int, PGM and noise images, all or none (spec §6.3), and report them in nanoBragg's order.
+
+    Every image is staged to a temporary file first; the files are replaced only once all are written
+    (:class:`~detsim.files.StagedOutputs`), and the report is printed after that.
+    """
     roi = _roi_mask(setup)
     mask = setup.config.detector.mask
     pixel_mask = None if mask is None else np.asarray(mask) != 0
     stats = io.image_statistics(image, roi, pixel_mask)
     s_max, f_max = np.unravel_index(int(np.argmax(np.where(roi, image, -np.inf))), image.shape)
-    print(f"max_I = {stats['max_I']:g} at pixel (slow {s_max}, fast {f_max})", file=out)
-    print(f"mean= {stats['mean']:g} rms= {stats['rms']:g} rmsd= {stats['rmsd']:g}", file=out)
+    report = [f"max_I = {stats['max_I']:g} at pixel (slow {s_max}, fast {f_max})",
+              f"mean= {stats['mean']:g} rms= {stats['rms']:g} rmsd= {stats['rmsd']:g}"]
     header = _header_fields(setup)
-    io.write_float_image(outputs.floatfile, image)
-    print(f"wrote {outputs.floatfile}", file=out)
-    ints, scale = io.int_image(image, outputs.int_scale if outputs.int_scale > 0 else None, outputs.adc, roi)
-    print(f"intfile_scale = {scale:g}", file=out)
-    io.write_smv(outputs.intfile, ints, header)
-    print(f"wrote {outputs.intfile}", file=out)
-    if outputs.pgmfile is not None:
-        pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
-                                      pixel_mask)
-        io.write_pgm(outputs.pgmfile, pgm, pgm_scale)
-        print(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}", file=out)
-    if outputs.noisefile is not None:
-        noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
-                                                   setup.config.detector.roi)
-        io.write_smv(outputs.noisefile, noisy, header)
-        print(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise image "
-              f"({overloads} overloads)\nwrote {outputs.noisefile}", file=out)
+    with files.StagedOutputs() as staged:
+        staged.add(outputs.floatfile, io.float_image_writer(image))
+        report.append(f"wrote {outputs.floatfile}")
+        ints, scale = io.int_image(image, outputs.int_scale if outputs.int_scale > 0 else None, outputs.adc, roi)
+        report.append(f"intfile_scale = {scale:g}")
+        staged.add(outputs.intfile, io.smv_writer(ints, header))
+        report.append(f"wrote {outputs.intfile}")
+        if outputs.pgmfile is not None:
+            pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
+                                          pixel_mask)
+            staged.add(outputs.pgmfile, io.pgm_writer(pgm, pgm_scale))
+            report.append(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}")
+        if outputs.noisefile is not None:
+            noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
+                                                       setup.config.detector.roi)
+            staged.add(outputs.noisefile, io.smv_writer(noisy, header))
+            report.append(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise "
+                          f"image ({overloads} overloads)\nwrote {outputs.noisefile}")
+    print("\n".join(report), file=out)
 
 
 def _header_fields(setup: Setup) -> dict:

@@ -7,8 +7,10 @@ Conventions:
       "rendered" (mask value non-zero). ``None`` means every pixel.
     * Header lengths are in mm, the wavelength in Å, angles in degrees and XDS_ORGX/ORGY in pixels, as nanoBragg
       writes them; numbers are formatted with C's ``%g`` (6 significant digits).
-    * Files are little-endian. Every writer is atomic (:func:`detsim.files.atomic_write`): the data go to a
-      temporary file in the destination directory, which replaces the destination only once it is complete.
+    * Files are little-endian. Each format has a ``*_writer`` (what puts the file's bytes into an open binary
+      file, for :class:`detsim.files.StagedOutputs`) and a ``write_*`` that writes one file atomically
+      (:func:`detsim.files.atomic_write`): the data go to a temporary file in the destination directory, which
+      replaces the destination only once it is complete.
 
 numpy is used throughout; nothing here is on the differentiable path.
 """
@@ -23,16 +25,19 @@ from typing import BinaryIO, Mapping, Sequence
 import numpy as np
 
 from detsim import cnumbers
-from detsim.files import PathLike, atomic_write
+from detsim.files import PathLike, Writer, atomic_write
 
 __all__ = [
+    "float_image_writer",
     "image_statistics",
     "int_image",
     "pgm_image",
+    "pgm_writer",
     "read_float_image",
     "read_smv",
     "smv_header",
     "smv_header_fields",
+    "smv_writer",
     "write_float_image",
     "write_pgm",
     "write_smv",
@@ -68,11 +73,10 @@ def _mask_or_all(mask: np.ndarray | None, shape: tuple[int, ...], what: str) -> 
 # ---------------------------------------------------------------- raw float images
 
 
-def write_float_image(path: PathLike, image: np.ndarray) -> None:
-    """Write a raw float32 little-endian image with no header (spec §6.3 "floatfile").
+def float_image_writer(image: np.ndarray) -> Writer:
+    """What writes a raw float32 little-endian image with no header (spec §6.3 "floatfile") into a file.
 
     Args:
-        path: destination file.
         image: (S, F) array of any real dtype; converted to float32.
     """
     shape = np.shape(image)
@@ -82,7 +86,17 @@ def write_float_image(path: PathLike, image: np.ndarray) -> None:
     def write(handle: BinaryIO) -> None:
         handle.write(np.ascontiguousarray(image, dtype="<f4").tobytes())
 
-    atomic_write(path, write)
+    return write
+
+
+def write_float_image(path: PathLike, image: np.ndarray) -> None:
+    """Write a raw float32 little-endian image with no header (spec §6.3 "floatfile").
+
+    Args:
+        path: destination file.
+        image: (S, F) array of any real dtype; converted to float32.
+    """
+    atomic_write(path, float_image_writer(image))
 
 
 def read_float_image(path: PathLike, shape: tuple[int, int]) -> np.ndarray:
@@ -229,11 +243,10 @@ def pgm_image(
     return grey, scale
 
 
-def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
-    """Write an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm").
+def pgm_writer(image: np.ndarray, scale: float) -> Writer:
+    """What writes an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm") into a file.
 
     Args:
-        path: destination file.
         image: (S, F) uint8 grey levels, e.g. from :func:`pgm_image`.
         scale: the scale to record in the ``# pixels scaled by`` comment.
     """
@@ -248,7 +261,12 @@ def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
         handle.write(header)
         handle.write(np.ascontiguousarray(grey).tobytes())
 
-    atomic_write(path, write)
+    return write
+
+
+def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
+    """Write an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm"); see :func:`pgm_writer`."""
+    atomic_write(path, pgm_writer(image, scale))
 
 
 # ---------------------------------------------------------------- SMV
@@ -404,11 +422,10 @@ def _uint16_bytes(data: np.ndarray) -> bytes:
     return np.ascontiguousarray(data, dtype="<u2").tobytes()
 
 
-def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> None:
-    """Write an SMV image: the header of :func:`smv_header` (512 bytes or more), then little-endian uint16 pixels.
+def smv_writer(data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> Writer:
+    """What writes an SMV image into a file: the header of :func:`smv_header`, then little-endian uint16 pixels.
 
     Args:
-        path: destination file.
         data: (S, F) integer image with values in 0..65535 (normally uint16).
         header_fields: keys for :func:`smv_header`, e.g. from :func:`smv_header_fields`. SIZE1 and SIZE2, if
             given, must equal F and S; if absent they are written first.
@@ -431,7 +448,12 @@ def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str 
         handle.write(header)
         handle.write(_uint16_bytes(data))
 
-    atomic_write(path, write)
+    return write
+
+
+def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> None:
+    """Write an SMV image (header, then little-endian uint16 pixels); see :func:`smv_writer`."""
+    atomic_write(path, smv_writer(data, header_fields))
 
 
 def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:

@@ -236,6 +236,42 @@ def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monke
     assert (tmp_path / "a.img").read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["a.img", "b.img"]
 
 
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+def test_out_of_space_names_the_file_and_replaces_no_output(tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.bin").write_bytes(b"old float")
+    assert main(SMALL + ["-seed", "1", "-floatfile", "ok.bin", "-intfile", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert err == "detsim: error: cannot write /dev/full: No space left on device\n", err
+    assert (tmp_path / "ok.bin").read_bytes() == b"old float" and os.listdir(tmp_path) == ["ok.bin"]
+
+
+def test_a_write_that_fails_midway_replaces_no_output(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+    monkeypatch.chdir(tmp_path)
+    for name in ("float.bin", "int.img", "noise.img"):
+        (tmp_path / name).write_bytes(b"old")
+    real, calls = io.smv_writer, []
+
+    def full_noise(data, header):  # the int image is written; the noise image, the last output, finds the disk full
+        calls.append(1)
+        if len(calls) == 1:
+            return real(data, header)
+
+        def write(handle):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write
+
+    monkeypatch.setattr(io, "smv_writer", full_noise)
+    assert main(SMALL + ["-seed", "1", "-nopgm", "-floatfile", "float.bin", "-intfile", "int.img",
+                         "-noisefile", "noise.img"]) == 1
+    assert capsys.readouterr().err == "detsim: error: cannot write noise.img: No space left on device\n"
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {n: b"old" for n in os.listdir(tmp_path)}
+    assert sorted(os.listdir(tmp_path)) == ["float.bin", "int.img", "noise.img"]
+
+
 def test_the_same_character_device_may_take_several_outputs(tmp_path, monkeypatch):
     import os
     import stat
@@ -367,7 +403,7 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(signum, code, tmp_pa
     handler = signal.getsignal(signal.SIGTERM)
     assert main(SMALL + ["-seed", "1", "-nopgm", "-nonoise"]) == code
     assert signal.getsignal(signal.SIGTERM) is handler  # restored for whoever called main
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["floatimage.bin"]
+    assert list(tmp_path.iterdir()) == []  # outputs are written all or none: the float image was staged only
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "detsim:" in err, err
 

@@ -3,12 +3,14 @@
 The writers of :mod:`detsim.io` go through these; tests/test_io.py checks them on real image files.
 """
 
+import errno
 import os
 import re
 
 import pytest
 
-from detsim.files import OutputError, atomic_write, check_output_path, check_outputs, file_identity
+from detsim import files
+from detsim.files import OutputError, StagedOutputs, atomic_write, check_output_path, check_outputs, file_identity
 
 
 def test_atomic_write_creates_the_file_with_what_was_written(tmp_path):
@@ -106,3 +108,46 @@ def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monke
     with pytest.raises(OutputError, match="^-noisefile other.img and -intfile one.img name the same file"):
         check_outputs([("-intfile", "one.img"), ("-noisefile", "other.img")])
     check_outputs([("-intfile", "one.img"), ("-noisefile", "new.img")])  # distinct files are fine
+
+
+def _full(handle):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_staged_outputs_replace_nothing_unless_every_output_is_written(tmp_path):
+    first, second = tmp_path / "float.bin", tmp_path / "int.img"
+    first.write_bytes(b"old float")
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(first, lambda handle: handle.write(b"new float"))
+            staged.add(second, _full)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(second)  # the output, not a temporary
+    assert first.read_bytes() == b"old float" and sorted(os.listdir(tmp_path)) == ["float.bin"]
+
+
+def test_a_failed_rename_names_the_output_and_removes_every_temporary(tmp_path, monkeypatch):
+    first, second = tmp_path / "float.bin", tmp_path / "int.img"
+    first.write_bytes(b"old float")
+
+    def no_rename(src, dst):
+        raise OSError(errno.EXDEV, "Invalid cross-device link", str(src), str(dst))
+
+    monkeypatch.setattr(files.os, "replace", no_rename)
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(first, lambda handle: handle.write(b"new float"))
+            staged.add(second, lambda handle: handle.write(b"new int"))
+    assert info.value.filename == str(first) and info.value.filename2 is None
+    assert first.read_bytes() == b"old float" and sorted(os.listdir(tmp_path)) == ["float.bin"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_device_among_the_outputs_replaces_no_file(tmp_path):
+    path = tmp_path / "float.bin"
+    path.write_bytes(b"old float")
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(path, lambda handle: handle.write(b"new float"))
+            staged.add("/dev/full", lambda handle: handle.write(b"x" * 100000))
+    assert info.value.errno == errno.ENOSPC and info.value.filename == "/dev/full"
+    assert path.read_bytes() == b"old float" and os.listdir(tmp_path) == ["float.bin"]
