@@ -10,12 +10,13 @@ tracking suite and the tests alike (:func:`config_from_argv`).
 from __future__ import annotations
 
 import math
+import os
+import re
 import time
-from pathlib import Path
 
 import numpy as np
 
-from detsim import cnumbers, io
+from detsim import cnumbers, inputs, io
 from detsim.argv import Arguments, parse_argv
 from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
@@ -30,22 +31,30 @@ class InputError(ValueError):
     """A file named on the command line is missing or malformed."""
 
 
+MATRIX_MAX_BYTES = 4096  # where a matrix file's 9 numbers must lie: they take a few hundred bytes at most
+_FIELD = re.compile(rb"[^ \t\n\v\f\r]+")  # between C spaces, the only ones fscanf skips
+
+
 def read_matrix_file(path: str) -> tuple[float, ...]:
-    """First 9 numbers of a MOSFLM orientation matrix file (spec §4.2)."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read matrix file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: matrix file is not text (byte {exc.start} is not UTF-8)") from None
-    numbers = []
-    for token in cnumbers.c_fields(text):
+    """First 9 numbers of a MOSFLM orientation matrix file (spec §4.2), from its first 4096 bytes."""
+    raw, more = inputs.read_prefix(path, "matrix file", MATRIX_MAX_BYTES, InputError)
+    numbers: list[float] = []
+    for field in _FIELD.finditer(raw):
+        if len(numbers) == 9:
+            break
+        if more and field.end() == len(raw):
+            break  # it may go on past the prefix
+        try:
+            token = field.group().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: matrix file is not text (byte {field.start() + exc.start} is not UTF-8)") from None
         number = cnumbers.parse_float(token)  # nanoBragg reads them with fscanf's %lg
         if number is None:
             raise InputError(f"{path}: non-numeric token {token!r} in matrix file")
         numbers.append(number)
-        if len(numbers) == 9:
-            break
+    if len(numbers) < 9 and more:
+        raise InputError(f"{path}: a matrix file's 9 numbers must lie within its first {MATRIX_MAX_BYTES} bytes, "
+                         f"found {len(numbers)}")
     if len(numbers) < 9:
         raise InputError(f"{path}: matrix file needs 9 numbers (3 rows of a*, b*, c* components), found {len(numbers)}")
     if not all(np.isfinite(numbers)):
@@ -150,7 +159,7 @@ def _beam_axis(args: Arguments) -> tuple[float, float, float]:
 
 def check_inputs(args: Arguments) -> None:
     for flag, path in (("-stol", args.stol_file), ("-img", args.img_file), ("-mask", args.mask_file)):
-        if path is not None and not Path(path).is_file():
+        if path is not None and not os.path.isfile(path):
             raise InputError(f"{flag} {path}: no such file")
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["C_INT_MAX", "C_INT_MIN", "C_SPACES", "NUMBER", "atof", "atoi", "c_fields", "number_value",
+__all__ = ["C_INT_MAX", "C_INT_MIN", "C_SPACES", "NUMBER", "atof", "atoi", "number_value",
            "parse_float", "parse_int", "strtod", "strtol"]
 
 C_INT_MIN, C_INT_MAX = -(2**31), 2**31 - 1  # a C int, as nanoBragg's atoi results are stored
@@ -39,7 +39,6 @@ NUMBER = rf"[+-]?(?:{_HEX}|{_DECIMAL}|{_SPECIAL})"  # one number as strtod reads
 _LEADING_SPACE = f"[{re.escape(C_SPACES)}]*"
 _FLOAT_PREFIX = re.compile(rf"{_LEADING_SPACE}({NUMBER})", re.ASCII)
 _INT_PREFIX = re.compile(rf"{_LEADING_SPACE}([+-]?[0-9]+)", re.ASCII)
-_C_SPACE_RUN = re.compile(f"[{re.escape(C_SPACES)}]+")
 
 
 def number_value(text: str) -> float:
@@ -83,11 +82,6 @@ def atoi(text: str) -> int:
     """C's ``atoi``, ``(int) strtol(text, NULL, 10)``: a long beyond a C int wraps, as gcc converts it."""
     value = strtol(text)[0]
     return (value - C_INT_MIN) % 2**32 + C_INT_MIN
-
-
-def c_fields(text: str) -> list[str]:
-    """``text`` split at runs of C spaces, the only ones ``scanf`` skips (``str.split()`` splits at Unicode ones)."""
-    return [field for field in _C_SPACE_RUN.split(text) if field]
 
 
 def _rest_is_space(text: str, end: int) -> bool:

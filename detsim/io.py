@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
+import torch
 
-from detsim import cnumbers
+from detsim import cnumbers, inputs, memory
 from detsim.files import PathLike, Writer, atomic_write
 
 __all__ = [
@@ -492,8 +493,15 @@ def _header_int(path: PathLike, header: Mapping[str, str], key: str) -> int:
     return value
 
 
+SMV_MAX_HEADER_BYTES = 1 << 16  # far more than any SMV header; HEADER_BYTES beyond it is refused
+
+
 def read_smv(path: PathLike) -> tuple[dict[str, str], np.ndarray]:
     """Read an SMV image such as nanoBragg's intfile or noisefile.
+
+    The header is read first (at most :data:`SMV_MAX_HEADER_BYTES`), then exactly the pixels it announces, once
+    the file's size and the memory available are known to match them: a device, a FIFO, a directory or an
+    empty file is refused before anything is read, and no read grows with the file.
 
     Args:
         path: the SMV file.
@@ -503,23 +511,44 @@ def read_smv(path: PathLike) -> tuple[dict[str, str], np.ndarray]:
         and the (SIZE2, SIZE1) uint16 image in native byte order.
 
     Raises:
-        ValueError: naming the file, for a malformed or truncated header, an unsupported TYPE or BYTE_ORDER, or a
-            data section whose size does not match SIZE1 x SIZE2.
+        ValueError: naming the file, for a file that is not a regular one or is empty, a malformed or truncated
+            header, an unsupported TYPE or BYTE_ORDER, a data section whose size does not match SIZE1 x SIZE2,
+            or an image larger than the memory available.
     """
-    raw = Path(path).read_bytes()
-    header = _parse_smv_header(path, raw)
-    header_bytes = _header_int(path, header, "HEADER_BYTES")
-    fpixels = _header_int(path, header, "SIZE1")
-    spixels = _header_int(path, header, "SIZE2")
-    if header.get("TYPE", "unsigned_short") != "unsigned_short":
-        raise ValueError(f"{path}: unsupported SMV TYPE={header['TYPE']} (only unsigned_short)")
-    dtype = _SMV_BYTE_ORDERS.get(header.get("BYTE_ORDER", "little_endian"))
-    if dtype is None:
-        raise ValueError(f"{path}: unknown SMV BYTE_ORDER={header['BYTE_ORDER']}")
-    expected = header_bytes + 2 * fpixels * spixels
-    if len(raw) != expected:
-        raise ValueError(
-            f"{path}: {len(raw)} bytes, expected {expected} ({header_bytes}-byte header + {spixels}x{fpixels} uint16)"
-        )
-    data = np.frombuffer(raw, dtype=dtype, offset=header_bytes).reshape(spixels, fpixels)
+    with inputs.open_regular(path, "SMV image", ValueError) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            raise ValueError(f"{os.fspath(path)}: is an empty file, not an SMV image")
+        head = handle.read(SMV_MAX_HEADER_BYTES)
+        if not head.startswith(b"{"):
+            raise ValueError(f"{path}: not an SMV file (it does not start with '{{')")
+        if b"}" not in head and size > len(head):
+            raise ValueError(f"{path}: no SMV header end ('}}') within its first {SMV_MAX_HEADER_BYTES} bytes")
+        header = _parse_smv_header(path, head)
+        header_bytes = _header_int(path, header, "HEADER_BYTES")
+        fpixels = _header_int(path, header, "SIZE1")
+        spixels = _header_int(path, header, "SIZE2")
+        if header.get("TYPE", "unsigned_short") != "unsigned_short":
+            raise ValueError(f"{path}: unsupported SMV TYPE={header['TYPE']} (only unsigned_short)")
+        dtype = _SMV_BYTE_ORDERS.get(header.get("BYTE_ORDER", "little_endian"))
+        if dtype is None:
+            raise ValueError(f"{path}: unknown SMV BYTE_ORDER={header['BYTE_ORDER']}")
+        expected = header_bytes + 2 * fpixels * spixels
+        if size != expected:
+            raise ValueError(
+                f"{path}: {size} bytes, expected {expected} ({header_bytes}-byte header + {spixels}x{fpixels} uint16)"
+            )
+        available = memory.available_bytes(torch.device("cpu"))
+        if SMV_READ_BYTES_PER_PIXEL * fpixels * spixels > available:
+            raise ValueError(f"{path}: a {spixels}x{fpixels} image needs "
+                             f"{memory.gib(SMV_READ_BYTES_PER_PIXEL * fpixels * spixels)} of memory to read, more "
+                             f"than the {memory.gib(available)} available")
+        handle.seek(header_bytes)
+        raw = handle.read(2 * fpixels * spixels)
+    if len(raw) != 2 * fpixels * spixels:
+        raise ValueError(f"{path}: the file shrank while it was read")
+    data = np.frombuffer(raw, dtype=dtype).reshape(spixels, fpixels)
     return header, data.astype(np.uint16)
+
+
+SMV_READ_BYTES_PER_PIXEL = 2 + 2  # the pixels as read, and as native uint16

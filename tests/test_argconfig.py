@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -38,6 +39,20 @@ def test_blank_cell_entries_take_nanobraggs_defaults():
 def test_a_detector_size_alone_is_rounded_to_whole_pixels():
     cfg = config_from_argv(SMALL[:-2] + ["-detsize", "10.04", "-pixel", "0.1"])
     assert (cfg.detector.spixels, cfg.detector.fpixels) == (100, 100)
+
+
+def test_only_the_first_4096_bytes_of_a_matrix_file_are_read(tmp_path):
+    (tmp_path / "A.mat").write_bytes(b"0.01 0 0\n0 0.01 0\n0 0 0.01\n" + b"\0" * 10_000_000)
+    assert read_matrix_file(str(tmp_path / "A.mat"))[8] == 0.01
+    (tmp_path / "B.mat").write_bytes(b" " * 4090 + b"0.01 0 0\n0 0.01 0\n0 0 0.01\n")
+    with pytest.raises(InputError, match="B.mat: a matrix file's 9 numbers must lie within its first 4096 bytes"):
+        read_matrix_file(str(tmp_path / "B.mat"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_a_matrix_file_that_is_a_device_is_refused_before_it_is_read():
+    with pytest.raises(InputError, match="^/dev/zero: is a character device; the matrix file must be a regular file$"):
+        read_matrix_file("/dev/zero")
 
 
 def test_matrix_numbers_are_read_with_cs_grammar(tmp_path):

@@ -297,6 +297,25 @@ def test_a_binary_input_file_is_one_line_error(flag, tmp_path, monkeypatch, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+NOT_FILES = [
+    (["-hkl", "/dev/zero"], "/dev/zero: is a character device; the HKL file must be a regular file"),
+    (["-mat", "/dev/zero"], "/dev/zero: is a character device; the matrix file must be a regular file"),
+    (["-sourcefile", "/dev/zero"], "/dev/zero: is a character device; the source file must be a regular file"),
+    (["-hkl", "adir"], "adir: is a directory; the HKL file must be a regular file"),
+]
+
+
+@pytest.mark.parametrize("argv,message", NOT_FILES, ids=[" ".join(a) for a, _ in NOT_FILES])
+def test_an_input_that_is_not_a_regular_file_is_refused_saying_what_it_is(argv, message, tmp_path, monkeypatch,
+                                                                          capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "empty.img").write_bytes(b"")
+    assert main(SMALL + ["-seed", "1"] + argv) == 2
+    assert capsys.readouterr().err == f"detsim: error: {message}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "empty.img"]
+
+
 @pytest.mark.parametrize("flag", ["-h", "-help", "--help"])
 def test_help_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeypatch, capsys):
     from detsim.argv import HANDLERS
