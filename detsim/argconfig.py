@@ -10,7 +10,6 @@ tracking suite and the tests alike (:func:`config_from_argv`).
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 
@@ -157,10 +156,22 @@ def _beam_axis(args: Arguments) -> tuple[float, float, float]:
     return CONVENTION_AXES[args.convention].beam
 
 
+_EXPECTED = {"-stol": "a file", "-img": "an SMV image", "-mask": "an SMV image"}
+
+
 def check_inputs(args: Arguments) -> None:
+    """The files of -stol, -img and -mask exist and are regular files (an -img/-mask one not empty).
+
+    Raises :class:`InputError` saying what the path is instead: "no such file", "is a directory, not an SMV
+    image", "is a character device, not an SMV image" (``/dev/zero``, ``/dev/null``), "is an empty file, ...".
+    """
     for flag, path in (("-stol", args.stol_file), ("-img", args.img_file), ("-mask", args.mask_file)):
-        if path is not None and not os.path.isfile(path):
-            raise InputError(f"{flag} {path}: no such file")
+        problem = inputs.describe(path) if path is not None else None
+        if problem is None or (problem == "an empty file" and flag == "-stol"):  # -stol's file is never read
+            continue
+        if problem.startswith(("no such", "cannot")):
+            raise InputError(f"{flag} {path}: {problem}")
+        raise InputError(f"{flag} {path}: is {problem}, not {_EXPECTED[flag]}")
 
 
 def _read_header_image(flag: str, path: str) -> tuple[dict[str, str], np.ndarray]:

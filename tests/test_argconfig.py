@@ -92,6 +92,32 @@ def test_a_missing_input_file_raises_input_error(flag, tmp_path, monkeypatch):
         config_from_argv(SMALL + [flag, "missing.file"])
 
 
+@pytest.mark.parametrize("flag,name,message", [
+    ("-img", "adir", "-img adir: is a directory, not an SMV image"),
+    ("-mask", "fifo", "-mask fifo: is a FIFO (named pipe), not an SMV image"),
+    ("-img", "empty.img", "-img empty.img: is an empty file, not an SMV image"),
+    ("-img", "/dev/zero", "-img /dev/zero: is a character device, not an SMV image"),
+    ("-mask", "/dev/null", "-mask /dev/null: is a character device, not an SMV image"),
+    ("-stol", "adir", "-stol adir: is a directory, not a file"),
+])
+def test_check_inputs_says_what_a_path_that_is_no_image_is(flag, name, message, tmp_path, monkeypatch):
+    # they were all reported as "no such file"
+    if name.startswith("/dev/") and not os.path.exists(name):
+        pytest.skip(f"needs {name}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "empty.img").write_bytes(b"")
+    with pytest.raises(InputError, match=f"^{re.escape(message)}$"):
+        check_inputs(parse_argv(SMALL + [flag, name]))
+
+
+def test_an_empty_stol_file_is_accepted_as_nanobragg_never_reads_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stol.txt").write_bytes(b"")
+    check_inputs(parse_argv(SMALL + ["-stol", "stol.txt"]))
+
+
 def test_check_inputs_names_the_flag_of_a_missing_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="^-mask nomask.img: no such file$"):

@@ -302,6 +302,10 @@ NOT_FILES = [
     (["-mat", "/dev/zero"], "/dev/zero: is a character device; the matrix file must be a regular file"),
     (["-sourcefile", "/dev/zero"], "/dev/zero: is a character device; the source file must be a regular file"),
     (["-hkl", "adir"], "adir: is a directory; the HKL file must be a regular file"),
+    (["-img", "/dev/null"], "-img /dev/null: is a character device, not an SMV image"),
+    (["-img", "/dev/zero"], "-img /dev/zero: is a character device, not an SMV image"),
+    (["-mask", "adir"], "-mask adir: is a directory, not an SMV image"),
+    (["-img", "empty.img"], "-img empty.img: is an empty file, not an SMV image"),
 ]
 
 
