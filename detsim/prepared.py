@@ -24,7 +24,7 @@ from detsim.crystal import (
 )
 from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
-from detsim.sources import Sources, build_sources
+from detsim.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.structure import StructureFactors
 from detsim.units import DEG, UM
 
@@ -81,6 +81,11 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     lattice = build_lattice(crystal, beam.lambda_A, device=device, dtype=setup_dtype)
     _require_finite("the lattice of the unit cell (-cell or -mat, with -lambda)",
                     lattice.real_m, lattice.recip_A, lattice.volume_A3)
+    if beam.sources is None:
+        h, v, d = grid_steps(beam)
+        memory.require(f"a source grid of {h.count} x {v.count} divergence steps x {d.count} wavelengths (-divsteps, "
+                       "-hdivsteps, -vdivsteps, -dispsteps, or a range over a step)",
+                       h.count * v.count * d.count * SOURCE_BYTES)
     sources = build_sources(beam, frame)
 
     steps = phi_steps(sampling)

@@ -24,6 +24,7 @@ from detsim.sampling import Steps, resolve_dispersion, resolve_divergence
 from detsim.units import ANGSTROM, MRAD
 
 SOURCE_DISTANCE_M = 10.0  # default source position: -10 m along the beam (spec §5.2)
+SOURCE_BYTES = 512  # one source: its SourcePoint or grid point, its Python lists and float64 tensors while built
 
 
 class SourceFileError(ValueError):
@@ -38,10 +39,16 @@ class Sources:
     lambda_m: Tensor  # (S,) wavelengths
 
 
-def divergence_offsets(beam: BeamConfig) -> list[tuple[float, float]]:
-    """(hdiv, vdiv) angle pairs (rad) kept by the grid and the elliptical cut (spec §5.2, §5.3)."""
+def grid_steps(beam: BeamConfig) -> tuple[Steps, Steps, Steps]:
+    """The source grid's horizontal and vertical divergence steps (rad) and its dispersion steps (spec §5.3)."""
     h = resolve_divergence(*_mrad(beam.hdivrange_mrad, beam.hdivstep_mrad), beam.hdivsteps)
     v = resolve_divergence(*_mrad(beam.vdivrange_mrad, beam.vdivstep_mrad), beam.vdivsteps)
+    return h, v, resolve_dispersion(beam.dispersion_pct / 100.0, beam.dispsteps)
+
+
+def divergence_offsets(beam: BeamConfig) -> list[tuple[float, float]]:
+    """(hdiv, vdiv) angle pairs (rad) kept by the grid and the elliptical cut (spec §5.2, §5.3)."""
+    h, v, _ = grid_steps(beam)
     kept = []
     for ih in range(h.count):
         for iv in range(v.count):
@@ -70,7 +77,7 @@ def _outside_ellipse(hdiv: float, vdiv: float, h: Steps, v: Steps) -> bool:
 
 def wavelength_factors(beam: BeamConfig) -> list[float]:
     """lambda_k / lambda0 = 1 + step*k - D/2 for each dispersion step k (spec §5.2)."""
-    d = resolve_dispersion(beam.dispersion_pct / 100.0, beam.dispsteps)
+    d = grid_steps(beam)[2]
     return [1.0 + d.step * k - d.range / 2.0 for k in range(d.count)]
 
 
@@ -102,7 +109,6 @@ def build_sources(beam: BeamConfig, frame: LabFrame) -> Sources:
 
 
 _SEPARATORS = re.compile(r"[ \t,;:!]+")
-SOURCE_BYTES = 512  # one source: its SourcePoint while read, its Python lists and float64 tensors while built
 
 
 def _source_point(path: str | Path, number: int, line: str, filler: list[float]) -> SourcePoint | None:

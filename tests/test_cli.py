@@ -370,6 +370,8 @@ ABSURD = [
     (["-cell", "1e300", "1e300", "1e300", "90", "90", "90", "-oversample", "1"], "-cell"),
     (["-cell", "1e-300", "1e-300", "1e-300", "90", "90", "90"], "-cell"),
     (["-mat", "nearly_singular.mat"], "-mat"),
+    (["-dispersion", "10", "-dispsteps", "2000000000"], "-dispsteps"),
+    (["-divergence", "1", "-divsteps", "100000"], "-divsteps"),
 ]
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import torch
 
-from detsim.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
+from detsim.config import (
+    BeamConfig, ConfigError, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
+)
 from detsim.prepared import needs_grad, prepare, restrict_pixels
 
 CONFIG = SimulationConfig(
@@ -57,3 +60,19 @@ def test_needs_grad_only_where_autograd_must_see_the_render():
     assert needs_grad(tracked)
     with torch.no_grad():
         assert not needs_grad(tracked)
+
+
+@pytest.mark.parametrize("beam,counts", [
+    (BeamConfig(dispersion_pct=10, dispsteps=2_000_000_000), "1 x 1 divergence steps x 2000000000 wavelengths"),
+    (BeamConfig(hdivrange_mrad=1, vdivrange_mrad=1, hdivsteps=100_000, vdivsteps=100_000),
+     "100000 x 100000 divergence steps x 1 wavelengths"),
+    (BeamConfig(hdivrange_mrad=1, hdivstep_mrad=1e-9), "1000000000 x 1 divergence steps"),
+])
+def test_a_source_grid_larger_than_memory_is_refused_before_it_is_built(beam, counts, monkeypatch):
+    # -dispsteps 2000000000 grew to 23 GB and was killed; -divsteps 100000 raised MemoryError
+    monkeypatch.setattr("detsim.memory.available_bytes", lambda device=None: 256 << 20)
+    built = []
+    monkeypatch.setattr("detsim.prepared.build_sources", lambda *args: built.append(1))
+    with pytest.raises(ConfigError, match=f"^a source grid of {counts} .*-dispsteps, or a range over a step.* needs"):
+        prepare(replace(CONFIG, beam=beam))
+    assert built == []
