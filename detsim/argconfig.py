@@ -18,7 +18,7 @@ import numpy as np
 from detsim import cnumbers, inputs, io
 from detsim.argv import Arguments, parse_argv
 from detsim.config import (
-    BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
+    BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
 from detsim.geometry import CONVENTION_AXES
 from detsim.sources import read_source_file
@@ -124,8 +124,10 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
     # spec §2.3: given pixel counts define the size; a size alone is rounded to whole pixels.
     detsize_f = args.pixel_mm * args.fpixels if args.fpixels else args.detsize_f_mm
     detsize_s = args.pixel_mm * args.spixels if args.spixels else args.detsize_s_mm
-    fpixels = int(np.ceil(detsize_f / args.pixel_mm - 0.5))
-    spixels = int(np.ceil(detsize_s / args.pixel_mm - 0.5))
+    fpixels = derived("the number of pixels along fast (-detsize_f / -pixel, or -pixel x -detpixels_f)",
+                      lambda: int(np.ceil(detsize_f / args.pixel_mm - 0.5)))
+    spixels = derived("the number of pixels along slow (-detsize_s / -pixel, or -pixel x -detpixels_s)",
+                      lambda: int(np.ceil(detsize_s / args.pixel_mm - 0.5)))
     detector = DetectorConfig(
         convention=args.convention, pivot=args.pivot, fpixels=fpixels, spixels=spixels,
         pixel_mm=args.pixel_mm, detsize_f_mm=detsize_f, detsize_s_mm=detsize_s,

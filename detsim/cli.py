@@ -160,7 +160,7 @@ def run(argv: list[str], out=None) -> int:
         s, f = info.interpolation_switched_off_at
         print(f"WARNING: out of range for three point interpolation at pixel (slow {s}, fast {f}); "
               "interpolation switched off from there on", file=out)
-    write_outputs(setup, image.detach().cpu().numpy().astype(np.float32), outputs, out)
+    write_outputs(setup, _float32_image(image), outputs, out)
     return 0
 
 
@@ -171,6 +171,19 @@ def _require_finite_image(image: torch.Tensor) -> None:
         s, f = (int(i) for i in torch.nonzero(bad)[0])
         raise ConfigError(f"the simulation gives NaN or infinite values (first at pixel slow {s}, fast {f}): "
                           "the geometry or crystal is impossible in double precision")
+
+
+def _float32_image(image: torch.Tensor) -> np.ndarray:
+    """The image as the float32 every output is made from; a value beyond float32's range is refused."""
+    values = image.detach().cpu().numpy()
+    with np.errstate(over="ignore"):
+        image32 = values.astype(np.float32)
+    beyond = ~np.isfinite(image32)
+    if beyond.any():
+        s, f = (int(i) for i in np.argwhere(beyond)[0])
+        raise ConfigError(f"the image's value at pixel slow {s}, fast {f} ({values[s, f]:g} photons) overflows the "
+                          "float32 of the output images: a value on the command line is too large")
+    return image32
 
 
 def _roi_mask(setup: Setup) -> np.ndarray:
@@ -258,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         return run(argv)
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, files.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OverflowError, ZeroDivisionError) as exc:  # a last resort: the checks name the flag where they can
+        reason = exc.args[-1] if exc.args and isinstance(exc.args[-1], str) else str(exc)
+        print(f"detsim: error: a number derived from the command line is out of double precision's range ({reason})",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a write that failed after every check passed (disk full, a path removed meanwhile)
         where = f"{exc.filename}: " if exc.filename else ""

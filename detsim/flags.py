@@ -152,8 +152,11 @@ def _pivot(a: Arguments, v: Values) -> None:
 def _detector_abs(a: Arguments, v: Values) -> None:
     if "inf" in v.text() or v.float() == 0.0:
         a.thick_um, a.mu_per_m = 0.0, 0.0  # spec §2.3 [QUIRK]: also zeroes the thickness
-    else:
-        a.mu_per_m = 1.0 / (v.float() * 1e-6)
+        return
+    length_m = v.float() * 1e-6
+    if length_m == 0.0 and v.strict:
+        raise ArgumentError(f"{v.flag} {v.text()}: the attenuation 1 / ({v.text()} um) overflows double precision")
+    a.mu_per_m = 1.0 / length_m if length_m else math.inf  # C's 1/0
 
 
 def _twotheta(a: Arguments, v: Values) -> None:

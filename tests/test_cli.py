@@ -375,6 +375,44 @@ ABSURD = [
 ]
 
 
+OVERFLOWS = [
+    (["-water", "1e300"], "the water background of -water 1e+300 um overflows double precision"),
+    (["-default_F", "1e200"], "-default_F 1e+200 squared overflows double precision"),
+    (["-osc", "1", "-phistep", "1e-320"], "the number of phi steps (-osc over -phistep) overflows"),
+    (["-divergence", "1", "-hdivstep", "1e-320"], "the number of divergence steps"),
+    (["-detector_abs", "1e-320"], "-detector_abs 1e-320: the attenuation 1 / (1e-320 um) overflows"),
+    (["-detector_thick", "1e-320"], "the attenuation 1 / -detector_thick"),
+    (["-pixel", "1.7e308"], "the number of pixels along fast (-detsize_f / -pixel, or -pixel x -detpixels_f)"),
+    (["-flux", "1e10", "-beamsize", "1e-300"], "the fluence -flux x -exposure / -beamsize squared overflows"),
+    (["-mosaic", "1e300"], "-mosaic 1e+300 degrees overflows the float32 of the mosaic angle"),
+    (["-polar", "1e300"], "overflows the float32 of the output images"),
+]
+
+
+@pytest.mark.parametrize("argv,message", OVERFLOWS, ids=[" ".join(a) for a, _ in OVERFLOWS])
+def test_a_value_whose_derived_quantities_overflow_is_refused_naming_it(argv, message, tmp_path, monkeypatch,
+                                                                        capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-seed", "1", "-oversample", "1"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_overflow_no_check_names_is_still_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def overflowing(*args, **kwargs):
+        return 10.0 ** 400
+
+    monkeypatch.setattr("detsim.cli.prepare", overflowing)
+    assert main(SMALL + ["-seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("detsim: error: a number derived from the command line is out of double precision's range "
+                   "(Numerical result out of range)\n"), err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv,named", ABSURD, ids=[" ".join(a[0])[:30] for a in ABSURD])
 def test_absurd_sizes_are_refused_up_front_against_the_memory_available(argv, named, tmp_path, monkeypatch,
                                                                         capsys):
