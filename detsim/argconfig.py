@@ -10,15 +10,15 @@ tracking suite and the tests alike (:func:`config_from_argv`).
 from __future__ import annotations
 
 import math
+import re
 import time
-from pathlib import Path
 
 import numpy as np
 
-from detsim import io
+from detsim import cnumbers, inputs, io
 from detsim.argv import Arguments, parse_argv
 from detsim.config import (
-    BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
+    BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
 from detsim.geometry import CONVENTION_AXES
 from detsim.sources import read_source_file
@@ -30,22 +30,30 @@ class InputError(ValueError):
     """A file named on the command line is missing or malformed."""
 
 
+MATRIX_MAX_BYTES = 4096  # where a matrix file's 9 numbers must lie: they take a few hundred bytes at most
+_FIELD = re.compile(rb"[^ \t\n\v\f\r]+")  # between C spaces, the only ones fscanf skips
+
+
 def read_matrix_file(path: str) -> tuple[float, ...]:
-    """First 9 numbers of a MOSFLM orientation matrix file (spec §4.2)."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read matrix file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: matrix file is not text (byte {exc.start} is not UTF-8)") from None
-    numbers = []
-    for token in text.split():
-        try:
-            numbers.append(float(token))
-        except ValueError:
-            raise InputError(f"{path}: non-numeric token {token!r} in matrix file") from None
+    """First 9 numbers of a MOSFLM orientation matrix file (spec §4.2), from its first 4096 bytes."""
+    raw, more = inputs.read_prefix(path, "matrix file", MATRIX_MAX_BYTES, InputError)
+    numbers: list[float] = []
+    for field in _FIELD.finditer(raw):
         if len(numbers) == 9:
             break
+        if more and field.end() == len(raw):
+            break  # it may go on past the prefix
+        try:
+            token = field.group().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: matrix file is not text (byte {field.start() + exc.start} is not UTF-8)") from None
+        number = cnumbers.parse_float(token)  # nanoBragg reads them with fscanf's %lg
+        if number is None:
+            raise InputError(f"{path}: non-numeric token {token!r} in matrix file")
+        numbers.append(number)
+    if len(numbers) < 9 and more:
+        raise InputError(f"{path}: a matrix file's 9 numbers must lie within its first {MATRIX_MAX_BYTES} bytes, "
+                         f"found {len(numbers)}")
     if len(numbers) < 9:
         raise InputError(f"{path}: matrix file needs 9 numbers (3 rows of a*, b*, c* components), found {len(numbers)}")
     if not all(np.isfinite(numbers)):
@@ -72,8 +80,7 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
     if args.cell:
         a = args.cell[0]
         defaults = [a, a, a, 90.0, 90.0, 90.0]
-        values = args.cell + defaults[len(args.cell):]
-        cell = tuple(v if v > 0 else d for v, d in zip(values, defaults))  # nanoBragg's "blank" defaults
+        cell = tuple(v if v > 0 else d for v, d in zip(args.cell, defaults))  # nanoBragg's "blank" defaults
     hkl = read_hkl(args.hkl_file, args.default_F) if args.hkl_file is not None else None
     if hkl is not None and hkl.count == 0:
         hkl = None
@@ -117,8 +124,10 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
     # spec §2.3: given pixel counts define the size; a size alone is rounded to whole pixels.
     detsize_f = args.pixel_mm * args.fpixels if args.fpixels else args.detsize_f_mm
     detsize_s = args.pixel_mm * args.spixels if args.spixels else args.detsize_s_mm
-    fpixels = int(np.ceil(detsize_f / args.pixel_mm - 0.5))
-    spixels = int(np.ceil(detsize_s / args.pixel_mm - 0.5))
+    fpixels = derived("the number of pixels along fast (-detsize_f / -pixel, or -pixel x -detpixels_f)",
+                      lambda: int(np.ceil(detsize_f / args.pixel_mm - 0.5)))
+    spixels = derived("the number of pixels along slow (-detsize_s / -pixel, or -pixel x -detpixels_s)",
+                      lambda: int(np.ceil(detsize_s / args.pixel_mm - 0.5)))
     detector = DetectorConfig(
         convention=args.convention, pivot=args.pivot, fpixels=fpixels, spixels=spixels,
         pixel_mm=args.pixel_mm, detsize_f_mm=detsize_f, detsize_s_mm=detsize_s,
@@ -149,10 +158,22 @@ def _beam_axis(args: Arguments) -> tuple[float, float, float]:
     return CONVENTION_AXES[args.convention].beam
 
 
+_EXPECTED = {"-stol": "a file", "-img": "an SMV image", "-mask": "an SMV image"}
+
+
 def check_inputs(args: Arguments) -> None:
+    """The files of -stol, -img and -mask exist and are regular files (an -img/-mask one not empty).
+
+    Raises :class:`InputError` saying what the path is instead: "no such file", "is a directory, not an SMV
+    image", "is a character device, not an SMV image" (``/dev/zero``, ``/dev/null``), "is an empty file, ...".
+    """
     for flag, path in (("-stol", args.stol_file), ("-img", args.img_file), ("-mask", args.mask_file)):
-        if path is not None and not Path(path).is_file():
-            raise InputError(f"{flag} {path}: no such file")
+        problem = inputs.describe(path) if path is not None else None
+        if problem is None or (problem == "an empty file" and flag == "-stol"):  # -stol's file is never read
+            continue
+        if problem.startswith(("no such", "cannot")):
+            raise InputError(f"{flag} {path}: {problem}")
+        raise InputError(f"{flag} {path}: is {problem}, not {_EXPECTED[flag]}")
 
 
 def _read_header_image(flag: str, path: str) -> tuple[dict[str, str], np.ndarray]:
@@ -182,10 +203,10 @@ def header_arguments(img_file: str | None, mask_file: str | None) -> tuple[Argum
         def value(key: str) -> float | None:
             if key not in header:
                 return None
-            try:
-                number = float(header[key])
-            except ValueError:
-                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number") from None
+            number = cnumbers.parse_float(header[key])  # nanoBragg reads header values with atof
+            if number is None:
+                raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a number "
+                                 f"(nanoBragg would read {cnumbers.atof(header[key])!r})")
             if not math.isfinite(number):
                 raise InputError(f"{flag} {path}: header {key}={header[key]!r} is not a finite number")
             if key in _POSITIVE_HEADER_KEYS and not number > 0:

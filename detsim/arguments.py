@@ -1,13 +1,13 @@
-"""The raw values of a nanoBragg command line, and C's way of reading numbers (spec §2.0).
+"""The raw values of a nanoBragg command line (spec §2.0).
 
 :class:`Arguments` holds what the flags set, in the units the user typed (``None`` = not given);
-:mod:`detsim.flags` says which flag sets what, :mod:`detsim.argv` walks the command line, and
-:mod:`detsim.argconfig` turns the result into a :class:`~detsim.config.SimulationConfig`.
+:mod:`detsim.flags` says which flag sets what (reading numbers with :mod:`detsim.cnumbers`),
+:mod:`detsim.argv` walks the command line, and :mod:`detsim.argconfig` turns the result into a
+:class:`~detsim.config.SimulationConfig`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from detsim.config import Convention, CrystalShape, Pivot
@@ -15,21 +15,6 @@ from detsim.config import Convention, CrystalShape, Pivot
 
 class ArgumentError(ValueError):
     """Bad command line; the message names the flag."""
-
-
-_FLOAT_PREFIX = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-_INT_PREFIX = re.compile(r"^\s*[-+]?\d+")
-
-
-def c_atof(text: str) -> float:
-    """C ``atof``: the longest numeric prefix, 0.0 for garbage (used for side-effect handlers)."""
-    m = _FLOAT_PREFIX.match(text)
-    return float(m.group(0)) if m else 0.0
-
-
-def c_atoi(text: str) -> int:
-    m = _INT_PREFIX.match(text)
-    return int(m.group(0)) if m else 0
 
 
 @dataclass
@@ -126,3 +111,9 @@ class Arguments:
     physical_phi: bool = False
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
     trace_json: str | None = None
+
+    def input_files(self) -> list[tuple[str, str]]:
+        """(flag, path) of every file the command line names for reading."""
+        named = (("-mat", self.matrix_file), ("-hkl", self.hkl_file), ("-sourcefile", self.source_file),
+                 ("-stol", self.stol_file), ("-img", self.img_file), ("-mask", self.mask_file))
+        return [(flag, path) for flag, path in named if path is not None]

@@ -4,9 +4,10 @@ nanoBragg walks argv left to right and tests every ``-`` token against every fla
 ``strstr``; a token can therefore fire several handlers (``-misset_seed`` also sets the misset angles,
 ``-twotheta_axis`` also sets two-theta, ``-mosaic_seed`` also sets the noise seed), and the last
 assignment wins. This module reproduces that, with one difference: the handler a token was *meant* for
-(the longest pattern it matches) is strict - a missing or non-numeric value is an error naming the
-flag - and a token that matches no pattern is an error instead of being ignored. Side-effect handlers
-read their values as C's ``atof``/``atoi`` would.
+(the longest pattern it matches) is strict - fewer values than the flag takes, or a value that is not
+wholly a number in C's grammar (:mod:`detsim.cnumbers`), is an error naming the flag - and a token that
+matches no pattern is an error instead of being ignored. Side-effect handlers read their values as C's
+``atof``/``atoi`` would.
 
 The flag table is :mod:`detsim.flags`; the result is an :class:`~detsim.arguments.Arguments` record of raw,
 user-unit values, which :mod:`detsim.argconfig` turns into a :class:`~detsim.config.SimulationConfig`.
@@ -14,18 +15,15 @@ user-unit values, which :mod:`detsim.argconfig` turns into a :class:`~detsim.con
 
 from __future__ import annotations
 
-from detsim.arguments import ArgumentError, Arguments, c_atof, c_atoi
+from detsim import cnumbers
+from detsim.arguments import ArgumentError, Arguments
 from detsim.flags import HANDLERS, HELP_FLAGS, Handler, Values, usage
 
-__all__ = ["HANDLERS", "HELP_FLAGS", "ArgumentError", "Arguments", "c_atof", "c_atoi", "parse_argv", "usage"]
+__all__ = ["HANDLERS", "HELP_FLAGS", "ArgumentError", "Arguments", "parse_argv", "usage"]
 
 
 def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return cnumbers.parse_float(text) is not None
 
 
 def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:
@@ -46,43 +44,46 @@ def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:
         meant = max(matching, key=lambda h: h.specificity(token))
         for handler in matching:
             strict = handler is meant
-            if i + handler.nargs >= len(argv):
-                if strict and handler.pattern != "-curved_det":
-                    raise ArgumentError(f"{token} expects {handler.nargs} value(s)")
-                continue
             if strict:
-                _check_values(argv, i, handler, token)
+                consumed.update(range(i + 1, i + 1 + _checked_values(argv, i, handler, token)))
+            elif i + handler.nargs >= len(argv):
+                continue  # nanoBragg's guard: too few tokens follow for this handler to run
             handler.action(args, Values(argv, i, token, strict))
-            if strict:
-                consumed.update(range(i + 1, i + 1 + _values_taken(argv, i, handler)))
             if handler.stop:
                 break
     return args
 
 
-def _values_taken(argv: list[str], i: int, handler: Handler) -> int:
-    """How many following tokens are values of the flag at ``i`` (not flags of their own)."""
+def _ends_values(handler: Handler, token: str) -> bool:
+    """Whether ``token`` is a flag rather than a value of ``handler`` (nanoBragg's -cell stops at any '-')."""
     if handler.pattern == "-cell":
-        n = 0
-        while n < 6 and i + 1 + n < len(argv) and not argv[i + 1 + n].startswith("-"):
-            n += 1
-        return n
-    if handler.pattern == "-misset":
-        return 1 if "rand" in argv[i + 1] else 3
+        return token.startswith("-")
+    return token.startswith("-") and not _is_number(token)
+
+
+def _checked_values(argv: list[str], i: int, handler: Handler, token: str) -> int:
+    """How many following tokens are values of the flag typed at ``i``; fewer than it takes is an error.
+
+    Every flag takes a fixed number of values (``-misset``: 3 angles or the word 'random'), and a flag
+    given fewer, at the end of the line or before the next flag, is refused: nanoBragg would skip its
+    handler or read the missing values as 0 or as the defaults (``-cell 100 100 100 90 90`` keeps gamma
+    at 90 degrees). ``-curved_det`` takes none but must be followed by a token, which it ignores unless
+    it is a flag (nanoBragg ignores ``-curved_det`` as the last argument).
+    """
     if handler.pattern == "-curved_det":
-        return 0
-    return handler.nargs
-
-
-def _check_values(argv: list[str], i: int, handler: Handler, token: str) -> None:
-    """A value that looks like a flag (and is not a negative number) means the value is missing."""
-    if handler.pattern in ("-cell", "-curved_det") or handler.nargs == 0:
-        return
-    wanted = _values_taken(argv, i, handler)
-    if i + wanted >= len(argv):
-        what = "3 angles (deg) or 'random'" if handler.pattern == "-misset" else f"{wanted} value(s)"
-        raise ArgumentError(f"{token} expects {what}")
-    for k in range(1, wanted + 1):
-        value = argv[i + k]
-        if value.startswith("-") and not _is_number(value):
-            raise ArgumentError(f"{token} expects {_values_taken(argv, i, handler)} value(s), got flag {value}")
+        if i + 1 >= len(argv):
+            raise ArgumentError(f"{token} must be followed by another token (nanoBragg ignores it as the last one)")
+        return 0 if _ends_values(handler, argv[i + 1]) else 1
+    random_misset = handler.pattern == "-misset" and i + 1 < len(argv) and "rand" in argv[i + 1]
+    wanted = 1 if random_misset else handler.takes
+    got = 0
+    while got < wanted and i + 1 + got < len(argv) and not _ends_values(handler, argv[i + 1 + got]):
+        got += 1
+    if got < wanted:
+        values = handler.doc.rpartition("|")[0]
+        message = f"{token} expects {wanted} value{'s' if wanted > 1 else ''}"
+        message += f" ({values}), got {got}" if values else f", got {got}"
+        if i + 1 + got < len(argv):
+            message += f" before {argv[i + 1 + got]}"
+        raise ArgumentError(message)
+    return wanted

@@ -9,9 +9,7 @@ checked before anything is written; a bad input ends the run with a one-line err
 
 from __future__ import annotations
 
-import os
 import signal
-import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -57,32 +55,13 @@ def _outputs(args: Arguments) -> Outputs:
     )
 
 
-def _is_char_device(path: str) -> bool:
-    try:
-        return stat.S_ISCHR(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def check_outputs(outputs: Outputs) -> None:
-    """Every output path can be written and no two outputs share a file, checked before any work.
-
-    Raises :class:`~detsim.files.OutputError` naming the flag and the path. Outputs may share a character
-    device (``/dev/null``): writing through it twice loses nothing.
-    """
+def _output_files(args: Arguments, outputs: Outputs) -> list[tuple[str, str]]:
+    """(flag, path) of every file the run writes: the traces' JSON for a trace run, the images otherwise."""
+    if args.trace_pixels:
+        return [("--trace-json", args.trace_json)] if args.trace_json is not None else []
     named = [("-floatfile", outputs.floatfile), ("-intfile", outputs.intfile), ("-pgmfile", outputs.pgmfile),
              ("-noisefile", outputs.noisefile)]
-    seen: dict[str, tuple[str, str]] = {}
-    for flag, path in named:
-        if path is None:
-            continue
-        files.check_output_path(path, flag)
-        key = os.path.realpath(path)
-        if key in seen and not _is_char_device(key):
-            other_flag, other_path = seen[key]
-            raise files.OutputError(f"{flag} {path} and {other_flag} {other_path} name the same file; "
-                                 "give each output its own file")
-        seen[key] = (flag, path)
+    return [(flag, path) for flag, path in named if path is not None]
 
 
 def _summary(setup: Setup) -> list[str]:
@@ -152,16 +131,14 @@ def run(argv: list[str], out=None) -> int:
     """Parse, simulate, write; returns the exit status."""
     out = sys.stdout if out is None else out
     args, mask = parse_with_headers(argv)
-    config = build_config(args, mask)
     if args.trace_json is not None and not args.trace_pixels:
         raise ConfigError("--trace-json needs at least one -trace_pixel S F")
+    outputs = _outputs(args)
+    files.check_outputs(_output_files(args, outputs), args.input_files())
+    config = build_config(args, mask)
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
-        if args.trace_json is not None:
-            files.check_output_path(args.trace_json, "--trace-json")
         trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
         return 0
-    outputs = _outputs(args)
-    check_outputs(outputs)
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:
         device = torch.device(args.device)
@@ -184,7 +161,7 @@ def run(argv: list[str], out=None) -> int:
         s, f = info.interpolation_switched_off_at
         print(f"WARNING: out of range for three point interpolation at pixel (slow {s}, fast {f}); "
               "interpolation switched off from there on", file=out)
-    write_outputs(setup, image.detach().cpu().numpy().astype(np.float32), outputs, out)
+    write_outputs(setup, _float32_image(image), outputs, out)
     return 0
 
 
@@ -197,6 +174,19 @@ def _require_finite_image(image: torch.Tensor) -> None:
                           "the geometry or crystal is impossible in double precision")
 
 
+def _float32_image(image: torch.Tensor) -> np.ndarray:
+    """The image as the float32 every output is made from; a value beyond float32's range is refused."""
+    values = image.detach().cpu().numpy()
+    with np.errstate(over="ignore"):
+        image32 = values.astype(np.float32)
+    beyond = ~np.isfinite(image32)
+    if beyond.any():
+        s, f = (int(i) for i in np.argwhere(beyond)[0])
+        raise ConfigError(f"the image's value at pixel slow {s}, fast {f} ({values[s, f]:g} photons) overflows the "
+                          "float32 of the output images: a value on the command line is too large")
+    return image32
+
+
 def _roi_mask(setup: Setup) -> np.ndarray:
     """The -roi rectangle (masked pixels included: they count as 0 in the statistics, spec §6.2)."""
     det = setup.config.detector
@@ -207,32 +197,38 @@ def _roi_mask(setup: Setup) -> np.ndarray:
 
 
 def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> None:
-    """Write float, int, PGM and noise images, in nanoBragg's order (spec §6.3)."""
+    """Write float, int, PGM and noise images, all or none (spec §6.3), and report them in nanoBragg's order.
+
+    Every image is staged to a temporary file first; the files are replaced only once all are written
+    (:class:`~detsim.files.StagedOutputs`), and the report is printed after that.
+    """
     roi = _roi_mask(setup)
     mask = setup.config.detector.mask
     pixel_mask = None if mask is None else np.asarray(mask) != 0
     stats = io.image_statistics(image, roi, pixel_mask)
     s_max, f_max = np.unravel_index(int(np.argmax(np.where(roi, image, -np.inf))), image.shape)
-    print(f"max_I = {stats['max_I']:g} at pixel (slow {s_max}, fast {f_max})", file=out)
-    print(f"mean= {stats['mean']:g} rms= {stats['rms']:g} rmsd= {stats['rmsd']:g}", file=out)
+    report = [f"max_I = {stats['max_I']:g} at pixel (slow {s_max}, fast {f_max})",
+              f"mean= {stats['mean']:g} rms= {stats['rms']:g} rmsd= {stats['rmsd']:g}"]
     header = _header_fields(setup)
-    io.write_float_image(outputs.floatfile, image)
-    print(f"wrote {outputs.floatfile}", file=out)
-    ints, scale = io.int_image(image, outputs.int_scale if outputs.int_scale > 0 else None, outputs.adc, roi)
-    print(f"intfile_scale = {scale:g}", file=out)
-    io.write_smv(outputs.intfile, ints, header)
-    print(f"wrote {outputs.intfile}", file=out)
-    if outputs.pgmfile is not None:
-        pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
-                                      pixel_mask)
-        io.write_pgm(outputs.pgmfile, pgm, pgm_scale)
-        print(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}", file=out)
-    if outputs.noisefile is not None:
-        noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
-                                                   setup.config.detector.roi)
-        io.write_smv(outputs.noisefile, noisy, header)
-        print(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise image "
-              f"({overloads} overloads)\nwrote {outputs.noisefile}", file=out)
+    with files.StagedOutputs() as staged:
+        staged.add(outputs.floatfile, io.float_image_writer(image))
+        report.append(f"wrote {outputs.floatfile}")
+        ints, scale = io.int_image(image, outputs.int_scale if outputs.int_scale > 0 else None, outputs.adc, roi)
+        report.append(f"intfile_scale = {scale:g}")
+        staged.add(outputs.intfile, io.smv_writer(ints, header))
+        report.append(f"wrote {outputs.intfile}")
+        if outputs.pgmfile is not None:
+            pgm, pgm_scale = io.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
+                                          pixel_mask)
+            staged.add(outputs.pgmfile, io.pgm_writer(pgm, pgm_scale))
+            report.append(f"pgm_scale = {pgm_scale:g}\nwrote {outputs.pgmfile}")
+        if outputs.noisefile is not None:
+            noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
+                                                       setup.config.detector.roi)
+            staged.add(outputs.noisefile, io.smv_writer(noisy, header))
+            report.append(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise "
+                          f"image ({overloads} overloads)\nwrote {outputs.noisefile}")
+    print("\n".join(report), file=out)
 
 
 def _header_fields(setup: Setup) -> dict:
@@ -265,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
             return run(argv)
     except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, files.OutputError) as exc:
         print(f"detsim: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OverflowError, ZeroDivisionError) as exc:  # a last resort: the checks name the flag where they can
+        reason = exc.args[-1] if exc.args and isinstance(exc.args[-1], str) else str(exc)
+        print(f"detsim: error: a number derived from the command line is out of double precision's range ({reason})",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a write that failed after every check passed (disk full, a path removed meanwhile)
         where = f"{exc.filename}: " if exc.filename else ""

@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Callable, TypeVar
 
-from detsim.units import DEFAULT_FLUENCE_PER_M2
+from detsim.cnumbers import C_INT_MAX
+from detsim.units import DEFAULT_FLUENCE_PER_M2, DEG
 
 Vec3 = tuple[float, float, float]
-
-
-C_INT_MAX = 2**31 - 1
+T = TypeVar("T")
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # doubles from here up round to an infinite float32
 
 
 class ConfigError(ValueError):
@@ -65,6 +66,22 @@ class CrystalShape(Enum):
 def as_float(value) -> float:
     """A Python float from a number or a 0-d tensor (which may carry a gradient)."""
     return float(value.detach()) if hasattr(value, "detach") else float(value)
+
+
+def derived(what: str, compute: Callable[[], T]) -> T:
+    """A quantity derived from the configuration, refused naming ``what`` when double precision cannot hold it.
+
+    Where C's arithmetic gives an infinity, Python raises: OverflowError for a power or for an infinity made
+    an integer, ZeroDivisionError for a divisor that underflowed to 0. Those, and a float result that is not
+    finite, raise :class:`ConfigError` "``what`` overflows double precision".
+    """
+    try:
+        value = compute()
+    except (OverflowError, ZeroDivisionError):
+        value = math.inf
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{what} overflows double precision")
+    return value
 
 
 def _finite(name: str, value: float | None) -> None:
@@ -314,6 +331,8 @@ class CrystalConfig:
         _finite("-mosaic", self.mosaic_spread_deg)
         if self.mosaic_spread_deg < 0:
             raise ConfigError(f"-mosaic spread must be >= 0, got {self.mosaic_spread_deg}")
+        if as_float(self.mosaic_spread_deg) * DEG >= FLOAT32_OVERFLOW:  # nanoBragg's mosaic angle is a float
+            raise ConfigError(f"-mosaic {self.mosaic_spread_deg:g} degrees overflows the float32 of the mosaic angle")
         _count("-mosaic_domains", self.mosaic_domains, 1)
         for flag, seed in (("-mosaic_seed (mosaic_seed)", self.mosaic_seed),
                            ("-misset_seed (misset_seed)", self.misset_seed)):

@@ -12,12 +12,17 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from detsim.arguments import ArgumentError, Arguments, c_atof, c_atoi
+from detsim import cnumbers
+from detsim.arguments import ArgumentError, Arguments
 from detsim.config import Convention, CrystalShape, Pivot
 
 
 class Values:
-    """Reads a handler's values: strictly for the handler the flag was meant for, like C otherwise."""
+    """Reads a handler's values: strictly for the handler the flag was meant for, like C otherwise.
+
+    Strictly, a value must be a whole number in C's grammar (:func:`detsim.cnumbers.parse_float`), so that it
+    is refused rather than read differently from nanoBragg, whose ``atof``/``atoi`` read a prefix of it.
+    """
 
     def __init__(self, argv: list[str], i: int, flag: str, strict: bool):
         self.argv, self.i, self.flag, self.strict = argv, i, flag, strict
@@ -28,11 +33,11 @@ class Values:
     def float(self, k: int = 1) -> float:
         text = self.argv[self.i + k]
         if not self.strict:
-            return c_atof(text)
-        try:
-            value = float(text)
-        except ValueError:
-            raise ArgumentError(f"{self.flag} expects a number, got {text!r}") from None
+            return cnumbers.atof(text)
+        value = cnumbers.parse_float(text)
+        if value is None:
+            raise ArgumentError(f"{self.flag} expects a number, got {text!r} "
+                                f"(nanoBragg would read {cnumbers.atof(text)!r})")
         if not math.isfinite(value):
             raise ArgumentError(f"{self.flag} expects a finite number, got {text!r}")
         return value
@@ -40,11 +45,15 @@ class Values:
     def int(self, k: int = 1) -> int:
         text = self.argv[self.i + k]
         if not self.strict:
-            return c_atoi(text)
-        try:
-            return int(text)
-        except ValueError:
-            raise ArgumentError(f"{self.flag} expects an integer, got {text!r}") from None
+            return cnumbers.atoi(text)
+        value = cnumbers.parse_int(text)
+        if value is None:
+            raise ArgumentError(f"{self.flag} expects an integer, got {text!r} "
+                                f"(nanoBragg would read {cnumbers.atoi(text)})")
+        if not cnumbers.C_INT_MIN <= value <= cnumbers.C_INT_MAX:
+            raise ArgumentError(f"{self.flag} expects an integer that fits a C int ({cnumbers.C_INT_MIN}.."
+                                f"{cnumbers.C_INT_MAX}), got {text!r} (nanoBragg would read {cnumbers.atoi(text)})")
+        return value
 
     def vec3(self) -> tuple[float, float, float]:
         return (self.float(1), self.float(2), self.float(3))
@@ -56,13 +65,19 @@ Action = Callable[[Arguments, Values], None]
 @dataclass(frozen=True)
 class Handler:
     pattern: str
-    nargs: int  # values the handler reads (C's "argc > i + nargs" guard)
+    nargs: int  # tokens that must follow for nanoBragg to run the handler (its "argc > i + nargs" guard)
     action: Action
     exact: bool = False  # strcmp instead of strstr
     length: int | None = None  # required strlen of the token
     also: tuple[str, ...] = ()  # other patterns for the same handler
     stop: bool = False  # C 'continue': no later handler sees this token
     doc: str = ""  # "VALUES|what it does" for the usage text (VALUES empty for a switch)
+    values: int | None = None  # values the flag takes when typed, where that is not nargs (-cell takes 6)
+
+    @property
+    def takes(self) -> int:
+        """How many values the flag takes when it is the one typed (fewer is an error)."""
+        return self.nargs if self.values is None else self.values
 
     def matches(self, token: str) -> bool:
         if self.length is not None and len(token) != self.length:
@@ -85,12 +100,10 @@ def _set(name: str, kind: str = "float", scale: float = 1.0) -> Action:
 
 def _cell(a: Arguments, v: Values) -> None:
     values = []
-    for k in range(1, 7):
+    for k in range(1, 7):  # as nanoBragg reads them: up to the next '-' token (argv checks all 6 are there)
         if v.i + k >= len(v.argv) or v.argv[v.i + k].startswith("-"):
             break
         values.append(v.float(k))
-    if not values and v.strict:
-        raise ArgumentError("-cell expects up to 6 values: a b c alpha beta gamma")
     a.cell = values + a.cell[len(values):]
 
 
@@ -139,8 +152,11 @@ def _pivot(a: Arguments, v: Values) -> None:
 def _detector_abs(a: Arguments, v: Values) -> None:
     if "inf" in v.text() or v.float() == 0.0:
         a.thick_um, a.mu_per_m = 0.0, 0.0  # spec §2.3 [QUIRK]: also zeroes the thickness
-    else:
-        a.mu_per_m = 1.0 / (v.float() * 1e-6)
+        return
+    length_m = v.float() * 1e-6
+    if length_m == 0.0 and v.strict:
+        raise ArgumentError(f"{v.flag} {v.text()}: the attenuation 1 / ({v.text()} um) overflows double precision")
+    a.mu_per_m = 1.0 / length_m if length_m else math.inf  # C's 1/0
 
 
 def _twotheta(a: Arguments, v: Values) -> None:
@@ -206,16 +222,14 @@ def _output(name: str, switch: str | None = None) -> Action:
     return action
 
 
-C_INT_MAX = 2**31 - 1  # nanoBragg reads seeds with atoi into a C int and negates them
-
-
 def _seed(name: str) -> Action:
     def action(a: Arguments, v: Values) -> None:
         value = v.int()
-        if abs(value) > C_INT_MAX:
+        limit = cnumbers.C_INT_MAX  # nanoBragg negates the seed it reads into a C int
+        if abs(value) > limit:
             if v.strict:
-                raise ArgumentError(f"{v.flag} must lie in -{C_INT_MAX}..{C_INT_MAX} (a C int that can be "
-                                    f"negated), got {value}")
+                raise ArgumentError(f"{v.flag} must lie in -{limit}..{limit} (a C int that can be negated), "
+                                    f"got {value}")
             return  # the flag's own handler refuses the value
         setattr(a, name, value)
     return action
@@ -271,8 +285,8 @@ HANDLERS: tuple[Handler, ...] = (
     H("-Nb", 1, _set("Nb", "int"), stop=True, doc="N|unit cells along b"),
     H("-Nc", 1, _set("Nc", "int"), stop=True, doc="N|unit cells along c"),
     H("-N", 1, _int_at_least(0, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True, doc="N|unit cells along a, b and c"),
-    H("-cell", 1, _cell, doc="a b c al be ga|unit cell (Å, degrees)"),
-    H("-misset", 1, _misset, doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
+    H("-cell", 1, _cell, values=6, doc="a b c al be ga|unit cell (Å, degrees)"),
+    H("-misset", 1, _misset, values=3, doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
     H("-samplesize", 1, _xtal_all, also=("-sample_size",), doc="mm|crystal size along x, y and z (sets N)"),
     H("-sample_thick", 1, _xtal_axis(0), also=("-sample_x",), doc="mm|crystal size along x"),
     H("-sample_width", 1, _xtal_axis(1), also=("-sample_y", "-width"), doc="mm|crystal size along y"),
@@ -320,7 +334,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-detpixels", 1, _int_at_least(1, "fpixels", "spixels"), length=10, doc="n|detector pixels along fast and slow"),
     H("-detpixels_f", 1, _positive_int("fpixels"), also=("-detpixels_x",), doc="n|detector pixels along fast"),
     H("-detpixels_s", 1, _positive_int("spixels"), also=("-detpixels_y",), doc="n|detector pixels along slow"),
-    H("-curved_det", 1, _flag("curved", True), doc="any|spherical detector (reads and ignores one token)"),  # needs a following token, which it ignores
+    H("-curved_det", 1, _flag("curved", True), doc="any|spherical detector (needs a token after it, ignored unless a flag)"),
     H("-pixel", 1, _set("pixel_mm"), doc="mm|pixel size (default 0.1)"),
     H("-point_pixel", 0, _flag("point_pixel", True), doc="|solid angle of a point pixel"),
     H("-polar", 1, _polar, length=6, doc="k|Kahn polarization factor"),

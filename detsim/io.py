@@ -7,8 +7,10 @@ Conventions:
       "rendered" (mask value non-zero). ``None`` means every pixel.
     * Header lengths are in mm, the wavelength in Å, angles in degrees and XDS_ORGX/ORGY in pixels, as nanoBragg
       writes them; numbers are formatted with C's ``%g`` (6 significant digits).
-    * Files are little-endian. Every writer is atomic (:func:`detsim.files.atomic_write`): the data go to a
-      temporary file in the destination directory, which replaces the destination only once it is complete.
+    * Files are little-endian. Each format has a ``*_writer`` (what puts the file's bytes into an open binary
+      file, for :class:`detsim.files.StagedOutputs`) and a ``write_*`` that writes one file atomically
+      (:func:`detsim.files.atomic_write`): the data go to a temporary file in the destination directory, which
+      replaces the destination only once it is complete.
 
 numpy is used throughout; nothing here is on the differentiable path.
 """
@@ -21,17 +23,22 @@ from pathlib import Path
 from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
+import torch
 
-from detsim.files import PathLike, atomic_write
+from detsim import cnumbers, inputs, memory
+from detsim.files import PathLike, Writer, atomic_write
 
 __all__ = [
+    "float_image_writer",
     "image_statistics",
     "int_image",
     "pgm_image",
+    "pgm_writer",
     "read_float_image",
     "read_smv",
     "smv_header",
     "smv_header_fields",
+    "smv_writer",
     "write_float_image",
     "write_pgm",
     "write_smv",
@@ -67,11 +74,10 @@ def _mask_or_all(mask: np.ndarray | None, shape: tuple[int, ...], what: str) -> 
 # ---------------------------------------------------------------- raw float images
 
 
-def write_float_image(path: PathLike, image: np.ndarray) -> None:
-    """Write a raw float32 little-endian image with no header (spec §6.3 "floatfile").
+def float_image_writer(image: np.ndarray) -> Writer:
+    """What writes a raw float32 little-endian image with no header (spec §6.3 "floatfile") into a file.
 
     Args:
-        path: destination file.
         image: (S, F) array of any real dtype; converted to float32.
     """
     shape = np.shape(image)
@@ -81,7 +87,17 @@ def write_float_image(path: PathLike, image: np.ndarray) -> None:
     def write(handle: BinaryIO) -> None:
         handle.write(np.ascontiguousarray(image, dtype="<f4").tobytes())
 
-    atomic_write(path, write)
+    return write
+
+
+def write_float_image(path: PathLike, image: np.ndarray) -> None:
+    """Write a raw float32 little-endian image with no header (spec §6.3 "floatfile").
+
+    Args:
+        path: destination file.
+        image: (S, F) array of any real dtype; converted to float32.
+    """
+    atomic_write(path, float_image_writer(image))
 
 
 def read_float_image(path: PathLike, shape: tuple[int, int]) -> np.ndarray:
@@ -228,11 +244,10 @@ def pgm_image(
     return grey, scale
 
 
-def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
-    """Write an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm").
+def pgm_writer(image: np.ndarray, scale: float) -> Writer:
+    """What writes an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm") into a file.
 
     Args:
-        path: destination file.
         image: (S, F) uint8 grey levels, e.g. from :func:`pgm_image`.
         scale: the scale to record in the ``# pixels scaled by`` comment.
     """
@@ -247,7 +262,12 @@ def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
         handle.write(header)
         handle.write(np.ascontiguousarray(grey).tobytes())
 
-    atomic_write(path, write)
+    return write
+
+
+def write_pgm(path: PathLike, image: np.ndarray, scale: float) -> None:
+    """Write an 8-bit binary PGM with nanoBragg's comment line (spec §6.3 "pgm"); see :func:`pgm_writer`."""
+    atomic_write(path, pgm_writer(image, scale))
 
 
 # ---------------------------------------------------------------- SMV
@@ -403,11 +423,10 @@ def _uint16_bytes(data: np.ndarray) -> bytes:
     return np.ascontiguousarray(data, dtype="<u2").tobytes()
 
 
-def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> None:
-    """Write an SMV image: the header of :func:`smv_header` (512 bytes or more), then little-endian uint16 pixels.
+def smv_writer(data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> Writer:
+    """What writes an SMV image into a file: the header of :func:`smv_header`, then little-endian uint16 pixels.
 
     Args:
-        path: destination file.
         data: (S, F) integer image with values in 0..65535 (normally uint16).
         header_fields: keys for :func:`smv_header`, e.g. from :func:`smv_header_fields`. SIZE1 and SIZE2, if
             given, must equal F and S; if absent they are written first.
@@ -430,7 +449,12 @@ def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str 
         handle.write(header)
         handle.write(_uint16_bytes(data))
 
-    atomic_write(path, write)
+    return write
+
+
+def write_smv(path: PathLike, data: np.ndarray, header_fields: Mapping[str, str | float | int]) -> None:
+    """Write an SMV image (header, then little-endian uint16 pixels); see :func:`smv_writer`."""
+    atomic_write(path, smv_writer(data, header_fields))
 
 
 def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:
@@ -451,7 +475,8 @@ def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"{path}: malformed SMV header line {line!r}")
-        header[key.strip()] = value.strip().removesuffix(";").strip()
+        spaces = cnumbers.C_SPACES  # only these precede a number C's atof reads
+        header[key.strip()] = value.strip(spaces).removesuffix(";").strip(spaces)
     if end >= _header_int(path, header, "HEADER_BYTES"):
         raise ValueError(f"{path}: SMV header text runs past HEADER_BYTES={header['HEADER_BYTES']}")
     return header
@@ -460,17 +485,23 @@ def _parse_smv_header(path: PathLike, raw: bytes) -> dict[str, str]:
 def _header_int(path: PathLike, header: Mapping[str, str], key: str) -> int:
     if key not in header:
         raise ValueError(f"{path}: SMV header has no {key}")
-    try:
-        value = int(header[key])
-    except ValueError:
-        raise ValueError(f"{path}: SMV header {key}={header[key]!r} is not an integer") from None
+    value = cnumbers.parse_int(header[key])
+    if value is None:
+        raise ValueError(f"{path}: SMV header {key}={header[key]!r} is not an integer")
     if value <= 0:
         raise ValueError(f"{path}: SMV header {key}={value} must be positive")
     return value
 
 
+SMV_MAX_HEADER_BYTES = 1 << 16  # far more than any SMV header; HEADER_BYTES beyond it is refused
+
+
 def read_smv(path: PathLike) -> tuple[dict[str, str], np.ndarray]:
     """Read an SMV image such as nanoBragg's intfile or noisefile.
+
+    The header is read first (at most :data:`SMV_MAX_HEADER_BYTES`), then exactly the pixels it announces, once
+    the file's size and the memory available are known to match them: a device, a FIFO, a directory or an
+    empty file is refused before anything is read, and no read grows with the file.
 
     Args:
         path: the SMV file.
@@ -480,23 +511,44 @@ def read_smv(path: PathLike) -> tuple[dict[str, str], np.ndarray]:
         and the (SIZE2, SIZE1) uint16 image in native byte order.
 
     Raises:
-        ValueError: naming the file, for a malformed or truncated header, an unsupported TYPE or BYTE_ORDER, or a
-            data section whose size does not match SIZE1 x SIZE2.
+        ValueError: naming the file, for a file that is not a regular one or is empty, a malformed or truncated
+            header, an unsupported TYPE or BYTE_ORDER, a data section whose size does not match SIZE1 x SIZE2,
+            or an image larger than the memory available.
     """
-    raw = Path(path).read_bytes()
-    header = _parse_smv_header(path, raw)
-    header_bytes = _header_int(path, header, "HEADER_BYTES")
-    fpixels = _header_int(path, header, "SIZE1")
-    spixels = _header_int(path, header, "SIZE2")
-    if header.get("TYPE", "unsigned_short") != "unsigned_short":
-        raise ValueError(f"{path}: unsupported SMV TYPE={header['TYPE']} (only unsigned_short)")
-    dtype = _SMV_BYTE_ORDERS.get(header.get("BYTE_ORDER", "little_endian"))
-    if dtype is None:
-        raise ValueError(f"{path}: unknown SMV BYTE_ORDER={header['BYTE_ORDER']}")
-    expected = header_bytes + 2 * fpixels * spixels
-    if len(raw) != expected:
-        raise ValueError(
-            f"{path}: {len(raw)} bytes, expected {expected} ({header_bytes}-byte header + {spixels}x{fpixels} uint16)"
-        )
-    data = np.frombuffer(raw, dtype=dtype, offset=header_bytes).reshape(spixels, fpixels)
+    with inputs.open_regular(path, "SMV image", ValueError) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            raise ValueError(f"{os.fspath(path)}: is an empty file, not an SMV image")
+        head = handle.read(SMV_MAX_HEADER_BYTES)
+        if not head.startswith(b"{"):
+            raise ValueError(f"{path}: not an SMV file (it does not start with '{{')")
+        if b"}" not in head and size > len(head):
+            raise ValueError(f"{path}: no SMV header end ('}}') within its first {SMV_MAX_HEADER_BYTES} bytes")
+        header = _parse_smv_header(path, head)
+        header_bytes = _header_int(path, header, "HEADER_BYTES")
+        fpixels = _header_int(path, header, "SIZE1")
+        spixels = _header_int(path, header, "SIZE2")
+        if header.get("TYPE", "unsigned_short") != "unsigned_short":
+            raise ValueError(f"{path}: unsupported SMV TYPE={header['TYPE']} (only unsigned_short)")
+        dtype = _SMV_BYTE_ORDERS.get(header.get("BYTE_ORDER", "little_endian"))
+        if dtype is None:
+            raise ValueError(f"{path}: unknown SMV BYTE_ORDER={header['BYTE_ORDER']}")
+        expected = header_bytes + 2 * fpixels * spixels
+        if size != expected:
+            raise ValueError(
+                f"{path}: {size} bytes, expected {expected} ({header_bytes}-byte header + {spixels}x{fpixels} uint16)"
+            )
+        available = memory.available_bytes(torch.device("cpu"))
+        if SMV_READ_BYTES_PER_PIXEL * fpixels * spixels > available:
+            raise ValueError(f"{path}: a {spixels}x{fpixels} image needs "
+                             f"{memory.gib(SMV_READ_BYTES_PER_PIXEL * fpixels * spixels)} of memory to read, more "
+                             f"than the {memory.gib(available)} available")
+        handle.seek(header_bytes)
+        raw = handle.read(2 * fpixels * spixels)
+    if len(raw) != 2 * fpixels * spixels:
+        raise ValueError(f"{path}: the file shrank while it was read")
+    data = np.frombuffer(raw, dtype=dtype).reshape(spixels, fpixels)
     return header, data.astype(np.uint16)
+
+
+SMV_READ_BYTES_PER_PIXEL = 2 + 2  # the pixels as read, and as native uint16

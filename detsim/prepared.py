@@ -17,14 +17,14 @@ import torch
 from torch import Tensor
 
 from detsim import memory, physics
-from detsim.config import ConfigError, SimulationConfig, as_float
+from detsim.config import ConfigError, CrystalConfig, SimulationConfig, as_float, derived
 from detsim.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
 )
 from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
-from detsim.sources import Sources, build_sources
+from detsim.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.structure import StructureFactors
 from detsim.units import DEG, UM
 
@@ -81,9 +81,15 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     lattice = build_lattice(crystal, beam.lambda_A, device=device, dtype=setup_dtype)
     _require_finite("the lattice of the unit cell (-cell or -mat, with -lambda)",
                     lattice.real_m, lattice.recip_A, lattice.volume_A3)
+    if beam.sources is None:
+        h, v, d = derived("the number of divergence steps (-hdivrange, -vdivrange or -divergence over -hdivstep, "
+                          "-vdivstep)", lambda: grid_steps(beam))
+        memory.require(f"a source grid of {h.count} x {v.count} divergence steps x {d.count} wavelengths (-divsteps, "
+                       "-hdivsteps, -vdivsteps, -dispsteps, or a range over a step)",
+                       h.count * v.count * d.count * SOURCE_BYTES)
     sources = build_sources(beam, frame)
 
-    steps = phi_steps(sampling)
+    steps = derived("the number of phi steps (-osc over -phistep)", lambda: phi_steps(sampling))
     domains = resolve_mosaic_domains(crystal.mosaic_spread_deg * DEG, crystal.mosaic_domains)
     memory.require(f"{steps.count} phi steps (-phisteps) x {domains} mosaic domains (-mosaic_dom)",
                    steps.count * PHI_STEP_BYTES + domains * DOMAIN_BYTES
@@ -103,8 +109,10 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
                    memory.bytes_per_pixel(thickness.count, oversample ** 2, n_sources, dtype.itemsize), device)
     if det.mu_per_m is not None:  # attenuation coefficient mu, 1/m
         mu = det.mu_per_m
+    elif det.thick_um > 0:
+        mu = derived(f"the attenuation 1 / -detector_thick {det.thick_um:g} um", lambda: 1.0 / (det.thick_um * UM))
     else:
-        mu = 1.0 / (det.thick_um * UM) if det.thick_um > 0 else 0.0
+        mu = 0.0
 
     has_table = crystal.hkl is not None
     if crystal.interpolate is None:
@@ -113,7 +121,10 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
         interpolate = crystal.interpolate
     interpolate = interpolate and has_table
 
-    fluence = beam.effective_fluence_per_m2
+    fluence = derived("the fluence -flux x -exposure / -beamsize squared", lambda: beam.effective_fluence_per_m2)
+    water_bg = derived(f"the water background of -water {crystal.water_um:g} um",
+                       lambda: physics.water_background(crystal.water_um * UM, fluence))
+    _require_finite_squares(crystal)
     s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, det.mask, device)
     cast = dict(dtype=dtype)
     return Setup(
@@ -126,7 +137,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
         thickness=thickness, mu_per_m=mu,
         structure=StructureFactors(crystal.hkl, crystal.default_F, device=device, dtype=dtype),
         interpolate=interpolate, fluence_per_m2=fluence,
-        water_bg=physics.water_background(crystal.water_um * UM, fluence),
+        water_bg=water_bg,
         pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
     )
 
@@ -137,6 +148,16 @@ IMAGE_BYTES_PER_PIXEL = 8 + 4 + 2 + 2 + 1 + 16
 PHI_STEP_BYTES = 2 * 32  # two Python float lists (angles, effective angles)
 DOMAIN_BYTES = 9 * 8 + 400  # a float64 rotation, and its Python rows while the random stream draws them
 ORIENTATION_BYTES = 4 * 9 * 8  # a (3, 3) float64 orientation: rotated, oriented, cast, and one spare
+
+
+def _require_finite_squares(crystal: CrystalConfig) -> None:
+    """The image sums F squared: -default_F and the largest F of the -hkl file must have a finite square."""
+    default_F = as_float(crystal.default_F)
+    derived(f"-default_F {default_F:g} squared", lambda: default_F ** 2)
+    table = crystal.hkl
+    if table is not None and table.values.size:
+        largest = float(np.abs(table.values).max())
+        derived(f"the largest F of {table.source} (-hkl), {largest:g}, squared", lambda: largest ** 2)
 
 
 def _require_finite(what: str, *values) -> None:

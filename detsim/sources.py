@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from detsim import cnumbers, inputs, memory
 from detsim.config import BeamConfig, SourcePoint, as_float
 from detsim.geometry import LabFrame
 from detsim.rotation import rotate_axis, unit
@@ -23,6 +24,7 @@ from detsim.sampling import Steps, resolve_dispersion, resolve_divergence
 from detsim.units import ANGSTROM, MRAD
 
 SOURCE_DISTANCE_M = 10.0  # default source position: -10 m along the beam (spec §5.2)
+SOURCE_BYTES = 512  # one source: its SourcePoint or grid point, its Python lists and float64 tensors while built
 
 
 class SourceFileError(ValueError):
@@ -37,10 +39,16 @@ class Sources:
     lambda_m: Tensor  # (S,) wavelengths
 
 
-def divergence_offsets(beam: BeamConfig) -> list[tuple[float, float]]:
-    """(hdiv, vdiv) angle pairs (rad) kept by the grid and the elliptical cut (spec §5.2, §5.3)."""
+def grid_steps(beam: BeamConfig) -> tuple[Steps, Steps, Steps]:
+    """The source grid's horizontal and vertical divergence steps (rad) and its dispersion steps (spec §5.3)."""
     h = resolve_divergence(*_mrad(beam.hdivrange_mrad, beam.hdivstep_mrad), beam.hdivsteps)
     v = resolve_divergence(*_mrad(beam.vdivrange_mrad, beam.vdivstep_mrad), beam.vdivsteps)
+    return h, v, resolve_dispersion(beam.dispersion_pct / 100.0, beam.dispsteps)
+
+
+def divergence_offsets(beam: BeamConfig) -> list[tuple[float, float]]:
+    """(hdiv, vdiv) angle pairs (rad) kept by the grid and the elliptical cut (spec §5.2, §5.3)."""
+    h, v, _ = grid_steps(beam)
     kept = []
     for ih in range(h.count):
         for iv in range(v.count):
@@ -69,7 +77,7 @@ def _outside_ellipse(hdiv: float, vdiv: float, h: Steps, v: Steps) -> bool:
 
 def wavelength_factors(beam: BeamConfig) -> list[float]:
     """lambda_k / lambda0 = 1 + step*k - D/2 for each dispersion step k (spec §5.2)."""
-    d = resolve_dispersion(beam.dispersion_pct / 100.0, beam.dispsteps)
+    d = grid_steps(beam)[2]
     return [1.0 + d.step * k - d.range / 2.0 for k in range(d.count)]
 
 
@@ -103,45 +111,55 @@ def build_sources(beam: BeamConfig, frame: LabFrame) -> Sources:
 _SEPARATORS = re.compile(r"[ \t,;:!]+")
 
 
+def _source_point(path: str | Path, number: int, line: str, filler: list[float]) -> SourcePoint | None:
+    """The source on one line (None for a blank one), missing columns taken from ``filler``."""
+    fields = [f for f in _SEPARATORS.split(line.strip(cnumbers.C_SPACES)) if f]
+    if not fields:
+        return None
+    if len(fields) > 5:
+        raise SourceFileError(f"{path} line {number}: expected at most 5 columns 'X Y Z I lambda', got {len(fields)}")
+    values = [v for v in map(cnumbers.parse_float, fields) if v is not None]  # nanoBragg reads them with atof
+    if len(values) < len(fields):
+        raise SourceFileError(f"{path} line {number}: non-numeric value in {line.strip()!r}")
+    if not all(math.isfinite(v) for v in values):
+        raise SourceFileError(f"{path} line {number}: non-finite value in {line.strip()!r}")
+    row = values + filler[len(values):]
+    position = (row[0], row[1], row[2])
+    if all(c == 0 for c in position):
+        raise SourceFileError(f"{path} line {number}: source position is the zero vector")
+    if row[4] <= 0:
+        raise SourceFileError(f"{path} line {number}: wavelength must be > 0 m, got {row[4]}")
+    return SourcePoint(position_m=position, lambda_A=row[4] / ANGSTROM)
+
+
 def read_source_file(path: str | Path, beam_vector: tuple[float, float, float], lambda_A: float
                      ) -> tuple[SourcePoint, ...]:
     """Read a nanoBragg source file: up to 5 columns ``X Y Z I lambda`` per line (spec §5.2).
 
     X, Y, Z are the source position (m), I is ignored (all sources weigh the same, as in nanoBragg) and
     lambda is in metres. Missing columns default to the position -10 m along the beam and lambda0;
-    on a last line without a newline nanoBragg reads missing columns as 0, and so does this reader.
+    on a last line without a newline nanoBragg reads missing columns as 0, and so does this reader. The file
+    is read line by line (a line longer than :data:`detsim.inputs.MAX_LINE_BYTES` is an error), keeping
+    :data:`SOURCE_BYTES` per source, which may not exceed the memory available.
     """
-    path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise SourceFileError(f"{path}: cannot read source file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise SourceFileError(f"{path}: source file is not text (byte {exc.start} is not UTF-8)") from None
     default = [-SOURCE_DISTANCE_M * c for c in beam_vector] + [1.0, lambda_A * ANGSTROM]
-    lines = text.split("\n")
-    points = []
-    for number, line in enumerate(lines, start=1):
-        fields = [f for f in _SEPARATORS.split(line.strip()) if f]
-        if not fields:
-            continue
-        if len(fields) > 5:
-            raise SourceFileError(f"{path} line {number}: expected at most 5 columns 'X Y Z I lambda', got {len(fields)}")
-        try:
-            values = [float(f) for f in fields]
-        except ValueError:
-            raise SourceFileError(f"{path} line {number}: non-numeric value in {line.strip()!r}") from None
-        if not all(math.isfinite(v) for v in values):
-            raise SourceFileError(f"{path} line {number}: non-finite value in {line.strip()!r}")
-        unterminated = number == len(lines) and not text.endswith("\n")
-        filler = [0.0] * 5 if unterminated else default
-        row = values + filler[len(values):]
-        position = (row[0], row[1], row[2])
-        if all(c == 0 for c in position):
-            raise SourceFileError(f"{path} line {number}: source position is the zero vector")
-        if row[4] <= 0:
-            raise SourceFileError(f"{path} line {number}: wavelength must be > 0 m, got {row[4]}")
-        points.append(SourcePoint(position_m=position, lambda_A=row[4] / ANGSTROM))
+    available = memory.available_bytes(torch.device("cpu"))
+    points: list[SourcePoint] = []
+    with inputs.open_regular(path, "source file", SourceFileError) as handle:
+        for number, raw, ended in inputs.read_lines(handle, path, "source file", SourceFileError):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SourceFileError(f"{path} line {number}: source file is not text (byte {exc.start} of the "
+                                      "line is not UTF-8)") from None
+            point = _source_point(path, number, line, default if ended else [0.0] * 5)
+            if point is None:
+                continue
+            points.append(point)
+            if len(points) * SOURCE_BYTES > available:
+                raise SourceFileError(f"{path}: {len(points)} sources by line {number} already need "
+                                      f"{memory.gib(len(points) * SOURCE_BYTES)} of memory, more than the "
+                                      f"{memory.gib(available)} available")
     if not points:
         raise SourceFileError(f"{path}: no sources in file")
     return tuple(points)

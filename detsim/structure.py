@@ -26,15 +26,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from detsim import memory
+from detsim import cnumbers, inputs, memory
 
 __all__ = ["HKLError", "HKLTable", "StructureFactors", "read_hkl"]
 
 _INT_LIMIT = 2**31  # nanoBragg stores indices in C ints; |index| must stay below this
 _SNIPPET_CHARS = 60
 
-_NUMBER = r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf(?:inity)?|nan))"
-_RECORD = re.compile(r"\s*" + r"\s+".join([_NUMBER] * 4) + r"\s*", re.ASCII | re.IGNORECASE)
+# four numbers as fscanf's %lg reads them, between C spaces (\s in ASCII mode)
+_RECORD = re.compile(r"\s*" + r"\s+".join([f"({cnumbers.NUMBER})"] * 4) + r"\s*", re.ASCII)
 
 # Denominators of the four 4-point Lagrange terms, prod_{j != i} (x_i - x_j), for unit-spaced nodes
 # x_0..x_3 = f-1, f, f+1, f+2. They are small integers, so they are exact in any float dtype and equal
@@ -90,35 +90,13 @@ def _snippet(line: str) -> str:
     return repr(text)
 
 
-def _read_records(source: str) -> tuple[list[tuple[str, str, str, str]], list[int]]:
-    """The ``h k l F`` records of an HKL file as text, and the line number of each; raises HKLError."""
+def _checked_block(source: str, fields: list[str], line_numbers: list[int]) -> np.ndarray:
+    """(N, 4) float64 (h, k, l, F) of records given as text, 4 fields each; raises HKLError at the first bad one."""
     try:
-        with open(source, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise HKLError(f"{source}: cannot read HKL file ({exc.strerror or exc})") from None
-    lines = raw.decode("utf-8-sig", errors="replace").split("\n")
-
-    records: list[tuple[str, str, str, str]] = []
-    line_numbers: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        match = _RECORD.fullmatch(line)
-        if match is None:
-            raise HKLError(f"{source} line {number}: expected 'h k l F', got {_snippet(line)}")
-        records.append(match.groups())
-        line_numbers.append(number)
-    if not records:
-        last_line = max(len(lines) - (lines[-1] == ""), 1)
-        raise HKLError(f"{source} line {last_line}: no 'h k l F' records in file")
-    return records, line_numbers
-
-
-def _checked_numbers(source: str, records: list[tuple[str, str, str, str]],
-                     line_numbers: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(hkl (N, 3) integral float64, F (N,)) of the records; raises HKLError at the first bad one."""
-    data = np.array(records, dtype=np.float64)
+        data = np.array(fields, dtype=np.float64)  # plain decimals: rounded as C rounds them
+    except ValueError:  # a hex float or nan(...), which only C's grammar reads
+        data = np.array([cnumbers.number_value(field) for field in fields], dtype=np.float64)
+    data = data.reshape(-1, 4)
     hkl, amplitudes = data[:, :3], data[:, 3]
     bad_index = ~(np.isfinite(hkl) & (np.floor(hkl) == hkl) & (np.abs(hkl) < _INT_LIMIT))
     bad_f = ~np.isfinite(amplitudes)
@@ -128,9 +106,50 @@ def _checked_numbers(source: str, records: list[tuple[str, str, str, str]],
         where = f"{source} line {line_numbers[row]}"
         for axis, name in enumerate("hkl"):
             if bad_index[row, axis]:
-                raise HKLError(f"{where}: {name} = {records[row][axis]} is not an integer index")
-        raise HKLError(f"{where}: F = {records[row][3]} is not finite")
-    return hkl, amplitudes
+                raise HKLError(f"{where}: {name} = {fields[4 * row + axis]} is not an integer index")
+        raise HKLError(f"{where}: F = {fields[4 * row + 3]} is not finite")
+    return data
+
+
+def _read_records(source: str) -> np.ndarray:
+    """The (h, k, l, F) records of an HKL file, shape (N, 4); raises HKLError naming the file and line.
+
+    Read line by line (a line longer than :data:`detsim.inputs.MAX_LINE_BYTES` is an error) and converted in
+    blocks, keeping :data:`HKL_BYTES_PER_RECORD` per record, which may not exceed the memory available.
+    """
+    available = memory.available_bytes(torch.device("cpu"))
+    blocks: list[np.ndarray] = []
+    fields: list[str] = []
+    line_numbers: list[int] = []
+    count = last = 0
+    with inputs.open_regular(source, "HKL file", HKLError) as handle:
+        for last, raw, _ in inputs.read_lines(handle, source, "HKL file", HKLError):
+            line = raw.decode("utf-8", errors="replace").removeprefix("\ufeff" if last == 1 else "")
+            if not line.strip(cnumbers.C_SPACES):
+                continue
+            match = _RECORD.fullmatch(line)
+            if match is None:
+                raise HKLError(f"{source} line {last}: expected 'h k l F', got {_snippet(line)}")
+            fields.extend(match.groups())
+            line_numbers.append(last)
+            if len(line_numbers) == _BLOCK_RECORDS:
+                blocks.append(_checked_block(source, fields, line_numbers))
+                count, fields, line_numbers = count + len(line_numbers), [], []
+                if count * HKL_BYTES_PER_RECORD > available:
+                    raise HKLError(f"{source}: {count} records by line {last} already need "
+                                   f"{memory.gib(count * HKL_BYTES_PER_RECORD)} of memory to read, more than the "
+                                   f"{memory.gib(available)} available")
+    if line_numbers:
+        blocks.append(_checked_block(source, fields, line_numbers))
+    if not blocks:
+        raise HKLError(f"{source} line {max(last, 1)}: no 'h k l F' records in file")
+    return np.concatenate(blocks)
+
+
+# What reading keeps per record at its peak: the blocks and their concatenation (4 float64 each), then the
+# int64 indices and the sort that finds the last duplicate (linear index, its order, the kept positions).
+HKL_BYTES_PER_RECORD = 2 * 4 * 8 + 3 * 8 + 4 * 8
+_BLOCK_RECORDS = 1 << 16  # records converted at once: their text is kept until then
 
 
 HKL_BYTES_PER_ENTRY = 3 * 8  # the float64 table, its copy on the device, and a spare for its lookups
@@ -146,7 +165,9 @@ def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
     more than once, the last record wins.
 
     This is stricter than nanoBragg, which silently stops at the first token it cannot read: here any
-    line that is not four numbers is an error. h, k and l may be written as integral floats
+    line that is not four numbers (in C's grammar, :mod:`detsim.cnumbers`, as nanoBragg's ``fscanf``
+    reads them) is an error. The file must be a regular file; it is read line by line, a line longer than
+    :data:`detsim.inputs.MAX_LINE_BYTES` is an error, and so are more records than the memory available holds. h, k and l may be written as integral floats
     ("1.0", "2e1"): they are accepted as the integers they denote, whereas nanoBragg's second,
     ``%d``-based pass would misread them. Non-integral indices ("1.5") are an error, not a warning.
 
@@ -158,16 +179,17 @@ def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
         The table; nothing is returned on error.
 
     Raises:
-        HKLError: The file cannot be read, a line is not four numbers, an index is not an integer
-            (or not representable as a C int), F is not finite, or there are no records. The message
-            is one line naming the file and, where there is one, the line number.
+        HKLError: The file cannot be read or is not a regular file, a line is too long or not four
+            numbers, an index is not an integer (or not representable as a C int), F is not finite,
+            there are no records, or more than memory holds. The message is one line naming the file
+            and, where there is one, the line number.
         ValueError: ``default_F`` is not finite.
     """
     if not math.isfinite(default_F):
         raise ValueError(f"default_F must be finite, got {default_F!r}")
     source = os.fspath(path)
-    records, line_numbers = _read_records(source)
-    hkl, amplitudes = _checked_numbers(source, records, line_numbers)
+    records = _read_records(source)
+    hkl, amplitudes = records[:, :3], records[:, 3]
 
     indices = hkl.astype(np.int64)
     lows = indices.min(axis=0)
@@ -196,7 +218,7 @@ def read_hkl(path: str | os.PathLike, default_F: float = 0.0) -> HKLTable:
         k_min=int(lows[1]),
         l_min=int(lows[2]),
         values=values,
-        count=len(records),
+        count=records.shape[0],
         source=source,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -40,6 +41,25 @@ def test_a_detector_size_alone_is_rounded_to_whole_pixels():
     assert (cfg.detector.spixels, cfg.detector.fpixels) == (100, 100)
 
 
+def test_only_the_first_4096_bytes_of_a_matrix_file_are_read(tmp_path):
+    (tmp_path / "A.mat").write_bytes(b"0.01 0 0\n0 0.01 0\n0 0 0.01\n" + b"\0" * 10_000_000)
+    assert read_matrix_file(str(tmp_path / "A.mat"))[8] == 0.01
+    (tmp_path / "B.mat").write_bytes(b" " * 4090 + b"0.01 0 0\n0 0.01 0\n0 0 0.01\n")
+    with pytest.raises(InputError, match="B.mat: a matrix file's 9 numbers must lie within its first 4096 bytes"):
+        read_matrix_file(str(tmp_path / "B.mat"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_a_matrix_file_that_is_a_device_is_refused_before_it_is_read():
+    with pytest.raises(InputError, match="^/dev/zero: is a character device; the matrix file must be a regular file$"):
+        read_matrix_file("/dev/zero")
+
+
+def test_matrix_numbers_are_read_with_cs_grammar(tmp_path):
+    (tmp_path / "A.mat").write_text("0x1p-7 0 0\n0 1e-2 0\n\v0 0 +.01\n")
+    assert read_matrix_file(str(tmp_path / "A.mat")) == (2**-7, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.01)
+
+
 def test_matrix_file_gives_the_a_matrix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.02 0\n0 0 0.03\nextra words are ignored\n")
@@ -53,7 +73,10 @@ def test_matrix_file_gives_the_a_matrix(tmp_path, monkeypatch):
     ("0.01 0 0\n0 x 0\n0 0 0.01\n", "non-numeric token 'x'"),
     ("0.01 0 0\n0.01 0 0\n0 0 0.01\n", "singular"),
     ("0.01 0 0\n0 inf 0\n0 0 0.01\n", "non-finite"),
-], ids=["short", "garbage", "singular", "non-finite"])
+    ("0.01 0 0\n0 1_0 0\n0 0 0.01\n", "non-numeric token '1_0'"),  # fscanf reads 1, Python's float() 10
+    ("0.01 0 0\n0 ０.０１ 0\n0 0 0.01\n", "non-numeric token '０.０１'"),
+    ("0.01 0 0\n0\u00a00.01 0\n0 0 0.01\n", "non-numeric token '0.xa00.01'"),  # no C space
+], ids=["short", "garbage", "singular", "non-finite", "underscore", "full-width", "no-break-space"])
 def test_bad_matrix_files_raise_input_error_naming_the_file(text, message, tmp_path):
     path = tmp_path / "bad.mat"
     path.write_text(text)
@@ -67,6 +90,32 @@ def test_a_missing_input_file_raises_input_error(flag, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="missing.file"):
         config_from_argv(SMALL + [flag, "missing.file"])
+
+
+@pytest.mark.parametrize("flag,name,message", [
+    ("-img", "adir", "-img adir: is a directory, not an SMV image"),
+    ("-mask", "fifo", "-mask fifo: is a FIFO (named pipe), not an SMV image"),
+    ("-img", "empty.img", "-img empty.img: is an empty file, not an SMV image"),
+    ("-img", "/dev/zero", "-img /dev/zero: is a character device, not an SMV image"),
+    ("-mask", "/dev/null", "-mask /dev/null: is a character device, not an SMV image"),
+    ("-stol", "adir", "-stol adir: is a directory, not a file"),
+])
+def test_check_inputs_says_what_a_path_that_is_no_image_is(flag, name, message, tmp_path, monkeypatch):
+    # they were all reported as "no such file"
+    if name.startswith("/dev/") and not os.path.exists(name):
+        pytest.skip(f"needs {name}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "empty.img").write_bytes(b"")
+    with pytest.raises(InputError, match=f"^{re.escape(message)}$"):
+        check_inputs(parse_argv(SMALL + [flag, name]))
+
+
+def test_an_empty_stol_file_is_accepted_as_nanobragg_never_reads_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stol.txt").write_bytes(b"")
+    check_inputs(parse_argv(SMALL + ["-stol", "stol.txt"]))
 
 
 def test_check_inputs_names_the_flag_of_a_missing_file(tmp_path, monkeypatch):
@@ -108,11 +157,21 @@ def test_mask_header_counts_y_from_the_other_edge_and_the_mask_is_kept(tmp_path,
     assert np.array_equal(cfg.detector.mask, mask)
 
 
-def test_a_header_value_that_is_not_a_number_is_an_input_error(tmp_path, monkeypatch):
+@pytest.mark.parametrize("text,c_reads", [("far", "0.0"), ("1_00", "1.0"), ("80mm", "80.0")])
+def test_a_header_value_that_is_not_wholly_a_number_is_an_input_error(text, c_reads, tmp_path, monkeypatch):
+    # nanoBragg reads header values with atof: a prefix; Python's float() would read 1_00 as 100
     monkeypatch.chdir(tmp_path)
-    _smv(tmp_path / "in.img", (8, 8), DISTANCE="far")
-    with pytest.raises(InputError, match="^-img in.img: header DISTANCE='far' is not a number$"):
+    _smv(tmp_path / "in.img", (8, 8), DISTANCE=text)
+    message = f"-img in.img: header DISTANCE='{text}' is not a number (nanoBragg would read {c_reads})"
+    with pytest.raises(InputError, match=f"^{re.escape(message)}$"):
         config_from_argv(SMALL + ["-img", "in.img"])
+
+
+def test_header_values_are_read_with_cs_grammar(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _smv(tmp_path / "in.img", (8, 8), DISTANCE="0x1p6", WAVELENGTH=" 1.5e0")
+    cfg = config_from_argv(SMALL[:-2] + ["-img", "in.img"])
+    assert cfg.detector.distance_mm == 64.0 and cfg.beam.lambda_A == 1.5
 
 
 def test_an_unreadable_header_image_is_an_input_error(tmp_path, monkeypatch):

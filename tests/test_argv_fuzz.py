@@ -15,7 +15,7 @@ from detsim.sources import SourceFileError
 from detsim.structure import HKLError
 
 CASES = 2000
-NARGS = {name: (6 if h.pattern == "-cell" else h.nargs) for h in HANDLERS for name in (h.pattern, *h.also)}
+NARGS = {name: h.takes for h in HANDLERS for name in (h.pattern, *h.also)}
 FLAGS = sorted(NARGS)
 NUMBERS = ["0", "1", "-1", "2", "3", "7", "90", "100", "0.5", "-0.5", "1e-300", "1e300", "2147483648",
            "-2147483649", "99999999999999999999", "1.5", "-0", "+3"]

@@ -103,7 +103,15 @@ BAD_INPUTS = [
     (SMALL + ["-detsize", "0"], "-detsize"),
     (SMALL + ["-distance", "nan"], "-distance"),
     (SMALL + ["-lambda", "nan"], "-lambda"),
-    (SMALL + ["-cell", "70", "nan", "70"], "-cell"),
+    (SMALL + ["-cell", "70", "nan", "70", "90", "90", "90"], "-cell"),
+    (["-cell", "100", "100", "100", "90", "90", "-default_F", "1"], "-cell expects 6 values (a b c al be ga), got 5"),
+    (SMALL + ["-cell", "100", "100", "100", "90"], "-cell expects 6 values (a b c al be ga), got 4"),
+    (SMALL + ["-misset", "10", "20"], "-misset expects 3 values (x y z | random), got 2"),
+    (SMALL + ["-distance", "1_00"], "-distance expects a number, got '1_00'"),  # nanoBragg reads 1
+    (SMALL + ["-N", "1_0"], "-N expects an integer, got '1_0'"),
+    (SMALL + ["-detpixels", "3_2"], "-detpixels expects an integer, got '3_2'"),
+    (SMALL + ["-distance", "１００"], "-distance expects a number, got '１００'"),  # nanoBragg reads 0
+    (SMALL + ["-distance", "١٠٠"], "-distance expects a number, got '١٠٠'"),
     (SMALL + ["-bogus_flag", "1"], "-bogus_flag"),
     (SMALL + ["-roi", "0", "40", "0", "10"], "-roi"),
     (SMALL + ["-roi", "-1", "10", "0", "10"], "-roi"),
@@ -160,6 +168,8 @@ def test_trace_pixel_prints_trace_and_writes_no_image(tmp_path, monkeypatch, cap
     (["-pgmfile", "adir"], "adir"),
     (["-floatfile", ""], "-floatfile"),
     (["-noisefile", "locked.img"], "locked.img"),
+    (["-floatfile", "target.img/"], "-floatfile target.img/: names a directory"),  # it replaced target.img
+    (["-floatfile", "newdir/"], "-floatfile newdir/: names a directory"),  # it created a file newdir
 ])
 def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -177,6 +187,89 @@ def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path,
     assert calls == []  # refused before the render
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "link.img", "locked.img", "target.img"]
+
+
+def _input_files(tmp_path):
+    (tmp_path / "in.hkl").write_text("0 0 0 10\n1 1 1 20\n")
+    (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.01 0\n0 0 0.01\n")
+    io.write_smv(tmp_path / "in.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    io.write_smv(tmp_path / "mask.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    (tmp_path / "sources.txt").write_text("-10 0 0\n")
+    (tmp_path / "stol.txt").write_text("0 1\n")
+
+
+OVER_INPUTS = [
+    (["-hkl", "in.hkl", "-floatfile", "in.hkl"], "-floatfile in.hkl is the -hkl input file in.hkl"),
+    (["-mat", "A.mat", "-intfile", "A.mat"], "-intfile A.mat is the -mat input file A.mat"),
+    (["-img", "in.img", "-intfile", "in.img"], "-intfile in.img is the -img input file in.img"),
+    (["-mask", "mask.img", "-noisefile", "mask.img"], "-noisefile mask.img is the -mask input file mask.img"),
+    (["-sourcefile", "sources.txt", "-pgmfile", "sources.txt"], "-pgmfile sources.txt is the -sourcefile input"),
+    (["-stol", "stol.txt", "-floatfile", "./stol.txt"], "-floatfile ./stol.txt is the -stol input file stol.txt"),
+    (["-hkl", "in.hkl", "-trace_pixel", "1", "2", "--trace-json", "in.hkl"], "--trace-json in.hkl is the -hkl"),
+    (["-hkl", "in.hkl", "-floatfile", "hard.hkl"], "-floatfile hard.hkl is the -hkl input file in.hkl"),
+    (["-hkl", "in.hkl", "-floatfile", "soft.hkl"], "-floatfile soft.hkl is the -hkl input file in.hkl"),
+]
+
+
+@pytest.mark.parametrize("argv,message", OVER_INPUTS, ids=[m.split(" is ")[0] for _, m in OVER_INPUTS])
+def test_an_output_may_not_overwrite_an_input(argv, message, tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    _input_files(tmp_path)
+    os.link("in.hkl", "hard.hkl")
+    os.symlink("in.hkl", "soft.hkl")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert main(SMALL + ["-seed", "1"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"detsim: error: {message}") and err.count("\n") == 1, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.img").write_bytes(b"old")
+    os.link("a.img", "b.img")
+    assert main(SMALL + ["-seed", "1", "-intfile", "a.img", "-noisefile", "b.img"]) == 2
+    err = capsys.readouterr().err
+    assert "-noisefile b.img and -intfile a.img name the same file" in err and err.count("\n") == 1, err
+    assert (tmp_path / "a.img").read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["a.img", "b.img"]
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+def test_out_of_space_names_the_file_and_replaces_no_output(tmp_path, monkeypatch, capsys):
+    import os
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.bin").write_bytes(b"old float")
+    assert main(SMALL + ["-seed", "1", "-floatfile", "ok.bin", "-intfile", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert err == "detsim: error: cannot write /dev/full: No space left on device\n", err
+    assert (tmp_path / "ok.bin").read_bytes() == b"old float" and os.listdir(tmp_path) == ["ok.bin"]
+
+
+def test_a_write_that_fails_midway_replaces_no_output(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+    monkeypatch.chdir(tmp_path)
+    for name in ("float.bin", "int.img", "noise.img"):
+        (tmp_path / name).write_bytes(b"old")
+    real, calls = io.smv_writer, []
+
+    def full_noise(data, header):  # the int image is written; the noise image, the last output, finds the disk full
+        calls.append(1)
+        if len(calls) == 1:
+            return real(data, header)
+
+        def write(handle):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write
+
+    monkeypatch.setattr(io, "smv_writer", full_noise)
+    assert main(SMALL + ["-seed", "1", "-nopgm", "-floatfile", "float.bin", "-intfile", "int.img",
+                         "-noisefile", "noise.img"]) == 1
+    assert capsys.readouterr().err == "detsim: error: cannot write noise.img: No space left on device\n"
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {n: b"old" for n in os.listdir(tmp_path)}
+    assert sorted(os.listdir(tmp_path)) == ["float.bin", "int.img", "noise.img"]
 
 
 def test_the_same_character_device_may_take_several_outputs(tmp_path, monkeypatch):
@@ -202,6 +295,29 @@ def test_a_binary_input_file_is_one_line_error(flag, tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "blob.bin" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+NOT_FILES = [
+    (["-hkl", "/dev/zero"], "/dev/zero: is a character device; the HKL file must be a regular file"),
+    (["-mat", "/dev/zero"], "/dev/zero: is a character device; the matrix file must be a regular file"),
+    (["-sourcefile", "/dev/zero"], "/dev/zero: is a character device; the source file must be a regular file"),
+    (["-hkl", "adir"], "adir: is a directory; the HKL file must be a regular file"),
+    (["-img", "/dev/null"], "-img /dev/null: is a character device, not an SMV image"),
+    (["-img", "/dev/zero"], "-img /dev/zero: is a character device, not an SMV image"),
+    (["-mask", "adir"], "-mask adir: is a directory, not an SMV image"),
+    (["-img", "empty.img"], "-img empty.img: is an empty file, not an SMV image"),
+]
+
+
+@pytest.mark.parametrize("argv,message", NOT_FILES, ids=[" ".join(a) for a, _ in NOT_FILES])
+def test_an_input_that_is_not_a_regular_file_is_refused_saying_what_it_is(argv, message, tmp_path, monkeypatch,
+                                                                          capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "empty.img").write_bytes(b"")
+    assert main(SMALL + ["-seed", "1"] + argv) == 2
+    assert capsys.readouterr().err == f"detsim: error: {message}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "empty.img"]
 
 
 @pytest.mark.parametrize("flag", ["-h", "-help", "--help"])
@@ -254,7 +370,47 @@ ABSURD = [
     (["-cell", "1e300", "1e300", "1e300", "90", "90", "90", "-oversample", "1"], "-cell"),
     (["-cell", "1e-300", "1e-300", "1e-300", "90", "90", "90"], "-cell"),
     (["-mat", "nearly_singular.mat"], "-mat"),
+    (["-dispersion", "10", "-dispsteps", "2000000000"], "-dispsteps"),
+    (["-divergence", "1", "-divsteps", "100000"], "-divsteps"),
 ]
+
+
+OVERFLOWS = [
+    (["-water", "1e300"], "the water background of -water 1e+300 um overflows double precision"),
+    (["-default_F", "1e200"], "-default_F 1e+200 squared overflows double precision"),
+    (["-osc", "1", "-phistep", "1e-320"], "the number of phi steps (-osc over -phistep) overflows"),
+    (["-divergence", "1", "-hdivstep", "1e-320"], "the number of divergence steps"),
+    (["-detector_abs", "1e-320"], "-detector_abs 1e-320: the attenuation 1 / (1e-320 um) overflows"),
+    (["-detector_thick", "1e-320"], "the attenuation 1 / -detector_thick"),
+    (["-pixel", "1.7e308"], "the number of pixels along fast (-detsize_f / -pixel, or -pixel x -detpixels_f)"),
+    (["-flux", "1e10", "-beamsize", "1e-300"], "the fluence -flux x -exposure / -beamsize squared overflows"),
+    (["-mosaic", "1e300"], "-mosaic 1e+300 degrees overflows the float32 of the mosaic angle"),
+    (["-polar", "1e300"], "overflows the float32 of the output images"),
+]
+
+
+@pytest.mark.parametrize("argv,message", OVERFLOWS, ids=[" ".join(a) for a, _ in OVERFLOWS])
+def test_a_value_whose_derived_quantities_overflow_is_refused_naming_it(argv, message, tmp_path, monkeypatch,
+                                                                        capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(SMALL + ["-seed", "1", "-oversample", "1"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("detsim: error: ") and err.count("\n") == 1 and message in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_overflow_no_check_names_is_still_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def overflowing(*args, **kwargs):
+        return 10.0 ** 400
+
+    monkeypatch.setattr("detsim.cli.prepare", overflowing)
+    assert main(SMALL + ["-seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("detsim: error: a number derived from the command line is out of double precision's range "
+                   "(Numerical result out of range)\n"), err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv,named", ABSURD, ids=[" ".join(a[0])[:30] for a in ABSURD])
@@ -310,7 +466,7 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(signum, code, tmp_pa
     handler = signal.getsignal(signal.SIGTERM)
     assert main(SMALL + ["-seed", "1", "-nopgm", "-nonoise"]) == code
     assert signal.getsignal(signal.SIGTERM) is handler  # restored for whoever called main
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["floatimage.bin"]
+    assert list(tmp_path.iterdir()) == []  # outputs are written all or none: the float image was staged only
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "detsim:" in err, err
 

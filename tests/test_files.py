@@ -3,11 +3,14 @@
 The writers of :mod:`detsim.io` go through these; tests/test_io.py checks them on real image files.
 """
 
+import errno
 import os
+import re
 
 import pytest
 
-from detsim.files import OutputError, atomic_write, check_output_path
+from detsim import files
+from detsim.files import OutputError, StagedOutputs, atomic_write, check_output_path, check_outputs, file_identity
 
 
 def test_atomic_write_creates_the_file_with_what_was_written(tmp_path):
@@ -63,3 +66,88 @@ def test_check_output_path_refuses_a_read_only_directory(tmp_path):
             check_output_path(str(locked / "out.bin"), "-intfile")
     finally:
         locked.chmod(0o755)
+
+
+@pytest.mark.parametrize("name", ["afile/", "newdir/", "afile/.", "adir/..", "adir/"])
+def test_a_path_ending_in_a_slash_names_a_directory_and_is_refused(tmp_path, monkeypatch, name):
+    # os.path.realpath drops the slash: 'afile/' would replace afile and 'newdir/' create a file newdir
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_bytes(b"keep")
+    with pytest.raises(OutputError, match=f"^-floatfile {re.escape(name)}: names a directory") as info:
+        check_output_path(name, "-floatfile")
+    assert "\n" not in str(info.value)
+    with pytest.raises(OutputError):
+        atomic_write(name, lambda handle: handle.write(b"new"))
+    assert (tmp_path / "afile").read_bytes() == b"keep" and sorted(os.listdir(tmp_path)) == ["adir", "afile"]
+
+
+def test_file_identity_follows_symlinks_and_sees_hard_links(tmp_path):
+    (tmp_path / "a").write_bytes(b"a")
+    os.link(tmp_path / "a", tmp_path / "hard")
+    (tmp_path / "soft").symlink_to("a")
+    assert file_identity(tmp_path / "a") == file_identity(tmp_path / "hard") == file_identity(tmp_path / "soft")
+    assert file_identity(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("output", ["in.hkl", "./in.hkl", "hard.hkl", "soft.hkl"])
+def test_an_output_naming_an_input_file_is_refused_naming_both(tmp_path, monkeypatch, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.hkl").write_text("0 0 0 1\n")
+    os.link("in.hkl", "hard.hkl")
+    os.symlink("in.hkl", "soft.hkl")
+    message = f"-floatfile {output} is the -hkl input file in.hkl; an output may not overwrite an input"
+    with pytest.raises(OutputError, match=f"^{re.escape(message)}$"):
+        check_outputs([("-intfile", "out.img"), ("-floatfile", output)], [("-mat", "A.mat"), ("-hkl", "in.hkl")])
+
+
+def test_two_outputs_that_are_hard_links_of_one_file_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.img").write_bytes(b"x")
+    os.link("one.img", "other.img")
+    with pytest.raises(OutputError, match="^-noisefile other.img and -intfile one.img name the same file"):
+        check_outputs([("-intfile", "one.img"), ("-noisefile", "other.img")])
+    check_outputs([("-intfile", "one.img"), ("-noisefile", "new.img")])  # distinct files are fine
+
+
+def _full(handle):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_staged_outputs_replace_nothing_unless_every_output_is_written(tmp_path):
+    first, second = tmp_path / "float.bin", tmp_path / "int.img"
+    first.write_bytes(b"old float")
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(first, lambda handle: handle.write(b"new float"))
+            staged.add(second, _full)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(second)  # the output, not a temporary
+    assert first.read_bytes() == b"old float" and sorted(os.listdir(tmp_path)) == ["float.bin"]
+
+
+def test_a_failed_rename_names_the_output_and_removes_every_temporary(tmp_path, monkeypatch):
+    first, second = tmp_path / "float.bin", tmp_path / "int.img"
+    first.write_bytes(b"old float")
+
+    def no_rename(src, dst):
+        raise OSError(errno.EXDEV, "Invalid cross-device link", str(src), str(dst))
+
+    monkeypatch.setattr(files.os, "replace", no_rename)
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(first, lambda handle: handle.write(b"new float"))
+            staged.add(second, lambda handle: handle.write(b"new int"))
+    assert info.value.filename == str(first) and info.value.filename2 is None
+    assert first.read_bytes() == b"old float" and sorted(os.listdir(tmp_path)) == ["float.bin"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_device_among_the_outputs_replaces_no_file(tmp_path):
+    path = tmp_path / "float.bin"
+    path.write_bytes(b"old float")
+    with pytest.raises(OSError) as info:
+        with StagedOutputs() as staged:
+            staged.add(path, lambda handle: handle.write(b"new float"))
+            staged.add("/dev/full", lambda handle: handle.write(b"x" * 100000))
+    assert info.value.errno == errno.ENOSPC and info.value.filename == "/dev/full"
+    assert path.read_bytes() == b"old float" and os.listdir(tmp_path) == ["float.bin"]

@@ -8,6 +8,7 @@ import pytest
 
 from _tolerances import F64_ULPS
 import detsim.files
+import detsim.io
 from detsim.files import OutputError
 from detsim.io import (
     image_statistics,
@@ -277,6 +278,7 @@ def test_read_smv_big_endian_and_padded_header_bytes(tmp_path):
         (lambda raw: raw + b"\0\0", "expected"),
         (lambda raw: b"P5" + raw[2:], "not an SMV"),
         (lambda raw: raw.replace(b"SIZE1=4;", b"SIZE1=x;"), "SIZE1"),
+        (lambda raw: raw.replace(b"SIZE1=4;", b"SIZE1=0_4;"), "SIZE1='0_4' is not an integer"),  # C reads 0
         (lambda raw: raw.replace(b"SIZE2=3;", b"SIZE9=3;"), "SIZE2"),
         (lambda raw: raw.replace(b"TYPE=unsigned_short", b"TYPE=signed___short"), "TYPE"),
         (lambda raw: raw.replace(b"DIM=2;", b"DIM 2;"), "malformed"),
@@ -293,6 +295,39 @@ def test_read_smv_malformed_names_file(tmp_path, mutate, fragment):
     message = str(info.value)
     assert "broken_frame.img" in message and "\n" not in message
     assert fragment in message
+
+
+@pytest.mark.parametrize("name,message", [
+    ("empty.img", "empty.img: is an empty file, not an SMV image"),
+    ("adir", "adir: is a directory; the SMV image must be a regular file"),
+    ("/dev/zero", "/dev/zero: is a character device; the SMV image must be a regular file"),
+])
+def test_read_smv_refuses_what_is_no_image_before_reading_it(tmp_path, monkeypatch, name, message):
+    if name.startswith("/dev/") and not os.path.exists(name):
+        pytest.skip(f"needs {name}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "empty.img").write_bytes(b"")
+    with pytest.raises(ValueError) as info:
+        read_smv(name)
+    assert str(info.value) == message
+
+
+def test_read_smv_reads_no_more_than_the_header_before_the_size_is_checked(tmp_path, monkeypatch):
+    path = tmp_path / "big.img"
+    write_smv(path, np.ones((3, 4), dtype=np.uint16), {})
+    with open(path, "ab") as handle:
+        handle.truncate(1_000_000_000)  # sparse: 1 GB that was read whole
+    with pytest.raises(ValueError, match="big.img: 1000000000 bytes, expected 536"):
+        read_smv(path)
+
+
+def test_read_smv_refuses_an_image_larger_than_the_memory_available(tmp_path, monkeypatch):
+    path = tmp_path / "frame.img"
+    write_smv(path, np.ones((30, 40), dtype=np.uint16), {})
+    monkeypatch.setattr(detsim.io.memory, "available_bytes", lambda device: 1000)
+    with pytest.raises(ValueError, match="frame.img: a 30x40 image needs .* of memory to read, more than the"):
+        read_smv(path)
 
 
 # ---------------------------------------------------------------- atomic writes

@@ -1,6 +1,7 @@
 """Tests for detsim.structure: the HKL reader and the F(h,k,l) lookups (spec §2.1, §5.7)."""
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,8 @@ import pytest
 import torch
 
 from _tolerances import F64_GRADIENT, F64_POLYNOMIAL, F64_ROUNDING, F64_STRUCTURE_FACTOR_ABS, FLOAT32_TRICUBIC
+from detsim import structure
+from detsim.inputs import MAX_LINE_BYTES
 from detsim.structure import HKLError, HKLTable, StructureFactors, read_hkl
 
 GOLDEN_HKL = Path(__file__).parent / "golden" / "g02_hkl_interp" / "P1.hkl"
@@ -162,6 +165,40 @@ def test_read_hkl_missing_file_names_path(tmp_path):
         read_hkl(path)
     assert str(path) in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name,kind", [("/dev/zero", "a character device"), ("/dev/null", "a character device"),
+                                       ("adir", "a directory"), ("fifo", "a FIFO (named pipe)")])
+def test_read_hkl_refuses_what_is_not_a_regular_file_before_reading_it(tmp_path, monkeypatch, name, kind):
+    # /dev/zero was read whole: it grew to ~23 GB and was killed
+    if name.startswith("/dev/") and not os.path.exists(name):
+        pytest.skip(f"needs {name}")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(HKLError) as info:
+        read_hkl(name)
+    assert str(info.value) == f"{name}: is {kind}; the HKL file must be a regular file"
+
+
+def test_read_hkl_refuses_a_line_longer_than_the_cap_without_reading_it_whole(tmp_path):
+    path = tmp_path / "zeros.hkl"
+    path.write_bytes(b"0 0 0 1\n" + b"\0" * (4 * MAX_LINE_BYTES))  # like a file of zeros: no newline
+    with pytest.raises(HKLError, match=f"zeros.hkl line 2: longer than {MAX_LINE_BYTES} bytes"):
+        read_hkl(path)
+
+
+def test_read_hkl_refuses_more_records_than_memory_holds(tmp_path, monkeypatch):
+    monkeypatch.setattr(structure, "_BLOCK_RECORDS", 2)
+    monkeypatch.setattr(structure.memory, "available_bytes", lambda device: 5 * structure.HKL_BYTES_PER_RECORD)
+    path = write(tmp_path, "".join(f"0 0 {i} 1\n" for i in range(10)))
+    with pytest.raises(HKLError, match="test.hkl: 6 records by line 6 already need .* more than the .* available"):
+        read_hkl(path)
+
+
+def test_read_hkl_reads_numbers_with_cs_grammar(tmp_path):
+    table = read_hkl(write(tmp_path, "0 0 0 0x1p3\n0 0 1 1E1\n"))
+    assert table.values[0, 0, :].tolist() == [8.0, 10.0]
 
 
 def test_hkl_error_is_value_error():
