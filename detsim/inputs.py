@@ -14,18 +14,33 @@ import os
 import stat
 from typing import BinaryIO, Iterator
 
-__all__ = ["MAX_LINE_BYTES", "describe", "open_regular", "read_lines", "read_prefix"]
+__all__ = ["DIRECTORY", "MAX_LINE_BYTES", "MISSING", "REGULAR_FILE", "describe", "open_regular", "read_lines",
+           "read_prefix", "what_is"]
 
 # The longest line nanoBragg's text reader takes whole (fgets into 10240 bytes, less the newline and the NUL;
 # it splits a longer one into two lines). Far more than a line of numbers needs.
 MAX_LINE_BYTES = 10238
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+REGULAR_FILE, DIRECTORY, MISSING = "a regular file", "a directory", "missing"
+_KINDS = ((stat.S_ISREG, REGULAR_FILE), (stat.S_ISDIR, DIRECTORY), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def what_is(path: str | os.PathLike) -> str:
+    """What is at ``path``, symlinks followed: :data:`REGULAR_FILE`, :data:`DIRECTORY`, "a FIFO (named
+    pipe)", "a character device", "a block device", "a socket", "a symlink to nothing", :data:`MISSING`, or
+    "unreachable (why)" when it cannot be looked at (no permission to search a parent, a symlink loop)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "a symlink to nothing" if os.path.islink(path) else MISSING
+    except OSError as exc:
+        return f"unreachable ({exc.strerror or exc})"
+    return _kind(mode)
 
 
 def describe(path: str | os.PathLike) -> str | None:

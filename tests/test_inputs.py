@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import os
 import re
+import socket
 
 import pytest
 
-from detsim.inputs import MAX_LINE_BYTES, describe, open_regular, read_lines, read_prefix
+from detsim.inputs import DIRECTORY, MAX_LINE_BYTES, MISSING, REGULAR_FILE, describe, open_regular, read_lines, read_prefix, what_is
 
 
 class Refused(ValueError):
@@ -80,3 +81,22 @@ def test_a_line_longer_than_the_cap_is_refused_without_reading_it_whole():
 def test_a_line_of_exactly_the_cap_is_read():
     line = b"1" * MAX_LINE_BYTES
     assert list(read_lines(io.BytesIO(line + b"\n" + line), "f", "x", Refused)) == [(1, line, True), (2, line, False)]
+
+
+def test_what_is_names_each_kind_of_path(tmp_path):
+    (tmp_path / "file").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    (tmp_path / "to-dir").symlink_to(tmp_path)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        assert what_is(tmp_path / "sock") == "a socket"
+    assert what_is(tmp_path / "file") == REGULAR_FILE
+    assert what_is(tmp_path) == DIRECTORY and what_is(tmp_path / "to-dir") == DIRECTORY
+    assert what_is(tmp_path / "fifo") == "a FIFO (named pipe)"
+    assert what_is("/dev/null") == "a character device"
+    assert what_is(tmp_path / "dangling") == "a symlink to nothing"
+    assert what_is(tmp_path / "nope") == MISSING
+    assert what_is(tmp_path / "file" / "under") == MISSING
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert what_is(tmp_path / "loop") == "unreachable (Too many levels of symbolic links)"

@@ -1,22 +1,15 @@
-"""Checking a command's inputs at the edge, before any work: counts and paths.
+"""Checking a command's counts at the edge, before any work.
 
 :func:`positive_int` and :func:`count` are the argparse ``type=`` of every option that takes a number of
 things (repeats, threads, pixels, re-measurements...): a bad value is refused while the options are
-parsed, exit 2, before anything runs. :func:`what_is` says in a few words what is at a path (a regular
-file, a directory, a FIFO, a symlink to nothing, missing...), for the one line that refuses it.
+parsed, exit 2, before anything runs. What is at a path is said by the core's
+:func:`detsim.inputs.what_is`, for the one line that refuses it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 
-REGULAR_FILE = "a regular file"
-DIRECTORY = "a directory"
-MISSING = "missing"
-_KINDS = ((stat.S_ISREG, REGULAR_FILE), (stat.S_ISDIR, DIRECTORY), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def _whole_number(text: str) -> int:
@@ -40,16 +33,3 @@ def count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
-
-
-def what_is(path: os.PathLike | str) -> str:
-    """What is at ``path``, symlinks followed: :data:`REGULAR_FILE`, :data:`DIRECTORY`, ``a FIFO``, ``a
-    character device``, ``a block device``, ``a socket``, ``a symlink to nothing``, :data:`MISSING`, or
-    ``unreachable (why)`` when it cannot be looked at (no permission to search a parent, a symlink loop)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return "a symlink to nothing" if os.path.islink(path) else MISSING
-    except OSError as exc:
-        return f"unreachable ({exc.strerror or exc})"
-    return next((kind for test, kind in _KINDS if test(mode)), "not a file")

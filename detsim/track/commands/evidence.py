@@ -29,8 +29,8 @@ import re
 import sys
 from pathlib import Path
 
+from detsim.inputs import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.inputs import DIRECTORY, MISSING, what_is
 from detsim.track.runtime.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.evidence.bundle import make_bundle
 from detsim.track.evidence.durations import RETIMES

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from detsim.inputs import DIRECTORY, what_is
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
-from detsim.track.base.inputs import DIRECTORY, what_is
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json

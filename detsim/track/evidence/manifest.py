@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from detsim.inputs import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.hashing import sha256_file
-from detsim.track.base.inputs import MISSING, REGULAR_FILE, what_is
 from detsim.track.runtime.output import atomic_write_text
 
 MANIFEST = "sha256.txt"

@@ -378,7 +378,7 @@ def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, mo
     assert "unreadable: summary.md (Permission denied)" in out and "1 problem against sha256.txt" in out
 
 
-@pytest.mark.parametrize("kind", ["a directory", "a FIFO", "a symlink to nothing"])
+@pytest.mark.parametrize("kind", ["a directory", "a FIFO (named pipe)", "a symlink to nothing"])
 def test_verify_calls_a_listed_file_that_is_not_a_regular_file_unreadable_and_exits_2(tmp_path, capsys, kind):
     from detsim.track.evidence.manifest import write_manifest
 
@@ -388,7 +388,7 @@ def test_verify_calls_a_listed_file_that_is_not_a_regular_file_unreadable_and_ex
     (bundle / "results.json").write_text("{}\n")
     write_manifest(bundle)
     (bundle / "summary.md").unlink()
-    {"a directory": lambda p: p.mkdir(), "a FIFO": os.mkfifo,
+    {"a directory": lambda p: p.mkdir(), "a FIFO (named pipe)": os.mkfifo,
      "a symlink to nothing": lambda p: p.symlink_to(tmp_path / "gone")}[kind](bundle / "summary.md")
     assert main("--verify", str(bundle)) == 2
     assert capsys.readouterr().out.splitlines() == [f"unreadable: summary.md ({kind})",

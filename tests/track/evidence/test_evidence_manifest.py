@@ -94,7 +94,7 @@ def test_a_listed_file_that_is_not_a_regular_file_is_unreadable_and_never_opened
     os.mkfifo(bundle / "results.json")  # opening it would block until a writer came
     (bundle / "retime" / "cpu-1.log").unlink()
     (bundle / "retime" / "cpu-1.log").symlink_to(bundle / "gone")
-    assert manifest.check_bundle(bundle) == ["unreadable: results.json (a FIFO)",
+    assert manifest.check_bundle(bundle) == ["unreadable: results.json (a FIFO (named pipe))",
                                              "unreadable: retime/cpu-1.log (a symlink to nothing)",
                                              "unreadable: summary.md (a directory)"]
 
