@@ -13,6 +13,8 @@ threshold. The family decides how a series is judged:
   stored hash) and ``hash count`` (compiled-path images that differ): exact;
 * ``fingerprint`` (the start of an image's sha256 as a number, per golden case or for all compiled-path
   images): exact, compared commit to commit within one machine class, never by size;
+* ``reproducibility`` (per axis and golden case: 1 when two runs of the same input gave different bits,
+  ``bench_reproducibility``): exact, any 1 at the latest commit is a finding;
 * ``machine class`` (the class of the golden renders as a number): no regression itself, it says which
   commits' fingerprints are comparable;
 * ``reference``: the machine's own speed, never a regression itself, used to correct for load.
@@ -28,14 +30,15 @@ from typing import Iterator, Mapping
 from detsim.track.history.jsonc import ResultsError
 
 DEFAULT_THRESHOLD = 0.05  # asv's default when no regressions_thresholds entry matches
-FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count",
-                "fingerprint", "reference", "machine class")
+FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
+                "hash count", "fingerprint", "reference", "machine class")
 
 # Benchmarks whose family their name says (method name, or class for the machine reference): the
 # suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
 NAMED_FAMILIES = (
     (re.compile(r"(^|.*\.)track_parity_\w+$"), "parity"),
     (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), "determinism"),
+    (re.compile(r"(^|.*\.)track_runs_differ$"), "reproducibility"),
     (re.compile(r"(^|.*\.)track_cases_changed$"), "hash count"),
     (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), "fingerprint"),
     (re.compile(r"(^|.*\.)track_machine_class$"), "machine class"),
@@ -96,6 +99,16 @@ def case_of(bench: Mapping) -> str | None:
     """The golden case of a per-case track: its pretty name is ``"<label>: <case id>"``."""
     pretty = bench.get("pretty_name") or ""
     return pretty.split(": ", 1)[1] if ": " in pretty else None
+
+
+def param_values(params: str) -> dict[str, str]:
+    """A parameter label's values by name, quotes removed: ``"(axis='threads', case='a01')"`` ->
+    ``{"axis": "threads", "case": "a01"}`` (``{}`` for ``""``)."""
+    values = {}
+    for part in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params):
+        name, value = part
+        values[name] = value.strip("'\"")
+    return values
 
 
 def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
@@ -162,7 +175,8 @@ def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[
                 if key not in heads:
                     heads[key] = Series(env=data["env_name"], name=name, params=params,
                                         family=family_of(name, bench), unit=str(bench.get("unit", "")),
-                                        case=case_of(bench), threshold=threshold_for(name, thresholds))
+                                        case=case_of(bench) or param_values(params).get("case"),
+                                        threshold=threshold_for(name, thresholds))
                     points[key] = []
                 points[key].append(point)
     return [replace(head, points=tuple(points[key])) for key, head in heads.items()]

@@ -23,7 +23,7 @@ from detsim.track.verdict.fingerprint_series import class_cut
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
-from detsim.track.history.series import FAMILY_ORDER, Series, build_series
+from detsim.track.history.series import FAMILY_ORDER, Series, build_series, param_values
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,50 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     return regressions, unmeasured, skipped
 
 
+EAGER_AXES = ("process", "threads")  # axes of the eager float64 images that the hash tracks hash
+HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
+
+
+def irreproducible_commits(series: list[Series]) -> dict[str, set[str]]:
+    """Commit -> the axes along which some golden image did not reproduce there (``reproducibility``)."""
+    found: dict[str, set[str]] = {}
+    for s in series:
+        if s.family != "reproducibility":
+            continue
+        axis = param_values(s.params).get("axis", "?")
+        for p in s.points:
+            if p.measured and p.value > 0:
+                found.setdefault(p.commit, set()).add(axis)
+    return found
+
+
+def _judged_by_bits(finding: Finding, axes: set[str]) -> bool:
+    """Whether ``finding`` compares images of a kind that did not reproduce (``axes``) at its commit:
+    per-case eager hashes with the eager axes, the compiled path's hashes with the compiled axis."""
+    compiled = finding.series.family == "hash count" or (finding.series.family == "fingerprint"
+                                                         and not finding.series.case)
+    return "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
+
+
+def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
+    """The findings less the image-bit changes first seen at a commit whose images do not reproduce (their
+    hashes differ by chance, not by a change), and one note saying how many were withheld and why."""
+    irreproducible = irreproducible_commits(series)
+    kept, withheld = [], []
+    for f in findings:
+        axes = irreproducible.get(f.first_bad, set())
+        if f.series.family in HASH_FAMILIES and _judged_by_bits(f, axes):
+            withheld.append(f)
+        else:
+            kept.append(f)
+    if not withheld:
+        return kept, None
+    commits = sorted({f.first_bad[:8] for f in withheld})
+    return kept, (f"{len(withheld)} image-hash change{'s' * (len(withheld) > 1)} not reported (at "
+                  f"{', '.join(commits)}): the images there do not reproduce (NONDETERMINISTIC above), so their "
+                  "hashes differ by chance; fix the reproducibility first, never store them as a baseline")
+
+
 def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
                    holds_for: Mapping | None) -> tuple[str, dict] | None:
     """The stored baseline (path, content) of the recorded machine's class: the one whose class has the
@@ -196,7 +240,8 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     regressions, unmeasured, skipped = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
-    notes = list(recorded.notes)
+    regressions, withheld = without_irreproducible(regressions, series)
+    notes = list(recorded.notes) + [withheld] * bool(withheld)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
     if note:
         notes.append(note)
@@ -231,7 +276,8 @@ class FleetReport:
                 "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
 
 
-AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "determinism", "hash count")
+AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
+                      "hash count")
 
 
 def _both(names: list[str]) -> str:

@@ -7,6 +7,9 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
 * **cost** (instruction counts, repeatable within ~0.1 %): the latest value above the best recorded one
   by more than the series' threshold counts, found at the first commit of the run above it (no rank
   test, no load correction: a count does not depend on the machine's load);
+* **reproducibility**: a 1 at the latest commit (two runs of one golden case along one axis - a second
+  fresh process, two threads, the compiled path again - gave different bits), found at the first commit
+  of the run of 1s that ends there, naming the axis and the case (:func:`_irreproducible`);
 * **determinism**: a 1 at the latest commit (its image differs from its machine class's stored
   baseline hash), found with the old and new sha256 (or fingerprints) per commit; where the class has
   no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
@@ -34,12 +37,16 @@ from typing import Mapping
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
 from detsim.track.verdict.fingerprint_series import fingerprint_finding
-from detsim.track.history.series import Point, Series
+from detsim.track.history.series import Point, Series, param_values
 from detsim.track.verdict.steps import mann_whitney_greater, segments
 
 ALPHA = 0.01  # one-sided rank test level for timings
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 HISTORY_NOISE_P = 0.05  # a step whose raw samples overlap this much is noise without re-measuring
+# what each reproducibility axis compared (bench_reproducibility's axes)
+AXIS_RUNS = {"process": "a render in a second fresh process against the first",
+             "threads": "a render with 2 torch threads against 1",
+             "compiled": "the compiled path's render in a second fresh process against the first"}
 
 
 def detect(series: Series, start: int, references: Mapping[str, float], baseline_hashes: Mapping,
@@ -54,6 +61,8 @@ def detect(series: Series, start: int, references: Mapping[str, float], baseline
         return None
     if series.family == "parity":
         return _exact(series, points, absolute=PARITY_MAX_ONE_MINUS_R)
+    if series.family == "reproducibility":
+        return _irreproducible(series, points)
     if series.family == "determinism":
         return _hash_changed(series, points, baseline_hashes, hashes)
     if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
@@ -91,6 +100,20 @@ def _cost(series: Series, points: list[Point]) -> Finding | None:
     return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, points[-1].value,
                    {"evidence": f"instruction count above the best by more than {series.threshold:.0%} "
                                 "(exact: no rank test)"})
+
+
+def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
+    """Runs that should agree bit for bit differ at the latest commit: since the first of the run of
+    such commits that ends there (a commit before it reproduced, or none recorded did)."""
+    if points[-1].value == 0:
+        return None
+    first = len(points) - 1
+    while first > 0 and points[first - 1].value != 0:
+        first -= 1
+    last_good = points[first - 1].commit if first > 0 else None
+    axis = param_values(series.params).get("axis", "?")
+    detail = {"axis": axis, "runs": AXIS_RUNS.get(axis, axis)}
+    return Finding(series, last_good, points[first].commit, 0.0 if last_good else None, points[-1].value, detail)
 
 
 def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,

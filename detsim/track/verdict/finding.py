@@ -3,6 +3,12 @@
 Timing and throughput steps (:data:`REMEASURED`) carry a confirmation label in ``detail["confirmation"]``:
 :data:`SUSPECT` until re-measured, then :data:`CONFIRMED` or :data:`NOISE`; only confirmed ones are
 regressions (:attr:`Finding.is_verdict`).
+
+Each finding has one **label** (:attr:`Finding.label`, also in its JSON record), the word its line starts
+with: ``NONDETERMINISTIC`` when two runs of the same input gave different bits (the ``reproducibility``
+family), ``CHANGED`` when an image's bits changed and reproduce (image hashes and fingerprints),
+``SUSPECT`` or ``NOISE`` for a timing step not confirmed, else ``REGRESSED``. They are different findings
+with different fixes: a changed image is accepted or reverted, a non-reproducible one is never a baseline.
 """
 
 from __future__ import annotations
@@ -16,6 +22,11 @@ REMEASURED = ("timing", "throughput")  # families whose steps are suspects until
 SUSPECT = "suspect"  # detail["confirmation"] of a step not (yet) re-measured
 NOISE = "noise"  # ... of a step the history itself or the re-measurement explains as noise
 CONFIRMED = "confirmed"  # ... of a step the re-measurement confirmed
+
+NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED"
+FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
+                 "hash count": CHANGED}
+CONFIRMATION_LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE"}  # a timing step's label until confirmed
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,13 @@ class Finding:
         return self.series.family not in REMEASURED or self.detail.get("confirmation") == CONFIRMED
 
     @property
+    def label(self) -> str:
+        """The word the finding's line starts with (see the module docstring)."""
+        if self.series.family in REMEASURED and not self.is_verdict:
+            return CONFIRMATION_LABELS.get(self.detail.get("confirmation"), "SUSPECT")
+        return FAMILY_LABELS.get(self.series.family, REGRESSED)
+
+    @property
     def ratio(self) -> float | None:
         if self.old in (None, 0):
             return None
@@ -43,7 +61,7 @@ class Finding:
         s = self.series
         record = {"family": s.family, "benchmark": s.name, "params": s.params, "env": s.env, "unit": s.unit,
                   "last_good": self.last_good, "first_bad": self.first_bad, "old": self.old, "new": self.new,
-                  "ratio": None if self.ratio is None else round(self.ratio, 4), **self.detail}
+                  "ratio": None if self.ratio is None else round(self.ratio, 4), "label": self.label, **self.detail}
         if s.case:
             record["case"] = s.case
         if s.family == "parity":

@@ -2,21 +2,22 @@
 
 :func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
 its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
-where: ``since <first bad>, last good <last good>`` with their subjects. A regression's line starts
-``REGRESSED``; a timing step that was not re-measured starts ``SUSPECT`` and one the re-measurement
-did not confirm ``NOISE``, each ending with the evidence that decided. More than
-:data:`GROUP_HASHES` image-hash findings of the same commits print as one line.
+where: ``since <first bad>, last good <last good>`` with their subjects. Each line starts with the
+finding's label (:attr:`~.finding.Finding.label`): ``REGRESSED``, ``CHANGED`` (an image's bits changed and
+reproduce), ``NONDETERMINISTIC`` (two runs of one input differ: the axis and cases), or ``SUSPECT`` /
+``NOISE`` for a timing step not confirmed, ending with the evidence that decided. More than
+:data:`GROUP_HASHES` image-hash findings of the same commits print as one line, and the
+non-reproducible cases of one axis and commits as one line.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from detsim.track.verdict.finding import NOISE, SUSPECT
 from detsim.track.verdict.analysis import FleetReport, Report
+from detsim.track.verdict.finding import CHANGED, NONDETERMINISTIC
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
-LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE"}  # a timing step's line by its confirmation (else REGRESSED)
 
 
 def fmt(value: float | None, unit: str) -> str:
@@ -54,6 +55,8 @@ def finding_text(r: Mapping) -> str:
     if r["family"] == "parity":
         old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
         return f"parity {r['case']}: r {old} -> {r['new_r']:.9f} (1 - r {r['old']} -> {r['new']})"
+    if r["family"] == "reproducibility":
+        return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
     if r["family"] == "determinism":
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
@@ -73,18 +76,29 @@ def finding_text(r: Mapping) -> str:
             f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
 
 
+def _cases(group: list[Mapping]) -> str:
+    return ", ".join(r.get("case") or r["benchmark"] for r in group)
+
+
 def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> list[str]:
-    """``REGRESSED ...`` lines; large groups of image-hash findings of the same commits as one."""
-    groups: dict[tuple, list[Mapping]] = {}
+    """One line per finding, its label first; the non-reproducible cases of one axis and commits as one
+    line, and large groups of image-hash findings of the same commits as one."""
+    irreproducible: dict[tuple, list[Mapping]] = {}
+    hashes: dict[tuple, list[Mapping]] = {}
     for r in records:
-        if r["family"] == "determinism":
-            groups.setdefault((r["first_bad"], r["last_good"]), []).append(r)
-    lines = [f"REGRESSED image hash of {len(group)} golden cases ({', '.join(r.get('case') or r['benchmark'] for r in group)}), "
-             f"{where_text(group[0], subjects)} (sha256s with --json)"
-             for group in groups.values() if len(group) > GROUP_HASHES]
-    lines += [f"{LABELS.get(r.get('confirmation'), 'REGRESSED')} {finding_text(r)}, {where_text(r, subjects)}"
-              for r in records
-              if r["family"] != "determinism" or len(groups[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES]
+        if r["family"] == "reproducibility":
+            irreproducible.setdefault((r["axis"], r["first_bad"], r["last_good"]), []).append(r)
+        elif r["family"] == "determinism":
+            hashes.setdefault((r["first_bad"], r["last_good"]), []).append(r)
+    lines = [f"{NONDETERMINISTIC} images of {len(group)} golden case{'s' * (len(group) > 1)} ({_cases(group)}) "
+             f"differ between two runs ({axis}: {group[0]['runs']}), {where_text(group[0], subjects)}"
+             for (axis, _, _), group in irreproducible.items()]
+    lines += [f"{CHANGED} image hash of {len(group)} golden cases ({_cases(group)}), "
+              f"{where_text(group[0], subjects)} (sha256s with --json)"
+              for group in hashes.values() if len(group) > GROUP_HASHES]
+    lines += [f"{r['label']} {finding_text(r)}, {where_text(r, subjects)}" for r in records
+              if r["family"] != "reproducibility"
+              and (r["family"] != "determinism" or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
     return lines
 
 

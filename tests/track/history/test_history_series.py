@@ -76,7 +76,7 @@ def test_every_benchmark_of_the_suite_keeps_its_family(monkeypatch):
     before["bench_engine.PathThroughput.track_ns_per_pixel_step"] = "timing"  # was pixel-steps/s: now time per unit
     assert families == before
     # every family but the plain track and throughput (the suite records times per unit of work instead)
-    assert set(families.values()) == set(FAMILY_ORDER) - {"track", "throughput"}
+    assert set(families.values()) == set(FAMILY_ORDER) - {"track", "throughput", "reproducibility"}
     assert families["bench_engine.MachineReference.peakmem_reference"] == "reference"
     assert families["bench_determinism.CompiledHashes.track_cases_changed"] == "hash count"
     assert families["bench_determinism.CompiledHashes.track_fingerprint"] == "fingerprint"
@@ -137,3 +137,11 @@ def test_a_point_is_measured_only_with_a_finite_value():
     assert series.label == "n(a=1)" and series.points == ()
     with pytest.raises(AttributeError):
         series.points = ()  # frozen: a series is built once
+
+
+def test_parameter_labels_read_back_into_values_and_a_case_parameter_names_the_golden_case():
+    from detsim.track.history.series import param_values
+
+    assert param_values("(axis='threads', case='o01_polar_0.9')") == {"axis": "threads", "case": "o01_polar_0.9"}
+    assert param_values("(pixels=128, dtype='float64')") == {"pixels": "128", "dtype": "float64"}
+    assert param_values("") == {}

@@ -83,3 +83,27 @@ def test_machines_of_other_classes_are_a_fact_and_one_class_is_compared():
         "amd and amd2 share a machine class; at c1 their images differ in 1 golden cases (a)"]
     assert agreement_lines({"intel": intel, "amd": amd}) == ["timing: both machines agree, nothing regressed",
                                                              "determinism: both machines agree, nothing regressed"]
+
+
+def _runs_differ(axis: str, case: str, values) -> Series:
+    return Series(env="e", name="bench_reproducibility.Reproducibility.track_runs_differ",
+                  params=f"(axis='{axis}', case='{case}')", family="reproducibility", unit="runs differ (0/1)",
+                  case=case, points=tuple(Point(c, v) for c, v in zip(("c1", "c2", "c3"), values)))
+
+
+def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_with_a_note():
+    from detsim.track.verdict.analysis import without_irreproducible
+
+    series = [_runs_differ("process", "a01", [0.0, 0.0, 1.0]), _runs_differ("compiled", "a01", [0.0, 0.0, 0.0]),
+              _series("h1", "determinism", [0.0, 0.0, 1.0], unit="changed (0/1)", case="a01"),
+              _series("h2", "determinism", [0.0, 1.0, 1.0], unit="changed (0/1)", case="b02"),
+              _series("cc", "hash count", [0.0, 0.0, 1.0], unit="cases changed")]
+    findings, _, _ = judge(series, "c3", {}, {}, {})
+    assert [f.label for f in findings] == ["NONDETERMINISTIC", "CHANGED", "CHANGED", "CHANGED"]
+    kept, note = without_irreproducible(findings, series)
+    # a01's eager hash changed at c3, where eager images did not reproduce: withheld; b02 changed at c2, a real
+    # change; the compiled path reproduced at c3, so its count is still reported
+    assert [(f.series.name, f.first_bad) for f in kept] == [
+        ("bench_reproducibility.Reproducibility.track_runs_differ", "c3"), ("h2", "c2"), ("cc", "c3")]
+    assert note.startswith("1 image-hash change not reported (at c3): the images there do not reproduce")
+    assert without_irreproducible(kept[1:], series[2:]) == (kept[1:], None)

@@ -134,3 +134,28 @@ def test_detection_starts_at_the_given_point():
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
     assert detect(_series("timing", values, samples=samples), 0, {}, {}, {}) is not None
     assert detect(_series("timing", values, samples=samples), 2, {}, {}, {}) is None
+
+
+def _runs_differ(axis: str, case: str, values) -> Series:
+    bench = {"type": "track", "unit": "runs differ (0/1)", "pretty_name": "runs of one input differ"}
+    name = "bench_reproducibility.Reproducibility.track_runs_differ"
+    return Series(env="e", name=name, params=f"(axis='{axis}', case='{case}')", family=family_of(name, bench),
+                  unit="runs differ (0/1)", case=case,
+                  points=tuple(Point(c, v) for c, v in zip(C, values)))
+
+
+def test_images_that_stop_reproducing_are_found_at_the_first_commit_of_the_run():
+    series = _runs_differ("process", "s01", [0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    assert series.family == "reproducibility"
+    finding = detect(series, 0, {}, {}, {})
+    assert (finding.last_good, finding.first_bad, finding.label) == (C[3], C[4], "NONDETERMINISTIC")
+    assert finding.detail["axis"] == "process" and "second fresh process" in finding.detail["runs"]
+    assert finding.is_verdict and finding.record()["label"] == "NONDETERMINISTIC"
+    assert detect(_runs_differ("threads", "s01", [1.0, 1.0, 0.0]), 0, {}, {}, {}) is None
+
+
+def test_images_that_never_reproduced_have_no_last_good_commit():
+    finding = detect(_runs_differ("threads", "a01", [1.0, 1.0]), 0, {}, {}, {})
+    assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
+    assert finding_text(finding.record()) == (
+        "images of a01 differ between two runs (threads: a render with 2 torch threads against 1)")

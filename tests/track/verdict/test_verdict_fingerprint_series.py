@@ -70,5 +70,5 @@ def test_the_finding_reads_as_an_image_hash_change():
     report = Report(generated_at="t", machine="m", envs=("e",), commits=tuple(C[:3]), latest=C[2], subjects={},
                     regressions=(finding,), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED)
     lines = report_lines(report)
-    assert f"REGRESSED image hash a01: {'a' * 13} -> {'b' * 13}, since {C[2][:8]}, last good {C[1][:8]}" in lines
+    assert f"CHANGED image hash a01: {'a' * 13} -> {'b' * 13}, since {C[2][:8]}, last good {C[1][:8]}" in lines
     assert lines[-1].startswith("summary: 1 regressed (determinism 1)")

@@ -41,7 +41,7 @@ def test_a_timing_line_names_values_ratio_and_evidence():
 def test_a_finding_line_says_since_which_commit_with_subjects():
     lines = report_lines(_report([_hash_finding("a01")], exit=ExitCode.REGRESSED))
     assert lines[0] == 'detsim-track: machine m, 3 commits recorded (aaaaaaaa .. cccccccc), latest cccccccc'
-    assert lines[1] == (f"REGRESSED image hash a01: {'1' * 64} -> {'2' * 64}, "
+    assert lines[1] == (f"CHANGED image hash a01: {'1' * 64} -> {'2' * 64}, "
                         'since bbbbbbbb, last good aaaaaaaa "first"')
     assert lines[-1] == "summary: 1 regressed (determinism 1), 0 not measured, 0 skipped at the latest commit; exit 1"
 
@@ -49,11 +49,11 @@ def test_a_finding_line_says_since_which_commit_with_subjects():
 def test_many_changed_images_of_one_commit_print_as_one_line():
     many = [_hash_finding(f"x{i}") for i in range(GROUP_HASHES + 1)]
     lines = report_lines(_report(many + [_hash_finding("y", last_good=None, first_bad=C)]))
-    regressed = [line for line in lines if line.startswith("REGRESSED")]
-    assert regressed[0] == (f"REGRESSED image hash of {GROUP_HASHES + 1} golden cases "
+    regressed = [line for line in lines if line.startswith("CHANGED")]
+    assert regressed[0] == (f"CHANGED image hash of {GROUP_HASHES + 1} golden cases "
                             f"({', '.join(f'x{i}' for i in range(GROUP_HASHES + 1))}), since bbbbbbbb, "
                             'last good aaaaaaaa "first" (sha256s with --json)')
-    assert regressed[1].startswith("REGRESSED image hash y:") and regressed[1].endswith(
+    assert regressed[1].startswith("CHANGED image hash y:") and regressed[1].endswith(
         "at every recorded commit since cccccccc")
     assert len(regressed) == 2
 
@@ -64,3 +64,18 @@ def test_not_measured_lines_only_when_the_commit_built_then_notes():
         "NOT MEASURED at cccccccc: b.time_x(n=1)", "note: one", "note: two",
         "summary: 0 regressed, 1 not measured, 0 skipped at the latest commit; exit 2"]
     assert not any(line.startswith("NOT MEASURED") for line in report_lines(_report([], unmeasured=("x",), built=False)))
+
+
+def _irreproducible(case: str, axis: str = "process") -> Finding:
+    series = Series(env="e", name="bench_reproducibility.Reproducibility.track_runs_differ",
+                    params=f"(axis='{axis}', case='{case}')", family="reproducibility", unit="runs differ (0/1)",
+                    case=case)
+    return Finding(series, A, B, 0.0, 1.0, {"axis": axis, "runs": "a render in a second fresh process"})
+
+
+def test_cases_that_do_not_reproduce_along_one_axis_print_as_one_line_apart_from_changed_images():
+    lines = report_lines(_report([_irreproducible("a01"), _irreproducible("s01"), _hash_finding("b02")],
+                                 exit=ExitCode.REGRESSED))
+    assert lines[1] == ("NONDETERMINISTIC images of 2 golden cases (a01, s01) differ between two runs (process: a "
+                        'render in a second fresh process), since bbbbbbbb, last good aaaaaaaa "first"')
+    assert lines[2].startswith("CHANGED image hash b02:")
