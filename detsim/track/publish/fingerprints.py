@@ -18,6 +18,10 @@ Each commit is compared with the closest earlier recorded commit that has someth
   ``not comparable`` (both differ from the baseline, perhaps differently);
 * anything else (the first recorded commit, another machine class, no hash and no track value, a
   skipped or failed track) is ``not comparable``, with the reason.
+
+Where the images of a commit do not reproduce (``bench_reproducibility``: two runs of one input gave
+different bits, in a second fresh process or with two threads), a case found so there, and any case whose
+image changed there, is ``not reproducible``: its change may be chance, not a change of the code's result.
 """
 
 from __future__ import annotations
@@ -28,15 +32,16 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from detsim.track.history.asvresults import load_hashes
-from detsim.track.history.series import Series
+from detsim.track.history.series import Series, param_values
 
-SAME, CHANGED, NOT_COMPARABLE = "same", "changed", "not comparable"
+SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
+EAGER_AXES = ("process", "threads")  # the axes of the eager float64 images the strips compare
 
 
 @dataclass(frozen=True)
 class State:
     commit: str
-    state: str  # SAME, CHANGED or NOT_COMPARABLE
+    state: str  # SAME, CHANGED, NOT_REPRODUCIBLE or NOT_COMPARABLE
     why: str  # one short phrase for the tooltip
 
 
@@ -83,6 +88,35 @@ def compare_case(case: str, commits: Sequence[str], hashes: Mapping[str, Mapping
     return states
 
 
+def irreproducible_cases(series: Sequence[Series]) -> dict[str, dict[str, list[str]]]:
+    """Commit -> case -> the eager axes along which its image did not reproduce there."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for s in series:
+        axis = param_values(s.params).get("axis")
+        if s.family != "reproducibility" or axis not in EAGER_AXES or not s.case:
+            continue
+        for p in s.points:
+            if p.measured and p.value > 0:
+                found.setdefault(p.commit, {}).setdefault(s.case, []).append(axis)
+    return found
+
+
+def mark_irreproducible(case: str, states: list[State], irreproducible: Mapping[str, Mapping[str, list[str]]]
+                        ) -> list[State]:
+    """``states`` with every commit where ``case`` did not reproduce, or changed while other images there
+    did not reproduce, marked :data:`NOT_REPRODUCIBLE`."""
+    marked = []
+    for s in states:
+        here = irreproducible.get(s.commit, {})
+        if case in here:
+            s = State(s.commit, NOT_REPRODUCIBLE, f"two runs of this input differ ({', '.join(here[case])})")
+        elif here and s.state == CHANGED:
+            s = State(s.commit, NOT_REPRODUCIBLE, f"changed where the images of {', '.join(sorted(here))} do not "
+                                                  "reproduce: the change may be chance")
+        marked.append(s)
+    return marked
+
+
 def determinism_states(root: Path, series: Sequence[Series], commits: Sequence[str]) -> dict[str, list[State]]:
     """Golden case -> its :class:`State` at each of ``commits``, from what ``root`` stores (see the module)."""
     hashes = load_hashes(root)
@@ -90,6 +124,7 @@ def determinism_states(root: Path, series: Sequence[Series], commits: Sequence[s
     prints = {s.case: {p.commit: p.value for p in s.points if p.measured}
               for s in series if s.family == "fingerprint" and s.case}
     classes = {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+    irreproducible = irreproducible_cases(series)
     cases = set(tracks) | set(prints) | {c for commit in commits for c in (hashes.get(commit) or {}).get("cases", {})}
     states = {}
     for case in sorted(cases):
@@ -98,5 +133,6 @@ def determinism_states(root: Path, series: Sequence[Series], commits: Sequence[s
             if case not in (hashes.get(commit) or {}).get("cases", {}):
                 records[commit] = {"cases": {case: {"sha256": f"fingerprint {value!r}"}},
                                    "holds_for": {"machine class": classes.get(commit)}}
-        states[case] = compare_case(case, commits, records, tracks.get(case, {}))
+        states[case] = mark_irreproducible(case, compare_case(case, commits, records, tracks.get(case, {})),
+                                           irreproducible)
     return states

@@ -14,15 +14,17 @@ from typing import Mapping, Sequence
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.publish.fingerprints import CHANGED, NOT_COMPARABLE, SAME, State
+from detsim.track.publish.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.publish.graphs import FLOOR, fmt, parity_svg, worst_case
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, Row
 
 GENERATOR = "detsim-track publish"
 MARK = f'<meta name="generator" content="{GENERATOR}">'
 COLOURS = {GREEN: "#2e7d32", RED: "#c62828", AMBER: "#f29900", GREY: "#9e9e9e"}  # verdict cell backgrounds
-CELLS = {SAME: ("#a5d6a7", "="), CHANGED: ("#c62828", "\u2260"), NOT_COMPARABLE: ("#e0e0e0", "\u00b7")}
-CELL_WORDS = {SAME: "same as previous", CHANGED: "changed", NOT_COMPARABLE: "not comparable here"}
+CELLS = {SAME: ("#a5d6a7", "="), CHANGED: ("#c62828", "\u2260"), NOT_REPRODUCIBLE: ("#6a1b9a", "~"),
+         NOT_COMPARABLE: ("#e0e0e0", "\u00b7")}
+CELL_WORDS = {SAME: "same as previous", CHANGED: "changed", NOT_REPRODUCIBLE: "not reproducible",
+              NOT_COMPARABLE: "not comparable here"}
 
 CSS = """
 body{font-family:sans-serif;margin:16px 24px;color:#212121;background:#fff}
@@ -45,7 +47,7 @@ table.strips td,table.strips th{border:1px solid #fff;padding:0}
 table.strips th.commit{writing-mode:vertical-rl;font-weight:normal;font-family:monospace;padding:2px}
 table.strips th.case{text-align:right;font-weight:normal;padding-right:6px;white-space:nowrap}
 table.strips td.cell{width:18px;height:16px;text-align:center;color:#212121}
-table.strips td.changed{color:#fff;font-weight:bold}
+table.strips td.changed,table.strips td.not-reproducible{color:#fff;font-weight:bold}
 .legend span.swatch{display:inline-block;width:14px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
 table.commits td{font-size:12px;padding:1px 8px} table.commits td:first-child{font-family:monospace}
 """
@@ -116,7 +118,7 @@ def determinism_section(history: History, commits: Sequence[str], subjects: Mapp
     if not history.determinism:
         return "<h2>Determinism</h2><p class=\"hint\">No image hash recorded.</p>"
     legend = "".join(f'<span class="swatch" style="background:{CELLS[s][0]}"></span>{CELL_WORDS[s]}'
-                     for s in (SAME, CHANGED, NOT_COMPARABLE))
+                     for s in (SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE))
     head = "".join(f'<th class="commit" title="{escape(subjects.get(c, ""))}">{escape(c[:8])}</th>' for c in commits)
     body = []
     for case, states in history.determinism.items():
@@ -131,8 +133,10 @@ def determinism_section(history: History, commits: Sequence[str], subjects: Mapp
                          f'title="{escape(commit[:8])}: {CELL_WORDS[s.state]} ({escape(s.why)})">{symbol}</td>')
         body.append(f'<tr class="strip" data-case="{escape(case)}"><th class="case">{name}</th>{"".join(cells)}</tr>')
     changed = sum(s.state == CHANGED for states in history.determinism.values() for s in states)
+    irreproducible = sum(s.state == NOT_REPRODUCIBLE for states in history.determinism.values() for s in states)
+    counts = f"{changed} change(s)" + (f" and {irreproducible} not reproducible" if irreproducible else "")
     return (f"<h2>Determinism: each golden case's image against the previous recorded commit</h2>"
-            f'<p class="hint legend">{legend} &mdash; {changed} change(s) in this history; hover a cell for why.</p>'
+            f'<p class="hint legend">{legend} &mdash; {counts} in this history; hover a cell for why.</p>'
             f'<table class="strips"><tr><th></th>{head}</tr>{"".join(body)}</table>')
 
 

@@ -1,11 +1,13 @@
 """The status page's table: one row per family with the latest verdict, its colour and its links.
 
 Families are those of :mod:`detsim.track.history.series`, shown as five rows (throughput with the
-timings, the compiled path's hash count and the image fingerprints with determinism; any other family
-gets a row of its own when it has series; the machine reference and machine class none). A row's colour:
+timings; the compiled path's hash count, the image fingerprints and reproducibility with determinism; any
+other family gets a row of its own when it has series; the machine reference and machine class none). A
+row's colour:
 
 * **red** ``regressed``: a finding of the family (one whose timing confirmation, where the verdict
-  gives one, says ``suspect`` or ``noise`` does not count here);
+  gives one, says ``suspect`` or ``noise`` does not count here); the determinism row says which kind:
+  ``not reproducible`` (two runs of one input differ) before ``changed`` (an image's bits changed);
 * **amber** ``suspect`` / ``not comparable``: only suspect findings; some series failed at the latest
   commit; or, for determinism, the hashes were skipped there (another machine class);
 * **grey** ``not measured``: no series of the family was measured at the latest commit;
@@ -22,7 +24,10 @@ from detsim.track.history.series import Series
 from detsim.track.publish.links import graph_url
 
 ROWS = ("timing", "memory", "cost", "parity", "determinism")
-MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism"}
+MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism",
+          "reproducibility": "determinism"}
+# the determinism row's words by the labels of its findings, the first that applies (finding.FAMILY_LABELS)
+DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
 HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
 GREEN, RED, AMBER, GREY = "ok", "regressed", "suspect", "not measured"
 NOT_COUNTED = ("suspect", "noise")  # timing confirmations that do not make a row red
@@ -88,6 +93,8 @@ def finding_text(record: Mapping) -> str:
     if family == "parity":
         old = record.get("old_r")
         return f"{label}: r {'?' if old is None else f'{old:.9f}'} -> {record.get('new_r', 0):.9f}"
+    if family == "reproducibility":
+        return f"{label}: two runs differ ({record.get('axis')})"
     if family == "determinism":
         old, new = record.get("old_sha256") or "?", record.get("new_sha256") or "?"
         return f"{label}: image sha256 {old[:12]} -> {new[:12]}"
@@ -122,7 +129,14 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
                               graph_url(name, "(" + params if params else "", benchmarks, machine=machine)))
         counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
         suspect = [r for r in found if r.get("confirmation") == "suspect"]
-        if counted:
+        if counted and family == "determinism":
+            status = RED
+            labels = [r.get("label") for r in counted]
+            verdict = next(word for label, word in (*DETERMINISM_WORDS, (None, "regressed"))
+                           if label is None or label in labels)
+            summary = ", ".join(f"{labels.count(label)} {word}" for label, word in DETERMINISM_WORDS if label in labels) \
+                or f"{len(counted)} regressed"
+        elif counted:
             status, verdict = RED, "regressed"
             summary = f"{len(counted)} regressed" + (f", {len(suspect)} suspect" if suspect else "")
         elif suspect or here.failed or (family == "determinism" and here.skipped and not here.measured):

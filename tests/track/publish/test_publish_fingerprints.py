@@ -75,3 +75,28 @@ def test_fingerprint_tracks_stand_for_hashes_within_one_machine_class(tmp_path):
     assert states[3].why == "recorded on another machine class than the commits before"
     assert states[4].why == "skipped here (not comparable on this machine)"  # no fingerprint, 0/1 track skipped
     assert states[5].why == f"same image as {C[3][:8]}"  # the last commit of its own class with a fingerprint
+
+
+def _runs_differ(case: str, axis: str, values):
+    from detsim.track.history.series import Point, Series
+
+    return Series(env="e", name="bench_reproducibility.Reproducibility.track_runs_differ",
+                  params=f"(axis='{axis}', case='{case}')", family="reproducibility", unit="runs differ (0/1)",
+                  case=case, points=tuple(Point(c, v) for c, v in zip(C, values)))
+
+
+def test_a_commit_whose_images_do_not_reproduce_is_marked_so_not_as_changed():
+    from detsim.track.publish.fingerprints import NOT_REPRODUCIBLE, irreproducible_cases, mark_irreproducible
+
+    found = irreproducible_cases([_runs_differ("a01", "process", [0.0, 1.0, 0.0]),
+                                  _runs_differ("a01", "compiled", [1.0, 0.0, 0.0])])
+    assert found == {C[1]: {"a01": ["process"]}}  # the compiled axis does not judge eager images
+    states = compare_case("a01", C[:3], {c: _record(sha) for c, sha in zip(C, "abb")}, {})
+    assert [s.state for s in states] == [NOT_COMPARABLE, CHANGED, SAME]
+    marked = mark_irreproducible("a01", states, found)
+    assert [s.state for s in marked] == [NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME]
+    assert marked[1].why == "two runs of this input differ (process)"
+    # another case that changed at that commit may have changed by chance too
+    other = mark_irreproducible("b02", states, found)
+    assert other[1].state == NOT_REPRODUCIBLE and other[1].why.startswith("changed where the images of a01 do not")
+    assert other[2].state == SAME

@@ -57,3 +57,17 @@ def test_parity_graphs_put_the_worst_case_first_and_determinism_strips_every_com
     assert re.findall(r'data-state="([\w ]+)"', strips["a01"]) == [NOT_COMPARABLE, SAME]
     assert 'href="index.html#bench_determinism.track_hash_changed_w03"' in strips["w03"]
     assert "same as previous" in page and "not comparable here" in page and "1 change(s)" in page
+
+
+def test_a_strip_shows_not_reproducible_apart_from_changed():
+    from dataclasses import replace
+
+    from detsim.track.publish.fingerprints import NOT_REPRODUCIBLE
+
+    history = replace(HISTORY, determinism={**HISTORY.determinism, "s01": [
+        State(C1, NOT_COMPARABLE, "first recorded here"), State(C2, NOT_REPRODUCIBLE, "two runs differ (process)")]})
+    page = status_html(REPORT, ROWS_, history, lambda bench: f"index.html#{bench}")
+    strips = dict(re.findall(r'<tr class="strip" data-case="(\w+)">(.*?)</tr>', page))
+    assert re.findall(r'data-state="([\w ]+)"', strips["s01"]) == [NOT_COMPARABLE, NOT_REPRODUCIBLE]
+    assert 'class="cell not-reproducible"' in strips["s01"] and "two runs differ (process)" in strips["s01"]
+    assert "1 change(s) and 1 not reproducible in this history" in page and "not reproducible</p>" not in page

@@ -97,3 +97,16 @@ def test_fingerprints_count_for_determinism_and_the_machine_class_has_no_row():
     assert [r.family for r in rows] == list(ROWS)
     [row] = [r for r in rows if r.family == "determinism"]
     assert row.status == GREEN and row.summary == "1 measured, none regressed (1 skipped)"
+
+
+def test_the_determinism_row_says_not_reproducible_before_changed():
+    runs = _series("bench_reproducibility.Reproducibility.track_runs_differ", "reproducibility", [0.0, 0.0, 1.0],
+                   "(axis='threads', case='w03')", case="w03", unit="runs differ (0/1)")
+    irreproducible = Finding(runs, C2, C3, 0.0, 1.0, {"axis": "threads", "runs": "2 threads against 1"})
+    both = {r.family: r for r in family_rows(_report([irreproducible, FINDINGS[2]]), presence([HASH, runs], C3),
+                                             BENCHMARKS)}
+    row = both["determinism"]
+    assert (row.status, row.verdict, row.summary) == (RED, "not reproducible", "1 not reproducible, 1 changed")
+    assert row.items[0].text == "w03: two runs differ (threads)" and row.items[0].commit == C3
+    changed = {r.family: r for r in family_rows(_report(FINDINGS[2:]), presence([HASH], C3), BENCHMARKS)}
+    assert (changed["determinism"].verdict, changed["determinism"].summary) == ("changed", "1 changed")
