@@ -37,6 +37,7 @@ import torch
 from detsim.argconfig import config_from_argv
 from detsim.config import SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
+from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass, cpu_class
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.cost.counting import count as count_region
@@ -45,7 +46,7 @@ from detsim.track.cost.specs import CostSpec, count_spec
 THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
 ROOT = Path(__file__).resolve().parents[1]  # the project, whose tests/golden holds the cases
 SLOWDOWN_VAR, PLANT_VAR, COUNT_VAR = "DETSIM_BENCH_SLOWDOWN", "DETSIM_BENCH_PLANT", "DETSIM_BENCH_COUNT"
-PLANTS = ("parity", "hash")
+PLANTS = ("parity", "hash", "nondeterministic")  # the last: every round's image differs in one pixel
 
 
 @dataclass(frozen=True)
@@ -204,15 +205,40 @@ def synchronized(fn, device: str):
     return timed
 
 
+class Rounds:
+    """A timed function that keeps every round's image, hashed after the timing (``sha256s``): the bench gate
+    checks that one input gave one image within the run. The planted ``nondeterministic`` fault nudges
+    one pixel of each round's image by a different number of float units."""
+
+    def __init__(self, fn, fault: str | None = None):
+        self.fn, self.fault, self.images = fn, fault, []
+
+    def __call__(self, *args, **kwargs):
+        image = self.fn(*args, **kwargs)
+        self.images.append(image)
+        return image
+
+    def sha256s(self) -> list[str]:
+        if self.fault != "nondeterministic":
+            return [image_sha256(image) for image in self.images]
+        return [image_sha256(_nudged(image, i)) for i, image in enumerate(self.images)]
+
+
+def _nudged(image: torch.Tensor, units: int) -> torch.Tensor:
+    """``image`` with its first pixel moved ``units`` float units up."""
+    changed = image.clone()
+    first = changed.view(-1)[:1]
+    for _ in range(units):
+        first.copy_(torch.nextafter(first, torch.full_like(first, float("inf"))))
+    return changed
+
+
 def apply_fault(image: torch.Tensor, fault: str | None) -> torch.Tensor:
     """The image as a planted fault would have changed it (unchanged without one)."""
     if fault == "parity":
         return torch.roll(image, shifts=1, dims=1)
     if fault == "hash":
-        changed = image.clone()
-        first = changed.view(-1)[:1]
-        first.copy_(torch.nextafter(first, torch.full_like(first, float("inf"))))
-        return changed
+        return _nudged(image, 1)
     return image
 
 

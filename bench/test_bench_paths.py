@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import detsim
-from conftest import apply_fault, record_instructions, run_info, synchronized
+from conftest import Rounds, apply_fault, record_instructions, run_info, synchronized
 from detsim.track.cost.specs import CostSpec
 from detsim.argconfig import config_from_argv
 from detsim.engine import MODES, available_modes
@@ -60,13 +60,15 @@ def test_path(benchmark, name, mode, device, dtype, planted):
             image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)
         return image
 
-    timed = synchronized(simulate_planted, device)
+    rounds_seen = Rounds(simulate_planted, planted.fault)
+    timed = synchronized(rounds_seen, device)
     image = apply_fault(benchmark.pedantic(timed, rounds=rounds, warmup_rounds=0), planted.fault)
     r = pearson_r(image.detach().cpu().double().numpy(), _reference(name, device))  # None if non-finite
     benchmark.extra_info.update(
         role="path", workload=workload.name, pixels=pixels, steps=workload.steps, mode=mode,
         **run_info(device, dtype), pixel_steps_per_s=workload.pixel_steps / benchmark.stats.stats.min,
         pearson_r=r, parity_reference="detsim eager float64", sha256=image_sha256(image),
+        sha256_rounds=rounds_seen.sha256s(),
     )
     if device == "cpu" and mode == "eager":
         spec = CostSpec(COUNTED[name], str(dtype).removeprefix("torch."))

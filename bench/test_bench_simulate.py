@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import detsim
-from conftest import apply_fault, load_workload, record_instructions, run_info, synchronized
+from conftest import Rounds, apply_fault, load_workload, record_instructions, run_info, synchronized
 from detsim.track.cost.specs import CostSpec
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
@@ -44,7 +44,8 @@ def test_simulate(benchmark, workload, device, dtype, planted):
             image = detsim.simulate(golden.config, device=device, dtype=dtype)
         return image
 
-    timed = synchronized(simulate_planted, device)
+    rounds_seen = Rounds(simulate_planted, planted.fault)
+    timed = synchronized(rounds_seen, device)
     image = apply_fault(benchmark.pedantic(timed, rounds=rounds, warmup_rounds=1), planted.fault)
     ours = image.detach().cpu().double().numpy()
     finite = bool(np.isfinite(ours).all())
@@ -52,6 +53,7 @@ def test_simulate(benchmark, workload, device, dtype, planted):
     benchmark.extra_info.update(
         role="simulate", workload=name, case=golden.case.id, **run_info(device, dtype),
         pearson_r=r, sha256=image_sha256(image),
+        sha256_rounds=rounds_seen.sha256s(),
     )
     if device == "cpu":  # one render of the case itself, counted under valgrind
         spec = CostSpec(golden.case.id, str(dtype).removeprefix("torch."))

@@ -18,6 +18,10 @@ A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or `
   benchmark's line claims nothing about its hash, and one note per reason (:func:`hash_facts`) says
   for how many benchmarks and why, naming each differing field with both values: a fact, never a
   failure (the baseline holds no hashes of this run's class).
+* **reproducibility**: ``extra_info.sha256_rounds``, the distinct sha256 of the image of every timed round
+  of the run: more than one is ``NONDETERMINISTIC`` (the same input gave different bits within the run,
+  whatever the baseline says), and the benchmark's hash is then not compared with the baseline's (it
+  would differ by chance). A run that records no rounds claims nothing about it.
 * **cost**: ``extra_info.instructions``, the instructions of the benchmark's counted region under
   valgrind (:mod:`detsim.track.cost`), against the baseline's: a rise of more than
   :data:`COST_THRESHOLD` is a finding, compared only when both count the same region
@@ -57,12 +61,13 @@ class Status(str, enum.Enum):
     SLOWER = "slower"
     PARITY = "parity"
     HASH = "hash"
+    NONDETERMINISTIC = "nondeterministic"  # the image differs between rounds of one run
     COST = "cost"  # more instructions counted than the baseline
     MISSING = "missing"  # in the baseline, not in the run
     UNMEASURED = "unmeasured"
 
 
-FAILED = (Status.SLOWER, Status.PARITY, Status.HASH, Status.COST)
+FAILED = (Status.SLOWER, Status.PARITY, Status.HASH, Status.NONDETERMINISTIC, Status.COST)
 UNMEASURED = (Status.MISSING, Status.UNMEASURED)
 
 
@@ -142,8 +147,10 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
 def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
                         threshold: float, parity_min: float) -> list[Finding]:
     """The time, parity and hash findings of one benchmark; all-ok ones merge into one OK line."""
+    reproducible = reproducibility_finding(new)
     checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new, parity_min),
-              cost_finding(old, new), hash_finding(old, new)]
+              cost_finding(old, new), reproducible,
+              hash_finding(old, new) if reproducible is None or reproducible.status == Status.OK else None]
     checks = [f for f in checks if f is not None]
     if all(f.status == Status.OK for f in checks):
         return [Finding(Status.OK, old.name, "; ".join(f.message for f in checks))]
@@ -224,6 +231,20 @@ def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MI
         return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after:.8f} (below {parity_min}) "
                        f"against golden case {new.extra.get('case', '?')}")
     return Finding(Status.OK, old.name, f"Pearson r {after:.8f}")
+
+
+def reproducibility_finding(new: Benchmark) -> Finding | None:
+    """Whether the run's rounds gave one image (None where the run records no round hashes)."""
+    rounds = new.extra.get("sha256_rounds")
+    if not isinstance(rounds, list) or not rounds:
+        return None
+    distinct = sorted(set(map(str, rounds)))
+    if len(distinct) > 1:
+        return Finding(Status.NONDETERMINISTIC, new.name, f"the image of one input differs between the {len(rounds)} "
+                       f"rounds of this run ({len(distinct)} distinct sha256: "
+                       + ", ".join(f"{sha[:12]}..." for sha in distinct[:3])
+                       + f"{', ...' if len(distinct) > 3 else ''}); its hash is not compared with the baseline's")
+    return Finding(Status.OK, new.name, f"image reproduced in {len(rounds)} rounds")
 
 
 def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:

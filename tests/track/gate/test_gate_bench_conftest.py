@@ -64,6 +64,22 @@ def test_planted_hash_change_moves_one_pixel_by_one_ulp_and_keeps_parity(bench, 
     assert passes_parity(pearson_r(changed.cpu(), image.cpu()))
 
 
+def test_rounds_hash_every_timed_image_and_the_planted_fault_makes_them_differ(bench, device, dtype):
+    calls = iter(range(3))
+
+    def render():
+        next(calls)
+        return _image(device, dtype)
+
+    same = bench.Rounds(render)
+    assert [torch.equal(same(), _image(device, dtype)) for _ in range(3)] == [True] * 3
+    assert same.sha256s() == [image_sha256(_image(device, dtype))] * 3
+    varying = bench.Rounds(lambda: _image(device, dtype), "nondeterministic")
+    for _ in range(3):
+        varying()
+    assert len(set(varying.sha256s())) == 3 and varying.sha256s()[0] == image_sha256(_image(device, dtype))
+
+
 @pytest.mark.parametrize("slowdown, fault, expected", [
     (None, None, (1, None)), ("3", None, (3, None)), (None, "parity", (1, "parity")), ("2", "hash", (2, "hash")),
 ])

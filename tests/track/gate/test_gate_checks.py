@@ -199,3 +199,30 @@ def test_exit_code_regressed_wins_over_unmeasured(statuses, code):
 
 def test_a_finding_line_is_its_upper_case_status_padded():
     assert Finding(Status.HASH, "b", "m").line() == "HASH       b: m"
+
+
+def test_images_that_differ_between_rounds_are_nondeterministic_and_their_hash_is_not_compared(tmp_path):
+    def vary(data):
+        for b in simulate_entries(data):
+            sha = b["extra_info"]["sha256"]
+            b["extra_info"]["sha256_rounds"] = [sha, "f" * 64, sha] if b["name"].endswith("float64]") else [sha] * 3
+            b["extra_info"]["sha256"] = "0" * 64  # would be a hash change; not judged where rounds differ
+
+    findings = findings_of(write_variant(tmp_path, vary))
+    varied = with_status(findings, "nondeterministic")
+    assert set(varied) == {name for name in SIMULATE if name.endswith("float64]")}
+    assert varied[SIMULATE[1]].startswith("the image of one input differs between the 3 rounds of this run "
+                                          "(2 distinct sha256: ")
+    assert set(with_status(findings, "hash")) == {name for name in SIMULATE if name.endswith("float32]")}
+    assert exit_code(findings) == 1
+    line = next(f for f in findings if f.status == "nondeterministic").line()
+    assert line.startswith("NONDETERMINISTIC test_simulate[")
+
+
+def test_a_run_whose_rounds_reproduce_says_so_and_still_compares_its_hash(tmp_path):
+    def same(data):
+        for b in simulate_entries(data):
+            b["extra_info"]["sha256_rounds"] = [b["extra_info"]["sha256"]] * 4
+
+    ok = with_status(findings_of(write_variant(tmp_path, same)), "ok")
+    assert all(ok[name].endswith("; image reproduced in 4 rounds; image sha256 unchanged") for name in SIMULATE)
