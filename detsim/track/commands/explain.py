@@ -1,11 +1,13 @@
 """``detsim-track explain``: why a flagged regression happened, across the commits that flagged it.
 
 ``detsim-track explain LAST_GOOD FIRST_BAD [--kind cost|parity|hash] [--workload W | --case C]`` explains
-one change; a bare ``detsim-track explain`` explains every finding of the latest verdict
-(:func:`~detsim.track.verdict.analysis.analyse`). Each explanation measures the flagged benchmark at both
-commits, bisects the commits between them, and names the functions that grew (cost), the first traced
-quantity that changed (parity) or the first op whose output changed although its inputs agree (hash):
-:mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
+one change; ``detsim-track explain COMMIT --kind nondeterministic --case C [--axis process|threads|compiled]``
+explains images that do not reproduce at one commit; a bare ``detsim-track explain`` explains every finding
+of the latest verdict (:func:`~detsim.track.verdict.analysis.analyse`). Each explanation of a change
+measures the flagged benchmark at both commits, bisects the commits between them, and names the functions
+that grew (cost), the first traced quantity that changed (parity) or the first op whose output changed
+although its inputs agree (hash); a ``NONDETERMINISTIC`` finding is explained at its commit, once per axis,
+by two runs of its first case along that axis compared op by op: :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
 ``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
 
 Exit 0: nothing changed between the commits, or nothing to explain (a verdict with no finding, or only
@@ -26,6 +28,7 @@ from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.inputs import count
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
     report_folder
+from detsim.track.base.reproducibility import AXES
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.explain import bundle
 from detsim.track.explain.jobs import KINDS, Job, explain_job
@@ -46,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=KINDS, default=None,
                         help="what regressed (default: cost, or parity with --case)")
     parser.add_argument("--workload", default=None, help="the counted workload of a cost explanation (default P1@64)")
-    parser.add_argument("--case", default=None, help="the golden case of a parity or hash explanation")
+    parser.add_argument("--case", default=None, help="the golden case of a parity, hash or nondeterministic explanation")
+    parser.add_argument("--axis", choices=tuple(AXES), default=None,
+                        help="with --kind nondeterministic: what the two runs vary (default process)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
     parser.add_argument("--machine", default=None, help="the asv machine whose verdict to explain")
     parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
@@ -55,9 +60,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
+    kind = args.kind or ("parity" if args.case else "cost")
+    if args.axis and kind != "nondeterministic":
+        raise ValueError("--axis goes with --kind nondeterministic")
+    if kind == "nondeterministic":
+        if len(args.commits) != 1 or not args.case:
+            raise ValueError("--kind nondeterministic takes one COMMIT and --case (a golden case id)")
+        return [Job(kind, args.commits[0], args.commits[0], find_case(args.case, golden).id,
+                    axis=args.axis or "process")]
     if len(args.commits) != 2:
         raise ValueError(f"give LAST_GOOD FIRST_BAD (two commits) or none, got {len(args.commits)}")
-    kind = args.kind or ("parity" if args.case else "cost")
     if kind == "cost":
         if args.case and args.workload:
             raise ValueError("--workload and --case name the same thing for a cost explanation: give one")
@@ -72,8 +84,9 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
 
 
 def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[str]]:
-    """One job per regression of the latest verdict that has a last good commit; notes for the others
-    (a timing step counts as a regression once ``detsim-track regressions`` re-measured and confirmed it)."""
+    """One job per regression of the latest verdict that has a last good commit, and one per axis and commit
+    of images that do not reproduce; notes for the others (a timing step counts as a regression once
+    ``detsim-track regressions`` re-measured and confirmed it)."""
     from detsim.track.confirm.apply import confirm_report
     from detsim.track.verdict.analysis import analyse
 
@@ -85,6 +98,9 @@ def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[
         if not finding.is_verdict:
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
             continue
+        if rec["family"] == "reproducibility":
+            _add_nondeterministic(jobs, notes, rec, origin)
+            continue
         if not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
             continue
@@ -94,6 +110,19 @@ def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[
         else:
             jobs.append(job)
     return jobs, notes
+
+
+def _add_nondeterministic(jobs: list[Job], notes: list[str], rec: dict, origin: str) -> None:
+    """A job for the first case of each axis and commit whose images do not reproduce; a note for the others
+    (one cause, one explanation)."""
+    same = next((job for job in jobs if job.kind == "nondeterministic" and job.axis == rec["axis"]
+                 and job.first_bad == rec["first_bad"]), None)
+    if same is not None:
+        notes.append(f"{origin}: does not reproduce along {rec['axis']} at {rec['first_bad'][:8]} either; "
+                     f"explained once, on {same.workload}")
+        return
+    jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
+                    origin, axis=rec["axis"]))
 
 
 def _job_for(rec: dict, origin: str) -> Job | None:
@@ -133,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.UNMEASURED
     codes, records = [], []
     argv = ["explain", *args.commits, *(["--kind", args.kind] if args.kind else []),
-            *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else [])]
+            *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else []),
+            *(["--axis", args.axis] if args.axis else [])]
     try:
         with atomic_directory(folder) as tmp:
             for job in jobs:

@@ -1,7 +1,10 @@
 """One explanation, from two commits to an answer: measure, bisect what was not recorded, explain.
 
-A :class:`Job` names a kind (``cost``, ``parity``, ``hash``), the last good and first bad commits and the
-workload (a reduced reference workload such as ``P1@64``, or a golden case id). :func:`explain_job`:
+A :class:`Job` names a kind (``cost``, ``parity``, ``hash``, ``nondeterministic``), the last good and first
+bad commits and the workload (a reduced reference workload such as ``P1@64``, or a golden case id). A
+``nondeterministic`` job is one commit's, not a pair's: its case is rendered twice at the first bad commit
+along the job's reproducibility axis and the two runs compared op by op (:mod:`.reproducibility`); every
+other kind goes across commits. :func:`explain_job`:
 
 1. measures the flagged benchmark at both commits (:mod:`.side_values`: instructions, 1 - r, image sha256);
 2. when commits lie between them, bisects them measuring only that benchmark (:mod:`.bisection`) and
@@ -20,11 +23,11 @@ from pathlib import Path
 
 from detsim.track.base.golden import find_case
 from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.explain import hashes, opcount, parity_trace, profile, side_values
+from detsim.track.explain import hashes, opcount, parity_trace, profile, reproducibility, side_values
 from detsim.track.explain.bisection import bisect, cost_is_bad, hash_is_bad, parity_is_bad
 from detsim.track.explain.sides import Side, commits_between, prepare_side, run_side_job, subject
 
-KINDS = ("cost", "parity", "hash")
+KINDS = ("cost", "parity", "hash", "nondeterministic")
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,11 @@ class Job:
     first_bad: str
     workload: str  # P1@64-style workload or a golden case id
     origin: str = "command line"  # or the verdict's finding it comes from
+    axis: str | None = None  # nondeterministic jobs: the reproducibility axis whose two runs differ
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-{self.workload}"
+        return f"{self.kind}-{self.workload}" + (f"-{self.axis}" if self.axis else "")
 
 
 class Sides:
@@ -71,9 +75,35 @@ def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: 
     """Run ``job`` (see the module docstring); outputs go to ``folder``; returns the JSON record."""
     sides = Sides(root)
     try:
+        if job.kind == "nondeterministic":
+            return _explain_nondeterministic(job, root, golden, folder, sides)
         return _explain(job, root, golden, folder, sides, bisecting, top)
     finally:
         sides.close()
+
+
+def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, sides: Sides) -> dict:
+    """Two runs of the case at the first bad commit, varied along the job's axis, compared op by op."""
+    axis = reproducibility.axis_named(job.axis or "process")
+    folder.mkdir(parents=True, exist_ok=True)
+    side = sides[job.first_bad]
+    _progress(f"two runs of {job.workload} at {side.short} ({axis.name}: {axis.runs})")
+    report = reproducibility.compare_runs(*reproducibility.record_runs(side, job.workload, golden, axis,
+                                                                       folder / "records"))
+    said = reproducibility.sentence(side.commit, job.workload, axis, report)
+    atomic_write_text(folder / "explanation.txt", report.render() + "\n\n" + said + "\n")
+    first = report.first
+    act = ("make that op reproducible (a fixed seed, a fixed summation order, no dependence on the thread count or "
+           "on the process: docs/determinism.md); never store these images as a baseline "
+           "(`detsim-track baselines --refresh` refuses them)")
+    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": side.commit, "workload": job.workload,
+                    "origin": job.origin, "axis": axis.name},
+            "pair": {"old": side.commit, "new": side.commit, "subject": subject(root, side.commit)},
+            "values": {}, "changed": report.diverged,
+            "details": {"verdict": report.verdict(), "first": None if first is None else {
+                "role": first.role, "index": first.index, "name": first.name, "where": first.where,
+                "tensor": first.tensor, "scalars": first.scalars}},
+            "answer": said + (f". Next: {act}." if report.diverged else ".")}
 
 
 def _explain(job: Job, root: Path, golden: Path, folder: Path, sides: Sides, bisecting: bool, top: int) -> dict:
@@ -210,7 +240,8 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 def _what(job: Job) -> str:
     return {"cost": f"the instruction count of {job.workload}", "parity": f"1 - r of golden case {job.workload}",
-            "hash": f"the image of golden case {job.workload}"}[job.kind]
+            "hash": f"the image of golden case {job.workload}",
+            "nondeterministic": f"two runs of golden case {job.workload}"}[job.kind]
 
 
 def _answer(job: Job, record: dict, finding: str, old, new, bisection, between: int) -> str:

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_hashes
 from detsim.track.history.series import Series, param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
-EAGER_AXES = ("process", "threads")  # the axes of the eager float64 images the strips compare
+
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Mapping
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
+from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, detect
 from detsim.track.verdict.fingerprint_series import class_cut
@@ -131,7 +132,6 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     return regressions, unmeasured, skipped
 
 
-EAGER_AXES = ("process", "threads")  # axes of the eager float64 images that the hash tracks hash
 HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
 
 

@@ -35,6 +35,7 @@ import statistics
 from typing import Mapping
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.base.reproducibility import AXES
 from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
 from detsim.track.verdict.fingerprint_series import fingerprint_finding
 from detsim.track.history.series import Point, Series, param_values
@@ -43,10 +44,6 @@ from detsim.track.verdict.steps import mann_whitney_greater, segments
 ALPHA = 0.01  # one-sided rank test level for timings
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 HISTORY_NOISE_P = 0.05  # a step whose raw samples overlap this much is noise without re-measuring
-# what each reproducibility axis compared (bench_reproducibility's axes)
-AXIS_RUNS = {"process": "a render in a second fresh process against the first",
-             "threads": "a render with 2 torch threads against 1",
-             "compiled": "the compiled path's render in a second fresh process against the first"}
 
 
 def detect(series: Series, start: int, references: Mapping[str, float], baseline_hashes: Mapping,
@@ -112,7 +109,7 @@ def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
         first -= 1
     last_good = points[first - 1].commit if first > 0 else None
     axis = param_values(series.params).get("axis", "?")
-    detail = {"axis": axis, "runs": AXIS_RUNS.get(axis, axis)}
+    detail = {"axis": axis, "runs": AXES[axis].runs if axis in AXES else axis}
     return Finding(series, last_good, points[first].commit, 0.0 if last_good else None, points[-1].value, detail)
 
 

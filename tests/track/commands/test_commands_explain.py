@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
     (["HEAD"], "give LAST_GOOD FIRST_BAD (two commits) or none, got 1"),
     (["HEAD~1", "HEAD", "--kind", "parity"], "--kind parity needs --case"),
     (["HEAD~1", "HEAD", "--kind", "hash", "--case", "zz_nope"], "'zz_nope' is not a golden case"),
+    (["HEAD~1", "HEAD", "--kind", "nondeterministic", "--case", "a01"],
+     "--kind nondeterministic takes one COMMIT and --case (a golden case id)"),
+    (["HEAD~1", "HEAD", "--case", "a01", "--axis", "threads"], "--axis goes with --kind nondeterministic"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path, capsys):
     out = tmp_path / "bundle"
@@ -196,3 +199,34 @@ def test_nothing_to_explain_is_exit_0_and_writes_nothing(tmp_path, monkeypatch, 
     assert captured.out.strip() == "explain: nothing to explain (see the notes above)"
     assert "a timing step not confirmed (noise), nothing to explain" in captured.err
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp_path, monkeypatch, capsys):
+    import types
+
+    from detsim.track.commands import explain as cmd_explain
+    from detsim.track.verdict import analysis as verdict
+
+    def runs_differ(case, axis, last_good="HEAD~1"):
+        return _Finding({"family": "reproducibility", "benchmark": "bench_reproducibility.Reproducibility."
+                         "track_runs_differ", "params": f"(axis='{axis}', case='{case}')", "case": case,
+                         "axis": axis, "last_good": last_good, "first_bad": "HEAD"})
+
+    findings = [runs_differ("k01", "process"), runs_differ("s01", "process"), runs_differ("s01", "threads", None)]
+    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):
+        seen.append(job)
+        folder.mkdir(parents=True)
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": None, "first_bad": "b" * 40,
+                        "origin": job.origin, "axis": job.axis}, "changed": True, "answer": "they differ."}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert [(j.kind, j.workload, j.axis, j.first_bad) for j in seen] == [
+        ("nondeterministic", "k01", "process", "HEAD"), ("nondeterministic", "s01", "threads", "HEAD")]
+    assert ("track_runs_differ(axis='process', case='s01'): does not reproduce along process at HEAD either; "
+            "explained once, on k01") in capsys.readouterr().err
+    assert "## nondeterministic of k01 (at bbbbbbbb, process" in (out / "answer.md").read_text()
