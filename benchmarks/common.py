@@ -21,8 +21,10 @@ base's image hash (the definition ``detsim-track baselines`` uses too).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import json
 import os
 import resource
 import subprocess
@@ -76,8 +78,9 @@ def base_module(name: str) -> ModuleType:
     return importlib.import_module(f"{load_base(REPO_ROOT).__name__}.{name}")
 
 
-baseline_file, callgrind, golden, hashing, metrics, provenance, workloads = map(base_module, (
-    "baseline_file", "callgrind", "golden", "hashing", "metrics", "provenance", "workloads"))
+baseline_file, callgrind, fresh, golden, hashing, metrics, provenance, reproducibility, workloads = map(base_module, (
+    "baseline_file", "callgrind", "fresh", "golden", "hashing", "metrics", "provenance", "reproducibility",
+    "workloads"))
 
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order
@@ -351,6 +354,112 @@ def case_result(renders: dict, case_id: str) -> dict:
     if "error" in result:
         raise RuntimeError(f"{case_id}: {result['error']}")
     return result
+
+
+# -- reproducibility -----------------------------------------------------------------------------
+
+OUTPUT_FLAGS = ("-floatfile", "-intfile", "-noisefile", "-pgmfile")  # what a golden case's command writes
+
+
+def noise_sha256(case) -> str | None:
+    """sha256 of the noise image the case's own command line writes, where it writes one from a fixed
+    ``-seed`` (the random stream a second run must repeat); None otherwise, or where the commit has no
+    ``detsim`` command. Outputs go to a scratch folder, never the case's."""
+    args = list(case.args)
+    if "-noisefile" not in args or "-seed" not in args or importlib.util.find_spec("detsim.cli") is None:
+        return None
+    from detsim.cli import main
+
+    with tempfile.TemporaryDirectory(prefix="detsim-noise-") as scratch:
+        for i, token in enumerate(args[:-1]):
+            if token in OUTPUT_FLAGS:
+                args[i + 1] = str(Path(scratch) / f"{token.lstrip('-')}.out")
+        with golden.working_directory(case.folder), open(os.devnull, "w") as quiet, \
+                contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            code = main(args)
+        if code != 0:
+            raise RuntimeError(f"{case.id}: the detsim command exited {code}")
+        return hashing.sha256_file(Path(scratch) / "noisefile.out")
+
+
+def case_bits(case, mode: str | None = None) -> str:
+    """sha256 of everything a golden case's input gives that the suite hashes: the float64 image by the
+    default path (or ``mode``) and, where the case writes one from a fixed seed, its noise image."""
+    image = render_case(case, mode)["sha256"]
+    noise = noise_sha256(case) if mode in (None, "eager") else None
+    return image if noise is None else hashing.sha256_bytes(f"{image} {noise}".encode())
+
+
+def bits_of(case_ids, mode: str | None, threads: int) -> dict:
+    """``{"bits": case -> :func:`case_bits`, "errors": case -> one line}`` at ``threads`` torch threads."""
+    torch.set_num_threads(threads)
+    out = {"bits": {}, "errors": {}}
+    for case in CASES:
+        if case.id in case_ids:
+            try:
+                out["bits"][case.id] = case_bits(case, mode)
+            except Exception as exc:  # noqa: BLE001 - recorded per case; its track fails with it
+                out["errors"][case.id] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return out
+
+
+def second_run(case_ids, mode: str | None, threads: tuple[int, ...], hash_seed: str) -> dict:
+    """:func:`bits_of` at each of ``threads`` in one fresh interpreter of this environment (the commit's
+    ``detsim``; ``PYTHONHASHSEED=hash_seed``): thread count (text) -> its result."""
+    job = json.dumps({"cases": list(case_ids), "mode": mode, "threads": list(threads)})
+    code = (f"import sys; sys.path.insert(0, {str(BENCHMARKS_DIR)!r}); import common, json; "
+            f"print(json.dumps(common.second_run_job(json.loads({job!r}))))")
+    with tempfile.TemporaryDirectory(prefix="detsim-rerun-") as scratch:  # -P and an empty folder: no checkout
+        done = fresh.run([sys.executable, "-P", "-c", code], cwd=Path(scratch), timeout=600,
+                         env=fresh.pinned_env(**fresh.thread_vars(max(threads)), PYTHONHASHSEED=hash_seed),
+                         what="the second run").check("the second run")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def second_run_job(job: dict) -> dict:
+    """Inside the fresh interpreter of :func:`second_run`."""
+    return {str(n): bits_of(job["cases"], job["mode"], n) for n in job["threads"]}
+
+
+def other_hash_seed() -> str:
+    """A ``PYTHONHASHSEED`` other than this process's, for the second process of the process axis."""
+    return "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+
+
+def reproducibility_runs(mode: str) -> dict:
+    """Two runs of each checked golden case (``reproducibility.CASES``, or ``COMPILED_CASES`` for the compiled
+    path) per axis: ``{"runs": axis -> (bits of run A, bits of run B), "errors": case -> one line}``.
+
+    eager: run A of the process axis is this process (one thread), run B the same renders in a fresh
+    interpreter with another hash seed; the threads axis is that fresh interpreter at 1 and at 2 threads.
+    compiled: run A here, run B in a fresh interpreter (each compiles). Raises NotImplementedError where the
+    commit cannot read golden cases or has no such path.
+    """
+    pin_threads()
+    if not reads_arguments() or mode not in available_modes(GOLDEN_DEVICE):
+        raise NotImplementedError(f"this commit cannot render golden cases by the {mode} path")
+    axes = [name for name, axis in reproducibility.AXES.items() if axis.mode == mode]
+    cases = reproducibility.CASES if mode == "eager" else reproducibility.COMPILED_CASES
+    here = bits_of(cases, mode, THREADS)
+    pin_threads()
+    threads = sorted({n for name in axes for n in reproducibility.AXES[name].threads})
+    there = second_run(cases, mode, tuple(threads), other_hash_seed())
+    errors = {**here["errors"], **{c: why for run in there.values() for c, why in run["errors"].items()}}
+    runs = {}
+    for name in axes:
+        a, b = reproducibility.AXES[name].threads
+        first = here if name != "threads" else there[str(a)]
+        runs[name] = (first["bits"], there[str(b)]["bits"])
+    return {"runs": runs, "errors": errors}
+
+
+def runs_differ(runs: dict, axis: str, case: str) -> int:
+    """1 when the two runs of ``case`` along ``axis`` gave different bits, 0 when the same; raises where a
+    run failed."""
+    if case in runs["errors"]:
+        raise RuntimeError(f"{case}: {runs['errors'][case]}")
+    a, b = runs["runs"][axis]
+    return int(a[case] != b[case])
 
 
 # -- instruction counts --------------------------------------------------------------------------

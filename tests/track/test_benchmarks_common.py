@@ -208,3 +208,34 @@ def test_one_valgrind_process_counts_each_workload_as_a_process_of_its_own_would
     monkeypatch.setenv("DETSIM_COST_PLANT", "200000")
     planted = common.count_instructions_many(["P1@64", "P2@32"])
     assert all(planted[w] > many[w] * 1.02 for w in many)
+
+
+def test_a_seeded_noise_image_is_part_of_a_cases_bits_and_written_only_to_a_scratch_folder():
+    common = _import("benchmarks.common")
+    cases = {case.id: case for case in common.CASES}
+    noisy = cases["s01_noise_intfile_scale"]
+    before = sorted(p.name for p in noisy.folder.iterdir())
+    first, again = common.noise_sha256(noisy), common.noise_sha256(noisy)
+    assert first is not None and first == again  # -seed 31415: the same Poisson stream each run
+    assert sorted(p.name for p in noisy.folder.iterdir()) == before  # outputs went to a scratch folder
+    assert common.noise_sha256(cases[PLAIN_CASE]) is None  # no noise image
+    assert common.case_bits(noisy) != common.render_case(noisy)["sha256"]  # the noise file is hashed with it
+    assert common.case_bits(cases[PLAIN_CASE]) == common.render_case(cases[PLAIN_CASE])["sha256"]
+
+
+def test_runs_differ_reads_the_two_runs_of_an_axis_and_a_failed_run_is_a_failure():
+    common = _import("benchmarks.common")
+    runs = {"runs": {"process": ({"a": "x", "b": "y"}, {"a": "x", "b": "z"})}, "errors": {"c": "ValueError: no"}}
+    assert [common.runs_differ(runs, "process", case) for case in "ab"] == [0, 1]
+    with pytest.raises(RuntimeError, match="c: ValueError: no"):
+        common.runs_differ(runs, "process", "c")
+
+
+def test_every_checked_case_and_axis_has_a_reproducibility_track():
+    module = _import("benchmarks.bench_reproducibility")
+    common = _import("benchmarks.common")
+    eager, compiled = module.Reproducibility, module.CompiledReproducibility
+    assert set(eager.params[0]) | set(compiled.params[0]) == set(common.reproducibility.AXES)
+    assert eager.params[1] == list(common.reproducibility.CASES)
+    assert compiled.params[1] == list(common.reproducibility.COMPILED_CASES)
+    assert eager.param_names == compiled.param_names == ["axis", "case"]
