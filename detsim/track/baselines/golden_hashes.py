@@ -12,6 +12,7 @@ that rendered, a one-line reason per case that did not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Mapping
 
 from detsim.track.base.golden import GoldenCase
@@ -66,8 +67,8 @@ def failure_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
-def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER) -> GoldenHashes:
-    """Render and hash every case with :data:`THREADS` torch threads (restored afterwards).
+def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
+    """Render and hash every case with ``threads`` torch threads (restored afterwards).
 
     Raises NotImplementedError where this detsim cannot run ``mode`` on the CPU; a case that fails is
     recorded in ``failures``, never raised.
@@ -77,10 +78,38 @@ def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER) -> GoldenHashe
     if mode not in engine.available_modes(DEVICE):
         raise NotImplementedError(f"this detsim has no {mode} path on the {DEVICE}")
     hashes, failures = {}, {}
-    with thread_count(THREADS):
+    with thread_count(threads):
         for case in cases:
             try:
                 hashes[case.id] = case_sha256(case, mode)
             except Exception as exc:  # noqa: BLE001 - reported per case
                 failures[case.id] = failure_text(exc)
     return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
+
+
+def rerun(job: dict) -> dict:
+    """A job of :func:`detsim.track.base.fresh.run_job`: the golden hashes of ``job["cases"]`` (ids, in
+    ``job["golden_dir"]``) for each ``[mode, threads]`` of ``job["runs"]``, rendered in this interpreter:
+    ``"mode@threads"`` -> ``{"hashes", "failures"}``."""
+    from detsim.track.base.golden import load_cases
+
+    wanted = set(job["cases"])
+    cases = [case for case in load_cases(Path(job["golden_dir"])) if case.id in wanted]
+    out = {}
+    for mode, threads in job["runs"]:
+        done = render_hashes(cases, mode, threads)
+        out[f"{mode}@{threads}"] = {"hashes": dict(done.hashes), "failures": dict(done.failures)}
+    return out
+
+
+def in_a_fresh_process(cases: Iterable[GoldenCase], golden: Path, runs: list[tuple[str, int]],
+                       hash_seed: str = "1") -> dict[tuple[str, int], GoldenHashes]:
+    """:func:`render_hashes` of ``cases`` for each ``(mode, threads)`` of ``runs``, in one fresh interpreter
+    (``PYTHONHASHSEED=hash_seed``): what a second run of the same input gives."""
+    from detsim.track.base.fresh import run_job, thread_vars
+
+    job = {"cases": [case.id for case in cases], "golden_dir": str(golden), "runs": [list(r) for r in runs]}
+    env = {**thread_vars(max(threads for _, threads in runs)), "PYTHONHASHSEED": hash_seed}
+    answer = run_job(f"{__name__}:rerun", job, env=env, timeout=1800, what="the second run of the golden cases").result
+    return {(mode, threads): GoldenHashes(mode, answer[f"{mode}@{threads}"]["hashes"],
+                                          answer[f"{mode}@{threads}"]["failures"]) for mode, threads in runs}

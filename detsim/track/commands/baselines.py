@@ -4,8 +4,12 @@ The files and what they hold are defined in :mod:`~detsim.track.base.baseline_fi
 machine class). Without options the command shows every stored class's baseline and says which one
 applies to this machine (cross-class differences are facts, not failures); ``--refresh`` re-renders
 every golden case with the checked-out code (:mod:`~detsim.track.baselines.golden_hashes`: the render and
-hash the asv tracks use) and writes this machine class's file only, listing which hashes changed. Refreshing is how a deliberate change to the images is accepted, so it
-refuses to run on uncommitted changes unless told to.
+hash the asv tracks use) and writes this machine class's file only, listing which hashes changed.
+Refreshing is how a deliberate change to the images is accepted, so it refuses to run on uncommitted
+changes unless told to, and refuses images that do not reproduce: every case is rendered again in a fresh
+interpreter (another hash seed), there with 1 and with 2 threads, and by the compiled path, and a case whose
+second run differs is named and nothing is written (exit 1; a baseline of such images would flag, or not,
+by chance).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.runtime.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
+from detsim.track.base.reproducibility import AXES
 from detsim.track.baselines import golden_hashes
 from detsim.track.base.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
                                                 for_class, stored)
@@ -99,12 +104,21 @@ def _refresh(root: Path, *, allow_dirty: bool) -> int:
     cases = load_cases(golden_dir(root))
     eager = golden_hashes.render_hashes(cases, golden_hashes.EAGER)
     compiled = golden_hashes.render_hashes(cases, golden_hashes.COMPILED)
+    again = golden_hashes.in_a_fresh_process(cases, golden_dir(root), SECOND_RUNS)
     failed = [f"{case}: {why}" for case, why in eager.failures.items()]
     failed += [f"{case} (compiled): {why}" for case, why in compiled.failures.items()]
+    failed += [f"{case} ({mode}, {threads} threads, second process): {why}"
+               for (mode, threads), run in again.items() for case, why in run.failures.items()]
     if failed:
         print("detsim-track baselines: not refreshed, these cases did not render:\n  " + "\n  ".join(failed),
               file=sys.stderr)
         return ExitCode.UNMEASURED
+    irreproducible = _irreproducible(eager, compiled, again)
+    if irreproducible:
+        print("detsim-track baselines: not refreshed: the images of these cases do not reproduce, so no hash of "
+              "them can be a baseline (`detsim-track explain COMMIT --kind nondeterministic --case C --axis A` "
+              "names the op):\n  " + "\n  ".join(irreproducible), file=sys.stderr)
+        return ExitCode.REGRESSED
     holds_for = machine.as_record()
     write_json(path, {
         "schema": SCHEMA,
@@ -117,6 +131,24 @@ def _refresh(root: Path, *, allow_dirty: bool) -> int:
     })
     _print_changes(old, dict(eager.hashes), dict(compiled.hashes), holds_for, path.relative_to(root))
     return ExitCode.OK
+
+
+# the second runs of a refresh: (mode, torch threads) in one fresh interpreter, against the first runs here
+SECOND_RUNS = ((golden_hashes.EAGER, 1), (golden_hashes.EAGER, 2), (golden_hashes.COMPILED, 1))
+
+
+def _irreproducible(eager, compiled, again) -> list[str]:
+    """One line per axis whose second runs differ from the first: the axis and the cases."""
+    pairs = {"process": (eager, again[golden_hashes.EAGER, 1]),
+             "threads": (again[golden_hashes.EAGER, 1], again[golden_hashes.EAGER, 2]),
+             "compiled": (compiled, again[golden_hashes.COMPILED, 1])}
+    lines = []
+    for axis, (first, second) in pairs.items():
+        differ = [case for case, sha in first.hashes.items() if second.hashes.get(case) != sha]
+        if differ:
+            lines.append(f"{axis} ({AXES[axis].runs}): {len(differ)} case{'s' * (len(differ) > 1)}: "
+                         + ", ".join(differ))
+    return lines
 
 
 def _print_changes(old: dict | None, new: dict, new_compiled: dict, holds_for: dict, where: Path) -> None:

@@ -8,11 +8,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from detsim.track import cli
 from detsim.track.baselines import golden_hashes
 from detsim.track.commands import baselines as cmd_baselines
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.baseline_file import BASELINE, BASELINE_DIR, class_path
+from detsim.track.base.golden import golden_dir, load_cases
 from detsim.track.baselines.golden_hashes import GoldenHashes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -84,13 +87,26 @@ def test_a_class_without_a_baseline_is_a_fact_not_a_failure(tmp_path, capsys):
     assert "another machine class (a fact, not a failure): this machine has cpu_class=" in out
 
 
-def _fake_renders(monkeypatch, failures: dict | None = None) -> None:
-    def render(cases, mode):
+def _fake_renders(monkeypatch, failures: dict | None = None, varying: dict | None = None) -> None:
+    """Renders by hash digit: 1 eager, 2 compiled; ``varying``: (mode, threads) of the second process ->
+    cases whose image differs there."""
+    def render(cases, mode, threads=1):
         cases = list(cases)
         digit = "1" if mode == golden_hashes.EAGER else "2"
         return GoldenHashes(mode=mode, hashes={c.id: digit * 64 for c in cases if c.id not in (failures or {})},
                             failures=failures or {})
+
+    def again(cases, golden, runs, hash_seed="1"):
+        out = {}
+        for mode, threads in runs:
+            first = render(cases, mode, threads)
+            differ = (varying or {}).get((mode, threads), ())
+            out[mode, threads] = GoldenHashes(mode, {c: ("f" * 64 if c in differ else sha)
+                                                     for c, sha in first.hashes.items()}, dict(first.failures))
+        return out
+
     monkeypatch.setattr(golden_hashes, "render_hashes", render)
+    monkeypatch.setattr(golden_hashes, "in_a_fresh_process", again)
 
 
 def test_a_refresh_writes_this_class_file_only_and_lists_changes(tmp_path, monkeypatch, capsys):
@@ -146,6 +162,31 @@ def test_a_refresh_with_a_failed_case_writes_nothing(tmp_path, monkeypatch, caps
     assert f"  {CASES[1]}: ValueError: the image has non-finite values" in err
     assert f"  {CASES[1]} (compiled): ValueError" in err
     assert (root / BASELINE).read_text() == before and not (root / BASELINE_DIR).exists()
+
+
+@pytest.mark.parametrize("varying, line", [
+    ({("eager", 1): [CASES[1]], ("eager", 2): [CASES[1]]}, f"process (a render in a second fresh process against the first): 1 case: {CASES[1]}"),
+    ({("eager", 2): CASES}, f"threads (a render with 2 torch threads against 1): 2 cases: {', '.join(CASES)}"),
+    ({("compiled", 1): [CASES[0]]}, "compiled (the compiled path's render in a second fresh process against the "
+                                    f"first): 1 case: {CASES[0]}"),
+])
+def test_a_refresh_refuses_images_that_do_not_reproduce_and_writes_nothing(tmp_path, monkeypatch, capsys, varying,
+                                                                          line):
+    root = _project(tmp_path, {"torch": "old"})
+    before = (root / BASELINE).read_text()
+    _fake_renders(monkeypatch, varying=varying)
+    assert cli.main(["baselines", "--repo", str(root), "--refresh", "--allow-dirty"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("detsim-track baselines: not refreshed: the images of these cases do not reproduce")
+    assert f"\n  {line}\n" in err and err.count("\n  ") == 1
+    assert (root / BASELINE).read_text() == before and not (root / BASELINE_DIR).exists()
+
+
+def test_a_second_process_renders_the_same_golden_hashes_as_this_one():
+    cases = [c for c in load_cases(golden_dir(ROOT)) if c.id in CASES]
+    here = golden_hashes.render_hashes(cases)
+    again = golden_hashes.in_a_fresh_process(cases, golden_dir(ROOT), [("eager", 1), ("eager", 2)])
+    assert again[("eager", 1)].hashes == again[("eager", 2)].hashes == here.hashes and len(here.hashes) == 2
 
 
 def _args(root: Path, **flags) -> argparse.Namespace:
