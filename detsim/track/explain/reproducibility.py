@@ -11,6 +11,7 @@ between runs), its victims, and why such an op usually varies. Line numbers are 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from detsim.track.base.fresh import thread_vars
@@ -22,6 +23,7 @@ from detsim.track.divergence.firstdiff import compare_records
 from detsim.track.explain.sides import Side
 
 RUNS = ("A", "B")
+PACKAGE_PREFIX = re.compile(r"\S*?(?=(?<![\w.])detsim/)")  # everything before the package's own detsim/
 
 
 def target(case: str, golden: Path, axis: Axis) -> dict:
@@ -54,7 +56,18 @@ def sentence(commit: str, case: str, axis: Axis, report: Report) -> str:
                     "(a compiled kernel or Python code between ops)")
         return (f"{runs} gave the same ops and results here: the variation did not show in these two runs (it may "
                 "need more runs, another machine or a GPU: docs/determinism.md)")
-    return f"{runs} first differ at {first.headline()}: {report.verdict()}"
+    where = f" at {in_package(first.where)}" if first.where else ""
+    said = f"{runs} first differ at #{first.index} {first.kind} {first.name}{where}: {report.verdict()}"
+    if first.scalars:
+        name, (a, b) = next(iter(first.scalars.items()))
+        said += (f"; its argument `{name}` is {a} in run A and {b} in run B: a Python value computed differently "
+                 "in the two runs (from the process id, the hash seed, the clock or an unseeded random number)")
+    return said
+
+
+def in_package(where: str) -> str:
+    """A call site with the folder of the exported package dropped (``detsim/engine.py:180 in render``)."""
+    return PACKAGE_PREFIX.sub("", where)
 
 
 def axis_named(name: str) -> Axis:

@@ -37,6 +37,20 @@ def test_an_unseeded_random_op_is_named_as_the_first_divergence():
     assert "aten.rand" in said and report.diverged
 
 
+def test_a_python_value_that_differs_is_named_with_both_values_and_the_site_inside_the_package():
+    from detsim.track.explain.reproducibility import in_package
+
+    def scaled(x, factor):
+        return x * factor
+
+    a = record(scaled, X, 1.5, label="case", fill=0)
+    b = record(scaled, X, 1.25, label="case", fill=1)
+    said = sentence("0123456789abcdef", "s01", AXES["process"], compare_runs(a, b))
+    assert "its argument `other` is 1.5 in run A and 1.25 in run B: a Python value computed differently" in said
+    assert in_package("../../tmp/detsim-explain-x/0123/detsim/engine.py:180 in render") == "detsim/engine.py:180 in render"
+    assert in_package("tests/mydetsim/x.py:3 in f") == "tests/mydetsim/x.py:3 in f"
+
+
 def test_runs_that_agree_say_the_variation_did_not_show_here():
     report = compare_runs(*_runs(seeded=True))
     assert not report.diverged
