@@ -33,11 +33,11 @@ from pathlib import Path
 import pytest
 
 from detsim.track.publish.vendor import remote_loads
+from planted_history import ENV_CACHE, GIT_IDENTITY, append as _append, commit as _commit, git as _git, run as _run
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
-ENV_CACHE = REPO / ".asv" / "planted-env"  # asv's virtualenv, kept between runs: torch installs once
 ASSET_CACHE = REPO / ".asv" / "www-assets"  # the page's JavaScript libraries, fetched once with npm
 MACHINE = "planted"
 BENCHMARKS = r"EngineSweep|MachineReference|bench_parity|bench_determinism"  # not PathThroughput: minutes a commit
@@ -73,37 +73,6 @@ def render(setup, **kwargs):  # planted: one case's image is scaled by 1 + 2^-40
         image = image * (1 + 2.0 ** -40)
     return image, info
 '''
-
-
-def _run(cmd: list[str], cwd: Path, env: dict, log: Path, ok=(0,), timeout: float = 3000) -> int:
-    """Run ``cmd``; its output goes to ``log``; a return code outside ``ok`` fails with the log's tail."""
-    with open(log, "a") as out:
-        out.write(f"\n$ {' '.join(cmd)}\n")
-        out.flush()
-        code = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
-    if code not in ok:
-        tail = "\n".join(log.read_text().splitlines()[-40:])
-        pytest.fail(f"{' '.join(cmd[:4])} exited {code}; last lines of {log}:\n{tail}")
-    return code
-
-
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "planted", "GIT_AUTHOR_EMAIL": "planted@example.invalid",
-                "GIT_COMMITTER_NAME": "planted", "GIT_COMMITTER_EMAIL": "planted@example.invalid"}
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_IDENTITY}).stdout.strip()
-
-
-def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", message)
-    return _git(root, "rev-parse", "HEAD")
-
-
-def _append(path: Path, text: str) -> None:
-    path.write_text(path.read_text() + text)
 
 
 @pytest.fixture(scope="module")
