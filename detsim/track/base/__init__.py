@@ -10,7 +10,7 @@
 * :mod:`.workloads` - the named speed workloads (P1, P2, P4096) as nanoBragg command lines;
 * :mod:`.callgrind` - what an instruction count is made of: its script, its valgrind command, its total;
 * :mod:`.commits` - another commit's package, exported to import it beside this one;
-* :mod:`.inputs` - the argparse types of counts, and what is at a path, for refusing bad input up front;
+* :mod:`.counts` - the argparse types of counts, for refusing a bad one while the options are read;
 * :mod:`.fresh` - child processes: work in a fresh interpreter (jobs, conversations), the pinned
   environment, and every child ending with its command (a time-out, Ctrl-C, SIGTERM);
 * :mod:`.git` - read-only git in a folder, one error type.

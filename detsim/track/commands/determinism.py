@@ -24,7 +24,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError, case_ids
-from detsim.track.base.inputs import positive_int
+from detsim.track.base.counts import positive_int
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.runtime.process import environment

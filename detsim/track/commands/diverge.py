@@ -39,7 +39,7 @@ import torch
 from detsim.inputs import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import HERE
-from detsim.track.base.inputs import count, positive_int
+from detsim.track.base.counts import count, positive_int
 from detsim.track.runtime.devices import device_problem
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json

@@ -25,7 +25,7 @@ from pathlib import Path
 from detsim.track.base.commits import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
-from detsim.track.base.inputs import count
+from detsim.track.base.counts import count
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
     report_folder
 from detsim.track.base.reproducibility import AXES

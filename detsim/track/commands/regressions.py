@@ -51,7 +51,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.inputs import count
+from detsim.track.base.counts import count
 from detsim.track.runtime.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report

@@ -30,7 +30,7 @@ import numpy as np
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import pinned_env, thread_vars
-from detsim.track.base.inputs import positive_int
+from detsim.track.base.counts import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
