@@ -99,14 +99,20 @@ def _cost(series: Series, points: list[Point]) -> Finding | None:
                                 "(exact: no rank test)"})
 
 
+def _first_of_nonzero_run(points: list[Point]) -> int:
+    """Index of the first point of the run of non-zero values that ends at the latest point."""
+    first = len(points) - 1
+    while first > 0 and points[first - 1].value != 0:
+        first -= 1
+    return first
+
+
 def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
     """Runs that should agree bit for bit differ at the latest commit: since the first of the run of
     such commits that ends there (a commit before it reproduced, or none recorded did)."""
     if points[-1].value == 0:
         return None
-    first = len(points) - 1
-    while first > 0 and points[first - 1].value != 0:
-        first -= 1
+    first = _first_of_nonzero_run(points)
     last_good = points[first - 1].commit if first > 0 else None
     axis = param_values(series.params).get("axis", "?")
     detail = {"axis": axis, "runs": AXES[axis].runs if axis in AXES else axis}
@@ -117,9 +123,7 @@ def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
                   hashes: Mapping[str, dict]) -> Finding | None:
     if points[-1].value == 0:
         return None
-    first = len(points) - 1
-    while first > 0 and points[first - 1].value != 0:
-        first -= 1
+    first = _first_of_nonzero_run(points)
     last_good = points[first - 1].commit if first > 0 else None
 
     def sha(commit):
