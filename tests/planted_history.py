@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -41,3 +43,29 @@ def commit(root: Path, message: str) -> str:
 
 def append(path: Path, text: str) -> None:
     path.write_text(path.read_text() + text)
+
+
+def start(work: Path) -> tuple[Path, dict, Path]:
+    """A new repository ``work/detsim`` with a home of its own: (root, the environment of its commands, the log)."""
+    root, home, log = work / "detsim", work / "home", work / "commands.log"
+    home.mkdir()
+    root.mkdir()
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(root), **GIT_IDENTITY)
+    env.pop("ASV_COMMIT", None)
+    git(root, "init", "-q", "-b", "main")
+    return root, env, log
+
+
+def copy_project(root: Path) -> None:
+    """This checkout's files (tracked, and untracked but not ignored; no recorded results or reports) into
+    ``root``, with asv's environment kept in :data:`ENV_CACHE` so that torch installs once."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file() and not name.startswith(("results/asv/", "results/hashes/", "reports/")):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    conf = root / "asv.conf.json"
+    conf.write_text(conf.read_text().replace('"env_dir": ".asv/env"', f'"env_dir": {json.dumps(str(ENV_CACHE))}'))
+    assert str(ENV_CACHE) in conf.read_text()

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.publish.vendor import remote_loads
-from planted_history import ENV_CACHE, GIT_IDENTITY, append as _append, commit as _commit, git as _git, run as _run
+from planted_history import append as _append, commit as _commit, copy_project, run as _run, start
 
 pytestmark = pytest.mark.slow
 
@@ -82,25 +82,11 @@ def planted(tmp_path_factory):
         pytest.skip("git is not installed")
     pytest.importorskip("asv", reason="asv is not installed (pip install -e '.[dev]')")
     work = tmp_path_factory.mktemp("planted")
-    root, home, log = work / "detsim", work / "home", work / "commands.log"
-    home.mkdir()
-    root.mkdir()
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(root), **GIT_IDENTITY)
-    env.pop("ASV_COMMIT", None)
-    _git(root, "init", "-q", "-b", "main")
+    root, env, log = start(work)
     (root / "README.md").write_text("detsim, before the package existed\n")
     commits = {"no_package": _commit(root, "Before the package: a README only")}
 
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        source = REPO / name
-        if source.is_file() and not name.startswith(("results/asv/", "results/hashes/", "reports/")):
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, root / name)
-    conf = root / "asv.conf.json"
-    conf.write_text(conf.read_text().replace('"env_dir": ".asv/env"', f'"env_dir": {json.dumps(str(ENV_CACHE))}'))
-    assert str(ENV_CACHE) in conf.read_text()
+    copy_project(root)
 
     track = [sys.executable, "-m", "detsim.track.cli"]
     _run([*track, "baselines", "--refresh", "--allow-dirty"], root, env, log)

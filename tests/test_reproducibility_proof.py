@@ -13,7 +13,6 @@ nothing else; ``detsim-track explain`` at the fourth names the planted op; ``det
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from planted_history import ENV_CACHE, GIT_IDENTITY, append, commit, git, run
+from planted_history import append, commit, copy_project, run, start
 
 pytestmark = pytest.mark.slow
 
@@ -57,21 +56,8 @@ def planted(tmp_path_factory):
         pytest.skip("git is not installed")
     pytest.importorskip("asv", reason="asv is not installed (pip install -e '.[dev]')")
     work = tmp_path_factory.mktemp("reproducible")
-    root, home, log = work / "detsim", work / "home", work / "commands.log"
-    home.mkdir()
-    root.mkdir()
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(root), **GIT_IDENTITY)
-    env.pop("ASV_COMMIT", None)
-    git(root, "init", "-q", "-b", "main")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        source = REPO / name
-        if source.is_file() and not name.startswith(("results/asv/", "reports/")):
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, root / name)
-    conf = root / "asv.conf.json"
-    conf.write_text(conf.read_text().replace('"env_dir": ".asv/env"', f'"env_dir": {json.dumps(str(ENV_CACHE))}'))
+    root, env, log = start(work)
+    copy_project(root)
 
     track = [sys.executable, "-m", "detsim.track.cli"]
     run([*track, "baselines", "--refresh", "--allow-dirty"], root, env, log)
