@@ -121,10 +121,10 @@ def test_planted_changes_are_flagged_exactly_at_their_commits(planted):
     commits, report = planted["commits"], planted["report"]
     name = {sha: key for key, sha in commits.items()}
     # the flags: every finding but the timing steps that stayed suspects or were found to be noise
-    flags = [r for r in report["regressions"] if r.get("confirmation") not in ("suspect", "noise")]
+    flags = [r for r in report["regressions"] if r.get("confirmation") not in ("undecided", "noise")]
     found = [(r["family"], r.get("case") or r["benchmark"] + r["params"], name.get(r["first_bad"])) for r in flags]
     steps = [(r["confirmation"], r["benchmark"] + r["params"], name.get(r["first_bad"]))
-             for r in report["regressions"] if r.get("confirmation") in ("suspect", "noise")]
+             for r in report["regressions"] if r.get("confirmation") in ("undecided", "noise")]
     summary = ("\n".join(map(str, found + steps)) + f"\nnotes: {report['notes']}\nunmeasured: {report['unmeasured']}")
 
     assert report["unmeasured"] == [], summary
@@ -285,8 +285,8 @@ def test_published_history_renders_parity_and_determinism_next_to_timings(plante
     status = (html / "status.html").read_text()
     for family in ("parity", "determinism"):  # the planted exact changes, red on the status page
         assert f'data-family="{family}" data-status="regressed"' in status, family
-    # the slowdown: red, or amber where a timing confirmation did not confirm it on this busy machine
-    assert re.search(r'data-family="timing" data-status="(regressed|suspect)"', status), "timing"
+    # the slowdown: red, or grey "undecided" where the re-measurement could not decide it on this busy machine
+    assert re.search(r'data-family="timing" data-status="(regressed|not measured)"', status), "timing"
 
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

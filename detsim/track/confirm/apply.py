@@ -26,7 +26,7 @@ from detsim.track.runtime.output import write_json
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
-from detsim.track.verdict.finding import SUSPECT, Finding
+from detsim.track.verdict.finding import SUSPECT, UNDECIDED, Finding
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import param_labels
 from detsim.track.verdict.analysis import FleetReport, Report, exit_code, fleet_of
@@ -85,11 +85,22 @@ def _with(finding: Finding, confirmation: Confirmation) -> Finding:
     return replace(finding, detail={**finding.detail, **confirmation.record()})
 
 
-def _suspect(finding: Finding, why: str) -> Finding:
+DECIDE_BUDGET_S = 900  # the budget the deciding command gives re-measuring
+
+
+def decide_command(machine: str) -> str:
+    """The one command that re-measures, on ``machine``, the steps a run left undecided (each decided step
+    is kept in :data:`CACHE`, so later runs reuse it)."""
+    return f"detsim-track regressions --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
+
+
+def _undecided(machine: str, finding: Finding, why: str) -> Finding:
+    """``finding`` left undecided: why it was not re-measured, and the command that decides it."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
-    return replace(finding, detail={**finding.detail, "confirmation": SUSPECT,
+    return replace(finding, detail={**finding.detail, "confirmation": UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
-                                                             f"not re-measured: {why}"})
+                                                             f"not re-measured: {why}",
+                                    "decide_command": decide_command(machine)})
 
 
 def default_measure(root: Path) -> Measure:
@@ -130,20 +141,20 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
         if here is not None and report.machine not in here:
-            decided[id(finding)] = _suspect(finding, f"recorded on machine {report.machine}, not defined on this host")
+            decided[id(finding)] = _undecided(report.machine, finding, f"recorded on machine {report.machine}, not defined on this host")
             continue
         if finding.last_good is None:
-            decided[id(finding)] = _suspect(finding, "no earlier commit recorded")
+            decided[id(finding)] = _undecided(report.machine, finding, "no earlier commit recorded")
             continue
         if limit == 0:
-            decided[id(finding)] = _suspect(finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
+            decided[id(finding)] = _undecided(report.machine, finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
             continue
         if rank >= limit:
-            decided[id(finding)] = _suspect(finding, f"over the limit of {limit} re-measurements per run "
+            decided[id(finding)] = _undecided(report.machine, finding, f"over the limit of {limit} re-measurements per run "
                                                      "(`detsim-track regressions --remeasure N`)")
             continue
         if time.monotonic() > deadline:
-            decided[id(finding)] = _suspect(finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
+            decided[id(finding)] = _undecided(report.machine, finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
                                                      "(`detsim-track regressions --remeasure-budget S`)")
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
@@ -152,7 +163,7 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[id(finding)] = _suspect(finding, f"{exc} ({share_s:.0f} s: its share of the "
+            decided[id(finding)] = _undecided(report.machine, finding, f"{exc} ({share_s:.0f} s: its share of the "
                                                      f"{budget_s:.0f} s re-measuring budget)")
             continue
         decided[id(finding)] = _with(finding, confirmation)

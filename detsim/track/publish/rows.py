@@ -6,10 +6,12 @@ other family gets a row of its own when it has series; the machine reference and
 row's colour:
 
 * **red** ``regressed``: a finding of the family (one whose timing confirmation, where the verdict
-  gives one, says ``suspect`` or ``noise`` does not count here); the determinism row says which kind:
+  gives one, says ``undecided`` or ``noise`` does not count here); the determinism row says which kind:
   ``not reproducible`` (two runs of one input differ) before ``changed`` (an image's bits changed);
-* **amber** ``suspect`` / ``not comparable``: only suspect findings; some series failed at the latest
-  commit; or, for determinism, the hashes were skipped there (another machine class);
+* **amber** ``not measured`` / ``not comparable``: some series failed at the latest commit; or, for
+  determinism, the hashes were skipped there (another machine class);
+* **grey** ``undecided``: only timing steps the run could not re-measure, with the command that decides
+  them (never amber: an undecided step is not a sign that anything is wrong);
 * **grey** ``not measured``: no series of the family was measured at the latest commit;
 * **green** ``ok``: measured and nothing regressed.
 """
@@ -29,8 +31,9 @@ MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "d
 # the determinism row's words by the labels of its findings, the first that applies (finding.FAMILY_LABELS)
 DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
 HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
-GREEN, RED, AMBER, GREY = "ok", "regressed", "suspect", "not measured"
-NOT_COUNTED = ("suspect", "noise")  # timing confirmations that do not make a row red
+GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
+UNDECIDED = ("suspect", "undecided")  # timing confirmations of a step not re-measured (finding.UNDECIDED)
+NOT_COUNTED = (*UNDECIDED, "noise")  # timing confirmations that do not make a row red
 
 
 def row_family(family: str) -> str:
@@ -128,7 +131,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             items.append(Item(f"{label}: failed at the latest commit",
                               graph_url(name, "(" + params if params else "", benchmarks, machine=machine)))
         counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
-        suspect = [r for r in found if r.get("confirmation") == "suspect"]
+        undecided = [r for r in found if r.get("confirmation") in UNDECIDED]
         if counted and family == "determinism":
             status = RED
             labels = [r.get("label") for r in counted]
@@ -138,25 +141,28 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
                 or f"{len(counted)} regressed"
         elif counted:
             status, verdict = RED, "regressed"
-            summary = f"{len(counted)} regressed" + (f", {len(suspect)} suspect" if suspect else "")
-        elif suspect or here.failed or (family == "determinism" and here.skipped and not here.measured):
+            summary = f"{len(counted)} regressed" + (f", {len(undecided)} undecided" if undecided else "")
+        elif here.failed or (family == "determinism" and here.skipped and not here.measured):
             status = AMBER
-            if suspect:
-                verdict, summary = "suspect", f"{len(suspect)} suspect (not confirmed)"
-            elif here.failed:
+            if here.failed:
                 verdict, summary = "not measured", f"{len(here.failed)} failed at the latest commit"
             else:
                 verdict, summary = "not comparable", note_not_comparable or \
                     f"{here.skipped} skipped at the latest commit (not comparable on this machine)"
             if here.measured:
                 summary += f"; {here.measured} measured"
+        elif undecided:
+            status, verdict = GREY, "undecided"
+            command = undecided[0].get("decide_command")
+            summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
+                (f"; {here.measured} measured" if here.measured else "")
         elif not here.measured:
             status, verdict = GREY, "not measured"
             summary = f"{here.skipped} skipped at the latest commit" if here.skipped else "no benchmark of this family recorded"
         else:
             status, verdict = GREEN, "ok"
             summary = f"{here.measured} measured, none regressed" + (f" ({here.skipped} skipped)" if here.skipped else "")
-            noise = len(found) - len(counted) - len(suspect)
+            noise = len(found) - len(counted) - len(undecided)
             if noise:
                 summary += f"; {noise} dismissed as noise"
         rows.append(Row(family, status, verdict, summary, tuple(items)))

@@ -1,13 +1,14 @@
 """A finding of the verdict: one series' latest value against its history, with the evidence that decided it.
 
 Timing and throughput steps (:data:`REMEASURED`) carry a confirmation label in ``detail["confirmation"]``:
-:data:`SUSPECT` until re-measured, then :data:`CONFIRMED` or :data:`NOISE`; only confirmed ones are
-regressions (:attr:`Finding.is_verdict`).
+:data:`SUSPECT` until re-measured, then :data:`CONFIRMED` or :data:`NOISE`, or :data:`UNDECIDED` where it
+could not be re-measured here (with ``detail["decide_command"]``, the one command that decides it); only
+confirmed ones are regressions (:attr:`Finding.is_verdict`).
 
 Each finding has one **label** (:attr:`Finding.label`, also in its JSON record), the word its line starts
 with: ``NONDETERMINISTIC`` when two runs of the same input gave different bits (the ``reproducibility``
 family), ``CHANGED`` when an image's bits changed and reproduce (image hashes and fingerprints),
-``SUSPECT`` or ``NOISE`` for a timing step not confirmed, else ``REGRESSED``. They are different findings
+``SUSPECT``, ``NOISE`` or ``UNDECIDED`` for a timing step not confirmed, else ``REGRESSED``. They are different findings
 with different fixes: a changed image is accepted or reverted, a non-reproducible one is never a baseline.
 """
 
@@ -22,11 +23,12 @@ REMEASURED = ("timing", "throughput")  # families whose steps are suspects until
 SUSPECT = "suspect"  # detail["confirmation"] of a step not (yet) re-measured
 NOISE = "noise"  # ... of a step the history itself or the re-measurement explains as noise
 CONFIRMED = "confirmed"  # ... of a step the re-measurement confirmed
+UNDECIDED = "undecided"  # ... of a suspect that could not be re-measured here (never a regression)
 
 NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED"
 FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
                  "hash count": CHANGED}
-CONFIRMATION_LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE"}  # a timing step's label until confirmed
+CONFIRMATION_LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE", UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
 
 
 @dataclass(frozen=True)

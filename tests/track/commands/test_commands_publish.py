@@ -264,7 +264,7 @@ def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(projec
     cache = tmp_path / "cache"
     fake_asset_cache(cache)
     assert _publish(project, "--assets", str(cache)) == 0
-    assert "fixture-1thread: timing suspect" in capsys.readouterr().out  # not re-measured yet
+    assert "fixture-1thread: timing undecided" in capsys.readouterr().out  # not re-measured yet
     remeasured_as(default=2.0)
     assert main(["regressions", "--repo", str(project)]) == 1  # re-measures, keeps the outcomes
     capsys.readouterr()

@@ -146,11 +146,12 @@ def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp
     assert "REGRESSED timing" in out and "slower by more than 50%" in out
 
 
-def test_suspects_stay_suspects_without_re_measuring_and_never_fail_the_run(tmp_path, capsys, remeasured_as):
+def test_suspects_not_re_measured_are_undecided_with_the_command_that_decides_them(tmp_path, capsys, remeasured_as):
     measured = remeasured_as(default=2.0)
     code, report = _run(without_reference(tmp_path), tmp_path, "--remeasure", "0")
-    assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"suspect"}
-    assert "SUSPECT timing" in capsys.readouterr().out
+    assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"undecided"}
+    assert all(r["decide_command"].startswith("detsim-track regressions --machine ") for r in report["regressions"])
+    assert "UNDECIDED timing" in capsys.readouterr().out
 
 
 def test_a_step_judged_once_is_not_re_measured_again(tmp_path, remeasured_as):

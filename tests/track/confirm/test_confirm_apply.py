@@ -53,7 +53,7 @@ def test_the_largest_rises_are_re_measured_first_and_the_rest_say_why_not(noisy,
     statuses = {f.series.label: f.detail["confirmation"] for f in report.regressions}
     largest = max(_suspects(analyse(noisy)), key=lambda f: f.detail["rise"])
     assert [t.label for t, _, _ in measured] == [f"{largest.series.name}{target_of(largest, load_benchmarks(noisy / 'results' / 'asv')).params}"]
-    assert statuses.pop(largest.series.label) == "confirmed" and set(statuses.values()) == {"suspect"}
+    assert statuses.pop(largest.series.label) == "confirmed" and set(statuses.values()) == {"undecided"}
     assert all("over the limit of 1" in f.detail["confirmation_evidence"] for f in report.regressions if not f.is_verdict)
     assert report.exit == ExitCode.REGRESSED
 
@@ -96,7 +96,7 @@ def test_a_failed_re_measurement_leaves_a_suspect_with_the_reason(noisy, monkeyp
     monkeypatch.setattr(apply, "default_measure", broken)
     report = confirm_report(analyse(noisy), noisy)
     assert report.exit == ExitCode.OK
-    assert all(f.detail["confirmation"] == "suspect" and "boom" in f.detail["confirmation_evidence"]
+    assert all(f.detail["confirmation"] == "undecided" and "boom" in f.detail["confirmation_evidence"]
                for f in report.regressions)
     assert not (noisy / ".asv" / "confirmations.json").exists()  # nothing decided, nothing kept
 

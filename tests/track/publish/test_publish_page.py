@@ -13,7 +13,7 @@ REPORT = {"machine": "m", "commits": [C1, C2], "latest": C2, "subjects": {C1: "B
           "notes": ["a note & more"], "exit": 1, "generated_at": "20260101T000000Z"}
 ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "confirmed", "re-measured: x2 <slower>"),)),
          Row("memory", GREEN, "ok", "1 measured"), Row("cost", GREY, "not measured", "none"),
-         Row("parity", AMBER, "suspect", "1 suspect"), Row("determinism", GREEN, "ok", "2 measured")]
+         Row("parity", AMBER, "not comparable", "1 skipped"), Row("determinism", GREEN, "ok", "2 measured")]
 HISTORY = History(parity=[("w01", "bench_parity.track_parity_w01", [(C1, 0.0), (C2, 0.2)]),
                           ("a01", "bench_parity.track_parity_a01", [(C1, 0.0), (C2, 0.0)])],
                   determinism={"w03": [State(C1, NOT_COMPARABLE, "first recorded here"), State(C2, CHANGED, "differs")],

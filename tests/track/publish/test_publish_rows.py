@@ -62,13 +62,14 @@ def test_rows_from_a_regressed_report():
     assert by["cost"].summary == "no benchmark of this family recorded"
 
 
-def test_confirmations_are_shown_and_suspect_or_noise_do_not_make_a_row_red():
-    suspect = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "suspect"})
+def test_confirmations_are_shown_and_undecided_or_noise_neither_make_a_row_red_nor_amber():
+    undecided = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "undecided", "decide_command": "detsim-track regressions --machine m"})
     noise = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "noise"})
     confirmed = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "confirmed", "confirmation_evidence": "x2.0, p=0.001"})
     here = presence([SLOW, FAST], C3)
-    [row] = [r for r in family_rows(_report([suspect]), here, BENCHMARKS) if r.family == "timing"]
-    assert (row.status, row.verdict) == (AMBER, "suspect") and row.items[0].text.endswith("[suspect]")
+    [row] = [r for r in family_rows(_report([undecided]), here, BENCHMARKS) if r.family == "timing"]
+    assert (row.status, row.verdict) == (GREY, "undecided") and row.items[0].text.endswith("[undecided]")
+    assert "`detsim-track regressions --machine m` decides" in row.summary
     [row] = [r for r in family_rows(_report([noise]), here, BENCHMARKS) if r.family == "timing"]
     assert row.status == GREEN and "1 dismissed as noise" in row.summary
     [row] = [r for r in family_rows(_report([confirmed]), here, BENCHMARKS) if r.family == "timing"]
