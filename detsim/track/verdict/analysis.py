@@ -62,12 +62,6 @@ def exit_code(findings, unmeasured, built: bool) -> ExitCode:
     return ExitCode.REGRESSED if any(f.is_verdict for f in findings) else ExitCode.OK
 
 
-def machine_references(series: list[Series]) -> dict[str, float]:
-    """Commit -> the machine reference's seconds there (to correct timings for load)."""
-    return {p.commit: p.value for s in series if s.family == "reference" and s.unit == "seconds"
-            for p in s.points if p.measured}
-
-
 def machine_classes(series: list[Series]) -> dict[str, float]:
     """Commit -> the machine-class fingerprint of its golden renders (``track_machine_class``)."""
     return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
@@ -100,7 +94,6 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     was measured at ``latest``, or the compiled path where its count was. asv's page never judges them
     (null in ``regressions_first_commits``); this command does, from the first commit asv would.
     """
-    references = machine_references(series)
     classes = machine_classes(series)
     by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
     count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
@@ -125,7 +118,7 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
             continue
         if fingerprint:
             start = max(start, class_cut(s.points, classes))
-        finding = detect(s, start, references, baseline.get("cases", {}), hashes)
+        finding = detect(s, start, baseline.get("cases", {}), hashes)
         if finding is not None:
             regressions.append(finding)
     regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))

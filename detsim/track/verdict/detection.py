@@ -15,11 +15,13 @@ Lower is better everywhere (throughput is judged on its inverse). By family (:mo
   no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
 * **timings and throughput** (:data:`~.finding.REMEASURED`): never a verdict on recorded points alone. The step
   into the run of levels ending at the latest commit (:func:`~.steps.segments`), or the latest point
-  alone against the level before it, rising by more than the series' threshold is **noise** when the
-  history itself explains it (the machine reference moved as much over the same commits, or the raw
-  samples either side overlap: rank test p >= :data:`HISTORY_NOISE_P`), else a **suspect**
-  (``detail["confirmation"]``, with the history's evidence) that :mod:`detsim.track.confirm`
-  re-measures and decides. Neither is a regression (:attr:`Finding.is_verdict`);
+  alone against the level before it, rising by more than the series' threshold is a **suspect**
+  (``detail["confirmation"]``, with the history's evidence) that :mod:`detsim.track.confirm` re-measures
+  and decides; where the run at the tip sits within the threshold of the level just before it, it is
+  **noise**. Nothing else in the history may excuse a step: its points were measured minutes or days
+  apart, so neither the machine's speed at other times nor the overlap of samples taken at other times
+  says whether the step is real; only the re-measurement, which takes both sides in the same
+  interleaved rounds, does. Neither is a regression (:attr:`Finding.is_verdict`);
 * **other noisy series** (memory, other tracks): the step into the tip must rise by more than the
   series' threshold and be confirmed by a one-sided rank test of the raw samples of up to
   :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
@@ -43,15 +45,12 @@ from detsim.track.verdict.steps import mann_whitney_greater, segments
 
 ALPHA = 0.01  # one-sided rank test level for timings
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
-HISTORY_NOISE_P = 0.05  # a step whose raw samples overlap this much is noise without re-measuring
 
 
-def detect(series: Series, start: int, references: Mapping[str, float], baseline_hashes: Mapping,
-           hashes: Mapping[str, dict]) -> Finding | None:
+def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping[str, dict]) -> Finding | None:
     """The regression at the series' latest point, looking at points from ``start`` on.
 
-    ``references``: commit -> the machine reference's seconds; ``baseline_hashes``: case -> stored
-    sha256; ``hashes``: commit -> its per-commit hash record.
+    ``baseline_hashes``: case -> stored sha256; ``hashes``: commit -> its per-commit hash record.
     """
     points = [p for p in series.points[start:] if p.measured]
     if not points or not series.points[-1].measured:
@@ -70,9 +69,9 @@ def detect(series: Series, start: int, references: Mapping[str, float], baseline
         return _exact(series, points)
     if series.family == "cost":
         return _cost(series, points)
-    if series.family == "reference":
+    if series.family == "reference":  # the machine's own speed, recorded by older commits: never a verdict
         return None
-    return _noisy(series, points, references)
+    return _noisy(series, points)
 
 
 def _exact(series: Series, points: list[Point], *, absolute: float | None = None) -> Finding | None:
@@ -153,18 +152,6 @@ def _step_into_tip(y: list[float], threshold: float) -> tuple[tuple, tuple, floa
     return segs[first - 1], segs[first], latest
 
 
-def _load_corrected(rise: float, side_a: list[Point], side_b: list[Point], references: Mapping[str, float],
-                    detail: dict) -> float:
-    """The rise divided by the machine reference's change across the step (the rise where unmeasured)."""
-    refs_a, refs_b = [references.get(p.commit) for p in side_a], [references.get(p.commit) for p in side_b]
-    if not (all(refs_a) and all(refs_b)):
-        return rise
-    load = statistics.median(refs_b) / statistics.median(refs_a)
-    detail["machine_reference_ratio"] = round(load, 4)
-    detail["load_corrected_rise"] = round(rise / load, 4)
-    return rise / load
-
-
 def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_is_better: bool,
                detail: dict) -> bool:
     """The rank test of the raw samples (or, for timings without samples, disjoint 99% intervals)."""
@@ -196,50 +183,33 @@ def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | No
     return None
 
 
-def _suspect(series: Series, points: list[Point], y: list[float], references: Mapping[str, float]) -> Finding | None:
-    """A timing or throughput step at the tip, as a suspect with the history's evidence."""
+def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | None:
+    """A timing or throughput step at the tip, as a suspect with the history's evidence (or as noise where
+    the run at the tip sits within the threshold of the level just before it)."""
     larger_is_better = series.family == "throughput"
     step = _step_into_tip(y, series.threshold)
     if step is not None:
-        (old_left, before_end, old), (after, new_right, _), latest = step
+        (_, before_end, old), (after, _, _), latest = step
         before = before_end - 1
-        side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
-        side_b = points[after:min(new_right, after + NEIGHBOURS)]
     else:
         jump = _tip_jump(y, series.threshold)
         if jump is None:
             return None
         before, old, latest = jump
         after = before + 1
-        side_a, side_b = points[max(0, before - NEIGHBOURS + 1):before + 1], points[after:]
     rise = latest / old
-    detail = {"rise": round(rise, 4)}
-    corrected = _load_corrected(rise, side_a, side_b, references, detail)
-    _confirmed(series, side_a, side_b, larger_is_better, detail)
     seen = f"a step of x{rise:.2f} in the recorded history"
-    if corrected <= 1 + series.threshold and "machine_reference_ratio" not in detail:
-        # the run at the tip clears the best level by the threshold, but not the level just before it
-        detail.update(confirmation=NOISE, confirmation_evidence=(
-            f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"))
-    elif corrected <= 1 + series.threshold:
-        detail.update(confirmation=NOISE, confirmation_evidence=(
-            f"{seen}, but the machine reference moved by x{detail['machine_reference_ratio']:.2f} over the same "
-            f"commits (x{corrected:.2f} once divided, within the {series.threshold:.0%} threshold): the machine, "
-            "not detsim"))
-    elif detail.get("rank_test_p", 0) >= HISTORY_NOISE_P:
-        detail.update(confirmation=NOISE, confirmation_evidence=(
-            f"{seen}, but its raw samples overlap those before it (rank test p={detail['rank_test_p']:.2g} "
-            f">= {HISTORY_NOISE_P})"))
+    if rise <= 1 + series.threshold:
+        evidence = f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"
+        detail = {"rise": round(rise, 4), "confirmation": NOISE, "confirmation_evidence": evidence}
     else:
-        if rise <= 1 + series.threshold:  # above it only once the machine reference's move is divided out
-            seen += f", x{corrected:.2f} against the machine reference"
-        detail.update(confirmation=SUSPECT, confirmation_evidence=(
-            f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"))
+        detail = {"rise": round(rise, 4), "confirmation": SUSPECT,
+                  "confirmation_evidence": f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"}
     old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
     return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
 
 
-def _noisy(series: Series, points: list[Point], references: Mapping[str, float]) -> Finding | None:
+def _noisy(series: Series, points: list[Point]) -> Finding | None:
     """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series,
     a regression when it clears the threshold and the rank test."""
     larger_is_better = series.family == "throughput"
@@ -247,7 +217,7 @@ def _noisy(series: Series, points: list[Point], references: Mapping[str, float])
     if not all(v > 0 and math.isfinite(v) for v in y):
         return None
     if series.family in REMEASURED:
-        return _suspect(series, points, y, references)
+        return _suspect(series, points, y)
     step = _step_into_tip(y, series.threshold)
     if step is None:
         return None

@@ -81,7 +81,7 @@ def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, ca
         r = found[key]
         assert (r["last_good"], r["first_bad"]) == (commits[1], commits[2])
     timing = found[("timing", "(pixels=128, dtype='float64')")]
-    assert 1.8 < timing["ratio"] < 2.2 and timing["rank_test_p"] < 0.01 and timing["load_corrected_rise"] > 1.5
+    assert 1.8 < timing["ratio"] < 2.2
     assert timing["confirmation"] == "confirmed" and timing["remeasured_ratio"] > 1.9
     assert 0.45 < found[("throughput", "")]["ratio"] < 0.55
 
@@ -103,30 +103,29 @@ def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, ca
     assert "exit 1" in out.splitlines()[-1]
 
 
-def test_a_machine_wide_slowdown_is_noise_by_the_machine_reference_without_re_measuring(tmp_path, capsys, remeasured_as):
-    measured = remeasured_as(default=2.0)
+def test_a_machine_wide_slowdown_is_re_measured_never_excused_by_the_machine_reference(tmp_path, capsys, remeasured_as):
+    # the whole machine slowed down 1.8x over the same commits (its reference says so); that is no evidence
+    # about detsim, since it was not measured in the same rounds as the step: each step is re-measured, and
+    # the re-measurement (here: no difference) decides
+    measured = remeasured_as(default=1.0)
     code, report = _run(DATA / "noisy", tmp_path)
-    assert code == 0 and report["regressions"] and measured == []
+    assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
-    assert all("the machine reference moved by x1.76" in r["confirmation_evidence"] for r in report["regressions"])
+    assert not any("machine reference" in r["confirmation_evidence"] for r in report["regressions"])
     out = capsys.readouterr().out
     assert "NOISE timing" in out and "REGRESSED" not in out and out.rstrip().endswith("exit 0")
 
 
-def without_reference(tmp_path: Path) -> Path:
-    """The noisy fixture with its machine reference removed: its steps are then suspects."""
+def noisy_copy(tmp_path: Path) -> Path:
+    """A copy of the noisy fixture (its steps are suspects), so that re-measured outcomes stay in the test's folder."""
     root = tmp_path / "noisy"
     shutil.copytree(DATA / "noisy", root)
-    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
-        data = json.loads(path.read_text())
-        del data["results"]["bench_engine.MachineReference.time_reference"]
-        path.write_text(json.dumps(data))
     return root
 
 
 def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, capsys, remeasured_as):
     measured = remeasured_as(default=1.0)
-    code, report = _run(without_reference(tmp_path), tmp_path)
+    code, report = _run(noisy_copy(tmp_path), tmp_path)
     assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
     out = capsys.readouterr().out
@@ -136,7 +135,7 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
 def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
     commits = _commits(DATA / "noisy")
     measured = remeasured_as(default=1.8)
-    code, report = _run(without_reference(tmp_path), tmp_path)
+    code, report = _run(noisy_copy(tmp_path), tmp_path)
     assert code == 1 and {r["confirmation"] for r in report["regressions"]} == {"confirmed"}
     assert {(a, b) for _, a, b in measured} == {(commits[-2], commits[-1])}
     assert all(r["remeasured_ratio"] > 1.7 and r["remeasured_p"] < 0.01 for r in report["regressions"])
@@ -148,14 +147,14 @@ def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp
 
 def test_suspects_not_re_measured_are_undecided_with_the_command_that_decides_them(tmp_path, capsys, remeasured_as):
     measured = remeasured_as(default=2.0)
-    code, report = _run(without_reference(tmp_path), tmp_path, "--remeasure", "0")
+    code, report = _run(noisy_copy(tmp_path), tmp_path, "--remeasure", "0")
     assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"undecided"}
     assert all(r["decide_command"].startswith("detsim-track regressions --machine ") for r in report["regressions"])
     assert "UNDECIDED timing" in capsys.readouterr().out
 
 
 def test_a_step_judged_once_is_not_re_measured_again(tmp_path, remeasured_as):
-    root = without_reference(tmp_path)
+    root = noisy_copy(tmp_path)
     measured = remeasured_as(default=1.0)
     first = _run(root, tmp_path)
     count = len(measured)

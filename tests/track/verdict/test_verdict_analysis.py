@@ -10,7 +10,7 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.runtime.output import json_text
 from detsim.track.history.series import Point, Series
-from detsim.track.verdict.analysis import Report, analyse, determinism_note, judge, machine_references
+from detsim.track.verdict.analysis import Report, analyse, determinism_note, judge
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 HOLDS = {"cpu_class": "x86_64 GenuineIntel AVX512", "device": "cpu", "dtype": "float64", "threads": 1, "torch": "2"}
@@ -30,11 +30,6 @@ def test_the_latest_point_decides_what_is_judged():
     assert (unmeasured, skipped) == (["failed"], 1)
     off = {"regressions_first_commits": {"p": None}}
     assert [f.series.name for f in judge(series, "c3", off, {}, {})[0]] == ["h"]
-
-
-def test_the_machine_reference_is_read_from_its_timing():
-    series = [_series("r", "reference", [1.0, None, 2.0]), _series("m", "reference", [5.0, 5.0, 5.0], unit="bytes")]
-    assert machine_references(series) == {"c1": 1.0, "c3": 2.0}
 
 
 def test_skipped_hashes_are_explained_by_the_machine_class():

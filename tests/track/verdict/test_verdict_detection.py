@@ -33,26 +33,26 @@ def test_a_count_of_changed_compiled_images_is_exact_and_reported_plainly():
     series = Series(env="e", name="bench_determinism.CompiledHashes.track_cases_changed", params="",
                     family=family, unit="cases changed")
     series = replace(series, points=tuple(Point(commit=c, value=v) for c, v in (("c1", 0.0), ("c2", 0.0), ("c3", 2.0))))
-    finding = detect(series, 0, {}, {}, {})
+    finding = detect(series, 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old, finding.new) == ("c2", "c3", 0.0, 2.0)
     text = finding_text(finding.record())
     assert "CompiledHashes.track_cases_changed: 0 cases changed -> 2 cases changed" in text
     series = replace(series, points=series.points[:-1] + (Point(commit="c3", value=0.0),))
-    assert detect(series, 0, {}, {}, {}) is None
+    assert detect(series, 0, {}, {}) is None
 
 
 def test_parity_fails_past_the_acceptance_line_even_without_a_rise():
     beyond = PARITY_MAX_ONE_MINUS_R * 2
-    finding = detect(_series("parity", [beyond] * 3, unit="1 - r", case="a01"), 0, {}, {}, {})
+    finding = detect(_series("parity", [beyond] * 3, unit="1 - r", case="a01"), 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
     assert finding.detail["note"] == "never within the acceptance line here"
     record = finding.record()
     assert record["case"] == "a01" and record["new_r"] == pytest.approx(1 - beyond) and record["old_r"] is None
-    assert detect(_series("parity", [1e-5, 1e-5, 1e-5], unit="1 - r"), 0, {}, {}, {}) is None
+    assert detect(_series("parity", [1e-5, 1e-5, 1e-5], unit="1 - r"), 0, {}, {}) is None
 
 
 def test_a_parity_rise_within_the_line_still_counts():
-    finding = detect(_series("parity", [1e-6, 1e-6, 2e-6], unit="1 - r"), 0, {}, {}, {})
+    finding = detect(_series("parity", [1e-6, 1e-6, 2e-6], unit="1 - r"), 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old, finding.new) == (C[1], C[2], 1e-6, 2e-6)
     assert finding.ratio == pytest.approx(2.0)
 
@@ -60,80 +60,68 @@ def test_a_parity_rise_within_the_line_still_counts():
 def test_a_changed_image_names_its_old_and_new_hash():
     hashes = {c: {"cases": {"a01": {"sha256": sha}}} for c, sha in zip(C, "aabcc")}
     series = _series("determinism", [0.0, 0.0, 1.0, 1.0, 1.0], unit="changed (0/1)", case="a01")
-    finding = detect(series, 0, {}, {"a01": "base"}, hashes)
+    finding = detect(series, 0, {"a01": "base"}, hashes)
     assert (finding.last_good, finding.first_bad) == (C[1], C[2])
     assert finding.detail == {"old_sha256": "a", "new_sha256": "c", "changed_again_at": [C[3]]}
-    from_baseline = detect(replace(series, points=series.points[2:]), 0, {}, {"a01": "base"}, hashes)
+    from_baseline = detect(replace(series, points=series.points[2:]), 0, {"a01": "base"}, hashes)
     assert from_baseline.last_good is None and from_baseline.detail["old_sha256"] == "base"
 
 
 def test_a_skipped_or_failed_latest_point_is_not_judged():
-    assert detect(_series("timing", [1.0, 1.0, None]), 0, {}, {}, {}) is None
-    assert detect(_series("timing", [1.0, 1.0, float("nan")]), 0, {}, {}, {}) is None
-    assert detect(_series("reference", [1.0, 1.0, 9.0]), 0, {}, {}, {}) is None
+    assert detect(_series("timing", [1.0, 1.0, None]), 0, {}, {}) is None
+    assert detect(_series("timing", [1.0, 1.0, float("nan")]), 0, {}, {}) is None
+    assert detect(_series("reference", [1.0, 1.0, 9.0]), 0, {}, {}) is None
 
 
-def test_a_confirmed_doubling_is_found_with_its_evidence():
+def test_a_doubling_is_a_suspect_with_its_evidence_never_a_verdict_on_the_history_alone():
     values = [1.0, 1.01, 0.99, 2.0, 2.02]
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
-    finding = detect(_series("timing", values, samples=samples), 0, {c: 0.1 for c in C}, {}, {})
-    assert isinstance(finding, Finding)
-    assert (finding.last_good, finding.first_bad) == (C[2], C[3])
-    assert finding.detail["rank_test_p"] < ALPHA and finding.detail["machine_reference_ratio"] == 1.0
+    finding = detect(_series("timing", values, samples=samples), 0, {}, {})
+    assert isinstance(finding, Finding) and not finding.is_verdict
+    assert (finding.last_good, finding.first_bad) == (C[2], C[3]) and finding.detail["confirmation"] == SUSPECT
+    assert "a step of x2.01 in the recorded history" in finding.detail["confirmation_evidence"]
     assert 1.9 < finding.ratio < 2.1
 
 
-def test_a_slowdown_of_the_whole_machine_is_noise_by_the_reference_never_a_verdict():
-    values = [1.0, 1.01, 0.99, 2.0, 2.02]
-    samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
-    references = dict(zip(C, [0.1, 0.1, 0.1, 0.2, 0.2]))
-    timing = detect(_series("timing", values, samples=samples), 0, references, {}, {})
-    assert timing.detail["confirmation"] == NOISE and not timing.is_verdict
-    assert timing.detail["machine_reference_ratio"] == 2.0 and timing.detail["load_corrected_rise"] < 1.1
-    alone = detect(_series("timing", values, samples=samples), 0, {}, {}, {})  # no reference: a suspect
-    assert alone.detail["confirmation"] == SUSPECT and alone.detail["rank_test_p"] < ALPHA
-    memory = detect(_series("memory", values, samples=samples, unit="bytes"), 0, references, {}, {})
-    assert memory.is_verdict and "load_corrected_rise" not in memory.detail  # memory is not load-corrected
-
-
-def test_overlapping_samples_make_a_timing_step_noise_and_clear_a_memory_step():
+def test_samples_taken_at_other_times_never_excuse_a_timing_step_but_do_clear_a_memory_step():
+    # the raw samples either side overlap: for a timing that says nothing about the step (they were taken
+    # minutes apart), so it is re-measured; memory, recorded exactly, is decided by the rank test
     values = [1.0, 1.0, 2.0]
     samples = [[0.5, 3.0], [0.5, 3.0], [0.6, 3.1]]
-    timing = detect(_series("timing", values, samples=samples), 0, {}, {}, {})
-    assert timing.detail["confirmation"] == NOISE and timing.detail["rank_test_p"] >= 0.05
-    assert "overlap" in timing.detail["confirmation_evidence"]
-    assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}, {}) is None
+    timing = detect(_series("timing", values, samples=samples), 0, {}, {})
+    assert timing.detail["confirmation"] == SUSPECT
+    assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}) is None
 
 
 def test_a_creeping_rise_within_the_threshold_of_the_level_before_it_is_noise_without_a_machine_reference():
     # the tip's run clears the best level by more than 5 %, but the level just before it by only 4 %
     values = [1.0, 1.0, 1.0, 1.03, 1.03, 1.03, 1.07, 1.07]
     samples = [[v * f for f in (0.999, 1.0, 1.001)] for v in values]
-    finding = detect(_series("timing", values, samples=samples, threshold=0.05), 0, {}, {}, {})
+    finding = detect(_series("timing", values, samples=samples, threshold=0.05), 0, {}, {})
     assert finding.detail["confirmation"] == NOISE and not finding.is_verdict
     assert "within the 5% threshold of the level just before it" in finding.detail["confirmation_evidence"]
 
 
 def test_a_single_slow_latest_commit_is_a_suspect_at_that_commit():
     values = [1.0, 1.02, 0.98, 1.01, 0.99, 1.12]  # a 12% step at the tip, too short for the fit to split off
-    finding = detect(_series("timing", values, threshold=0.05), 0, {}, {}, {})
+    finding = detect(_series("timing", values, threshold=0.05), 0, {}, {})
     assert (finding.last_good, finding.first_bad) == (C[4], C[5]) and not finding.is_verdict
-    assert detect(_series("timing", values[:-1] + [1.04], threshold=0.05), 0, {}, {}, {}) is None
+    assert detect(_series("timing", values[:-1] + [1.04], threshold=0.05), 0, {}, {}) is None
 
 
 def test_throughput_is_judged_the_other_way_up():
     values = [10.0, 10.1, 9.9, 5.0, 5.05]
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
-    finding = detect(_series("throughput", values, samples=samples, unit="Mpixel-steps/s"), 0, {}, {}, {})
+    finding = detect(_series("throughput", values, samples=samples, unit="Mpixel-steps/s"), 0, {}, {})
     assert (finding.old, finding.new) == (pytest.approx(10.0, rel=0.02), pytest.approx(5.0, rel=0.02))
-    assert detect(_series("throughput", values[::-1], samples=samples[::-1], unit="Mpixel-steps/s"), 0, {}, {}, {}) is None
+    assert detect(_series("throughput", values[::-1], samples=samples[::-1], unit="Mpixel-steps/s"), 0, {}, {}) is None
 
 
 def test_detection_starts_at_the_given_point():
     values = [1.0, 1.0, 2.0, 2.0, 2.0]
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
-    assert detect(_series("timing", values, samples=samples), 0, {}, {}, {}) is not None
-    assert detect(_series("timing", values, samples=samples), 2, {}, {}, {}) is None
+    assert detect(_series("timing", values, samples=samples), 0, {}, {}) is not None
+    assert detect(_series("timing", values, samples=samples), 2, {}, {}) is None
 
 
 def _runs_differ(axis: str, case: str, values) -> Series:
@@ -147,15 +135,15 @@ def _runs_differ(axis: str, case: str, values) -> Series:
 def test_images_that_stop_reproducing_are_found_at_the_first_commit_of_the_run():
     series = _runs_differ("process", "s01", [0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
     assert series.family == "reproducibility"
-    finding = detect(series, 0, {}, {}, {})
+    finding = detect(series, 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.label) == (C[3], C[4], "NONDETERMINISTIC")
     assert finding.detail["axis"] == "process" and "second fresh process" in finding.detail["runs"]
     assert finding.is_verdict and finding.record()["label"] == "NONDETERMINISTIC"
-    assert detect(_runs_differ("threads", "s01", [1.0, 1.0, 0.0]), 0, {}, {}, {}) is None
+    assert detect(_runs_differ("threads", "s01", [1.0, 1.0, 0.0]), 0, {}, {}) is None
 
 
 def test_images_that_never_reproduced_have_no_last_good_commit():
-    finding = detect(_runs_differ("threads", "a01", [1.0, 1.0]), 0, {}, {}, {})
+    finding = detect(_runs_differ("threads", "a01", [1.0, 1.0]), 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
     assert finding_text(finding.record()) == (
         "images of a01 differ between two runs (threads: a render with 2 torch threads against 1)")
