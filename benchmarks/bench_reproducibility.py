@@ -7,7 +7,8 @@ the case's float64 image and, for a case that writes a noise image from a fixed 
 * ``process``: this asv process's render against a fresh interpreter's (another ``PYTHONHASHSEED``,
   another allocation history), both with one torch thread;
 * ``threads``: the fresh interpreter's render with 2 torch threads against its render with 1;
-* ``compiled``: the compiled path's render here against a fresh interpreter's (each compiles).
+* ``compiled``: the compiled path's render in asv's ``setup_cache`` process against a fresh interpreter's (each
+  compiles; ``common.compiled_golden_runs``, shared with ``bench_determinism.CompiledHashes``).
 
 ``detsim-track`` reports a 1 as ``NONDETERMINISTIC`` (never as a changed image) at the first commit of the
 run of 1s; the image-hash tracks of such a commit are not judged as changes. asv's Regressions tab flags the
@@ -16,7 +17,7 @@ run of 1s; the image-hash tracks of such a commit are not judged as changes. asv
 
 from __future__ import annotations
 
-from .common import reproducibility, reproducibility_runs, runs_differ
+from .common import compiled_golden_runs, reproducibility, reproducibility_runs, runs_differ
 
 UNIT = "runs differ (0/1)"
 VERSION = "1"
@@ -32,7 +33,7 @@ class Reproducibility:
     pretty_name = "runs of one input differ (eager)"
 
     def setup_cache(self):
-        return reproducibility_runs("eager")
+        return reproducibility_runs()
 
     def track_runs_differ(self, runs, axis, case):
         return runs_differ(runs, axis, case)
@@ -45,9 +46,7 @@ class CompiledReproducibility:
     param_names = ["axis", "case"]
     unit, version, timeout = UNIT, VERSION, 900
     pretty_name = "runs of one input differ (compiled)"
+    setup_cache = staticmethod(compiled_golden_runs)  # one setup_cache with CompiledHashes: asv runs it once
 
-    def setup_cache(self):
-        return reproducibility_runs("compiled")
-
-    def track_runs_differ(self, runs, axis, case):
-        return runs_differ(runs, axis, case)
+    def track_runs_differ(self, hashes, axis, case):
+        return runs_differ(hashes["reproducibility"], axis, case)

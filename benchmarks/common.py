@@ -21,6 +21,7 @@ base's image hash (the definition ``detsim-track baselines`` uses too).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import importlib.util
@@ -164,22 +165,10 @@ def case_attr(case_id: str) -> str:
 
 # -- workloads -----------------------------------------------------------------------------------
 
-# steps per pixel in the engine sweep -> how they are made
-SWEEP_STEPS = {1: dict(), 10: dict(mosaic_domains=10)}
-SWEEP_PIXELS = (128, 256)  # reduced from nanoBragg's 1024 so that a commit's run stays short on 2 cores
-
-P1 = workloads.WORKLOADS["P1"]  # nanoBragg's default detector, one step per pixel
-# nanoBragg's P2 at 128²: 64× fewer pixels, same per-pixel work, so a sample takes ~0.7 s instead of ~40 s
-P2 = workloads.WORKLOADS["P2"].resized(128)
 P4096 = workloads.WORKLOADS["P4096"]  # the large-detector run: 16.8 M pixels, one step each
-# the workloads of the per-path throughput tracks, by name (P2 at 256² there: compiled paths need
-# enough pixels per call for their speed to show)
-PATH_WORKLOADS = {"P1": P1, "P2": workloads.WORKLOADS["P2"].resized(256), "P4096": P4096}
-
-
-def sweep_workload(pixels: int, steps: int) -> workloads.Workload:
-    """The engine sweep's workload: ``steps`` steps per pixel (:data:`SWEEP_STEPS`) on a ``pixels``² detector."""
-    return workloads.Workload(f"sweep{steps}@{pixels}", pixels, **SWEEP_STEPS[steps])
+# the workloads of the per-path throughput tracks, by name: nanoBragg's P1 (its default detector, one step
+# per pixel), P2 at 256² (same per-pixel work, 16x fewer pixels, so a call takes ~0.1 s instead of ~2 s)
+PATH_WORKLOADS = {"P1": workloads.WORKLOADS["P1"], "P2": workloads.WORKLOADS["P2"].resized(256), "P4096": P4096}
 
 
 def workload_config(workload: workloads.Workload):
@@ -305,23 +294,41 @@ def golden_renders() -> dict:
 golden_renders.timeout = 900  # 53 cases, ~13 s in all on one thread today
 
 
-def compiled_golden_hashes() -> dict:
-    """sha256 of every golden case rendered by the compiled path: ``{"holds_for", "cases"}``.
+def compiled_golden_runs() -> dict:
+    """Every golden case by the compiled path, once per commit: the shared ``setup_cache`` of
+    ``bench_determinism.CompiledHashes`` and ``bench_reproducibility.CompiledReproducibility`` (asv runs it
+    once for both, so the path is compiled in two processes a commit, not three).
 
-    Compiled and eager images may differ in the last bits, so they have separate baselines
-    (``cases_compiled`` in the class's baseline file). Raises NotImplementedError for commits without a
-    compiled path; a case that fails is recorded with its error.
+    ``{"holds_for", "cases": case -> sha256, "reproducibility": {"runs", "errors"}}``: the sha256 of every
+    case's image (compiled and eager images may differ in the last bits, so they have separate baselines:
+    ``cases_compiled`` in the class's baseline file), and the compiled axis of :func:`reproducibility_runs`:
+    the checked cases rendered here (run A) against a fresh interpreter's (run B, each compiles), which runs
+    beside this process's renders. Raises NotImplementedError for commits without a compiled path; a case
+    that fails is recorded with its error.
     """
     pin_threads()
     if not reads_arguments() or "compiled" not in available_modes(GOLDEN_DEVICE):
         raise NotImplementedError("this commit has no compiled path")
-    out = {"holds_for": holds_for(), "cases": {}}
-    for case in CASES:
-        try:
-            out["cases"][case.id] = render_case(case, mode="compiled")["sha256"]
-        except Exception as exc:  # noqa: BLE001 - counted as changed by the track
-            out["cases"][case.id] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
+    checked = reproducibility.COMPILED_CASES
+    [threads] = {n for axis in reproducibility.AXES.values() if axis.mode == "compiled" for n in axis.threads}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # run B waits on its own process meanwhile
+        there = pool.submit(second_run, checked, "compiled", (threads,), other_hash_seed())
+        out = {"holds_for": holds_for(), "cases": {}}
+        errors = {}
+        for case in CASES:
+            try:
+                out["cases"][case.id] = render_case(case, mode="compiled")["sha256"]
+            except Exception as exc:  # noqa: BLE001 - counted as changed by the track
+                out["cases"][case.id] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
+                errors[case.id] = out["cases"][case.id].removeprefix("error: ")
+        run_b = there.result()[str(threads)]
+    here = {case: out["cases"][case] for case in checked if case not in errors}
+    out["reproducibility"] = {"runs": {"compiled": (here, run_b["bits"])},
+                              "errors": {**{c: errors[c] for c in checked if c in errors}, **run_b["errors"]}}
     return out
+
+
+compiled_golden_runs.timeout = 1200  # the first compile, then 53 renders
 
 
 def define_case_tracks(namespace: dict, prefix: str, measure, *, unit: str, version: str, label: str) -> None:
@@ -426,24 +433,26 @@ def other_hash_seed() -> str:
     return "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
 
 
-def reproducibility_runs(mode: str) -> dict:
-    """Two runs of each checked golden case (``reproducibility.CASES``, or ``COMPILED_CASES`` for the compiled
-    path) per axis: ``{"runs": axis -> (bits of run A, bits of run B), "errors": case -> one line}``.
+def reproducibility_runs() -> dict:
+    """Two runs of each checked golden case (``reproducibility.CASES``) per eager axis: ``{"runs": axis ->
+    (bits of run A, bits of run B), "errors": case -> one line}``.
 
-    eager: run A of the process axis is this process (one thread), run B the same renders in a fresh
-    interpreter with another hash seed; the threads axis is that fresh interpreter at 1 and at 2 threads.
-    compiled: run A here, run B in a fresh interpreter (each compiles). Raises NotImplementedError where the
-    commit cannot read golden cases or has no such path.
+    Run A of the process axis is this process (one thread), run B the same renders in a fresh interpreter
+    with another hash seed, which runs beside this one; the threads axis is that fresh interpreter at 1 and
+    at 2 threads (the compiled axis: :func:`compiled_golden_runs`). Raises NotImplementedError where the
+    commit cannot read golden cases.
     """
     pin_threads()
-    if not reads_arguments() or mode not in available_modes(GOLDEN_DEVICE):
-        raise NotImplementedError(f"this commit cannot render golden cases by the {mode} path")
-    axes = [name for name, axis in reproducibility.AXES.items() if axis.mode == mode]
-    cases = reproducibility.CASES if mode == "eager" else reproducibility.COMPILED_CASES
-    here = bits_of(cases, mode, THREADS)
-    pin_threads()
+    if not reads_arguments():
+        raise NotImplementedError("this commit cannot render golden cases")
+    axes = [name for name, axis in reproducibility.AXES.items() if axis.mode == "eager"]
+    cases = reproducibility.CASES
     threads = sorted({n for name in axes for n in reproducibility.AXES[name].threads})
-    there = second_run(cases, mode, tuple(threads), other_hash_seed())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # run B waits on its own process meanwhile
+        second = pool.submit(second_run, cases, "eager", tuple(threads), other_hash_seed())
+        here = bits_of(cases, "eager", THREADS)
+        there = second.result()
+    pin_threads()
     errors = {**here["errors"], **{c: why for run in there.values() for c, why in run["errors"].items()}}
     runs = {}
     for name in axes:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMED_CLASSES = ("EngineSweep", "NanoBraggWorkloads", "EngineModes", "PathThroughput", "MachineReference")
+TIMED_CLASSES = ("PathThroughput",)
 
 FAULTS_PER_ROUND = """
 import resource, sys
