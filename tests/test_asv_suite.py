@@ -7,8 +7,7 @@ five planted commits:
 
     unchanged (README) -> 2x slowdown -> parity break -> image-hash change with r unchanged -> unchanged
 
-asv runs over all seven with the engine timings, the machine reference, throughput, parity and
-determinism tracks (the compiled path's hash count included), and ``detsim-track`` must report exactly
+asv runs over all seven with the engine timings (PathThroughput), parity and determinism tracks (the compiled path's hash count included), and ``detsim-track`` must report exactly
 the three planted changes. The parity
 break necessarily changes its case's image too, so that case's hash is flagged at the same commit.
 """
@@ -40,7 +39,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 ASSET_CACHE = REPO / ".asv" / "www-assets"  # the page's JavaScript libraries, fetched once with npm
 MACHINE = "planted"
-BENCHMARKS = r"EngineSweep|MachineReference|bench_parity|bench_determinism"  # not PathThroughput: minutes a commit
+BENCHMARKS = r"PathThroughput|bench_parity|bench_determinism"
 PARITY_CASE = "w01_nonsquare_detpixels"  # the only golden case with a 120 x 200 image
 HASH_CASE = "w03_nonsquare_xds"  # the only golden case with a 176 x 96 image
 
@@ -301,7 +300,7 @@ def test_published_history_renders_parity_and_determinism_next_to_timings(plante
         server.shutdown()
 
 
-PAGES = ("bench_engine.EngineSweep.time_simulate", f"bench_parity.track_parity_{PARITY_CASE}",
+PAGES = ("bench_engine.PathThroughput.track_ns_per_pixel_step", f"bench_parity.track_parity_{PARITY_CASE}",
          f"bench_determinism.track_hash_changed_{HASH_CASE}")
 
 

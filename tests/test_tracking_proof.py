@@ -40,7 +40,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 5
-TIMED = Target("bench_engine.NanoBraggWorkloads.time_simulate", ("P2", "float64", "cpu"))
+TIMED = Target("bench_engine.PathThroughput.track_ns_per_pixel_step", ("P2", "eager", "float64", "cpu"))
 COUNTED = CostSpec("P1@64")
 ENGINE = Path("detsim") / "engine.py"
 RENDER = "    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels, mode=mode)\n"

@@ -10,7 +10,7 @@ every benchmark (:mod:`.detection`):
   the latest commit, or the latest point alone, rising by more than the benchmark's threshold
   (``regressions_thresholds`` in asv.conf.json, the largest matching one) is a **suspect**, never a
   verdict by itself. Up to ``--remeasure N`` suspects (default 10, the largest first; at most
-  ``--remeasure-budget S`` seconds, default 120) are re-measured
+  ``--remeasure-budget S`` seconds, default 300) are re-measured
   here: the last good and the first bad commit's packages run the benchmark alternately, each
   measurement in a fresh process (:mod:`detsim.track.confirm`), and the step is **confirmed** (a
   regression) only when the re-measured ratio is above the threshold and a signed-rank test says so

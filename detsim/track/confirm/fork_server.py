@@ -1,8 +1,8 @@
 """A fork server that measures one benchmark at two commits: a script, spoken to by :mod:`.remeasure`.
 
 ``python -P fork_server.py SPEC.json``, started as a :class:`~detsim.track.base.fresh.Conversation`
-(JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.NanoBraggWorkloads
-.time_simulate``), its parameter values, how many samples a side takes per round, the project checkout
+(JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.PathThroughput
+.track_ns_per_pixel_step``), its parameter values, how many samples a side takes per round, the project checkout
 (for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
 package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every request
 (``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
@@ -29,9 +29,14 @@ import traceback
 import torch  # noqa: F401  imported once, shared by every forked measurement
 
 
+LONG_CALL_S = 0.5  # a benchmark whose warm-up call takes longer (a whole process) takes one sample a side and round
+
+
 def _prepare(spec: dict, side: str):
-    """The side's benchmark, set up and warmed up: a function taking one sample."""
+    """The side's benchmark, set up and warmed up: (a function taking one sample, the warm-up's seconds)."""
     sys.path[:0] = [spec["packages"][side], spec["root"]]
+    # processes the benchmark starts (the ``detsim`` command) import the side's package too
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [spec["packages"][side], os.environ.get("PYTHONPATH")]))
     module_name, class_name, method_name = spec["benchmark"].rsplit(".", 2)
     instance = getattr(importlib.import_module(f"benchmarks.{module_name}"), class_name)()
     params = spec["params"]
@@ -39,7 +44,9 @@ def _prepare(spec: dict, side: str):
         instance.setup(*params)
     method = getattr(instance, method_name)
     timer = getattr(instance, "timer", time.process_time)
+    started = time.perf_counter()
     method(*params)  # warm-up: lazy imports, allocator caches, compilation
+    warmup_s = time.perf_counter() - started
 
     def sample() -> float:
         if method_name.startswith("time_"):
@@ -48,14 +55,14 @@ def _prepare(spec: dict, side: str):
             return timer() - started
         return float(method(*params))
 
-    return sample
+    return sample, warmup_s
 
 
 def _child(spec: dict, side: str, orders, results) -> None:
     """A side's process: set up, say ready, then one sample per ``s`` read from ``orders``."""
     try:
-        sample = _prepare(spec, side)
-        answer = {"ready": True, "detsim_file": sys.modules["detsim"].__file__}
+        sample, warmup_s = _prepare(spec, side)
+        answer = {"ready": True, "detsim_file": sys.modules["detsim"].__file__, "warmup_s": warmup_s}
     except BaseException as exc:  # reported to the server, never raised past the fork
         answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-3)}
     os.write(results, (json.dumps(answer) + "\n").encode())
@@ -106,7 +113,8 @@ def _round(spec: dict, order: str) -> dict:
             return {"error": "; ".join(f"{side}: {why}" for side, why in sorted(failed.items())),
                     "side": sorted(failed)[0]}
         samples = {side: [] for side in order}
-        for _ in range(spec["samples"]):
+        long_calls = any(a["warmup_s"] > LONG_CALL_S for a in answer.values())
+        for _ in range(1 if long_calls else spec["samples"]):
             for side in order:
                 _, writer, reader = sides[side]
                 writer.write("s\n")

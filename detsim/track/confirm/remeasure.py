@@ -29,7 +29,8 @@ from detsim.track.base.fresh import ChildError, Conversation
 
 FORK_SERVER = Path(__file__).with_name("fork_server.py")
 ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that let p < 0.01 with room
-SAMPLES = 3  # samples per side and round, taken in turn with the other side's, after a warm-up call
+SAMPLES = 3  # samples per side and round, taken in turn with the other side's, after a warm-up call (one for calls
+# over fork_server.LONG_CALL_S)
 MEASUREMENT_TIMEOUT_S = 600
 
 
@@ -39,7 +40,7 @@ class RemeasureError(RuntimeError):
 
 @dataclass(frozen=True)
 class Target:
-    benchmark: str  # asv's name, e.g. "bench_engine.NanoBraggWorkloads.time_simulate"
+    benchmark: str  # asv's name, e.g. "bench_engine.PathThroughput.track_ns_per_pixel_step"
     params: tuple  # the parameter values, as the benchmark's setup receives them
     larger_is_better: bool = False  # a throughput: its inverse is compared
 

@@ -11,6 +11,8 @@ from detsim.track.confirm.remeasure import FORK_SERVER
 
 BENCH = '''
 import os
+import subprocess
+import sys
 import time
 import detsim
 
@@ -24,6 +26,14 @@ class Probe:
 
     def track_fails(self):
         raise ValueError("no value")
+
+    def track_side_of_a_child(self):  # the package a process started by the benchmark imports: A 0, B 1
+        code = "import detsim; print(detsim.SIDE)"
+        return float("AB".index(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                               check=True).stdout.strip()))
+
+    def time_long(self):
+        time.sleep(0.6)  # a call longer than fork_server.LONG_CALL_S, like a whole detsim process
 '''
 
 
@@ -69,3 +79,15 @@ def test_a_failing_measurement_is_an_answer_naming_its_side_and_the_server_goes_
         unknown = server.ask({"order": "AC"})
     assert failed["error"] == "A: ValueError: no value; B: ValueError: no value" and failed["side"] == "A"
     assert unknown["error"] == "a round is AB or BA, got 'AC'" and server.process.returncode == 0
+
+
+def test_a_process_the_benchmark_starts_imports_the_side_s_package_too(tmp_path):
+    with _server(tmp_path, "bench_probe.Probe.track_side_of_a_child") as server:
+        answer = server.ask({"order": "AB"})
+    assert answer["A"]["samples"] == [0.0] * 3 and answer["B"]["samples"] == [1.0] * 3
+
+
+def test_a_benchmark_whose_call_is_long_takes_one_sample_a_side_and_round(tmp_path):
+    with _server(tmp_path, "bench_probe.Probe.time_long") as server:
+        answer = server.ask({"order": "AB"})
+    assert [len(answer[side]["samples"]) for side in "AB"] == [1, 1]
