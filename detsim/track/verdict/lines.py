@@ -1,4 +1,5 @@
-"""The verdict as text: one line per finding, then what was not measured, the notes and a summary.
+"""The verdict as text, in full: one line per finding, then what was not measured or skipped, the notes and a
+summary (the default output is :mod:`.screen`'s shorter form).
 
 :func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
 its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
@@ -126,6 +127,7 @@ def report_lines(report: Report) -> list[str]:
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
+    lines += [f"skipped at {report.latest[:8]}: {skipped.text()} (the benchmarks in --json)" for skipped in report.skips]
     lines += [f"note: {note}" for note in report.notes]
     lines.append(summary_line(report))
     return lines
