@@ -499,7 +499,7 @@ def test_a_commit_that_changed_every_image_is_one_line_and_the_skips_say_why(tmp
     lines = default_lines(root, tmp_path)
     changed = [line for line in lines if line.startswith("CHANGED")]
     assert changed[0].startswith("CHANGED image hash of 52 golden cases (a01, b01, c01, ")
-    assert f"+" in changed[0] and changed[0].endswith(f"since {changed_all[:8]}")
+    assert "+" in changed[0] and changed[0].endswith(f"since {changed_all[:8]}")
     assert changed[1].startswith("CHANGED image hash o01_polar_0.9: ")  # its own commit: a line of its own
     assert len(lines) == 10, "\n".join(lines)  # header, 3 timing steps, their command, parity, 2 hashes, summary, report
     assert lines[4].startswith("decide: detsim-track regressions --machine fixture-2cpu ")  # after the steps it decides
