@@ -4,6 +4,9 @@ asv writes for a benchmark both list), graph paths asv's way, the feed by asv's 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from detsim.track.confirm.apply import confirm_report
 from detsim.track.publish.regressions_tab import LIST, TabError, _graph_path, flagged, has_tab, read_index, tab, \
     tab_json
-from detsim.track.verdict.analysis import analyse
+from detsim.track.verdict.analysis import analyse, analyse_fleet
 from publish_assets import asv_published
 
 
@@ -90,3 +93,28 @@ def test_files_that_are_not_asvs_are_refused(tmp_path, name, text, message):
         read_index(tmp_path)
     assert message in str(raised.value) and str(tmp_path / name) in str(raised.value)
     assert not has_tab(tmp_path / "nothing")
+
+
+def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_path, remeasured_as):
+    root = asv_published(tmp_path)
+    asv = root / "results" / "asv"
+    shutil.copytree(asv / "fixture-2cpu", asv / "fixture-b")
+    (asv / "fixture-b" / "machine.json").write_text(json.dumps({"machine": "fixture-b", "version": 1}))
+    for path in (asv / "fixture-b").glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        data["params"]["machine"] = "fixture-b"
+        path.write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "asv", "publish"], cwd=root, capture_output=True, text=True,
+                          env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    html = root / "reports" / "html"
+    own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
+    remeasured_as(default=1.0)
+    fleet = analyse_fleet(root)
+    reports = [confirm_report(r, root, use_cache=False) for r in fleet.reports.values()]
+    listed = tab(reports, read_index(html), html)
+    noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
+    assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)
+    for entry in listed.entries:
+        mine = own[(entry[0], entry[2]["machine"])]
+        assert entry[:4] == mine[:4] and f"machine-{entry[2]['machine']}" in entry[1] and (html / entry[1]).is_file()

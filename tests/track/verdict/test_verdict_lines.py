@@ -58,6 +58,14 @@ def test_many_changed_images_of_one_commit_print_as_one_line():
     assert len(regressed) == 2
 
 
+def test_the_full_text_names_each_skip_reason_before_the_notes():
+    from detsim.track.verdict.skips import NO_CUDA, Skipped
+
+    report = _report([], skipped=2, skips=(Skipped(NO_CUDA, ("t(device='cuda')", "u(device='cuda')")),), notes=("n",))
+    assert report_lines(report)[1:3] == [
+        "skipped at cccccccc: 2 CUDA benchmarks (no GPU here) (the benchmarks in --json)", "note: n"]
+
+
 def test_not_measured_lines_only_when_the_commit_built_then_notes():
     report = _report([], unmeasured=("b.time_x(n=1)",), notes=("one", "two"), exit=ExitCode.UNMEASURED)
     assert report_lines(report)[1:] == [
