@@ -88,6 +88,14 @@ class GoldenCase:
         return cls(id=str(record.get("id", folder.resolve().name)), folder=folder, args=args, shape=shape,
                    record=record)
 
+    @property
+    def pixel_steps(self) -> int | None:
+        """Pixels times the sampling steps per pixel nanoBragg reported (sensor layers included): what one render
+        of the case costs, relative to another's (None where the manifest gives no shape or steps)."""
+        if self.shape is None or "steps" not in self.record:
+            return None
+        return self.shape[0] * self.shape[1] * int(self.record["steps"]) * int(self.record.get("thicksteps", 1))
+
     def config(self, read: Callable[[list[str]], Any]):
         """The case's configuration as ``read`` builds it from the case's arguments, in the case's folder
         (``read(argv)``: ``detsim.argconfig.config_from_argv`` builds what the ``detsim`` command does)."""

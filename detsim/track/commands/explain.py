@@ -3,11 +3,13 @@
 ``detsim-track explain LAST_GOOD FIRST_BAD [--kind cost|parity|hash] [--workload W | --case C]`` explains
 one change; ``detsim-track explain COMMIT --kind nondeterministic --case C [--axis process|threads|compiled]``
 explains images that do not reproduce at one commit; a bare ``detsim-track explain`` explains every finding
-of the latest verdict (:func:`~detsim.track.verdict.analysis.analyse`). Each explanation of a change
-measures the flagged benchmark at both commits, bisects the commits between them, and names the functions
-that grew (cost), the first traced quantity that changed (parity) or the first op whose output changed
-although its inputs agree (hash); a ``NONDETERMINISTIC`` finding is explained at its commit, once per axis,
-by two runs of its first case along that axis compared op by op: :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
+of the latest verdict (:func:`~detsim.track.verdict.analysis.analyse`), once per cause: findings of one kind
+between the same two commits are explained on the cheapest of them, its answer naming the others
+(:mod:`.grouping`). Each explanation of a change measures the flagged benchmark at both commits, bisects
+the commits between them, and names the functions that grew (cost), the first traced quantity that changed
+(parity) or the first op whose output changed although its inputs agree (hash); a ``NONDETERMINISTIC``
+finding is explained at its commit, once per axis, by two runs of the cheapest of its cases along that axis
+compared op by op: :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
 ``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
 
 Exit 0: nothing changed between the commits, or nothing to explain (a verdict with no finding, or only
@@ -31,6 +33,7 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.base.reproducibility import AXES
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.explain import bundle
+from detsim.track.explain.grouping import one_per_cause, with_others
 from detsim.track.explain.jobs import KINDS, Job, explain_job
 from detsim.track.explain.profile import ProfileError
 from detsim.track.explain.sides import SideError
@@ -83,10 +86,11 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
     return [Job(kind, args.commits[0], args.commits[1], workload)]
 
 
-def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[str]]:
-    """One job per regression of the latest verdict that has a last good commit, and one per axis and commit
-    of images that do not reproduce; notes for the others (a timing step counts as a regression once
-    ``detsim-track regressions`` re-measured and confirmed it)."""
+def jobs_from_verdict(root: Path, machine: str | None, golden: Path) -> tuple[list[Job], list[str]]:
+    """One job per cause among the regressions of the latest verdict that have a last good commit, and per
+    axis and commit of images that do not reproduce (:func:`~detsim.track.explain.grouping.one_per_cause`);
+    notes for the others (a timing step counts as a regression once ``detsim-track regressions``
+    re-measured and confirmed it)."""
     from detsim.track.confirm.apply import confirm_report
     from detsim.track.verdict.analysis import analyse
 
@@ -99,7 +103,8 @@ def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
             continue
         if rec["family"] == "reproducibility":
-            _add_nondeterministic(jobs, notes, rec, origin)
+            jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
+                            origin, axis=rec["axis"]))
             continue
         if not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
@@ -109,20 +114,8 @@ def jobs_from_verdict(root: Path, machine: str | None) -> tuple[list[Job], list[
             notes.append(f"{origin}: a {rec['family']} finding has no explanation here")
         else:
             jobs.append(job)
-    return jobs, notes
-
-
-def _add_nondeterministic(jobs: list[Job], notes: list[str], rec: dict, origin: str) -> None:
-    """A job for the first case of each axis and commit whose images do not reproduce; a note for the others
-    (one cause, one explanation)."""
-    same = next((job for job in jobs if job.kind == "nondeterministic" and job.axis == rec["axis"]
-                 and job.first_bad == rec["first_bad"]), None)
-    if same is not None:
-        notes.append(f"{origin}: does not reproduce along {rec['axis']} at {rec['first_bad'][:8]} either; "
-                     f"explained once, on {same.workload}")
-        return
-    jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
-                    origin, axis=rec["axis"]))
+    jobs, grouped = one_per_cause(jobs, golden)
+    return jobs, notes + grouped
 
 
 def _job_for(rec: dict, origin: str) -> Job | None:
@@ -148,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_new_folder(folder, "--out")
         golden = golden_dir(root)
-        jobs, notes = (jobs_from_arguments(args, golden), []) if args.commits else jobs_from_verdict(root, args.machine)
+        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits
+                       else jobs_from_verdict(root, args.machine, golden))
     except (OutputError, ValueError, GoldenError, ResultsError) as exc:
         print(f"explain: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
@@ -174,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
                     codes.append(ExitCode.UNMEASURED)
                     continue
+                record = with_others(record, job)
                 records.append(record)
                 codes.append(ExitCode.REGRESSED if record["changed"] else ExitCode.OK)
                 for line in record.get("details", {}).get("profile", []) + record.get("details", {}).get("ops", []):

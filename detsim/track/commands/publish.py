@@ -7,11 +7,15 @@ machines recorded (asv keeps one series per machine), one such section per machi
 saying where the machines agree (:func:`~detsim.track.verdict.analysis.analyse_fleet`). Adds one link to
 it in asv's navigation bar (:mod:`.navlink`), and replaces the CDN scripts of asv's pages by local
 copies from npm packages (:mod:`.vendor`; cached in ``.asv/www-assets``). When those cannot be had,
-one line says so and asv's page stays as it was: that is not a verdict, the exit status stays 0.
+one line says so and asv's page stays as it was: that is not a verdict, the exit status stays 0. Rewrites
+asv's Regressions tab (``regressions.json`` and its feed ``regressions.xml``) from the same verdict
+(:mod:`.regressions_tab`): it lists exactly the findings the verdict flags, so that asv's page, the status
+page and ``detsim-track`` give one answer. The verdict is the one ``detsim-track regressions`` gave: timing
+steps are never re-measured here, their outcomes are read from ``.asv/confirmations.json``.
 
 Bad input (exit 2, one line, nothing written): no asv page in ``--html``; a ``status.html`` there that
-this command did not write (it is never replaced); unreadable stored results. Otherwise exit 0,
-whatever the verdict (``detsim-track`` gives that).
+this command did not write (it is never replaced); an ``index.json`` or ``regressions.json`` there that is
+not asv's; unreadable stored results. Otherwise exit 0, whatever the verdict (``detsim-track`` gives that).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.output import atomic_write_text
+from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.jsonc import ResultsError, load_config
@@ -33,6 +37,7 @@ from detsim.track.publish.fingerprints import determinism_states
 from detsim.track.publish.links import graph_url
 from detsim.track.publish.navlink import STATUS_PAGE, add_status_link
 from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
+from detsim.track.publish.regressions_tab import FEED, LIST, TabError, has_tab, read_index, tab, tab_json
 from detsim.track.publish.rows import family_rows, presence
 from detsim.track.publish.vendor import vendor_pages
 
@@ -95,22 +100,23 @@ def machine_page(root: Path, report: Report) -> tuple[str, list]:
     return section, rows
 
 
-def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str]]:
-    """The status page's text and one summary per machine (``family verdict, ...``), from what ``root``
-    stores: one machine's verdict, or, with several machines recorded (or named), each machine's and
-    where they agree."""
+def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str], list[Report]]:
+    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts,
+    from what ``root`` stores: one machine's verdict, or, with several machines recorded (or named), each
+    machine's and where they agree. Timing steps are not re-measured (``limit=0``): a step re-measured by
+    ``detsim-track regressions`` is read from its kept outcome, any other stays undecided."""
     machines = machines or recorded_machines(root)
     if len(machines) <= 1:
         report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)
         section, rows = machine_page(root, report)
-        return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
+        return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)], [report]
     fleet = confirm_fleet(analyse_fleet(root, machines), root, limit=0)
     sections, summaries = [], []
     for machine, report in fleet.reports.items():
         section, rows = machine_page(root, report)
         sections.append(section)
         summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
-    return fleet_html(fleet.as_json(), sections), summaries
+    return fleet_html(fleet.as_json(), sections), summaries, list(fleet.reports.values())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,11 +126,21 @@ def run(args: argparse.Namespace) -> int:
         if html is None:
             html = root / load_config(root).get("html_dir", "reports/html")
         status = check_html(html)
-        text, summaries = build_page(root, args.machine)
-    except (BadInput, ResultsError) as exc:
+        index = read_index(html) if has_tab(html) else None
+        text, summaries, reports = build_page(root, args.machine)
+        listed = tab(reports, index, html) if index is not None else None
+    except (BadInput, ResultsError, TabError) as exc:
         print(f"detsim-track publish: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
     atomic_write_text(status, text)
+    if listed is not None:
+        atomic_write_text(html / LIST, tab_json(listed.entries))
+        atomic_write_bytes(html / FEED, listed.feed)
+        summaries.append(f"Regressions tab: the verdict's {len(listed.entries)} flagged finding"
+                         f"{'s' * (len(listed.entries) != 1)}")
+        if listed.missing:
+            print(f"detsim-track publish: not in the Regressions tab, no graph of them on asv's page: "
+                  f"{', '.join(listed.missing)}")
     index = html / "index.html"
     linked = add_status_link(index.read_text(encoding="utf-8"))
     if linked is None:

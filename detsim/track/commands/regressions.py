@@ -37,8 +37,16 @@ Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspec
 something could not be measured (a benchmark failed at the latest commit, the commit did not build,
 nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
 
-``--explain`` runs ``detsim-track explain`` on a verdict of 1 (docs/explain.md): for each regression, why,
-across its last good and first bad commit, with an evidence bundle under ``reports/<STAMP>/explain``.
+Output: by default the verdict on one screen (:mod:`~detsim.track.verdict.screen`): a line per finding that
+needs action, at most 160 characters, then one summary line (what was measured, noise and skipped, and
+why), and where the full report went; ``-v`` prints the full report instead (:mod:`~detsim.track.verdict.lines`:
+every finding with its whole evidence, the notes). The full report is always written, as text and as
+JSON, to ``reports/<STAMP>/verdict.txt`` and ``verdict.json`` of the project (``--out-root DIR``: under
+``DIR/<STAMP>/``), each file atomically; an existing one is replaced only when it is this command's.
+
+``--explain`` runs ``detsim-track explain`` on a verdict of 1 (docs/explain.md): for each cause of a
+regression, why, across its last good and first bad commit, with an evidence bundle in the same report
+folder, ``reports/<STAMP>/explain``.
 
 ``--json PATH`` is checked before anything is read: an existing PATH is replaced only when it is a
 previous report of this command (``"report": "detsim-track regressions"``); any other file is refused.
@@ -52,13 +60,15 @@ from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.counts import count
-from detsim.track.runtime.output import OutputError, add_json_option, check_output_file, write_json
+from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
+    check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.asvresults import recorded_machines
 from detsim.track.verdict.lines import fleet_lines, report_lines
 from detsim.track.verdict.analysis import FleetReport, analyse, analyse_fleet
+from detsim.track.verdict.screen import fleet_screen_lines, report_line, screen_lines
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -77,6 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="when something regressed, explain it across its commits (detsim-track explain: "
                              "the functions that grew, the first changed quantity or op), with an evidence bundle")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print the full report (every finding with its evidence, the notes) instead of one "
+                             "line per finding that needs action")
+    parser.add_argument("--out-root", type=Path, default=None, metavar="DIR",
+                        help=f"write the full report to DIR/<STAMP>/{TEXT_FILE} and {JSON_FILE} "
+                             f"(default DIR: {REPORTS} of the project)")
     add_json_option(parser, "the report")
 
 
@@ -88,13 +104,34 @@ def _seconds(text: str) -> float:
 
 
 COMMAND = "detsim-track regressions"  # the "report" field of the --json file
+TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
+
+
+def report_files(folder: Path) -> tuple[Path, Path]:
+    """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
+    report of this command (a rerun within the same second); anything else there is never replaced."""
+    text, data = folder / TEXT_FILE, folder / JSON_FILE
+    check_output_file(data, "report", COMMAND)
+    if text.exists() and not (text.is_file() and is_report_of(data, COMMAND)):
+        raise OutputError(f"report {text}: exists and is not this command's; refusing to replace it")
+    return text, data
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
+    folder = (args.out_root or root / REPORTS) / utc_stamp()
     try:
         if args.json is not None:
             check_output_file(args.json, "--json", COMMAND)
+        text_file, json_file = report_files(folder)
         machines = args.machine or recorded_machines(root)
         if len(machines) > 1:
             report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure,
@@ -105,21 +142,51 @@ def run(args: argparse.Namespace) -> int:
     except (ResultsError, OutputError) as exc:
         print(f"detsim-track: {exc}", file=sys.stderr)
         return ExitCode.UNMEASURED
-    for line in fleet_lines(report) if isinstance(report, FleetReport) else report_lines(report):
+    fleet = isinstance(report, FleetReport)
+    full = fleet_lines(report) if fleet else report_lines(report)
+    data = {"report": COMMAND, **report.as_json()}
+    written = _write_report(text_file, json_file, full, data)
+    if args.verbose:
+        lines = full
+    else:
+        notes = sum(len(r.notes) for r in report.reports.values()) + len(report.facts) if fleet else len(report.notes)
+        lines = fleet_screen_lines(report) if fleet else screen_lines(report)
+        if written:
+            lines = [*lines, report_line(shown(folder), TEXT_FILE, JSON_FILE, notes)]
+    for line in lines:
         print(line)
+    if not written:
+        return report.exit or ExitCode.UNMEASURED
     if args.json is not None:
         try:
-            write_json(args.json, {"report": COMMAND, **report.as_json()})
+            write_json(args.json, data)
         except OSError as exc:  # the place changed since the check: say so; a verdict's 1 or 2 stays
             print(f"detsim-track: --json {args.json}: not written ({exc.strerror or exc})", file=sys.stderr)
             return report.exit or ExitCode.UNMEASURED
     if args.explain and report.exit == ExitCode.REGRESSED:
-        _explain(root, report)
+        _explain(root, report, folder)
     return report.exit
 
 
-def _explain(root: Path, report) -> None:
-    """Run ``detsim-track explain`` on the verdict just printed (its exit status does not change the verdict's)."""
+def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict) -> bool:
+    """The full report's two files, each atomically, both or neither; False (and one line) when the place
+    changed since it was checked."""
+    try:
+        atomic_write_text(json_file, json_text(data))
+        try:
+            atomic_write_text(text_file, "\n".join(lines) + "\n")
+        except OSError:
+            json_file.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        print(f"detsim-track: report {text_file.parent}: not written ({exc.strerror or exc})", file=sys.stderr)
+        return False
+    return True
+
+
+def _explain(root: Path, report, folder: Path) -> None:
+    """Run ``detsim-track explain`` on the verdict just printed, its bundle in the verdict's report folder (its
+    exit status does not change the verdict's)."""
     from detsim.track.commands import explain as cmd_explain
 
     if isinstance(report, FleetReport):
@@ -127,4 +194,5 @@ def _explain(root: Path, report) -> None:
         return
     parser = argparse.ArgumentParser(prog="detsim-track explain")
     cmd_explain.add_arguments(parser)
-    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", report.machine]))
+    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", report.machine,
+                                       "--out", str(folder / cmd_explain.AREA)]))

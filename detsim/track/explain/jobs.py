@@ -38,6 +38,7 @@ class Job:
     workload: str  # P1@64-style workload or a golden case id
     origin: str = "command line"  # or the verdict's finding it comes from
     axis: str | None = None  # nondeterministic jobs: the reproducibility axis whose two runs differ
+    also: tuple[str, ...] = ()  # the other findings of the same cause it explains (grouping.one_per_cause)
 
     @property
     def name(self) -> str:

@@ -3,7 +3,8 @@
 :func:`analyse` reads what was recorded (:mod:`.asvresults`), builds the series (:mod:`.series`) and
 judges the latest point of each (:mod:`.detection`) into a :class:`Report`: the findings (sorted by
 family, benchmark, parameters), the series not measured at the latest commit (failed there), how many
-were skipped there, whether the latest commit built at all, notes, and the exit code:
+were measured and skipped there (the skips grouped by reason, :mod:`.skips`), whether the latest commit
+built at all, notes, and the exit code:
 :attr:`~detsim.track.base.exitcodes.ExitCode.UNMEASURED` when something failed or nothing was measured
 (it wins), REGRESSED for a finding, else OK. :meth:`Report.as_json` is the ``--json`` form.
 """
@@ -21,6 +22,7 @@ from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, detect
 from detsim.track.verdict.fingerprint_series import class_cut
+from detsim.track.verdict.skips import Skipped, group_skips
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
@@ -43,13 +45,16 @@ class Report:
     exit: ExitCode
     machine_class: float | None = None  # the class fingerprint of the latest commit's renders (None: unrecorded)
     fingerprints: Mapping[str, float] = field(default_factory=dict)  # case -> image fingerprint at the latest
+    measured: int = 0  # series measured at the latest commit
+    skips: tuple[Skipped, ...] = ()  # the ``skipped`` series by reason
 
     def as_json(self) -> dict:
         return {
             "generated_at": self.generated_at, "machine": self.machine, "envs": list(self.envs),
             "commits": list(self.commits), "latest": self.latest, "subjects": dict(self.subjects),
             "regressions": [f.record() for f in self.regressions], "unmeasured": list(self.unmeasured),
-            "skipped": self.skipped, "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
+            "measured": self.measured, "skipped": self.skipped, "skips": [s.record() for s in self.skips],
+            "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
             "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
         }
 
@@ -85,9 +90,20 @@ def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[
     return merged
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """What :func:`judge` found at the latest commit."""
+
+    findings: list[Finding]  # sorted by family, benchmark, parameters
+    unmeasured: list[str]  # labels of the series that failed there
+    skipped: list[Series]  # the series skipped there
+    measured: int  # how many series were measured there
+
+
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
-          hashes: Mapping[str, dict]) -> tuple[list[Finding], list[str], int]:
-    """The findings, the labels not measured at ``latest`` (failed) and the count skipped there.
+          hashes: Mapping[str, dict]) -> Judgement:
+    """The findings, the labels not measured at ``latest`` (failed), the series skipped there and how many
+    were measured.
 
     Image fingerprints are judged commit to commit (within the latest commit's machine class) only
     where no stored baseline of this class judged the same images: a case whose 0/1 determinism track
@@ -100,7 +116,7 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     fingerprint_conf = {**conf, "regressions_first_commits": {
         k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
     hashes = with_fingerprints(series, hashes)
-    regressions, unmeasured, skipped = [], [], 0
+    regressions, unmeasured, skipped, measured = [], [], [], 0
     for s in series:
         fingerprint = s.family == "fingerprint"
         if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
@@ -110,8 +126,9 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
             unmeasured.append(s.label)
             continue
         if at_latest and not at_latest[-1].measured:
-            skipped += 1
+            skipped.append(s)
             continue
+        measured += bool(at_latest)
         start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
                                  [p.commit for p in s.points])
         if start is None or not at_latest:
@@ -122,7 +139,7 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
         if finding is not None:
             regressions.append(finding)
     regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
-    return regressions, unmeasured, skipped
+    return Judgement(regressions, unmeasured, skipped, measured)
 
 
 HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
@@ -232,7 +249,8 @@ def analyse(root: Path, machine: str | None = None) -> Report:
             "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
-    regressions, unmeasured, skipped = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
+    judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
+    regressions, unmeasured = judged.findings, judged.unmeasured
     regressions, withheld = without_irreproducible(regressions, series)
     notes = list(recorded.notes) + [withheld] * bool(withheld)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
@@ -247,8 +265,9 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
-        unmeasured=tuple(unmeasured), skipped=skipped, built=built, notes=tuple(notes), exit=code,
-        machine_class=machine_class,
+        unmeasured=tuple(unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
+        machine_class=machine_class, measured=judged.measured,
+        skips=group_skips(judged.skipped, class_baseline=chosen is not None),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
     )

@@ -1,4 +1,5 @@
-"""The verdict as text: one line per finding, then what was not measured, the notes and a summary.
+"""The verdict as text, in full: one line per finding, then what was not measured or skipped, the notes and a
+summary (the default output is :mod:`.screen`'s shorter form).
 
 :func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
 its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
@@ -62,9 +63,6 @@ def finding_text(r: Mapping) -> str:
         note = f" ({r['note']})" if r.get("note") else ""
         return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
     extra = []
-    if "load_corrected_rise" in r:
-        corrected = r["load_corrected_rise"]
-        extra.append(f"x{1 / corrected if r['family'] == 'throughput' else corrected:.2f} against the machine reference")
     if "rank_test_p" in r:
         extra.append(f"rank test p={r['rank_test_p']:.2g}")
     if r["family"] == "cost" and "evidence" in r:
@@ -126,6 +124,7 @@ def report_lines(report: Report) -> list[str]:
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
+    lines += [f"skipped at {report.latest[:8]}: {skipped.text()} (the benchmarks in --json)" for skipped in report.skips]
     lines += [f"note: {note}" for note in report.notes]
     lines.append(summary_line(report))
     return lines

@@ -58,6 +58,15 @@ def test_load_cases_follows_the_manifest():
     assert first.record["id"] == first.id
 
 
+def test_the_cost_of_a_case_is_its_pixels_times_its_sampling_steps():
+    cases = {c.id: c for c in load_cases(GOLDEN_DIR)}
+    assert cases["a01_cubic_mosflm_center"].pixel_steps == 256 * 256 * 4  # auto oversample 2: 4 steps a pixel
+    assert cases["k01_mosaic_10dom"].pixel_steps > 5 * cases["a01_cubic_mosflm_center"].pixel_steps  # 10 domains
+    thick = next(c for c in cases.values() if c.record.get("thicksteps", 1) > 1)
+    assert thick.pixel_steps == thick.shape[0] * thick.shape[1] * thick.record["steps"] * thick.record["thicksteps"]
+    assert GoldenCase("x", Path("."), (), None).pixel_steps is None  # a folder of the user's: unknown
+
+
 @pytest.mark.parametrize("manifest", ['{"id": "x"}', '[{"shape": [2, 2]}]', "not json"])
 def test_a_malformed_manifest_is_a_golden_error(tmp_path, manifest):
     (tmp_path / "manifest.json").write_text(manifest)

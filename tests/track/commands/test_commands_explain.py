@@ -225,8 +225,48 @@ def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp
     monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
     out = tmp_path / "bundle"
     assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    # s01 (256x256, one step a pixel) renders faster than k01 (10 mosaic domains)
     assert [(j.kind, j.workload, j.axis, j.first_bad) for j in seen] == [
-        ("nondeterministic", "k01", "process", "HEAD"), ("nondeterministic", "s01", "threads", "HEAD")]
-    assert ("track_runs_differ(axis='process', case='s01'): does not reproduce along process at HEAD either; "
-            "explained once, on k01") in capsys.readouterr().err
-    assert "## nondeterministic of k01 (at bbbbbbbb, process" in (out / "answer.md").read_text()
+        ("nondeterministic", "s01", "process", "HEAD"), ("nondeterministic", "s01", "threads", "HEAD")]
+    assert ("2 nondeterministic findings at HEAD along process: one cause, explained once, on s01 (the cheapest to "
+            "render)") in capsys.readouterr().err
+    answers = (out / "answer.md").read_text()
+    assert "## nondeterministic of s01 (at bbbbbbbb, process" in answers and "they differ. Also explains: k01." in answers
+    assert "they differ.\n" in answers  # the threads axis stood for one finding: its answer as it was
+
+
+def test_one_commit_that_changed_every_image_is_explained_once_naming_the_others(tmp_path, monkeypatch, capsys):
+    import types
+
+    from detsim.track.base.golden import load_cases
+    from detsim.track.commands import explain as cmd_explain
+    from detsim.track.verdict import analysis as verdict
+
+    cases = [c.id for c in load_cases(ROOT / "tests" / "golden")]
+    findings = [_Finding({"family": "determinism", "benchmark": f"bench_determinism.track_hash_changed_{case}",
+                          "params": "", "case": case, "last_good": "HEAD~1", "first_bad": "HEAD"}) for case in cases]
+    findings.append(_Finding({"family": "parity", "benchmark": "track_parity_o01", "params": "", "case": "o01_polar_0.9",
+                              "last_good": "HEAD~1", "first_bad": "HEAD"}))
+    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):
+        seen.append(job)
+        folder.mkdir(parents=True)
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
+                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
+                "answer": f"the image of {job.workload} changes at bbbbbbbb."}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    # one explanation per cause: the hashes on the cheapest case (c02, 128x128 at one step a pixel), parity alone
+    assert [(j.kind, j.workload) for j in seen] == [("hash", "c02_xds_xbeam_quirk"), ("parity", "o01_polar_0.9")]
+    captured = capsys.readouterr()
+    assert f"explain: {len(cases)} hash findings between HEAD~1 and HEAD: one cause, explained once, on " \
+           "c02_xds_xbeam_quirk (the cheapest to render)" in captured.err
+    assert (f"the image of c02_xds_xbeam_quirk changes at bbbbbbbb. Also explains: a01, b01, c01, d01, d02, ... "
+            f"({len(cases) - 6} more).") in captured.out
+    assert "the image of o01_polar_0.9 changes at bbbbbbbb.\n" in captured.out  # alone: as it always was
+    [hashes, parity] = json.loads((out / "explain.json").read_text())["explanations"]
+    assert hashes["job"]["also"] == [c for c in cases if c != "c02_xds_xbeam_quirk"] and "also" not in parity["job"]

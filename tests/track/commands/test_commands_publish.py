@@ -9,8 +9,6 @@ import http.server
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from detsim.track.publish.navlink import ITEM
 from detsim.track.publish.page import COLOURS, is_ours
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED
 from detsim.track.publish.vendor import remote_loads
-from publish_assets import fake_asset_cache
+from publish_assets import asv_published, fake_asset_cache
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 REPO = Path(__file__).resolve().parents[3]
@@ -176,48 +174,9 @@ def test_the_status_page_opens_from_disk_with_no_network(project, tmp_path, reme
     assert "python -m http.server" in state["text"]
 
 
-def _asv_project(tmp_path: Path) -> Path:
-    """The regressed fixture's results on the commits of a real git repository, so that ``asv publish`` runs."""
-    root = tmp_path / "asvproject"
-    root.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-    git = functools.partial(subprocess.run, cwd=root, env=env, check=True, capture_output=True, text=True)
-    git(["git", "init", "-q", "-b", "main"])
-    source = DATA / "regressed" / "results"
-    stored = sorted((json.loads(p.read_text()) for p in (source / "asv" / "fixture-2cpu").glob("*.json")
-                     if p.name != "machine.json"), key=lambda d: d["date"])
-    renamed = {}
-    for i, data in enumerate(stored):
-        (root / "f").write_text(f"{i}\n")
-        git(["git", "add", "f"])
-        git(["git", "commit", "-q", "-m", f"commit {i}"])
-        renamed[data["commit_hash"]] = git(["git", "rev-parse", "HEAD"]).stdout.strip()
-    machine = root / "results" / "asv" / "fixture-2cpu"
-    machine.mkdir(parents=True)
-    shutil.copy(source / "asv" / "benchmarks.json", root / "results" / "asv")
-    shutil.copy(source / "asv" / "fixture-2cpu" / "machine.json", machine)
-    for data in stored:
-        data["commit_hash"] = renamed[data["commit_hash"]]
-        (machine / f"{data['commit_hash'][:8]}-{data['env_name']}.json").write_text(json.dumps(data))
-    (root / "results" / "hashes").mkdir()
-    for path in (source / "hashes").glob("*.json"):
-        data = json.loads(path.read_text())
-        data["commit"] = renamed[data["commit"]]
-        (root / "results" / "hashes" / f"{data['commit']}.json").write_text(json.dumps(data))
-    shutil.copytree(source / "baselines", root / "results" / "baselines")
-    conf = (DATA / "regressed" / "asv.conf.json").read_text()
-    (root / "asv.conf.json").write_text(conf.replace('"html_dir": "reports/html",',
-                                                     '"html_dir": "reports/html", "branches": ["main"],'))
-    done = subprocess.run([sys.executable, "-m", "asv", "publish"], cwd=root, capture_output=True, text=True,
-                          env={**env, "HOME": str(tmp_path)}, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return root
-
-
 @pytest.mark.slow
 def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp_path):
-    root = _asv_project(tmp_path)
+    root = asv_published(tmp_path)
     html = root / "reports" / "html"
     assert remote_loads((html / "index.html").read_text())  # as asv wrote it: from CDNs
     cache = REPO / ".asv" / "www-assets"  # the real npm packages, fetched once
@@ -291,3 +250,82 @@ def test_a_status_page_that_is_a_link_is_not_followed(project, capsys, tmp_path)
     assert _publish(project, "--assets", str(tmp_path / "cache")) == 2
     assert "status.html is not a regular file; not replaced" in capsys.readouterr().err
     assert elsewhere.read_text() == '<meta name="generator" content="detsim-track publish">'
+
+
+def test_asvs_regressions_tab_lists_what_the_verdict_flags_without_re_measuring(tmp_path, capsys, remeasured_as):
+    root = asv_published(tmp_path)
+    html = root / "reports" / "html"
+    own = json.loads((html / "regressions.json").read_text())["regressions"]
+    measured = remeasured_as(default=1.0)  # re-measuring finds the timing steps to be noise
+    assert main(["regressions", "--repo", str(root)]) == 1
+    [verdict] = (root / "reports").glob("*/verdict.json")
+    flags = [r for r in json.loads(verdict.read_text())["regressions"]
+             if r["label"] in ("REGRESSED", "CHANGED", "NONDETERMINISTIC")]
+    count = len(measured)
+    capsys.readouterr()
+    assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 0
+    assert len(measured) == count  # the page reads the kept outcomes: nothing re-measured
+    assert "Regressions tab: the verdict's 3 flagged findings" in capsys.readouterr().out
+    listed = json.loads((html / "regressions.json").read_text())["regressions"]
+    assert sorted(e[0] for e in listed) == sorted(f["benchmark"] + f["params"] for f in flags)  # no parameters
+    assert any(e[0].startswith("bench_engine.EngineSweep") for e in own)  # asv listed the noise as regressions
+    assert all((html / e[1]).is_file() for e in listed)
+    assert (html / "regressions.xml").read_text().count("<entry>") == 3
+    before = (html / "regressions.json").read_bytes()
+    assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 0
+    assert (html / "regressions.json").read_bytes() == before  # its own list rewritten the same
+
+
+def test_a_regressions_list_not_asvs_is_refused_and_nothing_written(tmp_path, capsys):
+    root = asv_published(tmp_path)
+    html = root / "reports" / "html"
+    (html / "regressions.json").write_text("my list\n")
+    index = (html / "index.html").read_text()
+    assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "regressions.json: not asv's" in err
+    assert (html / "regressions.json").read_text() == "my list\n" and (html / "index.html").read_text() == index
+    assert not (html / "status.html").exists()
+
+
+TAB_STATE = """
+const rows = Array.from(document.querySelectorAll('#regressions-body table.table:not(.ignored) tbody tr'));
+return rows.map(tr => { const a = tr.querySelector('td a'); return {name: a.textContent, href: a.getAttribute('href'),
+  cells: Array.from(tr.querySelectorAll('td')).map(td => td.textContent)}; });
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ratio, count", [(1.0, 3), (2.0, 6)], ids=["timing-noise", "timing-confirmed"])
+def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(tmp_path, remeasured_as, ratio,
+                                                                                 count):
+    import time
+
+    root = asv_published(tmp_path)
+    html = root / "reports" / "html"
+    remeasured_as(default=ratio)  # re-measuring finds the timing steps asv lists to be noise, or confirms them
+    assert main(["regressions", "--repo", str(root)]) == 1
+    assert main(["publish", "--repo", str(root), "--assets", str(REPO / ".asv" / "www-assets")]) == 0
+    if remote_loads((html / "index.html").read_text()):
+        pytest.skip("the npm packages of asv's scripts are not in .asv/www-assets and npm could not fetch them")
+    listed = json.loads((html / "regressions.json").read_text())["regressions"]
+    suite, browser = _browser_session(tmp_path)
+    handler = functools.partial(suite._QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    try:
+        browser.get(site + "#/regressions")
+        deadline = time.monotonic() + 60
+        while not (rows := browser.run(TAB_STATE)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        browser.screenshot(tmp_path / "regressions.png")
+        assert sorted(r["name"] for r in rows) == sorted(e[0] for e in listed) and len(rows) == count, rows
+        assert any("EngineSweep" in r["name"] for r in rows) == (ratio > 1)  # noise: not a regression here either
+        for row in rows:  # each row's link opens its graph with points drawn
+            browser.get(site + row["href"])
+            state = suite._wait_for_graph(browser, min_coloured=20)
+            assert row["name"].split("(")[0] in state["text"] and state["coloured"] >= 20, (row, state["coloured"])
+    finally:
+        server.shutdown()
+        browser.close()

@@ -23,9 +23,13 @@ from pathlib import Path
 import pytest
 
 from detsim.track import cli
+from detsim.track.base.golden import load_cases
+from detsim.track.commands import regressions
 from detsim.track.confirm import apply
+from detsim.track.verdict.screen import WIDTH
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 MACHINE_DIR = Path("results") / "asv" / "fixture-2cpu"
 
 
@@ -42,6 +46,13 @@ def _no_measuring_here(monkeypatch, tmp_path):
     monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
 
 
+@pytest.fixture(autouse=True)
+def _nothing_written_beside_the_fixtures():
+    """Every test writes its full reports under its own folder (``--out-root``), never into tests/data."""
+    yield
+    assert not list(DATA.glob("*/reports")), "a test wrote a report beside the fixture data"
+
+
 def _commits(root: Path) -> list[str]:
     files = [json.loads(p.read_text()) for p in (root / MACHINE_DIR).glob("*-virtualenv*.json")]
     return [f["commit_hash"] for f in sorted(files, key=lambda f: f["date"])]
@@ -49,7 +60,8 @@ def _commits(root: Path) -> list[str]:
 
 def _run(root: Path, tmp_path: Path, *extra: str) -> tuple[int, dict | None]:
     out = tmp_path / "report.json"
-    code = cli.main(["regressions", "--repo", str(root), "--json", str(out), *extra])
+    code = cli.main(["regressions", "--repo", str(root), "--json", str(out), "--out-root", str(tmp_path / "reports"),
+                     *extra])
     return code, (json.loads(out.read_text()) if out.exists() else None)
 
 
@@ -58,11 +70,11 @@ def test_flat_history_reports_nothing(tmp_path, capsys):
     assert code == 0
     assert report["regressions"] == [] and report["unmeasured"] == []
     assert report["commits"] == _commits(DATA / "good")
-    assert "summary: 0 regressed" in capsys.readouterr().out
+    assert "summary: nothing to act on; 9 measured, 0 noise, 0 skipped; exit 0" in capsys.readouterr().out
 
 
 def test_bare_command_runs_the_regression_report(tmp_path, capsys):
-    assert cli.main(["--repo", str(DATA / "good")]) == 0
+    assert cli.main(["--repo", str(DATA / "good"), "--out-root", str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("detsim-track: machine fixture-2cpu, 5 commits")
 
 
@@ -97,10 +109,11 @@ def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, ca
     second = found[("determinism", "o01_polar_0.9")]
     assert (second["last_good"], second["first_bad"]) == (commits[3], commits[4])
 
-    out = capsys.readouterr().out
-    assert f"REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000" in out
-    assert f"since {commits[2][:8]}, last good {commits[1][:8]}" in out
-    assert "exit 1" in out.splitlines()[-1]
+    out = capsys.readouterr().out.splitlines()
+    assert f"REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000 since {commits[3][:8]}" in out
+    assert (f"REGRESSED timing EngineSweep.time_simulate(pixels=128, dtype='float64'): 20.2 ms -> 40.1 ms, x1.99 "
+            f"since {commits[2][:8]}") in out
+    assert out[-2] == "summary: 4 regressed, 2 changed; 9 measured, 0 noise, 0 skipped; exit 1"
 
 
 def test_a_machine_wide_slowdown_is_re_measured_never_excused_by_the_machine_reference(tmp_path, capsys, remeasured_as):
@@ -113,7 +126,11 @@ def test_a_machine_wide_slowdown_is_re_measured_never_excused_by_the_machine_ref
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
     assert not any("machine reference" in r["confirmation_evidence"] for r in report["regressions"])
     out = capsys.readouterr().out
-    assert "NOISE timing" in out and "REGRESSED" not in out and out.rstrip().endswith("exit 0")
+    assert "NOISE" not in out and "REGRESSED" not in out  # noise needs no action: counted in the summary only
+    assert out.splitlines()[-2] == "summary: nothing to act on; 9 measured, 3 noise, 0 skipped; exit 0"
+    assert _run(DATA / "noisy", tmp_path, "-v")[0] == 0
+    verbose = capsys.readouterr().out
+    assert verbose.count("NOISE timing") == 2 and "machine reference" not in verbose
 
 
 def noisy_copy(tmp_path: Path) -> Path:
@@ -125,7 +142,7 @@ def noisy_copy(tmp_path: Path) -> Path:
 
 def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, capsys, remeasured_as):
     measured = remeasured_as(default=1.0)
-    code, report = _run(noisy_copy(tmp_path), tmp_path)
+    code, report = _run(noisy_copy(tmp_path), tmp_path, "--verbose")
     assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
     out = capsys.readouterr().out
@@ -135,7 +152,7 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
 def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
     commits = _commits(DATA / "noisy")
     measured = remeasured_as(default=1.8)
-    code, report = _run(noisy_copy(tmp_path), tmp_path)
+    code, report = _run(noisy_copy(tmp_path), tmp_path, "-v")
     assert code == 1 and {r["confirmation"] for r in report["regressions"]} == {"confirmed"}
     assert {(a, b) for _, a, b in measured} == {(commits[-2], commits[-1])}
     assert all(r["remeasured_ratio"] > 1.7 and r["remeasured_p"] < 0.01 for r in report["regressions"])
@@ -150,7 +167,11 @@ def test_suspects_not_re_measured_are_undecided_with_the_command_that_decides_th
     code, report = _run(noisy_copy(tmp_path), tmp_path, "--remeasure", "0")
     assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"undecided"}
     assert all(r["decide_command"].startswith("detsim-track regressions --machine ") for r in report["regressions"])
-    assert "UNDECIDED timing" in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("UNDECIDED timing ") for line in out) == 2
+    [decide] = [line for line in out if line.startswith("decide: ")]  # one command decides them all
+    assert decide.startswith(f"decide: {report['regressions'][0]['decide_command']}")
+    assert "3 undecided" in out[-2]
 
 
 def test_a_step_judged_once_is_not_re_measured_again(tmp_path, remeasured_as):
@@ -187,7 +208,10 @@ def test_a_commit_that_did_not_build_exits_2(tmp_path, capsys):
     code, report = _run(DATA / "unbuilt", tmp_path)
     assert code == 2 and report["built"] is False
     assert any("did not build" in note for note in report["notes"])
-    assert "NOT MEASURED" not in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == f"NOT MEASURED at {report['latest'][:8]}: nothing (the commit did not build, or its suite did not import)"
+    _run(DATA / "unbuilt", tmp_path, "-v")
+    assert "NOT MEASURED" not in capsys.readouterr().out  # the full report says it in a note
 
 
 def test_hashes_from_another_cpu_class_are_skipped_and_said_so(tmp_path):
@@ -208,6 +232,7 @@ def test_a_corrupt_results_file_is_one_line_naming_it(tmp_path, capsys):
 def test_no_results_at_all_exits_2(tmp_path, capsys):
     shutil.copy(DATA / "good" / "asv.conf.json", tmp_path / "asv.conf.json")
     assert cli.main(["regressions", "--repo", str(tmp_path)]) == 2
+    assert not (tmp_path / "reports").exists()
     assert "nothing recorded yet" in capsys.readouterr().err
 
 
@@ -237,7 +262,7 @@ def test_json_never_replaces_a_file_that_is_not_a_previous_report(tmp_path, caps
     mine = tmp_path / "notes.txt"
     mine.write_text("my notes\n")
     for path in (baseline, mine):
-        code = cli.main(["regressions", "--repo", str(DATA / "good"), "--json", str(path)])
+        code = cli.main(["regressions", "--repo", str(DATA / "good"), "--json", str(path), "--out-root", str(tmp_path)])
         out, err = capsys.readouterr()
         assert code == 2 and out == ""  # refused before the work: no verdict printed
         assert len(err.strip().splitlines()) == 1 and str(path) in err and "refusing to replace" in err
@@ -257,7 +282,8 @@ def test_json_that_cannot_be_written_is_one_line_before_the_work(tmp_path, capsy
     target = {"folder": tmp_path, "under_a_file": tmp_path / "f" / "x.json",
               "read_only": Path("/sys/detsim-track-report.json")}[where]
     (tmp_path / "f").write_text("a file")
-    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(target)])
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(target), "--out-root",
+                     str(tmp_path / "reports")])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(target) in err
 
@@ -268,7 +294,8 @@ def test_a_json_write_failing_late_keeps_the_verdicts_code(tmp_path, capsys, mon
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr("detsim.track.commands.regressions.write_json", fail)
-    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(tmp_path / "r.json")])
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--json", str(tmp_path / "r.json"),
+                     "--out-root", str(tmp_path / "reports")])
     assert code == 1 and "not written (Permission denied)" in capsys.readouterr().err
 
 
@@ -397,7 +424,8 @@ def test_two_machines_on_one_history_are_judged_each_and_said_where_they_agree(t
     assert any(line.startswith("parity: both machines agree, ") for line in agreement), agreement
     out = capsys.readouterr().out
     assert "detsim-track: machine threads1," in out and "detsim-track: machine threads2," in out
-    assert "machines: threads1, threads2" in out and out.rstrip().endswith("fleet: exit 1 (the worst of the machines'; 2 wins)")
+    assert "machines: threads1, threads2" in out
+    assert out.splitlines()[-2] == "fleet: exit 1 (the worst of the machines'; 2 wins)"
     # one machine by name: its own verdict alone, as before
     code, alone = _run(root, tmp_path, "--machine", "threads2")
     assert code == 1 and alone["machine"] == "threads2" and "timing" not in {r["family"] for r in alone["regressions"]}
@@ -408,7 +436,117 @@ def test_explain_runs_on_a_regressed_verdict_only_and_keeps_its_exit_status(tmp_
 
     remeasured_as(default=2.0)
     asked = []
-    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine)) or 2)
+    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine, args.out)) or 2)
     assert _run(DATA / "regressed", tmp_path, "--explain")[0] == 1
-    assert asked == [(DATA / "regressed", "fixture-2cpu")]
+    [folder] = (tmp_path / "reports").iterdir()  # the bundle goes beside the verdict it explains
+    assert asked == [(DATA / "regressed", "fixture-2cpu", str(folder / "explain"))]
     assert _run(DATA / "good", tmp_path, "--explain")[0] == 0 and len(asked) == 1
+
+
+def _wide(tmp_path: Path) -> Path:
+    """The regressed history with every golden case's image changed at its parity break (one commit changed
+    them all), and an engine benchmark whose CUDA and triton combinations skip on this CPU-only machine."""
+    root = tmp_path / "wide"
+    shutil.copytree(DATA / "regressed", root)
+    commits = _commits(root)
+    listing = root / "results" / "asv" / "benchmarks.json"
+    benchmarks = json.loads(listing.read_text())
+    names = {}
+    for case in load_cases(GOLDEN):
+        name = "bench_determinism.track_hash_changed_" + case.id.replace(".", "_")
+        if name not in benchmarks:
+            names[name] = case.id
+            benchmarks[name] = {"name": name, "param_names": [], "params": [], "type": "track", "version": "1",
+                                "pretty_name": f"image hash changed: {case.id}", "unit": "changed (0/1)"}
+    modes = "bench_engine.EngineModes.time_simulate"
+    benchmarks[modes] = {"name": modes, "param_names": ["mode", "device"], "type": "time", "unit": "seconds",
+                         "params": [["'eager'", "'triton'"], ["'cpu'", "'cuda'"]], "version": "1"}
+    listing.write_text(json.dumps(benchmarks))
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        at = commits.index(data["commit_hash"])
+        for name in names:
+            data["results"][name] = [[float(at >= 3)], [], "1", 1795314300000, 0.1]
+        nan = float("nan")  # how asv stores a skip (NotImplementedError)
+        data["results"][modes] = [[0.01, nan, nan, nan], benchmarks[modes]["params"], "1", 1795314300000]
+        path.write_text(json.dumps(data))
+    return root
+
+
+@pytest.fixture
+def default_lines(capsys, monkeypatch):
+    def run(root: Path, tmp_path: Path, *extra: str) -> list[str]:
+        monkeypatch.chdir(tmp_path)  # the report's path is shown from here
+        cli.main(["regressions", "--repo", str(root), "--remeasure", "0", "--out-root", str(tmp_path / "reports"),
+                  *extra])
+        return capsys.readouterr().out.splitlines()
+    return run
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in DATA.iterdir() if p.name != "corrupt") + ["wide", "fleet"])
+def test_every_default_line_fits_the_screen(tmp_path, default_lines, fixture):
+    root = {"wide": _wide, "fleet": _two_machines}.get(fixture, lambda _: DATA / fixture)(tmp_path)
+    lines = default_lines(root, tmp_path)
+    assert lines and all(len(line) <= WIDTH for line in lines), max(lines, key=len)
+    assert sum(line.startswith("summary: ") for line in lines) == (2 if fixture == "fleet" else 1)
+    assert lines[-1].startswith("full report") and lines[-1].endswith("/verdict.txt and verdict.json")
+
+
+def test_a_commit_that_changed_every_image_is_one_line_and_the_skips_say_why(tmp_path, default_lines):
+    root = _wide(tmp_path)
+    changed_all = _commits(root)[3]
+    lines = default_lines(root, tmp_path)
+    changed = [line for line in lines if line.startswith("CHANGED")]
+    assert changed[0].startswith("CHANGED image hash of 52 golden cases (a01, b01, c01, ")
+    assert "+" in changed[0] and changed[0].endswith(f"since {changed_all[:8]}")
+    assert changed[1].startswith("CHANGED image hash o01_polar_0.9: ")  # its own commit: a line of its own
+    assert len(lines) == 10, "\n".join(lines)  # header, 3 timing steps, their command, parity, 2 hashes, summary, report
+    assert lines[4].startswith("decide: detsim-track regressions --machine fixture-2cpu ")  # after the steps it decides
+    assert lines[-2] == ("summary: 1 regressed, 53 changed, 3 undecided; 61 measured, 0 noise, 3 skipped: "
+                         "2 CUDA benchmarks (no GPU here), 1 triton benchmark (GPU only); exit 1")
+
+
+def test_the_full_report_is_always_written_beside_the_project_and_equals_verbose_and_json(tmp_path, capsys,
+                                                                                          monkeypatch):
+    root = tmp_path / "regressed"
+    shutil.copytree(DATA / "regressed", root)
+    monkeypatch.setattr(regressions, "utc_stamp", lambda: "20260101T000000Z")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["regressions", "--repo", str(root), "--remeasure", "0", "--json", str(tmp_path / "r.json")]) == 1
+    default = capsys.readouterr().out.splitlines()
+    folder = root / "reports" / "20260101T000000Z"
+    assert default[-1] == "full report, 1 note (-v prints it): regressed/reports/20260101T000000Z/verdict.txt and verdict.json"
+    assert json.loads((folder / "verdict.json").read_text()) == json.loads((tmp_path / "r.json").read_text())
+    assert cli.main(["regressions", "--repo", str(root), "--remeasure", "0", "-v"]) == 1  # a rerun replaces its own
+    verbose = capsys.readouterr().out
+    assert (folder / "verdict.txt").read_text() == verbose and len(verbose.splitlines()) > len(default) - 3
+    assert sorted(p.name for p in folder.iterdir()) == ["verdict.json", "verdict.txt"]
+
+
+@pytest.mark.parametrize("foreign", ["verdict.txt", "verdict.json"])
+def test_a_report_folder_holding_files_not_ours_is_refused_before_the_work(tmp_path, capsys, monkeypatch, foreign):
+    monkeypatch.setattr(regressions, "utc_stamp", lambda: "20260101T000000Z")
+    folder = tmp_path / "reports" / "20260101T000000Z"
+    folder.mkdir(parents=True)
+    (folder / foreign).write_text("my notes\n")
+    code = cli.main(["regressions", "--repo", str(DATA / "regressed"), "--out-root", str(tmp_path / "reports")])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1 and "refusing to replace" in err
+    assert [p.name for p in folder.iterdir()] == [foreign] and (folder / foreign).read_text() == "my notes\n"
+
+
+def test_a_report_that_cannot_be_written_keeps_the_verdict_and_leaves_no_half(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def fail_second(path, text):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    monkeypatch.setattr(regressions, "atomic_write_text", fail_second)
+    code = cli.main(["regressions", "--repo", str(DATA / "good"), "--out-root", str(tmp_path / "reports")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "not written (No space left on device)" in err and "summary: " in out
+    assert not [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]

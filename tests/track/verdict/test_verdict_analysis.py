@@ -25,11 +25,11 @@ def test_the_latest_point_decides_what_is_judged():
     series = [_series("failed", "timing", [1.0, 1.0, None]), _series("skipped", "timing", [1.0, 1.0, float("nan")]),
               _series("gone", "timing", [1.0, 1.0]), _series("p", "parity", [0.0, 0.0, 1e-3], unit="1 - r", case="a"),
               _series("h", "hash count", [0.0, 0.0, 1.0], unit="cases changed")]
-    findings, unmeasured, skipped = judge(series, "c3", {}, {}, {})
-    assert [f.series.name for f in findings] == ["p", "h"]  # sorted by family order
-    assert (unmeasured, skipped) == (["failed"], 1)
+    judged = judge(series, "c3", {}, {}, {})
+    assert [f.series.name for f in judged.findings] == ["p", "h"]  # sorted by family order
+    assert (judged.unmeasured, [s.name for s in judged.skipped], judged.measured) == (["failed"], ["skipped"], 2)
     off = {"regressions_first_commits": {"p": None}}
-    assert [f.series.name for f in judge(series, "c3", off, {}, {})[0]] == ["h"]
+    assert [f.series.name for f in judge(series, "c3", off, {}, {}).findings] == ["h"]
 
 
 def test_skipped_hashes_are_explained_by_the_machine_class():
@@ -50,7 +50,7 @@ def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
     assert isinstance(report, Report) and report.exit is ExitCode.REGRESSED
     data = json.loads(json_text(report.as_json()))
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
-                         "unmeasured", "skipped", "built", "notes", "exit", "machine_class"}
+                         "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class"}
     assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
     assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
     with pytest.raises(AttributeError):
@@ -93,7 +93,7 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
               _series("h1", "determinism", [0.0, 0.0, 1.0], unit="changed (0/1)", case="a01"),
               _series("h2", "determinism", [0.0, 1.0, 1.0], unit="changed (0/1)", case="b02"),
               _series("cc", "hash count", [0.0, 0.0, 1.0], unit="cases changed")]
-    findings, _, _ = judge(series, "c3", {}, {}, {})
+    findings = judge(series, "c3", {}, {}, {}).findings
     assert [f.label for f in findings] == ["NONDETERMINISTIC", "CHANGED", "CHANGED", "CHANGED"]
     kept, note = without_irreproducible(findings, series)
     # a01's eager hash changed at c3, where eager images did not reproduce: withheld; b02 changed at c2, a real
@@ -102,3 +102,13 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
         ("bench_reproducibility.Reproducibility.track_runs_differ", "c3"), ("h2", "c2"), ("cc", "c3")]
     assert note.startswith("1 image-hash change not reported (at c3): the images there do not reproduce")
     assert without_irreproducible(kept[1:], series[2:]) == (kept[1:], None)
+
+
+def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
+    report = analyse(DATA / "otherhost")
+    assert report.skipped == 2 and report.measured > 0
+    [skipped] = report.skips
+    assert skipped.text().startswith("2 image hashes (") and "no baseline for this machine class" in skipped.reason.why
+    assert sorted(skipped.labels) == ["bench_determinism.track_hash_changed_a01_cubic_mosflm_center",
+                                      "bench_determinism.track_hash_changed_o01_polar_0_9"]
+    assert report.as_json()["skips"] == [skipped.record()]

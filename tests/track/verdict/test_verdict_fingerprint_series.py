@@ -49,15 +49,16 @@ def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_comm
     fp = _series("fingerprint", _fp(*"aabbb"))
     same_class = _series("machine class", [7.0] * 5, name="bench_determinism.track_machine_class", case=None)
     conf = {"regressions_first_commits": {r"bench_determinism\.track_fingerprint_": None}}  # asv's page only
-    [finding], unmeasured, skipped_count = judge([skipped, fp, same_class], C[4], conf, {}, {})
+    judged = judge([skipped, fp, same_class], C[4], conf, {}, {})
+    [finding] = judged.findings
     assert (finding.last_good, finding.first_bad, finding.series.case) == (C[1], C[2], "a01")
-    assert (unmeasured, skipped_count) == ([], 1)
+    assert (judged.unmeasured, judged.skipped) == ([], [skipped])
     # a new machine class from C[2] on (a torch upgrade): the change is a fact between classes, not a finding
     upgraded = Series(**{**same_class.__dict__, "points": tuple(Point(c, v) for c, v in zip(C, [7, 7, 8, 8, 8.0]))})
-    assert judge([skipped, fp, upgraded], C[4], conf, {}, {})[0] == []
+    assert judge([skipped, fp, upgraded], C[4], conf, {}, {}).findings == []
     # a stored baseline of this class judged the case (its 0/1 track was measured): no second finding
     judged = Series(**{**skipped.__dict__, "points": tuple(Point(c, v) for c, v in zip(C, [0, 0, 1, 1, 1.0]))})
-    [by_baseline] = judge([judged, fp, same_class], C[4], conf, {"a01": SHA["a"]}, {})[0]
+    [by_baseline] = judge([judged, fp, same_class], C[4], conf, {"a01": SHA["a"]}, {}).findings
     assert by_baseline.series.name.endswith("track_hash_changed_a01")
     assert (by_baseline.detail["old_sha256"], by_baseline.detail["new_sha256"]) == ("a" * 13, "b" * 13)
 

@@ -32,10 +32,8 @@ def test_values_are_shown_in_their_units():
 
 def test_a_timing_line_names_values_ratio_and_evidence():
     series = Series(env="e", name="bench_engine.X.time_y", params="(n=1)", family="timing", unit="seconds")
-    finding = Finding(series, A, B, 0.02, 0.04, {"rise": 2.0, "load_corrected_rise": 1.97, "rank_test_p": 1.6e-11})
-    assert finding_text(finding.record()) == (
-        "timing bench_engine.X.time_y(n=1): 20 ms -> 40 ms, x2.00 (x1.97 against the machine reference, "
-        "rank test p=1.6e-11)")
+    finding = Finding(series, A, B, 0.02, 0.04, {"rise": 2.0, "confirmation_evidence": "re-measured: x2.0"})
+    assert finding_text(finding.record()) == "timing bench_engine.X.time_y(n=1): 20 ms -> 40 ms, x2.00 (re-measured: x2.0)"
 
 
 def test_a_finding_line_says_since_which_commit_with_subjects():
@@ -56,6 +54,14 @@ def test_many_changed_images_of_one_commit_print_as_one_line():
     assert regressed[1].startswith("CHANGED image hash y:") and regressed[1].endswith(
         "at every recorded commit since cccccccc")
     assert len(regressed) == 2
+
+
+def test_the_full_text_names_each_skip_reason_before_the_notes():
+    from detsim.track.verdict.skips import NO_CUDA, Skipped
+
+    report = _report([], skipped=2, skips=(Skipped(NO_CUDA, ("t(device='cuda')", "u(device='cuda')")),), notes=("n",))
+    assert report_lines(report)[1:3] == [
+        "skipped at cccccccc: 2 CUDA benchmarks (no GPU here) (the benchmarks in --json)", "note: n"]
 
 
 def test_not_measured_lines_only_when_the_commit_built_then_notes():
