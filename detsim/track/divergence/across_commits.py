@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from detsim.track.base.fresh import HERE, ChildError, run_job
-from detsim.track.divergence.firstdiff import Report, compare_records
+from detsim.track.divergence.firstdiff import Report, compare_records, site
 from detsim.track.divergence.events import Record
 from detsim.track.divergence.record_job import LAYERS
 
@@ -63,7 +63,7 @@ def without_lines(record: Record, *, views: bool = True) -> Record:
         for index, event in enumerate(stripped.events):
             event.index = index
     for event in stripped.events:
-        event.where = _LINE.sub("", re.sub(r"[^\s:()]*[/\\]", "", event.where or ""))
+        event.where = _LINE.sub("", site(event.where))
     return stripped
 
 

@@ -43,7 +43,7 @@ def _ref(event: Event, role: str) -> dict:
     return {"index": event.index, "kind": event.kind, "name": event.name, "where": event.where, "role": role}
 
 
-def _site(where: str) -> str:
+def site(where: str) -> str:
     """A call site without directories: records made in different folders still compare."""
     return re.sub(r"[^\s:()]*[/\\]", "", where or "")
 
@@ -298,7 +298,7 @@ class _Walk:
 
 def _step(event: Event) -> tuple:
     """What must match for two events to be the same step of the computation."""
-    return event.kind, event.name, len(event.inputs), len(event.outputs), _site(event.where)
+    return event.kind, event.name, len(event.inputs), len(event.outputs), site(event.where)
 
 
 def _inputs_as_producers(record: Record) -> dict[str, dict]:
