@@ -43,7 +43,7 @@ from typing import Iterable, Mapping
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.provenance import MachineClass
-from detsim.track.gate.results import Benchmark, calibration_times
+from detsim.track.gate.results import Benchmark, calibration_times, is_number
 
 DEFAULT_THRESHOLD = 0.75  # one benchmark's calibrated time may grow by this much
 DEFAULT_SUITE_THRESHOLD = 0.50  # the geometric mean over a device's benchmarks, by this much
@@ -223,8 +223,8 @@ def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MI
     if "pearson_r" not in old.extra and "pearson_r" not in new.extra:
         return None
     before, after = old.extra.get("pearson_r"), new.extra.get("pearson_r")
-    shown = f"{before:.8f}" if _is_number(before) else str(before)
-    if not _is_number(after):
+    shown = f"{before:.8f}" if is_number(before) else str(before)
+    if not is_number(after):
         return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after} (not a number; "
                        f"an image with NaN/inf pixels or no parity check)")
     if after < parity_min:
@@ -257,7 +257,7 @@ def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:
         r = new.extra.get("pearson_r")
         return Finding(Status.HASH, old.name, f"image sha256 {str(before)[:16]}... -> {str(after)[:16]}... "
                        f"(same machine class: {old.machine_class.describe()}; Pearson r now "
-                       f"{f'{r:.8f}' if _is_number(r) else r})")
+                       f"{f'{r:.8f}' if is_number(r) else r})")
     return Finding(Status.OK, old.name, "image sha256 unchanged")
 
 
@@ -321,10 +321,6 @@ def _not_comparable(baseline: MachineClass | None, run: MachineClass | None) -> 
     if differs:
         return "the machine class differs: " + ", ".join(f"{key} {a} -> {b}" for key, (a, b) in differs.items())
     return None
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def exit_code(findings: Iterable[Finding]) -> ExitCode:
