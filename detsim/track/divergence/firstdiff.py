@@ -28,8 +28,6 @@ from detsim.track.divergence.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, R
 from detsim.track.divergence.findings import ROOT_ROLES, Finding, Report, ref_text
 from detsim.track.divergence.events import Event, Record, TensorInfo
 
-__all__ = ["compare_records", "explain", "Finding", "Report", "RANDOM_OPS"]
-
 SAME = "identical in both runs"  # the role of an event whose inputs and outputs matched
 PARTIAL_WRITE_OPS = {"index_put_", "_index_put_impl_", "masked_fill_", "scatter_", "index_fill_", "index_copy_",
                      "masked_scatter_", "put_", "fill_diagonal_"}  # in place, writing some elements, reading none
