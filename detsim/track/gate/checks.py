@@ -111,8 +111,7 @@ class Timing:
 
 
 def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
-         threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD,
-         parity_min: float = PARITY_MIN_R) -> list[Finding]:
+         threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD) -> list[Finding]:
     """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite.
 
     A benchmark is slower when its calibrated time grew by more than ``threshold``. A device's suite
@@ -134,7 +133,7 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
             continue
         suite_slow = means.get(old.device, 1.0) > 1 + suite_threshold
         limit = 1 + (min(threshold, suite_threshold) if suite_slow else threshold)
-        findings.extend(_benchmark_findings(old, new, timings.get(fullname), limit, threshold, parity_min))
+        findings.extend(_benchmark_findings(old, new, timings.get(fullname), limit, threshold))
     findings.extend(_suite_findings(timings.values(), means, suite_threshold))
     findings.extend(hash_facts((old, run[name]) for name, old in sorted(baseline.items()) if name in run))
     for fullname in sorted(set(run) - set(baseline)):
@@ -145,10 +144,10 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
 
 
 def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
-                        threshold: float, parity_min: float) -> list[Finding]:
+                        threshold: float) -> list[Finding]:
     """The time, parity and hash findings of one benchmark; all-ok ones merge into one OK line."""
     reproducible = reproducibility_finding(new)
-    checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new, parity_min),
+    checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new),
               cost_finding(old, new), reproducible,
               hash_finding(old, new) if reproducible is None or reproducible.status == Status.OK else None]
     checks = [f for f in checks if f is not None]
@@ -218,7 +217,7 @@ def time_finding(old: Benchmark, timing: Timing | None, limit: float, threshold:
     return Finding(Status.OK, old.name, timing.figures(limit))
 
 
-def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MIN_R) -> Finding | None:
+def parity_finding(old: Benchmark, new: Benchmark) -> Finding | None:
     """The run's Pearson r against the acceptance line (None where neither file records one)."""
     if "pearson_r" not in old.extra and "pearson_r" not in new.extra:
         return None
@@ -227,8 +226,8 @@ def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MI
     if not is_number(after):
         return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after} (not a number; "
                        f"an image with NaN/inf pixels or no parity check)")
-    if after < parity_min:
-        return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after:.8f} (below {parity_min}) "
+    if after < PARITY_MIN_R:
+        return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after:.8f} (below {PARITY_MIN_R}) "
                        f"against golden case {new.extra.get('case', '?')}")
     return Finding(Status.OK, old.name, f"Pearson r {after:.8f}")
 
