@@ -273,11 +273,11 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Finding]:
                     "on this class records them)") for why, names in reasons.items()]
 
 
-def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHOLD) -> Finding | None:
+def cost_finding(old: Benchmark, new: Benchmark) -> Finding | None:
     """The run's instruction count against the baseline's (None where neither file has a count, so
     the benchmark's line claims nothing about its cost).
 
-    COST when it rose by more than ``threshold``; a note, never a pass, when one side has no count,
+    COST when it rose by more than :data:`COST_THRESHOLD`; a note, never a pass, when one side has no count,
     the counted regions differ, or the machine classes differ.
     """
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
@@ -297,9 +297,9 @@ def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHO
     if unchecked:
         return Finding(Status.NOTE, old.name, "instructions not compared, " + unchecked)
     change = after / before - 1
-    figures = (f"instructions {before:,} -> {after:,} ({change:+.2%}, limit +{threshold:.0%}) "
+    figures = (f"instructions {before:,} -> {after:,} ({change:+.2%}, limit +{COST_THRESHOLD:.0%}) "
                f"counted on {region_after}")
-    if change > threshold:
+    if change > COST_THRESHOLD:
         return Finding(Status.COST, old.name, figures)
     return Finding(Status.OK, old.name, figures)
 
