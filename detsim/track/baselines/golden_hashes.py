@@ -102,14 +102,14 @@ def rerun(job: dict) -> dict:
     return out
 
 
-def in_a_fresh_process(cases: Iterable[GoldenCase], golden: Path, runs: list[tuple[str, int]],
-                       hash_seed: str = "1") -> dict[tuple[str, int], GoldenHashes]:
+def in_a_fresh_process(cases: Iterable[GoldenCase], golden: Path,
+                       runs: list[tuple[str, int]]) -> dict[tuple[str, int], GoldenHashes]:
     """:func:`render_hashes` of ``cases`` for each ``(mode, threads)`` of ``runs``, in one fresh interpreter
-    (``PYTHONHASHSEED=hash_seed``): what a second run of the same input gives."""
+    (``PYTHONHASHSEED=1``): what a second run of the same input gives."""
     from detsim.track.base.fresh import run_job, thread_vars
 
     job = {"cases": [case.id for case in cases], "golden_dir": str(golden), "runs": [list(r) for r in runs]}
-    env = {**thread_vars(max(threads for _, threads in runs)), "PYTHONHASHSEED": hash_seed}
+    env = {**thread_vars(max(threads for _, threads in runs)), "PYTHONHASHSEED": "1"}
     answer = run_job(f"{__name__}:rerun", job, env=env, timeout=1800, what="the second run of the golden cases").result
     return {(mode, threads): GoldenHashes(mode, answer[f"{mode}@{threads}"]["hashes"],
                                           answer[f"{mode}@{threads}"]["failures"]) for mode, threads in runs}

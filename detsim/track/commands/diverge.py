@@ -152,13 +152,6 @@ def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Re
     return rec
 
 
-def _parser() -> argparse.ArgumentParser:
-    """This subcommand's parser on its own (what ``detsim-track diverge`` parses)."""
-    parser = argparse.ArgumentParser(prog="detsim-track diverge", description=HELP)
-    add_arguments(parser)
-    return parser
-
-
 def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[str]:
     """The subcommand's arguments, spelled out (for re-running)."""
     parts: list[str] = []

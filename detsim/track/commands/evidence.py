@@ -16,8 +16,8 @@ previous bundle, every failure is new), 2 a pytest process crashed, timed out or
 or the input was bad. ``--verify PATH`` only re-checks a bundle's ``sha256.txt``.
 
 This module parses the options and prints; the work is done by :mod:`.bundle` (the steps),
-:mod:`.runner` (pytest processes), :mod:`.pytest_results` (reading logs and junit XML),
-:mod:`.durations`, :mod:`.previous` (earlier bundles, the comparison), :mod:`.provenance`
+:mod:`.pytest_runs` (pytest processes), :mod:`.pytest_results` (reading logs and junit XML),
+:mod:`.durations`, :mod:`.previous` (earlier bundles, the comparison), :mod:`.run_context`
 (env.json, commands.txt), :mod:`.manifest` (sha256.txt) and :mod:`.summary` (summary.md), on the
 records of :mod:`.records`.
 """

@@ -102,7 +102,7 @@ def add_arguments(parser) -> None:
 
 
 def _select(args) -> tuple[Path, list[GoldenCase]] | str:
-    """(cases folder, cases to run), or an error message."""
+    """(cases folder, cases to run), or why the run cannot start (bad cases, no such device)."""
     cases_dir = args.cases_dir or default_cases_dir()
     if cases_dir is None:
         return "no tests/golden folder found; give --cases-dir"
@@ -118,22 +118,14 @@ def _select(args) -> tuple[Path, list[GoldenCase]] | str:
     unknown = [i for i in args.ids if i not in cases]
     if unknown:
         return f"unknown case id(s): {', '.join(unknown)}; known: {', '.join(cases)}"
-    return cases_dir, [cases[i] for i in args.ids] if args.ids else list(cases.values())
-
-
-def _inputs(args) -> tuple[Path, list[GoldenCase]] | str:
-    """(cases folder, cases to run), or why the run cannot start."""
-    chosen = _select(args)
-    if isinstance(chosen, str):
-        return chosen
     why = device_problem(args.device)
     if why:
         return f"--device {args.device}: {why}"
-    return chosen
+    return cases_dir, [cases[i] for i in args.ids] if args.ids else list(cases.values())
 
 
 def run(args) -> int:
-    chosen = _inputs(args)
+    chosen = _select(args)
     if isinstance(chosen, str):
         print(f"parity: {chosen}", file=sys.stderr)
         return ExitCode.UNMEASURED

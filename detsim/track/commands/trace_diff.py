@@ -15,9 +15,7 @@ import sys
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.traces.alignment import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
-from detsim.track.traces.tracelog import TraceError, load_trace, parse_trace
-
-__all__ = ["HELP", "add_arguments", "run", "compare", "load_trace", "parse_trace"]
+from detsim.track.traces.tracelog import TraceError, load_trace
 
 HELP = "compare two per-pixel trace logs and name the first quantity that differs"
 

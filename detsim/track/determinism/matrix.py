@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.fresh import last_line
+from detsim.track.runtime.output import json_number
 from detsim.track.runtime.tensors import tensor_sha256
 
 SHOULD_AGREE = ("repeat",)
@@ -86,15 +88,11 @@ def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
         delta = (x - y).abs()
         scale = torch.maximum(x.abs(), y.abs())
         rel = torch.where(scale > 0, delta / scale, torch.full_like(delta, float("inf")))
-        result["max_abs"] = _finite_or_str(float(torch.nan_to_num(delta, nan=float("inf")).max()))
-        result["max_rel"] = _finite_or_str(float(torch.nan_to_num(rel, nan=float("inf")).max()))
+        result["max_abs"] = json_number(float(torch.nan_to_num(delta, nan=float("inf")).max()))
+        result["max_rel"] = json_number(float(torch.nan_to_num(rel, nan=float("inf")).max()))
     else:
         result["note"] = "values compare equal; bit patterns differ (signed zeros or NaN payloads)"
     return result
-
-
-def _finite_or_str(x: float):
-    return x if x == x and abs(x) != float("inf") else str(x)
 
 
 @dataclass(frozen=True)
@@ -406,8 +404,7 @@ def _grouped(comparisons: list[Comparison]) -> list[tuple[str, str, str]]:
 
 
 def _last_line(error: str | None) -> str:
-    lines = [line for line in (error or "").strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "unknown error"
+    return last_line(error or "") or "unknown error"
 
 
 def _group_crashes(crashed: list[RunResult]) -> dict[tuple, list[str]]:

@@ -6,6 +6,6 @@ fingerprints of its tensors (:mod:`.events`), never-written memory filled with a
 and left out of the fingerprints (:mod:`.unwritten`). Two records are walked side by side
 (:mod:`.firstdiff`) to name the first culprit, read of uninitialized memory, state leaked from run A into
 run B, swapped operands or change of path, and its victims (:mod:`.findings`, explained by
-:mod:`.explain`). :func:`.finder.find_divergence` is the Python API behind
+:mod:`.diagnosis`). :func:`.finder.find_divergence` is the Python API behind
 ``detsim-track diverge``.
 """

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from detsim.track.base.fresh import HERE, ChildError, run_job
-from detsim.track.divergence.firstdiff import Report, compare_records
+from detsim.track.divergence.firstdiff import Report, compare_records, site
 from detsim.track.divergence.events import Record
 from detsim.track.divergence.record_job import LAYERS
 
@@ -51,23 +51,18 @@ def record_at(target: dict, out: Path, *, path: Sequence[Path] = (HERE,), python
     return Record.load(out)
 
 
-def without_lines(record: Record, *, views: bool = True) -> Record:
-    """A copy of ``record`` whose call sites name file and function only (``render_paths.py in f``).
-
-    ``views=False`` also drops the ops that only alias their input (``unsqueeze``, ``slice``...: they move no
-    data) and numbers the remaining events from 0, so that a finding lands on the op that computes.
-    """
+def without_lines(record: Record) -> Record:
+    """A copy of ``record`` whose call sites name file and function only (``render_paths.py in f``), without
+    the ops that only alias their input (``unsqueeze``, ``slice``...: they move no data), the remaining events
+    numbered from 0, so that a finding lands on the op that computes."""
     stripped = copy.deepcopy(record)
-    if not views:
-        stripped.events = [e for e in stripped.events if not e.view]
-        for index, event in enumerate(stripped.events):
-            event.index = index
-    for event in stripped.events:
-        event.where = _LINE.sub("", re.sub(r"[^\s:()]*[/\\]", "", event.where or ""))
+    stripped.events = [e for e in stripped.events if not e.view]
+    for index, event in enumerate(stripped.events):
+        event.index, event.where = index, _LINE.sub("", site(event.where))
     return stripped
 
 
-def compare_commits(old: Record, new: Record, *, max_items: int = 3, views: bool = False) -> Report:
-    """The first op or kernel where the new commit's run departs from the old one's (line numbers ignored;
-    view ops left out unless ``views``: event numbers then count the ops that compute)."""
-    return compare_records(without_lines(old, views=views), without_lines(new, views=views), max_items=max_items)
+def compare_commits(old: Record, new: Record) -> Report:
+    """The first op or kernel where the new commit's run departs from the old one's (line numbers and view
+    ops ignored: event numbers count the ops that compute)."""
+    return compare_records(without_lines(old), without_lines(new))

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from detsim.track.runtime.output import json_number
 from detsim.track.divergence.unwritten import canonical
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
@@ -122,13 +123,9 @@ def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool
     if stats and written.numel() and (data.is_floating_point() or data.is_complex()):
         values = written.abs() if data.is_complex() else written
         values = values.to(torch.float64)
-        summary = {"sum": _json_float(float(values.sum())), "absmax": _json_float(float(values.abs().max()))}
+        summary = {"sum": json_number(float(values.sum())), "absmax": json_number(float(values.abs().max()))}
     return TensorInfo(name, digest, shape, dtype, device, compare=compare, note=note, stats=summary,
                       unwritten=unwritten)
-
-
-def _json_float(x: float):
-    return x if x == x and abs(x) != float("inf") else str(x)
 
 
 def scalar_text(value: Any) -> str:

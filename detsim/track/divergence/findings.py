@@ -193,12 +193,10 @@ class Report:
             shown = f"first {len(self.victims)} of {self.victim_count}" if self.victim_count > len(self.victims) \
                 else str(self.victim_count)
             lines += ["", f"VICTIMS ({shown}; their inputs already differed)"]
-            for v in self.victims:
-                lines += ["  " + line for line in v.lines()]
+            lines += ["  " + line for v in self.victims for line in v.lines()]
         if more:
             lines += ["", f"OTHER CULPRITS ({self.culprit_count - 1} independent of the first)"]
-            for c in more:
-                lines += ["  " + line for line in c.lines()]
+            lines += ["  " + line for c in more for line in c.lines()]
         for note in self.notes:
             lines.append(f"NOTE     {note}")
         for label, error in self.errors.items():

@@ -28,8 +28,6 @@ from detsim.track.divergence.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, R
 from detsim.track.divergence.findings import ROOT_ROLES, Finding, Report, ref_text
 from detsim.track.divergence.events import Event, Record, TensorInfo
 
-__all__ = ["compare_records", "explain", "Finding", "Report", "RANDOM_OPS"]
-
 SAME = "identical in both runs"  # the role of an event whose inputs and outputs matched
 PARTIAL_WRITE_OPS = {"index_put_", "_index_put_impl_", "masked_fill_", "scatter_", "index_fill_", "index_copy_",
                      "masked_scatter_", "put_", "fill_diagonal_"}  # in place, writing some elements, reading none
@@ -43,7 +41,7 @@ def _ref(event: Event, role: str) -> dict:
     return {"index": event.index, "kind": event.kind, "name": event.name, "where": event.where, "role": role}
 
 
-def _site(where: str) -> str:
+def site(where: str) -> str:
     """A call site without directories: records made in different folders still compare."""
     return re.sub(r"[^\s:()]*[/\\]", "", where or "")
 
@@ -298,7 +296,7 @@ class _Walk:
 
 def _step(event: Event) -> tuple:
     """What must match for two events to be the same step of the computation."""
-    return event.kind, event.name, len(event.inputs), len(event.outputs), _site(event.where)
+    return event.kind, event.name, len(event.inputs), len(event.outputs), site(event.where)
 
 
 def _inputs_as_producers(record: Record) -> dict[str, dict]:

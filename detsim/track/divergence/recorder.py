@@ -33,8 +33,6 @@ from detsim.track.divergence import triton_hooks, unwritten
 from detsim.track.divergence.aten_ops import op_mode
 from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
 
-__all__ = ["Recorder", "record", "Record", "Event", "TensorInfo", "tensor_info"]
-
 
 class Recorder:
     """Context manager recording ops and/or Triton launches into :attr:`record`.

@@ -33,10 +33,6 @@ from detsim.track.divergence.events import argument_tensors, call_site, scalar_t
 WRITE_ONLY_KERNEL_ARG = re.compile(r"^(out|output)(_|\d|$)", re.IGNORECASE)
 
 
-def _write_only_by_name(name: str) -> bool:
-    return bool(WRITE_ONLY_KERNEL_ARG.match(name))
-
-
 def install(recorder) -> None:
     """Wrap Triton's launch paths so that they report to ``recorder`` (no-op without Triton).
 
@@ -80,7 +76,7 @@ def _wrap(recorder, cls, attr: str, wrapper) -> None:
 
 
 def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *, grid=None, config=None,
-                  constexprs: tuple = (), write_only: Callable[[str], bool] = _write_only_by_name):
+                  constexprs: tuple = ()):
     """Hash tensor arguments, launch, hash them again, add the event; returns what ``launch`` returned."""
     where = call_site()
     with recorder.paused():
@@ -88,7 +84,7 @@ def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *
         scalars = {n: scalar_text(v) for n, v in bound.items() if not argument_tensors(n, v) and n not in constexprs}
         before = {}
         for n, t in tensors.items():
-            unread = write_only(n)
+            unread = bool(WRITE_ONLY_KERNEL_ARG.match(n))
             before[n] = recorder.info(n, t, compare=not unread, note="write-only (by name)" if unread else None)
             if before[n].unwritten:
                 before[n].note = recorder.never_written_note(t, before[n].unwritten)

@@ -22,13 +22,10 @@ MANIFEST = "sha256.txt"
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")  # sha256sum's text or binary mode
 
 
-def _files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]
-
-
 def _listed(folder: Path) -> list[str]:
     """Every file of ``folder`` but the manifest, relative and ``/``-separated, in path order."""
-    names = (p.relative_to(folder).as_posix() for p in sorted(_files(folder)))
+    files = sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+    names = (p.relative_to(folder).as_posix() for p in files)
     return [name for name in names if name != MANIFEST]
 
 

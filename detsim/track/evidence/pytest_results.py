@@ -81,12 +81,7 @@ def _guess_nodeid(classname: str, name: str, root: Path | None) -> str:
 
 
 def _first_line(text: str | None) -> str | None:
-    if not text:
-        return None
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
+    return next((line.strip() for line in (text or "").splitlines() if line.strip()), None)
 
 
 def _outcome(case: ET.Element) -> tuple[str, str | None, str | None]:

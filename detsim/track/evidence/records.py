@@ -21,7 +21,7 @@ absent optional keys. :class:`BadInput` is the one error: the options cannot mak
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -193,16 +193,13 @@ class Outcomes:
 
     def warning_texts(self) -> dict[str, WarningText]:
         """The warning texts of every run, keyed by text with memory addresses blanked."""
-        texts: dict[str, str] = {}
-        locations: dict[str, str | None] = {}
-        devices: dict[str, list[str]] = {}
+        found: dict[str, WarningText] = {}
         for device, run in sorted(self.runs.items()):
             for warning in run.warnings:
                 key = warning_key(warning.text)
-                texts.setdefault(key, warning.text)
-                locations.setdefault(key, warning.location)
-                devices.setdefault(key, []).append(device)
-        return {k: WarningText(texts[k], locations[k], tuple(devices[k])) for k in texts}
+                first = found.get(key, WarningText(warning.text, warning.location, ()))
+                found[key] = replace(first, devices=(*first.devices, device))
+        return found
 
 
 @dataclass(frozen=True)

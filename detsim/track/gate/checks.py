@@ -43,7 +43,7 @@ from typing import Iterable, Mapping
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.provenance import MachineClass
-from detsim.track.gate.results import Benchmark, calibration_times
+from detsim.track.gate.results import Benchmark, calibration_times, is_number
 
 DEFAULT_THRESHOLD = 0.75  # one benchmark's calibrated time may grow by this much
 DEFAULT_SUITE_THRESHOLD = 0.50  # the geometric mean over a device's benchmarks, by this much
@@ -111,8 +111,7 @@ class Timing:
 
 
 def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
-         threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD,
-         parity_min: float = PARITY_MIN_R) -> list[Finding]:
+         threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD) -> list[Finding]:
     """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite.
 
     A benchmark is slower when its calibrated time grew by more than ``threshold``. A device's suite
@@ -134,7 +133,7 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
             continue
         suite_slow = means.get(old.device, 1.0) > 1 + suite_threshold
         limit = 1 + (min(threshold, suite_threshold) if suite_slow else threshold)
-        findings.extend(_benchmark_findings(old, new, timings.get(fullname), limit, threshold, parity_min))
+        findings.extend(_benchmark_findings(old, new, timings.get(fullname), limit, threshold))
     findings.extend(_suite_findings(timings.values(), means, suite_threshold))
     findings.extend(hash_facts((old, run[name]) for name, old in sorted(baseline.items()) if name in run))
     for fullname in sorted(set(run) - set(baseline)):
@@ -145,10 +144,10 @@ def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
 
 
 def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
-                        threshold: float, parity_min: float) -> list[Finding]:
+                        threshold: float) -> list[Finding]:
     """The time, parity and hash findings of one benchmark; all-ok ones merge into one OK line."""
     reproducible = reproducibility_finding(new)
-    checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new, parity_min),
+    checks = [time_finding(old, timing, limit, threshold), parity_finding(old, new),
               cost_finding(old, new), reproducible,
               hash_finding(old, new) if reproducible is None or reproducible.status == Status.OK else None]
     checks = [f for f in checks if f is not None]
@@ -218,17 +217,17 @@ def time_finding(old: Benchmark, timing: Timing | None, limit: float, threshold:
     return Finding(Status.OK, old.name, timing.figures(limit))
 
 
-def parity_finding(old: Benchmark, new: Benchmark, parity_min: float = PARITY_MIN_R) -> Finding | None:
+def parity_finding(old: Benchmark, new: Benchmark) -> Finding | None:
     """The run's Pearson r against the acceptance line (None where neither file records one)."""
     if "pearson_r" not in old.extra and "pearson_r" not in new.extra:
         return None
     before, after = old.extra.get("pearson_r"), new.extra.get("pearson_r")
-    shown = f"{before:.8f}" if _is_number(before) else str(before)
-    if not _is_number(after):
+    shown = f"{before:.8f}" if is_number(before) else str(before)
+    if not is_number(after):
         return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after} (not a number; "
                        f"an image with NaN/inf pixels or no parity check)")
-    if after < parity_min:
-        return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after:.8f} (below {parity_min}) "
+    if after < PARITY_MIN_R:
+        return Finding(Status.PARITY, old.name, f"Pearson r {shown} -> {after:.8f} (below {PARITY_MIN_R}) "
                        f"against golden case {new.extra.get('case', '?')}")
     return Finding(Status.OK, old.name, f"Pearson r {after:.8f}")
 
@@ -257,7 +256,7 @@ def hash_finding(old: Benchmark, new: Benchmark) -> Finding | None:
         r = new.extra.get("pearson_r")
         return Finding(Status.HASH, old.name, f"image sha256 {str(before)[:16]}... -> {str(after)[:16]}... "
                        f"(same machine class: {old.machine_class.describe()}; Pearson r now "
-                       f"{f'{r:.8f}' if _is_number(r) else r})")
+                       f"{f'{r:.8f}' if is_number(r) else r})")
     return Finding(Status.OK, old.name, "image sha256 unchanged")
 
 
@@ -274,11 +273,11 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Finding]:
                     "on this class records them)") for why, names in reasons.items()]
 
 
-def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHOLD) -> Finding | None:
+def cost_finding(old: Benchmark, new: Benchmark) -> Finding | None:
     """The run's instruction count against the baseline's (None where neither file has a count, so
     the benchmark's line claims nothing about its cost).
 
-    COST when it rose by more than ``threshold``; a note, never a pass, when one side has no count,
+    COST when it rose by more than :data:`COST_THRESHOLD`; a note, never a pass, when one side has no count,
     the counted regions differ, or the machine classes differ.
     """
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
@@ -298,9 +297,9 @@ def cost_finding(old: Benchmark, new: Benchmark, threshold: float = COST_THRESHO
     if unchecked:
         return Finding(Status.NOTE, old.name, "instructions not compared, " + unchecked)
     change = after / before - 1
-    figures = (f"instructions {before:,} -> {after:,} ({change:+.2%}, limit +{threshold:.0%}) "
+    figures = (f"instructions {before:,} -> {after:,} ({change:+.2%}, limit +{COST_THRESHOLD:.0%}) "
                f"counted on {region_after}")
-    if change > threshold:
+    if change > COST_THRESHOLD:
         return Finding(Status.COST, old.name, figures)
     return Finding(Status.OK, old.name, figures)
 
@@ -321,10 +320,6 @@ def _not_comparable(baseline: MachineClass | None, run: MachineClass | None) -> 
     if differs:
         return "the machine class differs: " + ", ".join(f"{key} {a} -> {b}" for key, (a, b) in differs.items())
     return None
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def exit_code(findings: Iterable[Finding]) -> ExitCode:

@@ -101,8 +101,13 @@ def _is_real(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def is_number(value) -> bool:
+    """A finite int or float (not a bool)."""
+    return _is_real(value) and math.isfinite(value)
+
+
 def _positive(value) -> bool:
-    return _is_real(value) and math.isfinite(value) and value > 0
+    return is_number(value) and value > 0
 
 
 def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:

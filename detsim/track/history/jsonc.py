@@ -20,29 +20,12 @@ class ResultsError(ValueError):
     """A stored file that cannot be used; the message names it."""
 
 
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
+
+
 def strip_comments(text: str) -> str:
     """JSON with ``//`` comments (as asv.conf.json allows) -> JSON; ``//`` inside strings is kept."""
-    out, i, in_string = [], 0, False
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\":
-                out.append(text[i + 1:i + 2])
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            while i < len(text) and text[i] != "\n":
-                i += 1
-            continue
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
+    return _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("//") else m.group(), text)
 
 
 def read_json(path: Path, *, comments: bool = False):

@@ -108,10 +108,6 @@ def _num(value, spec: str = ".4g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _r(value) -> str:
-    return "n/a" if value is None else f"{value:.8f}"
-
-
 def table_rows(results: list[dict]) -> list[list[str]]:
     """Cells of the summary table, one row per case, as plain text."""
     rows = []
@@ -120,7 +116,7 @@ def table_rows(results: list[dict]) -> list[list[str]]:
         pixel = f"({worst['s']}, {worst['f']})" if worst else "n/a"
         values = f"{_num(worst.get('detsim'))} / {_num(worst.get('reference'))}" if worst else "n/a"
         one_minus_r = None if r.get("r") is None else 1.0 - r["r"]
-        rows.append([r["id"], r["status"].upper(), _r(r.get("r")), _num(one_minus_r, ".1e"),
+        rows.append([r["id"], r["status"].upper(), _num(r.get("r"), ".8f"), _num(one_minus_r, ".1e"),
                      _num(r.get("max_abs")), _num(r.get("max_rel")),
                      pixel, values, _num(r.get("sum_ratio"), ".7f")])
     return rows

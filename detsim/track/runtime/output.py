@@ -55,6 +55,11 @@ def json_text(data) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def json_number(x: float):
+    """``x`` as strict JSON (:func:`json_text`) can hold it: itself when finite, else its text (``nan``, ``inf``)."""
+    return x if x == x and abs(x) != float("inf") else str(x)
+
+
 def write_json(path: Path, data) -> None:
     """:func:`json_text` of ``data``, written atomically."""
     atomic_write_text(path, json_text(data))

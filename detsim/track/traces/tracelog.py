@@ -47,7 +47,6 @@ class Trace:
     prefix: str | None
     blocks: dict = field(default_factory=dict)  # pixel (s, f) or SHARED -> [Line] in file order
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
-    ignored: int = 0  # lines without the trace prefix
     count: int = 0  # trace lines read
 
     def pixels(self) -> list:
@@ -85,7 +84,6 @@ def parse_trace(text: str, path: str = "<trace>") -> Trace:
     for lineno, raw in enumerate(lines, start=1):
         m = marker.search(raw) if marker else None
         if not m:
-            trace.ignored += 1
             continue
         tokens = [t for t in _TOKEN_SPLIT.split(raw[m.end():].strip()) if t]
         parsed = _parse_body(tokens)

@@ -138,13 +138,15 @@ def test_cli_verdicts_and_exit_codes_of_the_planted_cases(capsys, function, verd
 
 
 def test_diverge_argv_spells_out_the_arguments_and_parses_back():
-    args = cmd_diverge._parser().parse_args(["--case", "c02", "--threads", "1", "2", "--grad", "detector.distance_mm",
-                                             "--layers", "ops"])
+    def parse(*argv: str):
+        return cli.build_parser({"diverge": cmd_diverge}).parse_args(["diverge", *argv])
+
+    args = parse("--case", "c02", "--threads", "1", "2", "--grad", "detector.distance_mm", "--layers", "ops")
     argv = cmd_diverge.diverge_argv(args, out=Path("bundle"))
     assert argv[:2] == ["--case", "c02"] and argv[argv.index("--out") + 1] == "bundle"
-    again = cmd_diverge._parser().parse_args(argv)
+    again = parse(*argv)
     assert {k: v for k, v in vars(again).items() if k != "out"} == {k: v for k, v in vars(args).items() if k != "out"}
-    script = cmd_diverge._parser().parse_args(["--script", "s.py", "--", "-x", "1"])
+    script = parse("--script", "s.py", "--", "-x", "1")
     assert cmd_diverge.diverge_argv(script)[-3:] == ["--", "-x", "1"]
 
 

@@ -20,7 +20,7 @@ def test_the_trace_prefix_is_detected_among_other_output():
     text = ("roi: 0 5 0 4\nroi: 1 2\nTRACE_C: distance 0.1\nTRACE_C: pixel 0 1\nTRACE_C: I_sum 3\n"
             "a message without newline TRACE_C: I_sum 4\n")
     trace = parse_trace(text, "c.log")
-    assert trace.prefix == "TRACE_C" and trace.count == 4 and trace.ignored == 2
+    assert trace.prefix == "TRACE_C" and trace.count == 4
     assert [line.name for line in trace.blocks[SHARED]] == ["distance"]
     assert [line.values for line in trace.sequence((0, 1))] == [(0.1,), (3.0,), (4.0,)]
     assert trace.pixels() == [(0, 1)] and trace.sequence((0, 1))[1].lineno == 5
