@@ -131,6 +131,16 @@ def first_bundle(tmp_path_factory):
     return root, code, bundles[0]
 
 
+@pytest.fixture
+def first_bundle_alone(first_bundle):
+    """:func:`first_bundle` for a test that writes more bundles beside it: they are removed after it, so that
+    every test sees the bundle alone in its folder whichever order they run in (pytest-xdist)."""
+    yield first_bundle
+    bundle = first_bundle[2]
+    for later in set(bundle.parent.iterdir()) - {bundle}:
+        shutil.rmtree(later)
+
+
 def test_the_dispatcher_routes_evidence_here():
     assert cli.SUBCOMMANDS["evidence"] == evidence.__name__
 
@@ -214,8 +224,8 @@ def test_verify_names_modified_missing_and_extra_files(first_bundle, tmp_path, c
     assert main("--verify", str(tmp_path)) == 2  # no sha256.txt: not a bundle
 
 
-def test_second_unchanged_run_reports_no_change(first_bundle, capsys, monkeypatch):
-    root, _, bundle = first_bundle
+def test_second_unchanged_run_reports_no_change(first_bundle_alone, capsys, monkeypatch):
+    root, _, bundle = first_bundle_alone
     monkeypatch.chdir(root)
     code, out, second = evidence_run(capsys, "sel", "--area", "planted", "--device", "cpu")
     assert code == 0, out  # the failure is known, not new
