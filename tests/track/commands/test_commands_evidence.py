@@ -237,6 +237,11 @@ def test_second_unchanged_run_reports_no_change(first_bundle_alone, capsys, monk
     assert comparison["changed"] is False and comparison["changed_artifacts"] == []
 
 
+# Two runs of evidence and a re-timing: five pytest processes, slow. Quick twins in the default run: the
+# comparison end to end with a previous bundle (test_second_unchanged_run_reports_no_change), and new failures,
+# new warnings and a confirmed slowdown on given results (tests/track/evidence/test_evidence_previous.py,
+# test_evidence_bundle.py: test_a_test_that_looks_slower_is_retimed_with_its_controls, test_evidence_summary.py).
+@pytest.mark.slow
 def test_comparison_reports_new_failure_new_warning_and_confirmed_slowdown(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     plant(tmp_path, fail=False, warn=False)
@@ -431,7 +436,9 @@ def _wait_for(condition, seconds: float) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
-@pytest.mark.parametrize("signum", ["SIGTERM", "SIGKILL"])
+# SIGKILL is slow; its quick twins: SIGTERM here, and a child killed with its parent in
+# tests/track/base/test_base_fresh.py (test_a_child_dies_with_a_parent_killed_outright: how evidence starts pytest)
+@pytest.mark.parametrize("signum", ["SIGTERM", pytest.param("SIGKILL", marks=pytest.mark.slow)])
 def test_a_terminated_or_killed_run_leaves_no_pytest_child_running(tmp_path, signum):
     import signal
     import sys
