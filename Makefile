@@ -24,9 +24,11 @@ RECENT      ?= 10
 run: venv
 	RECENT=$(RECENT) ASV_MACHINE=$(ASV_MACHINE) bash .ci/track
 
-# The default test run (CI runs exactly this; slow tests are excluded by pyproject's addopts).
+# The default test run (CI runs exactly this; slow tests are excluded by pyproject's addopts), one
+# pytest-xdist worker per CPU, an idle worker taking tests queued for a busy one. The flags are here, not
+# in addopts: `python -m pytest PATH` runs in one process, and so do the pytest runs of detsim-track evidence.
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n logical --dist worksteal
 
 test-slow: venv
 	$(PY) -m pytest -q -m slow

@@ -14,6 +14,12 @@ from detsim.track.confirm import apply as confirm_apply
 from detsim.track.confirm.decision import decide
 from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
 
+# One torch thread in every test process, run alone or as one of pytest-xdist's workers: the suite's renders
+# are small, and a thread pool per process on a busy machine mostly waits for a core (with torch's default
+# of one thread per core the same renders took four times the CPU time on two shared cores). Tests about
+# thread counts set theirs.
+torch.set_num_threads(1)
+
 GOLDEN_DIR = Path(__file__).parent / "golden"
 GOLDEN_CASES = {case.id: case for case in load_cases(GOLDEN_DIR)}  # id -> GoldenCase, manifest order
 MANIFEST = [dict(case.record) for case in GOLDEN_CASES.values()]  # the manifest's records

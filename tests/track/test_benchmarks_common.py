@@ -195,6 +195,11 @@ def test_a_count_renders_what_the_cost_area_counts_with_the_installed_detsim(com
         torch.set_num_threads(threads)
 
 
+# Three processes under valgrind (about 10 s of imports each): slow. Quick twins in the default run: the
+# count's script run without valgrind, each region in a thread of its own between start and stop
+# (tests/track/base/test_base_callgrind.py), the count's setup rendering what the cost area counts (above)
+# and a real count of a small region (tests/track/cost/test_cost_counting.py).
+@pytest.mark.slow
 @pytest.mark.skipif(not_measured_reason() is not None, reason=str(not_measured_reason()))
 def test_one_valgrind_process_counts_each_workload_as_a_process_of_its_own_would(common, monkeypatch):
     """The asv suite counts all its workloads in one process, a thread each: each total is that workload's

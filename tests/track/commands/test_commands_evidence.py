@@ -131,6 +131,16 @@ def first_bundle(tmp_path_factory):
     return root, code, bundles[0]
 
 
+@pytest.fixture
+def first_bundle_alone(first_bundle):
+    """:func:`first_bundle` for a test that writes more bundles beside it: they are removed after it, so that
+    every test sees the bundle alone in its folder whichever order they run in (pytest-xdist)."""
+    yield first_bundle
+    bundle = first_bundle[2]
+    for later in set(bundle.parent.iterdir()) - {bundle}:
+        shutil.rmtree(later)
+
+
 def test_the_dispatcher_routes_evidence_here():
     assert cli.SUBCOMMANDS["evidence"] == evidence.__name__
 
@@ -214,8 +224,8 @@ def test_verify_names_modified_missing_and_extra_files(first_bundle, tmp_path, c
     assert main("--verify", str(tmp_path)) == 2  # no sha256.txt: not a bundle
 
 
-def test_second_unchanged_run_reports_no_change(first_bundle, capsys, monkeypatch):
-    root, _, bundle = first_bundle
+def test_second_unchanged_run_reports_no_change(first_bundle_alone, capsys, monkeypatch):
+    root, _, bundle = first_bundle_alone
     monkeypatch.chdir(root)
     code, out, second = evidence_run(capsys, "sel", "--area", "planted", "--device", "cpu")
     assert code == 0, out  # the failure is known, not new
@@ -227,6 +237,11 @@ def test_second_unchanged_run_reports_no_change(first_bundle, capsys, monkeypatc
     assert comparison["changed"] is False and comparison["changed_artifacts"] == []
 
 
+# Two runs of evidence and a re-timing: five pytest processes, slow. Quick twins in the default run: the
+# comparison end to end with a previous bundle (test_second_unchanged_run_reports_no_change), and new failures,
+# new warnings and a confirmed slowdown on given results (tests/track/evidence/test_evidence_previous.py,
+# test_evidence_bundle.py: test_a_test_that_looks_slower_is_retimed_with_its_controls, test_evidence_summary.py).
+@pytest.mark.slow
 def test_comparison_reports_new_failure_new_warning_and_confirmed_slowdown(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     plant(tmp_path, fail=False, warn=False)
@@ -421,7 +436,9 @@ def _wait_for(condition, seconds: float) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
-@pytest.mark.parametrize("signum", ["SIGTERM", "SIGKILL"])
+# SIGKILL is slow; its quick twins: SIGTERM here, and a child killed with its parent in
+# tests/track/base/test_base_fresh.py (test_a_child_dies_with_a_parent_killed_outright: how evidence starts pytest)
+@pytest.mark.parametrize("signum", ["SIGTERM", pytest.param("SIGKILL", marks=pytest.mark.slow)])
 def test_a_terminated_or_killed_run_leaves_no_pytest_child_running(tmp_path, signum):
     import signal
     import sys

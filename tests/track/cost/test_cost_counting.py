@@ -1,16 +1,55 @@
-"""Counting a region's instructions in a fresh valgrind process: what a count sees, keeps and leaves."""
+"""Counting a region's instructions in a fresh valgrind process: what a count sees, keeps and leaves.
+
+Each real count spends about 10 s importing torch under valgrind, so the default run makes one
+(:func:`test_a_small_region_is_counted_without_the_start_up_and_its_file_is_kept`); the tests of what a
+count keeps and leaves run there against a stand-in for valgrind (:func:`counter`), and against valgrind
+itself in the slow job.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 
 import pytest
 
-from detsim.track.base.callgrind import CountError, not_measured_reason
+from detsim.track.base.callgrind import CountError, not_measured_reason, parse_total
 from detsim.track.cost.counting import count
 
 CAN_COUNT = not_measured_reason() is None
 needs_valgrind = pytest.mark.skipif(not CAN_COUNT, reason=str(not_measured_reason()))
+
+STAND_IN_TOTAL = 1234  # the total the stand-in's callgrind file holds
+# valgrind's command line as counting.count builds it: its own --options, then the program; the stand-in
+# runs the program natively (callgrind's start and stop requests do nothing outside valgrind), writes a
+# callgrind file wherever it is told to, and exits as the program did, as valgrind does
+STAND_IN = f"""#!{sys.executable}
+import subprocess
+import sys
+
+args = sys.argv[1:]
+options = []
+while args and args[0].startswith("--"):
+    options.append(args.pop(0))
+out = next(o.split("=", 1)[1] for o in options if o.startswith("--callgrind-out-file="))
+code = subprocess.run(args).returncode
+with open(out, "w") as handle:
+    handle.write("events: Ir\\ntotals: {STAND_IN_TOTAL}\\n")
+sys.exit(code)
+"""
+
+
+@pytest.fixture(params=["stand-in", pytest.param("valgrind", marks=[pytest.mark.slow, needs_valgrind])])
+def counter(request, tmp_path_factory, monkeypatch):
+    """What counts: a stand-in for valgrind first on ``PATH`` (the default run), or valgrind (slow)."""
+    if request.param == "stand-in":
+        folder = tmp_path_factory.mktemp("stand-in")
+        (folder / "valgrind").write_text(STAND_IN)
+        (folder / "valgrind").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+        assert shutil.which("valgrind") == str(folder / "valgrind")
+    return request.param
 
 
 def test_a_count_without_valgrind_is_a_count_error_naming_it(monkeypatch):
@@ -20,6 +59,18 @@ def test_a_count_without_valgrind_is_a_count_error_naming_it(monkeypatch):
 
 
 @needs_valgrind
+def test_a_small_region_is_counted_without_the_start_up_and_its_file_is_kept(tmp_path):
+    """One count, the quick twin of the next test's two: the region's own work is counted (some hundred
+    instructions per element), not the start-up nor the imports (far more); its file is kept."""
+    elements = 1000
+    small = count("import math", f"sum(math.sqrt(i) for i in range({elements}))", out_dir=tmp_path)
+    assert 100 * elements < small.instructions < 10_000 * elements
+    assert small.callgrind_file.is_file() and small.callgrind_file.parent == tmp_path
+    assert parse_total(small.callgrind_file.read_text()) == small.instructions
+
+
+@pytest.mark.slow  # quick twin: test_a_small_region_is_counted_without_the_start_up_and_its_file_is_kept
+@needs_valgrind
 def test_a_count_sees_the_region_and_keeps_the_callgrind_file(tmp_path):
     small = count("import math", "sum(math.sqrt(i) for i in range(1000))", out_dir=tmp_path)
     large = count("import math", "sum(math.sqrt(i) for i in range(100000))", out_dir=tmp_path)
@@ -28,6 +79,7 @@ def test_a_count_sees_the_region_and_keeps_the_callgrind_file(tmp_path):
     assert large.callgrind_file.is_file() and large.callgrind_file.parent == tmp_path
 
 
+@pytest.mark.slow  # quick twin: test_the_region_sees_what_setup_defined in tests/track/base/test_base_callgrind.py
 @needs_valgrind
 def test_the_region_sees_setup_names_the_harness_also_uses(tmp_path):
     small = count("_x = torch.ones(1 << 10)", "torch.sin(_x).sum()", out_dir=tmp_path, keep=False)
@@ -35,15 +87,13 @@ def test_the_region_sees_setup_names_the_harness_also_uses(tmp_path):
     assert large.instructions > 20 * small.instructions  # the harness's own names never shadow setup's
 
 
-@needs_valgrind
-def test_a_failing_region_is_a_count_error_and_leaves_no_file(tmp_path):
+def test_a_failing_region_is_a_count_error_and_leaves_no_file(tmp_path, counter):
     with pytest.raises(CountError, match="exited 1"):
         count("x = 1", "1 / 0", out_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
-@needs_valgrind
-def test_a_count_that_keeps_nothing_leaves_nothing_and_runs_outside_the_checkout(tmp_path, monkeypatch):
+def test_a_count_that_keeps_nothing_leaves_nothing_and_runs_outside_the_checkout(tmp_path, monkeypatch, counter):
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
