@@ -108,6 +108,7 @@ class Arguments:
     device: str = "cpu"
     chunk_pixels: int | None = None
     mode: str = "eager"
+    threads: int | None = None  # None: torch's intra-op thread count (OMP_NUM_THREADS)
     physical_phi: bool = False
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
     trace_json: str | None = None

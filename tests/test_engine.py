@@ -148,6 +148,25 @@ def test_bitwise_identical_across_repeats_and_thread_counts(dtype):
     assert len(hashes) == 1
 
 
+@pytest.mark.parametrize("chunk", [1, 7, None])
+def test_bitwise_identical_on_one_and_two_threads_for_each_chunk_size(dtype, chunk):
+    # P = 240 pixels: 240 chunks of 1, 35 of 7 (the last one short), or one chunk (None: from memory)
+    cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0))
+    setup = prepare(cfg, dtype=dtype)
+    one, info = render(setup, chunk_pixels=chunk, threads=1)
+    two, _ = render(setup, chunk_pixels=chunk, threads=2)
+    three, _ = render(setup, chunk_pixels=chunk, threads=3)
+    assert info.chunk_pixels == (chunk or info.chunk_pixels)
+    assert _sha(two) == _sha(one) and torch.equal(two, one) and torch.equal(three, one)
+
+
+def test_a_render_leaves_torch_thread_count_as_it_found_it():
+    before = torch.get_num_threads()
+    render(prepare(TINY), chunk_pixels=2, threads=2)
+    render(prepare(TINY), threads=1)
+    assert torch.get_num_threads() == before
+
+
 def test_float32_agrees_with_float64(device):
     cfg = replace(TINY, detector=replace(TINY.detector, fpixels=32, spixels=32, pixel_mm=0.5))
     img64 = simulate(cfg, device=device, dtype=torch.float64)
