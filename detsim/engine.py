@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -91,16 +91,16 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     det = setup.config.detector
     total = setup.pixels_s.numel()
     state = InterpolationState(enabled=setup.interpolate)
-    projections = Projections(setup)
+    chunks = _Chunks(setup, state, Projections(setup), _first_sweep_projections(setup), _first_sweep_positions(setup),
+                     sizes.block_lanes, observe, mode)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
     grad = needs_grad(setup)
 
     def chunk(start: int) -> Callable[[], tuple[Tensor, Tensor]]:
         def job() -> tuple[Tensor, Tensor]:
             stop = min(start + chunk_pixels, total)
-            s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
-            values = _render_chunk(setup, s_idx, f_idx, start, state, projections, sizes.block_lanes, observe, mode)
-            return (s_idx.long() * det.fpixels + f_idx), values  # raster index and value of each pixel
+            flat = setup.pixels_s[start:stop].long() * det.fpixels + setup.pixels_f[start:stop]  # raster index
+            return flat, chunks.values(start, stop)
         return job
 
     done_pixels = 0
@@ -137,18 +137,66 @@ def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, int
             and not interp.enabled)
 
 
-def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
-                  interp: InterpolationState, projections: Projections, block_lanes: int,
-                  observe: Observer | None = None, mode: str = "eager") -> Tensor:
-    """(P,) pixel values of one chunk: the observed path with an observer, else the chunk's maths path."""
-    terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observe is not None)
-    chunk = render_paths.plan_chunk(setup, terms, first_pixel, interp, projections, block_lanes, mode,
-                                    observed=observe is not None)
-    if interp.enabled and interp.cutoff is None:
-        scan_edge(setup, terms, first_pixel, chunk.per_pixel, chunk.lanes, interp, projections)
-    if observe is not None:
-        return observed_values(chunk, observe)
-    return render_paths.chunk_values(chunk)
+@dataclass(frozen=True)
+class _Chunks:
+    """What every chunk of a render shares, and the values of a chunk."""
+
+    setup: Setup
+    interp: InterpolationState
+    projections: Projections
+    first_projections: Projections | None  # of the thread-first pixels' first sweep (spec §4.7)
+    first_positions: frozenset[int]  # where the thread-first pixels are in the setup's list of pixels
+    block_lanes: int
+    observe: Observer | None
+    mode: str
+
+    def values(self, start: int, stop: int) -> Tensor:
+        """(P,) values of the pixels ``start:stop`` of the setup's list; a thread-first pixel among them is
+        rendered again alone, with its first sweep's orientations (spec §4.7)."""
+        firsts = sorted(i - start for i in self.first_positions if start <= i < stop)
+        if firsts == [0] and stop - start == 1:
+            return self._render(start, stop, first_sweep=True)
+        values = self._render(start, stop)
+        for k in firsts:
+            alone = self._render(start + k, start + k + 1, first_sweep=True, scan=False, observe=False)  # (1,)
+            values = values.index_put((torch.tensor([k], device=values.device),), alone)
+        return values
+
+    def _render(self, start: int, stop: int, *, first_sweep: bool = False, scan: bool = True,
+                observe: bool = True) -> Tensor:
+        """(P,) values of pixels ``start:stop``: the observed path with an observer, else the chunk's maths path.
+
+        ``scan``: find where interpolation switches off, if it has not yet (spec §5.7); a thread-first
+        pixel rendered again was scanned with its chunk, with the stale orientation of the other pixels.
+        """
+        setup, interp, observer = self.setup, self.interp, self.observe if observe else None
+        s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
+        terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observer is not None)
+        chunk = render_paths.plan_chunk(setup, terms, start, interp, self.projections, self.block_lanes, self.mode,
+                                        observed=observer is not None,
+                                        first_sweep=self.first_projections if first_sweep else None)
+        if scan and interp.enabled and interp.cutoff is None:
+            scan_edge(setup, terms, start, chunk.per_pixel, chunk.lanes, interp, self.projections)
+        if observer is not None:
+            return observed_values(chunk, observer)
+        return render_paths.chunk_values(chunk)
+
+
+def _first_sweep_projections(setup: Setup) -> Projections | None:
+    """Projections of the orientations of a thread-first pixel's first sweep, when they differ (spec §4.7)."""
+    if setup.first_sweep is None:
+        return None
+    return Projections(replace(setup, orientations=setup.first_sweep.orientations))
+
+
+def _first_sweep_positions(setup: Setup) -> frozenset[int]:
+    """Indices, in the setup's list of rendered pixels, of the pixels that start a nanoBragg thread."""
+    if setup.first_sweep is None or not setup.first_sweep.pixels:
+        return frozenset()
+    keys = setup.pixels_s.long() * setup.config.detector.fpixels + setup.pixels_f  # (P_total,) raster index
+    wanted = torch.as_tensor([s * setup.config.detector.fpixels + f for s, f in setup.first_sweep.pixels],
+                             device=keys.device)
+    return frozenset(torch.nonzero(torch.isin(keys, wanted))[:, 0].tolist())
 
 
 def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:

@@ -136,6 +136,7 @@ BAD_INPUTS = [
     (SMALL + ["-chunk_pixels", "0"], "-chunk_pixels"),
     (SMALL + ["-threads", "0"], "-threads"),
     (SMALL + ["-threads", "100000"], "-threads"),
+    (SMALL + ["-nanobragg_threads", "0"], "-nanobragg_threads"),
     (SMALL + ["-seed", "2147483648"], "-seed"),
     (SMALL + ["-seed", "-2147483648"], "-seed"),
     (SMALL + ["-mosaic", "1", "-mosaic_dom", "2", "-mosaic_seed", "99999999999"], "-mosaic_seed"),
@@ -344,7 +345,7 @@ def test_help_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeyp
         for name in (handler.pattern, *handler.also):
             assert f"  {name}" in out or f", {name}" in out, name
     for own in ("-dtype", "-device", "-mode", "-chunk_pixels", "-threads", "-trace_pixel", "--trace-json",
-                "-physical_phi"):
+                "-physical_phi", "-nanobragg_threads"):
         assert own in out.split("detsim's own flags:")[1]
     assert list(tmp_path.iterdir()) == []
 
