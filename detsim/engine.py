@@ -71,7 +71,8 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
             pixels, render a setup restricted to them (``restrict_pixels``).
         mode: execution path, one of :data:`MODES`.
         threads: CPU threads; None takes torch's intra-op thread count (``OMP_NUM_THREADS``). The
-            image is the same bits for any count (:mod:`detsim.threads`).
+            image is the same bits for any count (:mod:`detsim.threads`). torch's intra-op thread
+            count is set for the render (process-wide) and restored after it.
 
     Returns:
         (image, info): image of shape (slow, fast) in ``setup.dtype`` on ``setup.device``, photons per
