@@ -92,8 +92,11 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     det = setup.config.detector
     total = setup.pixels_s.numel()
     state = InterpolationState(enabled=setup.interpolate)
-    chunks = _Chunks(setup, state, Projections(setup), _first_sweep_projections(setup), _first_sweep_positions(setup),
-                     sizes.block_lanes, observe, mode)
+    first = setup.first_sweep  # the thread-first pixels (spec §4.7)
+    chunks = _Chunks(setup, state, Projections(setup),
+                     Projections(replace(setup, orientations=first.orientations)) if first is not None else None,
+                     frozenset(first.positions) if first is not None else frozenset(), sizes.block_lanes, observe,
+                     mode)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
     grad = needs_grad(setup)
 
@@ -181,23 +184,6 @@ class _Chunks:
         if observer is not None:
             return observed_values(chunk, observer)
         return render_paths.chunk_values(chunk)
-
-
-def _first_sweep_projections(setup: Setup) -> Projections | None:
-    """Projections of the orientations of a thread-first pixel's first sweep, when they differ (spec §4.7)."""
-    if setup.first_sweep is None:
-        return None
-    return Projections(replace(setup, orientations=setup.first_sweep.orientations))
-
-
-def _first_sweep_positions(setup: Setup) -> frozenset[int]:
-    """Indices, in the setup's list of rendered pixels, of the pixels that start a nanoBragg thread."""
-    if setup.first_sweep is None or not setup.first_sweep.pixels:
-        return frozenset()
-    keys = setup.pixels_s.long() * setup.config.detector.fpixels + setup.pixels_f  # (P_total,) raster index
-    wanted = torch.as_tensor([s * setup.config.detector.fpixels + f for s, f in setup.first_sweep.pixels],
-                             device=keys.device)
-    return frozenset(torch.nonzero(torch.isin(keys, wanted))[:, 0].tolist())
 
 
 def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:

@@ -13,7 +13,7 @@ the first rendered pixel, with two also the first of the second half of the rows
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -25,6 +25,12 @@ class FirstSweep:
 
     orientations: Tensor  # (R, 3, 3) rows a, b, c (m), R = phi steps x mosaic domains, as Setup.orientations
     pixels: tuple[tuple[int, int], ...]  # (slow, fast) of each thread's first rendered pixel
+    positions: tuple[int, ...]  # where those pixels are in the setup's list of rendered pixels (if at all)
+
+    def restricted(self, pixels: list[tuple[int, int]]) -> "FirstSweep":
+        """The same, for a setup that renders only ``pixels`` (in that order)."""
+        firsts = set(self.pixels)
+        return replace(self, positions=tuple(i for i, pixel in enumerate(pixels) if tuple(pixel) in firsts))
 
 
 def first_sweep_phi_angles(phis: list[float]) -> list[float]:
@@ -46,14 +52,12 @@ def thread_rows(spixels: int, threads: int) -> list[range]:
     return [range(lo, hi) for lo, hi in zip(starts, starts[1:]) if hi > lo]
 
 
-def thread_first_pixels(pixels_s: Tensor, pixels_f: Tensor, spixels: int, threads: int) -> tuple[tuple[int, int], ...]:
-    """(slow, fast) of the first rendered pixel in each thread's rows (``pixels_s``: rendered pixels in raster
-    order, so sorted)."""
+def thread_first_pixels(pixels_s: Tensor, pixels_f: Tensor, spixels: int, threads: int) -> tuple[int, ...]:
+    """Where, in the rendered pixels (raster order, so ``pixels_s`` is sorted), each thread's first pixel is."""
     rows = thread_rows(spixels, threads)
     starts = torch.as_tensor([r.start for r in rows], dtype=pixels_s.dtype, device=pixels_s.device)
     firsts = torch.searchsorted(pixels_s, starts).tolist()  # first rendered pixel at or after each block's start
-    return tuple((int(pixels_s[i]), int(pixels_f[i])) for i, r in zip(firsts, rows)
-                 if i < pixels_s.numel() and int(pixels_s[i]) < r.stop)
+    return tuple(i for i, r in zip(firsts, rows) if i < pixels_s.numel() and int(pixels_s[i]) < r.stop)
 
 
 __all__ = ["FirstSweep", "first_sweep_phi_angles", "thread_first_pixels", "thread_rows"]

@@ -132,9 +132,10 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     first_sweep = None
     first_phis = first_sweep_phi_angles(phis)
     if sampling.stale_phi and first_phis != effective:  # a zero step before any non-zero one (spec §4.7)
+        positions = thread_first_pixels(s_idx, f_idx, det.spixels, sampling.nanobragg_threads)
         first_sweep = FirstSweep(
             orientations=orientations(lattice, frame.spindle, first_phis, umats).to(dtype),  # (R, 3, 3) m
-            pixels=thread_first_pixels(s_idx, f_idx, det.spixels, sampling.nanobragg_threads))
+            pixels=tuple((int(s_idx[i]), int(f_idx[i])) for i in positions), positions=positions)
     cast = dict(dtype=dtype)
     return Setup(
         config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
@@ -202,7 +203,8 @@ def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
     """The same setup rendering only the given (slow, fast) pixels, e.g. for tracing them."""
     s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
     f = torch.as_tensor([p[1] for p in pixels], device=setup.device)
-    return replace(setup, pixels_s=s, pixels_f=f)
+    first_sweep = setup.first_sweep.restricted(pixels) if setup.first_sweep is not None else None
+    return replace(setup, pixels_s=s, pixels_f=f, first_sweep=first_sweep)
 
 
 def needs_grad(setup: Setup) -> bool:

@@ -40,11 +40,18 @@ def test_openmp_static_schedule_gives_contiguous_blocks_of_rows_the_first_ones_l
 def test_a_threads_first_pixel_is_its_first_rendered_one():
     s = torch.arange(6, dtype=torch.int32).repeat_interleave(4)  # 6 rows x 4 columns, raster order
     f = torch.arange(4, dtype=torch.int32).repeat(6)
-    assert thread_first_pixels(s, f, 6, 1) == ((0, 0),)
-    assert thread_first_pixels(s, f, 6, 2) == ((0, 0), (3, 0))
+    assert thread_first_pixels(s, f, 6, 1) == (0,)
+    assert thread_first_pixels(s, f, 6, 2) == (0, 12)  # pixel (3, 0)
     keep = (s != 3) & ((s != 0) | (f > 1))  # row 3 and two pixels of row 0 masked out
-    assert thread_first_pixels(s[keep], f[keep], 6, 2) == ((0, 2), (4, 0))
-    assert thread_first_pixels(s[:8], f[:8], 6, 2) == ((0, 0),)  # an ROI inside the first thread's rows
+    assert [(int(s[keep][i]), int(f[keep][i])) for i in thread_first_pixels(s[keep], f[keep], 6, 2)] == [(0, 2), (4, 0)]
+    assert thread_first_pixels(s[:8], f[:8], 6, 2) == (0,)  # an ROI inside the first thread's rows
+
+
+def test_a_setup_restricted_to_some_pixels_finds_the_thread_first_ones_among_them():
+    setup = prepare(_config(RECORDED["runs"][1]))  # two nanoBragg threads: (0, 0) and (16, 0)
+    assert setup.first_sweep.pixels == ((0, 0), (16, 0)) and setup.first_sweep.positions == (0, 16 * 32)
+    assert restrict_pixels(setup, [(5, 5), (16, 0), (0, 1)]).first_sweep.positions == (1,)
+    assert restrict_pixels(setup, [(5, 5)]).first_sweep.positions == ()
 
 
 def _config(run: dict):
