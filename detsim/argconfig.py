@@ -146,7 +146,7 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
         oversample_thick=args.oversample_thick, oversample_polar=args.oversample_polar,
         oversample_omega=args.oversample_omega,
         phi0_deg=args.phi0_deg, osc_deg=args.osc_deg, phistep_deg=args.phistep_deg, phisteps=args.phisteps,
-        stale_phi=not args.physical_phi,
+        stale_phi=not args.physical_phi, nanobragg_threads=args.nanobragg_threads,
     )
     return SimulationConfig(crystal=crystal, beam=beam, detector=detector, sampling=sampling)
 

@@ -108,7 +108,9 @@ class Arguments:
     device: str = "cpu"
     chunk_pixels: int | None = None
     mode: str = "eager"
+    threads: int | None = None  # None: torch's intra-op thread count (OMP_NUM_THREADS)
     physical_phi: bool = False
+    nanobragg_threads: int = 1  # the OpenMP threads of the nanoBragg run to reproduce (spec §4.7)
     trace_pixels: list[tuple[int, int]] = field(default_factory=list)
     trace_json: str | None = None
 

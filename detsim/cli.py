@@ -154,7 +154,8 @@ def run(argv: list[str], out=None) -> int:
     setup = prepare(config, device=device, dtype=dtype)
     print("\n".join(_summary(setup)), file=out)
     progress = _Progress(args.progress)
-    image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode)
+    image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode,
+                         threads=args.threads)
     progress.close()
     _require_finite_image(image)
     if info.interpolation_switched_off_at is not None:

@@ -357,9 +357,12 @@ class SamplingConfig:
     phistep_deg: float | None = None
     phisteps: int | None = None
     stale_phi: bool = True  # reproduce nanoBragg's reuse of the previous orientation at phi == 0 (spec §4.7)
+    # nanoBragg's OpenMP threads, whose first pixels' first sweep starts unrotated (with stale_phi; spec §4.7)
+    nanobragg_threads: int = 1
 
     def __post_init__(self) -> None:
         _count("-oversample", self.oversample, 1)
+        _count("-nanobragg_threads", self.nanobragg_threads, 1)
         for name in ("phi0_deg", "osc_deg", "phistep_deg"):
             _finite(name, getattr(self, name))
         _count("-phisteps", self.phisteps)

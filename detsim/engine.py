@@ -8,9 +8,12 @@ Inside ``render`` the work for a chunk of P pixels is laid out as tensors over n
     (P, Sb, Rb, 3)    Miller indices for a block of Sb sources x Rb orientations      (spec §5.6)
 
 where the R axis enumerates (phi step, mosaic domain) pairs, phi outer. Python loops run only over
-layers, subpixels and blocks of the sampling axes, never over pixels. Sums are accumulated in a fixed
-order (chunk by chunk, block by block), so an image is bit-for-bit reproducible for a given chunk size,
-dtype and device, whatever the thread count.
+layers, subpixels and blocks of the sampling axes, never over pixels. Each pixel's sum is accumulated
+in a fixed order (block by block), so an image is bit-for-bit reproducible for a given chunk size,
+dtype and device. On a CPU, chunks run on several threads at once (:mod:`detsim.threads`); the chunk
+size does not depend on the thread count, so neither do the bits. The chunk size itself can change the
+last bits of float64 sums (the vectorised ops' tails and a block's lanes depend on it), which is why it
+comes from the memory plan alone.
 
 A chunk goes through three stages, each in its own module: per-pixel terms (:mod:`detsim.pixel_terms`),
 the sum over the sampling loops by one of four maths paths (:mod:`detsim.render_paths`), and, only when
@@ -22,7 +25,8 @@ The engine never prints: progress goes to an optional callback.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -36,6 +40,7 @@ from detsim.lanes import Projections
 from detsim.observe import OBSERVED, Observer, observed_values
 from detsim.pixel_terms import pixel_terms
 from detsim.prepared import Setup, needs_grad, prepare, restrict_pixels
+from detsim.threads import intra_op_threads, requested, run
 
 # Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
 # fused inner loop of detsim.fused through torch.compile where it applies, "triton" through the Triton
@@ -54,16 +59,20 @@ class RenderInfo:
 
 def render(setup: Setup, *, chunk_pixels: int | None = None,
            progress: Callable[[float], None] | None = None,
-           observe: Observer | None = None, mode: str = "eager") -> tuple[Tensor, RenderInfo]:
+           observe: Observer | None = None, mode: str = "eager",
+           threads: int | None = None) -> tuple[Tensor, RenderInfo]:
     """Accumulate the image of a prepared simulation.
 
     Args:
         chunk_pixels: pixels per chunk; None picks one from the memory available on the device
             (:func:`detsim.memory.plan`).
-        progress: called with the fraction done after each chunk.
+        progress: called with the fraction done after each chunk (in the calling thread).
         observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
             pixels, render a setup restricted to them (``restrict_pixels``).
         mode: execution path, one of :data:`MODES`.
+        threads: CPU threads; None takes torch's intra-op thread count (``OMP_NUM_THREADS``). The
+            image is the same bits for any count (:mod:`detsim.threads`). torch's intra-op thread
+            count is set for the render (process-wide) and restored after it.
 
     Returns:
         (image, info): image of shape (slow, fast) in ``setup.dtype`` on ``setup.device``, photons per
@@ -73,6 +82,7 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if mode == "triton":
         check_triton(setup.device)
+    count = requested(threads)
     n_sources = setup.sources.lambda_m.shape[0]
     sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize,
                         fused=mode != "eager" and render_paths.fusable(setup), layers=setup.thickness.count,
@@ -82,34 +92,98 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     det = setup.config.detector
     total = setup.pixels_s.numel()
     state = InterpolationState(enabled=setup.interpolate)
-    projections = Projections(setup)
+    first = setup.first_sweep  # the thread-first pixels (spec §4.7)
+    chunks = _Chunks(setup, state, Projections(setup),
+                     Projections(replace(setup, orientations=first.orientations)) if first is not None else None,
+                     frozenset(first.positions) if first is not None else frozenset(), sizes.block_lanes, observe,
+                     mode)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
     grad = needs_grad(setup)
-    for start in range(0, total, chunk_pixels):
-        stop = min(start + chunk_pixels, total)
-        s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
-        values = _render_chunk(setup, s_idx, f_idx, start, state, projections, sizes.block_lanes, observe, mode)
-        flat = (s_idx.long() * det.fpixels + f_idx,)  # raster index of each pixel of the chunk
-        image = image.index_put(flat, values) if grad else image.index_put_(flat, values)
+
+    def chunk(start: int) -> Callable[[], tuple[Tensor, Tensor]]:
+        def job() -> tuple[Tensor, Tensor]:
+            stop = min(start + chunk_pixels, total)
+            flat = setup.pixels_s[start:stop].long() * det.fpixels + setup.pixels_f[start:stop]  # raster index
+            return flat, chunks.values(start, stop)
+        return job
+
+    done_pixels = 0
+
+    def done(_: int, result: tuple[Tensor, Tensor]) -> None:
+        nonlocal image, done_pixels
+        flat, values = result
+        image = image.index_put((flat,), values) if grad else image.index_put_((flat,), values)
+        done_pixels += flat.numel()
         if progress is not None:
-            progress(stop / total)
+            progress(done_pixels / total)
+
+    jobs = [chunk(start) for start in range(0, total, chunk_pixels)]
+    if _parallel(setup, mode, grad, observe, state):
+        run(jobs, min(count, sizes.concurrent_chunks), done)
+    else:
+        with intra_op_threads(count) if setup.device.type == "cpu" else nullcontext():
+            for index, job in enumerate(jobs):
+                done(index, job())
     info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup),
                       chunk_pixels=chunk_pixels, block_lanes=sizes.block_lanes)
     return image.reshape(det.spixels, det.fpixels), info
 
 
-def _render_chunk(setup: Setup, s_idx: Tensor, f_idx: Tensor, first_pixel: int,
-                  interp: InterpolationState, projections: Projections, block_lanes: int,
-                  observe: Observer | None = None, mode: str = "eager") -> Tensor:
-    """(P,) pixel values of one chunk: the observed path with an observer, else the chunk's maths path."""
-    terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observe is not None)
-    chunk = render_paths.plan_chunk(setup, terms, first_pixel, interp, projections, block_lanes, mode,
-                                    observed=observe is not None)
-    if interp.enabled and interp.cutoff is None:
-        scan_edge(setup, terms, first_pixel, chunk.per_pixel, chunk.lanes, interp, projections)
-    if observe is not None:
-        return observed_values(chunk, observe)
-    return render_paths.chunk_values(chunk)
+def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, interp: InterpolationState) -> bool:
+    """Whether chunks may run on several threads: on a CPU, in eager mode, when no chunk depends on another.
+
+    Interpolation carries nanoBragg's global switch-off from chunk to chunk in pixel order, autograd
+    builds the image out of place, and an observer expects the chunks in order: those run one chunk at a
+    time, with torch's own intra-op threads. The fused modes run their kernel as torch.compile or
+    Triton built it, one chunk at a time.
+    """
+    return (setup.device.type == "cpu" and mode == "eager" and not grad and observe is None
+            and not interp.enabled)
+
+
+@dataclass(frozen=True)
+class _Chunks:
+    """What every chunk of a render shares, and the values of a chunk."""
+
+    setup: Setup
+    interp: InterpolationState
+    projections: Projections
+    first_projections: Projections | None  # of the thread-first pixels' first sweep (spec §4.7)
+    first_positions: frozenset[int]  # where the thread-first pixels are in the setup's list of pixels
+    block_lanes: int
+    observe: Observer | None
+    mode: str
+
+    def values(self, start: int, stop: int) -> Tensor:
+        """(P,) values of the pixels ``start:stop`` of the setup's list; a thread-first pixel among them is
+        rendered again alone, with its first sweep's orientations (spec §4.7)."""
+        firsts = sorted(i - start for i in self.first_positions if start <= i < stop)
+        if firsts == [0] and stop - start == 1:
+            return self._render(start, stop, first_sweep=True)
+        values = self._render(start, stop)
+        for k in firsts:
+            alone = self._render(start + k, start + k + 1, first_sweep=True, scan=False, observe=False)  # (1,)
+            values = values.index_put((torch.tensor([k], device=values.device),), alone)
+        return values
+
+    def _render(self, start: int, stop: int, *, first_sweep: bool = False, scan: bool = True,
+                observe: bool = True) -> Tensor:
+        """(P,) values of pixels ``start:stop``: the observed path with an observer, else the chunk's maths path.
+
+        ``scan``: find where interpolation switches off, if it has not yet (spec §5.7); a thread-first
+        pixel rendered again was scanned with its chunk, with the stale orientation of the other pixels.
+        """
+        setup, interp, observer = self.setup, self.interp, self.observe if observe else None
+        s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
+        terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observer is not None)
+        chunk = render_paths.plan_chunk(setup, terms, start, interp, self.projections, self.block_lanes, self.mode,
+                                        observed=observer is not None,
+                                        first_sweep=self.first_projections if first_sweep else None)
+        if scan and interp.enabled and interp.cutoff is None:
+            scan_edge(setup, terms, start, chunk.per_pixel, chunk.lanes, interp, self.projections)
+        if observer is not None:
+            return observed_values(chunk, observer)
+        return render_paths.chunk_values(chunk)
 
 
 def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:

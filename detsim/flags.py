@@ -15,6 +15,7 @@ from typing import Callable
 from detsim import cnumbers
 from detsim.arguments import ArgumentError, Arguments
 from detsim.config import Convention, CrystalShape, Pivot
+from detsim.threads import MAX_THREADS
 
 
 class Values:
@@ -246,6 +247,13 @@ def _int_at_least(minimum: int, *names: str, note: str = "") -> Action:
     return action
 
 
+def _threads(a: Arguments, v: Values) -> None:
+    value = v.int()
+    if v.strict and not 1 <= value <= MAX_THREADS:
+        raise ArgumentError(f"{v.flag} must be from 1 to {MAX_THREADS}, got {value}")
+    a.threads = value
+
+
 def _oversample(a: Arguments, v: Values) -> None:
     value = v.int()
     if v.strict and value < 0:  # nanoBragg would silently select the automatic value
@@ -410,7 +418,9 @@ HANDLERS: tuple[Handler, ...] = (
     H("-device", 1, _text("device"), exact=True, doc="cpu|cuda|torch device (default cpu)"),
     H("-chunk_pixels", 1, _positive_int("chunk_pixels"), exact=True, doc="n|pixels per chunk (default: from free memory)"),
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True, doc="|render phi = 0 as phi = 0 (not nanoBragg's stale step)"),
+    H("-nanobragg_threads", 1, _positive_int("nanobragg_threads"), exact=True, doc="n|reproduce the first pixel of each of nanoBragg's n OpenMP threads (default 1)"),
     H("-mode", 1, _choice("mode", ("eager", "compiled", "triton")), exact=True, doc="eager|compiled|triton|execution path (default eager)"),
+    H("-threads", 1, _threads, exact=True, doc="n|CPU threads sharing the pixels (default: OMP_NUM_THREADS, else torch's choice)"),
     H("-trace_pixel", 2, _trace, exact=True, doc="s f|print the intermediate values of a pixel; write no image"),
     H("--trace-json", 1, _text("trace_json"), exact=True, doc="file|also write the traces as JSON"),
 )

@@ -1,9 +1,10 @@
 """How much memory a render may take: chunk and block sizes from the memory available on the device.
 
-A render holds the image, one chunk's per-pixel terms and one block's temporaries at a time. The
-chunk (pixels) is bounded by a share of the memory available when the render starts; the block
+A render holds the image and, per thread, one chunk's per-pixel terms and one block's temporaries.
+The chunk (pixels) is bounded by a share of the memory available when the render starts; the block
 (pixel x source x orientation lanes) is sized for speed: small enough for the CPU's L2 cache on a
-CPU, large enough to keep a GPU busy.
+CPU, large enough to keep a GPU busy. Neither depends on the thread count (an image's bits depend on
+the chunk size); the share bounds instead how many chunks may be alive at once.
 """
 
 from __future__ import annotations
@@ -56,10 +57,11 @@ def bytes_per_pixel(layers: int, subpixels: int, sources: int, itemsize: int) ->
 
 @dataclass(frozen=True)
 class Plan:
-    """Pixels per chunk and lanes per block of one render."""
+    """Pixels per chunk and lanes per block of one render, and how many chunks fit in memory at once."""
 
     chunk_pixels: int
     block_lanes: int
+    concurrent_chunks: int = 1  # chunks (with their block) that fit the working share together, >= 1
 
 
 def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpixels: int, sources: int,
@@ -91,7 +93,9 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
         by_memory = 1 << (by_memory.bit_length() - 1)  # a power of two: small swings of free memory keep the size
         by_block = max(1, block_lanes // max(1, lanes_per_pixel))  # a block then covers whole pixels
         chunk_pixels = max(1, min(max_chunk, by_block, by_memory))
-    return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes)
+    chunk_bytes = chunk_pixels * bytes_per_pixel(layers, subpixels, sources, itemsize) + block_bytes
+    return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes,
+                concurrent_chunks=max(1, budget // max(1, chunk_bytes)))
 
 
 def gib(n_bytes: float) -> str:

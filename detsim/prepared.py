@@ -22,6 +22,7 @@ from detsim.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
 )
+from detsim.first_sweep import FirstSweep, first_sweep_phi_angles, thread_first_pixels
 from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
 from detsim.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
@@ -39,6 +40,7 @@ class Setup:
     lattice: Lattice
     sources: Sources
     orientations: Tensor  # (R, 3, 3) rows a, b, c (m), R = phi steps x mosaic domains
+    first_sweep: FirstSweep | None  # the thread-first pixels' first sweep, where it differs (spec §4.7)
     phi_steps: Steps
     phis_rad: list[float]
     mosaic_domains: int
@@ -96,7 +98,8 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
                    + steps.count * domains * ORIENTATION_BYTES, device)
     phis = phi_angles(sampling, steps)
     umats = mosaic_matrices(crystal, device=device, dtype=setup_dtype)  # (D, 3, 3) mosaic rotations
-    orient = orientations(lattice, frame.spindle, effective_phi_angles(phis, sampling.stale_phi), umats)  # (R, 3, 3) m
+    effective = effective_phi_angles(phis, sampling.stale_phi)
+    orient = orientations(lattice, frame.spindle, effective, umats)  # (R, 3, 3) m
 
     recommended = auto_oversample(lattice, as_float(beam.lambda_A), as_float(geom.distance_m), as_float(geom.pixel_m))
     oversample = sampling.oversample if sampling.oversample else recommended
@@ -126,13 +129,20 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
                        lambda: physics.water_background(crystal.water_um * UM, fluence))
     _require_finite_squares(crystal)
     s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, det.mask, device)
+    first_sweep = None
+    first_phis = first_sweep_phi_angles(phis)
+    if sampling.stale_phi and first_phis != effective:  # a zero step before any non-zero one (spec §4.7)
+        positions = thread_first_pixels(s_idx, f_idx, det.spixels, sampling.nanobragg_threads)
+        first_sweep = FirstSweep(
+            orientations=orientations(lattice, frame.spindle, first_phis, umats).to(dtype),  # (R, 3, 3) m
+            pixels=tuple((int(s_idx[i]), int(f_idx[i])) for i in positions), positions=positions)
     cast = dict(dtype=dtype)
     return Setup(
         config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
         lattice=Lattice(real_m=lattice.real_m.to(**cast), recip_A=lattice.recip_A.to(**cast),
                         N=lattice.N.to(**cast), volume_A3=lattice.volume_A3, misset_rad=lattice.misset_rad),
         sources=Sources(incident=sources.incident.to(**cast), lambda_m=sources.lambda_m.to(**cast)),
-        orientations=orient.to(**cast), phi_steps=steps, phis_rad=phis, mosaic_domains=umats.shape[0],
+        orientations=orient.to(**cast), first_sweep=first_sweep, phi_steps=steps, phis_rad=phis, mosaic_domains=umats.shape[0],
         oversample=oversample, oversample_auto=not sampling.oversample,
         thickness=thickness, mu_per_m=mu,
         structure=StructureFactors(crystal.hkl, crystal.default_F, device=device, dtype=dtype),
@@ -193,7 +203,8 @@ def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
     """The same setup rendering only the given (slow, fast) pixels, e.g. for tracing them."""
     s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
     f = torch.as_tensor([p[1] for p in pixels], device=setup.device)
-    return replace(setup, pixels_s=s, pixels_f=f)
+    first_sweep = setup.first_sweep.restricted(pixels) if setup.first_sweep is not None else None
+    return replace(setup, pixels_s=s, pixels_f=f, first_sweep=first_sweep)
 
 
 def needs_grad(setup: Setup) -> bool:

@@ -66,6 +66,8 @@ class Chunk:
     sequential: bool  # an -oversample_* flag is on: running products (spec §5.8)
     kernel: Callable[..., Tensor] | None = None  # the fused lane sum (FUSED path only)
     N_fused: Tensor | None = None  # (J,) ``N_axes`` as a tensor, for the kernel
+    first_sweep: tuple[int, int, int] | None = None  # (t, o, s) of a lone thread-first pixel's first sweep
+    first_projections: Projections | None = None  # that sweep's projections (spec §4.7; detsim.first_sweep)
 
     @property
     def P(self) -> int:
@@ -87,6 +89,7 @@ class Block(NamedTuple):
     r_sl: slice
     d: Tensor  # (P, 3) unit diffracted directions at (t, o)
     d_aug: Tensor | None  # (P, 4) rows [d, 1] for the augmented GEMM (square crystal without an HKL table)
+    projections: Projections  # the block's orientations turned into Miller indices (detsim.lanes)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -124,8 +127,13 @@ def fusable(setup: Setup) -> bool:
 
 
 def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: InterpolationState,
-               projections: Projections, block_lanes: int, mode: str, observed: bool) -> Chunk:
-    """The chunk's path and shared values; an ``observed`` chunk takes the GENERAL path."""
+               projections: Projections, block_lanes: int, mode: str, observed: bool,
+               first_sweep: Projections | None = None) -> Chunk:
+    """The chunk's path and shared values; an ``observed`` chunk takes the GENERAL path.
+
+    ``first_sweep``: for a chunk of one thread-first pixel, the projections of its first sweep's
+    orientations (spec §4.7), used at its first layer, subpixel and source that -dmin does not cut.
+    """
     P = terms.airpath.shape[0]
     sequential = sequential_flags(setup)
     has_cut = terms.survives is not None and not bool(terms.survives.all())
@@ -148,10 +156,27 @@ def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: Interp
     if path is Path.FUSED:
         kernel = _fused_kernel(mode)
         N_fused = torch.as_tensor(N_axes, dtype=setup.dtype, device=setup.device)
+    where = first_sweep_of(terms) if first_sweep is not None else None
     return Chunk(setup=setup, terms=terms, first_pixel=first_pixel, interp=interp, projections=projections,
                  path=path, lanes=max(1, block_lanes // max(P, 1)), axes=axes, N_axes=N_axes,
                  F_const_sq=None if table else float(setup.config.crystal.default_F) ** 2,
-                 has_cut=has_cut, sequential=sequential, kernel=kernel, N_fused=N_fused)
+                 has_cut=has_cut, sequential=sequential, kernel=kernel, N_fused=N_fused,
+                 first_sweep=where, first_projections=first_sweep if where is not None else None)
+
+
+def first_sweep_of(terms: PixelTerms) -> tuple[int, int, int] | None:
+    """(t, o, s) of a one-pixel chunk's first sweep over phi: its first layer, subpixel and source, in loop
+    order, that -dmin does not cut (nanoBragg skips a cut source before its phi loop); None if all are cut."""
+    if terms.airpath.shape[0] != 1:
+        raise ValueError(f"a first sweep belongs to a chunk of one pixel, not {terms.airpath.shape[0]}")
+    _, T, O = terms.airpath.shape
+    if terms.survives is None:
+        return 0, 0, 0
+    alive = torch.nonzero(terms.survives[0].reshape(-1))  # (k, 1) flat (t, o, s) indices, loop order
+    if not alive.numel():
+        return None
+    t_o, s = divmod(int(alive[0, 0]), terms.n_sources)
+    return t_o // O, t_o % O, s
 
 
 def _fused_kernel(mode: str) -> Callable[..., Tensor]:
@@ -162,15 +187,22 @@ def _fused_kernel(mode: str) -> Callable[..., Tensor]:
 
 
 def chunk_blocks(chunk: Chunk) -> Iterator[Block]:
-    """The chunk's blocks in nanoBragg's loop order."""
+    """The chunk's blocks in nanoBragg's loop order.
+
+    A chunk with a first sweep has blocks of one source at most, so that the sweep's own orientations
+    apply to its blocks alone.
+    """
     _, T, O = chunk.terms.airpath.shape
     augment = chunk.path in (Path.GRATING, Path.SQUARE) and chunk.F_const_sq is not None
+    R = chunk.setup.orientations.shape[0]
+    lanes = chunk.lanes if chunk.first_sweep is None else min(chunk.lanes, R)
     for t in range(T):
         for o in range(O):
             d = chunk.terms.diffracted[:, t, o]  # (P, 3)
             d_aug = torch.cat([d, torch.ones_like(d[:, :1])], 1) if augment else None  # (P, 4): [d, 1]
-            for s_sl, r_sl in blocks(chunk.terms.n_sources, chunk.setup.orientations.shape[0], chunk.lanes):
-                yield Block(t, o, s_sl, r_sl, d, d_aug)
+            for s_sl, r_sl in blocks(chunk.terms.n_sources, R, lanes):
+                first = chunk.first_sweep == (t, o, s_sl.start)
+                yield Block(t, o, s_sl, r_sl, d, d_aug, chunk.first_projections if first else chunk.projections)
 
 
 def start(chunk: Chunk) -> Tensor:
@@ -195,7 +227,7 @@ def chunk_values(chunk: Chunk) -> Tensor:
 
 def fused_sum(chunk: Chunk, block: Block) -> Tensor:
     """(P,) F² times the sum over the block's lanes of F_latt², by the fused kernel."""
-    B, C = chunk.projections.get(block.s_sl, block.r_sl, chunk.axes)
+    B, C = block.projections.get(block.s_sl, block.r_sl, chunk.axes)
     J = len(chunk.axes)
     return chunk.kernel(block.d, B.view(3, J, -1), C.view(J, -1), chunk.N_fused) * chunk.F_const_sq
 
@@ -211,7 +243,7 @@ def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
     setup = chunk.setup
     if not chunk.axes:
         return torch.ones((chunk.P, Sb, Rb), dtype=setup.dtype, device=setup.device)
-    hkl = torch.mm(block.d_aug, chunk.projections.augmented(block.s_sl, block.r_sl, chunk.axes))
+    hkl = torch.mm(block.d_aug, block.projections.augmented(block.s_sl, block.r_sl, chunk.axes))
     hkl = hkl.view(chunk.P, len(chunk.axes), Sb, Rb)  # (P, J, Sb, Rb)
     return grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()
 
@@ -221,7 +253,7 @@ def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
     if chunk.F_const_sq is not None:
         latt_sq = _grating_sq(chunk, block)
         return BlockTerms(latt_sq=latt_sq, contrib=latt_sq * chunk.F_const_sq)
-    projection = chunk.projections.get(block.s_sl, block.r_sl, chunk.axes)
+    projection = block.projections.get(block.s_sl, block.r_sl, chunk.axes)
     hkl = miller(block.d, projection, (len(chunk.axes), *block.shape))  # (P, 3, Sb, Rb)
     nearest = torch.ceil(hkl - 0.5).movedim(1, -1)  # (P, Sb, Rb, 3) nanoBragg's rounding, ties down (spec §5.6)
     latt_sq = grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()  # (P, Sb, Rb); overwrites hkl
@@ -232,7 +264,7 @@ def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
 def general_terms(chunk: Chunk, block: Block) -> BlockTerms:
     """Any crystal shape, with interpolation and autograd: every intermediate kept."""
     setup = chunk.setup
-    projection = chunk.projections.get(block.s_sl, block.r_sl, chunk.axes)
+    projection = block.projections.get(block.s_sl, block.r_sl, chunk.axes)
     hkl = miller(block.d, projection, (len(chunk.axes), *block.shape)).movedim(1, -1)  # (P, Sb, Rb, 3)
     nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
     latt_sq = lattice_sq(setup, hkl, hkl - nearest)  # (P, Sb, Rb)
@@ -300,4 +332,4 @@ def finish(setup: Setup, terms: PixelTerms, total: Tensor) -> Tensor:
 
 
 __all__ = ["Block", "BlockTerms", "Chunk", "Path", "accumulate", "chunk_blocks", "chunk_values", "cut", "finish",
-           "fusable", "general_terms", "plan_chunk", "scale", "start"]
+           "first_sweep_of", "fusable", "general_terms", "plan_chunk", "scale", "start"]

@@ -78,6 +78,10 @@ GRATING_PEAK_REL = {
 
 # ---------------------------------------------------------------- against printed or physical values
 
+# nanoBragg's float32 output image against detsim's float64 value of the same pixel: the output's own
+# rounding (2**-24 relative) on top of a few float64 roundings of a different summation order, one float32
+# unit in the last place at most (the golden README's cross-builds differ by as much).
+FLOAT32_IMAGE_REL = 2.0 ** -23
 # nanoBragg's printout with 4 decimals: half a unit of the last digit.
 PRINTED_4_DECIMALS_ABS = 5e-5
 # nanoBragg's printout with 6 significant digits ("volume = 481811 A^3"), relative.

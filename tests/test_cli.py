@@ -70,6 +70,14 @@ def test_float32_and_chunking_flags(tmp_path, monkeypatch):
     assert r is not None and r > FLOAT32_VS_FLOAT64_MIN_R
 
 
+def test_the_float_image_is_the_same_bytes_on_one_thread_and_on_two(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = SMALL + ["-nonoise", "-nopgm", "-chunk_pixels", "100"]  # 11 chunks: both threads get several
+    assert main(argv + ["-threads", "1", "-floatfile", "one.bin"]) == 0
+    assert main(argv + ["-threads", "2", "-floatfile", "two.bin"]) == 0
+    assert (tmp_path / "one.bin").read_bytes() == (tmp_path / "two.bin").read_bytes()
+
+
 def test_mask_skips_pixels_and_header_sets_geometry(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     mask = np.ones((32, 32), dtype=np.uint16)
@@ -126,6 +134,9 @@ BAD_INPUTS = [
     (SMALL + ["-mode", "fast"], "-mode"),
     (SMALL + ["-chunk_pixels", "-5"], "-chunk_pixels"),
     (SMALL + ["-chunk_pixels", "0"], "-chunk_pixels"),
+    (SMALL + ["-threads", "0"], "-threads"),
+    (SMALL + ["-threads", "100000"], "-threads"),
+    (SMALL + ["-nanobragg_threads", "0"], "-nanobragg_threads"),
     (SMALL + ["-seed", "2147483648"], "-seed"),
     (SMALL + ["-seed", "-2147483648"], "-seed"),
     (SMALL + ["-mosaic", "1", "-mosaic_dom", "2", "-mosaic_seed", "99999999999"], "-mosaic_seed"),
@@ -333,7 +344,8 @@ def test_help_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeyp
         assert text, f"{handler.pattern} has no help text"
         for name in (handler.pattern, *handler.also):
             assert f"  {name}" in out or f", {name}" in out, name
-    for own in ("-dtype", "-device", "-mode", "-chunk_pixels", "-trace_pixel", "--trace-json", "-physical_phi"):
+    for own in ("-dtype", "-device", "-mode", "-chunk_pixels", "-threads", "-trace_pixel", "--trace-json",
+                "-physical_phi", "-nanobragg_threads"):
         assert own in out.split("detsim's own flags:")[1]
     assert list(tmp_path.iterdir()) == []
 

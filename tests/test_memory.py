@@ -87,3 +87,12 @@ def test_simulate_refuses_a_negative_chunk_size():
                            detector=DetectorConfig(fpixels=8, spixels=8))
     with pytest.raises(ValueError, match="chunk_pixels"):
         simulate(cfg, chunk_pixels=-5)
+
+
+def test_a_chunk_sized_by_memory_leaves_room_for_one_chunk_at_a_time_and_a_small_one_for_many():
+    args = dict(device=CPU, itemsize=8, fused=False, layers=8, subpixels=64, sources=1, lanes_per_pixel=1)
+    bound = memory.plan(**args, available=64 * MiB)  # the chunk fills the working share
+    assert bound.concurrent_chunks == 1
+    small = memory.plan(**args, available=64 * MiB, chunk_pixels=2)
+    per_chunk = 2 * memory.bytes_per_pixel(8, 64, 1, 8) + 3 * 8 * memory.BLOCK_TEMPORARIES * small.block_lanes
+    assert small.concurrent_chunks == int(memory.WORKING_FRACTION * 64 * MiB) // per_chunk >= 2

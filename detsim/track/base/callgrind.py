@@ -5,8 +5,10 @@ script imports torch and builds the inputs uninstrumented (``setup``), runs the 
 a warm-up (lazy imports, allocator caches), then runs it again between callgrind's start and stop
 client requests (``callgrind_start_instrumentation`` / ``callgrind_stop_instrumentation`` of the PyPI
 package ``pytest-codspeed``, :data:`HOOKS_MODULE`). Only that second run is counted: not the
-interpreter's start-up, not the imports. The total ``Ir`` (instructions executed) is read from the
-callgrind file (:func:`parse_total`).
+interpreter's start-up, not the imports, and no pass of Python's garbage collector: the counting
+collects, then keeps the collector off until it stops (a pass over torch's heap costs ~400,000
+instructions, and whether one falls inside a region depends on every allocation before it). The total
+``Ir`` (instructions executed) is read from the callgrind file (:func:`parse_total`).
 
 :func:`harness` counts one region; :func:`harness_many` counts several in one process (one import of
 torch), each in a thread of its own, for ``valgrind --separate-threads=yes`` (:func:`command`) to write
@@ -64,6 +66,11 @@ def _prelude(*imports: str) -> list[str]:
             f"from {package} import {module} as _hooks"]
 
 
+def _start() -> list[str]:
+    """Instrumentation on, after a collection and with the garbage collector off (see the module docstring)."""
+    return ["import gc", "gc.collect()", "gc.disable()", "_hooks.callgrind_start_instrumentation()"]
+
+
 def _plant() -> list[str]:
     return [f"_plant = int(os.environ.get({PLANT_VAR!r}) or 0)",
             "_plant_x = torch.linspace(0.0, 1.0, max(_plant, 1), dtype=torch.float64)"]
@@ -84,7 +91,7 @@ def harness(setup: str, region: str) -> str:
         "        torch.exp(_plant_x).sum()",
         "    return _out",
         "_region()",
-        "_hooks.callgrind_start_instrumentation()",
+        *_start(),
         "_region()",
         "_hooks.callgrind_stop_instrumentation()",
     ]) + "\n"
@@ -122,7 +129,7 @@ def harness_many(setups: list[str]) -> str:
         "_threads = [threading.Thread(target=_worker, args=(i,)) for i in range(len(_regions))]",
         "for _t in _threads:",
         "    _t.start()",
-        "_hooks.callgrind_start_instrumentation()",
+        *_start(),
         "for _i in range(len(_regions)):",
         "    _go[_i].set()",
         "    _done[_i].wait()",

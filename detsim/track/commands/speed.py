@@ -1,14 +1,17 @@
 """``detsim-track speed``: detsim's execution paths against nanoBragg.c on the reference workloads.
 
-Every measurement runs in a fresh process, one at a time: each detsim path (mode x dtype) of each
-workload (P1, P2, P4096 of :mod:`detsim.track.base.workloads`) and, when ``--nanobragg`` names the reader's
-own build, nanoBragg.c on the same command line. Reported per run: the CPU seconds of the render
-after import (best of ``--repeats``; on a GPU, wall seconds), pixel·steps per second, the ratio to
-nanoBragg.c, the peak resident memory of the whole process, and Pearson r of the image against
-nanoBragg's (or, without it, against detsim's eager float64 image). nanoBragg's time is its whole
-process, as a user sees it; its memory is not measured here (``/usr/bin/time -v`` reports it).
-How a run is measured is :mod:`detsim.track.speed.measure`'s (detsim's runs execute
-:mod:`detsim.track.speed.render_job`); the table is :mod:`detsim.track.speed.tables`'. SIGTERM or Ctrl-C
+Every measurement runs in a fresh process, one at a time, at each thread count of ``--threads``: when
+``--nanobragg`` names the reader's own build, nanoBragg.c on the workload's command line (P1, P2, P4096 of
+:mod:`detsim.track.base.workloads`) with ``OMP_NUM_THREADS`` set; then each detsim path (mode x dtype),
+in the scopes of ``--scopes``: ``render`` (prepare + render after import, the engine's speed) and
+``process`` (the whole ``detsim`` command, as a user runs it, like nanoBragg's whole process). Reported
+per run: wall-clock and CPU seconds (best wall time of ``--repeats``), pixel·steps per wall second, the
+ratios to nanoBragg.c at the same thread count, the peak resident memory of a render run, and Pearson r
+of the image against nanoBragg's (or, without it, against detsim's eager float64 image). nanoBragg's
+memory is not measured here (``/usr/bin/time -v`` reports it). How a run is measured is
+:mod:`detsim.track.speed.measure`'s (:mod:`detsim.track.speed.render_job` and
+:mod:`detsim.track.speed.process_job` run inside the measured processes); the table is
+:mod:`detsim.track.speed.tables`'. SIGTERM or Ctrl-C
 ends the process being measured with the command (:mod:`detsim.track.base.fresh`); the report's git
 state is that of the working directory.
 
@@ -26,10 +29,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.fresh import pinned_env, thread_vars
 from detsim.track.base.counts import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -37,13 +40,30 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.base.provenance import repo_root
 from detsim.track.runtime.process import environment
 from detsim.track.base.workloads import WORKLOADS, Workload
-from detsim.track.speed.measure import add_ratios, compare_images, detsim_row, nanobragg_row
+from detsim.threads import MAX_THREADS
+from detsim.track.speed.measure import (
+    PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, nanobragg_row,
+)
 from detsim.track.speed.tables import format_table, summary_markdown
 
 HELP = "time detsim's paths and nanoBragg.c on P1, P2 and 4096² workloads, same command lines"
 MODES = ("eager", "compiled")
 DTYPES = ("float64", "float32")
 AREA = "speed"  # the report folder's name under reports/<STAMP>/
+SCOPES = (RENDER, PROCESS)
+
+
+def thread_count(text: str) -> int:
+    """An argparse type: a thread count detsim accepts (1 to :data:`detsim.threads.MAX_THREADS`)."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_THREADS}, got {text}")
+    return value
+
+
+def default_threads() -> list[int]:
+    """1 (per-core figures) and the thread count torch picks in this process, when that is more."""
+    return sorted({1, torch.get_num_threads()})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a nanoBragg.c executable you built; timed on the same command lines")
     parser.add_argument("--repeats", type=positive_int, default=3, help="timed renders per detsim run and nanoBragg "
                         "runs per workload; the best is reported (default 3)")
-    parser.add_argument("--threads", type=positive_int, default=1,
-                        help="torch threads and OMP_NUM_THREADS for nanoBragg (default 1: per-core figures)")
+    parser.add_argument("--threads", type=thread_count, nargs="+", default=None,
+                        help="thread counts, each measured: OMP_NUM_THREADS for nanoBragg and the detsim command, "
+                        "torch's for a render (default: 1, the per-core figures, and the count torch picks here)")
+    parser.add_argument("--scopes", nargs="+", choices=list(SCOPES), default=list(SCOPES),
+                        help="render: detsim's render after import; process: the whole detsim command (default both)")
     parser.add_argument("--pixels", type=positive_int, default=None,
                         help="override the detector side of every workload (a quicker, smaller run)")
     add_report_options(parser, AREA)
@@ -84,51 +107,62 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.UNMEASURED
     workloads = [WORKLOADS[name] if args.pixels is None else WORKLOADS[name].resized(args.pixels)
                  for name in args.workloads]
+    args.threads = args.threads or default_threads()
     rows = _measure(workloads, args)
     add_ratios(rows)
     table = format_table(rows)
     print(table)
     env = environment()
     with atomic_directory(out) as folder:
-        write_json(folder / "speed.json", {"environment": env, "threads": args.threads, "device": args.device,
-                                           "rows": rows})
+        write_json(folder / "speed.json", {"environment": env, "threads": args.threads, "scopes": args.scopes,
+                                           "device": args.device, "rows": rows})
         atomic_write_text(folder / "summary.md", summary_markdown(rows, table, workloads, threads=args.threads,
                                                                   device=args.device, env=env))
     print(f"report: {out / 'summary.md'}")
     disagree = [r for r in rows if "r" in r and not passes_parity(r["r"])]
     for r in disagree:
         verdict = "r undefined" if r["r"] is None else f"r = {r['r']:.8f} < {PARITY_MIN_R}"
-        print(f"detsim-track speed: {r['workload']} {r['program']} {r['dtype']}: {verdict} against {r['r_against']}",
-              file=sys.stderr)
+        print(f"detsim-track speed: {_which(r)}: {verdict} against {r['r_against']}", file=sys.stderr)
     failed = [r for r in rows if r.get("error") is not None]
     for r in failed:
-        print(f"detsim-track speed: {r['workload']} {r['program']} {r['dtype']}: {r['error']}", file=sys.stderr)
+        print(f"detsim-track speed: {_which(r)}: {r['error']}", file=sys.stderr)
     if failed:
         return ExitCode.UNMEASURED
     return ExitCode.REGRESSED if disagree else ExitCode.OK
 
 
+def _which(row: dict) -> str:
+    """A row's run in words: "P2 detsim eager float64 (render, 2 threads)"."""
+    threads = f"{row['threads']} thread{'' if row['threads'] == 1 else 's'}"
+    return f"{row['workload']} {row['program']} {row['dtype']} ({row['scope']}, {threads})"
+
+
 def _measure(workloads: list[Workload], args: argparse.Namespace) -> list[dict]:
-    """The rows of every run, workload by workload: nanoBragg.c's first (if given), then detsim's paths."""
-    env = pinned_env(**thread_vars(args.threads))
-    job = {"device": args.device, "repeats": args.repeats, "threads": args.threads}
+    """The rows of every run, workload by workload and thread count by thread count: nanoBragg.c's first
+    (if given), then detsim's render runs, then its whole-process runs."""
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="detsim-speed-") as scratch:
         scratch = Path(scratch)
         for workload in workloads:
-            images: dict[str, Path] = {}
+            pairs: list[tuple[dict, Path]] = []  # detsim's rows that made an image, and the image
             reference: np.ndarray | None = None
-            if args.nanobragg is not None:
-                row, reference = nanobragg_row(args.nanobragg.resolve(), workload, args.repeats, env, scratch)
-                rows.append(row)
-            for mode in args.modes:
-                for dtype in args.dtypes:
-                    row, image = detsim_row(workload, mode, dtype, job, scratch)
+            for threads in args.threads:
+                if args.nanobragg is not None:
+                    row, image = nanobragg_row(args.nanobragg.resolve(), workload, args.repeats, threads, scratch)
                     rows.append(row)
-                    if image is not None:
-                        images[f"{mode}/{dtype}"] = image
-            compare_images(rows, workload, reference, images)
-            for path in images.values():
-                path.unlink(missing_ok=True)
+                    reference = image if reference is None else reference
+                job = {"device": args.device, "repeats": args.repeats, "threads": threads}
+                for mode in args.modes:
+                    for dtype in args.dtypes:
+                        runs = []
+                        if RENDER in args.scopes:
+                            runs.append(detsim_row(workload, mode, dtype, job, scratch))
+                        if PROCESS in args.scopes:
+                            runs.append(detsim_process_row(workload, mode, dtype, threads, args.repeats, scratch,
+                                                           args.device))
+                        rows.extend(row for row, _ in runs)
+                        pairs.extend((row, image) for row, image in runs if image is not None)
+            compare_images(pairs, workload, reference)
+            for _, image in pairs:
+                image.unlink(missing_ok=True)
     return rows
-

@@ -3,10 +3,10 @@
 A **job** is a JSON object: ``workload`` (the fields of a
 :class:`~detsim.track.base.workloads.Workload`), ``mode``, ``dtype``, ``device``, ``repeats``,
 ``threads`` and ``image`` (where to save the image, raw float32 little-endian (slow, fast)). The
-process warms up on a 64² detector (which compiles, for the compiled path), times ``repeats`` renders
-of the workload and answers ``seconds`` (the best), ``seconds_all``, ``chunk_pixels``,
-``peak_rss_mb`` and ``clock`` (what the seconds are: CPU seconds of the render after import, or wall
-seconds on a GPU).
+process sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path),
+times ``repeats`` renders of the workload and answers ``wall_s_all`` and ``cpu_s_all`` (wall-clock and
+CPU seconds of each render, prepare included, all threads' CPU together), ``chunk_pixels``,
+``peak_rss_mb`` and ``clock`` (what is timed).
 """
 
 from __future__ import annotations
@@ -46,16 +46,15 @@ def render_job(job: dict) -> dict:
     detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv), device=device,
                     dtype=dtype, mode=job["mode"])  # compiles, for the compiled path
     gpu = device.type == "cuda"
-    clock = time.perf_counter if gpu else time.process_time
-    seconds = []
+    walls, cpus = [], []
     for _ in range(job["repeats"]):
-        started = clock()
+        wall, cpu = time.perf_counter(), time.process_time()
         with torch.no_grad():
             image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
         if gpu:
             torch.cuda.synchronize(device)
-        seconds.append(clock() - started)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
     image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
-    return {"seconds": min(seconds), "seconds_all": seconds, "chunk_pixels": info.chunk_pixels,
-            "peak_rss_mb": peak_rss_mb(),
-            "clock": "wall (GPU)" if gpu else "process CPU (render, after import)"}
+    return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
+            "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}

@@ -1,7 +1,7 @@
 """The speed report as text: the markdown table of rows (printed and in ``summary.md``), and the page.
 
-Rows are those of :mod:`.measure`. Undefined cells (no nanoBragg.c run, no memory figure, no r) are
-shown as "–"; a failed run shows its error across the row.
+Rows are those of :mod:`.measure`. Undefined cells (no nanoBragg.c run at that thread count, no memory
+figure, no r) are shown as "–"; a failed run shows its error across the row.
 """
 
 from __future__ import annotations
@@ -9,36 +9,45 @@ from __future__ import annotations
 from detsim.track.base.workloads import Workload
 from detsim.track.speed.render_job import WARM_UP_PIXELS
 
-HEADER = ("| workload | program | dtype | seconds (best) | pixel·steps/s | × nanoBragg.c | peak RSS MB | r |\n"
-          "|---|---|---|---|---|---|---|---|")
+HEADER = ("| workload | program | scope | threads | dtype | wall s | CPU s | × nanoBragg.c wall | × nanoBragg.c CPU "
+          "| pixel·steps/s | peak RSS MB | r |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _maybe(value, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def format_table(rows: list[dict]) -> str:
     lines = [HEADER]
     for r in rows:
+        head = f"| {r['workload']} | {r['program']} | {r['scope']} | {r['threads']} | {r['dtype']} |"
         if r.get("error"):
-            lines.append(f"| {r['workload']} | {r['program']} | {r['dtype']} | failed: {r['error']} | | | | |")
+            lines.append(f"{head} failed: {r['error']} | | | | | | |")
             continue
-        ratio = f"{r['vs_nanobragg']:.2f}" if "vs_nanobragg" in r else "–"
-        corr = f"{r['r']:.8f}" if r.get("r") is not None else "–"
-        rss = f"{r['peak_rss_mb']:.0f}" if r.get("peak_rss_mb") is not None else "–"
-        lines.append(f"| {r['workload']} | {r['program']} | {r['dtype']} | {r['seconds']:.3f} | {r['rate']:.3g} "
-                     f"| {ratio} | {rss} | {corr} |")
+        lines.append(f"{head} {r['wall_s']:.3f} | {r['cpu_s']:.3f} | {_maybe(r.get('vs_nanobragg'), '.3g')} "
+                     f"| {_maybe(r.get('vs_nanobragg_cpu'), '.3g')} | {r['rate']:.3g} "
+                     f"| {_maybe(r.get('peak_rss_mb'), '.0f')} | {_maybe(r.get('r'), '.8f')} |")
     return "\n".join(lines)
 
 
-def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *, threads: int, device: str,
+def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *, threads: list[int], device: str,
                      env: dict) -> str:
     """``summary.md``: the conditions (``env`` is :func:`~detsim.track.runtime.process.environment`'s
     record), what the numbers mean, the table and the command lines."""
     against = sorted({r["r_against"] for r in rows if "r_against" in r})
     lines = [
         "# detsim speed", "",
-        f"CPU: {env.get('cpu')}; torch threads and OMP_NUM_THREADS: {threads}; device: {device}; "
-        f"detsim commit {(env.get('commit') or 'unknown')[:12]}{' (dirty)' if env.get('dirty') else ''}.", "",
-        f"detsim: CPU seconds of prepare + render after import and a warm-up on a {WARM_UP_PIXELS}² detector "
-        "(wall seconds on a GPU), best of the repeats; nanoBragg.c: CPU seconds of the whole process, best of the "
-        "repeats. "
+        f"CPU: {env.get('cpu')} ({env.get('cpu_count')} logical CPUs); threads: {', '.join(map(str, threads))}; "
+        f"device: {device}; detsim commit {(env.get('commit') or 'unknown')[:12]}"
+        f"{' (dirty)' if env.get('dirty') else ''}.", "",
+        "Every run is a fresh process. Scope `process`: the whole program as a user runs it, with "
+        "`OMP_NUM_THREADS` set to the thread count (for `detsim`, interpreter start, torch import and the "
+        "written files included). Scope `render`: detsim's prepare + render after import and a warm-up on a "
+        f"{WARM_UP_PIXELS}² detector, torch's thread count set. wall s: wall-clock seconds, what a user waits; "
+        "CPU s: user + system seconds of all threads together (on an idle machine, CPU ≈ threads × wall for a "
+        "run that uses its threads). Best wall time of the repeats, with that repeat's CPU time. "
+        "× nanoBragg.c: nanoBragg.c's seconds over the row's, at the same thread count. "
         f"r: Pearson r of the image against {', '.join(against) or 'nothing (no reference run)'}.", "",
         table, "", "## Command lines (nanoBragg.c and `detsim`, plus `-mode M -dtype D` for detsim)", "",
     ]

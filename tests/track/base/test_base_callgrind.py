@@ -45,7 +45,8 @@ def test_harness_counts_only_the_second_run_of_the_region():
     lines = script.splitlines()
     start = lines.index("_hooks.callgrind_start_instrumentation()")
     stop = lines.index("_hooks.callgrind_stop_instrumentation()")
-    assert lines[start - 1] == "_region()" and lines[start + 1] == "_region()" and stop == start + 2
+    assert lines[start - 4] == "_region()" and lines[start + 1] == "_region()" and stop == start + 2
+    assert lines[start - 3:start] == ["import gc", "gc.collect()", "gc.disable()"]  # no collection is counted
     assert "import torch" in lines[: start] and "x = 1" in lines[: start]
     assert f"_plant = int(os.environ.get({callgrind.PLANT_VAR!r}) or 0)" in lines
     compile(script, "<harness>", "exec")
@@ -90,6 +91,7 @@ def test_harness_many_counts_each_region_in_its_own_thread_between_start_and_sto
     start = lines.index("_hooks.callgrind_start_instrumentation()")
     stop = lines.index("_hooks.callgrind_stop_instrumentation()")
     assert lines.index("    _t.start()") < start < lines.index("    _go[_i].set()") < stop < lines.index("_end.set()")
+    assert lines[start - 3:start] == ["import gc", "gc.collect()", "gc.disable()"]  # no collection is counted
     assert "def _render():\\n    return 2" in script and lines[1] == "import threading"
     compile(script, "<harness>", "exec")
 

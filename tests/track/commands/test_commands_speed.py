@@ -25,26 +25,51 @@ def _stand_in(tmp_path, body: str):
 def _run(tmp_path, stand_in, *extra):
     out = tmp_path / "report"
     code = main(["speed", "--workloads", "P1", "--pixels", "12", "--repeats", "1", "--modes", "eager",
-                 "--nanobragg", str(stand_in), "--out", str(out), *extra])
+                 "--nanobragg", str(stand_in), "--out", str(out), "--threads", "1", "--scopes", "render", *extra])
     return code, out
 
 
-def test_speed_run_reports_rates_ratios_and_parity(tmp_path, capsys):
+def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys):
     stand_in = _stand_in(tmp_path, "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))")
     code, out = _run(tmp_path, stand_in)
     assert code == 0, capsys.readouterr().err
-    rows = json.loads((out / "speed.json").read_text())["rows"]
-    assert [(r["program"], r["dtype"]) for r in rows] == [
-        ("nanoBragg.c", "float64"), ("detsim eager", "float64"), ("detsim eager", "float32")]
+    report = json.loads((out / "speed.json").read_text())
+    assert report["threads"] == [1] and report["scopes"] == ["render"]
+    rows = report["rows"]
+    assert [(r["program"], r["scope"], r["dtype"]) for r in rows] == [
+        ("nanoBragg.c", "process", "float64"), ("detsim eager", "render", "float64"),
+        ("detsim eager", "render", "float32")]
     reference, *ours = rows
-    assert reference["rate"] == pytest.approx(12 * 12 / reference["seconds"])
+    assert reference["rate"] == pytest.approx(12 * 12 / reference["wall_s"])
+    assert reference["wall_s"] == min(reference["wall_all"]) and reference["cpu_s"] > 0
     for row in ours:
         assert row["r"] > 0.9999999 and row["r_against"] == "nanoBragg.c"
-        assert row["vs_nanobragg"] == pytest.approx(row["rate"] / reference["rate"])
-        assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1
+        assert row["vs_nanobragg"] == pytest.approx(reference["wall_s"] / row["wall_s"])
+        assert row["vs_nanobragg_cpu"] == pytest.approx(reference["cpu_s"] / row["cpu_s"])
+        assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1 and row["threads"] == 1
     summary = (out / "summary.md").read_text()
     assert "-detpixels 12 -pixel 8.53333 -oversample 1" in summary
-    assert "| P1@12 | detsim eager | float32 |" in capsys.readouterr().out
+    assert "| P1@12 | detsim eager | render | 1 | float32 |" in capsys.readouterr().out
+
+
+def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys):
+    stand_in = _stand_in(tmp_path, (
+        "import os\n"
+        "assert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"
+        "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))"))
+    code, out = _run(tmp_path, stand_in, "--threads", "1", "2", "--dtypes", "float64", "--scopes", "process")
+    assert code == 0, capsys.readouterr().err
+    rows = json.loads((out / "speed.json").read_text())["rows"]
+    assert [(r["program"], r["scope"], r["threads"]) for r in rows] == [
+        ("nanoBragg.c", "process", 1), ("detsim eager", "process", 1),
+        ("nanoBragg.c", "process", 2), ("detsim eager", "process", 2)]
+    for row in rows:
+        assert row["command"][0] == f"OMP_NUM_THREADS={row['threads']}" and row["wall_s"] > 0
+        assert len(row["wall_all"]) == len(row["cpu_all"]) == 1
+    whole = [r for r in rows if r["scope"] == "process" and r["program"] != "nanoBragg.c"]
+    assert all(r["r"] > 0.9999999 for r in whole)  # the command's own image, checked like a render's
+    assert all(r["vs_nanobragg"] == pytest.approx(rows[2 * (r["threads"] - 1)]["wall_s"] / r["wall_s"])
+               for r in whole)  # against nanoBragg.c at the same thread count
 
 
 def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
@@ -90,6 +115,12 @@ def test_counts_below_one_are_refused_when_the_options_are_read(tmp_path, capsys
     assert not (tmp_path / "r").exists()
 
 
+def test_more_threads_than_detsim_takes_are_refused_when_the_options_are_read(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["speed", "--threads", "1", "100000", "--out", str(tmp_path / "r")])
+    assert stopped.value.code == 2 and "argument --threads: must be at most 1024, got 100000" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_a_device_this_machine_lacks_is_refused_before_any_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(speed, "_measure", lambda *a, **k: pytest.fail("nothing may run"))
@@ -125,7 +156,7 @@ def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_pat
 
 
 @pytest.mark.parametrize("body, problem", [
-    ("pass", "wrote no image to P1@12-nanobragg.bin"),
+    ("pass", "wrote no image to P1@12-nanobragg-1.bin"),
     ("open(sys.argv[sys.argv.index('-floatfile') + 1], 'wb').write(bytes(100))", "holds 100 bytes, not the 576"),
 ])
 def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_line(tmp_path, capsys, body, problem):
@@ -136,7 +167,7 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
     [line] = [line for line in err.splitlines() if "nanoBragg.c" in line]
     assert str(stand_in) in line and problem in line
     rows = json.loads((out / "speed.json").read_text())["rows"]
-    assert problem in rows[0]["error"] and "seconds" in rows[1]  # detsim's own runs still measured
+    assert problem in rows[0]["error"] and "wall_s" in rows[1]  # detsim's own runs still measured
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
