@@ -141,6 +141,23 @@ def test_a_reordered_float_sum_is_explained_by_the_op_that_reordered_it(planted,
     assert "the commits pass different tensors to it" in record["answer"]
 
 
+def _record_jobs(monkeypatch, answer, **extra) -> list:
+    """explain's jobs replaced by one that records each job and answers ``answer(job)``: the jobs seen."""
+    from detsim.track.commands import explain as cmd_explain
+
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):
+        seen.append(job)
+        folder.mkdir(parents=True)
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
+                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
+                "answer": answer(job), **extra}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    return seen
+
+
 class _Finding:
     def __init__(self, record, detail=None):
         self._record = {**record, **(detail or {})}
@@ -154,7 +171,6 @@ class _Finding:
 def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, monkeypatch, capsys):
     import types
 
-    from detsim.track.commands import explain as cmd_explain
     from detsim.track.verdict import analysis as verdict
 
     findings = [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
@@ -164,16 +180,7 @@ def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, m
                 _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
                           "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})]
     monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
-    seen = []
-
-    def fake_job(job, root, golden, folder, **kw):
-        seen.append(job)
-        folder.mkdir(parents=True)
-        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
-                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
-                "answer": "it rose at bbbbbbbb.", "details": {"profile": ["+1 Ir"], "ops": []}}
-
-    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    seen = _record_jobs(monkeypatch, lambda job: "it rose at bbbbbbbb.", details={"profile": ["+1 Ir"], "ops": []})
     out = tmp_path / "bundle"
     assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
     assert [(j.kind, j.workload, j.last_good, j.first_bad) for j in seen] == [("cost", "P1@64", "HEAD~1", "HEAD")]
@@ -239,7 +246,6 @@ def test_one_commit_that_changed_every_image_is_explained_once_naming_the_others
     import types
 
     from detsim.track.base.golden import load_cases
-    from detsim.track.commands import explain as cmd_explain
     from detsim.track.verdict import analysis as verdict
 
     cases = [c.id for c in load_cases(ROOT / "tests" / "golden")]
@@ -248,16 +254,7 @@ def test_one_commit_that_changed_every_image_is_explained_once_naming_the_others
     findings.append(_Finding({"family": "parity", "benchmark": "track_parity_o01", "params": "", "case": "o01_polar_0.9",
                               "last_good": "HEAD~1", "first_bad": "HEAD"}))
     monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
-    seen = []
-
-    def fake_job(job, root, golden, folder, **kw):
-        seen.append(job)
-        folder.mkdir(parents=True)
-        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
-                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": True,
-                "answer": f"the image of {job.workload} changes at bbbbbbbb."}
-
-    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    seen = _record_jobs(monkeypatch, lambda job: f"the image of {job.workload} changes at bbbbbbbb.")
     out = tmp_path / "bundle"
     assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
     # one explanation per cause: the hashes on the cheapest case (c02, 128x128 at one step a pixel), parity alone

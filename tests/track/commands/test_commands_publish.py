@@ -17,7 +17,7 @@ import pytest
 from detsim.track.cli import main
 from detsim.track.publish.navlink import ITEM
 from detsim.track.publish.page import COLOURS, is_ours
-from detsim.track.publish.rows import AMBER, GREEN, GREY, RED
+from detsim.track.publish.rows import GREEN, GREY, RED
 from detsim.track.publish.vendor import remote_loads
 from publish_assets import asv_published, fake_asset_cache
 
@@ -117,6 +117,14 @@ def _browser_session(tmp_path):
     return suite, suite._WebDriver(driver, chromium, tmp_path / "profile")
 
 
+def _serve(suite, html):
+    """``html`` served on a free local port in a thread of its own: (the server, its index.html's address)."""
+    handler = functools.partial(suite._QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/index.html"
+
+
 ROW_STATE = """
 return Array.from(document.querySelectorAll('tr.family')).map(tr => {
   const cell = tr.querySelector('td.verdict').getBoundingClientRect();
@@ -188,10 +196,7 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
     (html / "probe.html").write_text('<script src="https://code.jquery.com/jquery-3.3.1.min.js" '
                                      'onload="document.title=\'loaded\'" onerror="document.title=\'blocked\'"></script>')
     suite, browser = _browser_session(tmp_path)
-    handler = functools.partial(suite._QuietHandler, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server, site = _serve(suite, html)
     try:
         browser.get(site.replace("index.html", "probe.html"))
         assert browser.run("return document.title") == "blocked"
@@ -310,10 +315,7 @@ def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(
         pytest.skip("the npm packages of asv's scripts are not in .asv/www-assets and npm could not fetch them")
     listed = json.loads((html / "regressions.json").read_text())["regressions"]
     suite, browser = _browser_session(tmp_path)
-    handler = functools.partial(suite._QuietHandler, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    site = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server, site = _serve(suite, html)
     try:
         browser.get(site + "#/regressions")
         deadline = time.monotonic() + 60
