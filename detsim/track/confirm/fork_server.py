@@ -7,11 +7,12 @@
 package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every request
 (``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
 each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
-would (``setup(*params)``) and calls it once to warm up; then the two processes take their samples in
+would (``setup(*params)``) and calls it once to warm up (in the first round; after it, only where the
+warm-up did work a call does not: see :data:`WARMS_NOTHING`); then the two processes take their samples in
 turn, A B A B ..., so that a sample of one commit and the next of the other are a fraction of a second
 apart and share whatever the machine was doing then. A ``time_`` benchmark is timed with its own
 ``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
-JSON line: ``{"A": {"samples": [...], "detsim_file": ...}, "B": {...}}``, or ``{"error": ...}``.
+JSON line: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": {...}}``, or ``{"error": ...}``.
 
 A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
 fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch
@@ -30,6 +31,11 @@ import torch  # noqa: F401  imported once, shared by every forked measurement
 
 
 LONG_CALL_S = 0.5  # a benchmark whose warm-up call takes longer (a whole process) takes one sample a side and round
+# A long call whose warm-up took at most this many times its sample warmed nothing up (a benchmark that
+# starts a whole process: nothing of it stays in the measuring one): later rounds skip its warm-up, which
+# halves the cost of re-measuring it. A compile or a cache filled by the warm-up makes it far longer.
+WARMS_NOTHING = 1.5
+_warm_up = True  # the first round always warms up; the server clears it for the rounds after
 
 
 def _prepare(spec: dict, side: str):
@@ -45,15 +51,20 @@ def _prepare(spec: dict, side: str):
     method = getattr(instance, method_name)
     timer = getattr(instance, "timer", time.process_time)
     started = time.perf_counter()
-    method(*params)  # warm-up: lazy imports, allocator caches, compilation
+    if _warm_up:
+        method(*params)  # warm-up: lazy imports, allocator caches, compilation
     warmup_s = time.perf_counter() - started
 
-    def sample() -> float:
+    def sample() -> tuple[float, float]:
+        """(the sample, the call's wall seconds)"""
+        wall = time.perf_counter()
         if method_name.startswith("time_"):
             started = timer()
             method(*params)
-            return timer() - started
-        return float(method(*params))
+            value = timer() - started
+        else:
+            value = float(method(*params))
+        return value, time.perf_counter() - wall
 
     return sample, warmup_s
 
@@ -71,7 +82,8 @@ def _child(spec: dict, side: str, orders, results) -> None:
     with os.fdopen(orders) as reader:
         for _ in reader:
             try:
-                line = json.dumps({"value": sample()})
+                value, wall_s = sample()
+                line = json.dumps({"value": value, "wall_s": wall_s})
             except BaseException as exc:
                 line = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
             os.write(results, (line + "\n").encode())
@@ -102,7 +114,13 @@ def _read(reader, side: str) -> dict:
     return json.loads(line) if line else {"error": f"the measuring process of side {side} died"}
 
 
+def _warms_nothing(warmups: dict, walls: dict) -> bool:
+    """Whether the first round's long calls took as long warm as cold (``WARMS_NOTHING``), per side."""
+    return all(walls[side] > LONG_CALL_S and warmups[side] <= WARMS_NOTHING * walls[side] for side in walls)
+
+
 def _round(spec: dict, order: str) -> dict:
+    global _warm_up
     sides = {}
     for side in order:
         sides[side] = _fork(spec, side, [h for _, writer, reader in sides.values() for h in (writer, reader)])
@@ -112,8 +130,8 @@ def _round(spec: dict, order: str) -> dict:
         if failed:
             return {"error": "; ".join(f"{side}: {why}" for side, why in sorted(failed.items())),
                     "side": sorted(failed)[0]}
-        samples = {side: [] for side in order}
-        long_calls = any(a["warmup_s"] > LONG_CALL_S for a in answer.values())
+        samples, walls = {side: [] for side in order}, {}
+        long_calls = not _warm_up or any(a["warmup_s"] > LONG_CALL_S for a in answer.values())
         for _ in range(1 if long_calls else spec["samples"]):
             for side in order:
                 _, writer, reader = sides[side]
@@ -123,7 +141,12 @@ def _round(spec: dict, order: str) -> dict:
                 if "error" in got:
                     return {"error": f"{side}: {got['error']}", "side": side}
                 samples[side].append(got["value"])
-        return {side: {"samples": samples[side], "detsim_file": answer[side]["detsim_file"]} for side in order}
+                walls[side] = got["wall_s"]
+        warmed_up = _warm_up
+        if _warm_up and long_calls:
+            _warm_up = not _warms_nothing({side: answer[side]["warmup_s"] for side in order}, walls)
+        return {side: {"samples": samples[side], "detsim_file": answer[side]["detsim_file"], "warmed_up": warmed_up}
+                for side in order}
     finally:
         for pid, writer, reader in sides.values():
             writer.close()

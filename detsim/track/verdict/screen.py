@@ -18,6 +18,7 @@ files and to ``--verbose``. Every line is at most :data:`WIDTH` characters:
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
@@ -49,12 +50,19 @@ def fitted(head: str, sha: str | None, subjects: Mapping[str, str], *, prefix: s
     return head + where + tail
 
 
+def short_params(params: str) -> str:
+    """asv's parameter text with only the values: ``(workload='P1', dtype='float32')`` -> ``(P1, float32)``."""
+    return re.sub(r"'([\w.@+-]*)'", r"\1", re.sub(r"\b[A-Za-z_]\w*=", "", params))
+
+
 def short_name(record: Mapping) -> str:
-    """A finding's golden case, or its benchmark without the module (``EngineSweep.time_simulate(...)``)."""
+    """A finding's golden case, or its benchmark without the module and its parameters' values only
+    (``PathThroughput.track_ns_per_pixel_step(P1, eager, float32, cpu)``)."""
     if record.get("case"):
         return record["case"]
     module, _, rest = record["benchmark"].partition(".")
-    return (rest if module.startswith("bench") and rest else record["benchmark"]) + (record.get("params") or "")
+    name = rest if module.startswith("bench") and rest else record["benchmark"]
+    return name + short_params(record.get("params") or "")
 
 
 def case_tag(record: Mapping) -> str:
@@ -87,8 +95,10 @@ def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -
     """One finding (see the module docstring), ``tail`` at its end."""
     if record["family"] == "reproducibility":
         return group_line([record], subjects)
-    head = f"{record['label']} {family_word(record)} {short_name(record)}: {change_text(record)}"
-    return fitted(head, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
+    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record)}"
+    where = len(f" {_prefix(record)} 12345678") if record["first_bad"] else 0
+    name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
+    return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
 
 
 def names_fitting(names: list[str], room: int) -> str:

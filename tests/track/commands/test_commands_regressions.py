@@ -111,7 +111,7 @@ def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, ca
 
     out = capsys.readouterr().out.splitlines()
     assert f"REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000 since {commits[3][:8]}" in out
-    assert (f"REGRESSED timing EngineSweep.time_simulate(pixels=128, dtype='float64'): 20.2 ms -> 40.1 ms, x1.99 "
+    assert (f"REGRESSED timing EngineSweep.time_simulate(128, float64): 20.2 ms -> 40.1 ms, x1.99 "
             f"since {commits[2][:8]}") in out
     assert out[-2] == "summary: 4 regressed, 2 changed; 9 measured, 0 noise, 0 skipped; exit 1"
 

@@ -18,6 +18,8 @@ import detsim
 
 
 class Probe:
+    timer = staticmethod(time.perf_counter)  # wall seconds: the long calls below sleep
+
     def time_pid(self):
         detsim.MARK.append(os.getpid())  # state a later measurement would see if it were not fresh
 
@@ -34,6 +36,10 @@ class Probe:
 
     def time_long(self):
         time.sleep(0.6)  # a call longer than fork_server.LONG_CALL_S, like a whole detsim process
+
+    def time_long_after_a_compile(self):  # the first call of a process costs more: a compile, say
+        time.sleep(0.6 if detsim.MARK else 2.0)
+        detsim.MARK.append(1)
 '''
 
 
@@ -91,3 +97,18 @@ def test_a_benchmark_whose_call_is_long_takes_one_sample_a_side_and_round(tmp_pa
     with _server(tmp_path, "bench_probe.Probe.time_long") as server:
         answer = server.ask({"order": "AB"})
     assert [len(answer[side]["samples"]) for side in "AB"] == [1, 1]
+
+
+def test_a_long_call_that_the_warm_up_does_not_speed_up_is_warmed_up_in_the_first_round_only(tmp_path):
+    with _server(tmp_path, "bench_probe.Probe.time_long") as server:
+        rounds = [server.ask({"order": order}) for order in ("AB", "BA", "AB")]
+    assert [r[side]["warmed_up"] for r in rounds for side in "AB"] == [True, True, False, False, False, False]
+    assert all(len(r[side]["samples"]) == 1 for r in rounds for side in "AB")
+
+
+def test_a_long_call_that_the_warm_up_speeds_up_is_warmed_up_every_round(tmp_path):
+    with _server(tmp_path, "bench_probe.Probe.time_long_after_a_compile") as server:
+        rounds = [server.ask({"order": order}) for order in ("AB", "BA")]
+    assert all(r[side]["warmed_up"] for r in rounds for side in "AB")
+    # warmed up, each round's one sample is the fast call, never the first (compiling) one
+    assert all(0.5 < s < 1.5 for r in rounds for side in "AB" for s in r[side]["samples"])

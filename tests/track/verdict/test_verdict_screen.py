@@ -8,7 +8,7 @@ from detsim.track.history.series import Series
 from detsim.track.verdict.analysis import FleetReport, Report
 from detsim.track.verdict.finding import CONFIRMED, NOISE, UNDECIDED, Finding
 from detsim.track.verdict.screen import GROUP_AT, WIDTH, fitted, fleet_screen_lines, names_fitting, screen_lines, \
-    summary_line
+    short_params, summary_line
 from detsim.track.verdict.skips import NO_BASELINE, NO_CUDA, NO_VALGRIND, UNKNOWN, Skipped
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
@@ -22,8 +22,9 @@ def _hash(case: str, first_bad: str = B) -> Finding:
                                                     "changed_again_at": []})
 
 
-def _timing(params: str, confirmation: str, ratio: float = 2.0, **detail) -> Finding:
-    series = Series(env="e", name="bench_engine.EngineSweep.time_simulate", params=params, family="timing",
+def _timing(params: str, confirmation: str, ratio: float = 2.0, name: str = "bench_engine.EngineSweep.time_simulate",
+            **detail) -> Finding:
+    series = Series(env="e", name=name, params=params, family="timing",
                     unit="seconds")
     return Finding(series, A, B, 0.01, 0.01 * ratio, {"confirmation": confirmation, **detail})
 
@@ -66,17 +67,25 @@ def test_noise_is_only_counted_and_an_undecided_step_shows_the_command_that_deci
     lines = screen_lines(_report([noise, undecided, confirmed]))
     assert not any(line.startswith("NOISE") for line in lines)
     [line] = [line for line in lines if line.startswith("UNDECIDED")]
-    assert line.startswith("UNDECIDED timing EngineSweep.time_simulate(n=2): 10 ms -> 20 ms, x2.00 since "
+    assert line.startswith("UNDECIDED timing EngineSweep.time_simulate(2): 10 ms -> 20 ms, x2.00 since "
                            "bbbbbbbb") and line.endswith(f"; decide: {decide}") and len(line) <= WIDTH
-    assert any(line.startswith("REGRESSED timing EngineSweep.time_simulate(pixels=512)") for line in lines)
+    assert any(line.startswith("REGRESSED timing EngineSweep.time_simulate(512)") for line in lines)
     assert lines[-1] == ("summary: 1 regressed, 1 undecided; 40 measured, 1 noise, 0 skipped; exit 1")
     alone = _timing("(pixels=256, steps_per_pixel=10, dtype='float64', device='cpu')", UNDECIDED, decide_command=decide)
     lines = screen_lines(_report([alone]))  # its facts and the command do not fit one line: a line each
-    assert lines[1].startswith("UNDECIDED timing EngineSweep.time_simulate(pixels=256, steps_per_pixel=10, "
-                               "dtype='float64', device='cpu'): 10 ms -> 20 ms, x2.00 since bbbbbbbb")
+    assert lines[1].startswith("UNDECIDED timing EngineSweep.time_simulate(256, 10, float64, cpu): 10 ms -> 20 ms, "
+                               "x2.00 since bbbbbbbb")
     assert lines[2] == f"decide: {decide} (re-measures the undecided steps)"
     several = screen_lines(_report([undecided, _timing("(pixels=64)", UNDECIDED, decide_command=decide)]))
     assert [line for line in several if "decide:" in line] == [f"decide: {decide} (re-measures the undecided steps)"]
+
+
+def test_a_long_benchmark_name_is_cut_before_its_change_and_commit_are():
+    params = "(workload='P1', mode='eager', dtype='float32', device='cpu')"
+    assert short_params(params) == "(P1, eager, float32, cpu)" and short_params("(case='a@1.5')") == "(a@1.5)"
+    finding = _timing(params, CONFIRMED, name="bench_engine.PathThroughput." + "track_ns_per_pixel_step" * 6)
+    [line] = [line for line in screen_lines(_report([finding])) if line.startswith("REGRESSED")]
+    assert len(line) <= WIDTH and "…: 10 ms -> 20 ms, x2.00 since bbbbbbbb" in line
 
 
 def test_the_summary_says_what_was_skipped_and_why():
