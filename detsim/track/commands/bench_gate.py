@@ -1,12 +1,7 @@
 """``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results.
 
-Reads the ``--benchmark-json`` file of a ``pytest bench`` run and the committed baseline (a file of the
-same format, ``results/baselines/pytest-baseline.json``; :mod:`~detsim.track.gate.results`), checks
-every benchmark of the baseline for calibrated time, parity, image hash and instruction count
-(:mod:`~detsim.track.gate.checks`), prints one line per finding and a verdict.
-
-Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 passed, 1 slower, parity dropped,
-image hash changed or more instructions, 2 unreadable input, no calibration or a missing benchmark.
+The checks and the exit codes are docs/bench-gate.md's: the result files are
+:mod:`~detsim.track.gate.results`', the rules :mod:`~detsim.track.gate.checks`'.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``detsim-track determinism``: is it deterministic, and across what?
 
-Runs each target (golden case ids, nanoBragg command lines, ``module:function`` callables) over the
-matrix repeats x thread counts x dtypes x devices x execution modes, hashes every output (sha256 of the
-float32 bytes, as ``-floatfile`` writes them, and of the native bytes), and prints which runs agree bit
-for bit. Runs that should agree (same target, device, dtype, mode and thread count) must: if they do not,
-the exit code is 1. Differences across thread counts, modes and devices are findings, reported with
-their size (differing elements, max abs/rel difference). A run that raises is recorded verbatim with its
-configuration and the matrix goes on. ``--out`` writes the evidence bundle.
-
+The matrix, what must agree, the bundle and the exit codes are docs/determinism.md's.
 :mod:`detsim.track.determinism.runs` runs the configurations (here or in fresh processes) and
 :mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
 arguments, prints, writes the bundle and returns the exit code.

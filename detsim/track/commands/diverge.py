@@ -1,24 +1,10 @@
 """``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ.
 
-Targets: a golden case (``--case``), a nanoBragg command line (``--nanobragg``), a callable
-(``--call module:function``, called with ``device=``/``dtype=`` when it takes them), a module run as
-``python -m`` would (``-m module -- args``) or a script (``--script file.py -- args``). Both runs are
-recorded by :mod:`detsim.track.divergence.recorder` (aten ops and Triton launches) and compared by
-:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could
-not be recorded or the input was bad.
-
-The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also importable from here)::
-
-    from detsim.track.divergence.finder import find_divergence
-    report = find_divergence(my_function, x, y)     # tensors are cloned for each run
-    print(report.render()); report.first.name       # e.g. "aten.rand.default"
-
-With ``--processes`` each run is recorded in a fresh interpreter
-(:func:`~detsim.track.divergence.across_commits.record_at`, a job of
-:mod:`detsim.track.divergence.record_job`, which also records the runs made here).
-
-A run that ends the process (``os._exit``) leaves no record: that is exit 2 with one line saying so, never
-a verdict. A target that returns no tensor and records no event has nothing to compare: exit 2 as well.
+The targets, the report and the exit codes are docs/determinism.md's. Both runs are recorded by
+:mod:`detsim.track.divergence.recorder` (in a fresh interpreter each with ``--processes``:
+:func:`~detsim.track.divergence.across_commits.record_at`) and compared by
+:mod:`detsim.track.divergence.firstdiff`. The Python API is
+:func:`~detsim.track.divergence.finder.find_divergence`, also importable from here.
 
 On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
 before the target is imported (``--interpret`` forces it on or off).

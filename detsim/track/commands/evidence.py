@@ -1,25 +1,7 @@
 """``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle.
 
-One command replaces the by-hand routine of collecting, running on CPU and again on CUDA, teeing
-logs, writing ``env.json`` and ``commands.txt``, hashing every artifact, noting skips and diffing
-against the previous bundle. It writes ``<out-root>/<area>/<UTC stamp>/`` (see ``docs/evidence.md``):
-
-* ``collect.log``: ``pytest --collect-only -q`` over the selection, for every device at once;
-* ``pytest-<device>.log`` and ``junit-<device>.xml``: one whole run per device, stack traces verbatim;
-* ``env.json``, ``commands.txt`` (re-runnable), ``results.json`` (per test and device: outcome,
-  duration, skip reason), ``summary.md`` and ``sha256.txt`` (``sha256sum -c`` format);
-* ``retime/``: only when a test looked slower than last time, the extra timings that judged it.
-
-The bundle is built in a temporary folder beside its final place and renamed when complete. Exit
-codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 no new failures, 1 new failures (with no
-previous bundle, every failure is new), 2 a pytest process crashed, timed out or collected nothing,
-or the input was bad. ``--verify PATH`` only re-checks a bundle's ``sha256.txt``.
-
-This module parses the options and prints; the work is done by :mod:`.bundle` (the steps),
-:mod:`.pytest_runs` (pytest processes), :mod:`.pytest_results` (reading logs and junit XML),
-:mod:`.durations`, :mod:`.previous` (earlier bundles, the comparison), :mod:`.run_context`
-(env.json, commands.txt), :mod:`.manifest` (sha256.txt) and :mod:`.summary` (summary.md), on the
-records of :mod:`.records`.
+The bundle's files, the comparison with the previous bundle and the exit codes are docs/evidence.md's.
+This module parses the options and prints; the steps are :mod:`detsim.track.evidence.bundle`'s.
 """
 
 from __future__ import annotations

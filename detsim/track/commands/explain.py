@@ -1,20 +1,8 @@
 """``detsim-track explain``: why a flagged regression happened, across the commits that flagged it.
 
-``detsim-track explain LAST_GOOD FIRST_BAD [--kind cost|parity|hash] [--workload W | --case C]`` explains
-one change; ``detsim-track explain COMMIT --kind nondeterministic --case C [--axis process|threads|compiled]``
-explains images that do not reproduce at one commit; a bare ``detsim-track explain`` explains every finding
-of the latest verdict (:func:`~detsim.track.verdict.analysis.analyse`), once per cause: findings of one kind
-between the same two commits are explained on the cheapest of them, its answer naming the others
-(:mod:`.grouping`). Each explanation of a change measures the flagged benchmark at both commits, bisects
-the commits between them, and names the functions that grew (cost), the first traced quantity that changed
-(parity) or the first op whose output changed although its inputs agree (hash); a ``NONDETERMINISTIC``
-finding is explained at its commit, once per axis, by two runs of the cheapest of its cases along that axis
-compared op by op: :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
-``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
-
-Exit 0: nothing changed between the commits, or nothing to explain (a verdict with no finding, or only
-findings that cannot be explained: each named on stderr; no bundle is written); 1: a change was found and
-explained; 2: something could not be measured, or the input was bad.
+The forms of the command, what each explanation measures and the exit codes are docs/explain.md's. The
+jobs are :mod:`detsim.track.explain.jobs`' (grouped by cause: :mod:`~detsim.track.explain.grouping`), the
+evidence bundle :mod:`~detsim.track.explain.bundle`'s.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """``detsim-track trace-diff A B``: the first quantity where two per-pixel traces disagree.
 
-The logs are read by :mod:`detsim.track.traces.tracelog` (any program's stdout: the trace prefix is
-detected per file; ``--trace-json`` files too) and aligned and compared by
-:mod:`detsim.track.traces.alignment` (per pixel, per name and occurrence, within ``--rtol``/``--atol``).
-
-Exit status: 0 no difference (missing, extra or bad lines are reported but tolerated), 1 some quantity
-differs, 2 a file could not be read or the two logs have nothing in common.
+The logs are read by :mod:`detsim.track.traces.tracelog` and aligned and compared by
+:mod:`detsim.track.traces.alignment`; the exit status is docs/trace.md's.
 """
 
 from __future__ import annotations
