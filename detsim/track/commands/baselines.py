@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.runtime.output import utc_stamp, write_json
@@ -40,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
             return _refresh(root, allow_dirty=args.allow_dirty)
         return _show(root)
     except (BaselineError, GoldenError) as exc:
-        print(f"detsim-track baselines: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track baselines: {exc}")
 
 
 def _show(root: Path) -> int:

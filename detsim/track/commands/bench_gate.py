@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.gate.checks import (COST_THRESHOLD, DEFAULT_SUITE_THRESHOLD, DEFAULT_THRESHOLD, FAILED,
                                       UNMEASURED, Finding, exit_code, gate)
@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_results(args.baseline)
         results = load_results(args.results)
     except GateInputError as exc:
-        print(f"bench-gate: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"bench-gate: {exc}")
     findings = gate(baseline, results, threshold=args.threshold, suite_threshold=args.suite_threshold)
     print(f"bench-gate: {args.results} against {args.baseline} (time/calibration limits: "
           f"+{args.threshold:.0%} per benchmark, +{args.suite_threshold:.0%} suite mean; "

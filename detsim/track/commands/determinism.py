@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, case_ids
 from detsim.track.base.counts import positive_int
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -68,15 +69,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         targets = build_targets(args)
     except TargetError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
     try:
         if out_dir is not None:
             check_new_folder(out_dir, folder_option(args))
     except OutputError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     from detsim.engine import MODES
     modes = args.modes or list(MODES)
@@ -96,8 +95,7 @@ def _list_cases(directory: Path | None) -> int:
     try:
         ids = case_ids(directory)
     except GoldenError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     print("\n".join(ids))
     return ExitCode.OK
 

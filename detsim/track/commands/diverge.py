@@ -16,14 +16,13 @@ import argparse
 import json
 import os
 import shlex
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
 from detsim.inputs import MISSING, REGULAR_FILE, what_is
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.fresh import HERE
 from detsim.track.base.counts import count, positive_int
 from detsim.track.runtime.devices import device_problem
@@ -76,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/diverge
     refusal = _refusal(args, out_dir)
     if refusal:
-        print(f"diverge: {refusal}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"diverge: {refusal}")
     set_interpreter(args.interpret)
     threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
     try:
@@ -88,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
             records = [record_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
             records[0].label = records[1].label = label
     except (TargetError, RuntimeError, EndedWithoutRecord) as exc:
-        print(f"diverge: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"diverge: {exc}")
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
     _add_compile_note(report, args)
     text = report.render()

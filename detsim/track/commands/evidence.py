@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
 from detsim.inputs import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.evidence.bundle import make_bundle
 from detsim.track.evidence.durations import RETIMES
@@ -48,27 +48,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.verify is not None:
         if args.selection or args.area:
-            print("evidence: --verify takes a bundle folder and nothing else", file=sys.stderr)
-            return ExitCode.UNMEASURED
+            return refuse("evidence: --verify takes a bundle folder and nothing else")
         return verify(args.verify)
     try:
         request = _request(args)
     except BadInput as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     area_dir = request.cwd / request.out_root / request.area
     try:
         check_place(area_dir, "--out-root", shown=request.out_root)
     except OutputError as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     try:
         stamp = free_stamp(area_dir)
         with atomic_directory(area_dir / stamp) as folder:  # removes the folders it made when it fails
             results = make_bundle(request, folder, stamp, history(area_dir, stamp))
     except BadInput as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     print(console_report(results, _shown(area_dir / stamp, request.cwd)))
     return results.verdict.exit_code
 
@@ -112,11 +108,9 @@ def verify(folder: Path) -> int:
     some listed file cannot be read (``unreadable: F (why)``: no permission, or not a regular file)."""
     kind = what_is(folder)
     if kind != DIRECTORY:
-        print(f"evidence: --verify {folder}: {kind}, not a bundle folder", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: --verify {folder}: {kind}, not a bundle folder")
     if what_is(folder / MANIFEST) == MISSING:
-        print(f"evidence: {folder} has no {MANIFEST}; not an evidence bundle", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {folder} has no {MANIFEST}; not an evidence bundle")
     problems = check_bundle(folder)
     for problem in problems:
         print(problem)

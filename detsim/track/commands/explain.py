@@ -14,6 +14,7 @@ from pathlib import Path
 
 from detsim.track.base.commits import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.counts import count
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
@@ -132,16 +133,14 @@ def run(args: argparse.Namespace) -> int:
         jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits
                        else jobs_from_verdict(root, args.machine, golden))
     except (OutputError, ValueError, GoldenError, ResultsError) as exc:
-        print(f"explain: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"explain: {exc}")
     for note in notes:
         print(f"explain: {note}", file=sys.stderr)
     if not jobs:
         print("explain: nothing to explain" + (" (see the notes above)" if notes else ": the verdict has no finding"))
         return ExitCode.OK
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
-        print(f"explain: {not_measured_reason()}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
     argv = ["explain", *args.commits, *(["--kind", args.kind] if args.kind else []),
             *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else []),

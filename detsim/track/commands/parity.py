@@ -18,6 +18,7 @@ import torch
 from detsim.inputs import DIRECTORY, what_is
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
@@ -115,16 +116,14 @@ def _select(args) -> tuple[Path, list[GoldenCase]] | str:
 def run(args) -> int:
     chosen = _select(args)
     if isinstance(chosen, str):
-        print(f"parity: {chosen}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"parity: {chosen}")
     cases_dir, selected = chosen
     stamp = utc_stamp()
     final = args.reports / stamp / "parity"
     try:
         check_new_folder(final, "--reports")
     except OutputError as exc:
-        print(f"parity: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"parity: {exc}")
     with atomic_directory(final) as tmp:
         results = _run_cases(selected, args, tmp, final)
         summary = _summary(stamp, args, cases_dir, results)

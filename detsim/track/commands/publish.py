@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.asvresults import load_recorded, recorded_machines
@@ -119,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
         text, summaries, reports = build_page(root, args.machine)
         listed = tab(reports, index, html) if index is not None else None
     except (BadInput, ResultsError, TabError) as exc:
-        print(f"detsim-track publish: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track publish: {exc}")
     atomic_write_text(status, text)
     if listed is not None:
         atomic_write_text(html / LIST, tab_json(listed.entries))

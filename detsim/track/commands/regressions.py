@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.counts import count
 from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
@@ -95,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
             report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
                                     budget_s=args.remeasure_budget)
     except (ResultsError, OutputError) as exc:
-        print(f"detsim-track: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track: {exc}")
     fleet = isinstance(report, FleetReport)
     full = fleet_lines(report) if fleet else report_lines(report)
     data = {"report": COMMAND, **report.as_json()}

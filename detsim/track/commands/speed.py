@@ -20,6 +20,7 @@ import torch
 
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.counts import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -90,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
     out = report_folder(args, AREA, repo_root() or Path.cwd())
     refusal = _refusal(args, out)
     if refusal:
-        print(f"detsim-track speed: {refusal}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track speed: {refusal}")
     workloads = [WORKLOADS[name] if args.pixels is None else WORKLOADS[name].resized(args.pixels)
                  for name in args.workloads]
     args.threads = args.threads or default_threads()
