@@ -1,25 +1,13 @@
 """Determinism: per golden case, the image's fingerprint and whether it equals this machine class's
 stored baseline.
 
-* ``track_fingerprint_<case>``: the first 13 hex digits of the float64 image's sha256 as a number (exact
-  in float64). Compared commit to commit on one machine by ``detsim-track``, it tracks determinism on any
-  machine class from its first recorded commit, stored in asv's own results (no side file). Its graph
-  jumps arbitrarily when the image changes, so asv's Regressions tab ignores it
-  (``regressions_first_commits`` null in asv.conf.json); ``detsim-track`` judges it.
-* ``track_hash_changed_<case>``: 0 while the image's sha256 equals the stored baseline of this machine
-  class (``results/baselines/golden_hashes/<class slug>.json``, or the single file of earlier versions
-  where it holds for this class: ``detsim/track/base/baseline_file.py``), 1 once it differs: the 0 -> 1
-  step asv's Regressions tab flags. On a class with no stored baseline it skips (asv shows n/a), naming
-  how the stored classes differ.
-* ``track_machine_class``: the machine class of the renders as one number, so that ``detsim-track``
-  compares fingerprints only between commits of the same class.
-
-``CompiledHashes.track_cases_changed`` counts the golden cases whose compiled-path image differs from
-its own baseline (compiled and eager images may differ in the last bits, so they are stored apart);
-``CompiledHashes.track_fingerprint`` fingerprints all compiled-path hashes together.
-
-Baselines are refreshed deliberately with ``detsim-track baselines --refresh`` (this class's file only).
-Nothing here writes a file.
+What each track records and how ``detsim-track`` and asv's Regressions tab read it is docs/tracking.md's
+("Benchmark grid", ``bench_determinism``); the baseline files are ``detsim/track/base/baseline_file.py``'s.
+A fingerprint is the first 13 hex digits of the float64 image's sha256 as a number (exact in float64); its
+graph jumps arbitrarily when the image changes, so asv's Regressions tab ignores it
+(``regressions_first_commits`` null in asv.conf.json). On a class with no stored baseline
+``track_hash_changed_<case>`` skips (asv shows n/a), naming how the stored classes differ. Nothing here
+writes a file.
 """
 
 from __future__ import annotations

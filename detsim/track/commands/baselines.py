@@ -1,15 +1,8 @@
 """``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
 
-The files and what they hold are defined in :mod:`~detsim.track.base.baseline_file` (one per
-machine class). Without options the command shows every stored class's baseline and says which one
-applies to this machine (cross-class differences are facts, not failures); ``--refresh`` re-renders
-every golden case with the checked-out code (:mod:`~detsim.track.baselines.golden_hashes`: the render and
-hash the asv tracks use) and writes this machine class's file only, listing which hashes changed.
-Refreshing is how a deliberate change to the images is accepted, so it refuses to run on uncommitted
-changes unless told to, and refuses images that do not reproduce: every case is rendered again in a fresh
-interpreter (another hash seed), there with 1 and with 2 threads, and by the compiled path, and a case whose
-second run differs is named and nothing is written (exit 1; a baseline of such images would flag, or not,
-by chance).
+The files are :mod:`~detsim.track.base.baseline_file`'s (one per machine class); showing and refreshing
+them, and why a refresh refuses images that do not reproduce, is docs/determinism.md's. The render and
+hash are those the asv tracks use (:mod:`~detsim.track.baselines.golden_hashes`).
 """
 
 from __future__ import annotations
@@ -19,6 +12,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.runtime.output import utc_stamp, write_json
@@ -47,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
             return _refresh(root, allow_dirty=args.allow_dirty)
         return _show(root)
     except (BaselineError, GoldenError) as exc:
-        print(f"detsim-track baselines: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track baselines: {exc}")
 
 
 def _show(root: Path) -> int:

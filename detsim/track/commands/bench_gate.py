@@ -1,22 +1,17 @@
 """``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results.
 
-Reads the ``--benchmark-json`` file of a ``pytest bench`` run and the committed baseline (a file of the
-same format, ``results/baselines/pytest-baseline.json``; :mod:`~detsim.track.gate.results`), checks
-every benchmark of the baseline for calibrated time, parity, image hash and instruction count
-(:mod:`~detsim.track.gate.checks`), prints one line per finding and a verdict.
-
-Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 passed, 1 slower, parity dropped,
-image hash changed or more instructions, 2 unreadable input, no calibration or a missing benchmark.
+The checks and the exit codes are docs/bench-gate.md's: the result files are
+:mod:`~detsim.track.gate.results`', the rules :mod:`~detsim.track.gate.checks`'.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.gate.checks import (COST_THRESHOLD, DEFAULT_SUITE_THRESHOLD, DEFAULT_THRESHOLD, FAILED,
                                       UNMEASURED, Finding, exit_code, gate)
@@ -61,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_results(args.baseline)
         results = load_results(args.results)
     except GateInputError as exc:
-        print(f"bench-gate: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"bench-gate: {exc}")
     findings = gate(baseline, results, threshold=args.threshold, suite_threshold=args.suite_threshold)
     print(f"bench-gate: {args.results} against {args.baseline} (time/calibration limits: "
           f"+{args.threshold:.0%} per benchmark, +{args.suite_threshold:.0%} suite mean; "

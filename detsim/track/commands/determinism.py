@@ -1,13 +1,6 @@
 """``detsim-track determinism``: is it deterministic, and across what?
 
-Runs each target (golden case ids, nanoBragg command lines, ``module:function`` callables) over the
-matrix repeats x thread counts x dtypes x devices x execution modes, hashes every output (sha256 of the
-float32 bytes, as ``-floatfile`` writes them, and of the native bytes), and prints which runs agree bit
-for bit. Runs that should agree (same target, device, dtype, mode and thread count) must: if they do not,
-the exit code is 1. Differences across thread counts, modes and devices are findings, reported with
-their size (differing elements, max abs/rel difference). A run that raises is recorded verbatim with its
-configuration and the matrix goes on. ``--out`` writes the evidence bundle.
-
+The matrix, what must agree, the bundle and the exit codes are docs/determinism.md's.
 :mod:`detsim.track.determinism.runs` runs the configurations (here or in fresh processes) and
 :mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
 arguments, prints, writes the bundle and returns the exit code.
@@ -23,6 +16,7 @@ from pathlib import Path
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, case_ids
 from detsim.track.base.counts import positive_int
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -75,15 +69,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         targets = build_targets(args)
     except TargetError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
     try:
         if out_dir is not None:
             check_new_folder(out_dir, folder_option(args))
     except OutputError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     from detsim.engine import MODES
     modes = args.modes or list(MODES)
@@ -103,8 +95,7 @@ def _list_cases(directory: Path | None) -> int:
     try:
         ids = case_ids(directory)
     except GoldenError as exc:
-        print(f"determinism: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"determinism: {exc}")
     print("\n".join(ids))
     return ExitCode.OK
 

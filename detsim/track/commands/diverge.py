@@ -1,24 +1,10 @@
 """``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ.
 
-Targets: a golden case (``--case``), a nanoBragg command line (``--nanobragg``), a callable
-(``--call module:function``, called with ``device=``/``dtype=`` when it takes them), a module run as
-``python -m`` would (``-m module -- args``) or a script (``--script file.py -- args``). Both runs are
-recorded by :mod:`detsim.track.divergence.recorder` (aten ops and Triton launches) and compared by
-:mod:`detsim.track.divergence.firstdiff`. Exit code 0: no divergence; 1: the runs diverge; 2: a run could
-not be recorded or the input was bad.
-
-The Python API is :func:`~detsim.track.divergence.finder.find_divergence` (also importable from here)::
-
-    from detsim.track.divergence.finder import find_divergence
-    report = find_divergence(my_function, x, y)     # tensors are cloned for each run
-    print(report.render()); report.first.name       # e.g. "aten.rand.default"
-
-With ``--processes`` each run is recorded in a fresh interpreter
-(:func:`~detsim.track.divergence.across_commits.record_at`, a job of
-:mod:`detsim.track.divergence.record_job`, which also records the runs made here).
-
-A run that ends the process (``os._exit``) leaves no record: that is exit 2 with one line saying so, never
-a verdict. A target that returns no tensor and records no event has nothing to compare: exit 2 as well.
+The targets, the report and the exit codes are docs/determinism.md's. Both runs are recorded by
+:mod:`detsim.track.divergence.recorder` (in a fresh interpreter each with ``--processes``:
+:func:`~detsim.track.divergence.across_commits.record_at`) and compared by
+:mod:`detsim.track.divergence.firstdiff`. The Python API is
+:func:`~detsim.track.divergence.finder.find_divergence`, also importable from here.
 
 On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
 before the target is imported (``--interpret`` forces it on or off).
@@ -30,14 +16,13 @@ import argparse
 import json
 import os
 import shlex
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
 from detsim.inputs import MISSING, REGULAR_FILE, what_is
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.fresh import HERE
 from detsim.track.base.counts import count, positive_int
 from detsim.track.runtime.devices import device_problem
@@ -90,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/diverge
     refusal = _refusal(args, out_dir)
     if refusal:
-        print(f"diverge: {refusal}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"diverge: {refusal}")
     set_interpreter(args.interpret)
     threads = tuple(args.threads) if args.threads else (torch.get_num_threads(),) * 2
     try:
@@ -102,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
             records = [record_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
             records[0].label = records[1].label = label
     except (TargetError, RuntimeError, EndedWithoutRecord) as exc:
-        print(f"diverge: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"diverge: {exc}")
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
     _add_compile_note(report, args)
     text = report.render()

@@ -1,36 +1,18 @@
 """``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle.
 
-One command replaces the by-hand routine of collecting, running on CPU and again on CUDA, teeing
-logs, writing ``env.json`` and ``commands.txt``, hashing every artifact, noting skips and diffing
-against the previous bundle. It writes ``<out-root>/<area>/<UTC stamp>/`` (see ``docs/evidence.md``):
-
-* ``collect.log``: ``pytest --collect-only -q`` over the selection, for every device at once;
-* ``pytest-<device>.log`` and ``junit-<device>.xml``: one whole run per device, stack traces verbatim;
-* ``env.json``, ``commands.txt`` (re-runnable), ``results.json`` (per test and device: outcome,
-  duration, skip reason), ``summary.md`` and ``sha256.txt`` (``sha256sum -c`` format);
-* ``retime/``: only when a test looked slower than last time, the extra timings that judged it.
-
-The bundle is built in a temporary folder beside its final place and renamed when complete. Exit
-codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 no new failures, 1 new failures (with no
-previous bundle, every failure is new), 2 a pytest process crashed, timed out or collected nothing,
-or the input was bad. ``--verify PATH`` only re-checks a bundle's ``sha256.txt``.
-
-This module parses the options and prints; the work is done by :mod:`.bundle` (the steps),
-:mod:`.pytest_runs` (pytest processes), :mod:`.pytest_results` (reading logs and junit XML),
-:mod:`.durations`, :mod:`.previous` (earlier bundles, the comparison), :mod:`.run_context`
-(env.json, commands.txt), :mod:`.manifest` (sha256.txt) and :mod:`.summary` (summary.md), on the
-records of :mod:`.records`.
+The bundle's files, the comparison with the previous bundle and the exit codes are docs/evidence.md's.
+This module parses the options and prints; the steps are :mod:`detsim.track.evidence.bundle`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
 from detsim.inputs import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.evidence.bundle import make_bundle
 from detsim.track.evidence.durations import RETIMES
@@ -66,27 +48,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.verify is not None:
         if args.selection or args.area:
-            print("evidence: --verify takes a bundle folder and nothing else", file=sys.stderr)
-            return ExitCode.UNMEASURED
+            return refuse("evidence: --verify takes a bundle folder and nothing else")
         return verify(args.verify)
     try:
         request = _request(args)
     except BadInput as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     area_dir = request.cwd / request.out_root / request.area
     try:
         check_place(area_dir, "--out-root", shown=request.out_root)
     except OutputError as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     try:
         stamp = free_stamp(area_dir)
         with atomic_directory(area_dir / stamp) as folder:  # removes the folders it made when it fails
             results = make_bundle(request, folder, stamp, history(area_dir, stamp))
     except BadInput as exc:
-        print(f"evidence: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {exc}")
     print(console_report(results, _shown(area_dir / stamp, request.cwd)))
     return results.verdict.exit_code
 
@@ -130,11 +108,9 @@ def verify(folder: Path) -> int:
     some listed file cannot be read (``unreadable: F (why)``: no permission, or not a regular file)."""
     kind = what_is(folder)
     if kind != DIRECTORY:
-        print(f"evidence: --verify {folder}: {kind}, not a bundle folder", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: --verify {folder}: {kind}, not a bundle folder")
     if what_is(folder / MANIFEST) == MISSING:
-        print(f"evidence: {folder} has no {MANIFEST}; not an evidence bundle", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"evidence: {folder} has no {MANIFEST}; not an evidence bundle")
     problems = check_bundle(folder)
     for problem in problems:
         print(problem)

@@ -1,20 +1,8 @@
 """``detsim-track explain``: why a flagged regression happened, across the commits that flagged it.
 
-``detsim-track explain LAST_GOOD FIRST_BAD [--kind cost|parity|hash] [--workload W | --case C]`` explains
-one change; ``detsim-track explain COMMIT --kind nondeterministic --case C [--axis process|threads|compiled]``
-explains images that do not reproduce at one commit; a bare ``detsim-track explain`` explains every finding
-of the latest verdict (:func:`~detsim.track.verdict.analysis.analyse`), once per cause: findings of one kind
-between the same two commits are explained on the cheapest of them, its answer naming the others
-(:mod:`.grouping`). Each explanation of a change measures the flagged benchmark at both commits, bisects
-the commits between them, and names the functions that grew (cost), the first traced quantity that changed
-(parity) or the first op whose output changed although its inputs agree (hash); a ``NONDETERMINISTIC``
-finding is explained at its commit, once per axis, by two runs of the cheapest of its cases along that axis
-compared op by op: :mod:`.jobs`. Everything goes into one atomic evidence bundle (:mod:`.bundle`; ``--out DIR``, default
-``reports/<STAMP>/explain``), and each explanation ends with one paragraph, also printed.
-
-Exit 0: nothing changed between the commits, or nothing to explain (a verdict with no finding, or only
-findings that cannot be explained: each named on stderr; no bundle is written); 1: a change was found and
-explained; 2: something could not be measured, or the input was bad.
+The forms of the command, what each explanation measures and the exit codes are docs/explain.md's. The
+jobs are :mod:`detsim.track.explain.jobs`' (grouped by cause: :mod:`~detsim.track.explain.grouping`), the
+evidence bundle :mod:`~detsim.track.explain.bundle`'s.
 """
 
 from __future__ import annotations
@@ -26,6 +14,7 @@ from pathlib import Path
 
 from detsim.track.base.commits import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
+from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.counts import count
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
@@ -144,16 +133,14 @@ def run(args: argparse.Namespace) -> int:
         jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits
                        else jobs_from_verdict(root, args.machine, golden))
     except (OutputError, ValueError, GoldenError, ResultsError) as exc:
-        print(f"explain: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"explain: {exc}")
     for note in notes:
         print(f"explain: {note}", file=sys.stderr)
     if not jobs:
         print("explain: nothing to explain" + (" (see the notes above)" if notes else ": the verdict has no finding"))
         return ExitCode.OK
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
-        print(f"explain: {not_measured_reason()}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
     argv = ["explain", *args.commits, *(["--kind", args.kind] if args.kind else []),
             *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else []),

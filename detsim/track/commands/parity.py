@@ -1,20 +1,8 @@
 """``detsim-track parity``: detsim against reference images, case by case, with pictures.
 
-A case is a folder holding ``args.txt`` (one nanoBragg command line; input files relative to the folder)
-and ``image.bin`` (the reference float image: raw float32 little-endian, slow-major); see
-:mod:`detsim.track.base.golden`. By default every case of ``tests/golden`` is run; positional ids choose
-some, ``--cases-dir`` points at another folder of cases (or at one case folder). Each case is run and
-judged by :mod:`.compare`; the pictures and pages are :mod:`.report`'s.
-
-Per case: Pearson r, max |detsim - reference|, max relative difference |a - b| / max(|a|, |b|), the worst
-pixel (largest absolute difference) with both values, the ratio of the image sums, and the verdict
-(pass when r >= ``--min-r``, 0.9995 by default, the project's acceptance threshold). Written atomically
-to ``reports/<STAMP>/parity/`` (never overwriting): ``index.html``, ``summary.md``, ``parity.json`` and
-``cases/<id>/{reference,detsim,difference}.png``; for a failing case also ``cases/<id>/trace_s<S>_f<F>.log``,
-detsim's per-pixel trace of the worst pixel, ready for ``detsim-track trace-diff``.
-
-Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 every case passes, 1 some case fails or
-cannot run, 2 bad input (no cases, unknown id, no such device, an existing report folder).
+The cases, the numbers per case, the report folder and the exit status are docs/parity.md's. Each case
+is run and judged by :mod:`detsim.track.parity.compare`; the pictures and pages are
+:mod:`detsim.track.parity.report`'s.
 """
 
 from __future__ import annotations
@@ -30,6 +18,7 @@ import torch
 from detsim.inputs import DIRECTORY, what_is
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
@@ -127,16 +116,14 @@ def _select(args) -> tuple[Path, list[GoldenCase]] | str:
 def run(args) -> int:
     chosen = _select(args)
     if isinstance(chosen, str):
-        print(f"parity: {chosen}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"parity: {chosen}")
     cases_dir, selected = chosen
     stamp = utc_stamp()
     final = args.reports / stamp / "parity"
     try:
         check_new_folder(final, "--reports")
     except OutputError as exc:
-        print(f"parity: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"parity: {exc}")
     with atomic_directory(final) as tmp:
         results = _run_cases(selected, args, tmp, final)
         summary = _summary(stamp, args, cases_dir, results)

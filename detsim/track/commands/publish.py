@@ -1,31 +1,20 @@
 """``detsim-track publish``: after ``asv publish``, a status page beside asv's and the folder made offline.
 
-Writes ``<html>/status.html`` (:mod:`.page`): the latest verdict per family (timing, memory, cost,
-parity, determinism) with its colour, the commit it refers to and links into asv's graphs; parity on a
-log scale of 1 - r with the acceptance line; determinism per commit and golden case. With several
-machines recorded (asv keeps one series per machine), one such section per machine, after the lines
-saying where the machines agree (:func:`~detsim.track.verdict.analysis.analyse_fleet`). Adds one link to
-it in asv's navigation bar (:mod:`.navlink`), and replaces the CDN scripts of asv's pages by local
-copies from npm packages (:mod:`.vendor`; cached in ``.asv/www-assets``). When those cannot be had,
-one line says so and asv's page stays as it was: that is not a verdict, the exit status stays 0. Rewrites
-asv's Regressions tab (``regressions.json`` and its feed ``regressions.xml``) from the same verdict
-(:mod:`.regressions_tab`): it lists exactly the findings the verdict flags, so that asv's page, the status
-page and ``detsim-track`` give one answer. The verdict is the one ``detsim-track regressions`` gave: timing
-steps are never re-measured here, their outcomes are read from ``.asv/confirmations.json``.
-
-Bad input (exit 2, one line, nothing written): no asv page in ``--html``; a ``status.html`` there that
-this command did not write (it is never replaced); an ``index.json`` or ``regressions.json`` there that is
-not asv's; unreadable stored results. Otherwise exit 0, whatever the verdict (``detsim-track`` gives that).
+What the page shows, what is refused and the exit status are docs/tracking.md's ("Reading the page").
+The page is :mod:`detsim.track.publish.page`'s, asv's navigation link :mod:`~detsim.track.publish.navlink`'s,
+the offline copies of asv's CDN scripts :mod:`~detsim.track.publish.vendor`'s and asv's Regressions tab,
+rewritten from the same verdict, :mod:`~detsim.track.publish.regressions_tab`'s. Timing steps are never
+re-measured here: their outcomes are read from ``.asv/confirmations.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.asvresults import load_recorded, recorded_machines
@@ -130,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
         text, summaries, reports = build_page(root, args.machine)
         listed = tab(reports, index, html) if index is not None else None
     except (BadInput, ResultsError, TabError) as exc:
-        print(f"detsim-track publish: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track publish: {exc}")
     atomic_write_text(status, text)
     if listed is not None:
         atomic_write_text(html / LIST, tab_json(listed.entries))

@@ -1,55 +1,10 @@
 """``detsim-track regressions``: what changed in the stored asv history, where, and since which commit.
 
-Reads ``asv.conf.json``, asv's results (``results/asv/<machine>/``), the per-commit image hashes
-(``results/hashes/<commit>.json``) and the golden baseline (:mod:`.asvresults`), orders the recorded
-commits by git history (by commit date outside git; :mod:`.ordering`), and checks the latest value of
-every benchmark (:mod:`.detection`):
-
-* **timings** (``time_*``) and throughput: a piecewise-constant fit of the history (asv's Potts solver on
-  log values, :mod:`.steps`) finds where the level moved; the step into the run of levels that ends at
-  the latest commit, or the latest point alone, rising by more than the benchmark's threshold
-  (``regressions_thresholds`` in asv.conf.json, the largest matching one) is a **suspect**, never a
-  verdict by itself. Up to ``--remeasure N`` suspects (default 10, the largest first; at most
-  ``--remeasure-budget S`` seconds, default 300) are re-measured
-  here: the last good and the first bad commit's packages run the benchmark alternately, each
-  measurement in a fresh process (:mod:`detsim.track.confirm`), and the step is **confirmed** (a
-  regression) only when the re-measured ratio is above the threshold and a signed-rank test says so
-  (p < 0.01); otherwise it is **noise**. Each line says which evidence decided. Throughput (units per
-  second) is checked the other way up;
-* **peak memory**: the same step must clear its threshold and a one-sided rank test of the raw samples
-  of up to 3 commits on either side (Mann-Whitney, p < 0.01);
-* **instruction counts** (``bench_cost``): exact: the latest count above the best recorded one by more
-  than the threshold (2%) is a regression at the first commit of the run above it;
-* **parity** (1 - r per golden case) is exact: any rise over the best recorded value, or a value past
-  the acceptance line r >= 0.9995, is a regression;
-* **determinism** (0/1 per golden case against the stored baseline hash) is exact: a 1 at the latest
-  commit is a regression, reported with the old and new sha256; a **hash count** (how many golden
-  cases of the compiled path differ from their stored hashes) is exact too: any rise counts.
-
-With several machines recorded (asv keeps one series per machine), each is judged on its own series
-and the verdict says, per family, which machines agree (``determinism: both machines agree, nothing
-regressed``, ``timing regression on m1 only (...)``) and states cross-machine facts (different machine
-classes, images of one class that differ); the exit status is the worst machine's. ``--machine NAME``
-(repeatable) picks machines; the tracking run (``.ci/track``) passes this runner's.
-
-Exit status (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all good (suspects and noise included),
-1 something regressed (a timing only when confirmed), 2
-something could not be measured (a benchmark failed at the latest commit, the commit did not build,
-nothing was recorded) or a stored file is unreadable; 2 wins when both apply.
-
-Output: by default the verdict on one screen (:mod:`~detsim.track.verdict.screen`): a line per finding that
-needs action, at most 160 characters, then one summary line (what was measured, noise and skipped, and
-why), and where the full report went; ``-v`` prints the full report instead (:mod:`~detsim.track.verdict.lines`:
-every finding with its whole evidence, the notes). The full report is always written, as text and as
-JSON, to ``reports/<STAMP>/verdict.txt`` and ``verdict.json`` of the project (``--out-root DIR``: under
-``DIR/<STAMP>/``), each file atomically; an existing one is replaced only when it is this command's.
-
-``--explain`` runs ``detsim-track explain`` on a verdict of 1 (docs/explain.md): for each cause of a
-regression, why, across its last good and first bad commit, with an evidence bundle in the same report
-folder, ``reports/<STAMP>/explain``.
-
-``--json PATH`` is checked before anything is read: an existing PATH is replaced only when it is a
-previous report of this command (``"report": "detsim-track regressions"``); any other file is refused.
+The rules, the output and the exit status are the user's manual's: docs/tracking.md, "The verdict:
+``detsim-track``". Reading the history is :mod:`detsim.track.history`'s, judging it
+:mod:`detsim.track.verdict`'s, re-measuring timing suspects :mod:`detsim.track.confirm`'s; this module
+reads the options, writes the report (``reports/<STAMP>/verdict.txt`` and ``verdict.json``, each file
+atomically, an existing one replaced only when it is this command's) and runs ``--explain``.
 """
 
 from __future__ import annotations
@@ -59,6 +14,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.counts import count
 from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
@@ -140,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
             report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
                                     budget_s=args.remeasure_budget)
     except (ResultsError, OutputError) as exc:
-        print(f"detsim-track: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track: {exc}")
     fleet = isinstance(report, FleetReport)
     full = fleet_lines(report) if fleet else report_lines(report)
     data = {"report": COMMAND, **report.as_json()}

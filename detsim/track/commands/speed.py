@@ -1,23 +1,10 @@
 """``detsim-track speed``: detsim's execution paths against nanoBragg.c on the reference workloads.
 
-Every measurement runs in a fresh process, one at a time, at each thread count of ``--threads``: when
-``--nanobragg`` names the reader's own build, nanoBragg.c on the workload's command line (P1, P2, P4096 of
-:mod:`detsim.track.base.workloads`) with ``OMP_NUM_THREADS`` set; then each detsim path (mode x dtype),
-in the scopes of ``--scopes``: ``render`` (prepare + render after import, the engine's speed) and
-``process`` (the whole ``detsim`` command, as a user runs it, like nanoBragg's whole process). Reported
-per run: wall-clock and CPU seconds (best wall time of ``--repeats``), pixel·steps per wall second, the
-ratios to nanoBragg.c at the same thread count, the peak resident memory of a render run, and Pearson r
-of the image against nanoBragg's (or, without it, against detsim's eager float64 image). nanoBragg's
-memory is not measured here (``/usr/bin/time -v`` reports it). How a run is measured is
-:mod:`detsim.track.speed.measure`'s (:mod:`detsim.track.speed.render_job` and
-:mod:`detsim.track.speed.process_job` run inside the measured processes); the table is
-:mod:`detsim.track.speed.tables`'. SIGTERM or Ctrl-C
-ends the process being measured with the command (:mod:`detsim.track.base.fresh`); the report's git
-state is that of the working directory.
-
-Writes ``reports/<STAMP>/speed/{summary.md,speed.json}`` (never overwriting) and prints the table.
-Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 measured, 1 an image disagrees
-(r < 0.9995, or r undefined), 2 a run failed or the input was bad.
+What is measured and how to read the table: README.md, "Against nanoBragg.c". How a run is measured is
+:mod:`detsim.track.speed.measure`'s, the table :mod:`detsim.track.speed.tables`'. Writes
+``reports/<STAMP>/speed/{summary.md,speed.json}`` (never overwriting) and prints the table; the report's
+git state is that of the working directory. Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`):
+0 measured, 1 an image disagrees (r < 0.9995, or r undefined), 2 a run failed or the input was bad.
 """
 
 from __future__ import annotations
@@ -33,6 +20,7 @@ import torch
 
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.base.counts import positive_int
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
@@ -103,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
     out = report_folder(args, AREA, repo_root() or Path.cwd())
     refusal = _refusal(args, out)
     if refusal:
-        print(f"detsim-track speed: {refusal}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"detsim-track speed: {refusal}")
     workloads = [WORKLOADS[name] if args.pixels is None else WORKLOADS[name].resized(args.pixels)
                  for name in args.workloads]
     args.threads = args.threads or default_threads()

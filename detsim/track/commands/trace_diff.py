@@ -1,19 +1,15 @@
 """``detsim-track trace-diff A B``: the first quantity where two per-pixel traces disagree.
 
-The logs are read by :mod:`detsim.track.traces.tracelog` (any program's stdout: the trace prefix is
-detected per file; ``--trace-json`` files too) and aligned and compared by
-:mod:`detsim.track.traces.alignment` (per pixel, per name and occurrence, within ``--rtol``/``--atol``).
-
-Exit status: 0 no difference (missing, extra or bad lines are reported but tolerated), 1 some quantity
-differs, 2 a file could not be read or the two logs have nothing in common.
+The logs are read by :mod:`detsim.track.traces.tracelog` and aligned and compared by
+:mod:`detsim.track.traces.alignment`; the exit status is docs/trace.md's.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.commands import refuse
 from detsim.track.traces.alignment import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
 from detsim.track.traces.tracelog import TraceError, load_trace
 
@@ -31,13 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not (args.rtol >= 0 and args.atol >= 0):
-        print("trace-diff: --rtol and --atol must be >= 0", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse("trace-diff: --rtol and --atol must be >= 0")
     try:
         a, b = load_trace(args.a), load_trace(args.b)
     except TraceError as exc:
-        print(f"trace-diff: {exc}", file=sys.stderr)
-        return ExitCode.UNMEASURED
+        return refuse(f"trace-diff: {exc}")
     result = compare(a, b, args.rtol, args.atol)
     print(format_comparison(result))
     if result.first is not None:

@@ -1,36 +1,13 @@
 """The bench gate's rules: what a run is checked for against the baseline, as a list of findings.
 
 A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or ``suite[<device>]``,
-``calibration[<device>]``) and what was seen. Each benchmark of the baseline is checked for:
-
-* **time**: its :class:`Timing`, ``min(benchmark) / min(calibration)`` of the same device in the same
-  file, against the same ratio in the baseline. A benchmark fails when its ratio grew by more than
-  ``threshold`` (default +75 %); a device's suite fails when the geometric mean of its benchmarks'
-  growth exceeds ``suite_threshold`` (default +50 %), and then names every benchmark that grew beyond
-  that. A slowdown of the engine moves all benchmarks together, while the noise of a shared runner
-  moves them apart, so the mean separates the two far better than any single benchmark can
-  (docs/bench-gate.md has the measurements behind both defaults).
-* **parity**: fails when ``extra_info.pearson_r`` is missing, not a number, or below
-  :data:`~detsim.track.base.metrics.PARITY_MIN_R`.
-* **hash**: fails when ``extra_info.sha256`` differs from the baseline's while both recorded the same
-  :class:`~detsim.track.base.provenance.MachineClass` (image bits are reproducible only within one).
-  When the classes differ, or either file does not record one, the hashes are not compared: the
-  benchmark's line claims nothing about its hash, and one note per reason (:func:`hash_facts`) says
-  for how many benchmarks and why, naming each differing field with both values: a fact, never a
-  failure (the baseline holds no hashes of this run's class).
-* **reproducibility**: ``extra_info.sha256_rounds``, the distinct sha256 of the image of every timed round
-  of the run: more than one is ``NONDETERMINISTIC`` (the same input gave different bits within the run,
-  whatever the baseline says), and the benchmark's hash is then not compared with the baseline's (it
-  would differ by chance). A run that records no rounds claims nothing about it.
-* **cost**: ``extra_info.instructions``, the instructions of the benchmark's counted region under
-  valgrind (:mod:`detsim.track.cost`), against the baseline's: a rise of more than
-  :data:`COST_THRESHOLD` is a finding, compared only when both count the same region
-  (``instructions_workload``) in the same machine class. A count missing on one side is a note
-  (with that side's ``instructions_note``, e.g. valgrind not installed), never a pass; a benchmark
-  neither side counts (a compiled path) claims nothing about its cost.
-
-A benchmark of the baseline that the run lacks is missing; one the baseline lacks is new and not
-gated. :func:`exit_code` turns the findings into the shared exit code.
+``calibration[<device>]``) and what was seen. The rules for time, parity, cost and hash, their defaults
+and the measurements behind them are docs/bench-gate.md's ("The gate"). One more: **reproducibility**,
+``extra_info.sha256_rounds``, the distinct sha256 of the image of every timed round of the run: more than
+one is ``NONDETERMINISTIC`` (the same input gave different bits within the run, whatever the baseline
+says), and the benchmark's hash is then not compared with the baseline's (it would differ by chance). A
+run that records no rounds claims nothing about it. :func:`exit_code` turns the findings into the shared
+exit code.
 """
 
 from __future__ import annotations

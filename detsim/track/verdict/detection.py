@@ -1,33 +1,13 @@
 """Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
 
-Lower is better everywhere (throughput is judged on its inverse). By family (:mod:`.series`):
-
-* **exact** (parity, hash count): any rise over the best recorded value counts; parity also fails past
-  the acceptance line (1 - r above :data:`~detsim.track.base.metrics.PARITY_MAX_ONE_MINUS_R`);
-* **cost** (instruction counts, repeatable within ~0.1 %): the latest value above the best recorded one
-  by more than the series' threshold counts, found at the first commit of the run above it (no rank
-  test, no load correction: a count does not depend on the machine's load);
-* **reproducibility**: a 1 at the latest commit (two runs of one golden case along one axis - a second
-  fresh process, two threads, the compiled path again - gave different bits), found at the first commit
-  of the run of 1s that ends there, naming the axis and the case (:func:`_irreproducible`);
-* **determinism**: a 1 at the latest commit (its image differs from its machine class's stored
-  baseline hash), found with the old and new sha256 (or fingerprints) per commit; where the class has
-  no stored baseline, the image fingerprints compared commit to commit (:mod:`.fingerprint_series`);
-* **timings and throughput** (:data:`~.finding.REMEASURED`): never a verdict on recorded points alone. The step
-  into the run of levels ending at the latest commit (:func:`~.steps.segments`), or the latest point
-  alone against the level before it, rising by more than the series' threshold is a **suspect**
-  (``detail["confirmation"]``, with the history's evidence) that :mod:`detsim.track.confirm` re-measures
-  and decides; where the run at the tip sits within the threshold of the level just before it, it is
-  **noise**. Nothing else in the history may excuse a step: its points were measured minutes or days
-  apart, so neither the machine's speed at other times nor the overlap of samples taken at other times
-  says whether the step is real; only the re-measurement, which takes both sides in the same
-  interleaved rounds, does. Neither is a regression (:attr:`Finding.is_verdict`);
-* **other noisy series** (memory, other tracks): the step into the tip must rise by more than the
-  series' threshold and be confirmed by a one-sided rank test of the raw samples of up to
-  :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
-
-A finding names the last good and first bad commits, the old and new values and the evidence
-(``detail``); :meth:`Finding.record` is its JSON form.
+Lower is better everywhere (throughput is judged on its inverse). The rule of each family
+(:mod:`detsim.track.history.series`) is docs/tracking.md's ("The verdict: ``detsim-track``"): exact
+families against the best recorded value, cost against its threshold at the first commit of the run above
+it, reproducibility and determinism on a 1 at the latest commit; timings and throughput are never a
+verdict on recorded points alone: a step into the tip rising by more than the threshold is a **suspect**
+(``detail["confirmation"]``) that :mod:`detsim.track.confirm` re-measures and decides, else **noise**
+(neither is a regression: :attr:`Finding.is_verdict`); other noisy series need a one-sided rank test of
+the raw samples of up to :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
 """
 
 from __future__ import annotations
