@@ -23,7 +23,7 @@ sys.path.insert(0, sys.argv[1])
 from benchmarks.common import steady_allocator
 steady_allocator()
 faults = []
-for _ in range(16):
+for _ in range(32):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     x = torch.ones(2 * 1024 * 1024, dtype=torch.float64)  # 16 MiB, and as much again for y
     y = x * 2
@@ -33,15 +33,22 @@ print(*faults)
 """
 
 
+PROCESSES = 3  # glibc's default faults every round in ~6 processes of 10: all three steady by chance ~6 %
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_a_steady_process_reuses_freed_memory_without_page_faults():
-    out = subprocess.run([sys.executable, "-P", "-c", FAULTS_PER_ROUND, str(ROOT)], capture_output=True, text=True,
-                         check=True).stdout
-    faults = [int(n) for n in out.split()]
-    assert faults[0] > 4096, faults  # the first round touches fresh pages: the count sees them
-    # the heap settles within a few rounds (observed: 5 at most) and then serves every round from pages
-    # it has; glibc's default went on faulting 8,160 pages a round in half of the processes tried
-    assert sum(faults[-6:]) < 64, faults
+    children = [subprocess.Popen([sys.executable, "-P", "-c", FAULTS_PER_ROUND, str(ROOT)], stdout=subprocess.PIPE,
+                                 text=True) for _ in range(PROCESSES)]
+    for child in children:
+        out, _ = child.communicate(timeout=120)
+        assert child.returncode == 0
+        faults = [int(n) for n in out.split()]
+        assert faults[0] > 4096, faults  # the first round touches fresh pages: the count sees them
+        # the heap settles within a few rounds (observed: 5 at most) and then serves every round from pages
+        # it has; glibc's default went on faulting 8,192 pages in every one of the last 16 rounds in 6 of 10
+        # processes tried. One round may fault on a busy machine (the kernel moving a page), never more.
+        assert sum(f > 64 for f in faults[-16:]) <= 1, faults
 
 
 def test_every_timing_benchmark_holds_the_allocator_steady_and_no_memory_benchmark_does():
