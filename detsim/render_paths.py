@@ -233,19 +233,31 @@ def fused_sum(chunk: Chunk, block: Block) -> Tensor:
 
 
 def grating_sum(chunk: Chunk, block: Block) -> Tensor:
-    """(P,) F² times the sum over the block's lanes of F_latt², eager."""
-    return _grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1) * chunk.F_const_sq
+    """(P,) F² times the sum over the block's lanes of F_latt², eager.
+
+    The lanes hold F_latt² / scale² (:func:`detsim.grating.scaled_grating_product_inplace`), scale a power
+    of two: multiplying their sum by scale² first gives the bits of the unscaled sum.
+    """
+    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale) * chunk.F_const_sq
 
 
 def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
     """(P, Sb, Rb) F_latt² of a square crystal without an HKL table: the product over axes with N > 1."""
+    latt_sq = _scaled_grating_sq(chunk, block)
+    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    return latt_sq.mul_(scale * scale) if scale != 1.0 else latt_sq
+
+
+def _scaled_grating_sq(chunk: Chunk, block: Block) -> Tensor:
+    """(P, Sb, Rb) :func:`_grating_sq` divided by the square of ``grating_scale(N)`` (a power of two)."""
     Sb, Rb = block.shape
     setup = chunk.setup
     if not chunk.axes:
         return torch.ones((chunk.P, Sb, Rb), dtype=setup.dtype, device=setup.device)
     hkl = torch.mm(block.d_aug, block.projections.augmented(block.s_sl, block.r_sl, chunk.axes))
     hkl = hkl.view(chunk.P, len(chunk.axes), Sb, Rb)  # (P, J, Sb, Rb)
-    return grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()
+    return grating.scaled_grating_product_inplace(hkl, chunk.N_axes).square_()
 
 
 def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
