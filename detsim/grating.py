@@ -67,14 +67,15 @@ def _product_over_axes(x: Tensor) -> Tensor:
     return product
 
 
-def _uses_chebyshev(N: list[float]) -> bool:
+def uses_chebyshev(N: list[float]) -> bool:
+    """Whether every count is an integer the Chebyshev form takes (1..CHEBYSHEV_MAX_N)."""
     return all(n == int(n) and 1 <= n <= CHEBYSHEV_MAX_N for n in N)
 
 
 def grating_scale(N: list[float]) -> float:
     """What :func:`scaled_grating_product_inplace` divides the product by: 2**sum(N - 1) for the Chebyshev
     form (the leading coefficients left out), else 1. A power of two, so the division is exact."""
-    return 2.0 ** sum(int(n) - 1 for n in N) if _uses_chebyshev(N) else 1.0
+    return 2.0 ** sum(int(n) - 1 for n in N) if uses_chebyshev(N) else 1.0
 
 
 def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
@@ -104,7 +105,7 @@ def scaled_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
     if x.dtype != torch.float64:
         x = x.sub_(torch.round(x))
     x = x.mul_(math.pi)
-    if _uses_chebyshev(N):
+    if uses_chebyshev(N):
         x = x.cos_()
         if len(set(N)) == 1:
             return _product_over_axes(_monic_or_one(x, int(N[0]) - 1))

@@ -154,7 +154,7 @@ def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: Interp
         path = Path.GRATING
     kernel = N_fused = None
     if path is Path.FUSED:
-        kernel = _fused_kernel(mode)
+        kernel = _fused_kernel(mode, N_axes)
         N_fused = torch.as_tensor(N_axes, dtype=setup.dtype, device=setup.device)
     where = first_sweep_of(terms) if first_sweep is not None else None
     return Chunk(setup=setup, terms=terms, first_pixel=first_pixel, interp=interp, projections=projections,
@@ -179,9 +179,9 @@ def first_sweep_of(terms: PixelTerms) -> tuple[int, int, int] | None:
     return t_o // O, t_o % O, s
 
 
-def _fused_kernel(mode: str) -> Callable[..., Tensor]:
+def _fused_kernel(mode: str, N_axes: list[float]) -> Callable[..., Tensor]:
     if mode == "compiled":
-        return fused_kernels.compiled_square_lattice_lane_sum()
+        return fused_kernels.compiled_square_lattice_lane_sum(N_axes)
     from detsim import triton_kernels
     return triton_kernels.square_lattice_lane_sum
 
