@@ -196,10 +196,12 @@ def chunk_blocks(chunk: Chunk) -> Iterator[Block]:
     augment = chunk.path in (Path.GRATING, Path.SQUARE) and chunk.F_const_sq is not None
     R = chunk.setup.orientations.shape[0]
     lanes = chunk.lanes if chunk.first_sweep is None else min(chunk.lanes, R)
+    diffracted = chunk.terms.diffracted
+    aug = torch.cat([diffracted, torch.ones_like(diffracted[..., :1])], -1) if augment else None  # (P, T, O, 4)
     for t in range(T):
         for o in range(O):
-            d = chunk.terms.diffracted[:, t, o]  # (P, 3)
-            d_aug = torch.cat([d, torch.ones_like(d[:, :1])], 1) if augment else None  # (P, 4): [d, 1]
+            d = diffracted[:, t, o]  # (P, 3)
+            d_aug = aug[:, t, o] if augment else None  # (P, 4): [d, 1]
             for s_sl, r_sl in blocks(chunk.terms.n_sources, R, lanes):
                 first = chunk.first_sweep == (t, o, s_sl.start)
                 yield Block(t, o, s_sl, r_sl, d, d_aug, chunk.first_projections if first else chunk.projections)
