@@ -99,21 +99,27 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
                      mode)
     image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
     grad = needs_grad(setup)
+    in_place_slices = setup.raster and not grad  # a chunk's pixels are a slice of the image
 
-    def chunk(start: int) -> Callable[[], tuple[Tensor, Tensor]]:
-        def job() -> tuple[Tensor, Tensor]:
+    def chunk(start: int) -> Callable[[], tuple[slice | Tensor, Tensor]]:
+        def job() -> tuple[slice | Tensor, Tensor]:
             stop = min(start + chunk_pixels, total)
+            if in_place_slices:
+                return slice(start, stop), chunks.values(start, stop)
             flat = setup.pixels_s[start:stop].long() * det.fpixels + setup.pixels_f[start:stop]  # raster index
             return flat, chunks.values(start, stop)
         return job
 
     done_pixels = 0
 
-    def done(_: int, result: tuple[Tensor, Tensor]) -> None:
+    def done(_: int, result: tuple[slice | Tensor, Tensor]) -> None:
         nonlocal image, done_pixels
-        flat, values = result
-        image = image.index_put((flat,), values) if grad else image.index_put_((flat,), values)
-        done_pixels += flat.numel()
+        where, values = result
+        if isinstance(where, slice):
+            image[where] = values
+        else:
+            image = image.index_put((where,), values) if grad else image.index_put_((where,), values)
+        done_pixels += values.numel()
         if progress is not None:
             progress(done_pixels / total)
 

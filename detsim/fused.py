@@ -14,9 +14,12 @@ Convention:
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import Tensor
+
+from detsim.grating import chebyshev_u_coefficients, uses_chebyshev
 
 
 def square_lattice_lane_sum(d: Tensor, B: Tensor, C: Tensor, N: Tensor) -> Tensor:
@@ -38,11 +41,49 @@ def square_lattice_lane_sum(d: Tensor, B: Tensor, C: Tensor, N: Tensor) -> Tenso
     return squared.prod(1).sum(-1)
 
 
-_COMPILED: dict[str, object] = {}
+def chebyshev_lane_sum(counts: tuple[int, ...]) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:
+    """:func:`square_lattice_lane_sum` for integer cell counts known in advance, each in 1..8.
+
+    sin(N x) / sin(x) = U_{N-1}(cos x) (:mod:`detsim.grating`): one cosine and a few multiply-adds per
+    axis instead of two sines, a division and the 0/0 case (the polynomial gives N at x == 0). The
+    returned function takes the same arguments; its ``N`` must hold ``counts``.
+    """
+    polynomials = tuple((n - 1, tuple(chebyshev_u_coefficients(n - 1))) for n in counts)  # (degree, coefficients)
+
+    def lane_sum(d: Tensor, B: Tensor, C: Tensor, N: Tensor) -> Tensor:
+        product = None
+        for j, (degree, coefficients) in enumerate(polynomials):  # each axis's index alone: nothing to store
+            h = d[:, 0, None] * B[0, j] + d[:, 1, None] * B[1, j] + d[:, 2, None] * B[2, j] - C[j]  # (P, L)
+            c = torch.cos((h - torch.round(h)) * math.pi)  # reduced index: the squared grating is periodic in h
+            u = _chebyshev_u(c, degree, coefficients)
+            product = u if product is None else product * u
+        return (product * product).sum(-1)
+    return lane_sum
 
 
-def compiled_square_lattice_lane_sum():
-    """The ``torch.compile``d :func:`square_lattice_lane_sum` (built on first use, then cached)."""
+def _chebyshev_u(c: Tensor, n: int, coefficients: tuple[float, ...]) -> Tensor:
+    """U_n(c) by Horner's rule in c**2 (``coefficients``: :func:`chebyshev_u_coefficients`), out of place."""
+    if n == 0:
+        return torch.ones_like(c)
+    c_sq = c * c
+    u = torch.full_like(c, coefficients[0])
+    for a in coefficients[1:]:
+        u = u * c_sq + a
+    return c * u if n % 2 else u
+
+
+_COMPILED: dict[object, object] = {}
+
+
+def compiled_square_lattice_lane_sum(N: list[float]):
+    """The ``torch.compile``d lane sum for cell counts ``N`` (built on first use, then cached): the
+    Chebyshev form (:func:`chebyshev_lane_sum`) where the counts allow it, else
+    :func:`square_lattice_lane_sum`."""
+    if uses_chebyshev(N):
+        counts = tuple(int(n) for n in N)
+        if counts not in _COMPILED:
+            _COMPILED[counts] = torch.compile(chebyshev_lane_sum(counts), dynamic=True)
+        return _COMPILED[counts]
     if "square" not in _COMPILED:
         _COMPILED["square"] = torch.compile(square_lattice_lane_sum, dynamic=True)
     return _COMPILED["square"]

@@ -12,6 +12,7 @@ no gradient is needed. :func:`detsim.physics.lattice_square_sq` is the different
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -30,14 +31,29 @@ def chebyshev_u_coefficients(n: int) -> list[float]:
 
 def chebyshev_u(c: Tensor, n: int) -> Tensor:
     """U_n(c) by Horner's rule in c**2; may overwrite ``c``."""
-    coefficients = chebyshev_u_coefficients(n)
     if n == 0:
         return c.fill_(1.0)
+    return monic_chebyshev_u(c, n).mul_(2.0 ** n)
+
+
+@functools.lru_cache(maxsize=None)
+def _monic_coefficients(n: int) -> tuple[float, ...]:
+    """:func:`chebyshev_u_coefficients` divided by the leading one, 2**n: dyadic fractions, so exact."""
+    return tuple(a / 2.0 ** n for a in chebyshev_u_coefficients(n))
+
+
+def monic_chebyshev_u(c: Tensor, n: int) -> Tensor:
+    """U_n(c) / 2**n by Horner's rule in c**2, for n >= 1; may overwrite ``c``.
+
+    Every coefficient of U_n divided by its leading one, 2**n, is a dyadic fraction, so each Horner step
+    rounds the same value as the step of U_n itself, scaled by 2**-n: the result is U_n(c)'s Horner value
+    times 2**-n exactly, with the multiply by the leading coefficient left out (one pass fewer).
+    """
+    coefficients = _monic_coefficients(n)
     if n == 1:
-        return c.mul_(2.0)
+        return c
     c_sq = c * c if n % 2 else c.mul_(c)  # an even U_n needs only c**2, so c's storage is reused
-    u = c_sq * coefficients[0]
-    u.add_(coefficients[1])
+    u = torch.add(c_sq, coefficients[1])
     for a in coefficients[2:]:
         u.mul_(c_sq).add_(a)
     return c.mul_(u) if n % 2 else u
@@ -51,8 +67,15 @@ def _product_over_axes(x: Tensor) -> Tensor:
     return product
 
 
-def _uses_chebyshev(N: list[float]) -> bool:
+def uses_chebyshev(N: list[float]) -> bool:
+    """Whether every count is an integer the Chebyshev form takes (1..CHEBYSHEV_MAX_N)."""
     return all(n == int(n) and 1 <= n <= CHEBYSHEV_MAX_N for n in N)
+
+
+def grating_scale(N: list[float]) -> float:
+    """What :func:`scaled_grating_product_inplace` divides the product by: 2**sum(N - 1) for the Chebyshev
+    form (the leading coefficients left out), else 1. A power of two, so the division is exact."""
+    return 2.0 ** sum(int(n) - 1 for n in N) if uses_chebyshev(N) else 1.0
 
 
 def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
@@ -64,6 +87,15 @@ def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
 
     Returns:
         (P, Sb, Rb) the signed product; its square is F_latt**2 of a parallelepiped crystal.
+    """
+    product = scaled_grating_product_inplace(h, N)
+    scale = grating_scale(N)
+    return product.mul_(scale) if scale != 1.0 else product
+
+
+def scaled_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
+    """:func:`square_grating_product_inplace` divided by ``grating_scale(N)``: the same roundings, exactly
+    scaled by a power of two, one pass fewer. (P, J, Sb, Rb) -> (P, Sb, Rb); overwrites ``h``.
 
     In float64 the argument is pi*h on the full index, as nanoBragg computes it. In lower precision h is
     first reduced to h - round(h): the grating changes sign at most, which squaring removes, and the
@@ -73,12 +105,12 @@ def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
     if x.dtype != torch.float64:
         x = x.sub_(torch.round(x))
     x = x.mul_(math.pi)
-    if _uses_chebyshev(N):
+    if uses_chebyshev(N):
         x = x.cos_()
         if len(set(N)) == 1:
-            return _product_over_axes(chebyshev_u(x, int(N[0]) - 1))
+            return _product_over_axes(_monic_or_one(x, int(N[0]) - 1))
         for j, n in enumerate(N):  # axes with different counts (rare): one polynomial each
-            x[:, j] = chebyshev_u(x[:, j], int(n) - 1)
+            x[:, j] = _monic_or_one(x[:, j], int(n) - 1)
         return _product_over_axes(x)
     den = torch.sin(x)
     N_col = torch.as_tensor(N, dtype=x.dtype, device=x.device).reshape(1, -1, 1, 1)
@@ -86,3 +118,8 @@ def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
     for j, n in enumerate(N):
         ratio[:, j].nan_to_num_(nan=n)  # 0/0 at h == 0 exactly: the limit N (spec §5.6)
     return _product_over_axes(ratio)
+
+
+def _monic_or_one(c: Tensor, n: int) -> Tensor:
+    """U_n(c) / 2**n; U_0 = 1."""
+    return c.fill_(1.0) if n == 0 else monic_chebyshev_u(c, n)

@@ -49,8 +49,10 @@ def pixel_terms(setup: Setup, position: Tensor, full: bool) -> PixelTerms:
     scattering, survives = _source_cut(setup, diffracted, full)
 
     omega = _solid_angle(setup, airpath) if (full or flags.oversample_omega) else None
-    layer_index = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)[None, :, None]  # (1,T,1)
-    capture = _capture(setup, diffracted, layer_index, per_subpixel=True) if (full or flags.oversample_thick) else None
+    capture = None
+    if full or flags.oversample_thick:
+        layer_index = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)[None, :, None]  # (1,T,1)
+        capture = _capture(setup, diffracted, layer_index, per_subpixel=True)
     polar = None
     if full or flags.oversample_polar or survives is not None:
         polar = _polarization(setup, diffracted[..., None, :], incident)  # (P, T, O, S)

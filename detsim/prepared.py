@@ -56,6 +56,7 @@ class Setup:
     pixels_f: Tensor  # (P_total,) fast index
     device: torch.device
     dtype: torch.dtype
+    raster: bool = False  # pixels_s, pixels_f are every pixel in raster order: pixel i is image element i
 
     @property
     def steps(self) -> int:
@@ -149,6 +150,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
         interpolate=interpolate, fluence_per_m2=fluence,
         water_bg=water_bg,
         pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
+        raster=s_idx.numel() == det.spixels * det.fpixels,
     )
 
 
@@ -204,7 +206,7 @@ def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
     s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
     f = torch.as_tensor([p[1] for p in pixels], device=setup.device)
     first_sweep = setup.first_sweep.restricted(pixels) if setup.first_sweep is not None else None
-    return replace(setup, pixels_s=s, pixels_f=f, first_sweep=first_sweep)
+    return replace(setup, pixels_s=s, pixels_f=f, first_sweep=first_sweep, raster=False)
 
 
 def needs_grad(setup: Setup) -> bool:

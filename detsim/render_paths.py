@@ -154,7 +154,7 @@ def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: Interp
         path = Path.GRATING
     kernel = N_fused = None
     if path is Path.FUSED:
-        kernel = _fused_kernel(mode)
+        kernel = _fused_kernel(mode, N_axes)
         N_fused = torch.as_tensor(N_axes, dtype=setup.dtype, device=setup.device)
     where = first_sweep_of(terms) if first_sweep is not None else None
     return Chunk(setup=setup, terms=terms, first_pixel=first_pixel, interp=interp, projections=projections,
@@ -179,9 +179,9 @@ def first_sweep_of(terms: PixelTerms) -> tuple[int, int, int] | None:
     return t_o // O, t_o % O, s
 
 
-def _fused_kernel(mode: str) -> Callable[..., Tensor]:
+def _fused_kernel(mode: str, N_axes: list[float]) -> Callable[..., Tensor]:
     if mode == "compiled":
-        return fused_kernels.compiled_square_lattice_lane_sum()
+        return fused_kernels.compiled_square_lattice_lane_sum(N_axes)
     from detsim import triton_kernels
     return triton_kernels.square_lattice_lane_sum
 
@@ -196,10 +196,12 @@ def chunk_blocks(chunk: Chunk) -> Iterator[Block]:
     augment = chunk.path in (Path.GRATING, Path.SQUARE) and chunk.F_const_sq is not None
     R = chunk.setup.orientations.shape[0]
     lanes = chunk.lanes if chunk.first_sweep is None else min(chunk.lanes, R)
+    diffracted = chunk.terms.diffracted
+    aug = torch.cat([diffracted, torch.ones_like(diffracted[..., :1])], -1) if augment else None  # (P, T, O, 4)
     for t in range(T):
         for o in range(O):
-            d = chunk.terms.diffracted[:, t, o]  # (P, 3)
-            d_aug = torch.cat([d, torch.ones_like(d[:, :1])], 1) if augment else None  # (P, 4): [d, 1]
+            d = diffracted[:, t, o]  # (P, 3)
+            d_aug = aug[:, t, o] if augment else None  # (P, 4): [d, 1]
             for s_sl, r_sl in blocks(chunk.terms.n_sources, R, lanes):
                 first = chunk.first_sweep == (t, o, s_sl.start)
                 yield Block(t, o, s_sl, r_sl, d, d_aug, chunk.first_projections if first else chunk.projections)
@@ -233,19 +235,31 @@ def fused_sum(chunk: Chunk, block: Block) -> Tensor:
 
 
 def grating_sum(chunk: Chunk, block: Block) -> Tensor:
-    """(P,) F² times the sum over the block's lanes of F_latt², eager."""
-    return _grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1) * chunk.F_const_sq
+    """(P,) F² times the sum over the block's lanes of F_latt², eager.
+
+    The lanes hold F_latt² / scale² (:func:`detsim.grating.scaled_grating_product_inplace`), scale a power
+    of two: multiplying their sum by scale² first gives the bits of the unscaled sum.
+    """
+    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale) * chunk.F_const_sq
 
 
 def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
     """(P, Sb, Rb) F_latt² of a square crystal without an HKL table: the product over axes with N > 1."""
+    latt_sq = _scaled_grating_sq(chunk, block)
+    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    return latt_sq.mul_(scale * scale) if scale != 1.0 else latt_sq
+
+
+def _scaled_grating_sq(chunk: Chunk, block: Block) -> Tensor:
+    """(P, Sb, Rb) :func:`_grating_sq` divided by the square of ``grating_scale(N)`` (a power of two)."""
     Sb, Rb = block.shape
     setup = chunk.setup
     if not chunk.axes:
         return torch.ones((chunk.P, Sb, Rb), dtype=setup.dtype, device=setup.device)
     hkl = torch.mm(block.d_aug, block.projections.augmented(block.s_sl, block.r_sl, chunk.axes))
     hkl = hkl.view(chunk.P, len(chunk.axes), Sb, Rb)  # (P, J, Sb, Rb)
-    return grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()
+    return grating.scaled_grating_product_inplace(hkl, chunk.N_axes).square_()
 
 
 def square_terms(chunk: Chunk, block: Block) -> BlockTerms:

@@ -58,8 +58,8 @@ FLOAT32_TRICUBIC = (1e-4, 1e-3)
 # The fused lane-sum kernel against its definition written with torch ops: the same formula, the
 # grating evaluated in a different order (10x the ALLCLOSE bounds).
 FUSED_KERNEL = {dtype: (rtol * 10, atol) for dtype, (rtol, atol) in ALLCLOSE.items()}
-# The compiled path against the eager one: a different grating formula (ratio of sines against the
-# eager path's Chebyshev polynomial) and a different summation order.
+# The compiled path against the eager one: the grating of the reduced index (float64 eager keeps the
+# full one; past N = 8 the compiled path takes the ratio of sines) and a different summation order.
 COMPILED_VS_EAGER_MIN_R = {torch.float64: 0.999999, torch.float32: 0.9999}
 COMPILED_VS_EAGER_MAX_REL = {torch.float64: 1e-10, torch.float32: 1e-4}  # relative to the image maximum
 # The Triton kernel against the eager path, relative to the image maximum (as above, fewer reorderings).

@@ -42,6 +42,19 @@ def test_fused_kernel_equals_eager_engine_arithmetic(dtype):
     torch.testing.assert_close(fused.square_lattice_lane_sum(d, B, C, N), expected, rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("counts", [(3, 5), (5, 5), (1, 8), (2, 7)])
+def test_chebyshev_lane_sum_equals_the_ratio_of_sines(counts, dtype):
+    g = torch.Generator().manual_seed(2)
+    d = torch.nn.functional.normalize(torch.randn(40, 3, generator=g, dtype=torch.float64), dim=-1).to(dtype)
+    B = (torch.randn(3, 2, 9, generator=g, dtype=torch.float64) * 30).to(dtype)
+    C = (torch.randn(2, 9, generator=g, dtype=torch.float64) * 30).to(dtype)
+    C[0, 0] = float(d[0] @ B[:, 0, 0])  # h exactly 0 in one lane: the polynomial gives the limit N
+    N = torch.tensor(counts, dtype=dtype)
+    rtol, atol = FUSED_KERNEL[dtype]
+    expected = fused.square_lattice_lane_sum(d, B, C, N)
+    torch.testing.assert_close(fused.chebyshev_lane_sum(counts)(d, B, C, N), expected, rtol=rtol, atol=atol)
+
+
 @pytest.mark.parametrize("mode", ["compiled"])
 def test_compiled_matches_eager(mode, dtype):
     setup = prepare(CASE, dtype=dtype)
