@@ -21,12 +21,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from detsim.track.base.commits import benchmark_python
+from detsim.track.base.commits import benchmark_python, package_tree
 from detsim.track.runtime.output import write_json
 from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
-from detsim.track.verdict.finding import SUSPECT, UNDECIDED, Finding
+from detsim.track.verdict.finding import NOISE, SUSPECT, UNDECIDED, Finding
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import param_labels
 from detsim.track.verdict.analysis import FleetReport, Report, exit_code, fleet_of
@@ -85,6 +85,25 @@ def _with(finding: Finding, confirmation: Confirmation) -> Finding:
     return replace(finding, detail={**finding.detail, **confirmation.record()})
 
 
+def _first_changed(root: Path, finding: Finding) -> str | None:
+    """The first commit of the run at the tip (from the first bad commit on) whose ``detsim`` package is not
+    the last good commit's, or None when none is (the first bad commit where the last good one's is unknown)."""
+    good = package_tree(root, finding.last_good)
+    if good is None:
+        return finding.first_bad
+    commits = [p.commit for p in finding.series.points]
+    run = commits[commits.index(finding.first_bad):] if finding.first_bad in commits else [finding.first_bad]
+    return next((c for c in run if package_tree(root, c) != good), None)
+
+
+def _same_package(finding: Finding) -> Finding:
+    """``finding`` decided as noise: no commit of its run changed the package."""
+    run = len(finding.series.points) - [p.commit for p in finding.series.points].index(finding.first_bad)
+    evidence = (f"{finding.first_bad[:8]} and the {run - 1} commits after it run the same detsim package as "
+                f"{finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so the machine's")
+    return replace(finding, detail={**finding.detail, "confirmation": NOISE, "confirmation_evidence": evidence})
+
+
 DECIDE_BUDGET_S = 900  # the budget the deciding command gives re-measuring
 
 
@@ -119,42 +138,56 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
     """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed;
     re-measuring stops after ``budget_s`` seconds, each suspect given an equal share of what is left (one
     not finished in its share stays a suspect)."""
-    suspects = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
-    if not suspects:
-        return report
+    originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
+    decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
+    suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
+    for finding in originals:
+        changed = _first_changed(root, finding) if finding.last_good is not None else finding.first_bad
+        if changed is None:
+            decided[id(finding)] = _same_package(finding)
+        else:
+            suspects[id(finding)] = replace(finding, first_bad=changed)
+    decided.update(_remeasured(report, root, suspects, measure, limit, budget_s, use_cache) if suspects else {})
+    findings = tuple(decided.get(id(f), f) for f in report.regressions)
+    return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
+
+
+def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measure: Measure | None, limit: int,
+                budget_s: float, use_cache: bool) -> dict[int, Finding]:
+    """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
     measure = measure or default_measure(root)
     cache_path = root / CACHE
     cache = _load_cache(cache_path) if use_cache else {}
     outcomes = cache.setdefault("outcomes", {})
     here = machines_here()
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
-    ranked = sorted(suspects, key=lambda f: -(f.detail.get("rise") or 0))
+    ranked = sorted(suspects.items(), key=lambda item: -(item[1].detail.get("rise") or 0))
     deadline = time.monotonic() + budget_s
-    to_measure = sum(1 for f in ranked[:limit] if _cache_key(report, f) not in outcomes and f.last_good is not None)
+    to_measure = sum(1 for _, f in ranked[:limit] if _cache_key(report, f) not in outcomes and f.last_good is not None)
     decided: dict[int, Finding] = {}
-    for rank, finding in enumerate(ranked):
+    for rank, (key_id, finding) in enumerate(ranked):
         key = _cache_key(report, finding)
         if key in outcomes:
             kept = outcomes[key]
-            decided[id(finding)] = _with(finding, Confirmation(
+            decided[key_id] = _with(finding, Confirmation(
                 Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
         if here is not None and report.machine not in here:
-            decided[id(finding)] = _undecided(report.machine, finding, f"recorded on machine {report.machine}, not defined on this host")
+            decided[key_id] = _undecided(report.machine, finding, f"recorded on machine {report.machine}, not defined on this host")
             continue
         if finding.last_good is None:
-            decided[id(finding)] = _undecided(report.machine, finding, "no earlier commit recorded")
+            decided[key_id] = _undecided(report.machine, finding, "no earlier commit recorded")
             continue
         if limit == 0:
-            decided[id(finding)] = _undecided(report.machine, finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
+            decided[key_id] = _undecided(report.machine, finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
             continue
         if rank >= limit:
-            decided[id(finding)] = _undecided(report.machine, finding, f"over the limit of {limit} re-measurements per run "
+            decided[key_id] = _undecided(report.machine, finding, f"over the limit of {limit} re-measurements per run "
                                                      "(`detsim-track regressions --remeasure N`)")
             continue
         if time.monotonic() > deadline:
-            decided[id(finding)] = _undecided(report.machine, finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
+            decided[key_id] = _undecided(report.machine, finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
                                                      "(`detsim-track regressions --remeasure-budget S`)")
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
@@ -163,18 +196,17 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[id(finding)] = _undecided(report.machine, finding, f"{exc} ({share_s:.0f} s: its share of the "
+            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share_s:.0f} s: its share of the "
                                                      f"{budget_s:.0f} s re-measuring budget)")
             continue
-        decided[id(finding)] = _with(finding, confirmation)
+        decided[key_id] = _with(finding, confirmation)
         outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,
                          "ratio": confirmation.ratio, "p_value": confirmation.p_value,
                          "rounds": confirmation.rounds, "at": report.generated_at}
     if use_cache and outcomes:
         cache["report"] = "detsim-track confirmations"
         write_json(cache_path, cache)
-    findings = tuple(decided.get(id(f), f) for f in report.regressions)
-    return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
+    return decided
 
 
 def confirm_fleet(fleet: FleetReport, root: Path, **kwargs) -> FleetReport:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.commits import CommitError, benchmark_python, export_package, resolve
+from detsim.track.base.commits import CommitError, benchmark_python, export_package, package_tree, resolve
 from detsim.track.base.fresh import pinned_env, run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -62,3 +62,13 @@ def test_a_commit_without_the_package_is_one_line_naming_it(tmp_path):
     sha = _git(repo, "rev-parse", "HEAD")
     with pytest.raises(CommitError, match=rf"^{sha[:8]}: has no detsim/ package \(git archive exited 128: .*detsim"):
         export_package(repo, "HEAD", tmp_path / "out")
+
+
+def test_the_package_tree_names_the_code_a_commit_runs(tiny_repo):
+    first, second = package_tree(tiny_repo, "HEAD~1"), package_tree(tiny_repo, "HEAD")
+    assert first and second and first != second
+    (tiny_repo / "README").write_text("docs only\n")
+    _git(tiny_repo, "add", "README")
+    _git(tiny_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "docs")
+    assert package_tree(tiny_repo, "HEAD") == second
+    assert package_tree(tiny_repo, "nope") is None

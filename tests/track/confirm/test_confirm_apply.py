@@ -119,3 +119,33 @@ def test_each_suspect_gets_an_equal_share_of_the_budget_so_a_slow_one_cannot_sta
     assert all(abs(share - 90.0 / (suspects - i)) < 1.0 for i, share in enumerate(given)), given
     assert all("its share of the 90 s re-measuring budget" in f.detail["confirmation_evidence"]
                for f in report.regressions)
+
+
+def test_a_step_over_commits_that_run_the_same_package_is_noise_without_re_measuring(noisy, remeasured_as, monkeypatch):
+    measured = remeasured_as(default=2.0)
+    monkeypatch.setattr(apply, "package_tree", lambda root, commit: "one tree")
+    report = confirm_report(analyse(noisy), noisy)
+    assert measured == [] and report.exit == ExitCode.OK
+    assert all(f.detail["confirmation"] == "noise" and "same detsim package" in f.detail["confirmation_evidence"]
+               for f in report.regressions)
+    assert not (noisy / ".asv" / "confirmations.json").exists()
+
+
+def test_a_step_is_re_measured_at_the_first_commit_of_its_run_that_changed_the_package(noisy, remeasured_as,
+                                                                                         monkeypatch):
+    measured = remeasured_as(default=2.0)
+    report = analyse(noisy)
+    commits = [p.commit for p in report.regressions[0].series.points]
+    earlier = replace(report, regressions=tuple(replace(f, last_good=commits[-3], first_bad=commits[-2])
+                                                for f in report.regressions))
+    monkeypatch.setattr(apply, "package_tree", lambda root, commit: "new" if commit == commits[-1] else "old")
+    confirmed = confirm_report(earlier, noisy)
+    assert {(a, b) for _, a, b in measured} == {(commits[-3], commits[-1])}
+    assert {f.first_bad for f in confirmed.regressions} == {commits[-1]} and confirmed.exit == ExitCode.REGRESSED
+
+
+def test_a_step_whose_commits_git_does_not_know_is_re_measured_as_recorded(noisy, remeasured_as):
+    measured = remeasured_as(default=1.0)
+    report = analyse(noisy)  # the fixture's commits are not in any repository here
+    confirm_report(report, noisy)
+    assert {(a, b) for _, a, b in measured} == {(f.last_good, f.first_bad) for f in report.regressions}
