@@ -139,6 +139,8 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
     re-measuring stops after ``budget_s`` seconds, each suspect given an equal share of what is left (one
     not finished in its share stays a suspect)."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
+    if not originals:
+        return report
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
     for finding in originals:
