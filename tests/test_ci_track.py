@@ -3,6 +3,7 @@ what docs/tracking.md names."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -16,3 +17,34 @@ def test_virtualenv_keeps_its_app_data_in_the_checkout_for_every_asv_call():
     first_asv = re.search(r"^\$V/asv ", SCRIPT, re.M)
     assert first_asv and export.start() < first_asv.start()
     assert SCRIPT.index("cd \"$(dirname \"$0\")/..\"") < export.start()  # $PWD is the checkout there
+
+
+def _phase_patterns() -> dict[str, re.Pattern]:
+    return {name: re.compile(re.search(rf"^{name}='([^']+)'$", SCRIPT, re.M).group(1))
+            for name in ("EXACT_1", "EXACT_2", "TIMED")}
+
+
+def _benchmark_names() -> list[str]:
+    """Every benchmark of the asv suite, named as asv names it (module.Class.method or module.function)."""
+    prefixes = ("time_", "timeraw_", "track_", "peakmem_", "mem_")
+    names = []
+    for path in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith(prefixes):
+                names.append(f"{path.stem}.{node.name}")
+            elif isinstance(node, ast.ClassDef):
+                names += [f"{path.stem}.{node.name}.{item.name}" for item in node.body
+                          if isinstance(item, ast.FunctionDef) and item.name.startswith(prefixes)]
+    return names
+
+
+def test_each_benchmark_is_recorded_in_exactly_one_phase_and_the_timings_alone():
+    phases = _phase_patterns()
+    names = _benchmark_names()
+    assert len(names) > 5
+    for name in names:
+        matched = [phase for phase, pattern in phases.items() if pattern.search(name)]
+        assert len(matched) == 1, (name, matched)
+    timed = {n for n in names if phases["TIMED"].search(n)}
+    assert timed == {"bench_engine.PathThroughput.track_ns_per_pixel_step", "bench_cli.DetsimCommand.time_detsim_command"}
