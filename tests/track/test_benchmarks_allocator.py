@@ -33,7 +33,7 @@ print(*faults)
 """
 
 
-PROCESSES = 3  # glibc's default faults every round in ~6 processes of 10: all three steady by chance ~6 %
+PROCESSES = 3  # glibc's default faults every round in ~4 processes of 5: all three steady by chance ~1 %
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
@@ -45,10 +45,11 @@ def test_a_steady_process_reuses_freed_memory_without_page_faults():
         assert child.returncode == 0
         faults = [int(n) for n in out.split()]
         assert faults[0] > 4096, faults  # the first round touches fresh pages: the count sees them
-        # the heap settles within a few rounds (observed: 5 at most) and then serves every round from pages
-        # it has; glibc's default went on faulting 8,192 pages in every one of the last 16 rounds in 6 of 10
-        # processes tried. One round may fault on a busy machine (the kernel moving a page), never more.
-        assert sum(f > 64 for f in faults[-16:]) <= 1, faults
+        # the heap settles within a few rounds (observed: 5 at most) and then serves rounds from pages it has,
+        # but for one growth of the heap now and then (seen once in 96 rounds at most: 3 rounds in a row, at
+        # round 7 or 25); glibc's default went on faulting 8,192 pages in every one of the last 80 rounds in
+        # 4 of 5 processes tried, so a process faulting in more than a quarter of the last 16 is not steady.
+        assert sum(f > 64 for f in faults[-16:]) <= 4, faults
 
 
 def test_every_timing_benchmark_holds_the_allocator_steady_and_no_memory_benchmark_does():
