@@ -4,7 +4,8 @@
 (JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.PathThroughput
 .track_ns_per_pixel_step``), its parameter values, how many samples a side takes per round, the project checkout
 (for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
-package per side (``{"A": dir, "B": dir}``). The server imports torch once. For every request
+package per side (``{"A": dir, "B": dir}``). The server imports the spec's ``preload`` modules once
+(torch, by default). For every request
 (``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
 each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
 would (``setup(*params)``) and calls it once to warm up (in the first round; after it, only where the
@@ -15,8 +16,8 @@ apart and share whatever the machine was doing then. A ``time_`` benchmark is ti
 JSON line: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": {...}}``, or ``{"error": ...}``.
 
 A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
-fork, so a round costs a fraction of a second instead of torch's import. Standard library and torch
-only, run by its path: this file runs beside the other commits' packages, and imports no ``detsim``
+fork, so a round costs a fraction of a second instead of torch's import. Standard library only (and what
+it preloads), run by its path: this file runs beside the other commits' packages, and imports no ``detsim``
 (an imported one would be every fork's).
 """
 
@@ -26,8 +27,6 @@ import os
 import sys
 import time
 import traceback
-
-import torch  # noqa: F401  imported once, shared by every forked measurement
 
 
 LONG_CALL_S = 0.5  # a benchmark whose warm-up call takes longer (a whole process) takes one sample a side and round
@@ -157,6 +156,8 @@ def _round(spec: dict, order: str) -> dict:
 def main(spec_path: str) -> None:
     with open(spec_path) as handle:
         spec = json.load(handle)
+    for name in spec.get("preload", ["torch"]):  # imported once, shared by every forked measurement
+        importlib.import_module(name)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         order = str(json.loads(line).get("order"))

@@ -32,6 +32,7 @@ ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that le
 SAMPLES = 3  # samples per side and round, taken in turn with the other side's, after a warm-up call (one for calls
 # over fork_server.LONG_CALL_S)
 MEASUREMENT_TIMEOUT_S = 600
+PRELOADED = ("torch",)  # what the fork server imports once for every forked measurement
 
 
 class RemeasureError(RuntimeError):
@@ -96,7 +97,8 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
             raise RemeasureError(str(exc)) from None
         spec = work / "spec.json"
         spec.write_text(json.dumps({"benchmark": target.benchmark, "params": list(target.params), "samples": SAMPLES,
-                                    "root": str(root.resolve()), "packages": {s: str(p) for s, p in packages.items()}}))
+                                    "root": str(root.resolve()), "packages": {s: str(p) for s, p in packages.items()},
+                                    "preload": list(PRELOADED)}))
         with _server(python, spec, work) as server:
             todo = rounds
             while todo > 0:

@@ -26,6 +26,9 @@ class Probe:
     def track_mark(self):
         return float(len(detsim.MARK))
 
+    def track_torch_loaded(self):  # before the probe imports anything that would load it
+        return float("torch" in sys.modules)
+
     def track_fails(self):
         raise ValueError("no value")
 
@@ -43,7 +46,8 @@ class Probe:
 '''
 
 
-def _server(tmp_path: Path, benchmark: str) -> Conversation:
+def _server(tmp_path: Path, benchmark: str, preload: tuple[str, ...] = ()) -> Conversation:
+    """A fork server over the probe (it needs no torch: preloaded only where a test asks for it)."""
     root = tmp_path / "project"
     (root / "benchmarks").mkdir(parents=True)
     (root / "benchmarks" / "__init__.py").write_text("")
@@ -55,7 +59,7 @@ def _server(tmp_path: Path, benchmark: str) -> Conversation:
         packages[side] = str(tmp_path / side)
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"benchmark": benchmark, "params": [], "samples": 3, "root": str(root),
-                                "packages": packages}))
+                                "packages": packages, "preload": list(preload)}))
     server = Conversation([sys.executable, "-P", str(FORK_SERVER), str(spec)], cwd=tmp_path, timeout=60)
     assert server.greeting == {"ready": True}
     return server
@@ -70,6 +74,13 @@ def test_each_side_imports_its_own_package_in_fresh_processes_every_round(tmp_pa
         # nothing left over from the warm-up of this round's process, nor from earlier rounds
         assert answer["A"]["samples"] == answer["B"]["samples"] == [0.0, 0.0, 0.0]
     assert server.process.returncode == 0  # it ended when its input did
+
+
+def test_the_preloaded_modules_are_in_every_fork_and_only_they(tmp_path):
+    for preload, loaded in (((), 0.0), (("torch",), 1.0)):
+        with _server(tmp_path / str(loaded), "bench_probe.Probe.track_torch_loaded", preload) as server:
+            answer = server.ask({"order": "AB"})
+        assert answer["A"]["samples"] == answer["B"]["samples"] == [loaded] * 3
 
 
 def test_a_time_benchmark_gives_one_sample_per_turn_after_its_warm_up(tmp_path):

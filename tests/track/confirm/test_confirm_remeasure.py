@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from detsim.track.confirm import remeasure as remeasure_module
 from detsim.track.confirm.decision import Status, decide
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 
@@ -47,6 +48,13 @@ def _commit(repo: Path, loops: int, message: str) -> str:
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
     return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(autouse=True)
+def no_torch(monkeypatch):
+    """The tiny project's benchmarks need no torch: its servers skip the import (torch's preload is tested
+    with the fork server itself)."""
+    monkeypatch.setattr(remeasure_module, "PRELOADED", ())
 
 
 @pytest.fixture(scope="module")
