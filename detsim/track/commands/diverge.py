@@ -1,14 +1,6 @@
-"""``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ.
-
-The targets, the report and the exit codes are docs/determinism.md's. Both runs are recorded by
-:mod:`detsim.track.divergence.recorder` (in a fresh interpreter each with ``--processes``:
-:func:`~detsim.track.divergence.across_commits.record_at`) and compared by
-:mod:`detsim.track.divergence.firstdiff`. The Python API is
-:func:`~detsim.track.divergence.finder.find_divergence`, also importable from here.
-
-On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
-before the target is imported (``--interpret`` forces it on or off).
-"""
+"""``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ
+(docs/determinism.md). The Python API, :func:`~detsim.track.divergence.recorder.find_divergence`, is
+importable from here too."""
 
 from __future__ import annotations
 
@@ -31,7 +23,7 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.runtime.process import environment
 from detsim.track.runtime.targets import DTYPES, TargetError
 from detsim.track.divergence.across_commits import record_at
-from detsim.track.divergence.finder import find_divergence
+from detsim.track.divergence.recorder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.events import Record
 from detsim.track.divergence.record_job import LAYERS, EndedWithoutRecord, build_call, record_run, set_interpreter
@@ -99,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
-    """Why the runs cannot start (a missing script, a device this machine lacks, a report folder that
-    cannot be made), or None: checked before anything runs."""
+    """Why the runs cannot start, or None: checked before anything runs."""
     if args.script is not None:
         kind = what_is(args.script)
         if kind != REGULAR_FILE:
@@ -125,8 +116,8 @@ def target_of(args: argparse.Namespace) -> dict:
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record run ``label`` in a fresh interpreter, run from here with this package (then the working
-    directory, as ``python -m`` has it, for targets named by module) first on its path."""
+    """Record run ``label`` in a fresh interpreter with this package, then the working directory (as
+    ``python -m`` has it), first on its path."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         rec = record_at(target_of(args), Path(tmp) / f"record_{label}.json", path=(HERE, Path.cwd()), run=label,
                         threads=threads, layers=args.layers, interpret=args.interpret, cwd=Path.cwd(),

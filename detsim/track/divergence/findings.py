@@ -1,23 +1,5 @@
-"""What comparing two records finds, and how it reads: :class:`Finding` (one divergent event) and
-:class:`Report` (the whole comparison, its verdict and exit code).
-
-A finding's ``role`` says what kind of divergence it is:
-
-* ``culprit`` - identical inputs, different outputs: the non-determinism is inside the op or kernel
-  (or in a Python value passed to it, or in the launch configuration);
-* ``uninitialized`` - the op read memory that was never written (its inputs agree everywhere they were
-  written; its outputs differ because run A and run B fill never-written memory differently);
-* ``leak`` - run B read state that run A wrote: a module-level tensor or a cache mutated in place
-  outlives the run ("state written by run A at ... is read by run B at ...");
-* ``operands`` - the runs passed different tensors at one call, each made identically in both runs
-  (operands picked in an order that changes: set or dict order, a counter);
-* ``victim`` - its inputs already differed: it points at the producer of the differing input and at the
-  root of that chain;
-* ``path`` - the runs stopped executing the same ops (a different op, or the same op on another line);
-* ``inputs`` - the computation's own inputs differ.
-
-The first four start a chain of victims (:data:`ROOT_ROLES`).
-"""
+"""What comparing two records finds: :class:`Finding` (one divergent event; its ``role`` is one of the
+findings of docs/determinism.md) and :class:`Report` (the whole comparison, its verdict and exit code)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,10 @@
 """Compare two records event by event and name the first place they differ, and why.
 
-Walking the two runs' events (:mod:`detsim.track.divergence.events`, recorded by
-:mod:`detsim.track.divergence.recorder`) in order, each event whose inputs or outputs differ becomes a
-:class:`~detsim.track.divergence.findings.Finding`:
-
-* inputs identical, outputs different: a **culprit** - or, when an input holds never-written elements, a
-  read of **uninitialized** memory (run A and run B fill never-written memory differently, see
-  :mod:`~detsim.track.divergence.unwritten`). Such a read is a divergence only if it reaches a result:
-  when every result is identical, it and the events it fed become notes;
-* inputs different: a **victim** of the latest event that wrote the differing content in run B - unless
-  the content tells more: run B read what one of run A's events wrote (in place) and run B never made, a
-  **leak** of state from run A into run B; each run passed a tensor the other made too, different
-  **operands**; or the op makes a tensor from Python values (``torch.tensor``), a **culprit**;
-* a different op, or the same op on another source line: a **path** divergence (a leak found after it,
-  the usual reason a cache makes the runs branch, comes first).
-
-Each finding carries the tensor or argument name, both hashes, both grids and the knob that usually
-fixes that kind of culprit (:mod:`~detsim.track.divergence.diagnosis`).
-"""
+Each event whose inputs or outputs differ becomes a finding (docs/determinism.md): identical inputs and
+different outputs make a culprit (or a read of never-written memory: run A and run B fill it
+differently), differing inputs a victim of the event that wrote them in run B, unless run B read what run
+A wrote (a leak), each run passed a tensor the other made too (operands), or the op made a tensor from
+Python values (a culprit); a different op or source line is a path divergence."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""Recording one run of a target, in this process or in a fresh one (a job of :func:`detsim.track.base.fresh.run_job`).
-
-A **target** is a JSON object naming what runs, by one of ``case`` (a golden case id, looked up in
-``golden_dir``), ``nanobragg`` (a command line), ``call`` (``module:function`` or ``file.py:function``,
-called with ``device=``/``dtype=`` when it takes them), ``module`` (run as ``python -m`` would) or
-``script`` (a file run as ``__main__``), the last two with ``argv``; a simulation runs on ``device``, in
-``dtype`` and ``mode``, with ``grads`` and ``chunk_pixels``. :func:`build_call` makes it a zero-argument
-function and its label; :func:`record_run` records one run of it, ``A`` or ``B`` (its fill of
-never-written memory), at a torch thread count. A run that ends the process (``os._exit``) raises
-:class:`EndedWithoutRecord` instead.
-
-:func:`run` is the job: ``{"target", "layers", "interpret", "threads", "run", "out"}``. It writes the
-record (JSON) to ``out`` and answers ``{"label": ...}``, or ``{"ended": why}`` when the run ended the
-process. Triton kernels run under the interpreter when ``interpret`` says so (:func:`set_interpreter`,
-before the target is imported).
-"""
+"""Recording one run of a target (``case``, ``nanobragg``, ``call``, ``module`` or ``script``, the keys of
+``detsim-track diverge``'s options) in this process, or as a job of :func:`detsim.track.base.fresh.run_job`."""
 
 from __future__ import annotations
 

@@ -1,23 +1,9 @@
-"""Record a computation event by event: every aten op and every Triton kernel launch, with tensor hashes.
+"""Record a computation event by event (aten ops and Triton launches, with tensor hashes), and
+:func:`find_divergence`, the finder's Python API: two recorded runs of one call, compared.
 
-A :class:`Recorder` is a context manager that records what runs inside it into a
-:class:`~detsim.track.divergence.events.Record`:
-
-* **aten ops** (:mod:`detsim.track.divergence.aten_ops`) through a ``TorchDispatchMode``: op name, call
-  site, tensor arguments hashed before the op, non-tensor arguments as text, results hashed after it;
-* **Triton kernels** (:mod:`detsim.track.divergence.triton_hooks`): kernel name, grid, tensor arguments
-  hashed before and after the launch, scalar and ``constexpr`` arguments and the launch configuration.
-
-:func:`record` runs one call under a recorder and also fingerprints the call's inputs and results.
-Memory from ``empty``-like ops is filled with the run's own value (``fill``: 0 for run A, 1 for run B,
-:mod:`~detsim.track.divergence.unwritten`), and elements still holding it are left out of every hash, so
-never-written memory does not make two runs differ unless a computation reads it. Overwritten
-destinations, ``out=`` and ``out*`` kernel arguments are hashed but not compared. The hashing itself
-runs with recording paused.
-
-Recording an op makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode
-disables Dynamo); record compiled code with ops off and kernels on.
-"""
+Only one :class:`Recorder` may be active at a time: the Triton wrappers are process-wide. Recording ops
+makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode disables Dynamo);
+record compiled code with ops off and kernels on."""
 
 from __future__ import annotations
 
@@ -28,29 +14,28 @@ from typing import Callable, Iterator
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map_only
 
+from detsim.track.runtime.process import thread_count
 from detsim.track.divergence import triton_hooks, unwritten
 from detsim.track.divergence.aten_ops import op_mode
 from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
+from detsim.track.divergence.findings import Report
+from detsim.track.divergence.firstdiff import compare_records
 
 
 class Recorder:
-    """Context manager recording ops and/or Triton launches into :attr:`record`.
-
-    Only one recorder can be active at a time (the Triton wrappers are process-wide). The op and kernel
-    layers add events through :meth:`add`, fingerprint tensors through :meth:`info`, fill what empty-like
-    ops allocate through :meth:`fill_never_written` and note where it came from (:attr:`uninitialised`).
-    """
+    """Context manager recording ops and/or Triton launches into :attr:`record`; the layers add events
+    (:meth:`add`), hash tensors (:meth:`info`) and fill what empty-like ops allocate."""
 
     _active: "Recorder | None" = None
     _lock = threading.Lock()
 
-    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, stats: bool = True,
-                 fill: int = 0) -> None:
+    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, fill: int = 0) -> None:
         self.record = Record(label=label, threads=torch.get_num_threads(),
                              settings={"ops": ops, "kernels": kernels, "fill": fill,
                                        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()})
-        self.ops, self.kernels, self.stats, self.fill = ops, kernels, stats, fill
+        self.ops, self.kernels, self.fill = ops, kernels, fill
         self.uninitialised: dict[int, str] = {}  # storage data_ptr -> the empty-like op that allocated it
         self._paused = 0
         self._mode: TorchDispatchMode | None = None
@@ -103,7 +88,7 @@ class Recorder:
     def info(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
         """:func:`~detsim.track.divergence.events.tensor_info` of ``t``, not recorded itself."""
         with self.paused():
-            return tensor_info(name, t, stats=self.stats, run=self.fill, **kw)
+            return tensor_info(name, t, run=self.fill, **kw)
 
     def never_written_note(self, t: torch.Tensor, count: int) -> str:
         """``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from."""
@@ -126,9 +111,7 @@ class Recorder:
 def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, fill: int = 0,
            **kwargs) -> Record:
     """Run ``fn(*args, **kwargs)`` once under a :class:`Recorder`; an exception is kept in ``record.error``.
-
-    ``fill``: the value never-written memory gets in this run (give run A and run B different ones).
-    """
+    ``fill``: the run's value for never-written memory (give run A and run B different ones)."""
     recorder = Recorder(label, ops=ops, kernels=kernels, fill=fill)
     rec = recorder.record
     named = [*((f"arg{i}", a) for i, a in enumerate(args)), *kwargs.items()]
@@ -157,3 +140,17 @@ def _flatten(prefix: str, value) -> list[tuple[str, torch.Tensor]]:
     if isinstance(value, (list, tuple)):
         return [item for i, v in enumerate(value) for item in _flatten(f"{prefix}[{i}]", v)]
     return []
+
+
+def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
+                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> Report:
+    """Run ``fn(*args, **kwargs)`` twice, each run on fresh clones of the tensor arguments, at its own thread
+    count (default: the current one) and fill of never-written memory, and compare the two records."""
+    records = []
+    for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
+        run_args, run_kwargs = tree_map_only(
+            torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
+        with thread_count(n):
+            records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
+                                  kernels=kernels, fill=fill, **run_kwargs))
+    return compare_records(*records, max_items=max_items)
