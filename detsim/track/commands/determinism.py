@@ -1,10 +1,4 @@
-"""``detsim-track determinism``: is it deterministic, and across what?
-
-The matrix, what must agree, the bundle and the exit codes are docs/determinism.md's.
-:mod:`detsim.track.determinism.runs` runs the configurations (here or in fresh processes) and
-:mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
-arguments, prints, writes the bundle and returns the exit code.
-"""
+"""``detsim-track determinism``: is it deterministic, and across what? (docs/determinism.md)"""
 
 from __future__ import annotations
 

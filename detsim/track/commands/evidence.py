@@ -1,8 +1,5 @@
-"""``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle.
-
-The bundle's files, the comparison with the previous bundle and the exit codes are docs/evidence.md's.
-This module parses the options and prints; the steps are :mod:`detsim.track.evidence.bundle`'s.
-"""
+"""``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle
+(docs/evidence.md); the steps are :mod:`detsim.track.evidence.bundle`'s."""
 
 from __future__ import annotations
 

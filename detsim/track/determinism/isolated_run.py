@@ -1,9 +1,5 @@
-"""What an isolated determinism run does in its fresh interpreter (a job of :func:`detsim.track.base.fresh.run_job`).
-
-The job holds the run's configuration (``device``, ``dtype``, ``mode``, ``threads``, ``deterministic``),
-the target as the parent resolved it (``kind`` and ``spec``, with ``grads``, ``chunk_pixels``,
-``golden_dir``) and ``out``, where the outputs (CPU tensors) are saved with ``torch.save``.
-"""
+"""The job of an isolated determinism run in its fresh interpreter: rebuild the target, run it once, save its
+outputs with ``torch.save``."""
 
 from __future__ import annotations
 

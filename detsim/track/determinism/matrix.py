@@ -1,14 +1,9 @@
 """The determinism matrix: run records, bit-for-bit comparisons, and how they are shown.
 
-Agreement is judged on the native bytes of every output (a float64 image that differs only below
-float32 precision still counts as different); the float32 hash is what ``-floatfile`` would write and
-is reported beside it. Comparisons:
-
-* ``repeat``  - repeats of one configuration (must agree: a difference fails the run);
-* ``threads`` - the same configuration at another thread count, against the smallest one;
-* ``mode``    - another execution mode, against ``eager`` (or the first mode);
-* ``device``  - another device, against ``cpu`` (or the first device).
-"""
+Agreement is judged on the native bytes of every output (a float64 image that differs only below float32
+precision still differs); the float32 hash is what ``-floatfile`` would write. Repeats of one
+configuration must agree; another thread count is compared with the smallest, another mode with
+``eager`` and another device with ``cpu`` (or the first one)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Running the determinism matrix: every target in every configuration, in this process or a fresh one.
-
-A **configuration** (:class:`~detsim.track.determinism.matrix.RunConfig`) is a target on one device, in
-one dtype and execution mode, at one torch thread count. :func:`run_matrix` runs each configuration
-``repeats`` times and hands every :class:`~detsim.track.determinism.matrix.RunResult` to a
-:class:`~detsim.track.determinism.matrix.Matrix`. A run that raises becomes a ``crashed`` result with its
-traceback verbatim; a device or mode this machine cannot run becomes a ``skipped`` one, with the reason.
-
-An **isolated** run (``isolate``) happens in a fresh interpreter, a job of
-:func:`~detsim.track.base.fresh.run_job` (:mod:`.isolated_run`: it rebuilds the target from the job, its
-kind and spec, runs it once and saves its outputs with ``torch.save``); a non-zero exit, even a
-segfault, is a crash carrying the child's stderr.
-"""
+"""Running the determinism matrix: every target in every configuration, in this process or, isolated, in a
+fresh interpreter per run (a non-zero exit, even a segfault, is a crash carrying the child's stderr)."""
 
 from __future__ import annotations
 

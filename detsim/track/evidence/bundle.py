@@ -1,18 +1,5 @@
-"""Making one evidence bundle, step by step (docs/evidence.md, "What runs" and "The bundle").
-
-:func:`make_bundle` fills a folder (the temporary one that becomes the bundle) in this order:
-
-1. ``env.json`` (:func:`~.provenance.bundle_environment`);
-2. ``collect.log``: the selection collected for every device at once (:func:`collect_tests`); a
-   selection pytest refuses or that matches nothing raises :class:`~.records.BadInput`;
-3. per device, ``pytest-<device>.log`` and ``junit-<device>.xml`` (:func:`run_device`);
-4. ``retime/``: tests that look slower than in the previous bundle, re-run alongside control tests
-   (:func:`retime_suspects`, planned by :func:`~.durations.retime_plan`);
-5. ``commands.txt``, then the comparison with the previous bundle and the :func:`verdict`;
-6. ``results.json``, ``summary.md``, ``sha256.txt``.
-
-Progress goes to stderr as each pytest process starts.
-"""
+"""Making one evidence bundle, step by step, in the order of docs/evidence.md ("What runs", "The bundle");
+progress goes to stderr as each pytest process starts."""
 
 from __future__ import annotations
 

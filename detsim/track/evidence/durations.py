@@ -1,18 +1,5 @@
-"""Judging test durations on a shared, noisy machine (docs/evidence.md, "Durations").
-
-* **The rule** (:func:`move`): a duration moved when now and before differ by more than
-  :data:`MOVE_RATIO` times *and* by more than :data:`MOVE_FLOOR_S` seconds.
-* **Load factor** (:func:`load_factor`): how much busier the machine is than before, the median of
-  *now / before* over tests that took at least :data:`FACTOR_MIN_S` before (at least
-  :data:`FACTOR_MIN_TESTS` of them), never below 1. Times are divided by it before the rule applies.
-* **Re-timing** (:class:`RetimePlan`): a test that still looks slower is re-run :data:`RETIMES` times
-  in fresh processes, interleaved with up to :data:`CONTROLS` control tests whose times measure the
-  load of that moment; it is slower only if its best load-corrected time still breaks the rule.
-* **Faster**: a test beats by the rule its best time over the last :data:`HISTORY` bundles, and that
-  best rests on at least :data:`FASTER_MIN_SAMPLES` measurements (one earlier time may be a spike).
-
-Only tests that passed both times are compared. Everything here is pure: tests in, verdicts out.
-"""
+"""Judging test durations on a shared, noisy machine: the rule, load factors and re-timing plans
+(docs/evidence.md, "Durations", which explains the numbers below). Pure: tests in, verdicts out."""
 
 from __future__ import annotations
 

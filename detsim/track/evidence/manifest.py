@@ -1,13 +1,5 @@
-"""A bundle's ``sha256.txt``: the SHA-256 of every other file, in ``sha256sum`` format.
-
-:func:`write_manifest` lists every file of the bundle (sorted by path, relative, ``/``-separated)
-but ``sha256.txt`` itself, so ``sha256sum -c sha256.txt`` inside the bundle checks it too.
-:func:`check_bundle` re-hashes a bundle against its listing and names each problem: ``modified: F``
-(the hash differs), ``missing: F`` (listed, absent), ``extra: F`` (present, not listed),
-``unreadable: F (why)`` (listed, present, but it cannot be read: e.g. mode 000 for a user other than
-root, or not a regular file: ``(a directory)``, ``(a FIFO)``, ``(a symlink to nothing)``...) or
-``malformed: sha256.txt line N`` (including a name that leaves the bundle, ``../x``).
-"""
+"""A bundle's ``sha256.txt`` (``sha256sum`` format, every other file, sorted by path) and checking a bundle
+against it (docs/evidence.md, "Verifying a bundle")."""
 
 from __future__ import annotations
 

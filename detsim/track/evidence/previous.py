@@ -1,17 +1,5 @@
-"""Earlier bundles of an area: their names, finding them, and what changed since the previous one.
-
-A bundle is named by its UTC **stamp** (``20261122T023301Z``), suffixed ``-2``, ``-3``... when the
-second is taken; :func:`stamp_key` orders names by time, then suffix. The **previous bundle** is the
-newest older bundle of the same area that measured something (a device ran to completion);
-:func:`history` returns it and the bundles before it, newest first, as :class:`PastBundle`.
-
-:func:`compare` lists, from the tests and runs of two bundles, new failures, fixed tests, other
-outcome changes, tests added or removed, warning texts new or gone, run status changes and the
-durations' verdict (:mod:`.durations`). :func:`changed_artifacts` compares the artifacts meant to be
-identical between two runs of unchanged code (:data:`STABLE_ARTIFACTS`) by the hash of their stable
-part (:func:`stable_text`). :func:`compare_with` is all of it, plus the previous bundle's own check
-against its sha256.txt.
-"""
+"""Earlier bundles of an area: their stamps, the previous one and the history, and what changed since the
+previous one (docs/evidence.md, "Comparison with the previous bundle" and "Hashes")."""
 
 from __future__ import annotations
 

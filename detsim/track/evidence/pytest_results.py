@@ -1,11 +1,5 @@
-"""Read what a pytest run left behind: collected node ids, per-test results, warning texts.
-
-Per-test results come from the junit XML pytest writes (``--junitxml``), which records each test's
-outcome, total duration (setup + call + teardown), skip reason and failure message exactly. The XML
-names a test by ``classname`` + ``name`` rather than by node id; :func:`read_junit` maps them back to
-the node ids printed by ``pytest --collect-only -q`` (the same mangling pytest applies), falling back
-to finding the test file under the run's rootdir.
-"""
+"""Read what a pytest run left behind: collected node ids, per-test results (from the junit XML, mapped back
+to the collected node ids), warning texts."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """Running pytest processes for a bundle, each with its whole output in a log file.
 
-A :class:`Command` is one pytest process: its argv, in which :data:`BUNDLE` stands for the bundle
-folder (the temporary folder while the bundle is made, ``$BUNDLE`` in ``commands.txt``), and the
-log its output goes to, relative to the bundle. :meth:`Command.execute` runs it as a child of
-:mod:`detsim.track.base.fresh`, in a session of its own; past the time-out, or when the caller is
-interrupted (Ctrl-C, or SIGTERM, which ``detsim-track`` turns into the same KeyboardInterrupt), the
-whole process group is killed, the log keeps everything up to the kill, and the interrupt goes on.
-Should the caller itself be killed outright (SIGKILL, where nothing of it runs any more), the pytest
-process dies with it (``prctl(PR_SET_PDEATHSIG)``, Linux), so no orphaned test run goes on.
-:func:`exit_status` turns how a process ended into a status (``ok``, ``crashed``, ``nothing
-collected``) and a reason.
-"""
+Past the time-out, or when the caller is interrupted, the whole process group is killed and the log keeps
+everything up to the kill; should the caller be killed outright, the child dies with it
+(``PR_SET_PDEATHSIG``, :func:`detsim.track.base.fresh.start`), so no orphaned test run goes on."""
 
 from __future__ import annotations
 

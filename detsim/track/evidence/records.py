@@ -1,23 +1,8 @@
-"""The records of an evidence bundle: what ``results.json`` holds, as frozen dataclasses.
-
-* :class:`Request` - what one ``detsim-track evidence`` call asked for (selection, area, devices...);
-* :class:`ProcessResult` - how one pytest process ended: exit code, killed at the time-out, wall time;
-* :class:`CollectResult` - the collect-only process, its status and how many tests it found;
-* :class:`RunResult` - one device's pytest run: log and junit names, counts per outcome, warnings;
-* :class:`TestResult` - one test on one device: outcome, duration, skip reason, first error line,
-  and the re-timings (with their load factors) that judged a test which looked slower;
-* :class:`Outcomes` - a bundle's tests and runs, what two bundles are compared by;
-* comparison lines - :class:`NewFailure`, :class:`Fixed`, :class:`OutcomeChange`, :class:`TestPresence`
-  (added or removed), :class:`WarningText`, :class:`RunChange`, :class:`DurationMove`,
-  :class:`ArtifactChange` - gathered in :class:`Durations` and :class:`Comparison`;
-* :class:`Verdict` - the bundle's exit code and the sentence that explains it;
-* :class:`BundleResults` - all of it, as written to ``results.json``.
+"""The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds.
 
 A **status** (of the collection or a device's run) is ``"ok"`` (ran to completion), ``"crashed"``,
-``"nothing collected"`` or ``"not run"``. Each record gives the exact dict of ``results.json`` with
-``as_record()``; records of an earlier bundle are read back with ``from_record()``, which tolerates
-absent optional keys. :class:`BadInput` is the one error: the options cannot make a bundle.
-"""
+``"nothing collected"`` or ``"not run"``. Records of an earlier bundle are read back with
+``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
 

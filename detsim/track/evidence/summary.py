@@ -1,10 +1,5 @@
-"""The words of a bundle: ``summary.md`` and what the command prints.
-
-Both open with the comparison with the previous bundle (:func:`comparison_lines`, one change list in
-markdown or plain text); ``summary.md`` (:func:`render_summary`) goes on with the verdict, per-device
-counts, failures with their first error line, skips and expected failures grouped by reason, warning
-texts and the :data:`SLOWEST` tests. A listing shows at most :data:`LISTED` items.
-"""
+"""The words of a bundle: ``summary.md`` and what the command prints, both opening with the comparison
+with the previous bundle."""
 
 from __future__ import annotations
 

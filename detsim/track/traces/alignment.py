@@ -1,14 +1,5 @@
-"""Aligning two parsed traces and listing where they disagree, first difference first.
-
-Alignment: pixel blocks are paired by pixel (a log without any ``pixel`` line pairs with the only pixel
-of the other). Within a pixel, the n-th line named X in A is compared with the n-th line named X in B.
-``key=value`` labels are not compared as values, but two aligned lines whose labels disagree count as a
-difference (the logs went out of step). Values agree when ``|a - b| <= atol + rtol * max(|a|, |b|)``
-(NaN agrees only with NaN, an infinity only with the same infinity). The first difference is the first one in A's line order.
-
-:func:`compare` gives a :class:`Comparison` (every :class:`Difference`, the lines and pixels without a
-partner); :func:`format_comparison` is the report ``detsim-track trace-diff`` prints.
-"""
+"""Aligning two parsed traces and listing where they disagree, first difference first (the rules of
+docs/trace.md, "trace-diff")."""
 
 from __future__ import annotations
 
