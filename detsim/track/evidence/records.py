@@ -6,9 +6,9 @@ A **status** (of the collection or a device's run) is ``"ok"`` (ran to completio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.evidence.pytest_results import FAILING, warning_key
@@ -20,24 +20,6 @@ Key = tuple[str, str]  # (device, node id): one test on one device
 
 class BadInput(Exception):
     """The selection or the options cannot produce a bundle; nothing is written."""
-
-
-def _plain(value: Any) -> Any:
-    """A record's value as JSON-ready data: records as dicts, tuples as lists."""
-    if hasattr(value, "as_record"):
-        return value.as_record()
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-class _Record:
-    """``as_record()``: every field, by name, as plain data."""
-
-    def as_record(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -55,17 +37,14 @@ class Request:
 
 
 @dataclass(frozen=True)
-class ProcessResult(_Record):
+class ProcessResult:
     exit_code: int  # negative: killed by that signal
     timed_out: bool
     wall_s: float
 
 
 @dataclass(frozen=True)
-class CollectResult(_Record):
-    exit_code: int
-    timed_out: bool
-    wall_s: float
+class CollectResult(ProcessResult):
     status: str
     why: str
     collected: int  # node ids listed
@@ -73,7 +52,7 @@ class CollectResult(_Record):
 
 
 @dataclass(frozen=True)
-class LoggedWarning(_Record):
+class LoggedWarning:
     """One text of a pytest log's warnings summary and the tests that emitted it."""
 
     text: str  # category and first line of the message
@@ -109,14 +88,14 @@ class RunResult:
                    timed_out=m.get("timed_out"))
 
     def as_record(self) -> dict:
-        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        record = asdict(self)
         if self.timed_out is None:  # a run that never started has no such key
             del record["timed_out"]
         return record
 
 
 @dataclass(frozen=True)
-class TestResult(_Record):
+class TestResult:
     """One test on one device."""
 
     __test__ = False  # not a pytest test class
@@ -151,7 +130,7 @@ class TestResult(_Record):
 
 
 @dataclass(frozen=True)
-class WarningText(_Record):
+class WarningText:
     """A warning text as compared between bundles, with the devices whose runs logged it."""
 
     text: str
@@ -188,7 +167,7 @@ class Outcomes:
 
 
 @dataclass(frozen=True)
-class NewFailure(_Record):
+class NewFailure:
     device: str
     nodeid: str
     outcome: str
@@ -197,7 +176,7 @@ class NewFailure(_Record):
 
 
 @dataclass(frozen=True)
-class Fixed(_Record):
+class Fixed:
     device: str
     nodeid: str
     now: str
@@ -205,7 +184,7 @@ class Fixed(_Record):
 
 
 @dataclass(frozen=True)
-class OutcomeChange(_Record):
+class OutcomeChange:
     device: str
     nodeid: str
     now: str
@@ -214,7 +193,7 @@ class OutcomeChange(_Record):
 
 
 @dataclass(frozen=True)
-class TestPresence(_Record):
+class TestPresence:
     """A test added or removed since the previous bundle."""
 
     __test__ = False
@@ -224,14 +203,14 @@ class TestPresence(_Record):
 
 
 @dataclass(frozen=True)
-class RunChange(_Record):
+class RunChange:
     device: str
     now: str  # status
     was: str
 
 
 @dataclass(frozen=True)
-class DurationMove(_Record):
+class DurationMove:
     """A test slower or faster beyond the noise."""
 
     device: str
@@ -243,7 +222,7 @@ class DurationMove(_Record):
 
 
 @dataclass(frozen=True)
-class ArtifactChange(_Record):
+class ArtifactChange:
     """A stable artifact whose normalised content changed: its hashes and the differing keys or lines."""
 
     file: str
@@ -253,7 +232,7 @@ class ArtifactChange(_Record):
 
 
 @dataclass(frozen=True)
-class Durations(_Record):
+class Durations:
     slower: tuple[DurationMove, ...] = ()
     faster: tuple[DurationMove, ...] = ()
     faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
@@ -284,8 +263,9 @@ class Comparison:
                     self.removed, self.gone_warnings, self.run_changes))
 
     def as_record(self) -> dict:
-        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "durations"}
-        return {**record, **self.durations.as_record(), "changed": self.changed}
+        record = asdict(self)
+        durations = record.pop("durations")
+        return {**record, **durations, "changed": self.changed}
 
 
 @dataclass(frozen=True)
@@ -316,8 +296,8 @@ class BundleResults:
             "format": FORMAT, "stamp": self.stamp, "area": request.area, "cwd": str(request.cwd),
             "selection": list(request.selection), "devices": list(request.devices),
             "measured": self.measured, "verdict": self.verdict.text, "exit_code": int(self.verdict.exit_code),
-            "collect": self.collect.as_record(),
+            "collect": asdict(self.collect),
             "runs": {d: r.as_record() for d, r in self.outcomes.runs.items()},
-            "tests": [t.as_record() for t in self.outcomes.tests],
+            "tests": [asdict(t) for t in self.outcomes.tests],
             "comparison": self.comparison.as_record() if self.comparison else None,
         }
