@@ -76,11 +76,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             call, label = build_call(target_of(args))
             records = [record_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
-            records[0].label = records[1].label = label
     except (TargetError, RuntimeError, EndedWithoutRecord) as exc:
         return refuse(f"diverge: {exc}")
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
-    _add_compile_note(report, args)
+    if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
+        report.notes.append(f"mode {args.mode!r} was recorded with ops on: a dispatch mode makes torch.compile "
+                            "fall back to eager; use --layers kernels to record compiled kernels as they run")
     text = report.render()
     print(text)
     code = report.exit_code()
@@ -92,12 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
     """Why the runs cannot start, or None: checked before anything runs."""
-    if args.script is not None:
-        kind = what_is(args.script)
-        if kind != REGULAR_FILE:
-            return f"--script {args.script}: {kind}" + ("" if kind == MISSING else ", not a file")
-    why = device_problem(args.device)
-    if why:
+    if args.script is not None and (kind := what_is(args.script)) != REGULAR_FILE:
+        return f"--script {args.script}: {kind}" + ("" if kind == MISSING else ", not a file")
+    if why := device_problem(args.device):
         return f"--device {args.device}: {why}"
     if out_dir is not None:
         try:
@@ -116,8 +114,7 @@ def target_of(args: argparse.Namespace) -> dict:
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record run ``label`` in a fresh interpreter with this package, then the working directory (as
-    ``python -m`` has it), first on its path."""
+    """Record run ``label`` in a fresh interpreter (this package, then the working directory, on its path)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         rec = record_at(target_of(args), Path(tmp) / f"record_{label}.json", path=(HERE, Path.cwd()), run=label,
                         threads=threads, layers=args.layers, interpret=args.interpret, cwd=Path.cwd(),
@@ -128,14 +125,11 @@ def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Re
 
 def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[str]:
     """The subcommand's arguments, spelled out (for re-running)."""
-    parts: list[str] = []
-    for flag, value in (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call),
-                        ("-m", args.module), ("--script", args.script)):
-        if value:
-            parts += [flag, value]
+    targets = (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call), ("-m", args.module),
+               ("--script", args.script))
+    parts = [word for flag, value in targets if value for word in (flag, value)]
     parts += ["--device", args.device, "--dtype", args.dtype, "--mode", args.mode]
-    for g in args.grad:
-        parts += ["--grad", g]
+    parts += [word for g in args.grad for word in ("--grad", g)]
     if args.chunk_pixels:
         parts += ["--chunk-pixels", str(args.chunk_pixels)]
     if args.threads:
@@ -150,12 +144,6 @@ def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[s
     if args.program_args:
         parts += ["--", *args.program_args]
     return parts
-
-
-def _add_compile_note(report: Report, args: argparse.Namespace) -> None:
-    if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
-        report.notes.append(f"mode {args.mode!r} was recorded with ops on: a dispatch mode makes torch.compile "
-                            "fall back to eager; use --layers kernels to record compiled kernels as they run")
 
 
 def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,

@@ -27,8 +27,7 @@ class Move(enum.StrEnum):
 
 
 def move(now: float, before: float) -> Move | None:
-    """:attr:`Move.SLOWER` / :attr:`Move.FASTER` when ``now`` and ``before`` differ by more than
-    :data:`MOVE_RATIO` times and by more than :data:`MOVE_FLOOR_S` seconds."""
+    """Whether ``now`` moved from ``before`` by more than :data:`MOVE_RATIO` times and :data:`MOVE_FLOOR_S`."""
     if now > MOVE_RATIO * before and now - before > MOVE_FLOOR_S:
         return Move.SLOWER
     if now * MOVE_RATIO < before and before - now > MOVE_FLOOR_S:
@@ -37,8 +36,7 @@ def move(now: float, before: float) -> Move | None:
 
 
 def best_times(bundles: Iterable[Iterable[TestResult]]) -> dict[Key, tuple[float, int]]:
-    """Per (device, node id): the least time a passing test took over ``bundles``, and over how many
-    measurements (its run plus any re-timings)."""
+    """Per test key: the least time it took when it passed over ``bundles``, and how many measurements."""
     best: dict[Key, tuple[float, int]] = {}
     for tests in bundles:
         for test in tests:
@@ -51,10 +49,8 @@ def best_times(bundles: Iterable[Iterable[TestResult]]) -> dict[Key, tuple[float
 
 
 def load_factor(pairs: Iterable[tuple[float, float]]) -> float:
-    """How much busier the machine is now than before: the median of ``now / before`` over
-    ``(now, before)`` pairs of tests that took at least :data:`FACTOR_MIN_S` before; never below 1
-    (a quieter machine is not used to make tests look slower), and 1 with fewer than
-    :data:`FACTOR_MIN_TESTS` such tests."""
+    """How much busier the machine is now: the median of ``now / before`` over ``(now, before)`` pairs,
+    never below 1 (a quieter machine must not make tests look slower)."""
     ratios = [now / before for now, before in pairs if before >= FACTOR_MIN_S]
     if len(ratios) < FACTOR_MIN_TESTS:
         return 1.0
@@ -78,14 +74,7 @@ def _moved(test: TestResult, was: float, now: float, measurements: int) -> Durat
 
 def judge_durations(tests: Sequence[TestResult], previous: Sequence[TestResult],
                     history: Sequence[Sequence[TestResult]]) -> Durations:
-    """Tests whose duration moved beyond the noise.
-
-    Slower: the test's best load-corrected time now (its run divided by the run's :func:`load_factor`,
-    each re-timing divided by the factor its control tests measured) exceeds its best time in the
-    previous bundle by the rule of :func:`move`. Faster: its time now beats by that rule the best of
-    at least :data:`FASTER_MIN_SAMPLES` measurements over ``history`` (a single earlier time may itself
-    have been a load spike); faster-looking tests with fewer earlier measurements are only counted.
-    """
+    """Tests slower than in ``previous`` (best load-corrected time) or faster than their best over ``history``."""
     before, earlier = best_times([previous]), best_times(history)
     factors = main_load_factors(tests, previous)
     slower, faster, unjudged = [], [], 0
@@ -145,8 +134,7 @@ def retime_plan(tests: Sequence[TestResult], previous: Sequence[TestResult], dev
 
 
 def pick_controls(candidates: Sequence[TestResult], before: Mapping[Key, tuple[float, int]]) -> list[TestResult]:
-    """Up to :data:`CONTROLS` tests, spread over the range of earlier times, that time the machine's
-    load during a re-timing; the fastest other test when none took at least :data:`FACTOR_MIN_S`."""
+    """Up to :data:`CONTROLS` tests spread over the range of earlier times (else the fastest other test)."""
     timed = sorted((t for t in candidates if before[t.key][0] >= FACTOR_MIN_S), key=lambda t: before[t.key][0])
     if not timed:
         return sorted(candidates, key=lambda t: t.duration_s)[:1]

@@ -46,8 +46,7 @@ def _inside(name: str) -> bool:
 
 
 def check_bundle(folder: Path) -> list[str]:
-    """Problems with a bundle against its sha256.txt: ``modified: F``, ``missing: F``, ``extra: F``,
-    ``unreadable: F (why)``, ``malformed: sha256.txt line N``."""
+    """Problems with a bundle against its sha256.txt, one line each (docs/evidence.md)."""
     listing = folder / MANIFEST
     kind = what_is(listing)
     if kind != REGULAR_FILE:

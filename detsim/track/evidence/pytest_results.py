@@ -47,8 +47,7 @@ def rootdir(log_text: str) -> Path | None:
 
 
 def running_at_end(log_text: str) -> str | None:
-    """The test a verbose (``-v``) log was running when it stopped: its last line names a test and no
-    outcome (pytest prints the outcome after the test returns), or None."""
+    """The test a ``-v`` log was running when it stopped (its last line names a test and no outcome), or None."""
     lines = [line for line in log_text.splitlines() if line.strip()]
     if not lines:
         return None
@@ -105,12 +104,8 @@ def _merge(first: dict, second: dict) -> dict:
 
 
 def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list[dict]:
-    """Per-test records from a junit XML file, in file order.
-
-    Each record: ``nodeid``, ``outcome`` (one of :data:`OUTCOMES`), ``duration_s`` (wall, setup to
-    teardown), ``skip_reason`` (skips and xfails) and ``message`` (first line of a failure or
-    error). Raises one of :data:`UNREADABLE` when the file is missing or not XML.
-    """
+    """Per-test records (the keys of :class:`~.records.TestResult`) from a junit XML file, in file order;
+    raises one of :data:`UNREADABLE` when the file is missing or not XML."""
     by_address = {junit_address(nodeid): nodeid for nodeid in nodeids}
     records: dict[str, dict] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
@@ -124,8 +119,7 @@ def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list
 
 
 def _sections(text: str, title: str) -> list[str]:
-    """The lines of every ``=== <title>... ===`` section of a pytest log (pytest may print a
-    ``warnings summary (final)`` after the ``warnings summary``), each followed by a blank line."""
+    """The lines of every ``=== <title>... ===`` section of a pytest log, each section opened by a blank line."""
     lines, inside = [], False
     for line in text.splitlines():
         header = _SECTION.match(line)
@@ -142,8 +136,7 @@ def _sections(text: str, title: str) -> list[str]:
 
 
 def warning_summary(text: str) -> list[dict]:
-    """The warnings of a pytest log's ``warnings summary``: ``text`` (category and first line of the
-    message), ``location`` (file:line that emitted it) and ``tests`` (the node ids pytest listed)."""
+    """The warnings of a pytest log's ``warnings summary``: ``text``, ``location`` and ``tests``."""
     found: dict[str, dict] = {}
     tests: list[str] = []
     in_message = False

@@ -29,9 +29,7 @@ PLUGIN = "detsim.track.evidence.plugin"  # provides --device where the selection
 
 
 def pytest_argv(*args: str) -> tuple[str, ...]:
-    """A pytest command in this interpreter: unbuffered (a killed run keeps its log up to the kill),
-    without colour codes, without the cache plugin (no --lf/--sw state carried between runs), and
-    with :data:`PLUGIN`, so that ``--device`` works for any selection, under this project's conftest or not."""
+    """A pytest command in this interpreter, with the fixed options of docs/evidence.md and :data:`PLUGIN`."""
     return (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider", "-p", PLUGIN, "--color=no", *args)
 
 

@@ -26,8 +26,7 @@ RETIME_HEADER = "# Re-timing of tests that looked slower than last time"
 
 
 def bundle_environment(cwd: Path) -> dict:
-    """runtime.process.environment() plus what an evidence bundle also needs: pytest, interpreter,
-    code state."""
+    """runtime.process.environment() plus pytest, the interpreter and the state of the code."""
     env = environment(cwd)
     try:
         import pytest
