@@ -56,11 +56,8 @@ def _detect_prefix(lines: list[str]) -> str | None:
     for m in map(_PREFIXED.match, lines):
         if m and _NAME.match((m.group(2).split() or [""])[0]):
             counts[m.group(1)] += 1
-    traced = {p: n for p, n in counts.items() if p.upper().startswith("TRACE")}
-    pool = traced or counts
-    if not pool:
-        return None
-    return max(pool, key=lambda p: (pool[p], -list(counts).index(p)))
+    pool = {p: n for p, n in counts.items() if p.upper().startswith("TRACE")} or counts
+    return max(pool, key=lambda p: (pool[p], -list(counts).index(p)), default=None)
 
 
 def _pixel_key(values: tuple[float, ...]):
