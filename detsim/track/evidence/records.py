@@ -167,39 +167,31 @@ class Outcomes:
 
 
 @dataclass(frozen=True)
-class NewFailure:
+class TestPresence:
+    """A test on a device: added or removed since the previous bundle, and the start of every change of one."""
+
+    __test__ = False
+
     device: str
     nodeid: str
+
+
+@dataclass(frozen=True)
+class NewFailure(TestPresence):
     outcome: str
     message: str | None
     was: str | None  # None: the test did not exist before
 
 
 @dataclass(frozen=True)
-class Fixed:
-    device: str
-    nodeid: str
+class Fixed(TestPresence):
     now: str
     was: str
 
 
 @dataclass(frozen=True)
-class OutcomeChange:
-    device: str
-    nodeid: str
-    now: str
-    was: str
+class OutcomeChange(Fixed):
     skip_reason: str | None
-
-
-@dataclass(frozen=True)
-class TestPresence:
-    """A test added or removed since the previous bundle."""
-
-    __test__ = False
-
-    device: str
-    nodeid: str
 
 
 @dataclass(frozen=True)
@@ -210,11 +202,9 @@ class RunChange:
 
 
 @dataclass(frozen=True)
-class DurationMove:
+class DurationMove(TestPresence):
     """A test slower or faster beyond the noise."""
 
-    device: str
-    nodeid: str
     was_s: float
     now_s: float
     ratio: float  # now / was
