@@ -143,13 +143,6 @@ def call_site() -> str:
         skip = (filename.startswith((_TORCH_DIR, _SUITE_DIR)) or "/triton/" in filename
                 or filename.endswith(("contextlib.py", "runpy.py")) or filename.startswith("<frozen"))
         if not skip:
-            return f"{_short_path(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+            return f"{os.path.relpath(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return ""
-
-
-def _short_path(filename: str) -> str:
-    try:
-        return os.path.relpath(filename)
-    except ValueError:
-        return filename

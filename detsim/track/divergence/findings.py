@@ -15,7 +15,7 @@ ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEA
 class Finding:
     """One divergent event (or the inputs, or a change of path)."""
 
-    role: str  # see the module docstring
+    role: str  # culprit, uninitialized, leak, operands (ROOT_ROLES), victim, path or inputs
     index: int | None
     kind: str
     name: str
@@ -51,19 +51,14 @@ class Finding:
             out.append(self._tensor_line())
         if self.reads is not None:
             out.append(f"  reads `{self.reads['name']}`: {self.reads['note']}")
-        for name, (a, b) in self.scalars.items():
-            out.append(f"  argument `{name}`: A {a} vs B {b}")
+        out += [f"  argument `{name}`: A {a} vs B {b}" for name, (a, b) in self.scalars.items()]
         if self.grid_a is not None or self.grid_b is not None:
             changed = " (changed: autotuning?)" if self.grid_a != self.grid_b else ""
             out.append(f"  grid: A {self.grid_a} vs B {self.grid_b}{changed}")
         if self.config_a != self.config_b:
             out.append(f"  launch config: A {self.config_a} vs B {self.config_b}")
         out += self._sources()
-        if self.reason:
-            out.append(f"  why: {self.reason}")
-        if self.fix:
-            out.append(f"  fix: {self.fix}")
-        return out
+        return out + [f"  {label}: {text}" for label, text in (("why", self.reason), ("fix", self.fix)) if text]
 
     def _tensor_line(self) -> str:
         what = "output" if self.role in ("culprit", "uninitialized") else "input"
@@ -179,10 +174,8 @@ class Report:
         if more:
             lines += ["", f"OTHER CULPRITS ({self.culprit_count - 1} independent of the first)"]
             lines += ["  " + line for c in more for line in c.lines()]
-        for note in self.notes:
-            lines.append(f"NOTE     {note}")
-        for label, error in self.errors.items():
-            lines.append(f"ERROR    run {label} raised: {error.strip().splitlines()[-1]}")
+        lines += [f"NOTE     {note}" for note in self.notes]
+        lines += [f"ERROR    run {run} raised: {error.strip().splitlines()[-1]}" for run, error in self.errors.items()]
         if self.result_differences:
             diffs = ", ".join(f"{d['name']} holds {d.get('note') or str(d['unwritten']) + ' never-written element(s)'}"
                               if d.get("unwritten")
@@ -195,10 +188,7 @@ class Report:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["verdict"] = self.verdict()
-        data["diverged"] = self.diverged
-        return data
+        return {**asdict(self), "verdict": self.verdict(), "diverged": self.diverged}
 
     def add(self, finding: Finding, max_items: int) -> None:
         """Count a finding in; the first one added is the answer, the rest (up to ``max_items``) context."""

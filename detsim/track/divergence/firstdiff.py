@@ -194,12 +194,8 @@ class _Walk:
         return Finding("culprit", eb.index, reason=reason, fix=fix, **common)
 
     def _never_written_read(self, ea: Event, eb: Event, scalars: dict, *, differs: bool) -> TensorInfo | None:
-        """The input whose never-written elements the op read, if it read any (and nothing else explains it).
-
-        It read them if its outputs differ (run A and run B fill never-written memory differently), or if it
-        moves data (not a view, not a partial write in place) and an output it wrote holds never-written
-        elements (a kernel's arguments it left alone do not count).
-        """
+        """The input whose never-written elements the op read, if any (and nothing else explains it): its
+        outputs differ, or it moves data and an output it wrote holds never-written elements."""
         if not self.fills_differ or scalars or ea.grid != eb.grid or ea.config != eb.config \
                 or base_name(eb.name) in RANDOM_OPS:
             return None
@@ -229,11 +225,7 @@ class _Walk:
         return producer if self.roles.get(j) in ROOT_ROLES else self.roots.get(j)
 
     def drop_unreached_reads(self, findings: list[Finding], notes: list[str]) -> list[Finding]:
-        """Reads of never-written memory that no result saw, and what they fed, become notes.
-
-        A read reaches a result when a result that differs (or holds never-written elements) was made by it
-        or by an event downstream of it.
-        """
+        """Reads of never-written memory that reach no differing result, and what they fed, become notes."""
         reached = set()
         for x, y in zip(self.a.results, self.b.results):
             if _differs(x, y) or y.unwritten:

@@ -23,16 +23,12 @@ LAYERS = ("ops", "kernels")  # what a record can hold: aten ops, Triton kernel l
 
 
 class EndedWithoutRecord(BaseException):
-    """The target ended the process (``os._exit``): the run left no record.
-
-    A ``BaseException``, like the exit it replaces, so that the target's own ``except Exception`` does not
-    swallow it.
-    """
+    """The target ended the process (``os._exit``); a BaseException, so that its ``except Exception`` lets it by."""
 
 
 def set_interpreter(choice: str) -> None:
-    """``TRITON_INTERPRET=1`` when ``choice`` is ``on``, or ``auto`` without CUDA (and not set already);
-    unset when ``off``. Before any target module (and its ``@triton.jit`` kernels) is imported."""
+    """Set ``TRITON_INTERPRET`` for ``choice`` (``on``, ``off``, ``auto``: on without CUDA), before the target
+    and its ``@triton.jit`` kernels are imported."""
     if choice == "on" or (choice == "auto" and "TRITON_INTERPRET" not in os.environ
                           and not torch.cuda.is_available()):
         os.environ["TRITON_INTERPRET"] = "1"
@@ -94,10 +90,7 @@ def record_run(call: Callable[[], object], label: str, threads: int, layers=LAYE
 
 @contextlib.contextmanager
 def _no_hard_exit(label: str, run: str):
-    """``os._exit`` inside the run raises :class:`EndedWithoutRecord` instead of ending the process.
-
-    Only in this process: a child the target forks (multiprocessing) still exits as it means to.
-    """
+    """``os._exit`` in this process (not in a child it forks) raises :class:`EndedWithoutRecord` instead."""
     real_exit, pid = os._exit, os.getpid()
 
     def hard_exit(status: int = 0):

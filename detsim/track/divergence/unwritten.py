@@ -40,10 +40,7 @@ def fill(t: torch.Tensor, run: int) -> None:
     value = sentinel(t.dtype, run)
     try:
         with torch.no_grad():
-            if value is None:
-                t.zero_()
-            else:
-                t.fill_(value)
+            t.fill_(0 if value is None else value)
     except (RuntimeError, TypeError):
         pass  # quantized and other exotic layouts keep what they hold
 
@@ -59,11 +56,8 @@ def mask(data: torch.Tensor, run: int) -> torch.Tensor | None:
 
 
 def canonical(data: torch.Tensor, run: int | None) -> tuple[str, int, torch.Tensor]:
-    """(sha256, never-written count, the written values) of a contiguous CPU tensor.
-
-    Without never-written elements (or with ``run`` None) the hash is the sha256 of the tensor's bytes;
-    with them, of the bytes with those elements zeroed, followed by the map of where they are.
-    """
+    """(sha256, never-written count, the written values) of a contiguous CPU tensor; never-written elements
+    are hashed as zeros, followed by the map of where they are."""
     where = mask(data, run) if run is not None else None
     if where is None or not bool(where.any()):
         return sha256_bytes(tensor_bytes(data)), 0, data.reshape(-1)
