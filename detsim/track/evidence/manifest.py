@@ -32,14 +32,6 @@ def listed_count(folder: Path) -> int:
     return sum(1 for line in (folder / MANIFEST).read_text().splitlines() if line.strip())
 
 
-def _digest(path: Path) -> tuple[str | None, str | None]:
-    """(sha256, None) of a readable file, else (None, why)."""
-    try:
-        return sha256_file(path), None
-    except OSError as exc:
-        return None, exc.strerror or str(exc)
-
-
 def _inside(name: str) -> bool:
     parts = Path(name).parts
     return bool(parts) and not Path(name).is_absolute() and ".." not in parts
@@ -64,18 +56,16 @@ def check_bundle(folder: Path) -> list[str]:
             continue
         expected[match.group(2)] = match.group(1)
     for name, digest in sorted(expected.items()):
-        path = folder / name
-        kind = what_is(path)
+        kind = what_is(folder / name)
         if kind == MISSING:
             problems.append(f"missing: {name}")
-            continue
-        if kind != REGULAR_FILE:  # never opened: a FIFO would block, a directory has no bytes to hash
+        elif kind != REGULAR_FILE:  # never opened: a FIFO would block, a directory has no bytes to hash
             problems.append(f"unreadable: {name} ({kind})")
-            continue
-        actual, why = _digest(path)
-        if why:
-            problems.append(f"unreadable: {name} ({why})")
-        elif actual != digest:
-            problems.append(f"modified: {name}")
+        else:
+            try:
+                if sha256_file(folder / name) != digest:
+                    problems.append(f"modified: {name}")
+            except OSError as exc:
+                problems.append(f"unreadable: {name} ({exc.strerror or exc})")
     problems += [f"extra: {name}" for name in sorted(set(_listed(folder)) - set(expected))]
     return problems

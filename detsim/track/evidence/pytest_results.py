@@ -48,13 +48,8 @@ def rootdir(log_text: str) -> Path | None:
 
 def running_at_end(log_text: str) -> str | None:
     """The test a ``-v`` log was running when it stopped (its last line names a test and no outcome), or None."""
-    lines = [line for line in log_text.splitlines() if line.strip()]
-    if not lines:
-        return None
-    last = lines[-1].strip()
-    if "::" not in last or last.startswith(("=", "_")) or _OUTCOME_WORD.search(last):
-        return None
-    return last
+    last = next((line.strip() for line in reversed(log_text.splitlines()) if line.strip()), "")
+    return None if "::" not in last or last.startswith(("=", "_")) or _OUTCOME_WORD.search(last) else last
 
 
 def first_error(log_text: str) -> str | None:
@@ -79,16 +74,11 @@ def _first_line(text: str | None) -> str | None:
 
 def _outcome(case: ET.Element) -> tuple[str, str | None, str | None]:
     """``(outcome, skip reason, first line of the failure message)`` of one junit test case."""
-    failure, error, skipped = case.find("failure"), case.find("error"), case.find("skipped")
-    if failure is not None:
-        return "failed", None, _first_line(failure.get("message")) or _first_line(failure.text)
-    if error is not None:
-        return "error", None, _first_line(error.get("message")) or _first_line(error.text)
-    if skipped is not None:
-        reason = skipped.get("message") or ""
-        if skipped.get("type") == "pytest.xfail":
-            return "xfailed", reason, None
-        return "skipped", reason, None
+    for tag, outcome in (("failure", "failed"), ("error", "error")):
+        if (element := case.find(tag)) is not None:
+            return outcome, None, _first_line(element.get("message")) or _first_line(element.text)
+    if (skipped := case.find("skipped")) is not None:
+        return "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped", skipped.get("message") or "", None
     return "passed", None, None
 
 
@@ -98,9 +88,7 @@ _PRECEDENCE = {name: i for i, name in enumerate(("failed", "error", "xfailed", "
 def _merge(first: dict, second: dict) -> dict:
     """One test reported in two junit test cases (a failing call, then a failing teardown)."""
     best = first if _PRECEDENCE[first["outcome"]] <= _PRECEDENCE[second["outcome"]] else second
-    merged = dict(best)
-    merged["duration_s"] = round(first["duration_s"] + second["duration_s"], 6)
-    return merged
+    return {**best, "duration_s": round(first["duration_s"] + second["duration_s"], 6)}
 
 
 def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list[dict]:
