@@ -334,12 +334,11 @@ class Matrix:
             "Re-run with:", "", "```", command, "```", "",
             "## Matrix", "", "```", self.render(strict), "```", "",
         ]
-        failures, findings = self.failures(strict), self.findings(strict)
-        lines += ["## Runs that should agree and do not", ""]
-        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(failures)] or ["None."]
-        lines += ["", "## Findings (cross-thread, cross-mode, cross-device)", ""]
-        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(findings)] or ["None."]
-        lines += ["", "## Crashes", ""]
+        for title, comparisons in (("Runs that should agree and do not", self.failures(strict)),
+                                   ("Findings (cross-thread, cross-mode, cross-device)", self.findings(strict))):
+            lines += [f"## {title}", "", *([f"* {kind}: {where}: {text}" for kind, where, text
+                                           in _grouped(comparisons)] or ["None."]), ""]
+        lines += ["## Crashes", ""]
         crash_files = list(self.crash_reports())
         lines += [f"* {r.config.target} {r.config.label()} repeat {r.repeat}: `{_last_line(r.error)}` "
                   f"(traceback: `crashes/{f}`)" for r, f in zip(self.crashed(), crash_files)] or ["None."]
