@@ -45,7 +45,7 @@ def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | N
         findings.append(Finding("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
                                 stats_a=x.stats, stats_b=y.stats, reason="the runs were given different inputs",
                                 fix="give both runs the same inputs"))
-    walk = _Walk(a, b, device or _device_of(a))
+    walk = _Walk(a, b, device or next((t.device.split(":")[0] for e in a.events for t in e.outputs), "cpu"))
     findings += walk.run()
     report.notes += walk.notes
     if not a.events and not b.events and (a.results or b.results or input_diffs):
@@ -57,13 +57,6 @@ def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | N
     for finding in findings:
         report.add(finding, max_items)
     return report
-
-
-def _device_of(record: Record) -> str:
-    for event in record.events:
-        for t in event.outputs:
-            return t.device.split(":")[0]
-    return "cpu"
 
 
 def _compare_results(report: Report, a: Record, b: Record) -> None:
@@ -231,15 +224,15 @@ class _Walk:
             if _differs(x, y) or y.unwritten:
                 root = self._root_of(self.produced_b.get(y.hash))
                 reached.add(root and root.get("index"))
-        unreached = {f.index for f in findings if f.role == "uninitialized" and f.index not in reached}
-        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in unreached]
-        for f in findings:
-            if f.index in unreached and f.role == "uninitialized":
-                later = sum(v.root["index"] == f.index for v in fed)
-                notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
-                             f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
-                             "result: not a divergence")
-        dropped = {id(f) for f in fed} | {id(f) for f in findings if f.role == "uninitialized" and f.index in unreached}
+        unreached = [f for f in findings if f.role == "uninitialized" and f.index not in reached]
+        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in
+               {u.index for u in unreached}]
+        for f in unreached:
+            later = sum(v.root["index"] == f.index for v in fed)
+            notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
+                         f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
+                         "result: not a divergence")
+        dropped = {id(f) for f in unreached + fed}
         return [f for f in findings if id(f) not in dropped]
 
     def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Finding:
