@@ -12,6 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from detsim.track.divergence.events import TensorInfo, argument_tensors, call_site, scalar_text, storage_key
+from detsim.track.divergence.unwritten import fill
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
 OVERWRITE_OPS = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",
@@ -62,7 +63,8 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
     outputs = []
     for tname, t in argument_tensors("out", result):
         if base in EMPTY_OPS:
-            recorder.fill_never_written(t)
+            with recorder.paused():
+                fill(t, recorder.fill)
             recorder.uninitialised[storage_key(t)] = f"#{len(recorder.record.events)} {func}" + \
                 (f" at {where}" if where else "")
             outputs.append(recorder.info(tname, t, note="never written (empty)"))

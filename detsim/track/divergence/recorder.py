@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map_only
 
 from detsim.track.runtime.process import thread_count
-from detsim.track.divergence import triton_hooks, unwritten
+from detsim.track.divergence import triton_hooks
 from detsim.track.divergence.aten_ops import op_mode
 from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
 from detsim.track.divergence.findings import Report
@@ -26,7 +26,7 @@ from detsim.track.divergence.firstdiff import compare_records
 
 class Recorder:
     """Context manager recording ops and/or Triton launches into :attr:`record`; the layers add events
-    (:meth:`add`), hash tensors (:meth:`info`) and fill what empty-like ops allocate."""
+    (:meth:`add`) and hash tensors (:meth:`info`)."""
 
     _active: "Recorder | None" = None
     _lock = threading.Lock()
@@ -95,11 +95,6 @@ class Recorder:
         origin = self.uninitialised.get(storage_key(t))
         return f"{count} never-written element(s) " + (f"(allocated by {origin})" if origin else
                                                         "(copied from memory an empty-like op allocated)")
-
-    def fill_never_written(self, t: torch.Tensor) -> None:
-        """Fill a tensor an empty-like op just allocated with this run's value (not recorded)."""
-        with self.paused():
-            unwritten.fill(t, self.fill)
 
     def add(self, **fields) -> Event:
         """Append the next event (its index is its position in the record)."""
