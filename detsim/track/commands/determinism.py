@@ -150,13 +150,11 @@ def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> st
              "# the same without the installed entry point (PYTHONPATH=<repo> in a fresh clone):",
              command_line(args, out=None, entry=f"{Path(sys.executable).name} -m detsim.track.cli"),
              "# one configuration at a time:"]
+    option = {"golden": "cases", "nanobragg": "nanobragg", "callable": "call"}  # the option naming each kind
     for config in matrix.configs():
-        one = argparse.Namespace(**{**vars(args), "threads": [config.threads], "dtypes": [config.dtype],
-                                    "devices": [config.device], "modes": [config.mode]})
         target = matrix.targets[config.target]
-        one.cases = [target.spec] if target.kind == "golden" else []
-        one.nanobragg = [target.spec] if target.kind == "nanobragg" else []
-        one.call = [target.spec] if target.kind == "callable" else []
-        lines.append(command_line(one))
+        lines.append(command_line(argparse.Namespace(**{
+            **vars(args), "threads": [config.threads], "dtypes": [config.dtype], "devices": [config.device],
+            "modes": [config.mode], "cases": [], "nanobragg": [], "call": [], option[target.kind]: [target.spec]})))
     return "\n".join(lines) + "\n"
 

@@ -180,10 +180,8 @@ def verdict(collect: CollectResult, outcomes: Outcomes, comparison: Comparison |
     news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
     broken = [d for d, r in outcomes.runs.items() if r.status != "ok"]
     if collect.status != "ok" or broken:
-        if collect.status != "ok":
-            what = [f"collection {collect.status}, {collect.why}; no device ran"]
-        else:
-            what = [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
+        what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != "ok" else \
+            [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
         return Verdict(ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else ""))
     if new:
         return Verdict(ExitCode.REGRESSED, news)
