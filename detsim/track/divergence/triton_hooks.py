@@ -137,8 +137,7 @@ def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=Fals
     signature = tuner.triton_meta.get("signature", {})
     configured = set(tuner.configs[0].kwargs) if tuner.configs else set()
     names = [n for n in signature if n not in configured and signature.get(n) != "constexpr"]
-    if len(names) < len(args):
-        names += [f"arg{i}" for i in range(len(names), len(args))]
+    names += [f"arg{i}" for i in range(len(names), len(args))]
     bound = dict(zip(names, args))
     result = record_launch(recorder, tuner.fn.__name__, bound,
                            lambda: original(tuner, *args, stream=stream, benchmark_run=benchmark_run, **kwargs))
