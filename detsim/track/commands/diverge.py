@@ -1,5 +1,5 @@
 """``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ
-(docs/determinism.md). The Python API, :func:`~detsim.track.divergence.recorder.find_divergence`, is
+(docs/determinism.md). The Python API, :func:`~detsim.track.divergence.finder.find_divergence`, is
 importable from here too."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.runtime.process import environment
 from detsim.track.runtime.targets import DTYPES, TargetError
 from detsim.track.divergence.across_commits import record_at
-from detsim.track.divergence.recorder import find_divergence
+from detsim.track.divergence.finder import find_divergence
 from detsim.track.divergence.firstdiff import Report, compare_records
 from detsim.track.divergence.events import Record
 from detsim.track.divergence.record_job import LAYERS, EndedWithoutRecord, build_call, record_run, set_interpreter

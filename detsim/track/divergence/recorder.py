@@ -1,5 +1,4 @@
-"""Record a computation event by event (aten ops and Triton launches, with tensor hashes), and
-:func:`find_divergence`, the finder's Python API: two recorded runs of one call, compared.
+"""Record a computation event by event (aten ops and Triton launches, with tensor hashes).
 
 Only one :class:`Recorder` may be active at a time: the Triton wrappers are process-wide. Recording ops
 makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode disables Dynamo);
@@ -14,14 +13,10 @@ from typing import Callable, Iterator
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map_only
 
-from detsim.track.runtime.process import thread_count
 from detsim.track.divergence import triton_hooks
 from detsim.track.divergence.aten_ops import op_mode
 from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
-from detsim.track.divergence.findings import Report
-from detsim.track.divergence.firstdiff import compare_records
 
 
 class Recorder:
@@ -136,16 +131,3 @@ def _flatten(prefix: str, value) -> list[tuple[str, torch.Tensor]]:
         return [item for i, v in enumerate(value) for item in _flatten(f"{prefix}[{i}]", v)]
     return []
 
-
-def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
-                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> Report:
-    """Run ``fn(*args, **kwargs)`` twice, each run on fresh clones of the tensor arguments, at its own thread
-    count (default: the current one) and fill of never-written memory, and compare the two records."""
-    records = []
-    for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
-        run_args, run_kwargs = tree_map_only(
-            torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
-        with thread_count(n):
-            records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
-                                  kernels=kernels, fill=fill, **run_kwargs))
-    return compare_records(*records, max_items=max_items)
