@@ -1,10 +1,4 @@
-"""``detsim-track determinism``: is it deterministic, and across what?
-
-The matrix, what must agree, the bundle and the exit codes are docs/determinism.md's.
-:mod:`detsim.track.determinism.runs` runs the configurations (here or in fresh processes) and
-:mod:`detsim.track.determinism.matrix` holds the comparisons and their rendering; this module parses the
-arguments, prints, writes the bundle and returns the exit code.
-"""
+"""``detsim-track determinism``: is it deterministic, and across what? (docs/determinism.md)"""
 
 from __future__ import annotations
 
@@ -65,23 +59,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.list_cases:
-        return _list_cases(args.golden_dir)
+        try:
+            print("\n".join(case_ids(args.golden_dir)))
+        except GoldenError as exc:
+            return refuse(f"determinism: {exc}")
+        return ExitCode.OK
     try:
-        targets = build_targets(args)
-    except TargetError as exc:
-        return refuse(f"determinism: {exc}")
-    out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
-    try:
+        targets = build_targets(with_defaults(args))
+        out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
         if out_dir is not None:
             check_new_folder(out_dir, folder_option(args))
-    except OutputError as exc:
+    except (TargetError, OutputError) as exc:
         return refuse(f"determinism: {exc}")
-    devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    from detsim.engine import MODES
-    modes = args.modes or list(MODES)
-    matrix = run_matrix(targets, devices=devices, dtypes=args.dtypes, modes=modes, threads=args.threads,
-                        repeats=args.repeats, deterministic=args.deterministic,
-                        isolate=_isolation(args) if args.isolate else None)
+    isolate = {"grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
+               "golden_dir": str(args.golden_dir) if args.golden_dir else None} if args.isolate else None
+    matrix = run_matrix(targets, devices=args.devices, dtypes=args.dtypes, modes=args.modes, threads=args.threads,
+                        repeats=args.repeats, deterministic=args.deterministic, isolate=isolate)
     text = matrix.render(strict=args.strict)
     print(text)
     code = matrix.exit_code(strict=args.strict)
@@ -91,50 +84,36 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _list_cases(directory: Path | None) -> int:
-    try:
-        ids = case_ids(directory)
-    except GoldenError as exc:
-        return refuse(f"determinism: {exc}")
-    print("\n".join(ids))
-    return ExitCode.OK
+def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
+    from detsim.engine import MODES
+
+    if not args.cases and not args.nanobragg and not args.call:
+        args.cases = list(DEFAULT_CASES)
+    args.devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    args.modes = args.modes or list(MODES)
+    return args
 
 
 def build_targets(args: argparse.Namespace) -> list[Target]:
-    """The targets the arguments name (default: :data:`DEFAULT_CASES`); raises TargetError."""
+    """The targets the arguments name; raises TargetError."""
     grads = tuple(args.grad)
-    directory = args.golden_dir  # None: the project's golden folder, found when a case needs it
-    cases = list(args.cases)
-    if not cases and not args.nanobragg and not args.call:
-        cases = list(DEFAULT_CASES)
     if args.call and grads:
         raise TargetError("--grad applies to simulation cases only; a callable returns its own gradients")
-    targets = [resolve_case(c, grads, args.chunk_pixels, directory) for c in cases]
+    targets = [resolve_case(c, grads, args.chunk_pixels, args.golden_dir) for c in args.cases]
     targets += [resolve_command_line(c, grads, args.chunk_pixels) for c in args.nanobragg]
-    targets += [resolve_callable(c) for c in args.call]
-    return targets
-
-
-def _isolation(args: argparse.Namespace) -> dict:
-    """The job fields of an isolated run besides its configuration (see
-    :func:`~detsim.track.determinism.runs.run_matrix`)."""
-    return {"grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
-            "golden_dir": str(args.golden_dir) if args.golden_dir else None}
+    return targets + [resolve_callable(c) for c in args.call]
 
 
 def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: str = "detsim-track") -> str:
     """The canonical, re-runnable command for these arguments (every axis spelled out)."""
     parts = [*shlex.split(entry), "determinism", *args.cases]
-    if not args.cases and not args.nanobragg and not args.call:
-        parts += list(DEFAULT_CASES)
     for c in args.nanobragg:
         parts += ["--nanobragg", c]
     for c in args.call:
         parts += ["--call", c]
-    from detsim.engine import MODES
     parts += ["--repeats", str(args.repeats), "--threads", *map(str, args.threads), "--dtypes", *args.dtypes,
-              "--devices", *(args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])),
-              "--modes", *(args.modes or list(MODES))]
+              "--devices", *args.devices, "--modes", *args.modes]
     for g in args.grad:
         parts += ["--grad", g]
     if args.chunk_pixels:
@@ -171,13 +150,11 @@ def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> st
              "# the same without the installed entry point (PYTHONPATH=<repo> in a fresh clone):",
              command_line(args, out=None, entry=f"{Path(sys.executable).name} -m detsim.track.cli"),
              "# one configuration at a time:"]
+    option = {"golden": "cases", "nanobragg": "nanobragg", "callable": "call"}  # the option naming each kind
     for config in matrix.configs():
-        one = argparse.Namespace(**{**vars(args), "threads": [config.threads], "dtypes": [config.dtype],
-                                    "devices": [config.device], "modes": [config.mode]})
         target = matrix.targets[config.target]
-        one.cases = [target.spec] if target.kind == "golden" else []
-        one.nanobragg = [target.spec] if target.kind == "nanobragg" else []
-        one.call = [target.spec] if target.kind == "callable" else []
-        lines.append(command_line(one))
+        lines.append(command_line(argparse.Namespace(**{
+            **vars(args), "threads": [config.threads], "dtypes": [config.dtype], "devices": [config.device],
+            "modes": [config.mode], "cases": [], "nanobragg": [], "call": [], option[target.kind]: [target.spec]})))
     return "\n".join(lines) + "\n"
 

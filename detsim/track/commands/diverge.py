@@ -1,14 +1,6 @@
-"""``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ.
-
-The targets, the report and the exit codes are docs/determinism.md's. Both runs are recorded by
-:mod:`detsim.track.divergence.recorder` (in a fresh interpreter each with ``--processes``:
-:func:`~detsim.track.divergence.across_commits.record_at`) and compared by
-:mod:`detsim.track.divergence.firstdiff`. The Python API is
-:func:`~detsim.track.divergence.finder.find_divergence`, also importable from here.
-
-On a machine without CUDA, Triton kernels run under the interpreter: ``TRITON_INTERPRET=1`` is set
-before the target is imported (``--interpret`` forces it on or off).
-"""
+"""``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ
+(docs/determinism.md). The Python API, :func:`~detsim.track.divergence.finder.find_divergence`, is
+importable from here too."""
 
 from __future__ import annotations
 
@@ -84,11 +76,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             call, label = build_call(target_of(args))
             records = [record_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
-            records[0].label = records[1].label = label
     except (TargetError, RuntimeError, EndedWithoutRecord) as exc:
         return refuse(f"diverge: {exc}")
     report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
-    _add_compile_note(report, args)
+    if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
+        report.notes.append(f"mode {args.mode!r} was recorded with ops on: a dispatch mode makes torch.compile "
+                            "fall back to eager; use --layers kernels to record compiled kernels as they run")
     text = report.render()
     print(text)
     code = report.exit_code()
@@ -99,14 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
-    """Why the runs cannot start (a missing script, a device this machine lacks, a report folder that
-    cannot be made), or None: checked before anything runs."""
-    if args.script is not None:
-        kind = what_is(args.script)
-        if kind != REGULAR_FILE:
-            return f"--script {args.script}: {kind}" + ("" if kind == MISSING else ", not a file")
-    why = device_problem(args.device)
-    if why:
+    """Why the runs cannot start, or None: checked before anything runs."""
+    if args.script is not None and (kind := what_is(args.script)) != REGULAR_FILE:
+        return f"--script {args.script}: {kind}" + ("" if kind == MISSING else ", not a file")
+    if why := device_problem(args.device):
         return f"--device {args.device}: {why}"
     if out_dir is not None:
         try:
@@ -125,8 +114,7 @@ def target_of(args: argparse.Namespace) -> dict:
 
 
 def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
-    """Record run ``label`` in a fresh interpreter, run from here with this package (then the working
-    directory, as ``python -m`` has it, for targets named by module) first on its path."""
+    """Record run ``label`` in a fresh interpreter (this package, then the working directory, on its path)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         rec = record_at(target_of(args), Path(tmp) / f"record_{label}.json", path=(HERE, Path.cwd()), run=label,
                         threads=threads, layers=args.layers, interpret=args.interpret, cwd=Path.cwd(),
@@ -137,14 +125,11 @@ def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Re
 
 def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[str]:
     """The subcommand's arguments, spelled out (for re-running)."""
-    parts: list[str] = []
-    for flag, value in (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call),
-                        ("-m", args.module), ("--script", args.script)):
-        if value:
-            parts += [flag, value]
+    targets = (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call), ("-m", args.module),
+               ("--script", args.script))
+    parts = [word for flag, value in targets if value for word in (flag, value)]
     parts += ["--device", args.device, "--dtype", args.dtype, "--mode", args.mode]
-    for g in args.grad:
-        parts += ["--grad", g]
+    parts += [word for g in args.grad for word in ("--grad", g)]
     if args.chunk_pixels:
         parts += ["--chunk-pixels", str(args.chunk_pixels)]
     if args.threads:
@@ -159,12 +144,6 @@ def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[s
     if args.program_args:
         parts += ["--", *args.program_args]
     return parts
-
-
-def _add_compile_note(report: Report, args: argparse.Namespace) -> None:
-    if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
-        report.notes.append(f"mode {args.mode!r} was recorded with ops on: a dispatch mode makes torch.compile "
-                            "fall back to eager; use --layers kernels to record compiled kernels as they run")
 
 
 def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,

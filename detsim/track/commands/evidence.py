@@ -1,8 +1,5 @@
-"""``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle.
-
-The bundle's files, the comparison with the previous bundle and the exit codes are docs/evidence.md's.
-This module parses the options and prints; the steps are :mod:`detsim.track.evidence.bundle`'s.
-"""
+"""``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle
+(docs/evidence.md); the steps are :mod:`detsim.track.evidence.bundle`'s."""
 
 from __future__ import annotations
 
@@ -52,20 +49,15 @@ def run(args: argparse.Namespace) -> int:
         return verify(args.verify)
     try:
         request = _request(args)
-    except BadInput as exc:
-        return refuse(f"evidence: {exc}")
-    area_dir = request.cwd / request.out_root / request.area
-    try:
+        area_dir = request.cwd / request.out_root / request.area
         check_place(area_dir, "--out-root", shown=request.out_root)
-    except OutputError as exc:
-        return refuse(f"evidence: {exc}")
-    try:
         stamp = free_stamp(area_dir)
         with atomic_directory(area_dir / stamp) as folder:  # removes the folders it made when it fails
             results = make_bundle(request, folder, stamp, history(area_dir, stamp))
-    except BadInput as exc:
+    except (BadInput, OutputError) as exc:
         return refuse(f"evidence: {exc}")
-    print(console_report(results, _shown(area_dir / stamp, request.cwd)))
+    final = area_dir / stamp  # printed relative to the working directory when under it
+    print(console_report(results, final.relative_to(request.cwd) if final.is_relative_to(request.cwd) else final))
     return results.verdict.exit_code
 
 
@@ -95,17 +87,8 @@ def _devices(chosen: list[str] | None) -> list[str]:
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-def _shown(final: Path, cwd: Path) -> Path:
-    """The bundle's path as printed: relative to the working directory when under it."""
-    try:
-        return final.relative_to(cwd)
-    except ValueError:
-        return final
-
-
 def verify(folder: Path) -> int:
-    """``--verify``: exit 0 when every file matches sha256.txt, 1 naming each one that does not, 2 when
-    some listed file cannot be read (``unreadable: F (why)``: no permission, or not a regular file)."""
+    """``--verify``: exit 0 when every file matches sha256.txt, 1 when one does not, 2 when one cannot be read."""
     kind = what_is(folder)
     if kind != DIRECTORY:
         return refuse(f"evidence: --verify {folder}: {kind}, not a bundle folder")

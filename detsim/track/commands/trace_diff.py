@@ -1,8 +1,4 @@
-"""``detsim-track trace-diff A B``: the first quantity where two per-pixel traces disagree.
-
-The logs are read by :mod:`detsim.track.traces.tracelog` and aligned and compared by
-:mod:`detsim.track.traces.alignment`; the exit status is docs/trace.md's.
-"""
+"""``detsim-track trace-diff A B``: the first quantity where two per-pixel traces disagree (docs/trace.md)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """The determinism matrix: run records, bit-for-bit comparisons, and how they are shown.
 
-Agreement is judged on the native bytes of every output (a float64 image that differs only below
-float32 precision still counts as different); the float32 hash is what ``-floatfile`` would write and
-is reported beside it. Comparisons:
-
-* ``repeat``  - repeats of one configuration (must agree: a difference fails the run);
-* ``threads`` - the same configuration at another thread count, against the smallest one;
-* ``mode``    - another execution mode, against ``eager`` (or the first mode);
-* ``device``  - another device, against ``cpu`` (or the first device).
-"""
+Agreement is judged on the native bytes of every output (a float64 image that differs only below float32
+precision still differs); the float32 hash is what ``-floatfile`` would write. Repeats of one
+configuration must agree; another thread count is compared with the smallest, another mode with
+``eager`` and another device with ``cpu`` (or the first one)."""
 
 from __future__ import annotations
 
@@ -23,10 +18,6 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.runtime.output import json_number
 from detsim.track.runtime.tensors import tensor_sha256
-
-SHOULD_AGREE = ("repeat",)
-KINDS = ("repeat", "threads", "mode", "device")
-
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -79,8 +70,7 @@ def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
     if a.shape != b.shape:
         return {"comparable": False, "note": f"shape {list(a.shape)} vs {list(b.shape)}"}
     a64, b64 = a.detach().to(torch.float64), b.detach().to(torch.float64)
-    same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
-    differ = ~same
+    differ = ~((a64 == b64) | (torch.isnan(a64) & torch.isnan(b64)))
     count = int(differ.sum())
     result = {"comparable": True, "differing": count, "total": a.numel(), "max_abs": 0.0, "max_rel": 0.0}
     if count:
@@ -99,7 +89,7 @@ def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
 class Comparison:
     """Two runs compared output by output."""
 
-    kind: str  # one of KINDS
+    kind: str  # "repeat", or the axis that varies: "threads", "mode", "device"
     a: RunResult
     b: RunResult
     identical: bool
@@ -157,19 +147,12 @@ class Matrix:
         self.notes: list[str] = []
         self._comparisons: list[Comparison] | None = None
 
-    def add_target(self, target) -> None:
-        self.targets[target.name] = target
-
     def add(self, run: RunResult) -> None:
-        first = self._first(run.config)
+        first = next((r for r in self.runs if r.config == run.config and r.status == "ok"), None)
         if run.status == "ok" and first is not None and first.key() == run.key():
-            # an identical repeat: its tensors are not needed for any diff
-            run = dataclasses.replace(run, outputs={})
+            run = dataclasses.replace(run, outputs={})  # an identical repeat: no diff needs its tensors
         self.runs.append(run)
         self._comparisons = None
-
-    def _first(self, config: RunConfig) -> RunResult | None:
-        return next((r for r in self.runs if r.config == config and r.status == "ok"), None)
 
     def configs(self) -> list[RunConfig]:
         return list(dict.fromkeys(r.config for r in self.runs))
@@ -193,37 +176,24 @@ class Matrix:
                 firsts[run.config] = run
         # a configuration whose repeats already disagree says nothing about threads, modes or devices
         firsts = {c: r for c, r in firsts.items() if c not in unstable}
-        axes = (("threads", "threads", None), ("mode", "mode", "eager"), ("device", "device", "cpu"))
-        for kind, attr, preferred in axes:
+        for axis, preferred in (("threads", None), ("mode", "eager"), ("device", "cpu")):
             groups: dict[tuple, list[RunResult]] = {}
             for config, run in firsts.items():
-                rest = tuple(v for k, v in dataclasses.asdict(config).items() if k != attr)
-                groups.setdefault(rest, []).append(run)
+                groups.setdefault(dataclasses.replace(config, **{axis: None}), []).append(run)
             for runs in groups.values():
-                values = [getattr(r.config, attr) for r in runs]
-                if kind == "threads":
-                    base = values.index(min(values))
-                else:
-                    base = values.index(preferred) if preferred in values else 0
-                for i, run in enumerate(runs):
-                    if i != base:
-                        yield compare(kind, runs[base], run)
+                values = [getattr(r.config, axis) for r in runs]
+                base = values.index(min(values) if axis == "threads" else preferred if preferred in values
+                                    else values[0])
+                yield from (compare(axis, runs[base], run) for i, run in enumerate(runs) if i != base)
 
     def failures(self, strict: bool = False) -> list[Comparison]:
-        return [c for c in self.comparisons() if not c.identical and self._must_agree(c, strict)]
+        return [c for c in self.comparisons() if not c.identical and _must_agree(c, strict)]
 
     def findings(self, strict: bool = False) -> list[Comparison]:
-        return [c for c in self.comparisons() if not c.identical and not self._must_agree(c, strict)]
-
-    @staticmethod
-    def _must_agree(c: Comparison, strict: bool) -> bool:
-        return c.kind in SHOULD_AGREE or (strict and c.kind == "threads")
+        return [c for c in self.comparisons() if not c.identical and not _must_agree(c, strict)]
 
     def crashed(self) -> list[RunResult]:
         return [r for r in self.runs if r.status == "crashed"]
-
-    def skipped(self) -> list[RunResult]:
-        return [r for r in self.runs if r.status == "skipped"]
 
     def exit_code(self, strict: bool = False) -> ExitCode:
         if self.failures(strict):
@@ -249,8 +219,6 @@ class Matrix:
                     f"bit{tail}")
         return f"DETERMINISTIC: every configuration repeats bit for bit ({ok} runs){tail}"
 
-    # ---- rendering -------------------------------------------------------------------------------------
-
     def letters(self, target: str) -> dict[tuple, str]:
         """A letter per distinct set of output hashes of a target, in order of first appearance."""
         names: dict[tuple, str] = {}
@@ -266,10 +234,17 @@ class Matrix:
         lines.append("")
         lines += [f"FAIL     {kind} {where}: {text}" for kind, where, text in _grouped(self.failures(strict))]
         lines += [f"FINDING  {kind} {where}: {text}" for kind, where, text in _grouped(self.findings(strict))]
-        for (target, where, error), runs in _group_crashes(self.crashed()).items():
-            lines.append(f"CRASH    {target} {where} ({', '.join(runs)}): {error}")
-        for (device, reason), targets in _group_skips(self.skipped()).items():
-            lines.append(f"SKIPPED  {device} for {len(targets)} target(s): {reason}")
+        crashes: dict[tuple, list[str]] = {}
+        for r in self.crashed():
+            key = (r.config.target, f"{r.config.device}/{r.config.dtype}/{r.config.mode}", _last_line(r.error))
+            crashes.setdefault(key, []).append(f"threads={r.config.threads} repeat {r.repeat}")
+        lines += [f"CRASH    {t} {where} ({', '.join(runs)}): {error}" for (t, where, error), runs in crashes.items()]
+        skips: dict[tuple, set[str]] = {}
+        for r in (r for r in self.runs if r.status == "skipped"):
+            where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
+                f"{r.config.device}/{r.config.mode}"
+            skips.setdefault((where, r.reason or "not run"), set()).add(r.config.target)
+        lines += [f"SKIPPED  {where} for {len(t)} target(s): {reason}" for (where, reason), t in skips.items()]
         if any(c.kind == "repeat" and not c.identical for c in self.comparisons()):
             lines.append("NOTE     configurations whose repeats differ are not compared across threads/modes/devices")
         lines += [f"NOTE     {note}" for note in self.notes]
@@ -289,8 +264,7 @@ class Matrix:
             row = rows.setdefault((r.config.device, r.config.dtype, r.config.mode), {})
             mark = {"ok": None, "crashed": "!", "skipped": "-"}[r.status] or letters[r.key()]
             row.setdefault(r.config.threads, []).append(mark)
-        widths = [max(6, len(k[0])) for k in rows] or [6]
-        w_dev = max(widths)
+        w_dev = max([6] + [len(k[0]) for k in rows])
         w_mode = max([4] + [len(k[2]) for k in rows])
         cell_w = max(10, max((len(" ".join(v)) for row in rows.values() for v in row.values()), default=0))
         header = f"  {'device':<{w_dev}}  {'dtype':<8} {'mode':<{w_mode}}  " + \
@@ -309,8 +283,6 @@ class Matrix:
         if legend:
             lines.append("  " + ", ".join(legend))
         return lines
-
-    # ---- evidence ----------------------------------------------------------------------------------------
 
     def to_dict(self, strict: bool = False, exit_code: int | None = None) -> dict:
         return {
@@ -362,18 +334,21 @@ class Matrix:
             "Re-run with:", "", "```", command, "```", "",
             "## Matrix", "", "```", self.render(strict), "```", "",
         ]
-        failures, findings = self.failures(strict), self.findings(strict)
-        lines += ["## Runs that should agree and do not", ""]
-        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(failures)] or ["None."]
-        lines += ["", "## Findings (cross-thread, cross-mode, cross-device)", ""]
-        lines += [f"* {kind}: {where}: {text}" for kind, where, text in _grouped(findings)] or ["None."]
-        lines += ["", "## Crashes", ""]
+        for title, comparisons in (("Runs that should agree and do not", self.failures(strict)),
+                                   ("Findings (cross-thread, cross-mode, cross-device)", self.findings(strict))):
+            lines += [f"## {title}", "", *([f"* {kind}: {where}: {text}" for kind, where, text
+                                           in _grouped(comparisons)] or ["None."]), ""]
+        lines += ["## Crashes", ""]
         crash_files = list(self.crash_reports())
         lines += [f"* {r.config.target} {r.config.label()} repeat {r.repeat}: `{_last_line(r.error)}` "
                   f"(traceback: `crashes/{f}`)" for r, f in zip(self.crashed(), crash_files)] or ["None."]
         lines += ["", "Files: `matrix.txt`, `matrix.json` (every run and comparison), `runs.tsv` (per-run hashes), "
                   "`env.json`, `commands.txt`, `crashes/`.", ""]
         return "\n".join(lines)
+
+
+def _must_agree(c: Comparison, strict: bool) -> bool:
+    return c.kind == "repeat" or (strict and c.kind == "threads")
 
 
 def _letter(i: int) -> str:
@@ -405,23 +380,3 @@ def _grouped(comparisons: list[Comparison]) -> list[tuple[str, str, str]]:
 
 def _last_line(error: str | None) -> str:
     return last_line(error or "") or "unknown error"
-
-
-def _group_crashes(crashed: list[RunResult]) -> dict[tuple, list[str]]:
-    groups: dict[tuple, list[str]] = {}
-    for r in crashed:
-        c = r.config
-        key = (c.target, f"{c.device}/{c.dtype}/{c.mode}", _last_line(r.error))
-        groups.setdefault(key, []).append(f"threads={c.threads} repeat {r.repeat}")
-    return groups
-
-
-def _group_skips(skipped: list[RunResult]) -> dict[tuple, list[str]]:
-    groups: dict[tuple, list[str]] = {}
-    for r in skipped:
-        where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
-            f"{r.config.device}/{r.config.mode}"
-        targets = groups.setdefault((where, r.reason or "not run"), [])
-        if r.config.target not in targets:
-            targets.append(r.config.target)
-    return groups

@@ -1,20 +1,10 @@
-"""Running the determinism matrix: every target in every configuration, in this process or a fresh one.
-
-A **configuration** (:class:`~detsim.track.determinism.matrix.RunConfig`) is a target on one device, in
-one dtype and execution mode, at one torch thread count. :func:`run_matrix` runs each configuration
-``repeats`` times and hands every :class:`~detsim.track.determinism.matrix.RunResult` to a
-:class:`~detsim.track.determinism.matrix.Matrix`. A run that raises becomes a ``crashed`` result with its
-traceback verbatim; a device or mode this machine cannot run becomes a ``skipped`` one, with the reason.
-
-An **isolated** run (``isolate``) happens in a fresh interpreter, a job of
-:func:`~detsim.track.base.fresh.run_job` (:mod:`.isolated_run`: it rebuilds the target from the job, its
-kind and spec, runs it once and saves its outputs with ``torch.save``); a non-zero exit, even a
-segfault, is a crash carrying the child's stderr.
-"""
+"""Running the determinism matrix: every target in every configuration, in this process or, isolated, in a
+fresh interpreter per run (a non-zero exit, even a segfault, is a crash carrying the child's stderr)."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import tempfile
 import time
 import traceback
@@ -25,10 +15,10 @@ import torch
 
 from detsim.track.base.fresh import HERE, run_job, thread_vars
 from detsim.track.runtime.process import thread_count
-from detsim.track.runtime.targets import DTYPES, Target
+from detsim.track.runtime.targets import DTYPES, Target, resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, digest_outputs
 
-ISOLATED_RUN = "detsim.track.determinism.isolated_run:run"  # the job of an isolated run
+ISOLATED_RUN = "detsim.track.determinism.runs:isolated_job"  # the job of an isolated run
 
 
 @contextlib.contextmanager
@@ -53,36 +43,25 @@ def deterministic_mode(enabled: bool) -> Iterator[None]:
 def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeats: int,
                deterministic: bool = False, isolate: dict | None = None) -> Matrix:
     """Run every configuration ``repeats`` times; crashes and unavailable devices are recorded, not raised.
-
-    ``isolate`` (the job fields :func:`~detsim.track.determinism.isolated_run.run` needs besides the
-    configuration: ``grads``, ``chunk_pixels``, ``golden_dir``) runs every repeat in a fresh interpreter.
-    """
+    ``isolate``: the job fields of :func:`isolated_job` besides the configuration (run each repeat there)."""
     matrix = Matrix(threads=list(threads), repeats=repeats, deterministic=deterministic)
     for target in targets:
-        matrix.add_target(target)
+        matrix.targets[target.name] = target
         missing = [m for m in modes if m not in target.modes]
         if missing:
             matrix.notes.append(f"{target.name}: {target.kind} targets have no {', '.join(missing)} mode "
                                 f"(only {', '.join(target.modes)}); those rows are left out")
-        for device in devices:
-            reason = device_unavailable(device)
-            for dtype in dtypes:
-                for mode in (m for m in modes if m in target.modes):
-                    skip = reason or target.unavailable(device, mode)
-                    for n in threads:
-                        config = RunConfig(target.name, device, dtype, mode, n)
-                        for repeat in range(repeats):
-                            matrix.add(_run_cell(target, config, repeat, skip, deterministic, isolate))
+        cells = itertools.product(devices, dtypes, [m for m in modes if m in target.modes], threads, range(repeats))
+        for device, dtype, mode, n, repeat in cells:
+            config = RunConfig(target.name, device, dtype, mode, n)
+            skip = device_unavailable(device) or target.unavailable(device, mode)
+            if skip:
+                matrix.add(RunResult(config, repeat, "skipped", reason=skip))
+            elif isolate is not None:
+                matrix.add(run_isolated(target, config, repeat, deterministic, isolate))
+            else:
+                matrix.add(run_once(target, config, repeat, deterministic))
     return matrix
-
-
-def _run_cell(target: Target, config: RunConfig, repeat: int, skip: str | None, deterministic: bool,
-              isolate: dict | None) -> RunResult:
-    if skip:
-        return RunResult(config, repeat, "skipped", reason=skip)
-    if isolate is not None:
-        return run_isolated(target, config, repeat, deterministic, isolate)
-    return run_once(target, config, repeat, deterministic)
 
 
 def device_unavailable(device: str) -> str | None:
@@ -128,3 +107,22 @@ def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: 
                              error=f"[isolated worker, exit status {done.returncode}]\n{error}")
         outputs = torch.load(saved, weights_only=True)
     return RunResult(config, repeat, "ok", seconds=seconds, hashes=digest_outputs(outputs), outputs=outputs)
+
+
+def job_target(job: dict) -> Target:
+    """The target an isolated run's job names (its kind and spec, as the parent resolved them)."""
+    grads, chunk = tuple(job["grads"]), job["chunk_pixels"]
+    if job["kind"] == "golden":
+        folder = job.get("golden_dir")
+        return resolve_case(job["spec"], grads, chunk, Path(folder) if folder else None)
+    if job["kind"] == "nanobragg":
+        return resolve_command_line(job["spec"], grads, chunk)
+    return resolve_callable(job["spec"])
+
+
+def isolated_job(job: dict) -> dict:
+    """In the fresh interpreter: run the job's target once and save its outputs to ``job["out"]``."""
+    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
+        outputs = job_target(job).run(job["device"], DTYPES[job["dtype"]], job["mode"])
+    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, job["out"])
+    return {"saved": sorted(outputs)}

@@ -1,13 +1,6 @@
-"""The divergence finder across two commits: each side's op stream recorded in that commit's own package.
-
-:func:`record_at` records one run in a fresh interpreter (a job of :mod:`.record_job`, through
-:func:`~detsim.track.base.fresh.run_job`) whose ``detsim`` comes first from the given package folder (a
-commit's exported package, :func:`~detsim.track.base.commits.export_package`, that carries this
-recorder; by default this package); :func:`compare_commits` compares two such records as
-:func:`~detsim.track.divergence.firstdiff.compare_records` does, after dropping the line numbers and
-folders from every call site (:func:`without_lines`): between commits, code moves up and down a file
-without the computation changing, and a line number alone must not read as a change of path.
-"""
+"""Recording one run in a fresh interpreter (a commit's exported package first on its path), and comparing
+the records of two commits with call sites stripped of folders and line numbers: between commits, code
+moves up and down a file without the computation changing."""
 
 from __future__ import annotations
 
@@ -21,7 +14,6 @@ from detsim.track.divergence.firstdiff import Report, compare_records, site
 from detsim.track.divergence.events import Record
 from detsim.track.divergence.record_job import LAYERS
 
-RECORD_JOB = "detsim.track.divergence.record_job:run"
 _LINE = re.compile(r":\d+(?= in )")
 
 
@@ -33,17 +25,13 @@ def record_at(target: dict, out: Path, *, path: Sequence[Path] = (HERE,), python
               run: str = "A", threads: int = 1, layers: Sequence[str] = LAYERS, interpret: str = "auto",
               cwd: Path | None = None, env: Mapping[str, str] | None = None, timeout: float | None = 900,
               what: str | None = None) -> Record:
-    """Record run ``run`` of ``target`` (:mod:`.record_job`) at ``threads`` torch threads in a fresh interpreter,
-    ``path`` first on its ``PYTHONPATH`` and ``env`` pinning it; the record is also left in ``out`` (JSON).
-
-    Raises :class:`RecordError` (one line, starting with ``what``) when the process fails, and also when
-    the run ends the process (``os._exit``) before a record is made.
-    """
+    """Record run ``run`` of ``target`` in a fresh interpreter, ``path`` first on its ``PYTHONPATH``; the
+    record is also left in ``out``. Raises :class:`RecordError` when the process fails or the run ends it."""
     job = {"target": target, "layers": list(layers), "interpret": interpret, "threads": threads, "run": run,
            "out": str(out)}
     try:
-        answer = run_job(RECORD_JOB, job, python=python, path=path, cwd=cwd or out.parent, env=env,
-                         timeout=timeout, what=what or f"recording at {path[0]}").result
+        answer = run_job("detsim.track.divergence.record_job:run", job, python=python, path=path,
+                         cwd=cwd or out.parent, env=env, timeout=timeout, what=what or f"recording at {path[0]}").result
     except ChildError as exc:
         raise RecordError(str(exc)) from None
     if "ended" in answer:
@@ -52,9 +40,8 @@ def record_at(target: dict, out: Path, *, path: Sequence[Path] = (HERE,), python
 
 
 def without_lines(record: Record) -> Record:
-    """A copy of ``record`` whose call sites name file and function only (``render_paths.py in f``), without
-    the ops that only alias their input (``unsqueeze``, ``slice``...: they move no data), the remaining events
-    numbered from 0, so that a finding lands on the op that computes."""
+    """A copy of ``record`` whose call sites name file and function only, without the view ops (they move
+    no data), renumbered from 0, so that a finding lands on the op that computes."""
     stripped = copy.deepcopy(record)
     stripped.events = [e for e in stripped.events if not e.view]
     for index, event in enumerate(stripped.events):
@@ -63,6 +50,5 @@ def without_lines(record: Record) -> Record:
 
 
 def compare_commits(old: Record, new: Record) -> Report:
-    """The first op or kernel where the new commit's run departs from the old one's (line numbers and view
-    ops ignored: event numbers count the ops that compute)."""
+    """The first op or kernel where the new commit's run departs from the old one's."""
     return compare_records(without_lines(old), without_lines(new))

@@ -1,20 +1,8 @@
 """Recording aten ops through a ``TorchDispatchMode``: one event per op, its tensors hashed around it.
 
-For each op: its name, where it was called from (file:line, or the autograd node in a backward pass),
-every tensor argument hashed before the op runs (named after the op's schema: ``self``, ``other``,
-``tensors[0]``...), non-tensor arguments as text, and every tensor result hashed after it.
-
-Results of ``empty``-like ops (:data:`EMPTY_OPS`) are filled with the run's own value
-(:mod:`~detsim.track.divergence.unwritten`): elements that still hold it are never-written, counted in
-each hash and left out of it, and noted with the op that allocated them. The destination of
-``copy_``/``fill_``-like ops (:data:`OVERWRITE_OPS`) and ``out=`` arguments are hashed but not compared
-(they are written, not read). Ops that read only their input's metadata (:data:`METADATA_OPS`) do not
-hash it.
-
-The recorder (:class:`~detsim.track.divergence.recorder.Recorder`) is passed in: it holds the record,
-the run's fill, the map of storages allocated by empty-like ops and the pause that keeps hashing out of
-the record.
-"""
+The recorder (:class:`~detsim.track.divergence.recorder.Recorder`) is passed in: it holds the record, the
+run's fill of never-written memory, where empty-like ops allocated it, and the pause that keeps hashing
+out of the record."""
 
 from __future__ import annotations
 
@@ -24,6 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from detsim.track.divergence.events import TensorInfo, argument_tensors, call_site, scalar_text, storage_key
+from detsim.track.divergence.unwritten import fill
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
 OVERWRITE_OPS = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",
@@ -36,10 +25,9 @@ METADATA_OPS = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like
 def op_mode(recorder) -> TorchDispatchMode:
     """A dispatch mode feeding ``recorder`` (enter it to record).
 
-    Torch normally wraps a mode's ``__torch_dispatch__`` so that Dynamo never traces it, which imports
-    Dynamo (seconds) on first use. Here the wrapper is put in place only once Dynamo is loaded (at once if
-    it already is, else at the first op after it is imported): recording eager code costs no import, and
-    compiled code never traces the recorder.
+    Torch wraps a mode's ``__torch_dispatch__`` so that Dynamo never traces it, which imports Dynamo
+    (seconds); here the wrapper is put in place only once Dynamo is loaded, so recording eager code costs
+    no import and compiled code never traces the recorder.
     """
 
     class _OpMode(TorchDispatchMode):
@@ -75,7 +63,8 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
     outputs = []
     for tname, t in argument_tensors("out", result):
         if base in EMPTY_OPS:
-            recorder.fill_never_written(t)
+            with recorder.paused():
+                fill(t, recorder.fill)
             recorder.uninitialised[storage_key(t)] = f"#{len(recorder.record.events)} {func}" + \
                 (f" at {where}" if where else "")
             outputs.append(recorder.info(tname, t, note="never written (empty)"))
@@ -92,13 +81,10 @@ def _op_inputs(recorder, schema, base: str, args: tuple, kwargs: dict):
     """(tensor inputs hashed before the op, non-tensor arguments as text)."""
     inputs, scalars = [], {}
     for name, value, arg in _bind(schema, args, kwargs):
-        is_out = bool(arg is not None and arg.is_out)
-        is_write = bool(arg is not None and arg.is_write)
         tensors = argument_tensors(name, value)
-        for tname, t in tensors:
-            if is_out:
-                continue  # out= buffers are written, not read
-            inputs.append(_input_info(recorder, base, tname, t, overwrite=is_write and base in OVERWRITE_OPS))
+        if not (arg is not None and arg.is_out):  # out= buffers are written, not read
+            overwrite = bool(arg is not None and arg.is_write and base in OVERWRITE_OPS)
+            inputs += [_input_info(recorder, base, tname, t, overwrite=overwrite) for tname, t in tensors]
         if not tensors and value is not None and not isinstance(value, torch.Tensor):
             scalars[name] = scalar_text(value)
     return inputs, scalars
@@ -113,7 +99,6 @@ def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: b
     if info.unwritten and not overwrite:
         info.note = recorder.never_written_note(t, info.unwritten)
     return info
-
 
 
 def _bind(schema, args: tuple, kwargs: dict):

@@ -1,10 +1,4 @@
-"""Why a finding happened, and the knob that usually fixes it: one sentence pair per kind of culprit.
-
-:func:`explain` covers the classic culprit (identical inputs, different outputs) by what the event is: a
-kernel whose launch changed, a Python value, a random op, a custom op, a thread-dependent or CUDA op.
-The other kinds of finding (:mod:`~detsim.track.divergence.findings`) have their own texts here:
-:func:`uninitialized_text`, :func:`leak_text`, :func:`operands_text` and :data:`PYTHON_VALUE`.
-"""
+"""Why a finding happened, and the knob that usually fixes it (the tables of docs/determinism.md)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""What a recorded run is made of: tensor fingerprints, events, and the record of one run.
-
-* a :class:`TensorInfo` fingerprints one tensor: the sha256 of its native bytes
-  (:func:`~detsim.track.runtime.tensors.tensor_bytes`), its shape, dtype and device, and cheap statistics
-  (sum and largest magnitude, as float64) that show how far two differing tensors are apart. Elements
-  that were never written (holding the run's fill, :mod:`~detsim.track.divergence.unwritten`) are
-  counted and left out of the hash; content that is about to be overwritten is marked ``compare=False``;
-* an :class:`Event` is one aten op or one Triton kernel launch: its name, where it was called from
-  (:func:`call_site`), its tensor inputs and outputs, its non-tensor arguments as text
-  (:func:`scalar_text`), and for kernels the grid and launch configuration;
-* a :class:`Record` is one run: its events in order, the fingerprints of the computation's inputs and
-  results, the error it raised (if any), its thread count and what was recorded. It round-trips through
-  JSON (:meth:`Record.to_json`, :meth:`Record.from_dict`), so runs recorded apart can be compared.
-"""
+"""What a recorded run is made of: tensor fingerprints, events (one aten op or Triton launch each), and
+the :class:`Record` of one run, which round-trips through JSON so that runs recorded apart compare."""
 
 from __future__ import annotations
 
@@ -45,9 +33,6 @@ class TensorInfo:
     stats: dict | None = None  # {"sum": float, "absmax": float} of the values, as float64
     written: bool = True  # kernel arguments: whether the launch changed the content
     unwritten: int = 0  # elements never written (still holding the run's fill), left out of the hash
-
-    def short(self) -> str:
-        return (self.hash or "unhashed")[:12]
 
 
 @dataclass
@@ -101,15 +86,10 @@ class Record:
         return {"op": sum(e.kind == "op" for e in self.events), "kernel": sum(e.kind == "kernel" for e in self.events)}
 
 
-def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool = True,
-                note: str | None = None, run: int | None = None) -> TensorInfo:
-    """Hash a tensor's values (sha256 of its contiguous native bytes) and summarise them.
-
-    ``run``: the fill of never-written memory in this run (see
-    :func:`~detsim.track.divergence.unwritten.canonical`); elements still holding it are counted in
-    ``unwritten`` and left out of the hash and the statistics.
-    Run it with op recording paused: the copies and reductions it makes are not part of the computation.
-    """
+def tensor_info(name: str, t: torch.Tensor, *, compare: bool = True, note: str | None = None,
+                run: int | None = None) -> TensorInfo:
+    """Hash a tensor's values (sha256 of its contiguous native bytes) and summarise them; elements holding
+    run ``run``'s fill are left out. Run it with recording paused: its copies are not the computation's."""
     shape, dtype, device = list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
     if t.is_sparse or t.device.type == "meta" or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
         return TensorInfo(name, None, shape, dtype, device, compare=False,
@@ -120,7 +100,7 @@ def tensor_info(name: str, t: torch.Tensor, *, stats: bool = True, compare: bool
     except (RuntimeError, TypeError) as exc:
         return TensorInfo(name, None, shape, dtype, device, compare=False, note=f"not hashed ({exc})"[:200])
     summary = None
-    if stats and written.numel() and (data.is_floating_point() or data.is_complex()):
+    if written.numel() and (data.is_floating_point() or data.is_complex()):
         values = written.abs() if data.is_complex() else written
         values = values.to(torch.float64)
         summary = {"sum": json_number(float(values.sum())), "absmax": json_number(float(values.abs().max()))}
@@ -163,13 +143,6 @@ def call_site() -> str:
         skip = (filename.startswith((_TORCH_DIR, _SUITE_DIR)) or "/triton/" in filename
                 or filename.endswith(("contextlib.py", "runpy.py")) or filename.startswith("<frozen"))
         if not skip:
-            return f"{_short_path(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+            return f"{os.path.relpath(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return ""
-
-
-def _short_path(filename: str) -> str:
-    try:
-        return os.path.relpath(filename)
-    except ValueError:
-        return filename

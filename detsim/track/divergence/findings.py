@@ -1,23 +1,5 @@
-"""What comparing two records finds, and how it reads: :class:`Finding` (one divergent event) and
-:class:`Report` (the whole comparison, its verdict and exit code).
-
-A finding's ``role`` says what kind of divergence it is:
-
-* ``culprit`` - identical inputs, different outputs: the non-determinism is inside the op or kernel
-  (or in a Python value passed to it, or in the launch configuration);
-* ``uninitialized`` - the op read memory that was never written (its inputs agree everywhere they were
-  written; its outputs differ because run A and run B fill never-written memory differently);
-* ``leak`` - run B read state that run A wrote: a module-level tensor or a cache mutated in place
-  outlives the run ("state written by run A at ... is read by run B at ...");
-* ``operands`` - the runs passed different tensors at one call, each made identically in both runs
-  (operands picked in an order that changes: set or dict order, a counter);
-* ``victim`` - its inputs already differed: it points at the producer of the differing input and at the
-  root of that chain;
-* ``path`` - the runs stopped executing the same ops (a different op, or the same op on another line);
-* ``inputs`` - the computation's own inputs differ.
-
-The first four start a chain of victims (:data:`ROOT_ROLES`).
-"""
+"""What comparing two records finds: :class:`Finding` (one divergent event; its ``role`` is one of the
+findings of docs/determinism.md) and :class:`Report` (the whole comparison, its verdict and exit code)."""
 
 from __future__ import annotations
 
@@ -33,7 +15,7 @@ ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEA
 class Finding:
     """One divergent event (or the inputs, or a change of path)."""
 
-    role: str  # see the module docstring
+    role: str  # culprit, uninitialized, leak, operands (ROOT_ROLES), victim, path or inputs
     index: int | None
     kind: str
     name: str
@@ -69,19 +51,14 @@ class Finding:
             out.append(self._tensor_line())
         if self.reads is not None:
             out.append(f"  reads `{self.reads['name']}`: {self.reads['note']}")
-        for name, (a, b) in self.scalars.items():
-            out.append(f"  argument `{name}`: A {a} vs B {b}")
+        out += [f"  argument `{name}`: A {a} vs B {b}" for name, (a, b) in self.scalars.items()]
         if self.grid_a is not None or self.grid_b is not None:
             changed = " (changed: autotuning?)" if self.grid_a != self.grid_b else ""
             out.append(f"  grid: A {self.grid_a} vs B {self.grid_b}{changed}")
         if self.config_a != self.config_b:
             out.append(f"  launch config: A {self.config_a} vs B {self.config_b}")
         out += self._sources()
-        if self.reason:
-            out.append(f"  why: {self.reason}")
-        if self.fix:
-            out.append(f"  fix: {self.fix}")
-        return out
+        return out + [f"  {label}: {text}" for label, text in (("why", self.reason), ("fix", self.fix)) if text]
 
     def _tensor_line(self) -> str:
         what = "output" if self.role in ("culprit", "uninitialized") else "input"
@@ -197,10 +174,8 @@ class Report:
         if more:
             lines += ["", f"OTHER CULPRITS ({self.culprit_count - 1} independent of the first)"]
             lines += ["  " + line for c in more for line in c.lines()]
-        for note in self.notes:
-            lines.append(f"NOTE     {note}")
-        for label, error in self.errors.items():
-            lines.append(f"ERROR    run {label} raised: {error.strip().splitlines()[-1]}")
+        lines += [f"NOTE     {note}" for note in self.notes]
+        lines += [f"ERROR    run {run} raised: {error.strip().splitlines()[-1]}" for run, error in self.errors.items()]
         if self.result_differences:
             diffs = ", ".join(f"{d['name']} holds {d.get('note') or str(d['unwritten']) + ' never-written element(s)'}"
                               if d.get("unwritten")
@@ -213,10 +188,7 @@ class Report:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["verdict"] = self.verdict()
-        data["diverged"] = self.diverged
-        return data
+        return {**asdict(self), "verdict": self.verdict(), "diverged": self.diverged}
 
     def add(self, finding: Finding, max_items: int) -> None:
         """Count a finding in; the first one added is the answer, the rest (up to ``max_items``) context."""

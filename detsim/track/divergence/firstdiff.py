@@ -1,23 +1,10 @@
 """Compare two records event by event and name the first place they differ, and why.
 
-Walking the two runs' events (:mod:`detsim.track.divergence.events`, recorded by
-:mod:`detsim.track.divergence.recorder`) in order, each event whose inputs or outputs differ becomes a
-:class:`~detsim.track.divergence.findings.Finding`:
-
-* inputs identical, outputs different: a **culprit** - or, when an input holds never-written elements, a
-  read of **uninitialized** memory (run A and run B fill never-written memory differently, see
-  :mod:`~detsim.track.divergence.unwritten`). Such a read is a divergence only if it reaches a result:
-  when every result is identical, it and the events it fed become notes;
-* inputs different: a **victim** of the latest event that wrote the differing content in run B - unless
-  the content tells more: run B read what one of run A's events wrote (in place) and run B never made, a
-  **leak** of state from run A into run B; each run passed a tensor the other made too, different
-  **operands**; or the op makes a tensor from Python values (``torch.tensor``), a **culprit**;
-* a different op, or the same op on another source line: a **path** divergence (a leak found after it,
-  the usual reason a cache makes the runs branch, comes first).
-
-Each finding carries the tensor or argument name, both hashes, both grids and the knob that usually
-fixes that kind of culprit (:mod:`~detsim.track.divergence.diagnosis`).
-"""
+Each event whose inputs or outputs differ becomes a finding (docs/determinism.md): identical inputs and
+different outputs make a culprit (or a read of never-written memory: run A and run B fill it
+differently), differing inputs a victim of the event that wrote them in run B, unless run B read what run
+A wrote (a leak), each run passed a tensor the other made too (operands), or the op made a tensor from
+Python values (a culprit); a different op or source line is a path divergence."""
 
 from __future__ import annotations
 
@@ -58,7 +45,7 @@ def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | N
         findings.append(Finding("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
                                 stats_a=x.stats, stats_b=y.stats, reason="the runs were given different inputs",
                                 fix="give both runs the same inputs"))
-    walk = _Walk(a, b, device or _device_of(a))
+    walk = _Walk(a, b, device or next((t.device.split(":")[0] for e in a.events for t in e.outputs), "cpu"))
     findings += walk.run()
     report.notes += walk.notes
     if not a.events and not b.events and (a.results or b.results or input_diffs):
@@ -70,13 +57,6 @@ def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | N
     for finding in findings:
         report.add(finding, max_items)
     return report
-
-
-def _device_of(record: Record) -> str:
-    for event in record.events:
-        for t in event.outputs:
-            return t.device.split(":")[0]
-    return "cpu"
 
 
 def _compare_results(report: Report, a: Record, b: Record) -> None:
@@ -207,12 +187,8 @@ class _Walk:
         return Finding("culprit", eb.index, reason=reason, fix=fix, **common)
 
     def _never_written_read(self, ea: Event, eb: Event, scalars: dict, *, differs: bool) -> TensorInfo | None:
-        """The input whose never-written elements the op read, if it read any (and nothing else explains it).
-
-        It read them if its outputs differ (run A and run B fill never-written memory differently), or if it
-        moves data (not a view, not a partial write in place) and an output it wrote holds never-written
-        elements (a kernel's arguments it left alone do not count).
-        """
+        """The input whose never-written elements the op read, if any (and nothing else explains it): its
+        outputs differ, or it moves data and an output it wrote holds never-written elements."""
         if not self.fills_differ or scalars or ea.grid != eb.grid or ea.config != eb.config \
                 or base_name(eb.name) in RANDOM_OPS:
             return None
@@ -242,25 +218,21 @@ class _Walk:
         return producer if self.roles.get(j) in ROOT_ROLES else self.roots.get(j)
 
     def drop_unreached_reads(self, findings: list[Finding], notes: list[str]) -> list[Finding]:
-        """Reads of never-written memory that no result saw, and what they fed, become notes.
-
-        A read reaches a result when a result that differs (or holds never-written elements) was made by it
-        or by an event downstream of it.
-        """
+        """Reads of never-written memory that reach no differing result, and what they fed, become notes."""
         reached = set()
         for x, y in zip(self.a.results, self.b.results):
             if _differs(x, y) or y.unwritten:
                 root = self._root_of(self.produced_b.get(y.hash))
                 reached.add(root and root.get("index"))
-        unreached = {f.index for f in findings if f.role == "uninitialized" and f.index not in reached}
-        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in unreached]
-        for f in findings:
-            if f.index in unreached and f.role == "uninitialized":
-                later = sum(v.root["index"] == f.index for v in fed)
-                notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
-                             f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
-                             "result: not a divergence")
-        dropped = {id(f) for f in fed} | {id(f) for f in findings if f.role == "uninitialized" and f.index in unreached}
+        unreached = [f for f in findings if f.role == "uninitialized" and f.index not in reached]
+        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in
+               {u.index for u in unreached}]
+        for f in unreached:
+            later = sum(v.root["index"] == f.index for v in fed)
+            notes.append(f"{f.headline()} read never-written memory (`{f.reads['name']}`: {f.reads['note']}); "
+                         f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
+                         "result: not a divergence")
+        dropped = {id(f) for f in unreached + fed}
         return [f for f in findings if id(f) not in dropped]
 
     def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Finding:

@@ -1,19 +1,5 @@
-"""Recording one run of a target, in this process or in a fresh one (a job of :func:`detsim.track.base.fresh.run_job`).
-
-A **target** is a JSON object naming what runs, by one of ``case`` (a golden case id, looked up in
-``golden_dir``), ``nanobragg`` (a command line), ``call`` (``module:function`` or ``file.py:function``,
-called with ``device=``/``dtype=`` when it takes them), ``module`` (run as ``python -m`` would) or
-``script`` (a file run as ``__main__``), the last two with ``argv``; a simulation runs on ``device``, in
-``dtype`` and ``mode``, with ``grads`` and ``chunk_pixels``. :func:`build_call` makes it a zero-argument
-function and its label; :func:`record_run` records one run of it, ``A`` or ``B`` (its fill of
-never-written memory), at a torch thread count. A run that ends the process (``os._exit``) raises
-:class:`EndedWithoutRecord` instead.
-
-:func:`run` is the job: ``{"target", "layers", "interpret", "threads", "run", "out"}``. It writes the
-record (JSON) to ``out`` and answers ``{"label": ...}``, or ``{"ended": why}`` when the run ended the
-process. Triton kernels run under the interpreter when ``interpret`` says so (:func:`set_interpreter`,
-before the target is imported).
-"""
+"""Recording one run of a target (``case``, ``nanobragg``, ``call``, ``module`` or ``script``, the keys of
+``detsim-track diverge``'s options) in this process, or as a job of :func:`detsim.track.base.fresh.run_job`."""
 
 from __future__ import annotations
 
@@ -37,16 +23,12 @@ LAYERS = ("ops", "kernels")  # what a record can hold: aten ops, Triton kernel l
 
 
 class EndedWithoutRecord(BaseException):
-    """The target ended the process (``os._exit``): the run left no record.
-
-    A ``BaseException``, like the exit it replaces, so that the target's own ``except Exception`` does not
-    swallow it.
-    """
+    """The target ended the process (``os._exit``); a BaseException, so that its ``except Exception`` lets it by."""
 
 
 def set_interpreter(choice: str) -> None:
-    """``TRITON_INTERPRET=1`` when ``choice`` is ``on``, or ``auto`` without CUDA (and not set already);
-    unset when ``off``. Before any target module (and its ``@triton.jit`` kernels) is imported."""
+    """Set ``TRITON_INTERPRET`` for ``choice`` (``on``, ``off``, ``auto``: on without CUDA), before the target
+    and its ``@triton.jit`` kernels are imported."""
     if choice == "on" or (choice == "auto" and "TRITON_INTERPRET" not in os.environ
                           and not torch.cuda.is_available()):
         os.environ["TRITON_INTERPRET"] = "1"
@@ -108,10 +90,7 @@ def record_run(call: Callable[[], object], label: str, threads: int, layers=LAYE
 
 @contextlib.contextmanager
 def _no_hard_exit(label: str, run: str):
-    """``os._exit`` inside the run raises :class:`EndedWithoutRecord` instead of ending the process.
-
-    Only in this process: a child the target forks (multiprocessing) still exits as it means to.
-    """
+    """``os._exit`` in this process (not in a child it forks) raises :class:`EndedWithoutRecord` instead."""
     real_exit, pid = os._exit, os.getpid()
 
     def hard_exit(status: int = 0):

@@ -1,23 +1,8 @@
-"""Record a computation event by event: every aten op and every Triton kernel launch, with tensor hashes.
+"""Record a computation event by event (aten ops and Triton launches, with tensor hashes).
 
-A :class:`Recorder` is a context manager that records what runs inside it into a
-:class:`~detsim.track.divergence.events.Record`:
-
-* **aten ops** (:mod:`detsim.track.divergence.aten_ops`) through a ``TorchDispatchMode``: op name, call
-  site, tensor arguments hashed before the op, non-tensor arguments as text, results hashed after it;
-* **Triton kernels** (:mod:`detsim.track.divergence.triton_hooks`): kernel name, grid, tensor arguments
-  hashed before and after the launch, scalar and ``constexpr`` arguments and the launch configuration.
-
-:func:`record` runs one call under a recorder and also fingerprints the call's inputs and results.
-Memory from ``empty``-like ops is filled with the run's own value (``fill``: 0 for run A, 1 for run B,
-:mod:`~detsim.track.divergence.unwritten`), and elements still holding it are left out of every hash, so
-never-written memory does not make two runs differ unless a computation reads it. Overwritten
-destinations, ``out=`` and ``out*`` kernel arguments are hashed but not compared. The hashing itself
-runs with recording paused.
-
-Recording an op makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode
-disables Dynamo); record compiled code with ops off and kernels on.
-"""
+Only one :class:`Recorder` may be active at a time: the Triton wrappers are process-wide. Recording ops
+makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode disables Dynamo);
+record compiled code with ops off and kernels on."""
 
 from __future__ import annotations
 
@@ -29,28 +14,23 @@ from typing import Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from detsim.track.divergence import triton_hooks, unwritten
+from detsim.track.divergence import triton_hooks
 from detsim.track.divergence.aten_ops import op_mode
 from detsim.track.divergence.events import Event, Record, TensorInfo, storage_key, tensor_info
 
 
 class Recorder:
-    """Context manager recording ops and/or Triton launches into :attr:`record`.
-
-    Only one recorder can be active at a time (the Triton wrappers are process-wide). The op and kernel
-    layers add events through :meth:`add`, fingerprint tensors through :meth:`info`, fill what empty-like
-    ops allocate through :meth:`fill_never_written` and note where it came from (:attr:`uninitialised`).
-    """
+    """Context manager recording ops and/or Triton launches into :attr:`record`; the layers add events
+    (:meth:`add`) and hash tensors (:meth:`info`)."""
 
     _active: "Recorder | None" = None
     _lock = threading.Lock()
 
-    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, stats: bool = True,
-                 fill: int = 0) -> None:
+    def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, fill: int = 0) -> None:
         self.record = Record(label=label, threads=torch.get_num_threads(),
                              settings={"ops": ops, "kernels": kernels, "fill": fill,
                                        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()})
-        self.ops, self.kernels, self.stats, self.fill = ops, kernels, stats, fill
+        self.ops, self.kernels, self.fill = ops, kernels, fill
         self.uninitialised: dict[int, str] = {}  # storage data_ptr -> the empty-like op that allocated it
         self._paused = 0
         self._mode: TorchDispatchMode | None = None
@@ -103,18 +83,13 @@ class Recorder:
     def info(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
         """:func:`~detsim.track.divergence.events.tensor_info` of ``t``, not recorded itself."""
         with self.paused():
-            return tensor_info(name, t, stats=self.stats, run=self.fill, **kw)
+            return tensor_info(name, t, run=self.fill, **kw)
 
     def never_written_note(self, t: torch.Tensor, count: int) -> str:
         """``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from."""
         origin = self.uninitialised.get(storage_key(t))
         return f"{count} never-written element(s) " + (f"(allocated by {origin})" if origin else
                                                         "(copied from memory an empty-like op allocated)")
-
-    def fill_never_written(self, t: torch.Tensor) -> None:
-        """Fill a tensor an empty-like op just allocated with this run's value (not recorded)."""
-        with self.paused():
-            unwritten.fill(t, self.fill)
 
     def add(self, **fields) -> Event:
         """Append the next event (its index is its position in the record)."""
@@ -126,9 +101,7 @@ class Recorder:
 def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, fill: int = 0,
            **kwargs) -> Record:
     """Run ``fn(*args, **kwargs)`` once under a :class:`Recorder`; an exception is kept in ``record.error``.
-
-    ``fill``: the value never-written memory gets in this run (give run A and run B different ones).
-    """
+    ``fill``: the run's value for never-written memory (give run A and run B different ones)."""
     recorder = Recorder(label, ops=ops, kernels=kernels, fill=fill)
     rec = recorder.record
     named = [*((f"arg{i}", a) for i, a in enumerate(args)), *kwargs.items()]
@@ -157,3 +130,4 @@ def _flatten(prefix: str, value) -> list[tuple[str, torch.Tensor]]:
     if isinstance(value, (list, tuple)):
         return [item for i, v in enumerate(value) for item in _flatten(f"{prefix}[{i}]", v)]
     return []
+

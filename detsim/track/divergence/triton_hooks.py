@@ -1,26 +1,14 @@
-"""Recording Triton kernel launches: one event per launch, its tensor arguments hashed before and after.
+"""Recording Triton kernel launches by wrapping Triton's launch paths (docs/determinism.md).
 
-For each launch: the kernel's name, grid, argument names, tensor arguments hashed before and after the
-launch (``written`` says whether the launch changed them), scalar and ``constexpr`` arguments, and the
-launch configuration. Where the launches are seen:
-
-* under ``TRITON_INTERPRET=1`` (CPU), ``triton.runtime.interpreter.GridExecutor.__call__`` is wrapped
-  (:func:`interpreter_launch`), because launch hooks do not fire in the interpreter;
-* on GPU, ``JITFunction.run`` (user kernels, :func:`jit_launch`) and Inductor's ``CachingAutotuner.run``
-  (compiled kernels, :func:`inductor_launch`) are wrapped, autotuning benchmark launches are left out,
-  and ``triton.knobs.runtime.launch_enter_hook`` reports any other launch by name.
-
-Kernel arguments named ``out*``/``output*`` (Inductor's ``out_ptrN``, :data:`WRITE_ONLY_KERNEL_ARG`) are
-hashed before the launch but not compared: their content is about to be written. Never-written elements
-(memory an empty-like op allocated, still holding the run's fill) are noted with their count.
-
-:func:`install` puts the wrappers in place for one recorder and registers their removal with it; the
-wrappers are process-wide, which is why only one recorder may be active at a time.
-"""
+Launch hooks do not fire under ``TRITON_INTERPRET=1``, so the interpreter's ``GridExecutor.__call__`` is
+wrapped; on GPU ``JITFunction.run`` (user kernels) and Inductor's ``CachingAutotuner.run``. Arguments
+named ``out*``/``output*`` (Inductor's ``out_ptrN``) are hashed before the launch but not compared: their
+content is about to be written."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 import sys
@@ -34,10 +22,7 @@ WRITE_ONLY_KERNEL_ARG = re.compile(r"^(out|output)(_|\d|$)", re.IGNORECASE)
 
 
 def install(recorder) -> None:
-    """Wrap Triton's launch paths so that they report to ``recorder`` (no-op without Triton).
-
-    Every change is undone through ``recorder.on_exit``.
-    """
+    """Wrap Triton's launch paths so that they report to ``recorder`` until it exits (no-op without Triton)."""
     try:
         from triton import knobs
     except ImportError:
@@ -54,9 +39,7 @@ def install(recorder) -> None:
         from torch._inductor.runtime import triton_heuristics
         _wrap(recorder, triton_heuristics.CachingAutotuner, "run", inductor_launch)
     if torch.cuda.is_available():
-        def hook(metadata) -> None:
-            _launch_hook(recorder, metadata)
-
+        hook = functools.partial(_launch_hook, recorder)
         knobs.runtime.launch_enter_hook.add(hook)
         recorder.on_exit(lambda: knobs.runtime.launch_enter_hook.remove(hook))
 
@@ -112,42 +95,39 @@ def grid_list(grid) -> list | None:
     return values + [1] * (3 - len(values))
 
 
-def _resolve_grid(grid, bound: dict):
+def _user_kernel(recorder, name: str, names, accepted, constexpr_names, grid, args, kwargs, launch):
+    """Record the launch of a user kernel: arguments bound by name, ``constexpr`` and unknown keyword
+    arguments as its configuration, a callable grid resolved against the arguments."""
+    bound = dict(zip(names, args))
+    bound.update({k: v for k, v in kwargs.items() if k in accepted})
+    extra = {k: scalar_text(v) for k, v in kwargs.items() if k not in accepted}
+    constexprs = {n: scalar_text(bound[n]) for n in constexpr_names if n in bound}
     if callable(grid):
         try:
-            return grid(bound)
+            grid = grid(bound)
         except Exception as exc:
-            return f"<grid callable failed: {exc}>"
-    return grid
+            grid = f"<grid callable failed: {exc}>"
+    return record_launch(recorder, name, bound, launch, grid=grid, config={**constexprs, **extra} or None,
+                         constexprs=tuple(constexprs))
 
 
 def interpreter_launch(recorder, original, executor, *args, **kwargs):
     """``GridExecutor.__call__`` under ``TRITON_INTERPRET=1``."""
-    names = list(executor.arg_names)
-    bound = dict(zip(names, args))
     spec = inspect.getfullargspec(executor.fn)
-    accepted = set(spec.args) | set(spec.kwonlyargs)
-    bound.update({k: v for k, v in kwargs.items() if k in accepted})
-    extra = {k: scalar_text(v) for k, v in kwargs.items() if k not in accepted}
-    constexprs = {n: scalar_text(bound[n]) for n in executor.constexprs if n in bound}
-    grid = _resolve_grid(executor.grid, bound)
-    return record_launch(recorder, executor.fn.__name__, bound, lambda: original(executor, *args, **kwargs),
-                         grid=grid, config={**constexprs, **extra} or None, constexprs=tuple(constexprs))
+    return _user_kernel(recorder, executor.fn.__name__, executor.arg_names, {*spec.args, *spec.kwonlyargs},
+                        executor.constexprs, executor.grid, args, kwargs,
+                        lambda: original(executor, *args, **kwargs))
 
 
 def jit_launch(recorder, original, fn, *args, grid, warmup, **kwargs):
     """``JITFunction.run``: a user kernel launched on the GPU (warm-up compilations are not launches)."""
-    if warmup:
+    def launch():
         return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
-    names = list(fn.arg_names)
-    bound = dict(zip(names, args))
-    bound.update({k: v for k, v in kwargs.items() if k in names})
-    extra = {k: scalar_text(v) for k, v in kwargs.items() if k not in names}
-    constexprs = {p.name: scalar_text(bound[p.name]) for p in fn.params if p.is_constexpr and p.name in bound}
-    name = getattr(fn, "__name__", None) or fn.fn.__name__
-    return record_launch(recorder, name, bound, lambda: original(fn, *args, grid=grid, warmup=warmup, **kwargs),
-                         grid=_resolve_grid(grid, bound), config={**constexprs, **extra} or None,
-                         constexprs=tuple(constexprs))
+
+    if warmup:
+        return launch()
+    return _user_kernel(recorder, getattr(fn, "__name__", None) or fn.fn.__name__, fn.arg_names, set(fn.arg_names),
+                        [p.name for p in fn.params if p.is_constexpr], grid, args, kwargs, launch)
 
 
 def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=False, **kwargs):
@@ -157,8 +137,7 @@ def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=Fals
     signature = tuner.triton_meta.get("signature", {})
     configured = set(tuner.configs[0].kwargs) if tuner.configs else set()
     names = [n for n in signature if n not in configured and signature.get(n) != "constexpr"]
-    if len(names) < len(args):
-        names += [f"arg{i}" for i in range(len(names), len(args))]
+    names += [f"arg{i}" for i in range(len(names), len(args))]
     bound = dict(zip(names, args))
     result = record_launch(recorder, tuner.fn.__name__, bound,
                            lambda: original(tuner, *args, stream=stream, benchmark_run=benchmark_run, **kwargs))

@@ -1,24 +1,9 @@
 """Never-written memory: fill it with a value of the run's own, and tell it apart when hashing.
 
-Memory from ``empty``-like ops holds whatever the allocator left there, so it differs between runs
-without the computation being non-deterministic. PyTorch's answer
-(``torch.utils.deterministic.fill_uninitialized_memory``, active under
-``torch.use_deterministic_algorithms(True)``) fills it with NaN or the largest integer, so that it is
-the same in every run. The recorder does the same, with one difference: run A and run B are filled with
-*different* sentinel values (:func:`sentinel`, ``run`` 0 and 1). Then
-
-* hashing (:func:`canonical`) replaces the elements still holding the run's sentinel by zero and hashes
-  where they are, so a tensor whose written elements agree hashes the same in both runs however much
-  never-written memory it holds (a power-of-two padding, a tail a kernel never stores, a copy of it);
-* an op that reads never-written elements and lets them into its output gives different outputs in the
-  two runs while its inputs hash the same: the finding "reads uninitialized memory". If that output never
-  reaches a result of the computation, it is not a divergence.
-
-The sentinels are large finite values of opposite signs (comparisons against them differ too) with a
-mantissa no computation is likely to produce exactly. Dtypes without a value that rare (bool, 8-bit
-integers and floats, unsigned integers wider than 8 bits) are filled with zeros in both runs: their
-never-written elements compare equal, and reads of them go unseen.
-"""
+Like ``torch.utils.deterministic.fill_uninitialized_memory``, but run A and run B get different sentinels
+(large finite values of opposite signs, with a mantissa no computation is likely to produce exactly), so
+an op that reads never-written memory gives different outputs while its inputs hash the same. Dtypes
+without a value that rare (bool, 8-bit types, unsigned integers wider than 8 bits) are zeroed in both runs."""
 
 from __future__ import annotations
 
@@ -55,10 +40,7 @@ def fill(t: torch.Tensor, run: int) -> None:
     value = sentinel(t.dtype, run)
     try:
         with torch.no_grad():
-            if value is None:
-                t.zero_()
-            else:
-                t.fill_(value)
+            t.fill_(0 if value is None else value)
     except (RuntimeError, TypeError):
         pass  # quantized and other exotic layouts keep what they hold
 
@@ -74,11 +56,8 @@ def mask(data: torch.Tensor, run: int) -> torch.Tensor | None:
 
 
 def canonical(data: torch.Tensor, run: int | None) -> tuple[str, int, torch.Tensor]:
-    """(sha256, never-written count, the written values) of a contiguous CPU tensor.
-
-    Without never-written elements (or with ``run`` None) the hash is the sha256 of the tensor's bytes;
-    with them, of the bytes with those elements zeroed, followed by the map of where they are.
-    """
+    """(sha256, never-written count, the written values) of a contiguous CPU tensor; never-written elements
+    are hashed as zeros, followed by the map of where they are."""
     where = mask(data, run) if run is not None else None
     if where is None or not bool(where.any()):
         return sha256_bytes(tensor_bytes(data)), 0, data.reshape(-1)

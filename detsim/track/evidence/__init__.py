@@ -1,2 +1,1 @@
-"""Hashed evidence bundles of test runs: run pytest with the plugin, write the bundle, compare it with
-the previous one."""
+"""Hashed evidence bundles of test runs (``detsim-track evidence``, docs/evidence.md)."""

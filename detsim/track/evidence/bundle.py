@@ -1,18 +1,5 @@
-"""Making one evidence bundle, step by step (docs/evidence.md, "What runs" and "The bundle").
-
-:func:`make_bundle` fills a folder (the temporary one that becomes the bundle) in this order:
-
-1. ``env.json`` (:func:`~.provenance.bundle_environment`);
-2. ``collect.log``: the selection collected for every device at once (:func:`collect_tests`); a
-   selection pytest refuses or that matches nothing raises :class:`~.records.BadInput`;
-3. per device, ``pytest-<device>.log`` and ``junit-<device>.xml`` (:func:`run_device`);
-4. ``retime/``: tests that look slower than in the previous bundle, re-run alongside control tests
-   (:func:`retime_suspects`, planned by :func:`~.durations.retime_plan`);
-5. ``commands.txt``, then the comparison with the previous bundle and the :func:`verdict`;
-6. ``results.json``, ``summary.md``, ``sha256.txt``.
-
-Progress goes to stderr as each pytest process starts.
-"""
+"""Making one evidence bundle, step by step, in the order of docs/evidence.md ("What runs", "The bundle");
+progress goes to stderr as each pytest process starts."""
 
 from __future__ import annotations
 
@@ -36,8 +23,7 @@ from detsim.track.evidence.summary import render_summary
 
 
 def make_bundle(request: Request, folder: Path, stamp: str, history: Sequence[PastBundle]) -> BundleResults:
-    """Run everything and write every file of the bundle into ``folder``; ``history``: the earlier
-    bundles of the area, the previous one first."""
+    """Run everything and write the bundle into ``folder``; ``history``: earlier bundles, the previous one first."""
     env = bundle_environment(request.cwd)
     write_json(folder / "env.json", env)
     collect, nodeids, command = collect_tests(request, folder)
@@ -64,8 +50,7 @@ def _progress(text: str) -> None:
 
 
 def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[str], Command]:
-    """``pytest --collect-only -q`` over the selection for every device: the result, the node ids and
-    the command. Raises :class:`BadInput` when pytest refuses the selection or it matches nothing."""
+    """Collect the selection for every device; raises :class:`BadInput` when pytest refuses it or it is empty."""
     device_args = [a for d in request.devices for a in ("--device", d)]
     command = Command(pytest_argv("--collect-only", "-q", *device_args, *request.selection), "collect.log")
     _progress(f"collecting ({command.log})")
@@ -88,8 +73,7 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
 
 
 def _device_option_hint(selection: Sequence[str], cwd: Path) -> str:
-    """Why pytest did not know ``--device``: a selected path does not exist (so no conftest was
-    found), or the selection lives outside any conftest.py that defines the option."""
+    """Why pytest did not know ``--device``: a missing path, or no conftest.py that defines it."""
     missing = [item for item in selection if not item.startswith("-") and ("/" in item or ".py" in item)
                and not (cwd / item.split("::")[0]).exists()]
     if missing:
@@ -137,9 +121,8 @@ def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -
 
 def retime_suspects(request: Request, folder: Path, runs: dict[str, RunResult], tests: list[TestResult],
                     previous: PastBundle | None) -> tuple[list[TestResult], list[Command]]:
-    """Re-run the tests that look slower than last time, with control tests timed alongside, to
-    tell a load spike or a busier machine from a real change (docs/evidence.md, "Durations").
-    Returns ``tests`` with their re-timings, and the re-timing commands."""
+    """Re-run the tests that look slower than last time, with control tests alongside: ``tests`` with their
+    re-timings, and the re-timing commands."""
     if previous is None or request.retime == 0:
         return tests, []
     commands: list[Command] = []
@@ -164,8 +147,7 @@ def retime_suspects(request: Request, folder: Path, runs: dict[str, RunResult], 
 
 def _retime_once(request: Request, folder: Path, plan: RetimePlan, root: Path,
                  n: int) -> tuple[Command, dict[str, float] | None]:
-    """Re-timing ``n`` of a plan: its command, and node id -> seconds of the tests that passed
-    (None when the process did not complete or its junit XML is unreadable)."""
+    """Re-timing ``n`` of a plan: its command, and node id -> seconds of the tests that passed (or None)."""
     order = plan.order(n)
     name = f"retime/{plan.device}-{n}"
     command = Command(pytest_argv("-q", f"--rootdir={root}", f"--junitxml={BUNDLE}/{name}.xml",
@@ -192,17 +174,14 @@ def _with_retimings(test: TestResult, timings: list[tuple[float, float]]) -> Tes
 
 
 def verdict(collect: CollectResult, outcomes: Outcomes, comparison: Comparison | None) -> Verdict:
-    """Exit 2 when something was not measured, else 1 on new failures, else 0. With no previous
-    bundle every failure is new."""
+    """Exit 2 when something was not measured, else 1 on new failures (all, without a previous bundle), else 0."""
     failing = [t for t in outcomes.tests if t.failing]
     new = comparison.new_failures if comparison else failing
     news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
     broken = [d for d, r in outcomes.runs.items() if r.status != "ok"]
     if collect.status != "ok" or broken:
-        if collect.status != "ok":
-            what = [f"collection {collect.status}, {collect.why}; no device ran"]
-        else:
-            what = [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
+        what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != "ok" else \
+            [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
         return Verdict(ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else ""))
     if new:
         return Verdict(ExitCode.REGRESSED, news)

@@ -1,18 +1,5 @@
-"""Judging test durations on a shared, noisy machine (docs/evidence.md, "Durations").
-
-* **The rule** (:func:`move`): a duration moved when now and before differ by more than
-  :data:`MOVE_RATIO` times *and* by more than :data:`MOVE_FLOOR_S` seconds.
-* **Load factor** (:func:`load_factor`): how much busier the machine is than before, the median of
-  *now / before* over tests that took at least :data:`FACTOR_MIN_S` before (at least
-  :data:`FACTOR_MIN_TESTS` of them), never below 1. Times are divided by it before the rule applies.
-* **Re-timing** (:class:`RetimePlan`): a test that still looks slower is re-run :data:`RETIMES` times
-  in fresh processes, interleaved with up to :data:`CONTROLS` control tests whose times measure the
-  load of that moment; it is slower only if its best load-corrected time still breaks the rule.
-* **Faster**: a test beats by the rule its best time over the last :data:`HISTORY` bundles, and that
-  best rests on at least :data:`FASTER_MIN_SAMPLES` measurements (one earlier time may be a spike).
-
-Only tests that passed both times are compared. Everything here is pure: tests in, verdicts out.
-"""
+"""Judging test durations on a shared, noisy machine: the rule, load factors and re-timing plans
+(docs/evidence.md, "Durations", which explains the numbers below). Pure: tests in, verdicts out."""
 
 from __future__ import annotations
 
@@ -40,8 +27,7 @@ class Move(enum.StrEnum):
 
 
 def move(now: float, before: float) -> Move | None:
-    """:attr:`Move.SLOWER` / :attr:`Move.FASTER` when ``now`` and ``before`` differ by more than
-    :data:`MOVE_RATIO` times and by more than :data:`MOVE_FLOOR_S` seconds."""
+    """Whether ``now`` moved from ``before`` by more than :data:`MOVE_RATIO` times and :data:`MOVE_FLOOR_S`."""
     if now > MOVE_RATIO * before and now - before > MOVE_FLOOR_S:
         return Move.SLOWER
     if now * MOVE_RATIO < before and before - now > MOVE_FLOOR_S:
@@ -50,8 +36,7 @@ def move(now: float, before: float) -> Move | None:
 
 
 def best_times(bundles: Iterable[Iterable[TestResult]]) -> dict[Key, tuple[float, int]]:
-    """Per (device, node id): the least time a passing test took over ``bundles``, and over how many
-    measurements (its run plus any re-timings)."""
+    """Per test key: the least time it took when it passed over ``bundles``, and how many measurements."""
     best: dict[Key, tuple[float, int]] = {}
     for tests in bundles:
         for test in tests:
@@ -64,10 +49,8 @@ def best_times(bundles: Iterable[Iterable[TestResult]]) -> dict[Key, tuple[float
 
 
 def load_factor(pairs: Iterable[tuple[float, float]]) -> float:
-    """How much busier the machine is now than before: the median of ``now / before`` over
-    ``(now, before)`` pairs of tests that took at least :data:`FACTOR_MIN_S` before; never below 1
-    (a quieter machine is not used to make tests look slower), and 1 with fewer than
-    :data:`FACTOR_MIN_TESTS` such tests."""
+    """How much busier the machine is now: the median of ``now / before`` over ``(now, before)`` pairs,
+    never below 1 (a quieter machine must not make tests look slower)."""
     ratios = [now / before for now, before in pairs if before >= FACTOR_MIN_S]
     if len(ratios) < FACTOR_MIN_TESTS:
         return 1.0
@@ -91,14 +74,7 @@ def _moved(test: TestResult, was: float, now: float, measurements: int) -> Durat
 
 def judge_durations(tests: Sequence[TestResult], previous: Sequence[TestResult],
                     history: Sequence[Sequence[TestResult]]) -> Durations:
-    """Tests whose duration moved beyond the noise.
-
-    Slower: the test's best load-corrected time now (its run divided by the run's :func:`load_factor`,
-    each re-timing divided by the factor its control tests measured) exceeds its best time in the
-    previous bundle by the rule of :func:`move`. Faster: its time now beats by that rule the best of
-    at least :data:`FASTER_MIN_SAMPLES` measurements over ``history`` (a single earlier time may itself
-    have been a load spike); faster-looking tests with fewer earlier measurements are only counted.
-    """
+    """Tests slower than in ``previous`` (best load-corrected time) or faster than their best over ``history``."""
     before, earlier = best_times([previous]), best_times(history)
     factors = main_load_factors(tests, previous)
     slower, faster, unjudged = [], [], 0
@@ -158,8 +134,7 @@ def retime_plan(tests: Sequence[TestResult], previous: Sequence[TestResult], dev
 
 
 def pick_controls(candidates: Sequence[TestResult], before: Mapping[Key, tuple[float, int]]) -> list[TestResult]:
-    """Up to :data:`CONTROLS` tests, spread over the range of earlier times, that time the machine's
-    load during a re-timing; the fastest other test when none took at least :data:`FACTOR_MIN_S`."""
+    """Up to :data:`CONTROLS` tests spread over the range of earlier times (else the fastest other test)."""
     timed = sorted((t for t in candidates if before[t.key][0] >= FACTOR_MIN_S), key=lambda t: before[t.key][0])
     if not timed:
         return sorted(candidates, key=lambda t: t.duration_s)[:1]

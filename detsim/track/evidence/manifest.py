@@ -1,13 +1,5 @@
-"""A bundle's ``sha256.txt``: the SHA-256 of every other file, in ``sha256sum`` format.
-
-:func:`write_manifest` lists every file of the bundle (sorted by path, relative, ``/``-separated)
-but ``sha256.txt`` itself, so ``sha256sum -c sha256.txt`` inside the bundle checks it too.
-:func:`check_bundle` re-hashes a bundle against its listing and names each problem: ``modified: F``
-(the hash differs), ``missing: F`` (listed, absent), ``extra: F`` (present, not listed),
-``unreadable: F (why)`` (listed, present, but it cannot be read: e.g. mode 000 for a user other than
-root, or not a regular file: ``(a directory)``, ``(a FIFO)``, ``(a symlink to nothing)``...) or
-``malformed: sha256.txt line N`` (including a name that leaves the bundle, ``../x``).
-"""
+"""A bundle's ``sha256.txt`` (``sha256sum`` format, every other file, sorted by path) and checking a bundle
+against it (docs/evidence.md, "Verifying a bundle")."""
 
 from __future__ import annotations
 
@@ -40,22 +32,13 @@ def listed_count(folder: Path) -> int:
     return sum(1 for line in (folder / MANIFEST).read_text().splitlines() if line.strip())
 
 
-def _digest(path: Path) -> tuple[str | None, str | None]:
-    """(sha256, None) of a readable file, else (None, why)."""
-    try:
-        return sha256_file(path), None
-    except OSError as exc:
-        return None, exc.strerror or str(exc)
-
-
 def _inside(name: str) -> bool:
     parts = Path(name).parts
     return bool(parts) and not Path(name).is_absolute() and ".." not in parts
 
 
 def check_bundle(folder: Path) -> list[str]:
-    """Problems with a bundle against its sha256.txt: ``modified: F``, ``missing: F``, ``extra: F``,
-    ``unreadable: F (why)``, ``malformed: sha256.txt line N``."""
+    """Problems with a bundle against its sha256.txt, one line each (docs/evidence.md)."""
     listing = folder / MANIFEST
     kind = what_is(listing)
     if kind != REGULAR_FILE:
@@ -73,18 +56,16 @@ def check_bundle(folder: Path) -> list[str]:
             continue
         expected[match.group(2)] = match.group(1)
     for name, digest in sorted(expected.items()):
-        path = folder / name
-        kind = what_is(path)
+        kind = what_is(folder / name)
         if kind == MISSING:
             problems.append(f"missing: {name}")
-            continue
-        if kind != REGULAR_FILE:  # never opened: a FIFO would block, a directory has no bytes to hash
+        elif kind != REGULAR_FILE:  # never opened: a FIFO would block, a directory has no bytes to hash
             problems.append(f"unreadable: {name} ({kind})")
-            continue
-        actual, why = _digest(path)
-        if why:
-            problems.append(f"unreadable: {name} ({why})")
-        elif actual != digest:
-            problems.append(f"modified: {name}")
+        else:
+            try:
+                if sha256_file(folder / name) != digest:
+                    problems.append(f"modified: {name}")
+            except OSError as exc:
+                problems.append(f"unreadable: {name} ({exc.strerror or exc})")
     problems += [f"extra: {name}" for name in sorted(set(_listed(folder)) - set(expected))]
     return problems

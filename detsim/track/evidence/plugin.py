@@ -1,12 +1,5 @@
-"""A pytest plugin ``detsim-track evidence`` loads into every pytest it runs (``-p detsim.track.evidence.plugin``).
-
-evidence runs each device as its own pytest process and tells it which with ``--device DEVICE``
-(repeatable). This project's ``tests/conftest.py`` defines that option (and parametrizes its
-``device`` fixture with it); a test folder elsewhere does not know it, and pytest would refuse the
-command line ("unrecognized arguments: --device"). This plugin adds ``--device`` once the conftests
-of the command line are loaded, and only where none of them defined it: there the option is accepted
-and recorded (``config.getoption("device")``), and tests that do not ask for a device run as they are.
-"""
+"""The pytest plugin ``detsim-track evidence`` loads into every pytest it runs: it adds ``--device`` where no
+conftest of the command line defines it (docs/evidence.md, "What runs")."""
 
 from __future__ import annotations
 

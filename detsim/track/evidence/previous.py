@@ -1,17 +1,5 @@
-"""Earlier bundles of an area: their names, finding them, and what changed since the previous one.
-
-A bundle is named by its UTC **stamp** (``20261122T023301Z``), suffixed ``-2``, ``-3``... when the
-second is taken; :func:`stamp_key` orders names by time, then suffix. The **previous bundle** is the
-newest older bundle of the same area that measured something (a device ran to completion);
-:func:`history` returns it and the bundles before it, newest first, as :class:`PastBundle`.
-
-:func:`compare` lists, from the tests and runs of two bundles, new failures, fixed tests, other
-outcome changes, tests added or removed, warning texts new or gone, run status changes and the
-durations' verdict (:mod:`.durations`). :func:`changed_artifacts` compares the artifacts meant to be
-identical between two runs of unchanged code (:data:`STABLE_ARTIFACTS`) by the hash of their stable
-part (:func:`stable_text`). :func:`compare_with` is all of it, plus the previous bundle's own check
-against its sha256.txt.
-"""
+"""Earlier bundles of an area: their stamps, the previous one and the history, and what changed since the
+previous one (docs/evidence.md, "Comparison with the previous bundle" and "Hashes")."""
 
 from __future__ import annotations
 
@@ -63,12 +51,8 @@ def free_stamp(area_dir: Path) -> str:
 
 
 def _read(path: Path) -> Outcomes | None:
-    """The outcomes of the bundle at ``path`` when it measured something, None when it did not.
-
-    Raises :class:`BadInput` naming its ``results.json`` when that is missing, unreadable or corrupt:
-    a stamp folder is always a whole bundle, so passing it over would silently compare with an older
-    one (or with none, making every failure new).
-    """
+    """The outcomes of the bundle at ``path``, None when it measured nothing. Raises :class:`BadInput` when
+    its results.json cannot be read: passing it over would silently compare with an older bundle."""
     file = path / "results.json"
     try:
         results = json.loads(file.read_text())
@@ -82,8 +66,7 @@ def _read(path: Path) -> Outcomes | None:
 
 
 def history(area_dir: Path, stamp: str) -> list[PastBundle]:
-    """Earlier bundles of the area that measured something, newest first (at most :data:`HISTORY`);
-    raises :class:`BadInput` for one on the way whose results cannot be read (:func:`_read`)."""
+    """Earlier bundles of the area that measured something, newest first (at most :data:`HISTORY`)."""
     if not area_dir.is_dir():
         return []
     current = stamp_key(stamp)
@@ -99,8 +82,9 @@ def history(area_dir: Path, stamp: str) -> list[PastBundle]:
     return found
 
 
-def _outcome_changes(now: dict, was: dict) -> tuple[list[NewFailure], list[Fixed], list[OutcomeChange]]:
-    """Tests newly failing, fixed, and otherwise changed outcome (``now``/``was``: key -> test)."""
+def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> Comparison:
+    """What changed from ``previous`` to ``current`` (durations are also judged against ``history``)."""
+    now, was = {t.key: t for t in current.tests}, {t.key: t for t in previous.tests}
     new_failures, fixed, changed = [], [], []
     for key, test in sorted(now.items()):
         before = was[key].outcome if key in was else None
@@ -110,24 +94,14 @@ def _outcome_changes(now: dict, was: dict) -> tuple[list[NewFailure], list[Fixed
             fixed.append(Fixed(*key, test.outcome, before))
         elif before is not None and before != test.outcome:
             changed.append(OutcomeChange(*key, test.outcome, before, test.skip_reason))
-    return new_failures, fixed, changed
-
-
-def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> Comparison:
-    """What changed from ``previous`` to ``current``: tests newly failing, fixed, otherwise changed
-    outcome, added or removed; warning texts new or gone; run status changes; and durations
-    (:func:`~.durations.judge_durations`, which also uses the older ``history``)."""
-    now, was = {t.key: t for t in current.tests}, {t.key: t for t in previous.tests}
-    new_failures, fixed, changed = _outcome_changes(now, was)
     measured = {d for d, r in previous.runs.items() if r.status == "ok"}
-    added = [TestPresence(d, n) for d, n in sorted(set(now) - set(was)) if d in measured]
-    removed = [TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == "ok"]
     warnings_now, warnings_was = current.warning_texts(), previous.warning_texts()
     run_changes = [RunChange(d, current.status(d), previous.status(d))
                    for d in sorted(set(current.runs) | set(previous.runs))]
     return Comparison(
         new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
-        added=tuple(added), removed=tuple(removed),
+        added=tuple(TestPresence(d, n) for d, n in sorted(set(now) - set(was)) if d in measured),
+        removed=tuple(TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == "ok"),
         new_warnings=tuple(w for k, w in warnings_now.items() if k not in warnings_was),
         gone_warnings=tuple(w for k, w in warnings_was.items() if k not in warnings_now),
         run_changes=tuple(c for c in run_changes if c.now != c.was),
@@ -148,10 +122,7 @@ def stable_text(name: str, data: bytes) -> str:
 
 def _flatten(value, prefix: str = "") -> dict[str, str]:
     if isinstance(value, dict):
-        out: dict[str, str] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-        return out
+        return {key: text for k, v in value.items() for key, text in _flatten(v, f"{prefix}{k}.").items()}
     return {prefix.rstrip("."): json.dumps(value)}
 
 
@@ -169,8 +140,7 @@ def _differences(name: str, old: str, new: str) -> list[str]:
 
 
 def changed_artifacts(previous: Path, current: Path) -> tuple[ArtifactChange, ...]:
-    """The stable artifacts (:data:`STABLE_ARTIFACTS`) whose normalised content hash differs, with the
-    differing keys (env.json) or lines (the others)."""
+    """The stable artifacts whose normalised content differs, with the differing keys or lines."""
     out = []
     for name in STABLE_ARTIFACTS:
         old_path, new_path = previous / name, current / name
@@ -187,8 +157,7 @@ def changed_artifacts(previous: Path, current: Path) -> tuple[ArtifactChange, ..
 
 
 def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> Comparison:
-    """:func:`compare` with the previous bundle, its changed artifacts (``folder``: the bundle being
-    made) and its problems against its own sha256.txt; ``older``: the history, previous first."""
+    """:func:`compare`, plus the artifacts changed since ``previous`` and its problems against its sha256.txt."""
     comparison = compare(current, previous.outcomes, [b.outcomes.tests for b in older])
     return replace(comparison, previous=previous.name, changed_artifacts=changed_artifacts(previous.path, folder),
                    previous_problems=tuple(check_bundle(previous.path)))

@@ -1,11 +1,5 @@
-"""Read what a pytest run left behind: collected node ids, per-test results, warning texts.
-
-Per-test results come from the junit XML pytest writes (``--junitxml``), which records each test's
-outcome, total duration (setup + call + teardown), skip reason and failure message exactly. The XML
-names a test by ``classname`` + ``name`` rather than by node id; :func:`read_junit` maps them back to
-the node ids printed by ``pytest --collect-only -q`` (the same mangling pytest applies), falling back
-to finding the test file under the run's rootdir.
-"""
+"""Read what a pytest run left behind: collected node ids, per-test results (from the junit XML, mapped back
+to the collected node ids), warning texts."""
 
 from __future__ import annotations
 
@@ -53,15 +47,9 @@ def rootdir(log_text: str) -> Path | None:
 
 
 def running_at_end(log_text: str) -> str | None:
-    """The test a verbose (``-v``) log was running when it stopped: its last line names a test and no
-    outcome (pytest prints the outcome after the test returns), or None."""
-    lines = [line for line in log_text.splitlines() if line.strip()]
-    if not lines:
-        return None
-    last = lines[-1].strip()
-    if "::" not in last or last.startswith(("=", "_")) or _OUTCOME_WORD.search(last):
-        return None
-    return last
+    """The test a ``-v`` log was running when it stopped (its last line names a test and no outcome), or None."""
+    last = next((line.strip() for line in reversed(log_text.splitlines()) if line.strip()), "")
+    return None if "::" not in last or last.startswith(("=", "_")) or _OUTCOME_WORD.search(last) else last
 
 
 def first_error(log_text: str) -> str | None:
@@ -86,16 +74,11 @@ def _first_line(text: str | None) -> str | None:
 
 def _outcome(case: ET.Element) -> tuple[str, str | None, str | None]:
     """``(outcome, skip reason, first line of the failure message)`` of one junit test case."""
-    failure, error, skipped = case.find("failure"), case.find("error"), case.find("skipped")
-    if failure is not None:
-        return "failed", None, _first_line(failure.get("message")) or _first_line(failure.text)
-    if error is not None:
-        return "error", None, _first_line(error.get("message")) or _first_line(error.text)
-    if skipped is not None:
-        reason = skipped.get("message") or ""
-        if skipped.get("type") == "pytest.xfail":
-            return "xfailed", reason, None
-        return "skipped", reason, None
+    for tag, outcome in (("failure", "failed"), ("error", "error")):
+        if (element := case.find(tag)) is not None:
+            return outcome, None, _first_line(element.get("message")) or _first_line(element.text)
+    if (skipped := case.find("skipped")) is not None:
+        return "xfailed" if skipped.get("type") == "pytest.xfail" else "skipped", skipped.get("message") or "", None
     return "passed", None, None
 
 
@@ -105,18 +88,12 @@ _PRECEDENCE = {name: i for i, name in enumerate(("failed", "error", "xfailed", "
 def _merge(first: dict, second: dict) -> dict:
     """One test reported in two junit test cases (a failing call, then a failing teardown)."""
     best = first if _PRECEDENCE[first["outcome"]] <= _PRECEDENCE[second["outcome"]] else second
-    merged = dict(best)
-    merged["duration_s"] = round(first["duration_s"] + second["duration_s"], 6)
-    return merged
+    return {**best, "duration_s": round(first["duration_s"] + second["duration_s"], 6)}
 
 
 def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list[dict]:
-    """Per-test records from a junit XML file, in file order.
-
-    Each record: ``nodeid``, ``outcome`` (one of :data:`OUTCOMES`), ``duration_s`` (wall, setup to
-    teardown), ``skip_reason`` (skips and xfails) and ``message`` (first line of a failure or
-    error). Raises one of :data:`UNREADABLE` when the file is missing or not XML.
-    """
+    """Per-test records (the keys of :class:`~.records.TestResult`) from a junit XML file, in file order;
+    raises one of :data:`UNREADABLE` when the file is missing or not XML."""
     by_address = {junit_address(nodeid): nodeid for nodeid in nodeids}
     records: dict[str, dict] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
@@ -130,8 +107,7 @@ def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list
 
 
 def _sections(text: str, title: str) -> list[str]:
-    """The lines of every ``=== <title>... ===`` section of a pytest log (pytest may print a
-    ``warnings summary (final)`` after the ``warnings summary``), each followed by a blank line."""
+    """The lines of every ``=== <title>... ===`` section of a pytest log, each section opened by a blank line."""
     lines, inside = [], False
     for line in text.splitlines():
         header = _SECTION.match(line)
@@ -148,8 +124,7 @@ def _sections(text: str, title: str) -> list[str]:
 
 
 def warning_summary(text: str) -> list[dict]:
-    """The warnings of a pytest log's ``warnings summary``: ``text`` (category and first line of the
-    message), ``location`` (file:line that emitted it) and ``tests`` (the node ids pytest listed)."""
+    """The warnings of a pytest log's ``warnings summary``: ``text``, ``location`` and ``tests``."""
     found: dict[str, dict] = {}
     tests: list[str] = []
     in_message = False

@@ -1,16 +1,8 @@
 """Running pytest processes for a bundle, each with its whole output in a log file.
 
-A :class:`Command` is one pytest process: its argv, in which :data:`BUNDLE` stands for the bundle
-folder (the temporary folder while the bundle is made, ``$BUNDLE`` in ``commands.txt``), and the
-log its output goes to, relative to the bundle. :meth:`Command.execute` runs it as a child of
-:mod:`detsim.track.base.fresh`, in a session of its own; past the time-out, or when the caller is
-interrupted (Ctrl-C, or SIGTERM, which ``detsim-track`` turns into the same KeyboardInterrupt), the
-whole process group is killed, the log keeps everything up to the kill, and the interrupt goes on.
-Should the caller itself be killed outright (SIGKILL, where nothing of it runs any more), the pytest
-process dies with it (``prctl(PR_SET_PDEATHSIG)``, Linux), so no orphaned test run goes on.
-:func:`exit_status` turns how a process ended into a status (``ok``, ``crashed``, ``nothing
-collected``) and a reason.
-"""
+Past the time-out, or when the caller is interrupted, the whole process group is killed and the log keeps
+everything up to the kill; should the caller be killed outright, the child dies with it
+(``PR_SET_PDEATHSIG``, :func:`detsim.track.base.fresh.start`), so no orphaned test run goes on."""
 
 from __future__ import annotations
 
@@ -37,9 +29,7 @@ PLUGIN = "detsim.track.evidence.plugin"  # provides --device where the selection
 
 
 def pytest_argv(*args: str) -> tuple[str, ...]:
-    """A pytest command in this interpreter: unbuffered (a killed run keeps its log up to the kill),
-    without colour codes, without the cache plugin (no --lf/--sw state carried between runs), and
-    with :data:`PLUGIN`, so that ``--device`` works for any selection, under this project's conftest or not."""
+    """A pytest command in this interpreter, with the fixed options of docs/evidence.md and :data:`PLUGIN`."""
     return (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider", "-p", PLUGIN, "--color=no", *args)
 
 

@@ -1,29 +1,14 @@
-"""The records of an evidence bundle: what ``results.json`` holds, as frozen dataclasses.
-
-* :class:`Request` - what one ``detsim-track evidence`` call asked for (selection, area, devices...);
-* :class:`ProcessResult` - how one pytest process ended: exit code, killed at the time-out, wall time;
-* :class:`CollectResult` - the collect-only process, its status and how many tests it found;
-* :class:`RunResult` - one device's pytest run: log and junit names, counts per outcome, warnings;
-* :class:`TestResult` - one test on one device: outcome, duration, skip reason, first error line,
-  and the re-timings (with their load factors) that judged a test which looked slower;
-* :class:`Outcomes` - a bundle's tests and runs, what two bundles are compared by;
-* comparison lines - :class:`NewFailure`, :class:`Fixed`, :class:`OutcomeChange`, :class:`TestPresence`
-  (added or removed), :class:`WarningText`, :class:`RunChange`, :class:`DurationMove`,
-  :class:`ArtifactChange` - gathered in :class:`Durations` and :class:`Comparison`;
-* :class:`Verdict` - the bundle's exit code and the sentence that explains it;
-* :class:`BundleResults` - all of it, as written to ``results.json``.
+"""The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds.
 
 A **status** (of the collection or a device's run) is ``"ok"`` (ran to completion), ``"crashed"``,
-``"nothing collected"`` or ``"not run"``. Each record gives the exact dict of ``results.json`` with
-``as_record()``; records of an earlier bundle are read back with ``from_record()``, which tolerates
-absent optional keys. :class:`BadInput` is the one error: the options cannot make a bundle.
-"""
+``"nothing collected"`` or ``"not run"``. Records of an earlier bundle are read back with
+``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.evidence.pytest_results import FAILING, warning_key
@@ -35,24 +20,6 @@ Key = tuple[str, str]  # (device, node id): one test on one device
 
 class BadInput(Exception):
     """The selection or the options cannot produce a bundle; nothing is written."""
-
-
-def _plain(value: Any) -> Any:
-    """A record's value as JSON-ready data: records as dicts, tuples as lists."""
-    if hasattr(value, "as_record"):
-        return value.as_record()
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-class _Record:
-    """``as_record()``: every field, by name, as plain data."""
-
-    def as_record(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -70,17 +37,14 @@ class Request:
 
 
 @dataclass(frozen=True)
-class ProcessResult(_Record):
+class ProcessResult:
     exit_code: int  # negative: killed by that signal
     timed_out: bool
     wall_s: float
 
 
 @dataclass(frozen=True)
-class CollectResult(_Record):
-    exit_code: int
-    timed_out: bool
-    wall_s: float
+class CollectResult(ProcessResult):
     status: str
     why: str
     collected: int  # node ids listed
@@ -88,7 +52,7 @@ class CollectResult(_Record):
 
 
 @dataclass(frozen=True)
-class LoggedWarning(_Record):
+class LoggedWarning:
     """One text of a pytest log's warnings summary and the tests that emitted it."""
 
     text: str  # category and first line of the message
@@ -124,14 +88,14 @@ class RunResult:
                    timed_out=m.get("timed_out"))
 
     def as_record(self) -> dict:
-        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        record = asdict(self)
         if self.timed_out is None:  # a run that never started has no such key
             del record["timed_out"]
         return record
 
 
 @dataclass(frozen=True)
-class TestResult(_Record):
+class TestResult:
     """One test on one device."""
 
     __test__ = False  # not a pytest test class
@@ -166,7 +130,7 @@ class TestResult(_Record):
 
 
 @dataclass(frozen=True)
-class WarningText(_Record):
+class WarningText:
     """A warning text as compared between bundles, with the devices whose runs logged it."""
 
     text: str
@@ -203,34 +167,8 @@ class Outcomes:
 
 
 @dataclass(frozen=True)
-class NewFailure(_Record):
-    device: str
-    nodeid: str
-    outcome: str
-    message: str | None
-    was: str | None  # None: the test did not exist before
-
-
-@dataclass(frozen=True)
-class Fixed(_Record):
-    device: str
-    nodeid: str
-    now: str
-    was: str
-
-
-@dataclass(frozen=True)
-class OutcomeChange(_Record):
-    device: str
-    nodeid: str
-    now: str
-    was: str
-    skip_reason: str | None
-
-
-@dataclass(frozen=True)
-class TestPresence(_Record):
-    """A test added or removed since the previous bundle."""
+class TestPresence:
+    """A test on a device: added or removed since the previous bundle, and the start of every change of one."""
 
     __test__ = False
 
@@ -239,18 +177,34 @@ class TestPresence(_Record):
 
 
 @dataclass(frozen=True)
-class RunChange(_Record):
+class NewFailure(TestPresence):
+    outcome: str
+    message: str | None
+    was: str | None  # None: the test did not exist before
+
+
+@dataclass(frozen=True)
+class Fixed(TestPresence):
+    now: str
+    was: str
+
+
+@dataclass(frozen=True)
+class OutcomeChange(Fixed):
+    skip_reason: str | None
+
+
+@dataclass(frozen=True)
+class RunChange:
     device: str
     now: str  # status
     was: str
 
 
 @dataclass(frozen=True)
-class DurationMove(_Record):
+class DurationMove(TestPresence):
     """A test slower or faster beyond the noise."""
 
-    device: str
-    nodeid: str
     was_s: float
     now_s: float
     ratio: float  # now / was
@@ -258,7 +212,7 @@ class DurationMove(_Record):
 
 
 @dataclass(frozen=True)
-class ArtifactChange(_Record):
+class ArtifactChange:
     """A stable artifact whose normalised content changed: its hashes and the differing keys or lines."""
 
     file: str
@@ -268,7 +222,7 @@ class ArtifactChange(_Record):
 
 
 @dataclass(frozen=True)
-class Durations(_Record):
+class Durations:
     slower: tuple[DurationMove, ...] = ()
     faster: tuple[DurationMove, ...] = ()
     faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
@@ -299,8 +253,9 @@ class Comparison:
                     self.removed, self.gone_warnings, self.run_changes))
 
     def as_record(self) -> dict:
-        record = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "durations"}
-        return {**record, **self.durations.as_record(), "changed": self.changed}
+        record = asdict(self)
+        durations = record.pop("durations")
+        return {**record, **durations, "changed": self.changed}
 
 
 @dataclass(frozen=True)
@@ -331,8 +286,8 @@ class BundleResults:
             "format": FORMAT, "stamp": self.stamp, "area": request.area, "cwd": str(request.cwd),
             "selection": list(request.selection), "devices": list(request.devices),
             "measured": self.measured, "verdict": self.verdict.text, "exit_code": int(self.verdict.exit_code),
-            "collect": self.collect.as_record(),
+            "collect": asdict(self.collect),
             "runs": {d: r.as_record() for d, r in self.outcomes.runs.items()},
-            "tests": [t.as_record() for t in self.outcomes.tests],
+            "tests": [asdict(t) for t in self.outcomes.tests],
             "comparison": self.comparison.as_record() if self.comparison else None,
         }

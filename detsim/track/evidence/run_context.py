@@ -1,13 +1,5 @@
-"""How a bundle was made: ``env.json`` (where it ran) and ``commands.txt`` (what ran, re-runnable).
-
-``env.json`` is :func:`detsim.track.runtime.process.environment` plus what a test run also depends
-on: the pytest version, the interpreter, the working directory, a hash of the uncommitted diff,
-``nvidia-smi``'s answer and the variables of :data:`COMMAND_ENV` that are set.
-
-``commands.txt`` is a shell script: ``BUNDLE=<empty folder> bash commands.txt`` changes to the
-directory the bundle was made from, exports (or unsets) :data:`COMMAND_ENV` as they were, and runs
-every pytest command in order; the re-timing commands follow :data:`RETIME_HEADER`.
-"""
+"""How a bundle was made: ``env.json`` (where it ran) and ``commands.txt`` (what ran, as a re-runnable shell
+script)."""
 
 from __future__ import annotations
 
@@ -34,8 +26,7 @@ RETIME_HEADER = "# Re-timing of tests that looked slower than last time"
 
 
 def bundle_environment(cwd: Path) -> dict:
-    """runtime.process.environment() plus what an evidence bundle also needs: pytest, interpreter,
-    code state."""
+    """runtime.process.environment() plus pytest, the interpreter and the state of the code."""
     env = environment(cwd)
     try:
         import pytest

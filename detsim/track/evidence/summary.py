@@ -1,10 +1,5 @@
-"""The words of a bundle: ``summary.md`` and what the command prints.
-
-Both open with the comparison with the previous bundle (:func:`comparison_lines`, one change list in
-markdown or plain text); ``summary.md`` (:func:`render_summary`) goes on with the verdict, per-device
-counts, failures with their first error line, skips and expected failures grouped by reason, warning
-texts and the :data:`SLOWEST` tests. A listing shows at most :data:`LISTED` items.
-"""
+"""The words of a bundle: ``summary.md`` and what the command prints, both opening with the comparison
+with the previous bundle."""
 
 from __future__ import annotations
 
@@ -117,26 +112,42 @@ def render_summary(results: BundleResults, env: dict) -> str:
     """summary.md: verdict and comparison first, then runs, failures, skips, warnings, slowest tests."""
     comparison = comparison_lines(results.comparison, markdown=True)
     tests = results.outcomes.tests
+    failing = [t for t in tests if t.failing]
+    warnings = results.outcomes.warning_texts()
+    slowest = sorted(tests, key=lambda t: -t.duration_s)[:SLOWEST]
     lines = [f"# Evidence: {results.request.area}, {results.stamp}", "",
              f"**Verdict: {results.verdict.text}** (exit {int(results.verdict.exit_code)})", "",
              "## " + comparison[0][0].upper() + comparison[0][1:], *comparison[1:], ""]
-    lines += _runs_section(results, env)
-    lines += _failures_section(tests)
+    lines += _section("Runs", _runs(results, env))
+    lines += _section(f"Failures ({len(failing)})", [
+        f"- `{t.device}` `{t.nodeid}` ({t.outcome}): {t.message or '(no message)'}" for t in failing])
     lines += _reasons_section(tests, "skipped", "Skips by reason")
     if any(t.outcome == "xfailed" for t in tests):
         lines += _reasons_section(tests, "xfailed", "Expected failures by reason")
-    lines += _warnings_section(results) + _slowest_section(tests) + _files_section(results)
-    return "\n".join(lines)
+    lines += _section(f"Warnings ({len(warnings)})", [
+        f"- `{w.text}` ({w.location}; {', '.join(w.devices)})" for w in warnings.values()])
+    lines += _section(f"Slowest tests ({len(slowest)} of {len(tests)})", [
+        "| wall (s) | device | test | outcome |", "|---|---|---|---|",
+        *(f"| {t.duration_s:.3f} | {t.device} | `{t.nodeid}` | {t.outcome} |" for t in slowest)])
+    logs = "".join(f", `{r.log}`" for r in results.outcomes.runs.values() if r.status != "not run")
+    retimed = "`retime/` (re-timing runs), " if any(t.retimed_s for t in tests) else ""
+    return "\n".join(lines + _section("Files", [
+        f"`collect.log`{logs} (whole pytest output), the junit XML of each run, {retimed}`env.json`, "
+        "`commands.txt` (re-runnable), `results.json` (per test), this summary, and `sha256.txt` (check with "
+        "`detsim-track evidence --verify <this folder>`, or with `sha256sum -c sha256.txt` inside it)."]))
 
 
-def _runs_section(results: BundleResults, env: dict) -> list[str]:
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [f"## {title}", "", *(lines or ["None."]), ""]
+
+
+def _runs(results: BundleResults, env: dict) -> list[str]:
     selection = " ".join(results.request.selection) or "(pytest's default: testpaths)"
     cuda = env["cuda"]
     gpu = cuda["device"] if cuda.get("available") else f"absent ({cuda.get('reason')})"
     code = (f"commit `{env['commit'][:12]}` on `{env.get('branch')}`{' (dirty)' if env.get('dirty') else ''}"
             if env.get("commit") else "not a git work tree")
-    lines = ["## Runs", "",
-             f"Selection `{selection}` from `{results.request.cwd}`; {results.collect.collected} tests "
+    lines = [f"Selection `{selection}` from `{results.request.cwd}`; {results.collect.collected} tests "
              f"collected ({results.collect.why}).",
              f"Code: {code}. Python {env['python']}, torch {env['torch']}, pytest {env.get('pytest')}; "
              f"CPU {env['cpu']}, {env['torch_threads']} threads; CUDA {gpu}.", "",
@@ -146,14 +157,7 @@ def _runs_section(results: BundleResults, env: dict) -> list[str]:
         wall = f"{run.wall_s:.1f}" if run.wall_s is not None else "-"
         counts = " | ".join(str(run.counts[o]) for o in pr.OUTCOMES)
         lines.append(f"| {device} | {run.status} | {run.why} | {counts} | {wall} |")
-    return lines + [""]
-
-
-def _failures_section(tests: Sequence[TestResult]) -> list[str]:
-    failing = [t for t in tests if t.failing]
-    return [f"## Failures ({len(failing)})", ""] + [
-        f"- `{t.device}` `{t.nodeid}` ({t.outcome}): {t.message or '(no message)'}"
-        for t in failing] + (["None."] if not failing else []) + [""]
+    return lines
 
 
 def _reasons_section(tests: Sequence[TestResult], outcome: str, title: str) -> list[str]:
@@ -161,34 +165,7 @@ def _reasons_section(tests: Sequence[TestResult], outcome: str, title: str) -> l
     for t in tests:
         if t.outcome == outcome:
             groups.setdefault(t.skip_reason or "(no reason given)", []).append(t)
-    lines = [f"## {title} ({sum(map(len, groups.values()))})", ""]
-    for reason, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        names = ", ".join(f"`{t.device}` `{t.nodeid}`" for t in group[:5])
-        lines.append(f"- {reason} ({len(group)}): {names}{', ...' if len(group) > 5 else ''}")
-    return lines + (["None."] if not groups else []) + [""]
-
-
-def _warnings_section(results: BundleResults) -> list[str]:
-    warnings = results.outcomes.warning_texts()
-    return [f"## Warnings ({len(warnings)})", ""] + [
-        f"- `{w.text}` ({w.location}; {', '.join(w.devices)})" for w in warnings.values()
-    ] + (["None."] if not warnings else []) + [""]
-
-
-def _slowest_section(tests: Sequence[TestResult]) -> list[str]:
-    slowest = sorted(tests, key=lambda t: -t.duration_s)[:SLOWEST]
-    return [f"## Slowest tests ({len(slowest)} of {len(tests)})", "",
-            "| wall (s) | device | test | outcome |", "|---|---|---|---|"] + [
-        f"| {t.duration_s:.3f} | {t.device} | `{t.nodeid}` | {t.outcome} |" for t in slowest] + [""]
-
-
-def _files_section(results: BundleResults) -> list[str]:
-    ran = [r for r in results.outcomes.runs.values() if r.status != "not run"]
-    logs = "".join(f", `{r.log}`" for r in ran)
-    retimed = any(t.retimed_s for t in results.outcomes.tests)
-    return ["## Files", "",
-            f"`collect.log`{logs} (whole pytest output), the junit XML of each run, "
-            + ("`retime/` (re-timing runs), " if retimed else "")
-            + "`env.json`, `commands.txt` (re-runnable), `results.json` (per test), this summary, and "
-            "`sha256.txt` (check with `detsim-track evidence --verify <this folder>`, or with "
-            "`sha256sum -c sha256.txt` inside it).", ""]
+    return _section(f"{title} ({sum(map(len, groups.values()))})", [
+        f"- {reason} ({len(group)}): {', '.join(f'`{t.device}` `{t.nodeid}`' for t in group[:5])}"
+        f"{', ...' if len(group) > 5 else ''}"
+        for reason, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))])

@@ -1,14 +1,5 @@
-"""Aligning two parsed traces and listing where they disagree, first difference first.
-
-Alignment: pixel blocks are paired by pixel (a log without any ``pixel`` line pairs with the only pixel
-of the other). Within a pixel, the n-th line named X in A is compared with the n-th line named X in B.
-``key=value`` labels are not compared as values, but two aligned lines whose labels disagree count as a
-difference (the logs went out of step). Values agree when ``|a - b| <= atol + rtol * max(|a|, |b|)``
-(NaN agrees only with NaN, an infinity only with the same infinity). The first difference is the first one in A's line order.
-
-:func:`compare` gives a :class:`Comparison` (every :class:`Difference`, the lines and pixels without a
-partner); :func:`format_comparison` is the report ``detsim-track trace-diff`` prints.
-"""
+"""Aligning two parsed traces and listing where they disagree, first difference first (the rules of
+docs/trace.md, "trace-diff")."""
 
 from __future__ import annotations
 
@@ -73,15 +64,14 @@ def _compare_values(a: Line, b: Line, rtol: float, atol: float):
         return "count", math.inf, math.inf, None
     worst = None
     for i, (x, y) in enumerate(zip(a.values, b.values)):
-        both_nan = math.isnan(x) and math.isnan(y)
-        if both_nan or x == y:
+        if x == y or (math.isnan(x) and math.isnan(y)):
             continue
         diff = abs(x - y)
         finite = math.isfinite(x) and math.isfinite(y)  # inf <= atol + rtol * inf: never a tolerance for them
         if finite and diff <= atol + rtol * max(abs(x), abs(y)):
             continue
         rel = _relative(x, y)
-        if worst is None or rel > worst[1] or (math.isnan(diff)):
+        if worst is None or rel > worst[1] or math.isnan(diff):
             worst = ("values", rel, diff, i)
     return worst
 
@@ -99,21 +89,22 @@ def _pair_pixels(a: Trace, b: Trace) -> tuple[list, list, list]:
     return pairs, [p for p in pa if p not in pb], [p for p in pb if p not in pa]
 
 
+def _numbered(lines: list[Line]):
+    """(name, n) -> the n-th line of that name, in order."""
+    seen: Counter = Counter()
+    for line in lines:
+        seen[line.name] += 1
+        yield (line.name, seen[line.name]), line
+
+
 def compare(a: Trace, b: Trace, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Comparison:
     """Align the two traces by pixel, name and occurrence, and list every disagreement in A's order."""
     result = Comparison(a=a, b=b, rtol=rtol, atol=atol)
     result.pairs, result.pixels_only_a, result.pixels_only_b = _pair_pixels(a, b)
     for pixel_a, pixel_b in result.pairs:
         pixel = pixel_a if pixel_a is not SHARED else pixel_b
-        index_b: dict[tuple[str, int], Line] = {}
-        seen_b: Counter = Counter()
-        for line in b.sequence(pixel_b):
-            seen_b[line.name] += 1
-            index_b[(line.name, seen_b[line.name])] = line
-        seen_a: Counter = Counter()
-        for line in a.sequence(pixel_a):
-            seen_a[line.name] += 1
-            key = (line.name, seen_a[line.name])
+        index_b = dict(_numbered(b.sequence(pixel_b)))
+        for key, line in _numbered(a.sequence(pixel_a)):
             partner = index_b.pop(key, None)
             if partner is None:
                 result.only_a[line.name] += 1
@@ -121,9 +112,7 @@ def compare(a: Trace, b: Trace, rtol: float = DEFAULT_RTOL, atol: float = DEFAUL
             result.compared += 1
             found = _compare_values(line, partner, rtol, atol)
             if found is not None:
-                reason, rel, diff, component = found
-                result.differences.append(Difference(pixel, line.name, key[1], line, partner, reason, rel, diff,
-                                                     component))
+                result.differences.append(Difference(pixel, line.name, key[1], line, partner, *found))
         for name, _ in index_b:
             result.only_b[name] += 1
     return result

@@ -1,14 +1,7 @@
-"""Per-pixel trace logs: reading them, whatever printed them.
+"""Per-pixel trace logs (docs/trace.md), whatever printed them, read into pixel blocks.
 
-A trace log holds lines ``<PREFIX>: <name> [key=value ...] <values...>`` (see ``docs/trace.md``); any other
-line is ignored. The prefix is detected per file (the most common one starting with ``TRACE``, else the
-most common ``word:`` followed by a name), so a log may be the whole stdout of the program that printed
-it, even with a trace line glued to the end of another message. A ``--trace-json`` file is read as well.
-
-A ``pixel s f`` line opens a pixel's block; lines before the first one are shared by every block of that
-file (block key :data:`SHARED`). A parsed :class:`Trace` holds each block's :class:`Line` records in
-file order, plus the lines that could not be used and why.
-"""
+The prefix is found per file, so a log may be the whole stdout of the program that printed it. Lines
+before the first ``pixel`` line are shared by every block of that file (block key :data:`SHARED`)."""
 
 from __future__ import annotations
 
@@ -63,11 +56,8 @@ def _detect_prefix(lines: list[str]) -> str | None:
     for m in map(_PREFIXED.match, lines):
         if m and _NAME.match((m.group(2).split() or [""])[0]):
             counts[m.group(1)] += 1
-    traced = {p: n for p, n in counts.items() if p.upper().startswith("TRACE")}
-    pool = traced or counts
-    if not pool:
-        return None
-    return max(pool, key=lambda p: (pool[p], -list(counts).index(p)))
+    pool = {p: n for p, n in counts.items() if p.upper().startswith("TRACE")} or counts
+    return max(pool, key=lambda p: (pool[p], -list(counts).index(p)), default=None)
 
 
 def _pixel_key(values: tuple[float, ...]):

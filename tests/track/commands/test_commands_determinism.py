@@ -100,9 +100,12 @@ def test_a_bare_out_is_a_stamped_folder_under_reports():
 def test_build_targets_defaults_to_two_golden_cases_and_refuses_grads_of_callables():
     from detsim.track.runtime.targets import TargetError
 
-    assert [t.name for t in cmd_determinism.build_targets(parse())] == list(cmd_determinism.DEFAULT_CASES)
+    defaults = cmd_determinism.with_defaults(parse())
+    assert [t.name for t in cmd_determinism.build_targets(defaults)] == list(cmd_determinism.DEFAULT_CASES)
+    assert defaults.devices[0] == "cpu" and defaults.modes[0] == "eager"
     with pytest.raises(TargetError, match="--grad applies to simulation cases only"):
-        cmd_determinism.build_targets(parse("--call", f"{PLANTED}:drifting", "--grad", "detector.distance_mm"))
+        cmd_determinism.build_targets(cmd_determinism.with_defaults(
+            parse("--call", f"{PLANTED}:drifting", "--grad", "detector.distance_mm")))
 
 
 def test_command_line_spells_out_every_axis():

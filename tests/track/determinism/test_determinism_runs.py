@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 from pathlib import Path
@@ -13,8 +12,8 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.runtime.targets import resolve_callable, resolve_case, resolve_command_line
 from detsim.track.determinism.matrix import RunConfig
-from detsim.track.determinism.runs import deterministic_mode, device_unavailable, run_isolated, run_matrix, \
-    run_once
+from detsim.track.determinism.runs import ISOLATED_RUN, deterministic_mode, device_unavailable, isolated_job, \
+    job_target, run_isolated, run_matrix, run_once
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PLANTED = DATA / "planted_ops.py"
@@ -93,7 +92,7 @@ def test_a_crash_is_captured_verbatim_and_the_matrix_goes_on():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the report when CUDA is absent")
 def test_an_absent_device_is_reported_as_skipped():
     matrix = matrix_of([planted("thread_dependent_sum")], devices=["cpu", "cuda"], dtypes=["float64"], threads=[1])
-    skipped = matrix.skipped()
+    skipped = [r for r in matrix.runs if r.status == "skipped"]
     assert len(skipped) == 2 and all("torch.cuda.is_available() is False" in r.reason for r in skipped)
     assert matrix.exit_code() == 0
     assert "SKIPPED  cuda" in matrix.render()
@@ -112,7 +111,7 @@ def test_every_engine_mode_is_an_axis_and_unavailable_ones_are_skipped():
     assert target.modes == tuple(MODES)
     matrix = matrix_of([target], modes=list(MODES), dtypes=["float64"], threads=[1], repeats=1)
     ran = {r.config.mode for r in matrix.runs if r.status == "ok"}
-    skipped = {r.config.mode: r.reason for r in matrix.skipped()}
+    skipped = {r.config.mode: r.reason for r in matrix.runs if r.status == "skipped"}
     assert ran | set(skipped) == set(MODES) and set(calls) == ran and "eager" in ran
     assert all("available_modes" in reason for reason in skipped.values())
 
@@ -160,10 +159,8 @@ def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
 
 @pytest.mark.slow
 def test_isolated_runs_agree_with_in_process_runs():
-    from detsim.track.commands.determinism import _isolation
-
     target = resolve_command_line(TINY)
-    isolate = _isolation(argparse.Namespace(grad=[], chunk_pixels=None, golden_dir=None))
+    isolate = {"grads": [], "chunk_pixels": None, "golden_dir": None}
     apart = matrix_of([target], dtypes=["float32"], isolate=isolate)
     together = matrix_of([target], dtypes=["float32"])
     assert apart.exit_code() == 0
@@ -185,3 +182,21 @@ def test_golden_cases_in_every_mode_repeat_bit_for_bit():
     eager_threads = [c for c in matrix.findings() if c.kind == "threads" and c.b.config.mode == "eager"]
     assert not eager_threads, matrix.render()
     assert set(MODES) >= {r.config.mode for r in matrix.runs}
+
+
+def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
+    job = {"grads": [], "chunk_pixels": None, "golden_dir": None, "kind": "callable",
+           "spec": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
+           "threads": 1, "deterministic": False, "out": str(tmp_path / "out.pt")}
+    assert job_target(job).name == job["spec"]
+    assert isolated_job(job) == {"saved": ["out"]}
+    saved = torch.load(tmp_path / "out.pt", weights_only=True)
+    here = run_once(resolve_callable(job["spec"]), RunConfig(job["spec"], "cpu", "float64", "eager", 1), 0, False)
+    assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.outputs["out"])
+    golden = job_target({**job, "kind": "golden", "spec": "c02"})
+    assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
+
+
+def test_the_matrix_names_this_module_as_its_job():
+    module, function = ISOLATED_RUN.split(":")
+    assert module == isolated_job.__module__ and function == isolated_job.__name__

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 from detsim.track.evidence import durations
 from detsim.track.evidence.records import Outcomes, TestResult
 
@@ -18,8 +21,8 @@ def judge(tests: list[dict], previous: dict, history: list[dict]) -> dict:
     def tests_of(results: dict) -> tuple[TestResult, ...]:
         return Outcomes.from_record(results).tests
 
-    return durations.judge_durations(tests_of({"tests": tests}), tests_of(previous),
-                                     [tests_of(h) for h in history]).as_record()
+    return json.loads(json.dumps(asdict(durations.judge_durations(tests_of({"tests": tests}), tests_of(previous),
+                                                                  [tests_of(h) for h in history]))))
 
 
 def test_durations_rule_needs_factor_and_floor_and_survives_retiming():

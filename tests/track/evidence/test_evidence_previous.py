@@ -32,8 +32,8 @@ def _results(*tests, warnings=()):
 
 def compare(current: dict, before: dict, history: list[dict]) -> dict:
     """:func:`prev.compare` on results.json data, as the record results.json holds."""
-    return prev.compare(Outcomes.from_record(current), Outcomes.from_record(before),
-                            [Outcomes.from_record(h).tests for h in history]).as_record()
+    return json.loads(json.dumps(prev.compare(Outcomes.from_record(current), Outcomes.from_record(before),
+                                              [Outcomes.from_record(h).tests for h in history]).as_record()))
 
 
 def test_compare_lists_fixed_gone_warnings_added_and_removed():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
@@ -24,7 +25,7 @@ def _run(**changes) -> RunResult:
 def test_a_test_result_has_the_keys_of_results_json_and_reads_back():
     junit = {"nodeid": "a.py::t", "outcome": "failed", "duration_s": 0.25, "skip_reason": None, "message": "E: x"}
     test = TestResult.from_junit(junit, "cuda")
-    record = test.as_record()
+    record = json.loads(json.dumps(asdict(test)))
     assert record == {**junit, "device": "cuda", "retimed_s": [], "retime_factors": []}
     assert TestResult.from_record(json.loads(json.dumps(record))) == test
     assert test.key == ("cuda", "a.py::t") and test.failing
@@ -32,12 +33,12 @@ def test_a_test_result_has_the_keys_of_results_json_and_reads_back():
 
 
 def test_a_run_that_never_started_has_no_timed_out_key():
-    ran = _run().as_record()
+    ran = json.loads(json.dumps(_run().as_record()))
     assert ran["timed_out"] is False and ran["warnings"] == [{"text": "UserWarning: w", "location": "a.py:1",
                                                              "tests": ["t"]}]
     not_run = RunResult("pytest-cpu.log", "junit-cpu.xml", {"passed": 0}, "not run", "collection did not complete")
     assert not_run.as_record() == {"log": "pytest-cpu.log", "junit": "junit-cpu.xml", "counts": {"passed": 0},
-                                   "status": "not run", "why": "collection did not complete", "warnings": [],
+                                   "status": "not run", "why": "collection did not complete", "warnings": (),
                                    "rootdir": None, "exit_code": None, "wall_s": None}
     assert RunResult.from_record(ran) == _run()
     assert RunResult.from_record({}).status == "not run"
@@ -58,11 +59,11 @@ def test_a_comparison_is_one_flat_record_with_its_changed_flag():
     assert set(record) == {"new_failures", "fixed", "outcome_changes", "added", "removed", "new_warnings",
                            "gone_warnings", "run_changes", "slower", "faster", "faster_unjudged", "load_factors",
                            "previous", "changed_artifacts", "previous_problems", "changed"}
-    assert record["changed"] is False and record["slower"] == [] and record["load_factors"] == {}
+    assert record["changed"] is False and record["slower"] == () and record["load_factors"] == {}
     slower = Durations(slower=(DurationMove("cpu", "a.py::t", 0.2, 2.0, 10.0, 2),))
     assert Comparison(durations=slower).changed
-    assert Comparison(fixed=(Fixed("cpu", "a.py::t", "passed", "failed"),)).as_record()["fixed"] == [
-        {"device": "cpu", "nodeid": "a.py::t", "now": "passed", "was": "failed"}]
+    assert Comparison(fixed=(Fixed("cpu", "a.py::t", "passed", "failed"),)).as_record()["fixed"] == (
+        {"device": "cpu", "nodeid": "a.py::t", "now": "passed", "was": "failed"},)
     assert not Comparison(durations=Durations(faster_unjudged=3, load_factors={"cpu": 4.0})).changed  # notes only
 
 
@@ -71,7 +72,7 @@ def test_bundle_results_record():
     tests = (TestResult("cpu", "a.py::t", "passed", 0.1), TestResult("cpu", "a.py::u", "failed", 0.2))
     results = BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tests, {"cpu": _run()}),
                             Verdict(ExitCode.REGRESSED, "1 new failure"), None)
-    record = results.as_record()
+    record = json.loads(json.dumps(results.as_record()))
     assert record["exit_code"] == 1 and type(record["exit_code"]) is int
     assert (record["format"], record["area"], record["cwd"], record["selection"], record["devices"]) == (
         FORMAT, "parity", "/src", ["tests/a.py", "-k", "x"], ["cpu"])
