@@ -1,11 +1,7 @@
 """The aten ops of one render, counted per op and Python call site, and their difference between commits.
 
-:func:`count_ops` runs a function under a ``TorchDispatchMode`` that only counts: per (op, call site) the
-calls and the elements of the results (how much work an elementwise op did). Call sites are the
-innermost frame outside torch and the suite (:func:`~detsim.track.divergence.events.call_site`), shown
-from the package folder on (``detsim/render_paths.py:88 in _accumulate``), so the two commits' rows match
-by op, file and function (line numbers shift between commits). :func:`diff_ops` sorts the changes by
-elements, largest rise first. Deterministic: no timings.
+Call sites are shown from the package folder on (``detsim/render_paths.py:88 in _accumulate``) and matched
+between commits without their line numbers (lines shift). Deterministic: no timings.
 """
 
 from __future__ import annotations

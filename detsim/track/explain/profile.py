@@ -1,11 +1,6 @@
-"""A differential callgrind profile: per-function instruction counts at two commits, the change sorted.
+"""A differential callgrind profile: self ``Ir`` per function at two commits, the change sorted by share.
 
-:func:`function_counts` reads ``callgrind_annotate --inclusive=no`` (self ``Ir`` per function, native
-kernels included); :func:`diff_profiles` lists every function whose count changed with its share of the
-total change, largest first in the direction of the change (a rise lists the functions that grew);
-:func:`format_profile_diff` prints them (``+1.23 M Ir (41% of the rise) at::native::exp_kernel ...``)
-and :func:`svg_bars` draws the top entries as a bar chart. C++ template names are shortened to the
-kernel they run (:func:`short_name`); the full name stays in the JSON.
+C++ template names are shortened to the kernel they run (:func:`short_name`); the full name stays in the JSON.
 """
 
 from __future__ import annotations
