@@ -1,10 +1,7 @@
 """``detsim-track publish``: after ``asv publish``, a status page beside asv's and the folder made offline.
 
 What the page shows, what is refused and the exit status are docs/tracking.md's ("Reading the page").
-The page is :mod:`detsim.track.publish.page`'s, asv's navigation link :mod:`~detsim.track.publish.navlink`'s,
-the offline copies of asv's CDN scripts :mod:`~detsim.track.publish.vendor`'s and asv's Regressions tab,
-rewritten from the same verdict, :mod:`~detsim.track.publish.regressions_tab`'s. Timing steps are never
-re-measured here: their outcomes are read from ``.asv/confirmations.json``.
+Timing steps are never re-measured here: their outcomes are read from ``.asv/confirmations.json``.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ from detsim.track.history.series import build_series
 from detsim.track.confirm.apply import confirm_fleet, confirm_report
 from detsim.track.verdict.analysis import Report, analyse, analyse_fleet
 from detsim.track.publish.fingerprints import determinism_states
-from detsim.track.publish.links import graph_url
-from detsim.track.publish.navlink import STATUS_PAGE, add_status_link
+from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
 from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
 from detsim.track.publish.regressions_tab import FEED, LIST, TabError, has_tab, read_index, tab, tab_json
 from detsim.track.publish.rows import family_rows, presence

@@ -1,11 +1,8 @@
 """Parity histories drawn as inline SVG on a log scale of 1 - r, with a floor and the acceptance line.
 
-asv draws 1 - r on a linear axis, where 0 and 1e-9 look the same and the acceptance line is invisible.
-Here each golden case gets one small graph: commits evenly spaced left to right (oldest first), 1 - r
-on a log axis from :data:`FLOOR` to 1; a value at or below the floor (exact agreement gives 0) is drawn
-on the floor as a hollow marker and labelled "<= 1e-16"; the acceptance line is drawn at
-1 - :data:`~detsim.track.base.metrics.PARITY_MIN_R`. A failed point (None) is a grey cross on the
-floor, a skipped one (NaN) is not drawn; the line breaks at both.
+asv draws 1 - r on a linear axis, where 0 and 1e-9 look the same. Here commits are evenly spaced, oldest
+first; a value at or below :data:`FLOOR` is drawn on the floor as a hollow marker; a failed point (None) is a
+grey cross on the floor, a skipped one (NaN) is not drawn; the line breaks at both.
 """
 
 from __future__ import annotations

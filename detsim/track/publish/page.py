@@ -1,8 +1,6 @@
-"""``status.html``: the latest verdict per family, parity on a log scale and determinism per commit.
+"""``status.html``: one self-contained file (inline CSS and SVG, no script, nothing fetched).
 
-The page is one self-contained file (inline CSS and SVG, no script, nothing fetched), so it opens from
-disk (``file://``) with no network. It is marked as this command's (:data:`GENERATOR`): a
-``status.html`` without the mark is someone else's and is never replaced (:func:`is_ours`).
+A ``status.html`` without :data:`MARK` is someone else's and is never replaced (:func:`is_ours`).
 """
 
 from __future__ import annotations
@@ -159,7 +157,8 @@ def document(title: str, body: str) -> str:
 
 
 def machine_section(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
-    """One machine's verdict: its family table, notes, parity graphs, determinism strips and commits."""
+    """One machine's verdict: its family table, notes, parity graphs, determinism strips and commits.
+    ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
     subjects, commits = report.get("subjects", {}), list(report.get("commits", []))
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.get("notes", []))
     code = report.get("exit")
@@ -177,11 +176,6 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
 def single_page(latest: str, section: str) -> str:
     """The page of one machine, from its :func:`machine_section`."""
     return document(f"detsim status: {latest[:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT + section)
-
-
-def status_html(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
-    """The page of one machine. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
-    return single_page(str(report.get("latest", "")), machine_section(report, rows, history, graph_href))
 
 
 def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
