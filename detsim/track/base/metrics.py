@@ -1,9 +1,5 @@
-"""How an image is judged against its reference: Pearson r and the project's acceptance line.
-
-Parity with nanoBragg.c is Pearson's r between the two images over all pixels, computed in float64.
-A case passes when r >= :data:`PARITY_MIN_R`; histories track ``1 - r``, which passes when it is at
-most :data:`PARITY_MAX_ONE_MINUS_R`.
-"""
+"""How an image is judged against its reference: Pearson r over all pixels in float64, and the acceptance
+line (histories track ``1 - r``)."""
 
 from __future__ import annotations
 
