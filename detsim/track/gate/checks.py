@@ -1,13 +1,7 @@
-"""The bench gate's rules: what a run is checked for against the baseline, as a list of findings.
+"""The bench gate's rules: a run checked against the baseline, as a list of findings (one line each).
 
-A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or ``suite[<device>]``,
-``calibration[<device>]``) and what was seen. The rules for time, parity, cost and hash, their defaults
-and the measurements behind them are docs/bench-gate.md's ("The gate"). One more: **reproducibility**,
-``extra_info.sha256_rounds``, the distinct sha256 of the image of every timed round of the run: more than
-one is ``NONDETERMINISTIC`` (the same input gave different bits within the run, whatever the baseline
-says), and the benchmark's hash is then not compared with the baseline's (it would differ by chance). A
-run that records no rounds claims nothing about it. :func:`exit_code` turns the findings into the shared
-exit code.
+The rules (time, parity, cost, hash, and reproducibility within the run), their defaults and the measurements
+behind them are docs/bench-gate.md's ("The gate", "Reproducible within the run").
 """
 
 from __future__ import annotations
