@@ -1,18 +1,9 @@
-"""One parity case: detsim's image of a case against the case's reference image.
+"""One parity case: detsim's image of a case, rendered as the ``detsim`` command reads its arguments, against
+the case's reference image.
 
-A case (:class:`~detsim.track.base.golden.GoldenCase`) is rendered with the ``detsim`` command's own
-reading of its arguments, in its folder, and compared with its reference over all pixels. The
-outcome is a **case result**: the JSON-ready record that ``parity.json`` stores per case and the
-report pages show,
-
-* ``id``, ``dir``, ``args``, ``shape`` [slow, fast], ``seconds`` (prepare + render, wall);
-* the agreement of the images, :func:`image_metrics`: ``r``, ``max_abs``, ``max_rel``, ``worst``,
-  ``sum_detsim``, ``sum_reference``, ``sum_ratio``;
-* ``status``: "pass" (r meets the line), "fail", or "error" with ``error`` (the case could not be
-  read or rendered).
-
-:class:`CaseRun` carries a result with the images and configuration the report's pictures and trace
-are made from.
+The outcome is a **case result**, the JSON-ready record ``parity.json`` stores per case: ``id``, ``dir``,
+``args``, ``shape`` [slow, fast], ``seconds`` (prepare + render, wall), the agreement of the images
+(:func:`image_metrics`) and ``status``: "pass" (r meets the line), "fail", or "error" with ``error``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Pictures and pages of the parity report: a small PNG encoder, image-to-pixel mappings, HTML and markdown.
 
-Pictures (8-bit PNG, one image pixel per PNG pixel, row 0 = slow index 0):
-
-* ``intensity_picture``: grey levels, dark = bright signal, on a log scale
-  ``log10(1 + v/knee) / log10(1 + vmax/knee)``. Reference and detsim use the same knee and vmax (taken
-  from the reference), so their pictures are directly comparable.
-* ``difference_picture``: detsim - reference on a signed log scale: red where detsim is larger, blue
-  where it is smaller, white below ``floor`` (float32 resolution of the brightest pixel), full colour at
-  the largest difference.
+Pictures are 8-bit PNG, one image pixel per PNG pixel, row 0 = slow index 0. Reference and detsim share one
+log grey scale (taken from the reference), so their pictures compare directly; the difference is on a signed
+log scale, white below the float32 resolution of the brightest pixel.
 """
 
 from __future__ import annotations
@@ -239,6 +234,3 @@ def _case_section(case: dict) -> str:
         parts.append("<p>Next:</p><ul>" + "".join(f"<li>{_e(h)}</li>" for h in hints) + "</ul>")
     return "<section>" + "\n".join(parts) + "</section>"
 
-
-__all__ = ["HEADER", "IntensityScale", "difference_floor", "difference_picture", "encode_png", "index_html",
-           "intensity_picture", "markdown", "table_rows", "text_table"]

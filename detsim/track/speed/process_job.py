@@ -1,14 +1,10 @@
 """The timer of a whole program, as a user runs it: a job of :func:`detsim.track.base.fresh.run_job`.
 
-A **job** is a JSON object: ``argv`` (the program and its arguments), ``env`` (variables added to this
-process's environment: the thread count), ``cwd``, ``repeats`` and ``output`` (a file the program
-writes, removed before each run so that what is read back is the last run's). The timer runs the program
-``repeats`` times, one after the other, waiting for each blocked in ``wait4`` (so it takes no CPU from
-the program, and sees its end at once, where a polling parent would see it up to a poll later), and
-answers one record per run: ``wall_s`` (from start to exit: what a user waits, interpreter start and
-imports included), ``cpu_s`` (user + system seconds of the program and the children it waited for, all
-threads together), ``returncode`` and ``stderr_tail`` (its last line); it stops at the first run that
-fails. The program runs in the timer's process group, so a kill of the job's group ends it too.
+It runs ``job["argv"]`` ``repeats`` times, blocked in ``wait4`` (so it takes no CPU from the program and sees
+its end at once), in its own process group (a kill of the job's group ends it too). Per run: ``wall_s`` (start
+to exit, interpreter start included), ``cpu_s`` (user + system of the program and its children, all threads),
+``returncode`` and ``stderr_tail``; it stops at the first run that fails. ``job["output"]`` is removed before
+each run, so that what is read back is the last run's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The measured process of a detsim run: a job of :func:`detsim.track.base.fresh.run_job`.
+"""The measured process of a detsim render: a job of :func:`detsim.track.base.fresh.run_job`.
 
-A **job** is a JSON object: ``workload`` (the fields of a
-:class:`~detsim.track.base.workloads.Workload`), ``mode``, ``dtype``, ``device``, ``repeats``,
-``threads`` and ``image`` (where to save the image, raw float32 little-endian (slow, fast)). The
-process sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path),
-times ``repeats`` renders of the workload and answers ``wall_s_all`` and ``cpu_s_all`` (wall-clock and
-CPU seconds of each render, prepare included, all threads' CPU together), ``chunk_pixels``,
-``peak_rss_mb`` and ``clock`` (what is timed).
+It sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path), times
+``repeats`` renders (prepare included) and saves the last image as raw float32 (slow, fast).
 """
 
 from __future__ import annotations

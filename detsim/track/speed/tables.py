@@ -1,8 +1,5 @@
 """The speed report as text: the markdown table of rows (printed and in ``summary.md``), and the page.
-
-Rows are those of :mod:`.measure`. Undefined cells (no nanoBragg.c run at that thread count, no memory
-figure, no r) are shown as "–"; a failed run shows its error across the row.
-"""
+Undefined cells are "–"; a failed run shows its error across the row."""
 
 from __future__ import annotations
 
