@@ -27,8 +27,8 @@ from detsim.track.base.workloads import Workload
 
 NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
 PROCESS, RENDER = "process", "render"  # the scopes of a row
-RENDER_JOB = "detsim.track.speed.render_job:render_job"  # what a detsim render run executes in its own process
-PROCESS_JOB = "detsim.track.speed.process_job:process_job"  # the timer of a whole program
+RENDER_JOB = "detsim.track.speed.jobs:render_job"  # what a detsim render run executes in its own process
+PROCESS_JOB = "detsim.track.speed.jobs:process_job"  # the timer of a whole program
 DETSIM_COMMAND = [sys.executable, "-m", "detsim.cli"]  # the ``detsim`` command, run by this interpreter
 
 
@@ -50,7 +50,7 @@ def _best(row: dict, workload: Workload, walls: list[float], cpus: list[float], 
 
 
 def _timed_process(argv: list[str], threads: int, repeats: int, output: Path, cwd: Path) -> tuple[list, str | None]:
-    """The runs of a whole program (:mod:`.process_job`) and, when one failed, why (one line)."""
+    """The runs of a whole program (:func:`.jobs.process_job`) and, when one failed, why (one line)."""
     job = {"argv": argv, "env": thread_vars(threads), "cwd": str(cwd), "repeats": repeats, "output": str(output)}
     m = run_job(PROCESS_JOB, job, cwd=cwd, check=False)
     if m.result is None:

@@ -4,7 +4,7 @@ Undefined cells are "–"; a failed run shows its error across the row."""
 from __future__ import annotations
 
 from detsim.track.base.workloads import Workload
-from detsim.track.speed.render_job import WARM_UP_PIXELS
+from detsim.track.speed.jobs import WARM_UP_PIXELS
 
 HEADER = ("| workload | program | scope | threads | dtype | wall s | CPU s | × nanoBragg.c wall | × nanoBragg.c CPU "
           "| pixel·steps/s | peak RSS MB | r |\n"
