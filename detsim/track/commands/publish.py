@@ -21,7 +21,7 @@ from detsim.track.confirm.apply import confirm_fleet, confirm_report
 from detsim.track.verdict.analysis import Report, analyse, analyse_fleet
 from detsim.track.publish.fingerprints import determinism_states
 from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
-from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
+from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
 from detsim.track.publish.regressions_tab import FEED, LIST, TabError, has_tab, read_index, tab, tab_json
 from detsim.track.publish.rows import family_rows, presence
 from detsim.track.publish.vendor import vendor_pages
@@ -75,7 +75,7 @@ def machine_page(root: Path, report: Report) -> tuple[str, list]:
     parity = {}
     for s in series:
         if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
-            parity[s.case] = (s.case, s.name, parity_points(s.points))
+            parity[s.case] = (s.case, s.name, [(p.commit, p.value) for p in s.points])
     history = History(
         parity=[parity[c] for c in sorted(parity)],
         determinism=determinism_states(root, series, report.commits),

@@ -5,7 +5,6 @@ A ``status.html`` without :data:`MARK` is someone else's and is never replaced (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from html import escape
 from typing import Mapping, Sequence
@@ -66,10 +65,7 @@ def is_ours(text: str) -> bool:
 
 
 def _short(commit: str | None, subjects: Mapping[str, str]) -> str:
-    if not commit:
-        return "?"
-    subject = subjects.get(commit, "")
-    return f'<code>{escape(commit[:8])}</code> {escape(subject)}'
+    return f'<code>{escape(commit[:8])}</code> {escape(subjects.get(commit, ""))}' if commit else "?"
 
 
 def _link(text: str, href: str | None) -> str:
@@ -196,7 +192,3 @@ def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
                       for m, section in zip(machines, sections)))
     return document(f"detsim status: {len(machines)} machines", body)
 
-
-def parity_points(series_points) -> list[tuple[str, float | None]]:
-    """(commit, 1 - r) from a series' points (None failed, NaN skipped)."""
-    return [(p.commit, p.value if p.value is None or not math.isnan(p.value) else float("nan")) for p in series_points]

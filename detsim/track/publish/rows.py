@@ -62,7 +62,6 @@ class Item:
     text: str
     href: str | None = None
     commit: str | None = None  # the first bad commit it names
-    confirmation: str | None = None
     evidence: str | None = None  # what decided the confirmation (shown on hover)
 
 
@@ -114,7 +113,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
                              commits=(record.get("last_good"), record.get("first_bad") or ""), machine=machine) \
                 if record.get("benchmark") else None
-            items.append(Item(text, href, record.get("first_bad"), confirmation, record.get("confirmation_evidence")))
+            items.append(Item(text, href, record.get("first_bad"), record.get("confirmation_evidence")))
         for label in here.failed:
             name, _, params = label.partition("(")
             items.append(Item(f"{label}: failed at the latest commit",

@@ -11,7 +11,7 @@ from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, Item, Row
 C1, C2 = "1" * 40, "2" * 40
 REPORT = {"machine": "m", "commits": [C1, C2], "latest": C2, "subjects": {C1: "Base", C2: "Plant <b>"},
           "notes": ["a note & more"], "exit": 1, "generated_at": "20260101T000000Z"}
-ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "confirmed", "re-measured: x2 <slower>"),)),
+ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "re-measured: x2 <slower>"),)),
          Row("memory", GREEN, "ok", "1 measured"), Row("cost", GREY, "not measured", "none"),
          Row("parity", AMBER, "not comparable", "1 skipped"), Row("determinism", GREEN, "ok", "2 measured")]
 HISTORY = History(parity=[("w01", "bench_parity.track_parity_w01", [(C1, 0.0), (C2, 0.2)]),
