@@ -19,7 +19,7 @@ from detsim.track.base.golden import find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.divergence.across_commits import compare_commits
 from detsim.track.divergence.firstdiff import compare_records
-from detsim.track.explain import op_streams, opcount, parity_trace, profile
+from detsim.track.explain import op_streams, parity_trace, profile
 from detsim.track.explain.sides import Side, commits_between, count_at, image_at, one_minus_r, prepare_side, \
     run_side_job, subject
 from detsim.track.gate.checks import COST_THRESHOLD
@@ -187,9 +187,9 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
         run_side_job(side, {"job": "ops", "workload": job.workload, "out": str(out), "golden_dir": str(golden)},
                      cwd=folder)
         ops.append(json.loads(out.read_text()))
-    changes = opcount.diff_ops(*ops)
+    changes = profile.diff_ops(*ops)
     write_json(folder / "ops_diff.json", changes)
-    op_lines = opcount.format_op_changes(changes, top)
+    op_lines = profile.format_op_changes(changes, top)
     text = ["# instructions per function (callgrind, self Ir), sorted by share of the change", *lines, "",
             "# aten ops per Python call site (elements of their results)", *(op_lines or ["(no op changed)"])]
     atomic_write_text(folder / "explanation.txt", "\n".join(text) + "\n")

@@ -1,7 +1,7 @@
 """What runs inside a side's fresh interpreter (:func:`.sides.run_side_job`), on the side's own core.
 
 Jobs (``job["job"]``), each writing ``job["out"]``: ``image`` (the float64 CPU eager image of ``workload``, a
-``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops per call site, :mod:`.opcount`,
+``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops per call site, :mod:`.profile`,
 as JSON) and ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)).
 """
 
@@ -45,7 +45,7 @@ def run(job: dict) -> dict:
 
         np.save(out, render(config).detach().cpu().numpy())
     elif job["job"] == "ops":
-        from detsim.track.explain.opcount import count_ops
+        from detsim.track.explain.profile import count_ops
 
         render(config)  # warm-up: lazy imports and caches are not counted
         out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")
