@@ -61,11 +61,8 @@ def failure_text(exc: BaseException) -> str:
 
 
 def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
-    """Render and hash every case with ``threads`` torch threads (restored afterwards).
-
-    Raises NotImplementedError where this detsim cannot run ``mode`` on the CPU; a case that fails is
-    recorded in ``failures``, never raised.
-    """
+    """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
+    (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
     from detsim import engine
 
     if mode not in engine.available_modes(DEVICE):

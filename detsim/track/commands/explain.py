@@ -110,10 +110,8 @@ def _job_for(rec: dict, origin: str) -> Job | None:
     if family in ("cost", "timing", "throughput", "memory"):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
         workload = match[1] if match else "P1@64"
-        if not COUNTED.match(workload) and not re.match(r"^[a-z]\d\d_", workload):
-            workload = REDUCED.get(workload.split("@")[0], "P1@64")
-        elif family != "cost" and COUNTED.match(workload):
-            workload = REDUCED.get(workload.split("@")[0], "P1@64")
+        if not re.match(r"^[a-z]\d\d_", workload) and (family != "cost" or not COUNTED.match(workload)):
+            workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
         return Job("cost", good, bad, workload, origin)
     return None
 

@@ -86,10 +86,8 @@ def machine_page(root: Path, report: Report) -> tuple[str, list]:
 
 
 def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str], list[Report]]:
-    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts,
-    from what ``root`` stores: one machine's verdict, or, with several machines recorded (or named), each
-    machine's and where they agree. Timing steps are not re-measured (``limit=0``): a step re-measured by
-    ``detsim-track regressions`` is read from its kept outcome, any other stays undecided."""
+    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts
+    (with several machines, each machine's and where they agree); timing steps are not re-measured."""
     machines = machines or recorded_machines(root)
     if len(machines) <= 1:
         report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)

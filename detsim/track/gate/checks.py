@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, fields
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
@@ -83,12 +83,8 @@ class Timing:
 
 def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
          threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD) -> list[Finding]:
-    """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite.
-
-    A benchmark is slower when its calibrated time grew by more than ``threshold``. A device's suite
-    is slower when the geometric mean of its benchmarks' growth exceeds ``suite_threshold``; every
-    benchmark of that device that grew by more than ``suite_threshold`` is then named as slower too.
-    """
+    """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite (where a
+    suite is slower, every benchmark of it that grew by more than ``suite_threshold`` is slower too)."""
     base_cal, run_cal = calibration_times(baseline), calibration_times(run)
     findings = [calibration_finding(device, base_cal.get(device), run_cal.get(device))
                 for device in sorted(set(base_cal) | set(run_cal))]
@@ -127,9 +123,8 @@ def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, l
     return [f for f in checks if f.status != Status.OK]
 
 
-def _suite_findings(timings: Iterable[Timing], means: Mapping[str, float], suite_threshold: float) -> list[Finding]:
+def _suite_findings(timings: Collection[Timing], means: Mapping[str, float], suite_threshold: float) -> list[Finding]:
     """One finding per device: the geometric mean of its benchmarks' changes, each listed."""
-    timings = list(timings)
     findings = []
     for device, mean in sorted(means.items()):
         group = [t for t in timings if t.old.device == device]
@@ -245,12 +240,8 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Finding]:
 
 
 def cost_finding(old: Benchmark, new: Benchmark) -> Finding | None:
-    """The run's instruction count against the baseline's (None where neither file has a count, so
-    the benchmark's line claims nothing about its cost).
-
-    COST when it rose by more than :data:`COST_THRESHOLD`; a note, never a pass, when one side has no count,
-    the counted regions differ, or the machine classes differ.
-    """
+    """The run's instruction count against the baseline's (None where neither has one: no claim); a note, never
+    a pass, when one side has no count, the counted regions differ, or the machine classes differ."""
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
     if not _is_count(before) and not _is_count(after):  # never counted here (e.g. a compiled path): no claim
         return None

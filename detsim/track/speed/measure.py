@@ -111,10 +111,8 @@ def detsim_process_row(workload: Workload, mode: str, dtype: str, threads: int, 
 
 
 def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:
-    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own, and where its image is.
-
-    ``job`` holds the rest of the job: ``device``, ``repeats``, ``threads`` (also OpenMP's and MKL's).
-    """
+    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own (``job``: ``device``,
+    ``repeats``, ``threads``, also OpenMP's and MKL's), and where its image is."""
     row = _row(workload, f"detsim {mode}", RENDER, job["threads"], dtype,
                ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype], mode)
     image = scratch / f"{workload.name}-{mode}-{dtype}-render-{job['threads']}.bin"
