@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 
-
 def _whole_number(text: str) -> int:
     try:
         return int(text)

@@ -23,7 +23,6 @@ from detsim.track.history.series import Series, param_values
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
 
 
-
 @dataclass(frozen=True)
 class State:
     commit: str
