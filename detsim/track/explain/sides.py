@@ -19,8 +19,8 @@ from detsim.track.base.fresh import PINNED, ChildError, run_job
 from detsim.track.base.git import GitError, git
 from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
-from detsim.track.cost.counting import Count, count
-from detsim.track.cost.specs import CostSpec
+from detsim.track.cost.counting import Count
+from detsim.track.cost.specs import CostSpec, count_spec
 
 SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
 SIDE_JOB = "detsim.track.explain.side_job:run"
@@ -81,10 +81,8 @@ def subject(root: Path, commit: str) -> str:
 
 def count_at(side: Side, workload: str, golden: Path, out_dir: Path) -> Count:
     """The instructions of one render of ``workload`` at ``side`` (the callgrind file kept in ``out_dir``)."""
-    spec = CostSpec(workload)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return count(spec.setup(golden.parent.parent), spec.region(), out_dir=out_dir, package_dir=side.package_dir,
-                 cwd=out_dir)
+    return count_spec(CostSpec(workload), root=golden.parent.parent, out_dir=out_dir, package_dir=side.package_dir,
+                      cwd=out_dir)
 
 
 def image_at(side: Side, workload: str, golden: Path, out: Path, cwd: Path) -> np.ndarray:
