@@ -88,11 +88,11 @@ def _side_file(folder: Path, kind: str, side: Side, suffix: str) -> Path:
 def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: bool = True, top: int = 10) -> dict:
     """Run ``job``; its outputs go to ``folder``; returns the JSON record, whose ``answer`` is one paragraph."""
     with tempfile.TemporaryDirectory(prefix="detsim-explain-") as scratch:
-        side = functools.cache(lambda commit: prepare_side(root, commit, Path(scratch) / commit))
+        sides = functools.cache(lambda commit: prepare_side(root, commit, Path(scratch) / commit))  # each exported once
         folder.mkdir(parents=True, exist_ok=True)
         if job.kind == "nondeterministic":
-            return _explain_nondeterministic(job, root, golden, folder, side)
-        return _explain(job, root, golden, folder, side, bisecting, top)
+            return _explain_nondeterministic(job, root, golden, folder, sides)
+        return _explain(job, root, golden, folder, sides, bisecting, top)
 
 
 def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, sides) -> dict:
@@ -114,16 +114,16 @@ def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, 
             "answer": said + (f". Next: {act}." if report.diverged else ".")}
 
 
-def _explain(job: Job, root: Path, golden: Path, folder: Path, side, bisecting: bool, top: int) -> dict:
+def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting: bool, top: int) -> dict:
     between = commits_between(root, job.last_good, job.first_bad)
-    good = side(job.last_good).commit
+    good = sides(job.last_good).commit
     values: dict[str, object] = {}
     extra: dict[str, dict] = {}
 
     def value_at(commit: str):
         if commit not in values:
             _progress(f"{job.kind} {job.workload} at {commit[:8]}")
-            values[commit], extra[commit] = _measure(job, side(commit), golden, folder)
+            values[commit], extra[commit] = _measure(job, sides(commit), golden, folder)
         return values[commit]
 
     good_value, bad_value = value_at(good), value_at(between[-1])
@@ -152,7 +152,7 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, side, bisecting: 
     record["pair"] = {"old": parent, "new": first_bad, "subject": subject(root, first_bad)}
     record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
     explainer = {"cost": _explain_cost, "parity": _explain_parity, "hash": _explain_hash}[job.kind]
-    record["details"], finding = explainer(job, side(parent), side(first_bad), extra[parent], extra[first_bad],
+    record["details"], finding = explainer(job, sides(parent), sides(first_bad), extra[parent], extra[first_bad],
                                            golden, folder, top)
     record["changed"] = True
     record["answer"] = _answer(job, record, finding, values[parent], values[first_bad], bisection, len(between))

@@ -1,11 +1,11 @@
 """Links between asv's page and the status page: addresses into asv's graphs, and the status link in its navigation.
 
-An address is read by asv 0.6.6's page from its location hash: ``index.html#<benchmark>?p-<param name>=<value>&...`` opens one benchmark's graph with the series of
-those parameter values selected; a value is the parameter's text exactly as ``benchmarks.json`` lists
-it (``'float64'`` with its quotes, ``128``), URL-encoded. ``commits=<a>-<b>`` highlights the commits
-from a to b (asv matches short hashes by prefix); ``machine=<name>`` shows that machine's series only.
-See ``asv/www/asv.js`` (``parse_hash_string``) and ``graphdisplay.js`` (``state_selection['p-' + name]``,
-``state[param]`` for asv's own parameters such as the machine).
+asv 0.6.6's page reads an address from its location hash: ``index.html#<benchmark>?p-<param name>=<value>&...``
+opens one benchmark's graph with the series of those parameter values selected; a value is the parameter's text
+exactly as ``benchmarks.json`` lists it (``'float64'`` with its quotes, ``128``), URL-encoded. ``commits=<a>-<b>``
+highlights the commits from a to b (asv matches short hashes by prefix); ``machine=<name>`` shows that machine's
+series only. See ``asv/www/asv.js`` (``parse_hash_string``) and ``graphdisplay.js`` (``state_selection['p-' +
+name]``, ``state[param]`` for asv's own parameters such as the machine).
 
 The status link is a list item of its own placed after asv's last navigation item (the ``Regressions`` tab) or,
 on a page without it, at the end of the first navigation list; inserting it again changes nothing.
