@@ -20,13 +20,9 @@ from detsim.track.base.metrics import passes_parity, pearson_r
 
 
 def image_metrics(ours: np.ndarray, reference: np.ndarray) -> dict:
-    """Agreement of two images of the same shape, computed in float64.
-
-    Returns:
-        r (None when undefined: a constant image that differs), max_abs, max_rel (|a-b| / max(|a|, |b|),
-        0 where both are 0), worst {s, f, detsim, reference} (largest absolute difference; a non-finite
-        detsim value counts as the largest), sum_detsim, sum_reference, sum_ratio (None when undefined).
-    """
+    """Agreement of two images of the same shape, in float64: ``r`` (None when undefined), ``max_abs``, ``max_rel``
+    (|a-b| / max(|a|, |b|), 0 where both are 0), ``worst`` {s, f, detsim, reference} (the largest absolute
+    difference; a non-finite detsim value counts as the largest), ``sum_detsim``, ``sum_reference``, ``sum_ratio``."""
     a = np.asarray(ours, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
     diff = np.abs(a - b)
@@ -70,10 +66,8 @@ class CaseRun:
 
 
 def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseRun:
-    """Render one case and compare it with its reference.
-
-    Any exception while reading or rendering the case makes it an "error" case (the report goes on).
-    """
+    """Render one case and compare it with its reference; any exception while reading or rendering it makes
+    it an "error" case (the report goes on)."""
     from detsim.argconfig import config_from_argv
     from detsim.engine import prepare, render
 

@@ -18,11 +18,7 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
-    """A PNG file of an 8-bit image.
-
-    Args:
-        pixels: (H, W) grey levels or (H, W, 3) RGB, dtype uint8; row 0 is the top of the picture.
-    """
+    """A PNG file of an 8-bit image: ``pixels`` (H, W) grey or (H, W, 3) RGB uint8, row 0 at the top."""
     pixels = np.ascontiguousarray(pixels)
     if pixels.dtype != np.uint8 or pixels.ndim not in (2, 3) or (pixels.ndim == 3 and pixels.shape[2] != 3):
         raise ValueError(f"encode_png needs uint8 (H, W) or (H, W, 3), got {pixels.dtype} {pixels.shape}")
@@ -76,11 +72,8 @@ def difference_floor(reference: np.ndarray, ours: np.ndarray) -> float:
 
 
 def difference_picture(difference: np.ndarray, floor: float) -> tuple[np.ndarray, float]:
-    """(H, W, 3) uint8 signed log map of ``difference`` (detsim - reference), and the full-colour level.
-
-    ``level = log10(1 + |d|/floor) / log10(1 + max|d|/floor)``; red channel kept and the others reduced
-    for d > 0, blue kept for d < 0. A non-finite difference is drawn in full green.
-    """
+    """(H, W, 3) uint8 signed log map of ``difference`` (detsim - reference), and the full-colour level:
+    ``log10(1 + |d|/floor) / log10(1 + max|d|/floor)``, red where d > 0, blue where d < 0, non-finite green."""
     d = np.asarray(difference, dtype=np.float64)
     finite = np.isfinite(d)
     top = float(np.abs(d[finite]).max(initial=0.0))
