@@ -1,10 +1,7 @@
 """``detsim-track``: one command, one subcommand per job of the tracking suite.
 
-Each subcommand lives in its own module exposing ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``. Exit codes are shared (:class:`~detsim.track.base.exitcodes.ExitCode`): 0 all
-good, 1 something regressed or differs, 2 something could not be measured or the input was bad, 130
-stopped by Ctrl-C, 143 by SIGTERM (both clean up alike, :func:`detsim.signals.terminate_as_interrupt`:
-child processes included, :mod:`detsim.track.base.fresh`).
+Each subcommand module exposes ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``; exit
+codes are :class:`~detsim.track.base.exitcodes.ExitCode`'s, Ctrl-C and SIGTERM cleaning up alike.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The golden baseline files: the stored image hashes the determinism tracks compare against.
 
-One file per machine class, side by side: ``results/baselines/golden_hashes/<class slug>.json``
-(:func:`class_path`; the slug is :meth:`~detsim.track.base.provenance.MachineClass.slug`), so every
-runner of a mixed fleet gates against its own class and a refresh on one class never touches another's.
-The single file of earlier versions, ``results/baselines/golden_hashes.json`` (:data:`BASELINE`), is
-still read as the baseline of the class its ``holds_for`` names (a per-class file of that class wins).
-Each file holds, for every golden case, the sha256 of its float64 image (``cases``; ``cases_compiled`` for the compiled path,
-whose last bits may differ), the :class:`~detsim.track.base.provenance.MachineClass` record they hold
-for (``holds_for``: cpu_class, device, dtype, threads, torch) and where they were recorded
-(``recorded``). :func:`load` reads and validates one; :func:`stored` lists every class's baseline,
-:func:`for_class` picks the one of a class; :func:`differing_fields` says which fields of a machine
-class differ from a stored ``holds_for``.
+One file per machine class (:func:`class_path`), so every runner of a mixed fleet gates against its own
+class and a refresh on one class never touches another's. The single file of earlier versions
+(:data:`BASELINE`) is still read as the baseline of the class its ``holds_for`` names (a per-class file of
+that class wins). ``cases`` hold the eager path's hashes, ``cases_compiled`` the compiled path's (whose last
+bits may differ).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """What an instruction count under valgrind's callgrind is made of: its script, its command, its total.
 
-A count runs one fresh process ``valgrind --tool=callgrind --instr-atstart=no python -c <script>``: the
-script imports torch and builds the inputs uninstrumented (``setup``), runs the measured region once as
-a warm-up (lazy imports, allocator caches), then runs it again between callgrind's start and stop
-client requests (``callgrind_start_instrumentation`` / ``callgrind_stop_instrumentation`` of the PyPI
-package ``pytest-codspeed``, :data:`HOOKS_MODULE`). Only that second run is counted: not the
-interpreter's start-up, not the imports, and no pass of Python's garbage collector: the counting
-collects, then keeps the collector off until it stops (a pass over torch's heap costs ~400,000
-instructions, and whether one falls inside a region depends on every allocation before it). The total
-``Ir`` (instructions executed) is read from the callgrind file (:func:`parse_total`).
-
-:func:`harness` counts one region; :func:`harness_many` counts several in one process (one import of
-torch), each in a thread of its own, for ``valgrind --separate-threads=yes`` (:func:`command`) to write
-one total per region. One torch thread and :data:`COUNT_ENV` in the counting process.
-
-Test-only plant (never in the engine): ``DETSIM_COST_PLANT=N`` (:data:`PLANT_VAR`) makes the harness
-add ``N`` elements of ``exp`` to each measured region, a known extra computation a gate's test must catch.
-
-Only text and the standard library here: the counting process itself imports torch.
+How a count is made and why is docs/bench-gate.md's ("Instruction counts"). One thing more: the counted
+region runs with Python's garbage collector off (collected just before): a pass over torch's heap costs
+~400,000 instructions, and whether one falls inside a region depends on every allocation before it.
+``DETSIM_COST_PLANT=N`` (:data:`PLANT_VAR`, a test-only plant, never in the engine) adds ``N`` elements of
+``exp`` to each measured region. Text and the standard library only: the counting process imports torch.
 """
 
 from __future__ import annotations
@@ -41,19 +28,15 @@ class CountError(RuntimeError):
     """A count that could not be made (valgrind failed, the region raised, no total in the file)."""
 
 
-def hooks_available() -> bool:
-    try:
-        return importlib.util.find_spec(HOOKS_MODULE) is not None
-    except ImportError:  # its parent package is missing
-        return False
-
-
 def not_measured_reason() -> str | None:
     """One line saying why counts cannot be made here (which package provides what), or None."""
     if shutil.which("valgrind") is None:
-        return (f"instruction counts not measured: valgrind is not installed "
-                f"(Debian package `{VALGRIND_PACKAGE}`)")
-    if not hooks_available():
+        return f"instruction counts not measured: valgrind is not installed (Debian package `{VALGRIND_PACKAGE}`)"
+    try:
+        hooks = importlib.util.find_spec(HOOKS_MODULE)
+    except ImportError:  # its parent package is missing
+        hooks = None
+    if hooks is None:
         return (f"instruction counts not measured: the callgrind start/stop hooks are missing "
                 f"(PyPI package `{HOOKS_PACKAGE}`)")
     return None
@@ -77,10 +60,7 @@ def _plant() -> list[str]:
 
 
 def harness(setup: str, region: str) -> str:
-    """The script a count runs: ``setup`` (uncounted), ``region`` once to warm up, then counted once.
-
-    ``region`` is one expression; a planted extra computation (:data:`PLANT_VAR`) joins it.
-    """
+    """The script a count runs: ``setup`` (uncounted), the expression ``region`` once to warm up, then counted."""
     return "\n".join([
         *_prelude(),
         setup,
@@ -149,13 +129,8 @@ def command(script: str, out_file: Path, python: str | None = None, *, separate_
 
 def parse_total(text: str) -> int:
     """The total instructions of a callgrind output file (its ``totals:`` line, else ``summary:``)."""
-    found = {}
-    for line in text.splitlines():
-        for key in ("totals:", "summary:"):
-            if line.startswith(key):
-                found[key] = int(line.split()[1])
-    if "totals:" in found:
-        return found["totals:"]
-    if "summary:" in found:
-        return found["summary:"]
-    raise CountError("no totals: line in the callgrind file")
+    found = {key: int(line.split()[1]) for line in text.splitlines() for key in ("totals:", "summary:")
+             if line.startswith(key)}
+    if not found:
+        raise CountError("no totals: line in the callgrind file")
+    return found.get("totals:", found.get("summary:"))

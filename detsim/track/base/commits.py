@@ -1,13 +1,8 @@
 """Another commit's ``detsim`` package, importable beside this one: for measuring two commits side by side.
 
-:func:`export_package` writes a commit's ``detsim/`` tree (``git archive``) into a folder of its own;
-putting that folder first on ``PYTHONPATH`` of a fresh interpreter (:mod:`.fresh`, which starts it with
-``python -P``: no working directory on ``sys.path``, where the checkout's own package would come first)
-imports that commit's package instead of the installed one. The package is pure Python (setuptools, no
-build step), so this is the same code asv's ``pip wheel`` + ``pip install`` puts in its environment.
-
-:func:`benchmark_python` is the interpreter that measures: the one of asv's environment when asv has
-made one (it holds the same torch as every recorded commit), else this one.
+The package is pure Python, so a commit's ``detsim/`` tree (``git archive``) first on ``PYTHONPATH`` of a fresh
+``python -P`` (:mod:`.fresh`: no working directory on ``sys.path``, where the checkout's own package would
+come first) is the same code asv's ``pip install`` puts in its environment.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Checking a command's counts at the edge, before any work.
-
-:func:`positive_int` and :func:`count` are the argparse ``type=`` of every option that takes a number of
-things (repeats, threads, pixels, re-measurements...): a bad value is refused while the options are
-parsed, exit 2, before anything runs. What is at a path is said by the core's
-:func:`detsim.inputs.what_is`, for the one line that refuses it.
-"""
+"""The argparse types of counts (repeats, threads, pixels...): a bad one is refused while the options are
+read, exit 2, before anything runs."""
 
 from __future__ import annotations
 
 import argparse
-
 
 
 def _whole_number(text: str) -> int:

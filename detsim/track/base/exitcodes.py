@@ -1,8 +1,4 @@
-"""The exit codes of every ``detsim-track`` command, and of the gates CI runs.
-
-One meaning per code, whatever the command: a CI script can tell "something regressed or differs"
-from "nothing could be judged".
-"""
+"""The exit codes of every ``detsim-track`` command and of the gates CI runs: one meaning per code."""
 
 from __future__ import annotations
 

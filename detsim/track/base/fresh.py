@@ -1,24 +1,15 @@
 """Child processes, one way for the whole suite: work in a fresh interpreter, and no child outliving its command.
 
-Every child (a job's interpreter, nanoBragg, valgrind, git, pytest) is started by :func:`start`: in a
-session of its own, so that its whole process group can be killed, and killed by the kernel should this
-process die outright (``PR_SET_PDEATHSIG``, Linux). :func:`stop` kills that group and reaps the child.
-:func:`run` runs a child to its end, its output captured, its own CPU seconds read (``wait4``); past its
-time limit, or when this process is interrupted (Ctrl-C, or SIGTERM, which the commands turn into the same
-KeyboardInterrupt: :mod:`detsim.signals`), the group is killed and reaped before the interrupt goes on.
+Every child is started in a session of its own (so its whole group can be killed) and killed by the kernel
+should this process die (``PR_SET_PDEATHSIG``, Linux); past its time limit, or on Ctrl-C or SIGTERM (which the
+commands turn into KeyboardInterrupt: :mod:`detsim.signals`), its group is killed and reaped before the
+interrupt goes on.
 
-A **job** is work in a fresh interpreter: :func:`run_job` starts ``python -P -m detsim.track.base.fresh
-ENTRY JOB RESULT``. ENTRY is ``module:function``, JOB the JSON object the function is called with; what
-it returns (a JSON object) is written to the file RESULT, read back as :attr:`Finished.result`. ``-P``
-keeps the working directory off ``sys.path`` (a checkout there would shadow the package); the package
-folder comes first on ``PYTHONPATH`` (:func:`pinned_env`): by default the one this module belongs to, for
-a side of a cross-commit comparison that commit's exported package. Where the caller asks, the child is
-pinned: one thread and a fixed hash seed (:data:`PINNED`), or a thread count (:func:`thread_vars`). A job
-that fails is a :class:`ChildError` of one line, the last meaningful line of its stderr.
-
-A long-lived child is spoken to as a :class:`Conversation`: one JSON line in, one JSON line back.
-
-Standard library only: the child side runs inside other commits' packages.
+A **job** (:func:`run_job`) is ``python -P -m detsim.track.base.fresh ENTRY JOB RESULT``: ``module:function``
+called with the JSON object JOB, its JSON answer written to RESULT. ``-P`` keeps the working directory off
+``sys.path`` (a checkout there would shadow the package); the package folder comes first on ``PYTHONPATH``.
+A long-lived child is spoken to as a :class:`Conversation`, in JSON lines. Standard library only: the child
+side runs inside other commits' packages.
 """
 
 from __future__ import annotations
@@ -94,8 +85,7 @@ PINNED = {**thread_vars(1), "PYTHONHASHSEED": "0"}  # one thread and a fixed has
 
 
 def pinned_env(*path: Path, **variables: str) -> dict[str, str]:
-    """This process's environment for a child: the folders of ``path`` first on ``PYTHONPATH`` (a package
-    folder first), then ``variables`` (:data:`PINNED`, :func:`thread_vars`...)."""
+    """This process's environment with the folders of ``path`` first on ``PYTHONPATH``, and ``variables``."""
     env = dict(os.environ)
     if path:
         env["PYTHONPATH"] = os.pathsep.join([*map(str, path), *filter(None, [env.get("PYTHONPATH")])])
@@ -144,11 +134,8 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def _wait(process: subprocess.Popen, timeout: float | None):
-    """``(wait status, resource usage)`` of ``process`` once it ends, or None past ``timeout`` seconds.
-
-    It polls, a few times a second at most: an interrupt is seen within a poll whichever thread the
-    signal reached, and never waits for the child to end first.
-    """
+    """``(wait status, resource usage)`` of ``process`` once it ends, or None past ``timeout`` seconds. It polls:
+    an interrupt is seen within a poll whichever thread the signal reached."""
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.001
     while True:
@@ -165,11 +152,8 @@ def _wait(process: subprocess.Popen, timeout: float | None):
 
 def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
         timeout: float | None = None, what: str | None = None) -> Finished:
-    """Run ``argv`` to its end, its output captured (see the module docstring).
-
-    Raises :class:`ChildError` when it cannot start or runs past ``timeout`` seconds; a failing exit is
-    returned (:meth:`Finished.check` raises it).
-    """
+    """Run ``argv`` to its end, its output captured; :class:`ChildError` when it cannot start or runs past
+    ``timeout`` seconds (a failing exit is returned: :meth:`Finished.check` raises it)."""
     what = what or Path(argv[0]).name
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
@@ -191,13 +175,9 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
 def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequence[Path] = (HERE,),
             cwd: Path | None = None, timeout: float | None = None, env: Mapping[str, str] | None = None,
             what: str | None = None, check: bool = True) -> Finished:
-    """Call ``entry`` (``module:function``) with ``job`` in a fresh interpreter (see the module docstring).
-
-    ``path`` comes first on ``PYTHONPATH``: the package folder (default: this one's), then any folder the
-    job imports from (the working directory, for targets named by module); ``env``: variables that pin
-    the child (:data:`PINNED`, :func:`thread_vars`). With ``check`` a failure raises :class:`ChildError`
-    (one line, starting with ``what``); without, a failed job is returned with no result.
-    """
+    """Call ``entry`` (``module:function``) with ``job`` in a fresh interpreter, ``path`` first on ``PYTHONPATH``
+    (the package folder: another commit's for a side of a comparison), ``env`` added (:data:`PINNED`...). With
+    ``check`` a failure raises :class:`ChildError` (one line); without, it is returned with no result."""
     what = what or entry
     with tempfile.TemporaryDirectory(prefix="detsim-job-") as tmp:
         answer = Path(tmp) / "result.json"
@@ -213,10 +193,9 @@ def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequen
 
 
 class Conversation:
-    """A long-lived child spoken to in JSON lines: it greets with one line, then answers each request
-    (:meth:`ask`) with one. Its stderr is kept in a file, whose last meaningful line says why it died.
-    As a context manager it ends with the block: on an exception at once (its group killed), else once
-    its stdin is closed (killed past ``timeout``)."""
+    """A long-lived child spoken to in JSON lines: a greeting, then one answer per request (:meth:`ask`). As a
+    context manager it ends with the block: on an exception at once, else once its stdin is closed (killed
+    past ``timeout``)."""
 
     def __init__(self, argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
                  cpu: int | None = None, what: str = "the server", timeout: float = 600):

@@ -1,10 +1,7 @@
-"""git, run in a folder: the one way the suite asks git anything.
+"""git, run in a folder: the one way the suite asks git anything, read-only.
 
-:func:`output` runs ``git --no-optional-locks ARGS`` in a folder (a child of :mod:`.fresh`: it ends with
-the command) and returns its stdout; a failure, a time-out or a missing git is a :class:`GitError` of one
-line. :func:`git` is the same as text, :func:`query` the text or None. Every question the suite asks is
-read-only, and ``--no-optional-locks`` (with ``GIT_OPTIONAL_LOCKS=0``) keeps it so: ``git status`` would
-otherwise refresh the index and write ``.git/index.lock``, in whatever checkout it was run in.
+``--no-optional-locks`` (with ``GIT_OPTIONAL_LOCKS=0``) keeps it so: ``git status`` would otherwise refresh the
+index and write ``.git/index.lock`` in whatever checkout it was run in.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ class GitError(RuntimeError):
 
 
 def output(folder: Path, *args: str, timeout: float = TIMEOUT_S) -> bytes:
-    """stdout of ``git ARGS`` run in ``folder``."""
+    """stdout of ``git --no-optional-locks ARGS`` run in ``folder``; :class:`GitError` (one line) when it fails."""
     what = f"git {args[0]}" if args else "git"
     try:
         done = run(["git", "--no-optional-locks", *args], cwd=folder, env=pinned_env(GIT_OPTIONAL_LOCKS="0"),

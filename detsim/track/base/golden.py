@@ -1,14 +1,9 @@
 """Golden cases: nanoBragg.c's images with the command lines that made them.
 
-A case is a folder holding ``args.txt`` (one nanoBragg command line; the input files it names are
-relative to the folder) and ``image.bin`` (nanoBragg's float image: raw float32 little-endian, shape
-(slow, fast)). The project's cases live in ``tests/golden/`` with a ``manifest.json`` listing them in
-order, with their shapes and descriptions. :func:`golden_dir` finds that folder; a
-:class:`GoldenCase` builds its configuration inside its folder and loads its reference image.
-
-A configuration is built by a reader of nanoBragg argument lists that the caller passes: detsim's own,
-``detsim.argconfig.config_from_argv``, or an older commit's (the asv suite's ``config_from_args``).
-This module imports no detsim.
+A case is a folder holding ``args.txt`` (one nanoBragg command line; the input files it names are relative to
+the folder) and ``image.bin`` (raw float32 little-endian, (slow, fast)); ``tests/golden/manifest.json`` lists
+the project's cases in order, with their shapes. A configuration is built by a reader of argument lists the
+caller passes (``detsim.argconfig.config_from_argv``, or an older commit's): this module imports no detsim.
 """
 
 from __future__ import annotations
@@ -32,12 +27,8 @@ class GoldenError(ValueError):
 
 
 def golden_dir(root: Path | None = None) -> Path:
-    """The folder of golden cases: ``$DETSIM_GOLDEN_DIR``, else ``tests/golden`` of ``root``, else of
-    the nearest folder at or above the working directory that has one.
-
-    Raises:
-        GoldenError: none was found.
-    """
+    """The folder of golden cases: ``tests/golden`` of ``root``, else ``$DETSIM_GOLDEN_DIR``, else of the nearest
+    folder at or above the working directory that has one (:class:`GoldenError`: none)."""
     if root is not None:
         candidates = [Path(root) / GOLDEN]
     elif os.environ.get(ENV_VAR):

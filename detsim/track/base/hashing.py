@@ -1,13 +1,9 @@
 """sha256 digests: of bytes, of files, and of images; and a digest's fingerprint.
 
-An image's hash is the sha256 of its values as little-endian float64 in C order (slow, fast), whatever
-the dtype it was computed in: float32 values convert to float64 exactly, so two images have the same
-hash exactly when they have the same values. Every stored image hash of the suite (baselines, asv
-tracks, pytest-benchmark ``extra_info``) is this one. A digest's **fingerprint** is its first
-:data:`FINGERPRINT_HEX` hex digits as a number (exact in a float64): how the asv suite records a hash,
-since its tracks hold numbers only.
-
-A tensor is hashed here through its ``detach`` (duck typing: this module imports no torch).
+An image's hash (:data:`IMAGE_HASH`) is over its values as float64 whatever the dtype it was computed in:
+float32 converts exactly, so two images have the same hash exactly when they have the same values. Every
+stored image hash of the suite is this one. A **fingerprint** is a digest's first :data:`FINGERPRINT_HEX` hex
+digits as a number: how the asv suite records a hash, since its tracks hold numbers only.
 """
 
 from __future__ import annotations

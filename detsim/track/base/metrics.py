@@ -1,9 +1,5 @@
-"""How an image is judged against its reference: Pearson r and the project's acceptance line.
-
-Parity with nanoBragg.c is Pearson's r between the two images over all pixels, computed in float64.
-A case passes when r >= :data:`PARITY_MIN_R`; histories track ``1 - r``, which passes when it is at
-most :data:`PARITY_MAX_ONE_MINUS_R`.
-"""
+"""How an image is judged against its reference: Pearson r over all pixels in float64, and the acceptance
+line (histories track ``1 - r``)."""
 
 from __future__ import annotations
 
@@ -14,11 +10,8 @@ PARITY_MAX_ONE_MINUS_R = 5e-4  # the same line on the 1 - r scale the histories 
 
 
 def pearson_r(a, b) -> float | None:
-    """Pearson correlation of two images of the same size, in float64.
-
-    None where it is undefined: no pixels, a non-finite value in either image, or a constant image
-    that differs from the other (two identical constant images correlate perfectly, r = 1); never NaN.
-    """
+    """Pearson correlation of two images of the same size, in float64; None (never NaN) where undefined: no
+    pixels, a non-finite value, or a constant image that differs from the other (two equal ones give 1)."""
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
     if x.shape != y.shape:

@@ -1,16 +1,10 @@
 """Where and with what a result was made: git state, the CPU, and the machine class.
 
-The git state is that of the folder the command runs in (the working directory's work tree), not of
-the checkout the package is installed from: a command run from one checkout through another's
-virtualenv records, and touches, only the checkout it runs in (every query read-only, :mod:`.git`).
-
-A **machine class** is what bit-exact results depend on besides the code and its inputs: the CPU
-architecture, vendor and the ISA level ATen dispatches to (``AVX2``, ``AVX512``...), the torch version,
-the thread count, the dtype and the device. Two runs can only be expected to give the same image
-bits when their classes are equal; :meth:`MachineClass.differences` says which fields differ. It is
-the one definition the baselines, the asv tracks and the bench gate use. What torch reports (version,
-ISA level, threads) is read from the torch module the caller passes: this module imports no torch (the
-environment record of a result is :mod:`detsim.track.runtime.process`'s).
+The git state is that of the folder the command runs in, not of the checkout the package is installed from.
+A **machine class** is what bit-exact results depend on besides the code and its inputs (CPU architecture,
+vendor and ATen ISA level, torch version, threads, dtype, device): two runs can only be expected to give the
+same image bits when their classes are equal. What torch reports is read from the torch module the caller
+passes: this module imports no torch.
 """
 
 from __future__ import annotations

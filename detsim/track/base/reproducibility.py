@@ -1,10 +1,6 @@
-"""Reproducibility: the same input gives the same bits, run after run. The axes two runs are varied along.
+"""Reproducibility: the same input gives the same bits, run after run, along the axes two runs are varied.
 
-A golden case's image is **reproducible** along an :class:`Axis` when two renders of it that differ only
-in what the axis varies give the same sha256. The asv suite checks :data:`CASES` along every axis for
-every recorded commit (``bench_reproducibility``), the verdict reports a difference as
-``NONDETERMINISTIC`` naming the axis, and ``detsim-track explain`` records the two runs of the axis op by
-op to name the first op that differs. What each axis can and cannot see: docs/determinism.md.
+What each axis can and cannot see: docs/determinism.md.
 """
 
 from __future__ import annotations

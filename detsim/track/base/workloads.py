@@ -1,17 +1,6 @@
-"""The reference workloads of the speed comparison with nanoBragg.c, as nanoBragg command lines.
-
-* ``P1``: nanoBragg's default 1024² detector, one step per pixel.
-* ``P2``: 1024², mosaic 10 domains × 5 phi steps × oversample 2 = 200 steps per pixel.
-* ``P4096``: a 4096² detector (the same 102.4 mm, finer pixels), one step per pixel.
-
-A reduced size keeps the per-pixel work and says so in its name: ``P2@256`` is P2 on a 256² detector
-(:func:`reduced` reads such a name).
-
-Each is a cubic 100 Å cell, ``-default_F 100``, N = 5 and a fixed misset, so the crystal is not
-aligned with the detector. ``-oversample`` is always given: nanoBragg would otherwise choose 2 for this
-small crystal and P1 would take 4 steps per pixel. A workload's command line runs unchanged in
-nanoBragg.c and in ``detsim``, and :meth:`Workload.config` is what a reader of argument lists
-(``detsim.argconfig.config_from_argv``, passed by the caller: this module imports no detsim) builds from it.
+"""The reference workloads of the speed comparison with nanoBragg.c, as nanoBragg command lines (README.md,
+"Against nanoBragg.c"). A reduced size keeps the per-pixel work and says so in its name (``P2@256``). A
+configuration is built by a reader of argument lists the caller passes: this module imports no detsim.
 """
 
 from __future__ import annotations
@@ -53,8 +42,7 @@ class Workload:
         return args + ["-nonoise", "-nopgm", "-noprogress"]
 
     def config(self, read: Callable[[list[str]], Any]):
-        """The configuration ``read`` builds from :meth:`argv` (``detsim.argconfig.config_from_argv``:
-        what the ``detsim`` command builds)."""
+        """The configuration ``read`` (``detsim.argconfig.config_from_argv``) builds from :meth:`argv`."""
         return read(self.argv())
 
     def resized(self, pixels: int) -> "Workload":

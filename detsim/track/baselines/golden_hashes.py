@@ -1,13 +1,6 @@
-"""Golden-image hashes: every golden case rendered the way the asv determinism tracks render it.
-
-A **golden render** is a case's configuration (:meth:`~detsim.track.base.golden.GoldenCase.config`, read
-by ``detsim.argconfig.config_from_argv``) simulated on the CPU in float64 with one torch thread, by the
-default (eager) path or by the compiled one; its **hash** is
-:func:`~detsim.track.base.hashing.image_sha256`. Bit-exact hashes only reproduce on the same
-:class:`~detsim.track.base.provenance.MachineClass` (:func:`machine_class` is the one these renders hold
-for). :func:`render_hashes` renders a list of cases and returns :class:`GoldenHashes`: a hash per case
-that rendered, a one-line reason per case that did not.
-"""
+"""Golden-image hashes: every golden case rendered the way the asv determinism tracks render it (CPU, float64,
+one torch thread, the eager or the compiled path), hashed by :func:`~detsim.track.base.hashing.image_sha256`.
+Bit-exact hashes only reproduce on the same machine class (:func:`machine_class`)."""
 
 from __future__ import annotations
 
@@ -68,11 +61,8 @@ def failure_text(exc: BaseException) -> str:
 
 
 def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
-    """Render and hash every case with ``threads`` torch threads (restored afterwards).
-
-    Raises NotImplementedError where this detsim cannot run ``mode`` on the CPU; a case that fails is
-    recorded in ``failures``, never raised.
-    """
+    """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
+    (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
     from detsim import engine
 
     if mode not in engine.available_modes(DEVICE):

@@ -1,9 +1,5 @@
-"""The top layer: one module per ``detsim-track`` subcommand (:mod:`detsim.track.cli` dispatches).
-
-Each exposes ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``: it reads the
-arguments, checks its inputs and outputs up front, calls the areas below it, prints, and returns the
-exit code. No area imports a command.
-"""
+"""The top layer: one module per ``detsim-track`` subcommand (see :mod:`detsim.track.cli`); it checks its
+inputs and outputs up front, calls the areas below it, prints and returns the exit code."""
 
 import sys
 

@@ -1,9 +1,5 @@
-"""``detsim-track baselines``: the stored golden-image hashes the determinism tracks compare against.
-
-The files are :mod:`~detsim.track.base.baseline_file`'s (one per machine class); showing and refreshing
-them, and why a refresh refuses images that do not reproduce, is docs/determinism.md's. The render and
-hash are those the asv tracks use (:mod:`~detsim.track.baselines.golden_hashes`).
-"""
+"""``detsim-track baselines``: show the stored golden-image hashes, or refresh this machine class's (showing,
+refreshing, and why a refresh refuses images that do not reproduce: docs/determinism.md)."""
 
 from __future__ import annotations
 

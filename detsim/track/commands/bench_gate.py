@@ -1,8 +1,5 @@
-"""``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results.
-
-The checks and the exit codes are docs/bench-gate.md's: the result files are
-:mod:`~detsim.track.gate.results`', the rules :mod:`~detsim.track.gate.checks`'.
-"""
+"""``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results (checks and exit codes:
+docs/bench-gate.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``detsim-track explain``: why a flagged regression happened, across the commits that flagged it.
-
-The forms of the command, what each explanation measures and the exit codes are docs/explain.md's. The
-jobs are :mod:`detsim.track.explain.jobs`' (grouped by cause: :mod:`~detsim.track.explain.grouping`), the
-evidence bundle :mod:`~detsim.track.explain.bundle`'s.
-"""
+"""``detsim-track explain``: why a flagged regression happened, across the commits that flagged it
+(forms, measures and exit codes: docs/explain.md)."""
 
 from __future__ import annotations
 
@@ -76,10 +72,8 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
 
 
 def jobs_from_verdict(root: Path, machine: str | None, golden: Path) -> tuple[list[Job], list[str]]:
-    """One job per cause among the regressions of the latest verdict that have a last good commit, and per
-    axis and commit of images that do not reproduce (:func:`~detsim.track.explain.grouping.one_per_cause`);
-    notes for the others (a timing step counts as a regression once ``detsim-track regressions``
-    re-measured and confirmed it)."""
+    """One job per cause among the latest verdict's regressions that have a last good commit (and images that
+    do not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
     from detsim.track.confirm.apply import confirm_report
     from detsim.track.verdict.analysis import analyse
 
@@ -116,10 +110,8 @@ def _job_for(rec: dict, origin: str) -> Job | None:
     if family in ("cost", "timing", "throughput", "memory"):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
         workload = match[1] if match else "P1@64"
-        if not COUNTED.match(workload) and not re.match(r"^[a-z]\d\d_", workload):
-            workload = REDUCED.get(workload.split("@")[0], "P1@64")
-        elif family != "cost" and COUNTED.match(workload):
-            workload = REDUCED.get(workload.split("@")[0], "P1@64")
+        if not re.match(r"^[a-z]\d\d_", workload) and (family != "cost" or not COUNTED.match(workload)):
+            workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
         return Job("cost", good, bad, workload, origin)
     return None
 
@@ -142,9 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
         return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
-    argv = ["explain", *args.commits, *(["--kind", args.kind] if args.kind else []),
-            *(["--workload", args.workload] if args.workload else []), *(["--case", args.case] if args.case else []),
-            *(["--axis", args.axis] if args.axis else [])]
+    argv = ["explain", *args.commits, *(x for option in ("kind", "workload", "case", "axis") if getattr(args, option)
+                                       for x in (f"--{option}", getattr(args, option)))]
     try:
         with atomic_directory(folder) as tmp:
             for job in jobs:

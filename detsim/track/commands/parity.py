@@ -1,9 +1,5 @@
-"""``detsim-track parity``: detsim against reference images, case by case, with pictures.
-
-The cases, the numbers per case, the report folder and the exit status are docs/parity.md's. Each case
-is run and judged by :mod:`detsim.track.parity.compare`; the pictures and pages are
-:mod:`detsim.track.parity.report`'s.
-"""
+"""``detsim-track parity``: detsim against reference images, case by case, with pictures (the cases, the numbers,
+the report folder and the exit status: docs/parity.md)."""
 
 from __future__ import annotations
 
@@ -61,9 +57,8 @@ def _write_trace(folder: Path, run: CaseRun, final_dir: Path) -> None:
     """detsim's trace of the worst pixel of a failing case, and what to do with it."""
     name, lines = worst_pixel_trace(run)
     atomic_write_text(folder / name, "\n".join(lines) + "\n")
-    result = run.result
-    result["trace"] = f"cases/{folder.name}/{name}"
-    result["next_steps"] = next_steps(result, final_dir / result["trace"])
+    run.result["trace"] = f"cases/{folder.name}/{name}"
+    run.result["next_steps"] = next_steps(run.result, final_dir / run.result["trace"])
 
 
 def _correlation(text: str) -> float:

@@ -1,10 +1,7 @@
 """``detsim-track publish``: after ``asv publish``, a status page beside asv's and the folder made offline.
 
 What the page shows, what is refused and the exit status are docs/tracking.md's ("Reading the page").
-The page is :mod:`detsim.track.publish.page`'s, asv's navigation link :mod:`~detsim.track.publish.navlink`'s,
-the offline copies of asv's CDN scripts :mod:`~detsim.track.publish.vendor`'s and asv's Regressions tab,
-rewritten from the same verdict, :mod:`~detsim.track.publish.regressions_tab`'s. Timing steps are never
-re-measured here: their outcomes are read from ``.asv/confirmations.json``.
+Timing steps are never re-measured here: their outcomes are read from ``.asv/confirmations.json``.
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from detsim.track.history.series import build_series
 from detsim.track.confirm.apply import confirm_fleet, confirm_report
 from detsim.track.verdict.analysis import Report, analyse, analyse_fleet
 from detsim.track.publish.fingerprints import determinism_states
-from detsim.track.publish.links import graph_url
-from detsim.track.publish.navlink import STATUS_PAGE, add_status_link
-from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, parity_points, single_page
+from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
+from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
 from detsim.track.publish.regressions_tab import FEED, LIST, TabError, has_tab, read_index, tab, tab_json
 from detsim.track.publish.rows import family_rows, presence
 from detsim.track.publish.vendor import vendor_pages
@@ -79,7 +75,7 @@ def machine_page(root: Path, report: Report) -> tuple[str, list]:
     parity = {}
     for s in series:
         if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
-            parity[s.case] = (s.case, s.name, parity_points(s.points))
+            parity[s.case] = (s.case, s.name, [(p.commit, p.value) for p in s.points])
     history = History(
         parity=[parity[c] for c in sorted(parity)],
         determinism=determinism_states(root, series, report.commits),
@@ -90,10 +86,8 @@ def machine_page(root: Path, report: Report) -> tuple[str, list]:
 
 
 def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str], list[Report]]:
-    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts,
-    from what ``root`` stores: one machine's verdict, or, with several machines recorded (or named), each
-    machine's and where they agree. Timing steps are not re-measured (``limit=0``): a step re-measured by
-    ``detsim-track regressions`` is read from its kept outcome, any other stays undecided."""
+    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts
+    (with several machines, each machine's and where they agree); timing steps are not re-measured."""
     machines = machines or recorded_machines(root)
     if len(machines) <= 1:
         report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)

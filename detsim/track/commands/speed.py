@@ -1,10 +1,6 @@
-"""``detsim-track speed``: detsim's execution paths against nanoBragg.c on the reference workloads.
-
-What is measured and how to read the table: README.md, "Against nanoBragg.c". How a run is measured is
-:mod:`detsim.track.speed.measure`'s, the table :mod:`detsim.track.speed.tables`'. Writes
-``reports/<STAMP>/speed/{summary.md,speed.json}`` (never overwriting) and prints the table; the report's
-git state is that of the working directory. Exit codes (:class:`~detsim.track.base.exitcodes.ExitCode`):
-0 measured, 1 an image disagrees (r < 0.9995, or r undefined), 2 a run failed or the input was bad.
+"""``detsim-track speed``: detsim's execution paths against nanoBragg.c on the reference workloads (README.md,
+"Against nanoBragg.c"). Exit 0 measured, 1 an image disagrees (r below the line, or undefined), 2 a run failed
+or the input was bad.
 """
 
 from __future__ import annotations
@@ -49,11 +45,6 @@ def thread_count(text: str) -> int:
     return value
 
 
-def default_threads() -> list[int]:
-    """1 (per-core figures) and the thread count torch picks in this process, when that is more."""
-    return sorted({1, torch.get_num_threads()})
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=["eager", "compiled", "triton"])
@@ -94,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         return refuse(f"detsim-track speed: {refusal}")
     workloads = [WORKLOADS[name] if args.pixels is None else WORKLOADS[name].resized(args.pixels)
                  for name in args.workloads]
-    args.threads = args.threads or default_threads()
+    args.threads = args.threads or sorted({1, torch.get_num_threads()})  # per core, and torch's own count
     rows = _measure(workloads, args)
     add_ratios(rows)
     table = format_table(rows)

@@ -1,15 +1,8 @@
-"""Count the instructions of a measured region under valgrind's callgrind.
+"""Count the instructions of a measured region under valgrind's callgrind, in a fresh process.
 
-A count runs one fresh process under valgrind with the script of
-:func:`~detsim.track.base.callgrind.harness` (what it counts, and how, is described there): only the
-second run of the region is counted, not the interpreter's start-up nor the imports. The callgrind
-file is kept (``callgrind_annotate <file>`` lists the count per function: a profile to diff).
-
-The process is a child of :mod:`detsim.track.base.fresh` (valgrind is the program; it ends with the
-command), pinned to one thread with ``PYTHONHASHSEED=0``: two processes count within about 0.05 % of
-each other. Under
-valgrind torch sees at most AVX2 (valgrind emulates no AVX-512), so the count is a cost model of the
-AVX2 kernels, not the native instruction stream.
+The script, command and total are :mod:`detsim.track.base.callgrind`'s; the callgrind file is kept
+(``callgrind_annotate <file>``: a profile to diff). Under valgrind torch sees at most AVX2, so a count is a
+cost model of the AVX2 kernels, not the native instruction stream.
 """
 
 from __future__ import annotations
@@ -35,14 +28,9 @@ class Count:
 def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = True,
           package_dir: Path | None = None, env: dict | None = None, timeout: float = 600,
           cwd: Path | None = None) -> Count:
-    """Count ``region`` after ``setup`` in a fresh valgrind process (see the module docstring);
-    ``package_dir``: first on ``PYTHONPATH`` (another commit's package); ``env``: more variables
-    (:data:`PLANT_VAR`).
-
-    Raises:
-        CountError: valgrind or the hooks are missing (:func:`not_measured_reason`), the process
-            failed, or its file has no total.
-    """
+    """Count ``region`` after ``setup`` in a fresh valgrind process, pinned to one thread, ``package_dir`` first
+    on ``PYTHONPATH``, ``env`` added; :class:`CountError` when valgrind or the hooks are missing, the process
+    failed or its file has no total."""
     reason = not_measured_reason()
     if reason:
         raise CountError(reason)

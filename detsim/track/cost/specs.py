@@ -1,14 +1,6 @@
-"""The small workloads whose instruction count the suite records, and the code that renders them.
-
-A count runs in a fresh process under valgrind (about 25 M instructions per second there, on top of
-~10 s of uncounted imports), so counted workloads are small variants of the timed ones:
-
-* ``P1@64``, ``P1@128``: nanoBragg's P1 (one step per pixel) on a 64² / 128² detector;
-* ``P2@32``: P2's 200 steps per pixel on a 32² detector;
-* a golden case by id (``g01_hkl_nointerp``: 256², one step per pixel, an HKL file).
-
-:func:`spec_for` names what a timed benchmark's count is; :func:`count_spec` counts it.
-"""
+"""The small workloads whose instruction count the suite records (``P1@64``, ``P1@128``, ``P2@32``, a golden
+case by id), and the code that renders them: counted workloads are small variants of the timed ones, since
+valgrind runs about 25 M instructions per second."""
 
 from __future__ import annotations
 

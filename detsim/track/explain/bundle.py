@@ -1,11 +1,4 @@
-"""The evidence bundle of ``detsim-track explain``, written atomically.
-
-Layout: ``<job name>/`` per explanation (its callgrind files, images, traces, op records, profile diff
-and picture, ``explanation.txt``), ``explain.json`` (every job's record), ``commands.txt`` (the command
-and the commits), ``env.json``, ``answer.md`` (the paragraphs) and ``sha256.txt`` (every other file,
-``sha256sum -c`` format, :func:`~detsim.track.evidence.manifest.write_manifest`). The folder appears
-complete or not at all (:func:`~detsim.track.runtime.output.atomic_directory`).
-"""
+"""The evidence bundle of ``detsim-track explain`` (its files: docs/explain.md, "The bundle")."""
 
 from __future__ import annotations
 

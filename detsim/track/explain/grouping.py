@@ -1,13 +1,8 @@
 """One explanation per cause: the findings one change made are explained once, on the cheapest of them.
 
-A commit that changes every golden image flags each case's image hash between the same last good and first
-bad commits, and each explanation would measure and bisect the same commits to give the same answer (about
-15 s each). Jobs of one kind between the same two commits (and, for images that do not reproduce, along
-one axis at one commit) are one cause: :func:`one_per_cause` keeps the job whose workload is cheapest to
-render (:func:`cost`: pixels times sampling steps per pixel, from the golden manifest or the reduced
-reference workload) and names the others in its ``also`` (a golden case by its id, any other finding by
-its benchmark). The explanation's answer then ends with them (:func:`also_text`). A job alone in its
-group is kept as it is.
+Jobs of one kind between the same two commits (for images that do not reproduce: along one axis at one
+commit) are one cause. The job kept is the one whose workload is cheapest to render (pixel·steps); its
+``also`` names the others, and its answer ends with them.
 """
 
 from __future__ import annotations
@@ -26,14 +21,13 @@ NAMED = 5  # the others an answer names before it counts the rest
 def cost(workload: str, golden: Path) -> float:
     """Pixel·steps of one render of ``workload`` (a reduced reference workload or a golden case); infinite
     where unknown, so that a known one is preferred."""
-    workload_ = reduced(workload)
-    if workload_ is not None:
-        return workload_.pixel_steps
+    reference = reduced(workload)
+    if reference is not None:
+        return reference.pixel_steps
     try:
-        steps = find_case(workload, golden).pixel_steps
+        return find_case(workload, golden).pixel_steps or math.inf
     except GoldenError:
         return math.inf
-    return math.inf if steps is None else steps
 
 
 def _cause(job: Job) -> tuple:

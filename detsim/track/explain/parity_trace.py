@@ -1,11 +1,5 @@
-"""A parity change explained by the first traced quantity that changed between two commits.
-
-:func:`worst_pixel` is the pixel whose value changed most between the commits' images (where they are
-equal: the one furthest from nanoBragg's image). :func:`trace_at` traces it at a side (the side's own
-``detsim.trace``, float64 CPU) and :func:`first_change` aligns the two traces
-(:func:`detsim.track.traces.alignment.compare`, near-exact tolerance: both sides are the same program) and
-names the first quantity that differs, old -> new.
-"""
+"""A parity change explained by the first traced quantity that changed between two commits, at the pixel
+that changed most."""
 
 from __future__ import annotations
 

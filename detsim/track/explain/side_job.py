@@ -1,15 +1,8 @@
-"""What runs inside a side's fresh interpreter: a job of :func:`.sides.run_side_job`.
+"""What runs inside a side's fresh interpreter (:func:`.sides.run_side_job`), on the side's own core.
 
-Jobs (``job["job"]``; each writes one file, ``job["out"]``):
-
-* ``image``: the float64 CPU eager image of ``workload`` (``P1@64`` or a golden case id), as ``.npy``;
-* ``ops``: the aten ops of one render of ``workload`` (after a warm-up), counted per op and call site
-  (:mod:`.opcount`), as JSON;
-* ``trace``: the ``TRACE_PY:`` lines of pixel ``pixel`` (slow, fast) of ``workload``
-  (:func:`detsim.trace.trace_pixels`).
-
-``golden_dir`` says where golden cases are. The side's own ``detsim`` core does the work; this
-module and the workload definitions are the suite's (:mod:`.sides`).
+Jobs (``job["job"]``), each writing ``job["out"]``: ``image`` (the float64 CPU eager image of ``workload``, a
+``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops per call site, :mod:`.profile`,
+as JSON) and ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)).
 """
 
 from __future__ import annotations
@@ -52,7 +45,7 @@ def run(job: dict) -> dict:
 
         np.save(out, render(config).detach().cpu().numpy())
     elif job["job"] == "ops":
-        from detsim.track.explain.opcount import count_ops
+        from detsim.track.explain.profile import count_ops
 
         render(config)  # warm-up: lazy imports and caches are not counted
         out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")

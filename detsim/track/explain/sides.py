@@ -1,11 +1,9 @@
-"""One side of a cross-commit comparison: a commit's ``detsim`` core with this checkout's suite over it.
+"""One side of a cross-commit comparison: a commit's ``detsim`` core with this checkout's suite over it, and
+the flagged benchmark measured there (an instruction count, 1 - r, an image).
 
-:func:`prepare_side` exports the commit's ``detsim/`` package (:func:`~detsim.track.base.commits.export_package`)
-and replaces its ``detsim/track/`` with this checkout's: the core never imports the suite, so the core
-measured is the commit's own while the measuring code (jobs, recorders, workload definitions) is the
-same on both sides. :func:`run_side_job` runs a job of :mod:`.side_job` there in a fresh interpreter
-(:func:`~detsim.track.base.fresh.run_job`: ``python -P``, the side first on ``PYTHONPATH``, one thread,
-``PYTHONHASHSEED=0``).
+The core never imports the suite, so the core measured is the commit's own while the measuring code is the
+same on both sides. A side's jobs (:mod:`.side_job`) run in a fresh interpreter (``python -P``, the side first
+on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``).
 """
 
 from __future__ import annotations
@@ -14,9 +12,15 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from detsim.track.base.commits import PACKAGE, benchmark_python, export_package, resolve
 from detsim.track.base.fresh import PINNED, ChildError, run_job
 from detsim.track.base.git import GitError, git
+from detsim.track.base.golden import find_case
+from detsim.track.base.metrics import pearson_r
+from detsim.track.cost.counting import Count
+from detsim.track.cost.specs import CostSpec, count_spec
 
 SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
 SIDE_JOB = "detsim.track.explain.side_job:run"
@@ -73,3 +77,21 @@ def subject(root: Path, commit: str) -> str:
         return git(root, "log", "-1", "--format=%s", commit).strip()
     except GitError:
         return ""
+
+
+def count_at(side: Side, workload: str, golden: Path, out_dir: Path) -> Count:
+    """The instructions of one render of ``workload`` at ``side`` (the callgrind file kept in ``out_dir``)."""
+    return count_spec(CostSpec(workload), root=golden.parent.parent, out_dir=out_dir, package_dir=side.package_dir,
+                      cwd=out_dir)
+
+
+def image_at(side: Side, workload: str, golden: Path, out: Path, cwd: Path) -> np.ndarray:
+    """The float64 image of ``workload`` rendered by ``side``'s core, saved to ``out`` (.npy)."""
+    run_side_job(side, {"job": "image", "workload": workload, "out": str(out), "golden_dir": str(golden)}, cwd=cwd)
+    return np.load(out)
+
+
+def one_minus_r(image: np.ndarray, workload: str, golden: Path) -> float:
+    """1 - Pearson r of ``image`` against the golden case's nanoBragg image."""
+    r = pearson_r(image, find_case(workload, golden).reference(image.shape))
+    return float("nan") if r is None else 1.0 - r

@@ -1,1 +1,1 @@
-"""The CI gate over pytest-benchmark runs: result files (:mod:`.results`) and the rules (:mod:`.checks`)."""
+"""The CI gate over pytest-benchmark runs (docs/bench-gate.md)."""

@@ -1,13 +1,7 @@
-"""The bench gate's rules: what a run is checked for against the baseline, as a list of findings.
+"""The bench gate's rules: a run checked against the baseline, as a list of findings (one line each).
 
-A **finding** is one line of the verdict: a :class:`Status`, the benchmark (or ``suite[<device>]``,
-``calibration[<device>]``) and what was seen. The rules for time, parity, cost and hash, their defaults
-and the measurements behind them are docs/bench-gate.md's ("The gate"). One more: **reproducibility**,
-``extra_info.sha256_rounds``, the distinct sha256 of the image of every timed round of the run: more than
-one is ``NONDETERMINISTIC`` (the same input gave different bits within the run, whatever the baseline
-says), and the benchmark's hash is then not compared with the baseline's (it would differ by chance). A
-run that records no rounds claims nothing about it. :func:`exit_code` turns the findings into the shared
-exit code.
+The rules (time, parity, cost, hash, and reproducibility within the run), their defaults and the measurements
+behind them are docs/bench-gate.md's ("The gate", "Reproducible within the run").
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, fields
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
@@ -89,12 +83,8 @@ class Timing:
 
 def gate(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
          threshold: float = DEFAULT_THRESHOLD, suite_threshold: float = DEFAULT_SUITE_THRESHOLD) -> list[Finding]:
-    """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite.
-
-    A benchmark is slower when its calibrated time grew by more than ``threshold``. A device's suite
-    is slower when the geometric mean of its benchmarks' growth exceeds ``suite_threshold``; every
-    benchmark of that device that grew by more than ``suite_threshold`` is then named as slower too.
-    """
+    """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite (where a
+    suite is slower, every benchmark of it that grew by more than ``suite_threshold`` is slower too)."""
     base_cal, run_cal = calibration_times(baseline), calibration_times(run)
     findings = [calibration_finding(device, base_cal.get(device), run_cal.get(device))
                 for device in sorted(set(base_cal) | set(run_cal))]
@@ -133,9 +123,8 @@ def _benchmark_findings(old: Benchmark, new: Benchmark, timing: Timing | None, l
     return [f for f in checks if f.status != Status.OK]
 
 
-def _suite_findings(timings: Iterable[Timing], means: Mapping[str, float], suite_threshold: float) -> list[Finding]:
+def _suite_findings(timings: Collection[Timing], means: Mapping[str, float], suite_threshold: float) -> list[Finding]:
     """One finding per device: the geometric mean of its benchmarks' changes, each listed."""
-    timings = list(timings)
     findings = []
     for device, mean in sorted(means.items()):
         group = [t for t in timings if t.old.device == device]
@@ -251,12 +240,8 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Finding]:
 
 
 def cost_finding(old: Benchmark, new: Benchmark) -> Finding | None:
-    """The run's instruction count against the baseline's (None where neither file has a count, so
-    the benchmark's line claims nothing about its cost).
-
-    COST when it rose by more than :data:`COST_THRESHOLD`; a note, never a pass, when one side has no count,
-    the counted regions differ, or the machine classes differ.
-    """
+    """The run's instruction count against the baseline's (None where neither has one: no claim); a note, never
+    a pass, when one side has no count, the counted regions differ, or the machine classes differ."""
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
     if not _is_count(before) and not _is_count(after):  # never counted here (e.g. a compiled path): no claim
         return None

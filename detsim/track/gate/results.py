@@ -1,14 +1,8 @@
-"""pytest-benchmark result files, as the bench gate reads them.
+"""pytest-benchmark result files (``--benchmark-json``; the committed baseline is one too), as the gate reads them.
 
-A **results file** is the ``--benchmark-json`` output of a ``pytest bench`` run (the committed baseline
-``results/baselines/pytest-baseline.json`` is one too). Each of its benchmarks becomes a
-:class:`Benchmark`: its full name (the key both files are matched by), its display name, its min time
-and its ``extra_info``, where ``bench/conftest.py`` records the role (``calibration``, ``simulate``,
-``path``), the machine class (:class:`~detsim.track.base.provenance.MachineClass`), the Pearson r and
-the image sha256.
-
-The **calibration** benchmark is a fixed torch workload that does not use detsim; its min time per
-device (:func:`calibration_times`) is the unit every other benchmark's time is measured in.
+Each benchmark's ``extra_info`` holds what ``bench/conftest.py`` records: its role, the machine class, the
+Pearson r, the image sha256. The **calibration** benchmark is a fixed torch workload that does not use detsim;
+its min time per device (:func:`calibration_times`) is the unit every other benchmark's time is measured in.
 """
 
 from __future__ import annotations
@@ -56,12 +50,8 @@ def _reject_constant(token: str):
 
 
 def load_results(path: Path) -> dict[str, Benchmark]:
-    """The benchmarks of a ``--benchmark-json`` file, by full name.
-
-    Raises:
-        GateInputError: the file is missing, unreadable, not strict JSON, or not shaped like
-            pytest-benchmark output (the message names the file).
-    """
+    """The benchmarks of a ``--benchmark-json`` file, by full name; :class:`GateInputError` naming the file when
+    it is missing, unreadable, not strict JSON or not shaped like pytest-benchmark output."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)

@@ -1,1 +1,1 @@
-"""detsim against the reference images: per-case comparison and the report with pictures."""
+"""detsim against the reference images (docs/parity.md)."""

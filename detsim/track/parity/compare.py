@@ -1,18 +1,9 @@
-"""One parity case: detsim's image of a case against the case's reference image.
+"""One parity case: detsim's image of a case, rendered as the ``detsim`` command reads its arguments, against
+the case's reference image.
 
-A case (:class:`~detsim.track.base.golden.GoldenCase`) is rendered with the ``detsim`` command's own
-reading of its arguments, in its folder, and compared with its reference over all pixels. The
-outcome is a **case result**: the JSON-ready record that ``parity.json`` stores per case and the
-report pages show,
-
-* ``id``, ``dir``, ``args``, ``shape`` [slow, fast], ``seconds`` (prepare + render, wall);
-* the agreement of the images, :func:`image_metrics`: ``r``, ``max_abs``, ``max_rel``, ``worst``,
-  ``sum_detsim``, ``sum_reference``, ``sum_ratio``;
-* ``status``: "pass" (r meets the line), "fail", or "error" with ``error`` (the case could not be
-  read or rendered).
-
-:class:`CaseRun` carries a result with the images and configuration the report's pictures and trace
-are made from.
+The outcome is a **case result**, the JSON-ready record ``parity.json`` stores per case: ``id``, ``dir``,
+``args``, ``shape`` [slow, fast], ``seconds`` (prepare + render, wall), the agreement of the images
+(:func:`image_metrics`) and ``status``: "pass" (r meets the line), "fail", or "error" with ``error``.
 """
 
 from __future__ import annotations
@@ -29,13 +20,9 @@ from detsim.track.base.metrics import passes_parity, pearson_r
 
 
 def image_metrics(ours: np.ndarray, reference: np.ndarray) -> dict:
-    """Agreement of two images of the same shape, computed in float64.
-
-    Returns:
-        r (None when undefined: a constant image that differs), max_abs, max_rel (|a-b| / max(|a|, |b|),
-        0 where both are 0), worst {s, f, detsim, reference} (largest absolute difference; a non-finite
-        detsim value counts as the largest), sum_detsim, sum_reference, sum_ratio (None when undefined).
-    """
+    """Agreement of two images of the same shape, in float64: ``r`` (None when undefined), ``max_abs``, ``max_rel``
+    (|a-b| / max(|a|, |b|), 0 where both are 0), ``worst`` {s, f, detsim, reference} (the largest absolute
+    difference; a non-finite detsim value counts as the largest), ``sum_detsim``, ``sum_reference``, ``sum_ratio``."""
     a = np.asarray(ours, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
     diff = np.abs(a - b)
@@ -79,10 +66,8 @@ class CaseRun:
 
 
 def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseRun:
-    """Render one case and compare it with its reference.
-
-    Any exception while reading or rendering the case makes it an "error" case (the report goes on).
-    """
+    """Render one case and compare it with its reference; any exception while reading or rendering it makes
+    it an "error" case (the report goes on)."""
     from detsim.argconfig import config_from_argv
     from detsim.engine import prepare, render
 

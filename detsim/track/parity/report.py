@@ -1,13 +1,8 @@
 """Pictures and pages of the parity report: a small PNG encoder, image-to-pixel mappings, HTML and markdown.
 
-Pictures (8-bit PNG, one image pixel per PNG pixel, row 0 = slow index 0):
-
-* ``intensity_picture``: grey levels, dark = bright signal, on a log scale
-  ``log10(1 + v/knee) / log10(1 + vmax/knee)``. Reference and detsim use the same knee and vmax (taken
-  from the reference), so their pictures are directly comparable.
-* ``difference_picture``: detsim - reference on a signed log scale: red where detsim is larger, blue
-  where it is smaller, white below ``floor`` (float32 resolution of the brightest pixel), full colour at
-  the largest difference.
+Pictures are 8-bit PNG, one image pixel per PNG pixel, row 0 = slow index 0. Reference and detsim share one
+log grey scale (taken from the reference), so their pictures compare directly; the difference is on a signed
+log scale, white below the float32 resolution of the brightest pixel.
 """
 
 from __future__ import annotations
@@ -23,11 +18,7 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
-    """A PNG file of an 8-bit image.
-
-    Args:
-        pixels: (H, W) grey levels or (H, W, 3) RGB, dtype uint8; row 0 is the top of the picture.
-    """
+    """A PNG file of an 8-bit image: ``pixels`` (H, W) grey or (H, W, 3) RGB uint8, row 0 at the top."""
     pixels = np.ascontiguousarray(pixels)
     if pixels.dtype != np.uint8 or pixels.ndim not in (2, 3) or (pixels.ndim == 3 and pixels.shape[2] != 3):
         raise ValueError(f"encode_png needs uint8 (H, W) or (H, W, 3), got {pixels.dtype} {pixels.shape}")
@@ -81,11 +72,8 @@ def difference_floor(reference: np.ndarray, ours: np.ndarray) -> float:
 
 
 def difference_picture(difference: np.ndarray, floor: float) -> tuple[np.ndarray, float]:
-    """(H, W, 3) uint8 signed log map of ``difference`` (detsim - reference), and the full-colour level.
-
-    ``level = log10(1 + |d|/floor) / log10(1 + max|d|/floor)``; red channel kept and the others reduced
-    for d > 0, blue kept for d < 0. A non-finite difference is drawn in full green.
-    """
+    """(H, W, 3) uint8 signed log map of ``difference`` (detsim - reference), and the full-colour level:
+    ``log10(1 + |d|/floor) / log10(1 + max|d|/floor)``, red where d > 0, blue where d < 0, non-finite green."""
     d = np.asarray(difference, dtype=np.float64)
     finite = np.isfinite(d)
     top = float(np.abs(d[finite]).max(initial=0.0))
@@ -239,6 +227,3 @@ def _case_section(case: dict) -> str:
         parts.append("<p>Next:</p><ul>" + "".join(f"<li>{_e(h)}</li>" for h in hints) + "</ul>")
     return "<section>" + "\n".join(parts) + "</section>"
 
-
-__all__ = ["HEADER", "IntensityScale", "difference_floor", "difference_picture", "encode_png", "index_html",
-           "intensity_picture", "markdown", "table_rows", "text_table"]

@@ -1,27 +1,12 @@
 """Per commit and golden case: is the image the same as at the previous recorded commit?
 
-:func:`determinism_states` is the one place the page reads image fingerprints from (the storage of
-per-commit hashes may change: only this function then changes). Today it reads
-
-* ``results/hashes/<commit>.json`` (``cases.<case>.sha256`` and ``holds_for``, the machine class that
-  recorded it), through :func:`~detsim.track.history.asvresults.load_hashes`; and
-* asv's fingerprint tracks (``bench_determinism.track_fingerprint_<case>``: the image's sha256 as a
-  number, with ``track_machine_class``, the class of the machine that rendered it), for commits without
-  a stored hash: a fingerprint stands for the sha256, the class track for ``holds_for``;
-* asv's determinism tracks (``bench_determinism.track_hash_changed_<case>``: 0 while the image equals
-  the stored baseline hash, 1 once it differs), for commits with neither.
-
-Each commit is compared with the closest earlier recorded commit that has something to compare:
-
-* both have a sha256 recorded by the same machine class: ``same`` or ``changed``;
-* otherwise both have a 0/1 track value: 0 and 0 is ``same``, 0 and 1 either way ``changed``, 1 and 1
-  ``not comparable`` (both differ from the baseline, perhaps differently);
-* anything else (the first recorded commit, another machine class, no hash and no track value, a
-  skipped or failed track) is ``not comparable``, with the reason.
-
-Where the images of a commit do not reproduce (``bench_reproducibility``: two runs of one input gave
-different bits, in a second fresh process or with two threads), a case found so there, and any case whose
-image changed there, is ``not reproducible``: its change may be chance, not a change of the code's result.
+The one place the page reads image fingerprints from: the sha256 of ``results/hashes/<commit>.json`` (and
+its ``holds_for``), else asv's fingerprint tracks (with ``track_machine_class`` standing for ``holds_for``),
+else the 0/1 baseline tracks. Each commit is compared with the closest earlier one that has something to
+compare: two sha256 of one machine class, or two 0/1 values (1 and 1 are not comparable: both differ from
+the baseline, perhaps differently); anything else is not comparable, with the reason. Where the images of a
+commit do not reproduce (``bench_reproducibility``), a case found so there, and any case whose image changed
+there, is not reproducible: its change may be chance.
 """
 
 from __future__ import annotations
@@ -36,7 +21,6 @@ from detsim.track.history.asvresults import load_hashes
 from detsim.track.history.series import Series, param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
-
 
 
 @dataclass(frozen=True)

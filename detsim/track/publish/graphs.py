@@ -1,11 +1,8 @@
 """Parity histories drawn as inline SVG on a log scale of 1 - r, with a floor and the acceptance line.
 
-asv draws 1 - r on a linear axis, where 0 and 1e-9 look the same and the acceptance line is invisible.
-Here each golden case gets one small graph: commits evenly spaced left to right (oldest first), 1 - r
-on a log axis from :data:`FLOOR` to 1; a value at or below the floor (exact agreement gives 0) is drawn
-on the floor as a hollow marker and labelled "<= 1e-16"; the acceptance line is drawn at
-1 - :data:`~detsim.track.base.metrics.PARITY_MIN_R`. A failed point (None) is a grey cross on the
-floor, a skipped one (NaN) is not drawn; the line breaks at both.
+asv draws 1 - r on a linear axis, where 0 and 1e-9 look the same. Here commits are evenly spaced, oldest
+first; a value at or below :data:`FLOOR` is drawn on the floor as a hollow marker; a failed point (None) is a
+grey cross on the floor, a skipped one (NaN) is not drawn; the line breaks at both.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ TOP = 1.0  # the axis' top: r = 0
 ACCEPT = 1 - PARITY_MIN_R  # the acceptance line on the 1 - r scale
 WIDTH, HEIGHT = 300, 130
 LEFT, RIGHT, TOP_MARGIN, BOTTOM = 50, 8, 18, 14
+TICKS = [10.0 ** e for e in range(0, -17, -4)]  # every 4 decades from the top down to the floor
 
 
 @dataclass(frozen=True)
@@ -33,15 +31,14 @@ class Frame:
     bottom: float = HEIGHT - BOTTOM
 
 
-def log_y(value: float, frame: Frame = Frame(), floor: float = FLOOR, top: float = TOP) -> tuple[float, bool]:
+def log_y(value: float, frame: Frame = Frame()) -> tuple[float, bool]:
     """The y of 1 - r = ``value`` on the log axis, and whether it was clamped to the floor (values at or
-    below ``floor``, 0 and negatives included) or to the top."""
-    lo, hi = math.log10(floor), math.log10(top)
-    if value <= floor:
+    below :data:`FLOOR`, 0 and negatives included) or to the top."""
+    if value <= FLOOR:
         return frame.bottom, True
-    if value >= top:
-        return frame.top, value > top
-    share = (math.log10(value) - lo) / (hi - lo)
+    if value >= TOP:
+        return frame.top, value > TOP
+    share = (math.log10(value) - math.log10(FLOOR)) / (math.log10(TOP) - math.log10(FLOOR))
     return frame.bottom - share * (frame.bottom - frame.top), False
 
 
@@ -50,12 +47,6 @@ def x_of(index: int, count: int, frame: Frame = Frame()) -> float:
     if count <= 1:
         return (frame.left + frame.right) / 2
     return frame.left + index * (frame.right - frame.left) / (count - 1)
-
-
-def decade_ticks(floor: float = FLOOR, top: float = TOP, step: int = 4) -> list[float]:
-    """Tick values every ``step`` decades from the top down to the floor (``1, 1e-4, ... , 1e-16``)."""
-    hi, lo = round(math.log10(top)), round(math.log10(floor))
-    return [10.0 ** e for e in range(hi, lo - 1, -step)]
 
 
 def fmt(value: float | None) -> str:
@@ -82,7 +73,7 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
     if href:
         title = f'<a href="{escape(href)}">{title}</a>'
     out.append(f'<text x="{frame.left}" y="12" class="title">{title}</text>')
-    for tick in decade_ticks():
+    for tick in TICKS:
         y, _ = log_y(tick, frame)
         out.append(f'<line x1="{frame.left}" x2="{frame.right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
         label = f"&lt;={_tick_label(tick)}" if tick == FLOOR else _tick_label(tick)

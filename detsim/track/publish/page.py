@@ -1,13 +1,10 @@
-"""``status.html``: the latest verdict per family, parity on a log scale and determinism per commit.
+"""``status.html``: one self-contained file (inline CSS and SVG, no script, nothing fetched).
 
-The page is one self-contained file (inline CSS and SVG, no script, nothing fetched), so it opens from
-disk (``file://``) with no network. It is marked as this command's (:data:`GENERATOR`): a
-``status.html`` without the mark is someone else's and is never replaced (:func:`is_ours`).
+A ``status.html`` without :data:`MARK` is someone else's and is never replaced (:func:`is_ours`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from html import escape
 from typing import Mapping, Sequence
@@ -68,10 +65,7 @@ def is_ours(text: str) -> bool:
 
 
 def _short(commit: str | None, subjects: Mapping[str, str]) -> str:
-    if not commit:
-        return "?"
-    subject = subjects.get(commit, "")
-    return f'<code>{escape(commit[:8])}</code> {escape(subject)}'
+    return f'<code>{escape(commit[:8])}</code> {escape(subjects.get(commit, ""))}' if commit else "?"
 
 
 def _link(text: str, href: str | None) -> str:
@@ -159,7 +153,8 @@ def document(title: str, body: str) -> str:
 
 
 def machine_section(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
-    """One machine's verdict: its family table, notes, parity graphs, determinism strips and commits."""
+    """One machine's verdict: its family table, notes, parity graphs, determinism strips and commits.
+    ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
     subjects, commits = report.get("subjects", {}), list(report.get("commits", []))
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.get("notes", []))
     code = report.get("exit")
@@ -177,11 +172,6 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
 def single_page(latest: str, section: str) -> str:
     """The page of one machine, from its :func:`machine_section`."""
     return document(f"detsim status: {latest[:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT + section)
-
-
-def status_html(report: Mapping, rows: Sequence[Row], history: History, graph_href) -> str:
-    """The page of one machine. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
-    return single_page(str(report.get("latest", "")), machine_section(report, rows, history, graph_href))
 
 
 def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
@@ -202,7 +192,3 @@ def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
                       for m, section in zip(machines, sections)))
     return document(f"detsim status: {len(machines)} machines", body)
 
-
-def parity_points(series_points) -> list[tuple[str, float | None]]:
-    """(commit, 1 - r) from a series' points (None failed, NaN skipped)."""
-    return [(p.commit, p.value if p.value is None or not math.isnan(p.value) else float("nan")) for p in series_points]

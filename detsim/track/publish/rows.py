@@ -1,19 +1,8 @@
 """The status page's table: one row per family with the latest verdict, its colour and its links.
 
-Families are those of :mod:`detsim.track.history.series`, shown as five rows (throughput with the
-timings; the compiled path's hash count, the image fingerprints and reproducibility with determinism; any
-other family gets a row of its own when it has series; the machine reference and machine class none). A
-row's colour:
-
-* **red** ``regressed``: a finding of the family (one whose timing confirmation, where the verdict
-  gives one, says ``undecided`` or ``noise`` does not count here); the determinism row says which kind:
-  ``not reproducible`` (two runs of one input differ) before ``changed`` (an image's bits changed);
-* **amber** ``not measured`` / ``not comparable``: some series failed at the latest commit; or, for
-  determinism, the hashes were skipped there (another machine class);
-* **grey** ``undecided``: only timing steps the run could not re-measure, with the command that decides
-  them (never amber: an undecided step is not a sign that anything is wrong);
-* **grey** ``not measured``: no series of the family was measured at the latest commit;
-* **green** ``ok``: measured and nothing regressed.
+The families and what each colour means are docs/tracking.md's ("Reading the page"). A timing finding whose
+confirmation says ``undecided`` or ``noise`` does not make a row red; only undecided steps make it grey
+(never amber: nothing is known to be wrong).
 """
 
 from __future__ import annotations
@@ -73,7 +62,6 @@ class Item:
     text: str
     href: str | None = None
     commit: str | None = None  # the first bad commit it names
-    confirmation: str | None = None
     evidence: str | None = None  # what decided the confirmation (shown on hover)
 
 
@@ -125,7 +113,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
                              commits=(record.get("last_good"), record.get("first_bad") or ""), machine=machine) \
                 if record.get("benchmark") else None
-            items.append(Item(text, href, record.get("first_bad"), confirmation, record.get("confirmation_evidence")))
+            items.append(Item(text, href, record.get("first_bad"), record.get("confirmation_evidence")))
         for label in here.failed:
             name, _, params = label.partition("(")
             items.append(Item(f"{label}: failed at the latest commit",

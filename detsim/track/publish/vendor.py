@@ -1,13 +1,9 @@
-"""asv's page without the internet: its CDN scripts and styles replaced by local copies from npm packages.
+"""asv's page without the internet: its CDN scripts and styles replaced by copies from npm packages.
 
-asv 0.6.6's ``index.html`` loads jQuery, flot and bootstrap from public CDNs (:data:`ASSETS` names each
-address and the npm package release holding the same library). The packages are fetched once with
-``npm pack`` into a cache folder (``.asv/www-assets`` of the project; npm's own cache and logs go to its
-``.npm-cache``, never to ``~/.npm``), their files copied into
-``<html>/vendor/<package>-<version>/...``, and every tag that named a CDN address is pointed at its copy
-(its ``integrity``/``crossorigin``/``referrerpolicy`` attributes dropped: npm's files are not the CDN's
-minified bytes). A page is rewritten only when every CDN tag in it has a local copy; otherwise it is
-left as asv wrote it and :func:`vendor_pages` says why in one line.
+The packages are fetched once with ``npm pack`` into a cache folder (npm's own cache and logs in its
+``.npm-cache``, never ``~/.npm``), copied into ``<html>/vendor/<package>-<version>/``, and the tags pointed at
+them, their ``integrity``/``crossorigin`` attributes dropped (npm's files are not the CDN's bytes). A page is
+rewritten only when every CDN tag in it has a copy.
 """
 
 from __future__ import annotations

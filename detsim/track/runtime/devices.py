@@ -1,7 +1,5 @@
-"""Whether a torch device named on the command line can be used on this machine, checked before any work.
-
-``cpu`` is always there and is answered without importing torch; any other name imports it.
-"""
+"""Whether a torch device named on the command line can be used here, checked before any work (``cpu``
+without importing torch)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
 """Writing results: atomically, never over what is not ours, with one output-option convention.
 
-Every file the suite writes goes through :func:`atomic_write_bytes` (built on the core's
-:func:`detsim.files.atomic_write`): the data go to a temporary file beside the destination, which is
-renamed over it only once complete, so an interrupted run never leaves a half-written file. Bundles
-(report folders) are built in a temporary folder by :func:`atomic_directory` and renamed into place;
-when one is not finished, the parent folders made for it go too.
-
-Output options: a command that writes one machine-readable file takes ``--json PATH``; one that writes
-a report folder takes ``--out DIR`` (a new folder; an existing one is refused) or ``--out-root DIR``,
-under which it creates ``<DIR>/<UTC stamp>/...``. :func:`add_json_option` declares the first.
-
-Outputs are checked before the work (:func:`check_output_file`, :func:`check_new_folder`): a path that
-is a folder, empty, under a file, or where nothing can be created (a read-only place) is refused with
-an :class:`OutputError`, one line naming the option and the path. An existing ``--json`` file is
-replaced only when it is a previous report of the same command (its ``"report"`` field, see
-:func:`is_report_of`), as re-running a benchmark tool over its own output file updates it; anything
-else there (a baseline, another command's report, a file of yours) is refused, never replaced.
+Files are written beside their destination and renamed over it once complete; report folders are built in a
+temporary folder and renamed into place, and an unfinished one takes the parent folders made for it along.
+A command writing one machine-readable file takes ``--json PATH``, one writing a report folder ``--out DIR``
+(new) or ``--out-root DIR`` (``<DIR>/<UTC stamp>/<area>``). Outputs are checked before the work: a bad one is
+an :class:`OutputError`, one line naming the option and the path. An existing ``--json`` file is replaced
+only when it is a previous report of the same command (its ``"report"`` field).
 """
 
 from __future__ import annotations
@@ -67,12 +57,8 @@ def write_json(path: Path, data) -> None:
 
 @contextlib.contextmanager
 def atomic_directory(final: Path) -> Iterator[Path]:
-    """Yield a temporary folder beside ``final``; rename it to ``final`` when the block succeeds.
-
-    Refuses to overwrite an existing ``final``. On an exception (Ctrl-C and SIGTERM included) the
-    temporary folder is removed, and so are the parent folders made for it that are still empty: a
-    run that writes nothing leaves nothing (no empty ``reports/<STAMP>/``).
-    """
+    """Yield a temporary folder beside ``final`` (which must not exist), renamed to ``final`` when the block
+    succeeds; on an exception (Ctrl-C and SIGTERM included) it goes, with the parent folders made for it."""
     final = Path(final)
     if final.exists():
         raise FileExistsError(f"{final} already exists; refusing to overwrite it")
@@ -192,11 +178,8 @@ _DEFAULT_FOLDER = "<default>"
 
 
 def add_report_options(parser: argparse.ArgumentParser, area: str, *, optional: bool = False) -> None:
-    """``--out DIR`` (the report folder itself) and ``--out-root DIR`` (reports go to DIR/<STAMP>/<area>).
-
-    With ``optional`` the report is written only when asked for: a bare ``--out`` (or ``--out-root``)
-    means the default place. ``{stamp}`` or ``<STAMP>`` in ``--out`` become the UTC stamp.
-    """
+    """``--out DIR`` and ``--out-root DIR``. With ``optional`` the report is written only when asked for (a bare
+    ``--out`` means the default place). ``{stamp}`` or ``<STAMP>`` in ``--out`` become the UTC stamp."""
     where = f"{REPORTS}/<STAMP>/{area}"
     if optional:
         parser.add_argument("--out", nargs="?", const=_DEFAULT_FOLDER, default=None, metavar="DIR",
@@ -210,10 +193,7 @@ def add_report_options(parser: argparse.ArgumentParser, area: str, *, optional: 
 
 
 def report_folder(args: argparse.Namespace, area: str, base: Path | None = None) -> Path | None:
-    """Where the report of ``area`` goes, from :func:`add_report_options`' options (None: no report).
-
-    ``base`` anchors the default root (the project's folder; default: the working directory).
-    """
+    """Where the report of ``area`` goes (None: no report); ``base`` anchors the default root (default: here)."""
     stamp = utc_stamp()
     out, root = args.out, args.out_root
     if out is None and root is None and args.report_optional:

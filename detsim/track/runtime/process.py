@@ -1,10 +1,4 @@
-"""This process as a result's record names it: the environment a result depends on, and torch's threads.
-
-:func:`environment` is written beside every report (``env.json`` and friends): code version (git),
-interpreter, libraries, hardware and machine class fields, threads, and the environment variables of
-:data:`~detsim.track.base.provenance.ENV_VARS`. :func:`thread_count` runs a block with a given number of
-torch threads.
-"""
+"""This process as a result's record names it: the environment a result depends on, and torch's threads."""
 
 from __future__ import annotations
 

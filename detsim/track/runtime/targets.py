@@ -1,14 +1,10 @@
-"""What the determinism and divergence commands run: golden cases, nanoBragg command lines, callables.
+"""What the determinism and divergence commands run: a :class:`Target` turns (device, dtype, mode) into named
+output tensors.
 
-A :class:`Target` turns (device, dtype, mode) into named output tensors. Three kinds exist:
-
-* a golden case id (``tests/golden/<id>/args.txt``; input files are read relative to the case folder),
-* a nanoBragg command line (input files relative to the working directory),
-* a Python callable ``module:function`` or ``path/to/file.py:function`` called as
-  ``function(device=..., dtype=...)`` and returning a tensor, a sequence or a mapping of tensors.
-
-Detsim targets can also return gradients of ``image.sum()`` with respect to configuration scalars
-(``--grad detector.distance_mm``, ``--grad crystal.cell[0]``): each becomes an output ``grad:<param>``.
+A target is a golden case id (input files relative to the case folder), a nanoBragg command line (relative to
+the working directory) or a callable ``module:function`` / ``path/to/file.py:function`` called as
+``function(device=..., dtype=...)``. A simulation can also return gradients of ``image.sum()`` with respect to
+configuration scalars (``--grad detector.distance_mm``, ``--grad crystal.cell[0]``): outputs ``grad:<param>``.
 """
 
 from __future__ import annotations
@@ -37,16 +33,13 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """A computation with a name, run as ``outputs = target.run(device, dtype, mode)``.
-
-    ``modes`` lists the execution paths the target has (detsim's ``MODES`` for simulations; only
-    ``"eager"`` for callables). ``spec`` is how the target was given on the command line.
-    """
+    """A computation with a name, run as ``outputs = target.run(device, dtype, mode)``; ``spec`` is how it was
+    given on the command line."""
 
     name: str
     kind: str  # "golden", "nanobragg" or "callable"
     spec: str
-    modes: tuple[str, ...]
+    modes: tuple[str, ...]  # detsim's MODES for simulations, ("eager",) for callables
     runner: Callable[[str, torch.dtype, str], dict[str, torch.Tensor]] = dataclasses.field(repr=False, compare=False)
 
     def run(self, device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
@@ -70,10 +63,7 @@ class Target:
 
 def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
                  directory: Path | None = None) -> Target:
-    """A golden case by id; a unique prefix (``c02``) is accepted.
-
-    ``directory`` defaults to :func:`~detsim.track.base.golden.golden_dir`.
-    """
+    """A golden case by id or unique prefix (``c02``), in ``directory`` (default: the project's golden folder)."""
     try:
         case = find_case(case_id, directory)
     except GoldenError as exc:

@@ -1,8 +1,5 @@
-"""A tensor's own bytes, and their sha256: bit-for-bit identity of any tensor, in its own dtype.
-
-Unlike an image hash (:func:`~detsim.track.base.hashing.image_sha256`, values as float64), these see the
-dtype: a float32 tensor and its float64 copy differ.
-"""
+"""A tensor's own bytes and their sha256, in its own dtype (unlike the image hash, a float32 tensor and its float64
+copy differ)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""detsim's paths against nanoBragg.c on the named workloads: measurements and tables."""
+"""detsim's execution paths against nanoBragg.c on the reference workloads: ``detsim-track speed``."""

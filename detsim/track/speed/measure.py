@@ -1,26 +1,16 @@
-"""Measuring one run of a workload, each in a fresh process: detsim's paths and nanoBragg.c.
+"""Measuring one run of a workload, each in a fresh process: detsim's paths and nanoBragg.c (the scopes:
+README.md, "Against nanoBragg.c").
 
-Two scopes, both timed in wall-clock seconds (what a user waits) and CPU seconds (all threads together,
-so a run on two threads that gains nothing shows twice the CPU of its wall time):
+No peak memory is read from outside: a child's ``ru_maxrss`` starts from its parent's high-water mark (Linux
+carries it across fork and exec); the detsim render job reads its own ``VmHWM`` instead.
 
-* ``process``: a whole program as a user runs it, at a thread count (``OMP_NUM_THREADS``): nanoBragg.c,
-  and the ``detsim`` command (interpreter start, torch import and file writing included), timed by
-  :mod:`.process_job`;
-* ``render``: detsim's prepare + render after import and a warm-up, with torch's thread count set,
-  timed inside the process by :mod:`.render_job`: the engine's own speed.
-
-No peak memory is read from outside: a child's ``ru_maxrss`` starts from its parent's high-water mark
-(Linux carries it across fork and exec), so a small program launched from this Python process would
-appear to take hundreds of MB; the detsim render job reads its own ``VmHWM`` instead.
-
-A **row** is the JSON-ready record of one run (``speed.json`` stores them in order): ``workload`` (its
-name, ``P2@256`` when resized), ``pixels``, ``steps`` (per pixel), ``program`` ("nanoBragg.c" or
-"detsim <mode>"), ``scope``, ``threads``, ``mode`` (detsim only), ``dtype``, ``command`` (the command
-line a user would type, thread variable first); then either ``error`` (the run failed; the last line it
-printed) or ``wall_s`` (the best of the repeats) and ``cpu_s`` (that repeat's), ``wall_all``, ``cpu_all``,
-``clock``, ``peak_rss_mb`` (render rows only), ``rate`` (pixel·steps per wall second), and for render
-rows ``chunk_pixels``. :func:`compare_images` adds ``r`` and ``r_against``; :func:`add_ratios` adds
-``vs_nanobragg`` and ``vs_nanobragg_cpu`` (nanoBragg.c's seconds over the row's, at the same thread count).
+A **row** is the JSON-ready record of one run (``speed.json`` stores them in order): ``workload`` (``P2@256``
+when resized), ``pixels``, ``steps`` (per pixel), ``program`` ("nanoBragg.c" or "detsim <mode>"), ``scope``,
+``threads``, ``mode`` (detsim only), ``dtype``, ``command`` (thread variable first); then either ``error`` (the
+last line the run printed) or ``wall_s`` (the best repeat) and ``cpu_s`` (that repeat's), ``wall_all``,
+``cpu_all``, ``clock``, ``rate`` (pixel·steps per wall second) and, for render rows, ``peak_rss_mb`` and
+``chunk_pixels``; :func:`compare_images` adds ``r`` and ``r_against``, :func:`add_ratios` ``vs_nanobragg`` and
+``vs_nanobragg_cpu``.
 """
 
 from __future__ import annotations
@@ -37,8 +27,8 @@ from detsim.track.base.workloads import Workload
 
 NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
 PROCESS, RENDER = "process", "render"  # the scopes of a row
-RENDER_JOB = "detsim.track.speed.render_job:render_job"  # what a detsim render run executes in its own process
-PROCESS_JOB = "detsim.track.speed.process_job:process_job"  # the timer of a whole program
+RENDER_JOB = "detsim.track.speed.jobs:render_job"  # what a detsim render run executes in its own process
+PROCESS_JOB = "detsim.track.speed.jobs:process_job"  # the timer of a whole program
 DETSIM_COMMAND = [sys.executable, "-m", "detsim.cli"]  # the ``detsim`` command, run by this interpreter
 
 
@@ -60,7 +50,7 @@ def _best(row: dict, workload: Workload, walls: list[float], cpus: list[float], 
 
 
 def _timed_process(argv: list[str], threads: int, repeats: int, output: Path, cwd: Path) -> tuple[list, str | None]:
-    """The runs of a whole program (:mod:`.process_job`) and, when one failed, why (one line)."""
+    """The runs of a whole program (:func:`.jobs.process_job`) and, when one failed, why (one line)."""
     job = {"argv": argv, "env": thread_vars(threads), "cwd": str(cwd), "repeats": repeats, "output": str(output)}
     m = run_job(PROCESS_JOB, job, cwd=cwd, check=False)
     if m.result is None:
@@ -121,10 +111,8 @@ def detsim_process_row(workload: Workload, mode: str, dtype: str, threads: int, 
 
 
 def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:
-    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own, and where its image is.
-
-    ``job`` holds the rest of the job: ``device``, ``repeats``, ``threads`` (also OpenMP's and MKL's).
-    """
+    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own (``job``: ``device``,
+    ``repeats``, ``threads``, also OpenMP's and MKL's), and where its image is."""
     row = _row(workload, f"detsim {mode}", RENDER, job["threads"], dtype,
                ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype], mode)
     image = scratch / f"{workload.name}-{mode}-{dtype}-render-{job['threads']}.bin"

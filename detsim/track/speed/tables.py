@@ -1,13 +1,10 @@
 """The speed report as text: the markdown table of rows (printed and in ``summary.md``), and the page.
-
-Rows are those of :mod:`.measure`. Undefined cells (no nanoBragg.c run at that thread count, no memory
-figure, no r) are shown as "–"; a failed run shows its error across the row.
-"""
+Undefined cells are "–"; a failed run shows its error across the row."""
 
 from __future__ import annotations
 
 from detsim.track.base.workloads import Workload
-from detsim.track.speed.render_job import WARM_UP_PIXELS
+from detsim.track.speed.jobs import WARM_UP_PIXELS
 
 HEADER = ("| workload | program | scope | threads | dtype | wall s | CPU s | × nanoBragg.c wall | × nanoBragg.c CPU "
           "| pixel·steps/s | peak RSS MB | r |\n"

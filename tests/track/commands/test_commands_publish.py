@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.cli import main
-from detsim.track.publish.navlink import ITEM
+from detsim.track.publish.links import ITEM
 from detsim.track.publish.page import COLOURS, is_ours
 from detsim.track.publish.rows import GREEN, GREY, RED
 from detsim.track.publish.vendor import remote_loads

@@ -1,17 +1,23 @@
-"""A side: a commit's core with this checkout's suite over it, run in a fresh interpreter."""
+"""A side: a commit's core with this checkout's suite over it, run in a fresh interpreter; measuring there:
+1 - r against nanoBragg's image, a render in a fresh process."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from detsim.track.base.fresh import PINNED, pinned_env, run
+from detsim.track.base.golden import find_case, golden_dir
 from detsim.track.explain import sides
-from detsim.track.explain.sides import SideError, commits_between, prepare_side, run_side_job, subject
+from detsim.track.explain.sides import SideError, commits_between, image_at, one_minus_r, prepare_side, \
+    run_side_job, subject
 
 from explain_history import git
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -61,3 +67,18 @@ def test_commits_between_are_oldest_first_and_end_at_the_first_bad(tiny_repo):
     assert subject(repo, shas[2]) == "commit third"
     with pytest.raises(SideError, match="not a descendant"):
         commits_between(repo, shas[2], shas[0])
+
+
+def test_one_minus_r_is_zero_for_nanobraggs_own_image_and_rises_with_a_change():
+    golden = golden_dir(ROOT)
+    reference = find_case("c02", golden).reference().astype(np.float64)
+    assert abs(one_minus_r(reference, "c02", golden)) < 1e-12
+    changed = reference.copy()
+    changed[0, 0] += reference.max()
+    assert one_minus_r(changed, "c02", golden) > 1e-6
+
+
+def test_a_side_renders_in_its_own_process(tmp_path):
+    side = prepare_side(ROOT, "HEAD", tmp_path / "side", python=sys.executable)
+    image = image_at(side, "P1@8", golden_dir(ROOT), tmp_path / "i.npy", cwd=tmp_path)
+    assert image.shape == (8, 8) and (tmp_path / "i.npy").is_file()

@@ -8,8 +8,7 @@ import re
 import pytest
 
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.publish.graphs import (ACCEPT, FLOOR, Frame, decade_ticks, fmt, log_y, parity_svg, worst_case,
-                                         x_of)
+from detsim.track.publish.graphs import ACCEPT, FLOOR, TICKS, Frame, fmt, log_y, parity_svg, worst_case, x_of
 
 FRAME = Frame(left=0, right=100, top=0, bottom=160)  # 16 decades over 160 units: 10 units a decade
 
@@ -30,7 +29,7 @@ def test_the_acceptance_line_is_the_metrics_one():
 
 
 def test_ticks_x_and_labels():
-    assert decade_ticks() == [1.0, 1e-4, 1e-8, 1e-12, 1e-16]
+    assert TICKS == [1.0, 1e-4, 1e-8, 1e-12, 1e-16]
     assert [x_of(i, 3, FRAME) for i in range(3)] == [0, 50, 100]
     assert x_of(0, 1, FRAME) == 50
     assert fmt(0.0) == "<= 1e-16" and fmt(1e-9) == "1e-09" and fmt(None) == "failed" and fmt(float("nan")) == "skipped"

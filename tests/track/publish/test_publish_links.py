@@ -1,10 +1,14 @@
-"""Addresses into asv's graphs, in the hash format asv 0.6.6's page parses."""
+"""Addresses into asv's graphs, in the hash format asv 0.6.6's page parses; the status link in asv's navigation
+bar, inserted once, the rest of the page untouched."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import unquote
 
-from detsim.track.publish.links import graph_url, param_values
+from detsim.track.publish.links import ITEM, add_status_link, graph_url, param_values
+
+ASV_INDEX = Path(__import__("asv").__file__).parent / "www" / "index.html"
 
 SWEEP = {"param_names": ["pixels", "dtype"], "params": [["128", "256"], ["'float32'", "'float64'"]]}
 BENCHMARKS = {"bench_engine.EngineSweep.time_simulate": SWEEP, "bench_parity.track_parity_a01": {"params": []}}
@@ -43,3 +47,19 @@ def test_plain_graphs_and_unknown_combinations():
         "index.html#bench_parity.track_parity_a01?commits=abcdef01"
     # a combination asv does not list opens the graph with asv's default selection
     assert graph_url("gone.bench", "(x=1)", BENCHMARKS) == "index.html#gone.bench"
+
+
+def test_the_link_follows_the_regressions_tab_and_nothing_else_changes():
+    text = ASV_INDEX.read_text()
+    linked = add_status_link(text)
+    assert linked.count(ITEM) == 1 and 'href="status.html"' in linked
+    assert linked.index(ITEM) > linked.index('<li id="nav-li-regressions">')
+    assert linked.replace("\n\t" + ITEM, "") == text
+    assert add_status_link(linked) == linked
+
+
+def test_a_page_without_the_regressions_tab_or_a_navigation_bar():
+    page = '<nav><ul class="nav navbar-nav navbar-left">\n<li><a href="#/">Grid</a></li>\n</ul></nav>'
+    linked = add_status_link(page)
+    assert linked.index(ITEM) < linked.index("</ul>") and linked.replace("\n\t" + ITEM, "") == page
+    assert add_status_link("<html><body>no navigation</body></html>") is None

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 
 from detsim.track.publish.fingerprints import CHANGED, NOT_COMPARABLE, SAME, State
-from detsim.track.publish.page import COLOURS, GENERATOR, MARK, History, is_ours, status_html
+from detsim.track.publish.page import COLOURS, GENERATOR, MARK, History, is_ours, machine_section, single_page
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, Item, Row
 
 C1, C2 = "1" * 40, "2" * 40
 REPORT = {"machine": "m", "commits": [C1, C2], "latest": C2, "subjects": {C1: "Base", C2: "Plant <b>"},
           "notes": ["a note & more"], "exit": 1, "generated_at": "20260101T000000Z"}
-ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "confirmed", "re-measured: x2 <slower>"),)),
+ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "re-measured: x2 <slower>"),)),
          Row("memory", GREEN, "ok", "1 measured"), Row("cost", GREY, "not measured", "none"),
          Row("parity", AMBER, "not comparable", "1 skipped"), Row("determinism", GREEN, "ok", "2 measured")]
 HISTORY = History(parity=[("w01", "bench_parity.track_parity_w01", [(C1, 0.0), (C2, 0.2)]),
@@ -21,8 +21,9 @@ HISTORY = History(parity=[("w01", "bench_parity.track_parity_w01", [(C1, 0.0), (
                   determinism_benchmarks={"w03": "bench_determinism.track_hash_changed_w03"})
 
 
-def _page() -> str:
-    return status_html(REPORT, ROWS_, HISTORY, lambda bench: f"index.html#{bench}")
+def _page(history: History | None = None) -> str:
+    return single_page(REPORT["latest"], machine_section(REPORT, ROWS_, history or HISTORY,
+                                                         lambda bench: f"index.html#{bench}"))
 
 
 def test_the_page_loads_nothing_and_carries_its_mark():
@@ -66,7 +67,7 @@ def test_a_strip_shows_not_reproducible_apart_from_changed():
 
     history = replace(HISTORY, determinism={**HISTORY.determinism, "s01": [
         State(C1, NOT_COMPARABLE, "first recorded here"), State(C2, NOT_REPRODUCIBLE, "two runs differ (process)")]})
-    page = status_html(REPORT, ROWS_, history, lambda bench: f"index.html#{bench}")
+    page = _page(history)
     strips = dict(re.findall(r'<tr class="strip" data-case="(\w+)">(.*?)</tr>', page))
     assert re.findall(r'data-state="([\w ]+)"', strips["s01"]) == [NOT_COMPARABLE, NOT_REPRODUCIBLE]
     assert 'class="cell not-reproducible"' in strips["s01"] and "two runs differ (process)" in strips["s01"]
