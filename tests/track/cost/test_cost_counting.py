@@ -1,20 +1,21 @@
 """Counting a region's instructions in a fresh valgrind process: what a count sees, keeps and leaves.
 
-Each real count spends about 10 s importing torch under valgrind, so the default run makes one
-(:func:`test_a_small_region_is_counted_without_the_start_up_and_its_file_is_kept`); the tests of what a
-count keeps and leaves run there against a stand-in for valgrind (:func:`counter`), and against valgrind
-itself in the slow job.
+Each real count spends about 10 s importing torch under valgrind, so the default run counts once without
+the harness (:func:`test_valgrind_counts_what_runs_between_the_hooks_and_nothing_before`: valgrind, the
+hooks and the file's total, in ~2 s); the tests of what a count keeps and leaves run there against a
+stand-in for valgrind (:func:`counter`), and against valgrind itself in the slow job.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
 
-from detsim.track.base.callgrind import CountError, not_measured_reason, parse_total
+from detsim.track.base.callgrind import HOOKS_MODULE, CountError, command, not_measured_reason, parse_total
 from detsim.track.cost.counting import count
 
 CAN_COUNT = not_measured_reason() is None
@@ -59,9 +60,23 @@ def test_a_count_without_valgrind_is_a_count_error_naming_it(monkeypatch):
 
 
 @needs_valgrind
+def test_valgrind_counts_what_runs_between_the_hooks_and_nothing_before(tmp_path):
+    """valgrind itself with the hooks a count uses (the harness, which imports torch, is the slow twin's):
+    some hundred instructions per element of the region, not the interpreter's start (far more)."""
+    package, module = HOOKS_MODULE.rsplit(".", 1)
+    script = "\n".join(["import math", f"from {package} import {module} as _hooks",
+                        "_hooks.callgrind_start_instrumentation()", "sum(math.sqrt(i) for i in range(1000))",
+                        "_hooks.callgrind_stop_instrumentation()"])
+    out = tmp_path / "callgrind.out"
+    subprocess.run(command(script, out), check=True, capture_output=True, cwd=tmp_path)
+    assert 100 * 1000 < parse_total(out.read_text()) < 10_000 * 1000
+
+
+@pytest.mark.slow  # quick twin: test_valgrind_counts_what_runs_between_the_hooks_and_nothing_before
+@needs_valgrind
 def test_a_small_region_is_counted_without_the_start_up_and_its_file_is_kept(tmp_path):
-    """One count, the quick twin of the next test's two: the region's own work is counted (some hundred
-    instructions per element), not the start-up nor the imports (far more); its file is kept."""
+    """The region's own work is counted (some hundred instructions per element), not the start-up nor the
+    imports (far more); its file is kept."""
     elements = 1000
     small = count("import math", f"sum(math.sqrt(i) for i in range({elements}))", out_dir=tmp_path)
     assert 100 * elements < small.instructions < 10_000 * elements
