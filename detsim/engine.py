@@ -32,7 +32,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from detsim import memory, render_paths
+from detsim import memory, processes, render_paths
 from detsim.config import SimulationConfig
 from detsim.geometry import pixel_positions
 from detsim.interpolation import InterpolationState, scan_edge
@@ -97,8 +97,12 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
                      Projections(replace(setup, orientations=first.orientations)) if first is not None else None,
                      frozenset(first.positions) if first is not None else frozenset(), sizes.block_lanes, observe,
                      mode)
-    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
     grad = needs_grad(setup)
+    parallel = _parallel(setup, mode, grad, observe, state)
+    workers = min(count, sizes.concurrent_chunks, -(-total // chunk_pixels)) if parallel else 1
+    forked = workers > 1 and processes.available(setup.device)
+    image = (processes.shared_zeros(det.spixels * det.fpixels, setup.dtype) if forked else  # raster order
+             torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device))
     in_place_slices = setup.raster and not grad  # a chunk's pixels are a slice of the image
 
     def chunk(start: int) -> Callable[[], tuple[slice | Tensor, Tensor]]:
@@ -112,20 +116,31 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
 
     done_pixels = 0
 
-    def done(_: int, result: tuple[slice | Tensor, Tensor]) -> None:
-        nonlocal image, done_pixels
+    def store(result: tuple[slice | Tensor, Tensor]) -> None:
+        nonlocal image
         where, values = result
         if isinstance(where, slice):
             image[where] = values
         else:
             image = image.index_put((where,), values) if grad else image.index_put_((where,), values)
-        done_pixels += values.numel()
+
+    def done(_: int, result: tuple[slice | Tensor, Tensor]) -> None:
+        nonlocal done_pixels
+        store(result)
+        done_pixels += result[1].numel()
         if progress is not None:
             progress(done_pixels / total)
 
+    def finished(chunks_done: int) -> None:
+        if progress is not None:
+            progress(min(total, chunks_done * chunk_pixels) / total)
+
     jobs = [chunk(start) for start in range(0, total, chunk_pixels)]
-    if _parallel(setup, mode, grad, observe, state):
-        run(jobs, min(count, sizes.concurrent_chunks), done)
+    if forked:
+        processes.run(jobs, workers, store, finished)
+        image = image.clone()  # out of the shared memory
+    elif parallel:
+        run(jobs, workers, done)
     else:
         with intra_op_threads(count) if setup.device.type == "cpu" else nullcontext():
             for index, job in enumerate(jobs):

@@ -160,6 +160,19 @@ def test_bitwise_identical_on_one_and_two_threads_for_each_chunk_size(dtype, chu
     assert _sha(two) == _sha(one) and torch.equal(two, one) and torch.equal(three, one)
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_an_roi_render_shares_its_pixels_as_the_same_bits_and_reports_progress(dtype, workers):
+    # an ROI's pixels are not a slice of the image: each chunk's values go to their raster indices
+    cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0, roi=(2, 12, 1, 9)))
+    setup = prepare(cfg, dtype=dtype)
+    one, _ = render(setup, chunk_pixels=7, threads=1)
+    fractions = []
+    shared, _ = render(setup, chunk_pixels=7, threads=workers, progress=fractions.append)
+    assert torch.equal(shared, one)
+    assert (one[0] == 0).all() and (one[1, 2:13] != 0).all()
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) > 1
+
+
 def test_a_render_leaves_torch_thread_count_as_it_found_it():
     before = torch.get_num_threads()
     render(prepare(TINY), chunk_pixels=2, threads=2)
