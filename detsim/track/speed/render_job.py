@@ -5,12 +5,13 @@ A **job** is a JSON object: ``workload`` (the fields of a
 ``threads`` and ``image`` (where to save the image, raw float32 little-endian (slow, fast)). The
 process sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path),
 times ``repeats`` renders of the workload and answers ``wall_s_all`` and ``cpu_s_all`` (wall-clock and
-CPU seconds of each render, prepare included, all threads' CPU together), ``chunk_pixels``,
+CPU seconds of each render, prepare included, all threads' and worker processes' CPU together), ``chunk_pixels``,
 ``peak_rss_mb`` and ``clock`` (what is timed).
 """
 
 from __future__ import annotations
 
+import resource
 import time
 from pathlib import Path
 
@@ -28,6 +29,13 @@ def peak_rss_mb() -> float | None:
     except OSError:
         pass
     return None
+
+
+def cpu_seconds() -> float:
+    """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
+    (:mod:`detsim.processes`) are reaped before it returns."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def render_job(job: dict) -> dict:
@@ -48,13 +56,13 @@ def render_job(job: dict) -> dict:
     gpu = device.type == "cuda"
     walls, cpus = [], []
     for _ in range(job["repeats"]):
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), cpu_seconds()
         with torch.no_grad():
             image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
         if gpu:
             torch.cuda.synchronize(device)
         walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
+        cpus.append(cpu_seconds() - cpu)
     image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
     return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
             "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}
