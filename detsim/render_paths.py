@@ -30,7 +30,7 @@ from torch import Tensor
 
 from detsim import fused as fused_kernels
 from detsim import grating
-from detsim.config import CrystalShape, as_float
+from detsim.config import CrystalShape
 from detsim.factors import cell, lattice_sq
 from detsim.interpolation import InterpolationState, allowed
 from detsim.lanes import Projections, blocks, iteration_index, miller
@@ -146,10 +146,10 @@ def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: Interp
     table = setup.structure.values is not None
     fast = (not observed and setup.config.crystal.shape is CrystalShape.SQUARE and not interp.enabled
             and not needs_grad(setup))
-    N = setup.lattice.N
+    N = setup.cell_counts
     # Axes whose grating factor is not identically 1; without an F table only those need indices.
-    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if as_float(N[j]) > 1)
-    N_axes = [as_float(N[j]) for j in axes]
+    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if N[j] > 1)
+    N_axes = [N[j] for j in axes]
     if not fast:
         path = Path.GENERAL
     elif table or has_cut or sequential:
@@ -228,9 +228,9 @@ def chunk_values(chunk: Chunk) -> Tensor:
     total = start(chunk)
     for block in chunk_blocks(chunk):
         if chunk.path is Path.FUSED:
-            total = total + fused_sum(chunk, block)
+            total.add_(fused_sum(chunk, block))
         elif chunk.path is Path.GRATING:
-            total = total + grating_sum(chunk, block)
+            total.add_(grating_sum(chunk, block))
         else:
             terms = square_terms(chunk, block) if chunk.path is Path.SQUARE else general_terms(chunk, block)
             total = accumulate(chunk, total, cut(chunk, terms, block), block)
@@ -248,10 +248,11 @@ def grating_sum(chunk: Chunk, block: Block) -> Tensor:
     """(P,) F² times the sum over the block's lanes of F_latt², eager.
 
     The lanes hold F_latt² / scale² (:func:`detsim.grating.scaled_grating_product_inplace`), scale a power
-    of two: multiplying their sum by scale² first gives the bits of the unscaled sum.
+    of two: multiplying their sum by scale² gives the bits of the unscaled sum, and by scale² F² (exactly
+    scale² times F²) those of that sum times F².
     """
     scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
-    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale) * chunk.F_const_sq
+    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale * chunk.F_const_sq)
 
 
 def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
