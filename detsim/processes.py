@@ -20,8 +20,10 @@ Safety of the fork:
   the parent had buffered, and a child ends with ``os._exit``: it runs none of the parent's clean-up.
 * A child ignores Ctrl-C (the terminal sends it to every process of the group): the parent decides. On
   any exception in the parent (an error, Ctrl-C, SIGTERM raised as an interrupt by the caller) the
-  children are stopped and reaped before the exception goes on. A child that fails stops the others
-  and its error is raised in the parent. A child whose parent has died stops at its next chunk.
+  children are stopped and reaped before the exception goes on; Ctrl-C and SIGTERM are held back while
+  a child is forked, so that none arrives before the child is known or inside the fork itself, where
+  Python would swallow the exception. A child that fails stops the others and its error is raised in
+  the parent. A child whose parent has died stops at its next chunk.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from detsim.threads import intra_op_threads
 T = TypeVar("T")
 
 JOIN_TIMEOUT_S = 10.0  # for a stopped child to exit before it is killed
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 class WorkerError(RuntimeError):
@@ -98,6 +101,7 @@ def run(jobs: Sequence[Callable[[], T]], workers: int, store: Callable[[T], None
     def child(errors) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by the parent around the fork
         try:
             torch.set_num_threads(1)  # before any op: no OpenMP parallel region in a forked process
             while os.getppid() == parent and (index := take()) is not None:
@@ -117,9 +121,15 @@ def run(jobs: Sequence[Callable[[], T]], workers: int, store: Callable[[T], None
             for _ in range(min(workers, len(jobs)) - 1):
                 receive, send = context.Pipe(duplex=False)
                 process = context.Process(target=child, args=(send,), name="detsim-chunk", daemon=True)
-                process.start()
+                # Ctrl-C or SIGTERM waits until the child is listed: raised inside the fork (in an at-fork
+                # handler), Python would drop the exception, and a child not yet listed would not be stopped
+                previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+                try:
+                    process.start()
+                    children.append((process, receive))
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, previous)
                 send.close()
-                children.append((process, receive))
             while (index := take()) is not None:
                 store(jobs[index]())
                 n_done = count_done()

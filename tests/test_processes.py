@@ -168,3 +168,41 @@ def test_only_cpu_renders_outside_daemonic_workers_fork(monkeypatch):
 
     monkeypatch.setattr(multiprocessing, "current_process", lambda: Daemon())
     assert not processes.available(torch.device("cpu"))
+
+
+def _children_of(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.add(int(entry))
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+                pass
+    return found
+
+
+@pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "Ctrl-C"])
+def test_the_detsim_command_stopped_mid_render_leaves_no_worker_and_no_file(tmp_path, signum, status):
+    argv = [sys.executable, "-m", "detsim.cli", "-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100",
+            "-N", "5", "-lambda", "1", "-distance", "100", "-detpixels", "1024", "-pixel", "0.1", "-oversample", "4",
+            "-mosaic", "0.5", "-mosaic_dom", "20", "-phisteps", "5", "-osc", "0.5", "-threads", "3",
+            "-nonoise", "-nopgm", "-noprogress", "-floatfile", str(tmp_path / "float.bin"),
+            "-intfile", str(tmp_path / "int.img")]
+    command = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert _wait_until(lambda: len(_children_of(command.pid)) == 2 or command.poll() is not None)
+        workers = _children_of(command.pid)
+        assert len(workers) == 2, "the render ended before its workers were seen"
+        # SIGTERM to the command, as a job scheduler sends it; Ctrl-C to the whole group, as a terminal does
+        os.kill(command.pid, signum) if signum == signal.SIGTERM else os.killpg(command.pid, signum)
+        _, err = command.communicate(timeout=WAIT_S)
+    finally:
+        if command.poll() is None:
+            os.killpg(command.pid, signal.SIGKILL)
+            command.wait()
+    assert command.returncode == status, err
+    assert not any(_alive(pid) for pid in workers)
+    assert sorted(os.listdir(tmp_path)) == []
