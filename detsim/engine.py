@@ -10,10 +10,12 @@ Inside ``render`` the work for a chunk of P pixels is laid out as tensors over n
 where the R axis enumerates (phi step, mosaic domain) pairs, phi outer. Python loops run only over
 layers, subpixels and blocks of the sampling axes, never over pixels. Each pixel's sum is accumulated
 in a fixed order (block by block), so an image is bit-for-bit reproducible for a given chunk size,
-dtype and device. On a CPU, chunks run on several threads at once (:mod:`detsim.threads`); the chunk
-size does not depend on the thread count, so neither do the bits. The chunk size itself can change the
-last bits of float64 sums (the vectorised ops' tails and a block's lanes depend on it), which is why it
-comes from the memory plan alone.
+dtype and device. A job is one chunk, or a few whole chunks whose per-pixel terms are computed together
+(:func:`_grouped`). On a CPU, jobs run in several worker processes at once (:mod:`detsim.processes`;
+threads, :mod:`detsim.threads`, where a process cannot fork); chunk and job sizes do not depend on the
+worker count, so neither do the bits. The chunk size itself can change the last bits of float64 sums
+(the vectorised ops' tails and a block's lanes depend on it), which is why it comes from the memory
+plan alone.
 
 A chunk goes through three stages, each in its own module: per-pixel terms (:mod:`detsim.pixel_terms`),
 the sum over the sampling loops by one of four maths paths (:mod:`detsim.render_paths`), and, only when
@@ -32,13 +34,13 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from detsim import memory, render_paths
+from detsim import memory, processes, render_paths
 from detsim.config import SimulationConfig
 from detsim.geometry import pixel_positions
 from detsim.interpolation import InterpolationState, scan_edge
 from detsim.lanes import Projections
 from detsim.observe import OBSERVED, Observer, observed_values
-from detsim.pixel_terms import pixel_terms
+from detsim.pixel_terms import PixelTerms, pixel_terms
 from detsim.prepared import Setup, needs_grad, prepare, restrict_pixels
 from detsim.threads import intra_op_threads, requested, run
 
@@ -70,8 +72,8 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
         observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
             pixels, render a setup restricted to them (``restrict_pixels``).
         mode: execution path, one of :data:`MODES`.
-        threads: CPU threads; None takes torch's intra-op thread count (``OMP_NUM_THREADS``). The
-            image is the same bits for any count (:mod:`detsim.threads`). torch's intra-op thread
+        threads: CPU workers; None takes torch's intra-op thread count (``OMP_NUM_THREADS``). The
+            image is the same bits for any count (:mod:`detsim.processes`). torch's intra-op thread
             count is set for the render (process-wide) and restored after it.
 
     Returns:
@@ -87,8 +89,10 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize,
                         fused=mode != "eager" and render_paths.fusable(setup), layers=setup.thickness.count,
                         subpixels=setup.oversample ** 2, sources=n_sources,
-                        lanes_per_pixel=n_sources * setup.orientations.shape[0], chunk_pixels=chunk_pixels)
+                        lanes_per_pixel=n_sources * setup.orientations.shape[0], chunk_pixels=chunk_pixels,
+                        grouped=_grouped(setup, observe))
     chunk_pixels = sizes.chunk_pixels
+    job_pixels = chunk_pixels * sizes.chunks_per_job
     det = setup.config.detector
     total = setup.pixels_s.numel()
     state = InterpolationState(enabled=setup.interpolate)
@@ -96,14 +100,18 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
     chunks = _Chunks(setup, state, Projections(setup),
                      Projections(replace(setup, orientations=first.orientations)) if first is not None else None,
                      frozenset(first.positions) if first is not None else frozenset(), sizes.block_lanes, observe,
-                     mode)
-    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
+                     mode, chunk_pixels)
     grad = needs_grad(setup)
+    parallel = _parallel(setup, mode, grad, observe, state)
+    workers = min(count, sizes.concurrent_jobs, -(-total // job_pixels)) if parallel else 1
+    forked = workers > 1 and processes.available(setup.device)
+    image = (processes.shared_zeros(det.spixels * det.fpixels, setup.dtype) if forked else  # raster order
+             torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device))
     in_place_slices = setup.raster and not grad  # a chunk's pixels are a slice of the image
 
-    def chunk(start: int) -> Callable[[], tuple[slice | Tensor, Tensor]]:
+    def job_at(start: int) -> Callable[[], tuple[slice | Tensor, Tensor]]:
         def job() -> tuple[slice | Tensor, Tensor]:
-            stop = min(start + chunk_pixels, total)
+            stop = min(start + job_pixels, total)
             if in_place_slices:
                 return slice(start, stop), chunks.values(start, stop)
             flat = setup.pixels_s[start:stop].long() * det.fpixels + setup.pixels_f[start:stop]  # raster index
@@ -112,20 +120,31 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
 
     done_pixels = 0
 
-    def done(_: int, result: tuple[slice | Tensor, Tensor]) -> None:
-        nonlocal image, done_pixels
+    def store(result: tuple[slice | Tensor, Tensor]) -> None:
+        nonlocal image
         where, values = result
         if isinstance(where, slice):
             image[where] = values
         else:
             image = image.index_put((where,), values) if grad else image.index_put_((where,), values)
-        done_pixels += values.numel()
+
+    def done(_: int, result: tuple[slice | Tensor, Tensor]) -> None:
+        nonlocal done_pixels
+        store(result)
+        done_pixels += result[1].numel()
         if progress is not None:
             progress(done_pixels / total)
 
-    jobs = [chunk(start) for start in range(0, total, chunk_pixels)]
-    if _parallel(setup, mode, grad, observe, state):
-        run(jobs, min(count, sizes.concurrent_chunks), done)
+    def finished(jobs_done: int) -> None:
+        if progress is not None:
+            progress(min(total, jobs_done * job_pixels) / total)
+
+    jobs = [job_at(start) for start in range(0, total, job_pixels)]
+    if forked:
+        processes.run(jobs, workers, store, finished)
+        image = image.clone()  # out of the shared memory
+    elif parallel:
+        run(jobs, workers, done)
     else:
         with intra_op_threads(count) if setup.device.type == "cpu" else nullcontext():
             for index, job in enumerate(jobs):
@@ -136,7 +155,7 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
 
 
 def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, interp: InterpolationState) -> bool:
-    """Whether chunks may run on several threads: on a CPU, in eager mode, when no chunk depends on another.
+    """Whether jobs may run on several workers: on a CPU, in eager mode, when no chunk depends on another.
 
     Interpolation carries nanoBragg's global switch-off from chunk to chunk in pixel order, autograd
     builds the image out of place, and an observer expects the chunks in order: those run one chunk at a
@@ -145,6 +164,14 @@ def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, int
     """
     return (setup.device.type == "cpu" and mode == "eager" and not grad and observe is None
             and not interp.enabled)
+
+
+def _grouped(setup: Setup, observe: Observer | None) -> bool:
+    """Whether a job may compute the per-pixel terms of several chunks at once and render each chunk from its
+    rows: where a chunk's terms do not depend on which other pixels share it. A -dmin cut is decided per
+    chunk (it selects the chunk's maths path), interpolation scans each chunk in turn, and an observer
+    expects one chunk's terms at a time."""
+    return setup.config.crystal.dmin_A == 0 and not setup.interpolate and observe is None
 
 
 @dataclass(frozen=True)
@@ -159,6 +186,7 @@ class _Chunks:
     block_lanes: int
     observe: Observer | None
     mode: str
+    chunk_pixels: int
 
     def values(self, start: int, stop: int) -> Tensor:
         """(P,) values of the pixels ``start:stop`` of the setup's list; a thread-first pixel among them is
@@ -182,6 +210,9 @@ class _Chunks:
         setup, interp, observer = self.setup, self.interp, self.observe if observe else None
         s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
         terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observer is not None)
+        if stop - start > self.chunk_pixels:  # a job of several chunks (see _grouped): each rendered alone
+            return torch.cat([self._chunk_values(terms.rows(slice(at, at + self.chunk_pixels)), start + at)
+                              for at in range(0, stop - start, self.chunk_pixels)])
         chunk = render_paths.plan_chunk(setup, terms, start, interp, self.projections, self.block_lanes, self.mode,
                                         observed=observer is not None,
                                         first_sweep=self.first_projections if first_sweep else None)
@@ -190,6 +221,12 @@ class _Chunks:
         if observer is not None:
             return observed_values(chunk, observer)
         return render_paths.chunk_values(chunk)
+
+    def _chunk_values(self, terms: PixelTerms, start: int) -> Tensor:
+        """(P,) values of the chunk of pixels from ``start`` whose terms are given, by its maths path."""
+        return render_paths.chunk_values(render_paths.plan_chunk(self.setup, terms, start, self.interp,
+                                                                 self.projections, self.block_lanes, self.mode,
+                                                                 observed=False))
 
 
 def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:

@@ -420,7 +420,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True, doc="|render phi = 0 as phi = 0 (not nanoBragg's stale step)"),
     H("-nanobragg_threads", 1, _positive_int("nanobragg_threads"), exact=True, doc="n|reproduce the first pixel of each of nanoBragg's n OpenMP threads (default 1)"),
     H("-mode", 1, _choice("mode", ("eager", "compiled", "triton")), exact=True, doc="eager|compiled|triton|execution path (default eager)"),
-    H("-threads", 1, _threads, exact=True, doc="n|CPU threads sharing the pixels (default: OMP_NUM_THREADS, else torch's choice)"),
+    H("-threads", 1, _threads, exact=True, doc="n|CPU workers sharing the pixels, processes on Linux (default: OMP_NUM_THREADS, else torch's choice)"),
     H("-trace_pixel", 2, _trace, exact=True, doc="s f|print the intermediate values of a pixel; write no image"),
     H("--trace-json", 1, _text("trace_json"), exact=True, doc="file|also write the traces as JSON"),
 )

@@ -1,10 +1,12 @@
 """How much memory a render may take: chunk and block sizes from the memory available on the device.
 
-A render holds the image and, per thread, one chunk's per-pixel terms and one block's temporaries.
+A render holds the image and, per worker, one job's per-pixel terms and one block's temporaries.
 The chunk (pixels) is bounded by a share of the memory available when the render starts; the block
 (pixel x source x orientation lanes) is sized for speed: small enough for the CPU's L2 cache on a
 CPU, large enough to keep a GPU busy. Neither depends on the thread count (an image's bits depend on
-the chunk size); the share bounds instead how many chunks may be alive at once.
+the chunk size); the share bounds instead how many jobs may be alive at once. A job is one chunk, or,
+where the engine may compute several chunks' per-pixel terms together (``grouped``), a few whole
+chunks: the ~80 small ops of a chunk's terms then run once for about :data:`JOB_PIXELS` pixels.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ FUSED_BLOCK_LANES = 1 << 20  # the fused loop (torch.compile, Triton) keeps no t
 GPU_MAX_BLOCK_LANES = 1 << 24
 GPU_MAX_CHUNK_PIXELS = 1 << 20
 BLOCK_TEMPORARIES = 8  # (P, J, lanes)-sized tensors alive at once in an eager block, J <= 3 axes
+JOB_PIXELS = 1 << 13  # pixels whose per-pixel terms a grouped job computes together, at least one chunk
 
 
 def available_bytes(device: torch.device) -> int:
@@ -61,11 +64,12 @@ class Plan:
 
     chunk_pixels: int
     block_lanes: int
-    concurrent_chunks: int = 1  # chunks (with their block) that fit the working share together, >= 1
+    concurrent_jobs: int = 1  # jobs (their chunks' terms and a block) that fit the working share together, >= 1
+    chunks_per_job: int = 1
 
 
 def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpixels: int, sources: int,
-         lanes_per_pixel: int, chunk_pixels: int | None = None,
+         lanes_per_pixel: int, chunk_pixels: int | None = None, grouped: bool = False,
          available: int | None = None) -> Plan:
     """Chunk and block sizes for a render; ``chunk_pixels`` given by the user is kept as is.
 
@@ -74,6 +78,7 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
         fused: whether the inner loop is fused (``compiled``/``triton`` modes).
         layers, subpixels, sources: sensor layers, oversample**2 and beam sources.
         lanes_per_pixel: sources x orientations, the lanes one pixel contributes to a block.
+        grouped: whether a job may hold several chunks (see the module docstring).
         available: bytes available (default: asked from the operating system or the CUDA driver).
     """
     if chunk_pixels is not None and not chunk_pixels >= 1:
@@ -88,14 +93,16 @@ def plan(*, device: torch.device, itemsize: int, fused: bool, layers: int, subpi
         block_lanes = FUSED_BLOCK_LANES if fused else CPU_BLOCK_LANES
         max_chunk = CPU_MAX_CHUNK_PIXELS
     block_bytes = 0 if fused else 3 * itemsize * BLOCK_TEMPORARIES * block_lanes
+    per_pixel = bytes_per_pixel(layers, subpixels, sources, itemsize)
+    by_memory = max(1, (budget - block_bytes) // per_pixel)
+    by_memory = 1 << (by_memory.bit_length() - 1)  # a power of two: small swings of free memory keep the size
     if chunk_pixels is None:
-        by_memory = max(1, (budget - block_bytes) // bytes_per_pixel(layers, subpixels, sources, itemsize))
-        by_memory = 1 << (by_memory.bit_length() - 1)  # a power of two: small swings of free memory keep the size
         by_block = max(1, block_lanes // max(1, lanes_per_pixel))  # a block then covers whole pixels
         chunk_pixels = max(1, min(max_chunk, by_block, by_memory))
-    chunk_bytes = chunk_pixels * bytes_per_pixel(layers, subpixels, sources, itemsize) + block_bytes
+    chunks_per_job = max(1, min(JOB_PIXELS, by_memory) // chunk_pixels) if grouped else 1
+    job_bytes = chunks_per_job * chunk_pixels * per_pixel + block_bytes
     return Plan(chunk_pixels=chunk_pixels, block_lanes=block_lanes,
-                concurrent_chunks=max(1, budget // max(1, chunk_bytes)))
+                concurrent_jobs=max(1, budget // max(1, job_bytes)), chunks_per_job=chunks_per_job)
 
 
 def gib(n_bytes: float) -> str:

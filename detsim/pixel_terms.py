@@ -35,6 +35,17 @@ class PixelTerms:
     survives: Tensor | None = None  # (P, T, O, S); None when -dmin cuts nothing in this chunk
     scattering: Tensor | None = None  # (P, T, O, S, 3) scattering vectors, 1/m
 
+    def rows(self, pixels: slice) -> PixelTerms:
+        """The terms of the pixels ``pixels`` of this chunk (views).
+
+        The same values as :func:`pixel_terms` of those pixels alone, where ``survives`` is None (a
+        -dmin cut is decided per chunk, so a cut chunk's pixels are not split).
+        """
+        if self.survives is not None:
+            raise ValueError("a chunk that -dmin cuts is rendered whole")
+        return PixelTerms(**{name: value[pixels] if isinstance(value, Tensor) else value
+                             for name, value in vars(self).items()})
+
 
 def pixel_terms(setup: Setup, position: Tensor, full: bool) -> PixelTerms:
     """Directions and per-pixel factors of a chunk; ``full`` builds every per-subpixel tensor.

@@ -10,6 +10,7 @@ Units are SI (metres, radians) unless a field's name or comment says otherwise.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -57,6 +58,11 @@ class Setup:
     device: torch.device
     dtype: torch.dtype
     raster: bool = False  # pixels_s, pixels_f are every pixel in raster order: pixel i is image element i
+
+    @functools.cached_property
+    def cell_counts(self) -> tuple[float, float, float]:
+        """(Na, Nb, Nc) as Python floats (``lattice.N`` may carry a gradient), read once per setup."""
+        return tuple(as_float(n) for n in self.lattice.N)
 
     @property
     def steps(self) -> int:

@@ -30,7 +30,7 @@ from torch import Tensor
 
 from detsim import fused as fused_kernels
 from detsim import grating
-from detsim.config import CrystalShape, as_float
+from detsim.config import CrystalShape
 from detsim.factors import cell, lattice_sq
 from detsim.interpolation import InterpolationState, allowed
 from detsim.lanes import Projections, blocks, iteration_index, miller
@@ -74,6 +74,11 @@ class Chunk:
         return self.terms.airpath.shape[0]
 
     @property
+    def one_lane(self) -> bool:
+        """Whether each block holds one lane per pixel: one source and one orientation."""
+        return self.terms.n_sources * self.setup.orientations.shape[0] == 1
+
+    @property
     def per_pixel(self) -> int:
         """Iterations per pixel, in loop order t, o, s, r."""
         _, T, O = self.terms.airpath.shape
@@ -88,7 +93,8 @@ class Block(NamedTuple):
     s_sl: slice
     r_sl: slice
     d: Tensor  # (P, 3) unit diffracted directions at (t, o)
-    d_aug: Tensor | None  # (P, 4) rows [d, 1] for the augmented GEMM (square crystal without an HKL table)
+    d_aug: Tensor | None  # rows [d, 1] for the augmented GEMM (square crystal without an HKL table): (P, 4),
+    # or (4, P) where the chunk has one lane per pixel (see :func:`_scaled_grating_sq`)
     projections: Projections  # the block's orientations turned into Miller indices (detsim.lanes)
 
     @property
@@ -140,10 +146,10 @@ def plan_chunk(setup: Setup, terms: PixelTerms, first_pixel: int, interp: Interp
     table = setup.structure.values is not None
     fast = (not observed and setup.config.crystal.shape is CrystalShape.SQUARE and not interp.enabled
             and not needs_grad(setup))
-    N = setup.lattice.N
+    N = setup.cell_counts
     # Axes whose grating factor is not identically 1; without an F table only those need indices.
-    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if as_float(N[j]) > 1)
-    N_axes = [as_float(N[j]) for j in axes]
+    axes = (0, 1, 2) if (table or not fast) else tuple(j for j in range(3) if N[j] > 1)
+    N_axes = [N[j] for j in axes]
     if not fast:
         path = Path.GENERAL
     elif table or has_cut or sequential:
@@ -197,11 +203,15 @@ def chunk_blocks(chunk: Chunk) -> Iterator[Block]:
     R = chunk.setup.orientations.shape[0]
     lanes = chunk.lanes if chunk.first_sweep is None else min(chunk.lanes, R)
     diffracted = chunk.terms.diffracted
-    aug = torch.cat([diffracted, torch.ones_like(diffracted[..., :1])], -1) if augment else None  # (P, T, O, 4)
+    aug = None
+    if augment and chunk.one_lane:
+        aug = torch.cat([diffracted.permute(1, 2, 3, 0), diffracted.new_ones(T, O, 1, chunk.P)], 2)  # (T, O, 4, P)
+    elif augment:
+        aug = torch.cat([diffracted, torch.ones_like(diffracted[..., :1])], -1)  # (P, T, O, 4)
     for t in range(T):
         for o in range(O):
             d = diffracted[:, t, o]  # (P, 3)
-            d_aug = aug[:, t, o] if augment else None  # (P, 4): [d, 1]
+            d_aug = None if aug is None else aug[t, o] if chunk.one_lane else aug[:, t, o]  # [d, 1]: (4, P) or (P, 4)
             for s_sl, r_sl in blocks(chunk.terms.n_sources, R, lanes):
                 first = chunk.first_sweep == (t, o, s_sl.start)
                 yield Block(t, o, s_sl, r_sl, d, d_aug, chunk.first_projections if first else chunk.projections)
@@ -218,9 +228,9 @@ def chunk_values(chunk: Chunk) -> Tensor:
     total = start(chunk)
     for block in chunk_blocks(chunk):
         if chunk.path is Path.FUSED:
-            total = total + fused_sum(chunk, block)
+            total.add_(fused_sum(chunk, block))
         elif chunk.path is Path.GRATING:
-            total = total + grating_sum(chunk, block)
+            total.add_(grating_sum(chunk, block))
         else:
             terms = square_terms(chunk, block) if chunk.path is Path.SQUARE else general_terms(chunk, block)
             total = accumulate(chunk, total, cut(chunk, terms, block), block)
@@ -238,10 +248,11 @@ def grating_sum(chunk: Chunk, block: Block) -> Tensor:
     """(P,) F² times the sum over the block's lanes of F_latt², eager.
 
     The lanes hold F_latt² / scale² (:func:`detsim.grating.scaled_grating_product_inplace`), scale a power
-    of two: multiplying their sum by scale² first gives the bits of the unscaled sum.
+    of two: multiplying their sum by scale² gives the bits of the unscaled sum, and by scale² F² (exactly
+    scale² times F²) those of that sum times F².
     """
     scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
-    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale) * chunk.F_const_sq
+    return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale * chunk.F_const_sq)
 
 
 def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
@@ -257,7 +268,13 @@ def _scaled_grating_sq(chunk: Chunk, block: Block) -> Tensor:
     setup = chunk.setup
     if not chunk.axes:
         return torch.ones((chunk.P, Sb, Rb), dtype=setup.dtype, device=setup.device)
-    hkl = torch.mm(block.d_aug, block.projections.augmented(block.s_sl, block.r_sl, chunk.axes))
+    augmented = block.projections.augmented(block.s_sl, block.r_sl, chunk.axes)  # (4, J*Sb*Rb)
+    if chunk.one_lane:
+        # (J, 4) x (4, P), seen as (P, J): the same products and sums as (P, 4) x (4, J), whose few columns
+        # make MKL's product several times slower
+        hkl = torch.mm(augmented.t(), block.d_aug).t()
+    else:
+        hkl = torch.mm(block.d_aug, augmented)
     hkl = hkl.view(chunk.P, len(chunk.axes), Sb, Rb)  # (P, J, Sb, Rb)
     return grating.scaled_grating_product_inplace(hkl, chunk.N_axes).square_()
 

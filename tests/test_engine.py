@@ -14,7 +14,7 @@ from _tolerances import (
     ALLCLOSE, F64_ROUNDING, F64_SUMMATION, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK,
     VISIBLE_CHANGE_REL,
 )
-from detsim import physics
+from detsim import memory, physics
 from detsim.config import (
     BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig,
 )
@@ -148,16 +148,41 @@ def test_bitwise_identical_across_repeats_and_thread_counts(dtype):
     assert len(hashes) == 1
 
 
+@pytest.mark.parametrize("job_pixels", [1, 21, memory.JOB_PIXELS], ids=["chunk-a-job", "3x7-a-job", "default-jobs"])
 @pytest.mark.parametrize("chunk", [1, 7, None])
-def test_bitwise_identical_on_one_and_two_threads_for_each_chunk_size(dtype, chunk):
-    # P = 240 pixels: 240 chunks of 1, 35 of 7 (the last one short), or one chunk (None: from memory)
+def test_bitwise_identical_on_one_two_and_three_workers_for_each_chunk_and_job_size(dtype, chunk, job_pixels,
+                                                                                    monkeypatch):
+    # P = 240 pixels: 240 chunks of 1, 35 of 7 (the last one short), or one chunk (None: from memory); a job
+    # computes the per-pixel terms of one chunk, of up to 21 pixels' chunks, or of JOB_PIXELS' together
     cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0))
     setup = prepare(cfg, dtype=dtype)
-    one, info = render(setup, chunk_pixels=chunk, threads=1)
+    monkeypatch.setattr(memory, "JOB_PIXELS", 1)
+    alone, info = render(setup, chunk_pixels=chunk, threads=1)
+    monkeypatch.setattr(memory, "JOB_PIXELS", job_pixels)
+    one, _ = render(setup, chunk_pixels=chunk, threads=1)
     two, _ = render(setup, chunk_pixels=chunk, threads=2)
     three, _ = render(setup, chunk_pixels=chunk, threads=3)
     assert info.chunk_pixels == (chunk or info.chunk_pixels)
     assert _sha(two) == _sha(one) and torch.equal(two, one) and torch.equal(three, one)
+    # A chunk's terms computed among a job's other pixels: in float64 every op of the terms gives an element
+    # the same bits wherever it sits in a tensor; float32's atan2 (the Kahn polarization) does not, in the
+    # last element or few of a vectorised loop, so a job's size may move a float32 pixel by one unit.
+    if dtype == torch.float64:
+        assert torch.equal(one, alone)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_an_roi_render_shares_its_pixels_as_the_same_bits_and_reports_progress(dtype, workers, monkeypatch):
+    # an ROI's pixels are not a slice of the image: each chunk's values go to their raster indices
+    monkeypatch.setattr(memory, "JOB_PIXELS", 14)  # 99 pixels: 8 jobs of two 7-pixel chunks
+    cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0, roi=(2, 12, 1, 9)))
+    setup = prepare(cfg, dtype=dtype)
+    one, _ = render(setup, chunk_pixels=7, threads=1)
+    fractions = []
+    shared, _ = render(setup, chunk_pixels=7, threads=workers, progress=fractions.append)
+    assert torch.equal(shared, one)
+    assert (one[0] == 0).all() and (one[1, 2:13] != 0).all()
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) > 1
 
 
 def test_a_render_leaves_torch_thread_count_as_it_found_it():

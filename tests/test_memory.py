@@ -92,7 +92,19 @@ def test_simulate_refuses_a_negative_chunk_size():
 def test_a_chunk_sized_by_memory_leaves_room_for_one_chunk_at_a_time_and_a_small_one_for_many():
     args = dict(device=CPU, itemsize=8, fused=False, layers=8, subpixels=64, sources=1, lanes_per_pixel=1)
     bound = memory.plan(**args, available=64 * MiB)  # the chunk fills the working share
-    assert bound.concurrent_chunks == 1
+    assert bound.concurrent_jobs == 1
     small = memory.plan(**args, available=64 * MiB, chunk_pixels=2)
     per_chunk = 2 * memory.bytes_per_pixel(8, 64, 1, 8) + 3 * 8 * memory.BLOCK_TEMPORARIES * small.block_lanes
-    assert small.concurrent_chunks == int(memory.WORKING_FRACTION * 64 * MiB) // per_chunk >= 2
+    assert small.concurrent_jobs == int(memory.WORKING_FRACTION * 64 * MiB) // per_chunk >= 2
+
+
+def test_a_grouped_job_holds_whole_chunks_up_to_the_job_size_and_within_memory():
+    args = dict(device=CPU, itemsize=8, fused=False, layers=1, subpixels=4, sources=1, lanes_per_pixel=50)
+    alone = memory.plan(**args, available=64 << 30)
+    grouped = memory.plan(**args, available=64 << 30, grouped=True)
+    assert alone.chunks_per_job == 1 and grouped.chunk_pixels == alone.chunk_pixels == memory.CPU_BLOCK_LANES // 50
+    assert grouped.chunks_per_job == memory.JOB_PIXELS // grouped.chunk_pixels > 1
+    per_pixel = memory.bytes_per_pixel(1, 4, 1, 8)
+    block = 3 * 8 * memory.BLOCK_TEMPORARIES * memory.CPU_BLOCK_LANES
+    tight = memory.plan(**args, available=int((block + 1500 * per_pixel) / memory.WORKING_FRACTION), grouped=True)
+    assert tight.chunks_per_job * tight.chunk_pixels <= 1500 and tight.concurrent_jobs == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import torch
 
 from _tolerances import ALLCLOSE
@@ -67,3 +68,24 @@ def test_without_a_sensor_the_capture_fraction_is_one_except_under_oversample_th
     thick = replace(bare, sampling=replace(bare.sampling, oversample_thick=True))
     _, terms = _terms(thick, full=True)
     assert float(terms.capture.abs().max()) == 0.0  # nanoBragg's exp(0) - exp(0)
+
+
+def test_rows_of_a_chunk_are_the_terms_of_those_pixels_alone():
+    uncut = replace(CONFIG, crystal=replace(CONFIG.crystal, dmin_A=0))
+    setup, terms = _terms(uncut, full=False)
+    layers = torch.arange(setup.thickness.count, dtype=torch.float64) * setup.thickness.step
+    alone = pixel_terms(setup, pixel_positions(setup.geometry, setup.pixels_s[5:9], setup.pixels_f[5:9],
+                                               setup.oversample, layers, False, setup.frame.beam), full=False)
+    rows = terms.rows(slice(5, 9))
+    for name, value in vars(alone).items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(getattr(rows, name), value), name
+        else:
+            assert getattr(rows, name) == value, name
+
+
+def test_a_chunk_that_dmin_cuts_is_not_split():
+    _, terms = _terms(CONFIG, full=False)
+    assert terms.survives is not None
+    with pytest.raises(ValueError, match="-dmin cuts is rendered whole"):
+        terms.rows(slice(0, 2))

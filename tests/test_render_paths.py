@@ -41,10 +41,16 @@ def _chunk(config, *, device="cpu", dtype=torch.float64, mode="eager", observed=
                       LANES * P, mode, observed)
 
 
-def test_the_four_paths_give_the_same_pixel_values(device, dtype):
-    grating_chunk = _chunk(CASE, device=device, dtype=dtype)
+# One source, one orientation: each block has one lane per pixel (the GEMM is taken the other way round).
+ONE_LANE = replace(CASE, beam=BeamConfig(), crystal=replace(CASE.crystal, mosaic_spread_deg=0, mosaic_domains=1))
+
+
+@pytest.mark.parametrize("config", [CASE, ONE_LANE], ids=["lanes", "one-lane"])
+def test_the_four_paths_give_the_same_pixel_values(device, dtype, config):
+    grating_chunk = _chunk(config, device=device, dtype=dtype)
+    assert grating_chunk.one_lane == (config is ONE_LANE)
     assert grating_chunk.path is Path.GRATING and grating_chunk.axes == (0, 2)
-    general_chunk = _chunk(CASE, device=device, dtype=dtype, observed=True)
+    general_chunk = _chunk(config, device=device, dtype=dtype, observed=True)
     assert general_chunk.path is Path.GENERAL and general_chunk.axes == (0, 1, 2)
     N_fused = torch.as_tensor(grating_chunk.N_axes, dtype=dtype, device=device)
     fused_chunk = replace(grating_chunk, path=Path.FUSED, kernel=fused.square_lattice_lane_sum, N_fused=N_fused)

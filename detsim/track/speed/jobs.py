@@ -7,13 +7,14 @@ and its children, all threads), ``returncode`` and ``stderr_tail``; it stops at 
 ``job["output"]`` is removed before each run, so that what is read back is the last run's.
 
 :func:`render_job` times detsim's render: it sets torch's thread count, warms up on a 64² detector (which
-compiles, for the compiled path), times ``repeats`` renders (prepare included) and saves the last image as
-raw float32 (slow, fast).
+compiles, for the compiled path), times ``repeats`` renders (prepare included; CPU seconds of every thread and
+of the worker processes a render forks) and saves the last image as raw float32 (slow, fast).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -51,6 +52,13 @@ def _timed(job: dict) -> dict:
             "stderr_tail": tail[-1] if tail else ""}
 
 
+def cpu_seconds() -> float:
+    """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
+    (:mod:`detsim.processes`) are reaped before it returns."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def peak_rss_mb() -> float | None:
     """This process's peak resident memory since it started (``VmHWM``), or None where not reported."""
     try:
@@ -81,13 +89,13 @@ def render_job(job: dict) -> dict:
     gpu = device.type == "cuda"
     walls, cpus = [], []
     for _ in range(job["repeats"]):
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), cpu_seconds()
         with torch.no_grad():
             image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
         if gpu:
             torch.cuda.synchronize(device)
         walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
+        cpus.append(cpu_seconds() - cpu)
     image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
     return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
             "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}
