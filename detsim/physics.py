@@ -37,6 +37,19 @@ def norm(v: Tensor) -> Tensor:
     return torch.sqrt(dot(v, v))
 
 
+def scattering_vectors(diffracted: Tensor, incident: Tensor, lambda_m: Tensor) -> Tensor:
+    """S = (d - i) / lambda, 1/m (spec §5.5): (*, 3) diffracted unit vectors against (S, 3) incident ones
+    and their (S,) wavelengths, m -> (*, S, 3)."""
+    return (diffracted[..., None, :] - incident) / lambda_m[:, None]
+
+
+def survives_dmin(scattering: Tensor, dmin_m: float) -> Tensor:
+    """(*) whether ``-dmin`` spares a source whose scattering vector is ``scattering`` (*, 3), 1/m: nanoBragg
+    skips it when stol = |S| / 2 > 0 and dmin > 0.5 / stol (spec §5.5)."""
+    stol = 0.5 * norm(scattering)  # sin(theta) / lambda, 1/m
+    return ~((stol > 0) & (dmin_m > 0.5 / stol))
+
+
 def _safe(x: Tensor, is_zero: Tensor) -> Tensor:
     """``x`` with exact zeros replaced by 1, so a masked division has finite gradients."""
     return torch.where(is_zero, torch.ones_like(x), x)

@@ -88,10 +88,9 @@ def _source_cut(setup: Setup, diffracted: Tensor, full: bool) -> tuple[Tensor | 
     scattering = survives = None
     dmin_m = setup.config.crystal.dmin_A * ANGSTROM
     if full or dmin_m > 0:
-        scattering = (diffracted[..., None, :] - setup.sources.incident) / setup.sources.lambda_m[:, None]
+        scattering = physics.scattering_vectors(diffracted, setup.sources.incident, setup.sources.lambda_m)
     if dmin_m > 0:
-        stol = 0.5 * physics.norm(scattering)  # sin(theta) / lambda, 1/m
-        survives = ~((stol > 0) & (dmin_m > 0.5 / stol))
+        survives = physics.survives_dmin(scattering, dmin_m)
         if bool(survives.all()) and not full:
             survives = None
     return scattering, survives

@@ -23,12 +23,12 @@ from detsim.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
 )
-from detsim.first_sweep import FirstSweep, first_sweep_phi_angles, thread_first_pixels
-from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame
+from detsim.first_sweep import FirstSweep, first_swept, first_sweep_phi_angles, thread_first_pixels, thread_pixels
+from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame, pixel_positions
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
 from detsim.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.structure import StructureFactors
-from detsim.units import DEG, UM
+from detsim.units import ANGSTROM, DEG, UM
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
             orientations=orientations(lattice, frame.spindle, first_phis, umats).to(dtype),  # (R, 3, 3) m
             pixels=tuple((int(s_idx[i]), int(f_idx[i])) for i in positions), positions=positions)
     cast = dict(dtype=dtype)
-    return Setup(
+    setup = Setup(
         config=config, frame=_cast_frame(frame, dtype), geometry=_cast_geometry(geom, dtype),
         lattice=Lattice(real_m=lattice.real_m.to(**cast), recip_A=lattice.recip_A.to(**cast),
                         N=lattice.N.to(**cast), volume_A3=lattice.volume_A3, misset_rad=lattice.misset_rad),
@@ -158,6 +158,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
         pixels_s=s_idx, pixels_f=f_idx, device=device, dtype=dtype,
         raster=s_idx.numel() == det.spixels * det.fpixels,
     )
+    return _first_sweep_past_the_cut(setup, sampling.nanobragg_threads)
 
 
 # Bytes a rendered pixel needs besides the image itself: its int32 (slow, fast) indices and the command's
@@ -166,6 +167,7 @@ IMAGE_BYTES_PER_PIXEL = 8 + 4 + 2 + 2 + 1 + 16
 PHI_STEP_BYTES = 2 * 32  # two Python float lists (angles, effective angles)
 DOMAIN_BYTES = 9 * 8 + 400  # a float64 rotation, and its Python rows while the random stream draws them
 ORIENTATION_BYTES = 4 * 9 * 8  # a (3, 3) float64 orientation: rotated, oriented, cast, and one spare
+SCAN_LANES = 1 << 18  # (pixel, layer, subpixel, source) lanes whose -dmin cut is tested at once
 
 
 def _require_finite_squares(crystal: CrystalConfig) -> None:
@@ -207,6 +209,35 @@ def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Ten
     return s, f
 
 
+def subpixel_positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:
+    """(P, T, O, 3) lab positions of every subpixel of the given pixels, m (spec §3.4)."""
+    depth = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)  # (T,) layer index
+    layers = depth * setup.thickness.step  # (T,) depth of each sensor layer, m
+    return pixel_positions(setup.geometry, s_idx, f_idx, setup.oversample, layers, setup.config.detector.curved,
+                           setup.frame.beam)
+
+
+def _first_sweep_past_the_cut(setup: Setup, threads: int) -> Setup:
+    """``setup`` whose thread-first pixels are the first of each thread's share that -dmin leaves a source:
+    nanoBragg skips a pixel it cuts whole before the phi loop, and the thread's first sweep falls to the next
+    (spec §4.7)."""
+    first, dmin_m = setup.first_sweep, setup.config.crystal.dmin_A * ANGSTROM
+    if first is None or dmin_m <= 0:
+        return setup
+    incident, lambda_m = setup.sources.incident, setup.sources.lambda_m
+
+    def swept(start: int, stop: int) -> Tensor:  # (P,) whether -dmin spares any layer, subpixel and source
+        position = subpixel_positions(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop])  # (P,T,O,3) m
+        diffracted = position / physics.norm(position)[..., None]
+        return physics.survives_dmin(physics.scattering_vectors(diffracted, incident, lambda_m), dmin_m).flatten(1).any(1)
+
+    batch = max(1, SCAN_LANES // (setup.thickness.count * setup.oversample ** 2 * lambda_m.shape[0]))
+    shares = thread_pixels(setup.pixels_s, setup.config.detector.spixels, threads)
+    positions = tuple(p for p in (first_swept(share, swept, batch) for share in shares) if p is not None)
+    pixels = tuple((int(setup.pixels_s[i]), int(setup.pixels_f[i])) for i in positions)
+    return replace(setup, first_sweep=replace(first, pixels=pixels, positions=positions))
+
+
 def restrict_pixels(setup: Setup, pixels: list[tuple[int, int]]) -> Setup:
     """The same setup rendering only the given (slow, fast) pixels, e.g. for tracing them."""
     s = torch.as_tensor([p[0] for p in pixels], device=setup.device)
@@ -225,4 +256,4 @@ def needs_grad(setup: Setup) -> bool:
     return any(t.requires_grad for t in tensors) or (values is not None and values.requires_grad)
 
 
-__all__ = ["Setup", "needs_grad", "prepare", "restrict_pixels"]
+__all__ = ["Setup", "needs_grad", "prepare", "restrict_pixels", "subpixel_positions"]
