@@ -112,3 +112,27 @@ def test_triton_mode_without_cuda_or_interpreter_is_refused(monkeypatch):
     assert "triton" not in available_modes("cpu")
     with pytest.raises(ValueError, match="CUDA device"):
         render(prepare(CASE), mode="triton")
+
+
+def test_every_cell_count_shares_one_compiled_function_and_its_polynomials_are_data():
+    """One compiled graph serves every count (a closure per count shared one code object, so torch.compile
+    ran out of recompiles on the golden cases and rendered the rest uncompiled)."""
+    first, second = fused.compiled_square_lattice_lane_sum([5, 5, 5]), fused.compiled_square_lattice_lane_sum([4, 6, 8])
+    assert first.func is second.func and first.args[1] != second.args[1]
+    K, odd = fused.chebyshev_polynomials((4, 6, 8))
+    assert all(len(k) == fused.CHEBYSHEV_TERMS for k in K) and odd == [True, True, True]
+    assert fused.chebyshev_polynomials((5,)) == ([[0.0, 16.0, -12.0, 1.0]], [False])  # U_4 = 16c^4 - 12c^2 + 1
+
+
+def test_zero_padding_of_a_polynomial_changes_no_bit(dtype):
+    c = torch.linspace(-1, 1, 1001, dtype=dtype)
+    c_sq = c * c
+    for n in range(1, 9):
+        coefficients = fused.chebyshev_u_coefficients(n - 1)
+        plain = torch.full_like(c, coefficients[0])
+        for a in coefficients[1:]:
+            plain = plain * c_sq + a
+        padded = torch.zeros_like(c)
+        for a in [0.0] * (fused.CHEBYSHEV_TERMS - len(coefficients)) + coefficients:
+            padded = padded * c_sq + a
+        assert torch.equal(padded, plain), n
