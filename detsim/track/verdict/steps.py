@@ -1,10 +1,5 @@
-"""Statistics of noisy histories: where the level of a series steps, and whether a step is real.
-
-* :func:`segments` fits a positive series with a piecewise-constant one (asv's exact Potts solver on
-  log values): a list of ``(left, right_exclusive, level)``;
-* :func:`mann_whitney_greater` is the one-sided rank test that confirms a step against the raw
-  samples on either side of it (exact null distribution up to 50 samples a side).
-"""
+"""Statistics of noisy histories: where the level of a series steps (:func:`segments`), and whether a step
+is real (:func:`mann_whitney_greater`)."""
 
 from __future__ import annotations
 
