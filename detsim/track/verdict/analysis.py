@@ -20,8 +20,7 @@ from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
-from detsim.track.verdict.detection import Finding, detect
-from detsim.track.verdict.fingerprint_series import class_cut
+from detsim.track.verdict.detection import Finding, class_cut, detect
 from detsim.track.verdict.skips import Skipped, group_skips
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError

@@ -1,25 +1,21 @@
 """Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
 
-Lower is better everywhere (throughput is judged on its inverse). The rule of each family
-(:mod:`detsim.track.history.series`) is docs/tracking.md's ("The verdict: ``detsim-track``"): exact
-families against the best recorded value, cost against its threshold at the first commit of the run above
-it, reproducibility and determinism on a 1 at the latest commit; timings and throughput are never a
-verdict on recorded points alone: a step into the tip rising by more than the threshold is a **suspect**
-(``detail["confirmation"]``) that :mod:`detsim.track.confirm` re-measures and decides, else **noise**
-(neither is a regression: :attr:`Finding.is_verdict`); other noisy series need a one-sided rank test of
-the raw samples of up to :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
+Each family's rule is docs/tracking.md's ("How each family is judged"). Lower is better everywhere
+(throughput is judged on its inverse). A timing or throughput step is only a suspect here
+(``detail["confirmation"]``), decided by re-measuring (:mod:`detsim.track.confirm`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Mapping
+from dataclasses import replace
+from typing import Mapping, Sequence
 
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.reproducibility import AXES
 from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
-from detsim.track.verdict.fingerprint_series import fingerprint_finding
 from detsim.track.history.series import Point, Series, param_values
 from detsim.track.verdict.steps import mann_whitney_greater, segments
 
@@ -43,13 +39,11 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
         return _hash_changed(series, points, baseline_hashes, hashes)
     if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
         return fingerprint_finding(series, points)
-    if series.family == "machine class":
-        return None
     if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
         return _exact(series, points)
     if series.family == "cost":
         return _cost(series, points)
-    if series.family == "reference":  # the machine's own speed, recorded by older commits: never a verdict
+    if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
 
@@ -78,12 +72,13 @@ def _cost(series: Series, points: list[Point]) -> Finding | None:
                                 "(exact: no rank test)"})
 
 
-def _first_of_nonzero_run(points: list[Point]) -> int:
-    """Index of the first point of the run of non-zero values that ends at the latest point."""
+def _nonzero_run(points: list[Point]) -> tuple[int, str | None]:
+    """Index of the first point of the run of non-zero values that ends at the latest point, and the commit
+    before it (None: the run starts at the first point)."""
     first = len(points) - 1
     while first > 0 and points[first - 1].value != 0:
         first -= 1
-    return first
+    return first, points[first - 1].commit if first > 0 else None
 
 
 def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
@@ -91,8 +86,7 @@ def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
     such commits that ends there (a commit before it reproduced, or none recorded did)."""
     if points[-1].value == 0:
         return None
-    first = _first_of_nonzero_run(points)
-    last_good = points[first - 1].commit if first > 0 else None
+    first, last_good = _nonzero_run(points)
     axis = param_values(series.params).get("axis", "?")
     detail = {"axis": axis, "runs": AXES[axis].runs if axis in AXES else axis}
     return Finding(series, last_good, points[first].commit, 0.0 if last_good else None, points[-1].value, detail)
@@ -102,8 +96,7 @@ def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
                   hashes: Mapping[str, dict]) -> Finding | None:
     if points[-1].value == 0:
         return None
-    first = _first_of_nonzero_run(points)
-    last_good = points[first - 1].commit if first > 0 else None
+    first, last_good = _nonzero_run(points)
 
     def sha(commit):
         return ((hashes.get(commit) or {}).get("cases", {}).get(series.case) or {}).get("sha256")
@@ -212,3 +205,35 @@ def _noisy(series: Series, points: list[Point]) -> Finding | None:
     if not _confirmed(series, side_a, side_b, larger_is_better, detail):
         return None
     return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
+
+
+COMPARED = "commit to commit on this machine (no stored baseline of its class)"
+
+
+def class_cut(points: Sequence[Point], classes: Mapping[str, float]) -> int:
+    """Index of the first point after the last one whose machine class is not the latest point's (a
+    point without a recorded class counts as another class; fingerprints of two classes are not comparable)."""
+    latest = classes.get(points[-1].commit) if points else None
+    if latest is None:  # results without the class track: nothing to cut by
+        return 0
+    cut = 0
+    for i, point in enumerate(points):
+        if classes.get(point.commit) != latest:
+            cut = i + 1
+    return cut
+
+
+def fingerprint_finding(series: Series, points: list[Point]) -> Finding | None:
+    """A determinism finding at the latest of ``points`` (measured, oldest first, one machine class: the
+    first is the implicit baseline) where the image changed, with the old and new fingerprints; or None."""
+    if len(points) < 2 or points[-1].value == points[0].value:
+        return None
+    reference = points[0].value
+    first = len(points) - 1
+    while first > 1 and points[first - 1].value != reference:
+        first -= 1
+    changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if p.value != prev.value]
+    detail = {"old_sha256": fingerprint_hex(points[first - 1].value), "new_sha256": fingerprint_hex(points[-1].value),
+              "changed_again_at": changes, "compared": COMPARED, "baseline_commit": points[0].commit}
+    return Finding(replace(series, family="determinism"), points[first - 1].commit, points[first].commit, 0.0, 1.0,
+                   detail)
