@@ -1,18 +1,11 @@
-"""The verdict as text, in full: one line per finding, then what was not measured or skipped, the notes and a
-summary (the default output is :mod:`.screen`'s shorter form).
-
-:func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
-its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
-where: ``since <first bad>, last good <last good>`` with their subjects. Each line starts with the
-finding's label (:attr:`~.finding.Finding.label`): ``REGRESSED``, ``CHANGED`` (an image's bits changed and
-reproduce), ``NONDETERMINISTIC`` (two runs of one input differ: the axis and cases), or ``SUSPECT`` /
-``NOISE`` for a timing step not confirmed, ending with the evidence that decided. More than
-:data:`GROUP_HASHES` image-hash findings of the same commits print as one line, and the
-non-reproducible cases of one axis and commits as one line.
+"""The verdict as text, in full (``-v`` and the report file; :mod:`.screen` has the default, shorter form): a
+line per finding from its JSON record, so the text and ``--json`` always agree, its label first and the
+evidence that decided last; then what was not measured or skipped, the notes and a summary.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
@@ -101,26 +94,24 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
 
 
 def summary_line(report: Report) -> str:
-    families: dict[str, int] = {}
     verdicts = [f for f in report.regressions if f.is_verdict]
-    for f in verdicts:
-        families[f.series.family] = families.get(f.series.family, 0) + 1
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(families.items()))
-    steps = {}
-    for f in report.regressions:
-        if not f.is_verdict:
-            steps[f.detail.get("confirmation")] = steps.get(f.detail.get("confirmation"), 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in verdicts).items()))
+    steps = Counter(f.detail.get("confirmation") for f in report.regressions if not f.is_verdict)
     unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
     return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
             f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
             f"exit {int(report.exit)}")
 
 
+def header(report: Report) -> str:
+    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows."""
+    return (f"detsim-track: machine {report.machine}, {len(report.commits)} commits recorded "
+            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
+
+
 def report_lines(report: Report) -> list[str]:
     """The whole verdict, line by line."""
-    commits = report.commits
-    lines = [f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
-             f"({commits[0][:8]} .. {commits[-1][:8]}), latest {commit_text(report.latest, report.subjects)}"]
+    lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]

@@ -1,29 +1,16 @@
-"""The verdict on one screen: a line per finding that needs action, then one summary line.
-
-``detsim-track regressions`` prints this by default; the whole evidence (:mod:`.lines`) goes to the report
-files and to ``--verbose``. Every line is at most :data:`WIDTH` characters:
-
-* a line per finding that needs action, its label first (:attr:`~.finding.Finding.label`: ``REGRESSED``,
-  ``CHANGED``, ``NONDETERMINISTIC``, ``UNDECIDED``, ``SUSPECT``), then its family, the benchmark's short
-  name (its module left out) or golden case, old -> new and the ratio, and the first bad commit's short
-  sha and subject, the subject cut to fit (:func:`fitted`);
-* :data:`GROUP_AT` or more findings of one label and family between the same two commits as one line,
-  with their count and the first names that fit (``CHANGED image hash of 54 golden cases (a01, b01, ...
-  +51) since 1a2b3c4d "Subject"``); the cases that do not reproduce along one axis always as one line;
-* the benchmarks that failed at the latest commit (``NOT MEASURED``), as one line when there are many;
-* the summary (:func:`summary_line`): how many findings of each label need action, how many series were
-  measured, how many timing steps were noise (a ``NOISE`` step has no line of its own), how many were
-  skipped and why (:mod:`.skips`, the largest group first, as many reasons as fit), and the exit status.
+"""The verdict on one screen, the default output (its rules: docs/tracking.md, "The verdict"): a line per
+finding that needs action, at most :data:`WIDTH` characters, then one summary line; :mod:`.lines` has it in full.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
 from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NOISE, NONDETERMINISTIC, REGRESSED, Finding
-from detsim.track.verdict.lines import fmt
+from detsim.track.verdict.lines import fmt, header
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
@@ -92,7 +79,7 @@ def _prefix(record: Mapping) -> str:
 
 
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
-    """One finding (see the module docstring), ``tail`` at its end."""
+    """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
     if record["family"] == "reproducibility":
         return group_line([record], subjects)
     label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record)}"
@@ -101,11 +88,12 @@ def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -
     return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
 
 
-def names_fitting(names: list[str], room: int) -> str:
-    """``a01, b01, c01, ... +51``: as many of ``names`` as fit in ``room`` characters (one at least)."""
+def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
+    """``a01, b01, c01, ... +51``: as many of ``names`` as fit in ``room`` characters (one at least), the
+    others counted in ``more``."""
     for shown in range(len(names), 0, -1):
         rest = len(names) - shown
-        text = ", ".join(names[:shown]) + (f", ... +{rest}" if rest else "")
+        text = ", ".join(names[:shown]) + (more.format(rest) if rest else "")
         if len(text) <= room or shown == 1:
             return text
     return ""
@@ -137,10 +125,6 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
     return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=_prefix(records[0]))
 
 
-def _group_key(record: Mapping) -> tuple:
-    return (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
-
-
 def decide_text(commands: list[str]) -> str:
     return "decide: " + "; ".join(commands)
 
@@ -152,9 +136,9 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
     for finding in findings:
         if finding.label != NOISE_LABEL:
             record = finding.record()
-            groups.setdefault(_group_key(record), []).append(record)
-    records = [r for group in groups.values() for r in group]
-    undecided = [r for r in records if r.get("decide_command")]
+            key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
+            groups.setdefault(key, []).append(record)
+    undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
     decide = sorted({r["decide_command"] for r in undecided})
     lines, told = [], False
     for group in groups.values():
@@ -190,42 +174,24 @@ LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values
 
 
 def summary_line(report: Report) -> str:
-    """What needs action, what was measured, what was noise, what was skipped and why, and the exit."""
-    labels = {label: 0 for label in LABEL_ORDER}
-    for finding in report.regressions:
-        labels[finding.label] = labels.get(finding.label, 0) + 1
-    noise = labels.pop(NOISE_LABEL)
-    act = [f"{n} {label.lower()}" for label, n in labels.items() if n]
+    """What needs action, what was measured, what was noise, what was skipped and why (the largest group
+    first, as many reasons as fit, the others counted), and the exit."""
+    labels = Counter(finding.label for finding in report.regressions)
+    act = [f"{labels[label]} {label.lower()}" for label in LABEL_ORDER if labels[label] and label != NOISE_LABEL]
     if report.unmeasured or not report.built:
         act.append(f"{len(report.unmeasured)} not measured")
-    head = (f"summary: {', '.join(act) or 'nothing to act on'}; {report.measured} measured, {noise} noise, "
-            f"{report.skipped} skipped")
+    head = (f"summary: {', '.join(act) or 'nothing to act on'}; {report.measured} measured, {labels[NOISE_LABEL]} "
+            f"noise, {report.skipped} skipped")
     tail = f"; exit {int(report.exit)}"
-    return head + reasons_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail)) + tail
-
-
-def reasons_fitting(reasons: list[str], room: int) -> str:
-    """``: <reason>, <reason>`` with as many of ``reasons`` (the largest group first) as fit in ``room``
-    characters, the others counted (``+2 more``); the first is always said."""
-    for shown in range(len(reasons), 0, -1):
-        rest = len(reasons) - shown
-        text = ": " + ", ".join(reasons[:shown]) + (f", +{rest} more" if rest else "")
-        if len(text) <= room or shown == 1:
-            return text
-    return ""
-
-
-def header_line(report: Report) -> str:
-    commits = report.commits
-    head = (f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
-            f"({commits[0][:8]} .. {commits[-1][:8]}),")
-    return fitted(head, report.latest, report.subjects, prefix="latest")
+    if report.skips:
+        head += ": " + names_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail) - 2, ", +{} more")
+    return head + tail
 
 
 def screen_lines(report: Report) -> list[str]:
     """One machine's verdict on one screen."""
-    return [header_line(report), *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report),
-            summary_line(report)]
+    return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
+            *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
 
 
 def fleet_screen_lines(fleet: FleetReport) -> list[str]:
