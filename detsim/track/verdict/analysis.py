@@ -1,12 +1,5 @@
-"""The verdict on a project's stored history: what regressed at the latest recorded commit.
-
-:func:`analyse` reads what was recorded (:mod:`.asvresults`), builds the series (:mod:`.series`) and
-judges the latest point of each (:mod:`.detection`) into a :class:`Report`: the findings (sorted by
-family, benchmark, parameters), the series not measured at the latest commit (failed there), how many
-were measured and skipped there (the skips grouped by reason, :mod:`.skips`), whether the latest commit
-built at all, notes, and the exit code:
-:attr:`~detsim.track.base.exitcodes.ExitCode.UNMEASURED` when something failed or nothing was measured
-(it wins), REGRESSED for a finding, else OK. :meth:`Report.as_json` is the ``--json`` form.
+"""The verdict on a project's stored history: what regressed at the latest recorded commit, on one machine
+(:func:`analyse`: a :class:`Report` and its exit code) or several (:func:`analyse_fleet`), by docs/tracking.md's rules.
 """
 
 from __future__ import annotations
@@ -101,14 +94,10 @@ class Judgement:
 
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
           hashes: Mapping[str, dict]) -> Judgement:
-    """The findings, the labels not measured at ``latest`` (failed), the series skipped there and how many
-    were measured.
-
-    Image fingerprints are judged commit to commit (within the latest commit's machine class) only
-    where no stored baseline of this class judged the same images: a case whose 0/1 determinism track
-    was measured at ``latest``, or the compiled path where its count was. asv's page never judges them
-    (null in ``regressions_first_commits``); this command does, from the first commit asv would.
-    """
+    """The findings at ``latest`` and what was measured, failed or skipped there. Image fingerprints are judged
+    commit to commit (within the latest commit's machine class) only where no stored baseline of this class
+    judged the same images, and from the first commit asv would judge them, though asv's page never does
+    (null in ``regressions_first_commits``)."""
     classes = machine_classes(series)
     by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
     count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
@@ -144,38 +133,21 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
 HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
 
 
-def irreproducible_commits(series: list[Series]) -> dict[str, set[str]]:
-    """Commit -> the axes along which some golden image did not reproduce there (``reproducibility``)."""
-    found: dict[str, set[str]] = {}
-    for s in series:
-        if s.family != "reproducibility":
-            continue
-        axis = param_values(s.params).get("axis", "?")
-        for p in s.points:
-            if p.measured and p.value > 0:
-                found.setdefault(p.commit, set()).add(axis)
-    return found
-
-
-def _judged_by_bits(finding: Finding, axes: set[str]) -> bool:
-    """Whether ``finding`` compares images of a kind that did not reproduce (``axes``) at its commit:
-    per-case eager hashes with the eager axes, the compiled path's hashes with the compiled axis."""
-    compiled = finding.series.family == "hash count" or (finding.series.family == "fingerprint"
-                                                         and not finding.series.case)
-    return "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
-
-
 def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
-    """The findings less the image-bit changes first seen at a commit whose images do not reproduce (their
-    hashes differ by chance, not by a change), and one note saying how many were withheld and why."""
-    irreproducible = irreproducible_commits(series)
+    """The findings less the image-bit changes first seen at a commit where images of their kind did not
+    reproduce (the compiled path's along the compiled axis, per-case eager ones along the eager axes): their
+    hashes differ by chance, not by a change. And one note saying how many were withheld and why."""
+    irreproducible: dict[str, set[str]] = {}  # commit -> the axes along which some golden image did not reproduce
+    for s in series:
+        for p in s.points if s.family == "reproducibility" else ():
+            if p.measured and p.value > 0:
+                irreproducible.setdefault(p.commit, set()).add(param_values(s.params).get("axis", "?"))
     kept, withheld = [], []
     for f in findings:
         axes = irreproducible.get(f.first_bad, set())
-        if f.series.family in HASH_FAMILIES and _judged_by_bits(f, axes):
-            withheld.append(f)
-        else:
-            kept.append(f)
+        compiled = f.series.family == "hash count" or (f.series.family == "fingerprint" and not f.series.case)
+        by_chance = "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
+        (withheld if f.series.family in HASH_FAMILIES and by_chance else kept).append(f)
     if not withheld:
         return kept, None
     commits = sorted({f.first_bad[:8] for f in withheld})
@@ -249,22 +221,19 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
-    regressions, unmeasured = judged.findings, judged.unmeasured
-    regressions, withheld = without_irreproducible(regressions, series)
-    notes = list(recorded.notes) + [withheld] * bool(withheld)
+    regressions, withheld = without_irreproducible(judged.findings, series)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
-    if note:
-        notes.append(note)
+    notes = [*recorded.notes, *filter(None, (withheld, note))]
     built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
     if not built:
         notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
     if required is None:
         notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
-    code = exit_code(regressions, unmeasured, built)
+    code = exit_code(regressions, judged.unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
-        unmeasured=tuple(unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
+        unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
         machine_class=machine_class, measured=judged.measured,
         skips=group_skips(judged.skipped, class_baseline=chosen is not None),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
