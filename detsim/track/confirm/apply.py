@@ -1,14 +1,7 @@
-"""Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them.
-
-:func:`confirm_report` takes a :class:`~detsim.track.verdict.analysis.Report` and re-measures its
-suspects (:data:`~detsim.track.verdict.detection.SUSPECT`), the largest rise first, at most ``limit`` of
-them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
-suspect stays one, with the reason, where it was not re-measured: over the limit, or out of time (each
-suspect gets an equal share of what is left of the budget, so that one compiled benchmark, which
-compiles in every round's processes, cannot use up the time of all the others), recorded on another
-machine than this one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
-(per machine, benchmark, parameters and commit pair), so a step judged once is not re-measured by every
-later run. The report's exit code is recomputed: only confirmed steps count.
+"""Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them, the largest rise
+first (docs/tracking.md). Each gets an equal share of what is left of the budget, so that one long benchmark
+cannot use up the time of all the others; outcomes are kept in :data:`CACHE` so that a step judged once is not
+re-measured by every later run. Only confirmed steps count in the recomputed exit code.
 """
 
 from __future__ import annotations
@@ -135,9 +128,7 @@ def default_measure(root: Path) -> Measure:
 
 def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
                    limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S, use_cache: bool = True) -> Report:
-    """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed;
-    re-measuring stops after ``budget_s`` seconds, each suspect given an equal share of what is left (one
-    not finished in its share stays a suspect)."""
+    """``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not originals:
         return report
@@ -175,22 +166,16 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measur
                 Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
-        if here is not None and report.machine not in here:
-            decided[key_id] = _undecided(report.machine, finding, f"recorded on machine {report.machine}, not defined on this host")
-            continue
-        if finding.last_good is None:
-            decided[key_id] = _undecided(report.machine, finding, "no earlier commit recorded")
-            continue
-        if limit == 0:
-            decided[key_id] = _undecided(report.machine, finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
-            continue
-        if rank >= limit:
-            decided[key_id] = _undecided(report.machine, finding, f"over the limit of {limit} re-measurements per run "
-                                                     "(`detsim-track regressions --remeasure N`)")
-            continue
-        if time.monotonic() > deadline:
-            decided[key_id] = _undecided(report.machine, finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
-                                                     "(`detsim-track regressions --remeasure-budget S`)")
+        why = (f"recorded on machine {report.machine}, not defined on this host"
+               if here is not None and report.machine not in here
+               else "no earlier commit recorded" if finding.last_good is None
+               else "re-measuring is off here (`detsim-track regressions` re-measures)" if limit == 0
+               else f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
+               if rank >= limit
+               else f"the re-measuring budget of {budget_s:.0f} s was spent (`detsim-track regressions "
+                    "--remeasure-budget S`)" if time.monotonic() > deadline else None)
+        if why:
+            decided[key_id] = _undecided(report.machine, finding, why)
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
         to_measure -= 1
@@ -198,8 +183,8 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measur
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share_s:.0f} s: its share of the "
-                                                     f"{budget_s:.0f} s re-measuring budget)")
+            decided[key_id] = _undecided(report.machine, finding,
+                                         f"{exc} ({share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget)")
             continue
         decided[key_id] = _with(finding, confirmation)
         outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,

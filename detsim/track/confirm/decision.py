@@ -1,15 +1,9 @@
-"""What a re-measurement says about a suspected timing step: confirmed, or noise.
+"""What a re-measurement says about a suspected timing step: confirmed, or noise (docs/tracking.md).
 
-The rounds of a :class:`~.remeasure.Remeasurement` are paired (A and B sampled in turn), so the test is
-on log ratios ``log(b / a)``. Two consecutive rounds, one started by each side, are averaged into one
-**block** (:func:`block_logs`), which cancels any effect of sampling first and a drift of the machine
-across the pair; the median of the blocks is the **ratio** (B over A, lower is better, so above 1 is
-slower) and a one-sided Wilcoxon signed-rank test (exact) over the blocks says whether B is slower at
-all. A step is **confirmed** when both hold: p < :data:`ALPHA` and the ratio above 1 + the benchmark's
-threshold. Otherwise it is **noise**, with the reason (no significant difference, or a real one
-smaller than the threshold). An undecided first look gets :data:`EXTRA_ROUNDS` more rounds once: p
-between ALPHA and :data:`EXTEND_BELOW_P`, or p below ALPHA with a ratio between half the threshold and
-the threshold.
+The rounds are paired (A and B sampled in turn), so the test is on log ratios ``log(b / a)``, two consecutive
+rounds (one started by each side) averaged into one block, which cancels any effect of sampling first and a
+drift of the machine across the pair. Confirmed: the median block ratio above 1 + the threshold *and* a
+one-sided Wilcoxon signed-rank test (exact) of the blocks p < :data:`ALPHA`; else noise, with the reason.
 """
 
 from __future__ import annotations
@@ -29,7 +23,6 @@ EXTRA_ROUNDS = ROUNDS
 class Status(enum.Enum):
     CONFIRMED = "confirmed"  # re-measured: slower by more than the threshold, significantly
     NOISE = "noise"  # re-measured: no such difference
-    SUSPECT = "suspect"  # a step in the history, not re-measured (the reason says why)
 
 
 @dataclass(frozen=True)
@@ -89,7 +82,8 @@ def _look(m: Remeasurement) -> tuple[float, float]:
 
 
 def extra_rounds(threshold: float):
-    """The ``more`` callback of :func:`~.remeasure.remeasure`: one extension for an undecided first look."""
+    """The ``more`` callback of :func:`~.remeasure.remeasure`: :data:`EXTRA_ROUNDS` once for an undecided first
+    look (p between ALPHA and :data:`EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold and it)."""
     def more(m: Remeasurement) -> int:
         if len(m.a) > ROUNDS:
             return 0

@@ -1,24 +1,15 @@
 """A fork server that measures one benchmark at two commits: a script, spoken to by :mod:`.remeasure`.
 
-``python -P fork_server.py SPEC.json``, started as a :class:`~detsim.track.base.fresh.Conversation`
-(JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.PathThroughput
-.track_ns_per_pixel_step``), its parameter values, how many samples a side takes per round, the project checkout
-(for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
-package per side (``{"A": dir, "B": dir}``). The server imports the spec's ``preload`` modules once
-(torch, by default). For every request
-(``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
-each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
-would (``setup(*params)``) and calls it once to warm up (in the first round; after it, only where the
-warm-up did work a call does not: see :data:`WARMS_NOTHING`); then the two processes take their samples in
-turn, A B A B ..., so that a sample of one commit and the next of the other are a fraction of a second
-apart and share whatever the machine was doing then. A ``time_`` benchmark is timed with its own
-``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
-JSON line: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": {...}}``, or ``{"error": ...}``.
-
-A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
-fork, so a round costs a fraction of a second instead of torch's import. Standard library only (and what
-it preloads), run by its path: this file runs beside the other commits' packages, and imports no ``detsim``
-(an imported one would be every fork's).
+``python -P fork_server.py SPEC.json``, a :class:`~detsim.track.base.fresh.Conversation` (a greeting, then one
+JSON line per request). SPEC: the benchmark, its parameter values, samples per side and round, the checkout
+(for its ``benchmarks``, as asv takes them), one exported ``detsim`` package per side (``{"A": dir, "B": dir}``)
+and the modules to ``preload`` once. Each request (``{"order": "AB"}`` or ``"BA"``) is one round: a fork per
+side puts its package first on ``sys.path``, sets the benchmark up as asv would and warms it up (see
+:data:`WARMS_NOTHING`), then the two sample in turn (a ``time_`` benchmark by its own ``timer``, a ``track_``
+one by its value). The answer: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": ...}``
+or ``{"error": ...}``. A process per side and round, so nothing one commit's code leaves in memory reaches the
+other's; a fork, so a round costs a fraction of a second instead of torch's import. Standard library only, run
+by its path: it imports no ``detsim`` (an imported one would be every fork's).
 """
 
 import importlib
@@ -156,7 +147,7 @@ def _round(spec: dict, order: str) -> dict:
 def main(spec_path: str) -> None:
     with open(spec_path) as handle:
         spec = json.load(handle)
-    for name in spec.get("preload", ["torch"]):  # imported once, shared by every forked measurement
+    for name in spec["preload"]:  # imported once, shared by every forked measurement
         importlib.import_module(name)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

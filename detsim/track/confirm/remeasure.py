@@ -1,17 +1,10 @@
 """Re-measure one benchmark at two commits, interleaved, each measurement in a fresh process.
 
-Each commit's ``detsim`` package is exported (:func:`~detsim.track.base.commits.export_package`) into a
-temporary folder. One server process (:mod:`.fork_server`, a
-:class:`~detsim.track.base.fresh.Conversation` pinned to one CPU so that both commits share the same core
-and its neighbours) imports torch once; each round it forks a fresh process per commit, and
-the two take their samples in turn, A B A B ..., a fraction of a second apart, so a busy spell of the
-machine (on a shared VM they come and go within seconds, invisible to the load average) weighs on both
-alike. Rounds start with A and with B alternately. The benchmark's own setup holds glibc's allocator
-steady (``benchmarks/common.steady_allocator``), as it does when asv records it: without that, how many
-page faults a render took depended on each process's history, and two forks running the same code
-differed by up to 16 % for a whole re-measurement. A side's figure in a round is the
-minimum of its samples (a neighbour on a shared machine only ever adds time), in the lower-is-better
-direction (a throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
+Each commit's ``detsim`` package is exported into a temporary folder. One server (:mod:`.fork_server`), pinned to
+one CPU so that both commits share its core, imports torch once and forks a fresh process per commit each round;
+the two sample in turn, a fraction of a second apart, so a busy spell of the machine weighs on both alike
+(docs/tracking.md). A side's figure in a round is the minimum of its samples (a neighbour on a shared machine
+only ever adds time), in the lower-is-better direction (a throughput's inverse).
 """
 
 from __future__ import annotations
