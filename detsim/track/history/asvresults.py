@@ -1,17 +1,7 @@
-"""What a project has recorded: asv's results, the per-commit image hashes and the golden baseline.
-
-Layout under the project's root (``results_dir`` from asv.conf.json, ``results/asv`` here):
-
-* ``<results_dir>/benchmarks.json``: the suite's benchmarks (type, unit, parameters, version);
-* ``<results_dir>/<machine>/machine.json`` and one results file per (commit, environment), asv's
-  format version 2 (:func:`load_result_file`);
-* ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit, written by
-  earlier versions of the suite (read where present; the suite now records image fingerprints as tracks);
-* ``results/baselines/golden_hashes/<class slug>.json`` (and the single ``golden_hashes.json`` of earlier
-  versions): the stored hashes of every machine class (:mod:`detsim.track.base.baseline_file`).
-
-:func:`load_recorded` reads all of them into a :class:`Recorded`, its results in commit order
-(:mod:`.ordering`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
+"""What a project has recorded (:func:`load_recorded`): asv's benchmark list and the results of one machine
+(``<results_dir>/<machine>/``, asv's format version 2) in commit order, the per-commit image hashes earlier
+versions of the suite wrote (``results/hashes/<commit>.json``), and every machine class's golden baseline
+(:mod:`detsim.track.base.baseline_file`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
 """
 
 from __future__ import annotations

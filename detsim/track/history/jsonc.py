@@ -1,10 +1,5 @@
-"""Reading the stored JSON files of the asv history, and ``asv.conf.json``.
-
-Every file ``detsim-track regressions`` reads goes through :func:`read_json`, which turns a missing,
-unreadable or corrupt file into a :class:`ResultsError` naming it (one line for the user).
-``asv.conf.json`` is JSON with ``//`` line comments (:func:`strip_comments` removes them outside
-strings); trailing commas are not accepted. :func:`load_config` reads it from a project's root.
-"""
+"""Reading the stored JSON files of the asv history and ``asv.conf.json`` (JSON with ``//`` line comments, as
+asv allows; no trailing commas): a missing, unreadable or corrupt file is a :class:`ResultsError` naming it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The order of the recorded commits, and where regression detection starts in it.
-
-asv's results files are ordered by the git history of HEAD (``git rev-list --topo-order``); results of
-commits outside it are left out (said in a note). Where no recorded commit is in HEAD's history (a
-copied results folder, no git), they are ordered by the commit date asv stored. :func:`first_commit_cut`
-applies ``regressions_first_commits`` of asv.conf.json to a series' commits. In a project checkout
-the commit to judge is HEAD (:func:`checkout_head`): without results for it there is no verdict.
+"""The order of the recorded commits (HEAD's git history, else the commit dates asv stored), the commit to judge
+(HEAD, in a project checkout), and where detection starts (``regressions_first_commits``).
 """
 
 from __future__ import annotations
@@ -31,21 +26,13 @@ def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes
 
 
-def head(root: Path) -> str | None:
-    """The full hash of HEAD, or None outside git."""
-    return (query(root, "rev-parse", "HEAD") or "").strip() or None
-
-
 def checkout_head(root: Path) -> str | None:
-    """HEAD's full hash where ``root`` is the top of a git work tree (a project checkout), else None.
-
-    A results folder that is not itself a checkout (a copy, a fixture inside another project) has no
-    HEAD of its own to require results for.
-    """
+    """HEAD's full hash where ``root`` is the top of a git work tree (a project checkout), else None: a results
+    folder that is not itself a checkout (a copy, a fixture inside another project) has no HEAD of its own."""
     top = (query(root, "rev-parse", "--show-toplevel") or "").strip()
     if not top or Path(top).resolve() != Path(root).resolve():
         return None
-    return head(root)
+    return (query(root, "rev-parse", "HEAD") or "").strip() or None
 
 
 def subjects(root: Path, commits: list[str]) -> dict[str, str]:

@@ -1,27 +1,11 @@
-"""The history of every benchmark: one :class:`Series` of :class:`Point` per benchmark and parameters.
-
-A **point** is one benchmark's value at one commit: a number, ``None`` when the benchmark failed there,
-or NaN when it was skipped (with its raw samples and 99% interval where asv stored them). A **series**
-is the points of one (environment, benchmark, parameter combination) in commit order, with what the
-benchmark says about itself: its **family** (:func:`family_of`), unit, golden case and regression
-threshold. The family decides how a series is judged:
-
-* ``timing``, ``memory``, ``throughput`` (units per second) and other ``track``: noisy, judged by steps;
-* ``cost`` (unit ``instructions``: counted under valgrind, repeatable within ~0.1 %): exact against its
-  threshold, no rank test;
-* ``parity`` (1 - r per golden case), ``determinism`` (0/1 per golden case against its machine class's
-  stored hash) and ``hash count`` (compiled-path images that differ): exact;
-* ``fingerprint`` (the start of an image's sha256 as a number, per golden case or for all compiled-path
-  images): exact, compared commit to commit within one machine class, never by size;
-* ``reproducibility`` (per axis and golden case: 1 when two runs of the same input gave different bits,
-  ``bench_reproducibility``): exact, any 1 at the latest commit is a finding;
-* ``machine class`` (the class of the golden renders as a number): no regression itself, it says which
-  commits' fingerprints are comparable;
-* ``reference``: the machine's own speed, never a regression itself, used to correct for load.
+"""The history of every benchmark: one :class:`Series` of :class:`Point` per environment, benchmark and parameter
+combination, in commit order, with what the benchmark says about itself: its family (:func:`family_of`; how each
+is judged: docs/tracking.md), unit, golden case and regression threshold.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -104,11 +88,7 @@ def case_of(bench: Mapping) -> str | None:
 def param_values(params: str) -> dict[str, str]:
     """A parameter label's values by name, quotes removed: ``"(axis='threads', case='a01')"`` ->
     ``{"axis": "threads", "case": "a01"}`` (``{}`` for ``""``)."""
-    values = {}
-    for part in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params):
-        name, value = part
-        values[name] = value.strip("'\"")
-    return values
+    return {name: value.strip("'\"") for name, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params)}
 
 
 def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
@@ -122,10 +102,7 @@ def param_labels(bench: Mapping) -> list[str]:
     params, names = bench.get("params") or [], bench.get("param_names") or []
     if not params:
         return [""]
-    combos = [[]]
-    for values in params:
-        combos = [c + [v] for c in combos for v in values]
-    return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in combos]
+    return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in itertools.product(*params)]
 
 
 def _cell(row: list, columns: list, column: str, index: int, width: int):
