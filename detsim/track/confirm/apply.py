@@ -183,8 +183,8 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measur
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[key_id] = _undecided(report.machine, finding,
-                                         f"{exc} ({share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget)")
+            share = f"{share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget"
+            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})")
             continue
         decided[key_id] = _with(finding, confirmation)
         outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,
