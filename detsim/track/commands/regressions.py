@@ -1,10 +1,7 @@
-"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit.
-
-The rules, the output and the exit status are the user's manual's: docs/tracking.md, "The verdict:
-``detsim-track``". Reading the history is :mod:`detsim.track.history`'s, judging it
-:mod:`detsim.track.verdict`'s, re-measuring timing suspects :mod:`detsim.track.confirm`'s; this module
-reads the options, writes the report (``reports/<STAMP>/verdict.txt`` and ``verdict.json``, each file
-atomically, an existing one replaced only when it is this command's) and runs ``--explain``.
+"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (the
+rules, the output and the exit status: docs/tracking.md, "The verdict"). This module reads the options, writes
+the full report's two files (each atomically, an existing one replaced only when it is this command's) and
+runs ``--explain``; :mod:`detsim.track.verdict` judges and :mod:`detsim.track.confirm` re-measures.
 """
 
 from __future__ import annotations
@@ -73,14 +70,6 @@ def report_files(folder: Path) -> tuple[Path, Path]:
     return text, data
 
 
-def shown(path: Path) -> str:
-    """``path`` relative to the working directory where it lies below it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     folder = (args.out_root or root / REPORTS) / utc_stamp()
@@ -89,15 +78,12 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         machines = args.machine or recorded_machines(root)
-        if len(machines) > 1:
-            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure,
-                                   budget_s=args.remeasure_budget)
-        else:
-            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
-                                    budget_s=args.remeasure_budget)
+        fleet = len(machines) > 1
+        judged = analyse_fleet(root, machines) if fleet else analyse(root, machines[0] if machines else None)
+        report = (confirm_fleet if fleet else confirm_report)(judged, root, limit=args.remeasure,
+                                                              budget_s=args.remeasure_budget)
     except (ResultsError, OutputError) as exc:
         return refuse(f"detsim-track: {exc}")
-    fleet = isinstance(report, FleetReport)
     full = fleet_lines(report) if fleet else report_lines(report)
     data = {"report": COMMAND, **report.as_json()}
     written = _write_report(text_file, json_file, full, data)
@@ -107,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         notes = sum(len(r.notes) for r in report.reports.values()) + len(report.facts) if fleet else len(report.notes)
         lines = fleet_screen_lines(report) if fleet else screen_lines(report)
         if written:
-            lines = [*lines, report_line(shown(folder), TEXT_FILE, JSON_FILE, notes)]
+            where = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+            lines = [*lines, report_line(str(where), TEXT_FILE, JSON_FILE, notes)]
     for line in lines:
         print(line)
     if not written:
