@@ -40,7 +40,6 @@ class Point:
     commit: str
     value: float | None  # None: failed; nan: skipped
     samples: tuple[float, ...] | None = None
-    ci: tuple[float, float] | None = None  # asv's 99% interval
 
     @property
     def measured(self) -> bool:
@@ -122,13 +121,11 @@ def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Itera
         raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
                            f"for {len(combos)} parameter combinations")
     for i, params in enumerate(combos):
-        a, b = _cell(row, columns, "stats_ci_99_a", i, len(combos)), _cell(row, columns, "stats_ci_99_b", i, len(combos))
         samples = _cell(row, columns, "samples", i, len(combos))
         value = values[i]
         yield params, Point(
             commit=data["commit_hash"], value=None if value is None else float(value),
-            samples=tuple(float(s) for s in samples) if isinstance(samples, list) and samples else None,
-            ci=(float(a), float(b)) if a is not None and b is not None else None)
+            samples=tuple(float(s) for s in samples) if isinstance(samples, list) and samples else None)
 
 
 def _current(row: list, columns: list, bench: Mapping | None) -> bool:

@@ -125,24 +125,6 @@ def _step_into_tip(y: list[float], threshold: float) -> tuple[tuple, tuple, floa
     return segs[first - 1], segs[first], latest
 
 
-def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_is_better: bool,
-               detail: dict) -> bool:
-    """The rank test of the raw samples (or, for timings without samples, disjoint 99% intervals)."""
-    if all(p.samples for p in side_a + side_b):
-        a = [v for p in side_a for v in p.samples if v > 0]
-        b = [v for p in side_b for v in p.samples if v > 0]
-        if larger_is_better:
-            a, b = [1 / v for v in a], [1 / v for v in b]
-        p_value = mann_whitney_greater(a, b)
-        detail["rank_test_p"] = float(f"{p_value:.3g}")
-        return p_value < ALPHA
-    if all(p.ci for p in side_a + side_b) and series.family == "timing":
-        if min(p.ci[0] for p in side_b) <= max(p.ci[1] for p in side_a):
-            detail["ci_overlap"] = True
-            return False
-    return True
-
-
 def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | None:
     """The latest point alone against the level of the run before it (a single-commit step is too short
     for the piecewise fit to split off): ``(index of the last good point, old level, latest)``."""
@@ -159,7 +141,6 @@ def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | No
 def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | None:
     """A timing or throughput step at the tip, as a suspect with the history's evidence (or as noise where
     the run at the tip sits within the threshold of the level just before it)."""
-    larger_is_better = series.family == "throughput"
     step = _step_into_tip(y, series.threshold)
     if step is not None:
         (_, before_end, old), (after, _, _), latest = step
@@ -170,23 +151,22 @@ def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | N
             return None
         before, old, latest = jump
         after = before + 1
-    rise = latest / old
-    seen = f"a step of x{rise:.2f} in the recorded history"
-    if rise <= 1 + series.threshold:
-        evidence = f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"
-        detail = {"rise": round(rise, 4), "confirmation": NOISE, "confirmation_evidence": evidence}
-    else:
-        detail = {"rise": round(rise, 4), "confirmation": SUSPECT,
-                  "confirmation_evidence": f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"}
-    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
-    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
+    rise, threshold = latest / old, series.threshold
+    noise = rise <= 1 + threshold
+    where = (f"within the {threshold:.0%} threshold of the level just before it" if noise
+             else f"above the {threshold:.0%} threshold; not re-measured")
+    detail = {"rise": round(rise, 4), "confirmation": NOISE if noise else SUSPECT,
+              "confirmation_evidence": f"a step of x{rise:.2f} in the recorded history, {where}"}
+    if series.family == "throughput":  # judged on its inverse
+        old, latest = 1 / old, 1 / latest
+    return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
 
 
 def _noisy(series: Series, points: list[Point]) -> Finding | None:
-    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series,
-    a regression when it clears the threshold and the rank test."""
-    larger_is_better = series.family == "throughput"
-    y = [1.0 / p.value if larger_is_better else p.value for p in points]
+    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series, a
+    regression when it clears the threshold and the rank test of the raw samples either side (a step
+    without samples counts as it is)."""
+    y = [1.0 / p.value if series.family == "throughput" else p.value for p in points]
     if not all(v > 0 and math.isfinite(v) for v in y):
         return None
     if series.family in REMEASURED:
@@ -202,8 +182,12 @@ def _noisy(series: Series, points: list[Point]) -> Finding | None:
     detail = {"rise": round(rise, 4)}
     side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
     side_b = points[after:min(new_right, after + NEIGHBOURS)]
-    if not _confirmed(series, side_a, side_b, larger_is_better, detail):
-        return None
+    if all(p.samples for p in side_a + side_b):
+        p_value = mann_whitney_greater([v for p in side_a for v in p.samples if v > 0],
+                                       [v for p in side_b for v in p.samples if v > 0])
+        detail["rank_test_p"] = float(f"{p_value:.3g}")
+        if p_value >= ALPHA:
+            return None
     return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
 
 
