@@ -55,13 +55,8 @@ def finding_text(r: Mapping) -> str:
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
         return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
-    extra = []
-    if "rank_test_p" in r:
-        extra.append(f"rank test p={r['rank_test_p']:.2g}")
-    if r["family"] == "cost" and "evidence" in r:
-        extra.append(r["evidence"])
-    if "confirmation_evidence" in r:
-        extra.append(r["confirmation_evidence"])
+    extra = [f"rank test p={r['rank_test_p']:.2g}"] if "rank_test_p" in r else []
+    extra += [r[key] for key in ("evidence", "confirmation_evidence") if key in r]  # a count's, a timing step's
     ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
     return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
             f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")

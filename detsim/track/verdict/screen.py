@@ -80,8 +80,6 @@ def _prefix(record: Mapping) -> str:
 
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
     """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
-    if record["family"] == "reproducibility":
-        return group_line([record], subjects)
     label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record)}"
     where = len(f" {_prefix(record)} 12345678") if record["first_bad"] else 0
     name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
@@ -125,10 +123,6 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
     return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=_prefix(records[0]))
 
 
-def decide_text(commands: list[str]) -> str:
-    return "decide: " + "; ".join(commands)
-
-
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
     """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
     command that decides an undecided step at the end of its line, or, for several, on a line after them."""
@@ -139,7 +133,7 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
-    decide = sorted({r["decide_command"] for r in undecided})
+    decide = "decide: " + "; ".join(sorted({r["decide_command"] for r in undecided}))
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
@@ -148,13 +142,13 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
         for record in group:
             line = finding_line(record, subjects)
             if len(undecided) == 1 and record.get("decide_command"):
-                with_command = finding_line(record, subjects, f"; {decide_text(decide)}")
+                with_command = finding_line(record, subjects, f"; {decide}")
                 told = with_command.startswith(line.split(" since ")[0])  # its facts uncut
                 line = with_command if told else line
             lines.append(line)
-    if decide and not told:  # after the last undecided step
+    if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines.insert(last + 1, cut(decide_text(decide) + " (re-measures the undecided steps)", WIDTH))
+        lines.insert(last + 1, cut(decide + " (re-measures the undecided steps)", WIDTH))
     return lines
 
 
