@@ -97,22 +97,18 @@ def _same_package(finding: Finding) -> Finding:
     return replace(finding, detail={**finding.detail, "confirmation": NOISE, "confirmation_evidence": evidence})
 
 
-DECIDE_BUDGET_S = 900  # the budget the deciding command gives re-measuring
-
-
-def decide_command(machine: str) -> str:
-    """The one command that re-measures, on ``machine``, the steps a run left undecided (each decided step
-    is kept in :data:`CACHE`, so later runs reuse it)."""
-    return f"detsim-track regressions --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
+DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
 
 
 def _undecided(machine: str, finding: Finding, why: str) -> Finding:
-    """``finding`` left undecided: why it was not re-measured, and the command that decides it."""
+    """``finding`` left undecided: why it was not re-measured, and the one command that decides it (each
+    decided step is kept in :data:`CACHE`, so later runs reuse it)."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
     return replace(finding, detail={**finding.detail, "confirmation": UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
                                                              f"not re-measured: {why}",
-                                    "decide_command": decide_command(machine)})
+                                    "decide_command": f"detsim-track regressions --machine {machine} "
+                                                      f"--remeasure-budget {DECIDE_BUDGET_S}"})
 
 
 def default_measure(root: Path) -> Measure:
@@ -126,8 +122,8 @@ def default_measure(root: Path) -> Measure:
     return measure
 
 
-def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
-                   limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S, use_cache: bool = True) -> Report:
+def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S,
+                   use_cache: bool = True) -> Report:
     """``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not originals:
@@ -140,15 +136,15 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             decided[id(finding)] = _same_package(finding)
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, measure, limit, budget_s, use_cache) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s, use_cache) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
 
-def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measure: Measure | None, limit: int,
-                budget_s: float, use_cache: bool) -> dict[int, Finding]:
+def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int, budget_s: float,
+                use_cache: bool) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
-    measure = measure or default_measure(root)
+    measure = default_measure(root)
     cache_path = root / CACHE
     cache = _load_cache(cache_path) if use_cache else {}
     outcomes = cache.setdefault("outcomes", {})

@@ -17,7 +17,6 @@ import json
 import os
 import sys
 import time
-import traceback
 
 
 LONG_CALL_S = 0.5  # a benchmark whose warm-up call takes longer (a whole process) takes one sample a side and round
@@ -65,7 +64,7 @@ def _child(spec: dict, side: str, orders, results) -> None:
         sample, warmup_s = _prepare(spec, side)
         answer = {"ready": True, "detsim_file": sys.modules["detsim"].__file__, "warmup_s": warmup_s}
     except BaseException as exc:  # reported to the server, never raised past the fork
-        answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-3)}
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
     os.write(results, (json.dumps(answer) + "\n").encode())
     if "error" in answer:
         return
@@ -104,11 +103,6 @@ def _read(reader, side: str) -> dict:
     return json.loads(line) if line else {"error": f"the measuring process of side {side} died"}
 
 
-def _warms_nothing(warmups: dict, walls: dict) -> bool:
-    """Whether the first round's long calls took as long warm as cold (``WARMS_NOTHING``), per side."""
-    return all(walls[side] > LONG_CALL_S and warmups[side] <= WARMS_NOTHING * walls[side] for side in walls)
-
-
 def _round(spec: dict, order: str) -> dict:
     global _warm_up
     sides = {}
@@ -133,8 +127,9 @@ def _round(spec: dict, order: str) -> dict:
                 samples[side].append(got["value"])
                 walls[side] = got["wall_s"]
         warmed_up = _warm_up
-        if _warm_up and long_calls:
-            _warm_up = not _warms_nothing({side: answer[side]["warmup_s"] for side in order}, walls)
+        if _warm_up and long_calls:  # later rounds skip a warm-up that warmed nothing up (WARMS_NOTHING)
+            _warm_up = not all(walls[side] > LONG_CALL_S and answer[side]["warmup_s"] <= WARMS_NOTHING * walls[side]
+                               for side in walls)
         return {side: {"samples": samples[side], "detsim_file": answer[side]["detsim_file"], "warmed_up": warmed_up}
                 for side in order}
     finally:
