@@ -44,22 +44,31 @@ def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
     return f"since {commit_text(record['first_bad'], subjects)}, last good {commit_text(record['last_good'], subjects)}"
 
 
+def change_text(r: Mapping, sha_digits: int | None = None) -> str:
+    """Old -> new in the family's terms (image hashes cut to ``sha_digits``)."""
+    if r["family"] == "parity":
+        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
+        return f"r {old} -> {r['new_r']:.9f}"
+    if r["family"] == "determinism":
+        return f"{(r['old_sha256'] or '?')[:sha_digits]} -> {(r['new_sha256'] or '?')[:sha_digits]}"
+    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
+    return f"{fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}{ratio}"
+
+
 def finding_text(r: Mapping) -> str:
     """What changed, in the family's own terms (the commits are added by the caller)."""
     if r["family"] == "parity":
-        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
-        return f"parity {r['case']}: r {old} -> {r['new_r']:.9f} (1 - r {r['old']} -> {r['new']})"
+        return f"parity {r['case']}: {change_text(r)} (1 - r {r['old']} -> {r['new']})"
     if r["family"] == "reproducibility":
         return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
     if r["family"] == "determinism":
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
-        return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
+        return f"image hash {r.get('case') or r['benchmark']}: {change_text(r)}{again}{note}"
     extra = [f"rank test p={r['rank_test_p']:.2g}"] if "rank_test_p" in r else []
     extra += [r[key] for key in ("evidence", "confirmation_evidence") if key in r]  # a count's, a timing step's
-    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
-    return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
-            f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
+    evidence = f" ({', '.join(extra)})" if extra else ""
+    return f"{r['family']} {r['benchmark']}{r['params']}: {change_text(r)}{evidence}"
 
 
 def _cases(group: list[Mapping]) -> str:

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
 from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NOISE, NONDETERMINISTIC, REGRESSED, Finding
-from detsim.track.verdict.lines import fmt, header
+from detsim.track.verdict.lines import change_text, header
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
@@ -62,25 +62,13 @@ def family_word(record: Mapping) -> str:
     return "image hash" if record["family"] == "determinism" else record["family"]
 
 
-def change_text(record: Mapping) -> str:
-    """Old -> new in the family's terms."""
-    family = record["family"]
-    if family == "parity":
-        old = "?" if record["old_r"] is None else f"{record['old_r']:.9f}"
-        return f"r {old} -> {record['new_r']:.9f}"
-    if family == "determinism":
-        return f"{(record.get('old_sha256') or '?')[:8]} -> {(record.get('new_sha256') or '?')[:8]}"
-    ratio = "" if record["ratio"] is None else f", x{record['ratio']:.2f}"
-    return f"{fmt(record['old'], record['unit'])} -> {fmt(record['new'], record['unit'])}{ratio}"
-
-
 def _prefix(record: Mapping) -> str:
     return "since" if record["last_good"] else "at every recorded commit since"
 
 
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
     """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
-    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record)}"
+    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
     where = len(f" {_prefix(record)} 12345678") if record["first_bad"] else 0
     name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
     return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
