@@ -15,7 +15,7 @@ from pathlib import Path
 from detsim.track.base.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
-from detsim.track.history.series import family_of
+from detsim.track.history.series import cell, family_of
 
 HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -106,8 +106,8 @@ def check_values(path: Path, data: dict, benchmarks: dict) -> None:
     for name, row in data["results"].items():
         family = family_of(name, benchmarks.get(name) or {})
         for column, what in COLUMNS.items():
-            cell = row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
-            for i, item in enumerate(cell if isinstance(cell, list) else []):
+            stored = cell(row, columns, column)
+            for i, item in enumerate(stored if isinstance(stored, list) else []):
                 for value in item if column == "samples" and isinstance(item, list) else [item]:
                     why = _impossible(value, None if column.startswith("stats_ci") else family)
                     if why:

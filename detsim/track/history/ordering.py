@@ -38,20 +38,12 @@ def checkout_head(root: Path) -> str | None:
 def subjects(root: Path, commits: list[str]) -> dict[str, str]:
     """Commit hash -> its subject line, for the commits git knows."""
     out = query(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
-    found = {}
-    for line in (out or "").splitlines():
-        sha, _, subject = line.partition("\t")
-        found[sha] = subject
-    return found
+    return dict(line.partition("\t")[::2] for line in (out or "").splitlines())
 
 
 def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
-    """``regressions_first_commits`` with each commit made a recorded one (raises ResultsError if unknown).
-
-    A commit that is (a prefix of) a recorded commit stays; one git knows but that was not recorded
-    becomes the latest recorded commit among its ancestors (detection starts after it, as it would have
-    after the named one), or stays as it is when none was recorded before it (detection from the start).
-    """
+    """``regressions_first_commits`` with each commit git knows but this machine never recorded made the latest
+    recorded commit among its ancestors, where there is one (raises ResultsError for a commit git does not know)."""
     resolved = {}
     for regex, commit in (conf.get("regressions_first_commits") or {}).items():
         resolved[regex] = commit
@@ -68,11 +60,8 @@ def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
 
 
 def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) -> int | None:
-    """Index of the first point to consider under ``regressions_first_commits`` (None: no detection).
-
-    asv semantics: detection starts *after* the named commit. A null entry switches detection off,
-    except for throughput, which asv's page cannot check (larger is better) and this command can.
-    """
+    """Index of the first point to judge: after the commit ``regressions_first_commits`` names, as asv does (None:
+    a null entry switches detection off, except for throughput, which asv's page cannot judge and this command can)."""
     start = 0
     for regex, commit in (conf.get("regressions_first_commits") or {}).items():
         if not re.match(regex, name):

@@ -104,33 +104,28 @@ def param_labels(bench: Mapping) -> list[str]:
     return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in itertools.product(*params)]
 
 
-def _cell(row: list, columns: list, column: str, index: int, width: int):
-    if column not in columns or columns.index(column) >= len(row):
-        return None
-    value = row[columns.index(column)]
-    if not isinstance(value, list) or len(value) != width:
-        return None
-    return value[index]
+def cell(row: list, columns: list, column: str):
+    """A results row's cell of ``column`` (None where the row ends before it)."""
+    return row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
 
 
 def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Iterator[tuple[str, Point]]:
     """(parameter label, point) of one benchmark's row in one asv results file."""
-    columns = data["result_columns"]
     values = [None] * len(combos) if row[0] is None else row[0]  # None: the whole benchmark failed
     if len(values) != len(combos):
         raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
                            f"for {len(combos)} parameter combinations")
-    for i, params in enumerate(combos):
-        samples = _cell(row, columns, "samples", i, len(combos))
-        value = values[i]
-        yield params, Point(
-            commit=data["commit_hash"], value=None if value is None else float(value),
-            samples=tuple(float(s) for s in samples) if isinstance(samples, list) and samples else None)
+    samples = cell(row, data["result_columns"], "samples")
+    if not isinstance(samples, list) or len(samples) != len(combos):
+        samples = [None] * len(combos)
+    for params, value, sample in zip(combos, values, samples):
+        yield params, Point(commit=data["commit_hash"], value=None if value is None else float(value),
+                            samples=tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None)
 
 
 def _current(row: list, columns: list, bench: Mapping | None) -> bool:
     """Whether a row was measured by the suite's current definition of its benchmark."""
-    version = row[columns.index("version")] if "version" in columns and columns.index("version") < len(row) else None
+    version = cell(row, columns, "version")
     return bench is not None and (version is None or str(version) == str(bench.get("version")))
 
 
