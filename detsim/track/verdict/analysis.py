@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
@@ -72,13 +72,9 @@ def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[
     """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
     where no record of earlier versions of the suite holds the case."""
     merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
-    for s in series:
-        if s.family != "fingerprint" or not s.case:
-            continue
-        for p in s.points:
-            if p.measured:
-                cases = merged.setdefault(p.commit, {"cases": {}})["cases"]
-                cases.setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
+    for s in (s for s in series if s.family == "fingerprint" and s.case):
+        for p in (p for p in s.points if p.measured):
+            merged.setdefault(p.commit, {"cases": {}})["cases"].setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
     return merged
 
 
@@ -197,9 +193,8 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
-    det = [s for s in series if s.family == "determinism"]
-    skipped = [s for s in det if any(p.commit == latest and p.value is not None and not p.measured for p in s.points)]
-    if not skipped:
+    if not any(p.commit == latest and p.value is not None and not p.measured
+               for s in series if s.family == "determinism" for p in s.points):  # no hash skipped at the latest
         return None
     return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
             "store one with `detsim-track baselines --refresh` on this machine class")
@@ -215,7 +210,8 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     required = checkout_head(root)
     if required and required != latest:
         raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
-                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
+                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first "
+                           "(`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
             "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)
@@ -331,7 +327,6 @@ def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
 
 def fleet_of(reports: Mapping[str, Report], failed: Mapping[str, str]) -> FleetReport:
     """The fleet verdict of machines' reports (and of those that could not be judged)."""
-    codes = [r.exit for r in reports.values()] + [ExitCode.UNMEASURED] * bool(failed)
-    code = ExitCode.UNMEASURED if ExitCode.UNMEASURED in codes else max(codes)
+    code = worst(*(r.exit for r in reports.values()), *[ExitCode.UNMEASURED] * bool(failed))
     return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),
-                       facts=tuple(fleet_facts(reports)), exit=ExitCode(code))
+                       facts=tuple(fleet_facts(reports)), exit=code)
