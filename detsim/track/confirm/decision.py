@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
@@ -50,23 +51,15 @@ def signed_rank_greater(differences: list[float]) -> float:
     n = len(d)
     if n == 0:
         return 1.0
-    order = sorted(range(n), key=lambda i: abs(d[i]))
-    ranks2 = [0] * n  # twice the average rank, an integer
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
-            j += 1
-        for k in range(i, j + 1):
-            ranks2[order[k]] = i + j + 2
-        i = j + 1
+    order = sorted(abs(x) for x in d)
+    first, last = {}, {a: i for i, a in enumerate(order)}  # |x| -> its first and last place in ``order``
+    for i, a in enumerate(order):
+        first.setdefault(a, i)
+    ranks2 = [first[abs(x)] + last[abs(x)] + 2 for x in d]  # twice the average rank, an integer
     w2 = sum(r for r, x in zip(ranks2, d) if x > 0)
-    counts = {0: 1}  # the null distribution of twice the positive rank sum
+    counts = Counter({0: 1})  # the null distribution of twice the positive rank sum
     for r in ranks2:
-        nxt = dict(counts)
-        for total, c in counts.items():
-            nxt[total + r] = nxt.get(total + r, 0) + c
-        counts = nxt
+        counts += Counter({total + r: c for total, c in counts.items()})
     return sum(c for total, c in counts.items() if total >= w2) / 2 ** n
 
 

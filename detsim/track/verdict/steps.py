@@ -46,13 +46,8 @@ def u_counts(m: int, n: int) -> list[int]:
     table = [[[1] for _ in range(n + 1)] for _ in range(m + 1)]
     for i in range(1, m + 1):
         for j in range(1, n + 1):
-            size = i * j + 1
-            left, up = table[i - 1][j], table[i][j - 1]
-            row = [0] * size
-            for u, c in enumerate(left):
-                if u + j < size:
-                    row[u + j] += c
-            for u, c in enumerate(up):
+            row = [0] * j + table[i - 1][j]  # (i - 1, j) shifted by j, plus (i, j - 1)
+            for u, c in enumerate(table[i][j - 1]):
                 row[u] += c
             table[i][j] = row
     return table[m][n]
