@@ -48,12 +48,12 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     return _noisy(series, points)
 
 
-def _exact(series: Series, points: list[Point], *, absolute: float | None = None) -> Finding | None:
+def _exact(series: Series, points: list[Point], *, absolute: float = math.inf) -> Finding | None:
     """Exact values, lower is better: a rise over the best value (or past ``absolute``) counts."""
-    latest, best = points[-1].value, min(p.value for p in points)
-    if latest <= best and (absolute is None or latest <= absolute):
+    latest, limit = points[-1].value, min(absolute, *(p.value for p in points))
+    if latest <= limit:
         return None
-    good = [i for i, p in enumerate(points) if p.value <= best and (absolute is None or p.value <= absolute)]
+    good = [i for i, p in enumerate(points) if p.value <= limit]
     if good and good[-1] < len(points) - 1:
         last = good[-1]
         return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
