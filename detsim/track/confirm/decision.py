@@ -42,11 +42,8 @@ class Confirmation:
 
 
 def signed_rank_greater(differences: list[float]) -> float:
-    """One-sided p-value that the differences are centred above zero (Wilcoxon signed-rank, exact).
-
-    Zero differences are dropped; ties share their average rank (the exact null is then computed on
-    doubled ranks, still exact).
-    """
+    """One-sided p-value that the differences are centred above zero (Wilcoxon signed-rank, exact): zeros are
+    dropped, ties share their average rank (the null is computed on doubled ranks, still exact)."""
     d = [x for x in differences if x != 0]
     n = len(d)
     if n == 0:

@@ -1,2 +1,1 @@
-"""Judging the recorded history (docs/tracking.md, "The verdict"): :mod:`.detection` per series,
-:mod:`.analysis` per machine and fleet, :mod:`.lines` (in full) and :mod:`.screen` (one screen) to print it."""
+"""Judging the recorded history: what regressed, where, since which commit (docs/tracking.md, "The verdict")."""

@@ -19,15 +19,13 @@ from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
 from detsim.track.history.series import Point, Series, param_values
 from detsim.track.verdict.steps import mann_whitney_greater, segments
 
-ALPHA = 0.01  # one-sided rank test level for timings
+ALPHA = 0.01  # one-sided rank test level
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 
 
 def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping[str, dict]) -> Finding | None:
-    """The regression at the series' latest point, looking at points from ``start`` on.
-
-    ``baseline_hashes``: case -> stored sha256; ``hashes``: commit -> its per-commit hash record.
-    """
+    """The regression at the series' latest point, looking at points from ``start`` on (``baseline_hashes``:
+    case -> stored sha256; ``hashes``: commit -> its per-commit hash record)."""
     points = [p for p in series.points[start:] if p.measured]
     if not points or not series.points[-1].measured:
         return None

@@ -7,29 +7,19 @@ import math
 
 
 def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:
-    """Piecewise-constant fit of a positive series: ``[(left, right_exclusive, level)]``.
-
-    asv's exact Potts solver on log values, with a per-step penalty of half the threshold (a lone
-    commit splits off when it is off by half the threshold; a longer run at a smaller step). Its own
-    automatic penalty needs long histories and misses a 2x step after two commits; splitting
-    liberally is safe here because every step is then confirmed against the raw samples.
-    """
+    """Piecewise-constant fit of a positive series, ``[(left, right_exclusive, level)]``: asv's exact Potts solver on
+    log values with a per-step penalty of half the threshold (its own automatic one needs long histories and
+    misses a 2x step after two commits; splitting liberally is safe, as every step is confirmed after)."""
     from asv import step_detect  # the development extra installs asv
 
     logs = [math.log(v) for v in y]
     right, values, _ = step_detect.solve_potts(logs, [1.0] * len(logs), gamma=math.log1p(threshold) / 2)
-    out, left = [], 0
-    for r, v in zip(right, values):
-        out.append((left, r, math.exp(v)))
-        left = r
-    return out
+    return [(left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values)]
 
 
 def mann_whitney_greater(before: list[float], after: list[float]) -> float:
-    """One-sided p-value that ``after`` is stochastically larger than ``before`` (ties count against).
-
-    Exact null distribution (no ties) for samples up to 50 each, normal approximation beyond.
-    """
+    """One-sided p-value that ``after`` is stochastically larger than ``before`` (ties count against): the exact
+    null distribution (no ties) for samples up to 50 each, the normal approximation beyond."""
     m, n = len(before), len(after)
     if not m or not n:
         return 1.0
