@@ -10,7 +10,7 @@ import ast
 import itertools
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -43,8 +43,7 @@ def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     if series.params not in labels:
         raise RemeasureError(f"{series.label}: parameters not in the suite's benchmark list")
     combos = list(itertools.product(*[[ast.literal_eval(v) for v in values] for values in bench.get("params") or []]))
-    params = combos[labels.index(series.params)] if combos else ()
-    return Target(series.name, tuple(params), larger_is_better=series.family == "throughput")
+    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == "throughput")
 
 
 def machines_here() -> set[str] | None:
@@ -183,9 +182,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})")
             continue
         decided[key_id] = _with(finding, confirmation)
-        outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,
-                         "ratio": confirmation.ratio, "p_value": confirmation.p_value,
-                         "rounds": confirmation.rounds, "at": report.generated_at}
+        outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}
     if use_cache and outcomes:
         cache["report"] = "detsim-track confirmations"
         write_json(cache_path, cache)

@@ -147,12 +147,8 @@ def main(spec_path: str) -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         order = str(json.loads(line).get("order"))
-        if sorted(order) != ["A", "B"]:
-            result = {"error": f"a round is AB or BA, got {order!r}"}
-        else:
-            result = _round(spec, order)
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
+        ok = sorted(order) == ["A", "B"]
+        print(json.dumps(_round(spec, order) if ok else {"error": f"a round is AB or BA, got {order!r}"}), flush=True)
 
 
 if __name__ == "__main__":
