@@ -18,9 +18,8 @@ def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     position = {sha: i for i, sha in enumerate(reversed(history))}
     known = [f for f in files if f["commit_hash"] in position]
     if known:
-        notes = []
-        if len(known) < len(files):
-            notes.append(f"{len(files) - len(known)} results of commits outside HEAD's history were ignored")
+        left_out = len(files) - len(known)
+        notes = [f"{left_out} results of commits outside HEAD's history were ignored"] if left_out else []
         return sorted(known, key=lambda f: (position[f["commit_hash"]], f["env_name"])), notes
     notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if history else []
     return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes

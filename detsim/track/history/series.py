@@ -146,6 +146,5 @@ def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[
                                         family=family_of(name, bench), unit=str(bench.get("unit", "")),
                                         case=case_of(bench) or param_values(params).get("case"),
                                         threshold=threshold_for(name, thresholds))
-                    points[key] = []
-                points[key].append(point)
+                points.setdefault(key, []).append(point)
     return [replace(head, points=tuple(points[key])) for key, head in heads.items()]

@@ -51,11 +51,10 @@ def _exact(series: Series, points: list[Point], *, absolute: float = math.inf) -
     latest, limit = points[-1].value, min(absolute, *(p.value for p in points))
     if latest <= limit:
         return None
-    good = [i for i, p in enumerate(points) if p.value <= limit]
-    if good and good[-1] < len(points) - 1:
-        last = good[-1]
-        return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
-    return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+    last = max((i for i, p in enumerate(points) if p.value <= limit), default=None)  # never the latest
+    if last is None:
+        return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
 
 
 def _cost(series: Series, points: list[Point]) -> Finding | None:

@@ -104,10 +104,8 @@ def _group_head(records: list[Mapping], names: str) -> str:
 
 def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
     """Findings of one label and family between the same commits as one line, naming the first that fit."""
-    names = [case_tag(r) for r in records]
-    bare = _group_head(records, "")
     where = len(f" {_prefix(records[0])} 12345678") + SUBJECT_ROOM
-    listed = names_fitting(names, WIDTH - len(bare) - where)
+    listed = names_fitting([case_tag(r) for r in records], WIDTH - len(_group_head(records, "")) - where)
     return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=_prefix(records[0]))
 
 
