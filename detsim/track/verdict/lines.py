@@ -30,9 +30,7 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
-def commit_text(sha: str | None, subjects: Mapping[str, str]) -> str:
-    if sha is None:
-        return "(none recorded)"
+def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
     subject = subjects.get(sha)
     return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
 

@@ -24,10 +24,8 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
 
 
-def fitted(head: str, sha: str | None, subjects: Mapping[str, str], *, prefix: str = "since", tail: str = "") -> str:
+def fitted(head: str, sha: str, subjects: Mapping[str, str], *, prefix: str = "since", tail: str = "") -> str:
     """``<head> since <short sha> "<subject>"<tail>``, the subject (then the head) cut to fit :data:`WIDTH`."""
-    if sha is None:
-        return cut(head, WIDTH - len(tail)) + tail
     where = f" {prefix} {sha[:8]}"
     head = cut(head, WIDTH - len(where) - len(tail))
     subject = subjects.get(sha)
@@ -69,7 +67,7 @@ def _prefix(record: Mapping) -> str:
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
     """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
     label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
-    where = len(f" {_prefix(record)} 12345678") if record["first_bad"] else 0
+    where = len(f" {_prefix(record)} 12345678")
     name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
     return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
 
