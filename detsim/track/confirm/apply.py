@@ -121,8 +121,7 @@ def default_measure(root: Path) -> Measure:
     return measure
 
 
-def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S,
-                   use_cache: bool = True) -> Report:
+def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Report:
     """``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not originals:
@@ -135,17 +134,17 @@ def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, b
             decided[id(finding)] = _same_package(finding)
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, limit, budget_s, use_cache) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
 
-def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int, budget_s: float,
-                use_cache: bool) -> dict[int, Finding]:
+def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
+                budget_s: float) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
     measure = default_measure(root)
     cache_path = root / CACHE
-    cache = _load_cache(cache_path) if use_cache else {}
+    cache = _load_cache(cache_path)
     outcomes = cache.setdefault("outcomes", {})
     here = machines_here()
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
@@ -183,7 +182,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             continue
         decided[key_id] = _with(finding, confirmation)
         outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}
-    if use_cache and outcomes:
+    if outcomes:
         cache["report"] = "detsim-track confirmations"
         write_json(cache_path, cache)
     return decided
