@@ -114,17 +114,14 @@ def check_values(path: Path, data: dict, benchmarks: dict) -> None:
                         raise ResultsError(f"{path}: {name} {column}[{i}]: {what} {value!r} is impossible ({why})")
 
 
-def load_hash_file(path: Path) -> dict:
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
-        raise ResultsError(f"{path}: not a per-commit hash record")
-    return data
-
-
 def load_hashes(root: Path) -> dict[str, dict]:
     """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
-    folder = root / HASHES
-    return {p.stem: load_hash_file(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+    hashes = {}
+    for path in sorted((root / HASHES).glob("*.json")):
+        data = hashes[path.stem] = read_json(path)
+        if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
+            raise ResultsError(f"{path}: not a per-commit hash record")
+    return hashes
 
 
 def load_baselines(root: Path) -> tuple[dict[str, dict], list[str]]:
