@@ -1,8 +1,7 @@
-"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (the
-rules, the output and the exit status: docs/tracking.md, "The verdict"). This module reads the options, writes
-the full report's two files (each atomically, an existing one replaced only when it is this command's) and
-runs ``--explain``; :mod:`detsim.track.verdict` judges and :mod:`detsim.track.confirm` re-measures.
-"""
+"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
+rules, output and exit status: docs/tracking.md, "The verdict"). Here: the options, the full report's two files
+(each atomically, replacing only this command's) and ``--explain``; :mod:`detsim.track.verdict` judges and
+:mod:`detsim.track.confirm` re-measures."""
 
 from __future__ import annotations
 

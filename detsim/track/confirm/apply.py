@@ -30,9 +30,6 @@ CACHE = Path(".asv") / "confirmations.json"  # relative to the project
 ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
 DEFAULT_ENV_DIR = Path(".asv") / "env"  # asv's own default env_dir
 
-Measure = Callable[[Target, str, str, float, float | None], Confirmation]  # (..., threshold, deadline)
-
-
 def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     """The benchmark and parameter values a finding's series was measured with."""
     series = finding.series
@@ -110,7 +107,7 @@ def _undecided(machine: str, finding: Finding, why: str) -> Finding:
                                                       f"--remeasure-budget {DECIDE_BUDGET_S}"})
 
 
-def default_measure(root: Path) -> Measure:
+def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Confirmation]:
     """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
     python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
 

@@ -1,9 +1,7 @@
 """Merge one asv results folder into another: ``.ci/track`` records a commit's exact benchmarks in two asv
-processes at once, each with a results folder of its own (docs/tracking.md). A (commit, environment) recorded in
-both becomes one file holding both sets of benchmarks (a benchmark in both keeps the second folder's, later
-value); one recorded only in the second is moved over. What cannot be merged is named in a
-:class:`~.jsonc.ResultsError` and left where it was.
-"""
+processes at once, each with a results folder of its own (docs/tracking.md). A benchmark recorded in both keeps
+the second folder's, later value; what cannot be merged is named in a :class:`~.jsonc.ResultsError` and left
+where it was."""
 
 from __future__ import annotations
 
