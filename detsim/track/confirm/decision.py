@@ -1,10 +1,7 @@
-"""What a re-measurement says about a suspected timing step: confirmed, or noise (docs/tracking.md).
-
-The rounds are paired (A and B sampled in turn), so the test is on log ratios ``log(b / a)``, two consecutive
-rounds (one started by each side) averaged into one block, which cancels any effect of sampling first and a
-drift of the machine across the pair. Confirmed: the median block ratio above 1 + the threshold *and* a
-one-sided Wilcoxon signed-rank test (exact) of the blocks p < :data:`ALPHA`; else noise, with the reason.
-"""
+"""What a re-measurement says about a suspected timing step: confirmed, or noise (the rule: docs/tracking.md).
+The test is on the log ratios ``log(b / a)`` of the paired rounds, two consecutive rounds (one started by each
+side) averaged into one block, which cancels any effect of sampling first and a drift of the machine across
+the pair."""
 
 from __future__ import annotations
 
