@@ -187,9 +187,9 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
     fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
     if fingerprints:
-        classes = machine_classes(series)
-        cut = class_cut(fingerprints[0].points, classes)
-        first = fingerprints[0].points[cut].commit if cut < len(fingerprints[0].points) else latest
+        points = fingerprints[0].points
+        cut = class_cut(points, machine_classes(series))
+        first = points[cut].commit if cut < len(points) else latest
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
