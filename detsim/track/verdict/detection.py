@@ -1,8 +1,9 @@
 """Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
 
 Each family's rule is docs/tracking.md's ("How each family is judged"). Lower is better everywhere
-(throughput is judged on its inverse). A timing or throughput step is only a suspect here
-(``detail["confirmation"]``), decided by re-measuring (:mod:`detsim.track.confirm`).
+(throughput is judged on its inverse). Where a noisy series steps is a piecewise-constant fit (:func:`segments`);
+a timing or throughput step is only a suspect here (``detail["confirmation"]``), decided by re-measuring
+(:mod:`detsim.track.confirm`), another one is real when a rank test says so (:func:`mann_whitney_greater`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.reproducibility import AXES
 from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
 from detsim.track.history.series import Point, Series, param_values
-from detsim.track.verdict.steps import mann_whitney_greater, segments
 
 ALPHA = 0.01  # one-sided rank test level
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
@@ -218,3 +218,40 @@ def fingerprint_finding(series: Series, points: list[Point]) -> Finding | None:
               "changed_again_at": changes, "compared": COMPARED, "baseline_commit": points[0].commit}
     return Finding(replace(series, family="determinism"), points[first - 1].commit, points[first].commit, 0.0, 1.0,
                    detail)
+
+
+def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:
+    """Piecewise-constant fit of a positive series, ``[(left, right_exclusive, level)]``: asv's exact Potts solver on
+    log values with a per-step penalty of half the threshold (its own automatic one needs long histories and
+    misses a 2x step after two commits; splitting liberally is safe, as every step is confirmed after)."""
+    from asv import step_detect  # the development extra installs asv
+
+    logs = [math.log(v) for v in y]
+    right, values, _ = step_detect.solve_potts(logs, [1.0] * len(logs), gamma=math.log1p(threshold) / 2)
+    return [(left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values)]
+
+
+def mann_whitney_greater(before: list[float], after: list[float]) -> float:
+    """One-sided p-value that ``after`` is stochastically larger than ``before`` (ties count against): the exact
+    null distribution (no ties) for samples up to 50 each, the normal approximation beyond."""
+    m, n = len(before), len(after)
+    if not m or not n:
+        return 1.0
+    u = sum(1 for a in after for b in before if a > b)
+    if max(m, n) > 50:
+        mean, sd = m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
+        return 0.5 * math.erfc((u - 0.5 - mean) / (sd * math.sqrt(2)))
+    counts = u_counts(m, n)
+    return sum(counts[u:]) / sum(counts)
+
+
+def u_counts(m: int, n: int) -> list[int]:
+    """Number of orderings of m + n distinct values giving each U = 0 .. m n (Gaussian binomial)."""
+    table = [[[1] for _ in range(n + 1)] for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            row = [0] * j + table[i - 1][j]  # (i - 1, j) shifted by j, plus (i, j - 1)
+            for u, c in enumerate(table[i][j - 1]):
+                row[u] += c
+            table[i][j] = row
+    return table[m][n]
