@@ -273,18 +273,16 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for family in families:
         keys = {m: found[m].get(family, set()) for m in machines}
         regressed = [m for m in machines if keys[m]]
+        counts = ", ".join(f"{m} {len(keys[m])}" for m in regressed)
         if not regressed:
             lines.append(f"{family}: {_both(machines)} agree, nothing regressed")
-        elif len(regressed) == len(machines) and all(keys[m] == keys[machines[0]] for m in machines):
+        elif regressed != machines:
+            clean = ", ".join(m for m in machines if m not in regressed)
+            lines.append(f"{family} regression on {', '.join(regressed)} only ({counts}; nothing on {clean})")
+        elif all(keys[m] == keys[machines[0]] for m in machines):
             lines.append(f"{family}: {_both(machines)} agree, {len(keys[machines[0]])} regressed on each")
-        elif len(regressed) == len(machines):
-            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ("
-                         + ", ".join(f"{m} {len(keys[m])}" for m in machines) + ")")
         else:
-            clean = [m for m in machines if m not in regressed]
-            lines.append(f"{family} regression on {', '.join(regressed)} only ("
-                         + ", ".join(f"{m} {len(keys[m])}" for m in regressed)
-                         + f"; nothing on {', '.join(clean)})")
+            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ({counts})")
     return lines
 
 
