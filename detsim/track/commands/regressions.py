@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
         if written:
             where = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
             lines = [*lines, report_line(str(where), TEXT_FILE, JSON_FILE, notes)]
-    for line in lines:
-        print(line)
+    print("\n".join(lines))
     if not written:
         return report.exit or ExitCode.UNMEASURED
     if args.json is not None:

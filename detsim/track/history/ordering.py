@@ -65,11 +65,9 @@ def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) ->
     for regex, commit in (conf.get("regressions_first_commits") or {}).items():
         if not re.match(regex, name):
             continue
-        if commit is None:
-            if family != "throughput":
-                return None
-            continue
-        hits = [i for i, sha in enumerate(order) if sha.startswith(str(commit))]
+        if commit is None and family != "throughput":
+            return None
+        hits = [i for i, sha in enumerate(order) if commit is not None and sha.startswith(commit)]
         if hits:
             start = max(start, hits[0] + 1)
     return start

@@ -125,9 +125,7 @@ def report_lines(report: Report) -> list[str]:
 
 def fleet_lines(fleet: FleetReport) -> list[str]:
     """Each machine's verdict, then which machines agree, the cross-machine facts and the fleet's exit."""
-    lines = []
-    for machine, report in fleet.reports.items():
-        lines += report_lines(report) + [""]
+    lines = [line for report in fleet.reports.values() for line in [*report_lines(report), ""]]
     lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
     lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
     lines += fleet.agreement

@@ -174,9 +174,7 @@ def screen_lines(report: Report) -> list[str]:
 
 def fleet_screen_lines(fleet: FleetReport) -> list[str]:
     """Each machine's verdict on one screen, then which machines agree and the fleet's exit."""
-    lines = []
-    for report in fleet.reports.values():
-        lines += screen_lines(report)
+    lines = [line for report in fleet.reports.values() for line in screen_lines(report)]
     lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
     lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
     lines += [cut(line, WIDTH) for line in fleet.agreement]
