@@ -45,9 +45,8 @@ def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
 
 def machines_here() -> set[str] | None:
     """asv's machine names defined on this host (None when asv has none recorded here)."""
-    path = ASV_MACHINE_FILE.expanduser()
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(ASV_MACHINE_FILE.expanduser().read_text())
     except (OSError, ValueError):
         return None
     return {k for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else None

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -290,21 +291,19 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
     """What differs between machines without being a failure: their machine classes, and, within one class
     at one commit, images that differ (a class's images should agree across its machines)."""
     facts = []
-    machines = sorted(reports)
-    for i, a in enumerate(machines):
-        for b in machines[i + 1:]:
-            ra, rb = reports[a], reports[b]
-            if ra.machine_class is None or rb.machine_class is None:
-                continue
-            if ra.machine_class != rb.machine_class:
-                facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
-                             "each other (a fact, not a failure)")
-            elif ra.latest == rb.latest:
-                differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
-                                if ra.fingerprints[c] != rb.fingerprints[c])
-                facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
-                             + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
-                                f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
+    for a, b in itertools.combinations(sorted(reports), 2):
+        ra, rb = reports[a], reports[b]
+        if ra.machine_class is None or rb.machine_class is None:
+            continue
+        if ra.machine_class != rb.machine_class:
+            facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
+                         "each other (a fact, not a failure)")
+        elif ra.latest == rb.latest:
+            differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
+                            if ra.fingerprints[c] != rb.fingerprints[c])
+            facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
+                         + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
+                            f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
     return facts
 
 

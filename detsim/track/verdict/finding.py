@@ -46,9 +46,7 @@ class Finding:
 
     @property
     def ratio(self) -> float | None:
-        if self.old in (None, 0):
-            return None
-        return self.new / self.old
+        return None if self.old in (None, 0) else self.new / self.old
 
     def record(self) -> dict:
         """The finding as the JSON report stores it."""
