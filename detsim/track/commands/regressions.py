@@ -20,7 +20,7 @@ from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.asvresults import recorded_machines
 from detsim.track.verdict.lines import fleet_lines, report_lines
 from detsim.track.verdict.analysis import FleetReport, analyse, analyse_fleet
-from detsim.track.verdict.screen import fleet_screen_lines, report_line, screen_lines
+from detsim.track.verdict.screen import fleet_screen_lines, screen_lines
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         lines = fleet_screen_lines(report) if fleet else screen_lines(report)
         if written:
             where = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
-            lines = [*lines, report_line(str(where), TEXT_FILE, JSON_FILE, notes)]
+            there = f", {notes} note{'s' * (notes != 1)}" if notes else ""  # the path is never cut
+            lines = [*lines, f"full report{there} (-v prints it): {where}/{TEXT_FILE} and {JSON_FILE}"]
     print("\n".join(lines))
     if not written:
         return report.exit or ExitCode.UNMEASURED

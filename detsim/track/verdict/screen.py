@@ -180,9 +180,3 @@ def fleet_screen_lines(fleet: FleetReport) -> list[str]:
     lines += [cut(line, WIDTH) for line in fleet.agreement]
     lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
     return lines
-
-
-def report_line(folder: str, text_name: str, json_name: str, notes: int) -> str:
-    """Where the full report went (its path is never cut)."""
-    there = f", {notes} note{'s' * (notes != 1)}" if notes else ""
-    return f"full report{there} (-v prints it): {folder}/{text_name} and {json_name}"
