@@ -1,11 +1,7 @@
-"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit.
-
-The rules, the output and the exit status are the user's manual's: docs/tracking.md, "The verdict:
-``detsim-track``". Reading the history is :mod:`detsim.track.history`'s, judging it
-:mod:`detsim.track.verdict`'s, re-measuring timing suspects :mod:`detsim.track.confirm`'s; this module
-reads the options, writes the report (``reports/<STAMP>/verdict.txt`` and ``verdict.json``, each file
-atomically, an existing one replaced only when it is this command's) and runs ``--explain``.
-"""
+"""``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
+rules, output and exit status: docs/tracking.md, "The verdict"). Here: the options, the full report's two files
+(each atomically, replacing only this command's) and ``--explain``; :mod:`detsim.track.verdict` judges and
+:mod:`detsim.track.confirm` re-measures."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.asvresults import recorded_machines
 from detsim.track.verdict.lines import fleet_lines, report_lines
 from detsim.track.verdict.analysis import FleetReport, analyse, analyse_fleet
-from detsim.track.verdict.screen import fleet_screen_lines, report_line, screen_lines
+from detsim.track.verdict.screen import fleet_screen_lines, screen_lines
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -73,14 +69,6 @@ def report_files(folder: Path) -> tuple[Path, Path]:
     return text, data
 
 
-def shown(path: Path) -> str:
-    """``path`` relative to the working directory where it lies below it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     folder = (args.out_root or root / REPORTS) / utc_stamp()
@@ -89,15 +77,12 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         machines = args.machine or recorded_machines(root)
-        if len(machines) > 1:
-            report = confirm_fleet(analyse_fleet(root, machines), root, limit=args.remeasure,
-                                   budget_s=args.remeasure_budget)
-        else:
-            report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=args.remeasure,
-                                    budget_s=args.remeasure_budget)
+        fleet = len(machines) > 1
+        judged = analyse_fleet(root, machines) if fleet else analyse(root, machines[0] if machines else None)
+        report = (confirm_fleet if fleet else confirm_report)(judged, root, limit=args.remeasure,
+                                                              budget_s=args.remeasure_budget)
     except (ResultsError, OutputError) as exc:
         return refuse(f"detsim-track: {exc}")
-    fleet = isinstance(report, FleetReport)
     full = fleet_lines(report) if fleet else report_lines(report)
     data = {"report": COMMAND, **report.as_json()}
     written = _write_report(text_file, json_file, full, data)
@@ -107,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
         notes = sum(len(r.notes) for r in report.reports.values()) + len(report.facts) if fleet else len(report.notes)
         lines = fleet_screen_lines(report) if fleet else screen_lines(report)
         if written:
-            lines = [*lines, report_line(shown(folder), TEXT_FILE, JSON_FILE, notes)]
-    for line in lines:
-        print(line)
+            where = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+            there = f", {notes} note{'s' * (notes != 1)}" if notes else ""  # the path is never cut
+            lines = [*lines, f"full report{there} (-v prints it): {where}/{TEXT_FILE} and {JSON_FILE}"]
+    print("\n".join(lines))
     if not written:
         return report.exit or ExitCode.UNMEASURED
     if args.json is not None:

@@ -1,14 +1,7 @@
-"""Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them.
-
-:func:`confirm_report` takes a :class:`~detsim.track.verdict.analysis.Report` and re-measures its
-suspects (:data:`~detsim.track.verdict.detection.SUSPECT`), the largest rise first, at most ``limit`` of
-them: each at its last good and first bad commit (:mod:`.remeasure`), decided by :mod:`.decision`. A
-suspect stays one, with the reason, where it was not re-measured: over the limit, or out of time (each
-suspect gets an equal share of what is left of the budget, so that one compiled benchmark, which
-compiles in every round's processes, cannot use up the time of all the others), recorded on another
-machine than this one, or the re-measurement failed. Outcomes are kept in ``.asv/confirmations.json``
-(per machine, benchmark, parameters and commit pair), so a step judged once is not re-measured by every
-later run. The report's exit code is recomputed: only confirmed steps count.
+"""Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them, the largest rise
+first (docs/tracking.md). Each gets an equal share of what is left of the budget, so that one long benchmark
+cannot use up the time of all the others; outcomes are kept in :data:`CACHE` so that a step judged once is not
+re-measured by every later run. Only confirmed steps count in the recomputed exit code.
 """
 
 from __future__ import annotations
@@ -17,7 +10,7 @@ import ast
 import itertools
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -37,9 +30,6 @@ CACHE = Path(".asv") / "confirmations.json"  # relative to the project
 ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
 DEFAULT_ENV_DIR = Path(".asv") / "env"  # asv's own default env_dir
 
-Measure = Callable[[Target, str, str, float, float | None], Confirmation]  # (..., threshold, deadline)
-
-
 def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     """The benchmark and parameter values a finding's series was measured with."""
     series = finding.series
@@ -50,15 +40,13 @@ def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     if series.params not in labels:
         raise RemeasureError(f"{series.label}: parameters not in the suite's benchmark list")
     combos = list(itertools.product(*[[ast.literal_eval(v) for v in values] for values in bench.get("params") or []]))
-    params = combos[labels.index(series.params)] if combos else ()
-    return Target(series.name, tuple(params), larger_is_better=series.family == "throughput")
+    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == "throughput")
 
 
 def machines_here() -> set[str] | None:
     """asv's machine names defined on this host (None when asv has none recorded here)."""
-    path = ASV_MACHINE_FILE.expanduser()
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(ASV_MACHINE_FILE.expanduser().read_text())
     except (OSError, ValueError):
         return None
     return {k for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else None
@@ -104,25 +92,21 @@ def _same_package(finding: Finding) -> Finding:
     return replace(finding, detail={**finding.detail, "confirmation": NOISE, "confirmation_evidence": evidence})
 
 
-DECIDE_BUDGET_S = 900  # the budget the deciding command gives re-measuring
-
-
-def decide_command(machine: str) -> str:
-    """The one command that re-measures, on ``machine``, the steps a run left undecided (each decided step
-    is kept in :data:`CACHE`, so later runs reuse it)."""
-    return f"detsim-track regressions --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
+DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
 
 
 def _undecided(machine: str, finding: Finding, why: str) -> Finding:
-    """``finding`` left undecided: why it was not re-measured, and the command that decides it."""
+    """``finding`` left undecided: why it was not re-measured, and the one command that decides it (each
+    decided step is kept in :data:`CACHE`, so later runs reuse it)."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
     return replace(finding, detail={**finding.detail, "confirmation": UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
                                                              f"not re-measured: {why}",
-                                    "decide_command": decide_command(machine)})
+                                    "decide_command": f"detsim-track regressions --machine {machine} "
+                                                      f"--remeasure-budget {DECIDE_BUDGET_S}"})
 
 
-def default_measure(root: Path) -> Measure:
+def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Confirmation]:
     """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
     python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
 
@@ -133,11 +117,8 @@ def default_measure(root: Path) -> Measure:
     return measure
 
 
-def confirm_report(report: Report, root: Path, *, measure: Measure | None = None,
-                   limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S, use_cache: bool = True) -> Report:
-    """``report`` with its suspects re-measured (see the module docstring) and its exit code recomputed;
-    re-measuring stops after ``budget_s`` seconds, each suspect given an equal share of what is left (one
-    not finished in its share stays a suspect)."""
+def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Report:
+    """``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
     if not originals:
         return report
@@ -149,17 +130,17 @@ def confirm_report(report: Report, root: Path, *, measure: Measure | None = None
             decided[id(finding)] = _same_package(finding)
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, measure, limit, budget_s, use_cache) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
 
-def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measure: Measure | None, limit: int,
-                budget_s: float, use_cache: bool) -> dict[int, Finding]:
+def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
+                budget_s: float) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
-    measure = measure or default_measure(root)
+    measure = default_measure(root)
     cache_path = root / CACHE
-    cache = _load_cache(cache_path) if use_cache else {}
+    cache = _load_cache(cache_path)
     outcomes = cache.setdefault("outcomes", {})
     here = machines_here()
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
@@ -175,22 +156,16 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measur
                 Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
-        if here is not None and report.machine not in here:
-            decided[key_id] = _undecided(report.machine, finding, f"recorded on machine {report.machine}, not defined on this host")
-            continue
-        if finding.last_good is None:
-            decided[key_id] = _undecided(report.machine, finding, "no earlier commit recorded")
-            continue
-        if limit == 0:
-            decided[key_id] = _undecided(report.machine, finding, "re-measuring is off here (`detsim-track regressions` re-measures)")
-            continue
-        if rank >= limit:
-            decided[key_id] = _undecided(report.machine, finding, f"over the limit of {limit} re-measurements per run "
-                                                     "(`detsim-track regressions --remeasure N`)")
-            continue
-        if time.monotonic() > deadline:
-            decided[key_id] = _undecided(report.machine, finding, f"the re-measuring budget of {budget_s:.0f} s was spent "
-                                                     "(`detsim-track regressions --remeasure-budget S`)")
+        why = (f"recorded on machine {report.machine}, not defined on this host"
+               if here is not None and report.machine not in here
+               else "no earlier commit recorded" if finding.last_good is None
+               else "re-measuring is off here (`detsim-track regressions` re-measures)" if limit == 0
+               else f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
+               if rank >= limit
+               else f"the re-measuring budget of {budget_s:.0f} s was spent (`detsim-track regressions "
+                    "--remeasure-budget S`)" if time.monotonic() > deadline else None)
+        if why:
+            decided[key_id] = _undecided(report.machine, finding, why)
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
         to_measure -= 1
@@ -198,14 +173,12 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], measur
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
-            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share_s:.0f} s: its share of the "
-                                                     f"{budget_s:.0f} s re-measuring budget)")
+            share = f"{share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget"
+            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})")
             continue
         decided[key_id] = _with(finding, confirmation)
-        outcomes[key] = {"status": confirmation.status.value, "evidence": confirmation.evidence,
-                         "ratio": confirmation.ratio, "p_value": confirmation.p_value,
-                         "rounds": confirmation.rounds, "at": report.generated_at}
-    if use_cache and outcomes:
+        outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}
+    if outcomes:
         cache["report"] = "detsim-track confirmations"
         write_json(cache_path, cache)
     return decided

@@ -1,22 +1,14 @@
-"""What a re-measurement says about a suspected timing step: confirmed, or noise.
-
-The rounds of a :class:`~.remeasure.Remeasurement` are paired (A and B sampled in turn), so the test is
-on log ratios ``log(b / a)``. Two consecutive rounds, one started by each side, are averaged into one
-**block** (:func:`block_logs`), which cancels any effect of sampling first and a drift of the machine
-across the pair; the median of the blocks is the **ratio** (B over A, lower is better, so above 1 is
-slower) and a one-sided Wilcoxon signed-rank test (exact) over the blocks says whether B is slower at
-all. A step is **confirmed** when both hold: p < :data:`ALPHA` and the ratio above 1 + the benchmark's
-threshold. Otherwise it is **noise**, with the reason (no significant difference, or a real one
-smaller than the threshold). An undecided first look gets :data:`EXTRA_ROUNDS` more rounds once: p
-between ALPHA and :data:`EXTEND_BELOW_P`, or p below ALPHA with a ratio between half the threshold and
-the threshold.
-"""
+"""What a re-measurement says about a suspected timing step: confirmed, or noise (the rule: docs/tracking.md).
+The test is on the log ratios ``log(b / a)`` of the paired rounds, two consecutive rounds (one started by each
+side) averaged into one block, which cancels any effect of sampling first and a drift of the machine across
+the pair."""
 
 from __future__ import annotations
 
 import enum
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
@@ -29,7 +21,6 @@ EXTRA_ROUNDS = ROUNDS
 class Status(enum.Enum):
     CONFIRMED = "confirmed"  # re-measured: slower by more than the threshold, significantly
     NOISE = "noise"  # re-measured: no such difference
-    SUSPECT = "suspect"  # a step in the history, not re-measured (the reason says why)
 
 
 @dataclass(frozen=True)
@@ -48,32 +39,21 @@ class Confirmation:
 
 
 def signed_rank_greater(differences: list[float]) -> float:
-    """One-sided p-value that the differences are centred above zero (Wilcoxon signed-rank, exact).
-
-    Zero differences are dropped; ties share their average rank (the exact null is then computed on
-    doubled ranks, still exact).
-    """
+    """One-sided p-value that the differences are centred above zero (Wilcoxon signed-rank, exact): zeros are
+    dropped, ties share their average rank (the null is computed on doubled ranks, still exact)."""
     d = [x for x in differences if x != 0]
     n = len(d)
     if n == 0:
         return 1.0
-    order = sorted(range(n), key=lambda i: abs(d[i]))
-    ranks2 = [0] * n  # twice the average rank, an integer
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
-            j += 1
-        for k in range(i, j + 1):
-            ranks2[order[k]] = i + j + 2
-        i = j + 1
+    order = sorted(abs(x) for x in d)
+    first, last = {}, {a: i for i, a in enumerate(order)}  # |x| -> its first and last place in ``order``
+    for i, a in enumerate(order):
+        first.setdefault(a, i)
+    ranks2 = [first[abs(x)] + last[abs(x)] + 2 for x in d]  # twice the average rank, an integer
     w2 = sum(r for r, x in zip(ranks2, d) if x > 0)
-    counts = {0: 1}  # the null distribution of twice the positive rank sum
+    counts = Counter({0: 1})  # the null distribution of twice the positive rank sum
     for r in ranks2:
-        nxt = dict(counts)
-        for total, c in counts.items():
-            nxt[total + r] = nxt.get(total + r, 0) + c
-        counts = nxt
+        counts += Counter({total + r: c for total, c in counts.items()})
     return sum(c for total, c in counts.items() if total >= w2) / 2 ** n
 
 
@@ -89,7 +69,8 @@ def _look(m: Remeasurement) -> tuple[float, float]:
 
 
 def extra_rounds(threshold: float):
-    """The ``more`` callback of :func:`~.remeasure.remeasure`: one extension for an undecided first look."""
+    """The ``more`` callback of :func:`~.remeasure.remeasure`: :data:`EXTRA_ROUNDS` once for an undecided first
+    look (p between ALPHA and :data:`EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold and it)."""
     def more(m: Remeasurement) -> int:
         if len(m.a) > ROUNDS:
             return 0

@@ -1,24 +1,15 @@
 """A fork server that measures one benchmark at two commits: a script, spoken to by :mod:`.remeasure`.
 
-``python -P fork_server.py SPEC.json``, started as a :class:`~detsim.track.base.fresh.Conversation`
-(JSON lines: a greeting, then one answer per request). SPEC names the benchmark (``bench_engine.PathThroughput
-.track_ns_per_pixel_step``), its parameter values, how many samples a side takes per round, the project checkout
-(for its ``benchmarks`` package, which asv also takes from the checkout) and one exported ``detsim``
-package per side (``{"A": dir, "B": dir}``). The server imports the spec's ``preload`` modules once
-(torch, by default). For every request
-(``{"order": "AB"}`` or ``"BA"``: which side samples first) it runs one round: it forks a fresh process per side,
-each of which puts its side's package first on ``sys.path``, imports the benchmark, sets it up as asv
-would (``setup(*params)``) and calls it once to warm up (in the first round; after it, only where the
-warm-up did work a call does not: see :data:`WARMS_NOTHING`); then the two processes take their samples in
-turn, A B A B ..., so that a sample of one commit and the next of the other are a fraction of a second
-apart and share whatever the machine was doing then. A ``time_`` benchmark is timed with its own
-``timer`` (CPU seconds), a ``track_`` benchmark sampled by its return value. The round comes back as one
-JSON line: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": {...}}``, or ``{"error": ...}``.
-
-A process per side and round, so nothing one commit's code leaves in memory reaches the other's; a
-fork, so a round costs a fraction of a second instead of torch's import. Standard library only (and what
-it preloads), run by its path: this file runs beside the other commits' packages, and imports no ``detsim``
-(an imported one would be every fork's).
+``python -P fork_server.py SPEC.json``, a :class:`~detsim.track.base.fresh.Conversation` (a greeting, then one
+JSON line per request). SPEC: the benchmark, its parameter values, samples per side and round, the checkout
+(for its ``benchmarks``, as asv takes them), one exported ``detsim`` package per side (``{"A": dir, "B": dir}``)
+and the modules to ``preload`` once. Each request (``{"order": "AB"}`` or ``"BA"``) is one round: a fork per
+side puts its package first on ``sys.path``, sets the benchmark up as asv would and warms it up (see
+:data:`WARMS_NOTHING`), then the two sample in turn (a ``time_`` benchmark by its own ``timer``, a ``track_``
+one by its value). The answer: ``{"A": {"samples": [...], "detsim_file": ..., "warmed_up": ...}, "B": ...}``
+or ``{"error": ...}``. A process per side and round, so nothing one commit's code leaves in memory reaches the
+other's; a fork, so a round costs a fraction of a second instead of torch's import. Standard library only, run
+by its path: it imports no ``detsim`` (an imported one would be every fork's).
 """
 
 import importlib
@@ -26,7 +17,6 @@ import json
 import os
 import sys
 import time
-import traceback
 
 
 LONG_CALL_S = 0.5  # a benchmark whose warm-up call takes longer (a whole process) takes one sample a side and round
@@ -74,7 +64,7 @@ def _child(spec: dict, side: str, orders, results) -> None:
         sample, warmup_s = _prepare(spec, side)
         answer = {"ready": True, "detsim_file": sys.modules["detsim"].__file__, "warmup_s": warmup_s}
     except BaseException as exc:  # reported to the server, never raised past the fork
-        answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-3)}
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
     os.write(results, (json.dumps(answer) + "\n").encode())
     if "error" in answer:
         return
@@ -113,11 +103,6 @@ def _read(reader, side: str) -> dict:
     return json.loads(line) if line else {"error": f"the measuring process of side {side} died"}
 
 
-def _warms_nothing(warmups: dict, walls: dict) -> bool:
-    """Whether the first round's long calls took as long warm as cold (``WARMS_NOTHING``), per side."""
-    return all(walls[side] > LONG_CALL_S and warmups[side] <= WARMS_NOTHING * walls[side] for side in walls)
-
-
 def _round(spec: dict, order: str) -> dict:
     global _warm_up
     sides = {}
@@ -142,8 +127,9 @@ def _round(spec: dict, order: str) -> dict:
                 samples[side].append(got["value"])
                 walls[side] = got["wall_s"]
         warmed_up = _warm_up
-        if _warm_up and long_calls:
-            _warm_up = not _warms_nothing({side: answer[side]["warmup_s"] for side in order}, walls)
+        if _warm_up and long_calls:  # later rounds skip a warm-up that warmed nothing up (WARMS_NOTHING)
+            _warm_up = not all(walls[side] > LONG_CALL_S and answer[side]["warmup_s"] <= WARMS_NOTHING * walls[side]
+                               for side in walls)
         return {side: {"samples": samples[side], "detsim_file": answer[side]["detsim_file"], "warmed_up": warmed_up}
                 for side in order}
     finally:
@@ -156,17 +142,13 @@ def _round(spec: dict, order: str) -> dict:
 def main(spec_path: str) -> None:
     with open(spec_path) as handle:
         spec = json.load(handle)
-    for name in spec.get("preload", ["torch"]):  # imported once, shared by every forked measurement
+    for name in spec["preload"]:  # imported once, shared by every forked measurement
         importlib.import_module(name)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         order = str(json.loads(line).get("order"))
-        if sorted(order) != ["A", "B"]:
-            result = {"error": f"a round is AB or BA, got {order!r}"}
-        else:
-            result = _round(spec, order)
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
+        ok = sorted(order) == ["A", "B"]
+        print(json.dumps(_round(spec, order) if ok else {"error": f"a round is AB or BA, got {order!r}"}), flush=True)
 
 
 if __name__ == "__main__":

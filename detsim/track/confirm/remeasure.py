@@ -1,17 +1,10 @@
 """Re-measure one benchmark at two commits, interleaved, each measurement in a fresh process.
 
-Each commit's ``detsim`` package is exported (:func:`~detsim.track.base.commits.export_package`) into a
-temporary folder. One server process (:mod:`.fork_server`, a
-:class:`~detsim.track.base.fresh.Conversation` pinned to one CPU so that both commits share the same core
-and its neighbours) imports torch once; each round it forks a fresh process per commit, and
-the two take their samples in turn, A B A B ..., a fraction of a second apart, so a busy spell of the
-machine (on a shared VM they come and go within seconds, invisible to the load average) weighs on both
-alike. Rounds start with A and with B alternately. The benchmark's own setup holds glibc's allocator
-steady (``benchmarks/common.steady_allocator``), as it does when asv records it: without that, how many
-page faults a render took depended on each process's history, and two forks running the same code
-differed by up to 16 % for a whole re-measurement. A side's figure in a round is the
-minimum of its samples (a neighbour on a shared machine only ever adds time), in the lower-is-better
-direction (a throughput's inverse): :class:`Remeasurement` holds one figure per round and side.
+Each commit's ``detsim`` package is exported into a temporary folder. One server (:mod:`.fork_server`), pinned to
+one CPU so that both commits share its core, imports torch once and forks a fresh process per commit each round;
+the two sample in turn, a fraction of a second apart, so a busy spell of the machine weighs on both alike
+(docs/tracking.md). A side's figure in a round is the minimum of its samples (a neighbour on a shared machine
+only ever adds time), in the lower-is-better direction (a throughput's inverse).
 """
 
 from __future__ import annotations
@@ -59,17 +52,6 @@ class Remeasurement:
     order: str  # which side sampled first in each round, e.g. "ABBAAB..."
 
 
-def _server(python: str, spec_path: Path, cwd: Path) -> Conversation:
-    """The fork server over its pipes: one JSON line in answer to each round's order, ``{"order": "AB"}``."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    try:
-        return Conversation([python, "-P", str(FORK_SERVER), str(spec_path)], cwd=cwd, env=env,
-                            cpu=max(os.sched_getaffinity(0)), what="the measuring server",
-                            timeout=MEASUREMENT_TIMEOUT_S)
-    except ChildError as exc:
-        raise RemeasureError(str(exc)) from None
-
-
 def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
     if not Path(answer["detsim_file"]).resolve().is_relative_to(package.resolve()):
         raise RemeasureError(f"{commit[:8]}: imported detsim from {answer['detsim_file']}, not the exported commit")
@@ -88,35 +70,36 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
     python = python or benchmark_python(root)
     figures: dict[str, list[float]] = {"A": [], "B": []}
     order = ""
+    commits = {"A": commit_a, "B": commit_b}
     with tempfile.TemporaryDirectory(prefix="detsim-confirm-") as tmp:
         work = Path(tmp)
-        commits = {"A": commit_a, "B": commit_b}
         try:
             packages = {side: export_package(root, commit, work / side) for side, commit in commits.items()}
-        except CommitError as exc:
-            raise RemeasureError(str(exc)) from None
-        spec = work / "spec.json"
-        spec.write_text(json.dumps({"benchmark": target.benchmark, "params": list(target.params), "samples": SAMPLES,
-                                    "root": str(root.resolve()), "packages": {s: str(p) for s, p in packages.items()},
-                                    "preload": list(PRELOADED)}))
-        with _server(python, spec, work) as server:
-            todo = rounds
-            while todo > 0:
-                for _ in range(todo):
+            spec = work / "spec.json"
+            spec.write_text(json.dumps({"benchmark": target.benchmark, "params": list(target.params),
+                                        "samples": SAMPLES, "root": str(root.resolve()), "preload": list(PRELOADED),
+                                        "packages": {side: str(path) for side, path in packages.items()}}))
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            with Conversation([python, "-P", str(FORK_SERVER), str(spec)], cwd=work, env=env,
+                              cpu=max(os.sched_getaffinity(0)), what="the measuring server",
+                              timeout=MEASUREMENT_TIMEOUT_S) as server:  # one JSON answer per round's order
+                todo = rounds
+                while todo > 0:
                     if deadline is not None and time.monotonic() > deadline:
                         raise RemeasureError(f"the time given to re-measuring ran out after {len(order)} rounds")
                     first = "AB" if len(order) % 2 == 0 else "BA"
-                    try:
-                        answer = server.ask({"order": first})
-                    except ChildError as exc:
-                        raise RemeasureError(str(exc)) from None
+                    answer = server.ask({"order": first})
                     if "error" in answer:
                         commit = commits.get(answer.get("side"), commit_a)
                         raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
                     for side in "AB":
                         figures[side].append(_figure(answer[side], target, commits[side], packages[side]))
                     order += first[0]
-                todo = more(_result(commits, figures, order)) if more else 0
+                    todo -= 1
+                    if todo == 0 and more:  # a batch done: as many more as ``more`` asks for
+                        todo = more(_result(commits, figures, order))
+        except (CommitError, ChildError) as exc:
+            raise RemeasureError(str(exc)) from None
     return _result(commits, figures, order)
 
 

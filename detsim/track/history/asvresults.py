@@ -1,17 +1,7 @@
-"""What a project has recorded: asv's results, the per-commit image hashes and the golden baseline.
-
-Layout under the project's root (``results_dir`` from asv.conf.json, ``results/asv`` here):
-
-* ``<results_dir>/benchmarks.json``: the suite's benchmarks (type, unit, parameters, version);
-* ``<results_dir>/<machine>/machine.json`` and one results file per (commit, environment), asv's
-  format version 2 (:func:`load_result_file`);
-* ``results/hashes/<commit>.json``: the full image hash of every golden case at that commit, written by
-  earlier versions of the suite (read where present; the suite now records image fingerprints as tracks);
-* ``results/baselines/golden_hashes/<class slug>.json`` (and the single ``golden_hashes.json`` of earlier
-  versions): the stored hashes of every machine class (:mod:`detsim.track.base.baseline_file`).
-
-:func:`load_recorded` reads all of them into a :class:`Recorded`, its results in commit order
-(:mod:`.ordering`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
+"""What a project has recorded (:func:`load_recorded`): asv's benchmark list and the results of one machine
+(``<results_dir>/<machine>/``, asv's format version 2) in commit order, the per-commit image hashes earlier
+versions of the suite wrote (``results/hashes/<commit>.json``), and every machine class's golden baseline
+(:mod:`detsim.track.base.baseline_file`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
 """
 
 from __future__ import annotations
@@ -25,7 +15,7 @@ from pathlib import Path
 from detsim.track.base.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
-from detsim.track.history.series import family_of
+from detsim.track.history.series import cell, family_of
 
 HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -116,25 +106,22 @@ def check_values(path: Path, data: dict, benchmarks: dict) -> None:
     for name, row in data["results"].items():
         family = family_of(name, benchmarks.get(name) or {})
         for column, what in COLUMNS.items():
-            cell = row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
-            for i, item in enumerate(cell if isinstance(cell, list) else []):
+            stored = cell(row, columns, column)
+            for i, item in enumerate(stored if isinstance(stored, list) else []):
                 for value in item if column == "samples" and isinstance(item, list) else [item]:
                     why = _impossible(value, None if column.startswith("stats_ci") else family)
                     if why:
                         raise ResultsError(f"{path}: {name} {column}[{i}]: {what} {value!r} is impossible ({why})")
 
 
-def load_hash_file(path: Path) -> dict:
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
-        raise ResultsError(f"{path}: not a per-commit hash record")
-    return data
-
-
 def load_hashes(root: Path) -> dict[str, dict]:
     """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
-    folder = root / HASHES
-    return {p.stem: load_hash_file(p) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+    hashes = {}
+    for path in sorted((root / HASHES).glob("*.json")):
+        data = hashes[path.stem] = read_json(path)
+        if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
+            raise ResultsError(f"{path}: not a per-commit hash record")
+    return hashes
 
 
 def load_baselines(root: Path) -> tuple[dict[str, dict], list[str]]:

@@ -1,10 +1,5 @@
-"""Reading the stored JSON files of the asv history, and ``asv.conf.json``.
-
-Every file ``detsim-track regressions`` reads goes through :func:`read_json`, which turns a missing,
-unreadable or corrupt file into a :class:`ResultsError` naming it (one line for the user).
-``asv.conf.json`` is JSON with ``//`` line comments (:func:`strip_comments` removes them outside
-strings); trailing commas are not accepted. :func:`load_config` reads it from a project's root.
-"""
+"""Reading the stored JSON files of the asv history and ``asv.conf.json`` (JSON with ``//`` line comments, as
+asv allows; no trailing commas): a missing, unreadable or corrupt file is a :class:`ResultsError` naming it."""
 
 from __future__ import annotations
 
@@ -65,11 +60,8 @@ def _regex_map(conf: dict, key: str, path: Path) -> dict:
 
 
 def check_config(conf: dict, path: Path) -> None:
-    """The parts of asv.conf.json the verdict reads hold possible values; else a ResultsError naming them.
-
-    ``regressions_thresholds``: regex -> a finite fraction >= 0 (a negative one would hide every rise);
-    ``regressions_first_commits``: regex -> a commit (hex, 4-40 digits) or null.
-    """
+    """The parts of asv.conf.json the verdict reads hold possible values (docs/tracking.md); else a ResultsError
+    naming them."""
     for regex, value in _regex_map(conf, "regressions_thresholds", path).items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ResultsError(f"{path}: regressions_thresholds[{regex!r}] = {value!r} is not a threshold "

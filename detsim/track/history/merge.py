@@ -1,13 +1,7 @@
-"""Merge one asv results folder into another: the tracking run records a commit in parts, one per process.
-
-``.ci/track`` records the load-insensitive benchmarks (counts, parity, hashes, reproducibility) of its
-commits in two asv processes at once, one per core, each with a results folder of its own, and then the
-timings alone (docs/tracking.md). :func:`merge_results` folds the second folder's result files into the
-first's before the timings are recorded into it: a (commit, environment) recorded in both becomes one file
-holding both sets of benchmarks; one recorded only in the second is moved over. A benchmark in both keeps
-the second folder's value (the later recording). Files are replaced atomically; what cannot be merged is
-named in a :class:`~.jsonc.ResultsError` and left where it was.
-"""
+"""Merge one asv results folder into another: ``.ci/track`` records a commit's exact benchmarks in two asv
+processes at once, each with a results folder of its own (docs/tracking.md). A benchmark recorded in both keeps
+the second folder's, later value; what cannot be merged is named in a :class:`~.jsonc.ResultsError` and left
+where it was."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The order of the recorded commits, and where regression detection starts in it.
-
-asv's results files are ordered by the git history of HEAD (``git rev-list --topo-order``); results of
-commits outside it are left out (said in a note). Where no recorded commit is in HEAD's history (a
-copied results folder, no git), they are ordered by the commit date asv stored. :func:`first_commit_cut`
-applies ``regressions_first_commits`` of asv.conf.json to a series' commits. In a project checkout
-the commit to judge is HEAD (:func:`checkout_head`): without results for it there is no verdict.
+"""The order of the recorded commits (HEAD's git history, else the commit dates asv stored), the commit to judge
+(HEAD, in a project checkout), and where detection starts (``regressions_first_commits``).
 """
 
 from __future__ import annotations
@@ -23,48 +18,31 @@ def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     position = {sha: i for i, sha in enumerate(reversed(history))}
     known = [f for f in files if f["commit_hash"] in position]
     if known:
-        notes = []
-        if len(known) < len(files):
-            notes.append(f"{len(files) - len(known)} results of commits outside HEAD's history were ignored")
+        left_out = len(files) - len(known)
+        notes = [f"{left_out} results of commits outside HEAD's history were ignored"] if left_out else []
         return sorted(known, key=lambda f: (position[f["commit_hash"]], f["env_name"])), notes
     notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if history else []
     return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes
 
 
-def head(root: Path) -> str | None:
-    """The full hash of HEAD, or None outside git."""
-    return (query(root, "rev-parse", "HEAD") or "").strip() or None
-
-
 def checkout_head(root: Path) -> str | None:
-    """HEAD's full hash where ``root`` is the top of a git work tree (a project checkout), else None.
-
-    A results folder that is not itself a checkout (a copy, a fixture inside another project) has no
-    HEAD of its own to require results for.
-    """
+    """HEAD's full hash where ``root`` is the top of a git work tree (a project checkout), else None: a results
+    folder that is not itself a checkout (a copy, a fixture inside another project) has no HEAD of its own."""
     top = (query(root, "rev-parse", "--show-toplevel") or "").strip()
     if not top or Path(top).resolve() != Path(root).resolve():
         return None
-    return head(root)
+    return (query(root, "rev-parse", "HEAD") or "").strip() or None
 
 
 def subjects(root: Path, commits: list[str]) -> dict[str, str]:
     """Commit hash -> its subject line, for the commits git knows."""
     out = query(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
-    found = {}
-    for line in (out or "").splitlines():
-        sha, _, subject = line.partition("\t")
-        found[sha] = subject
-    return found
+    return dict(line.partition("\t")[::2] for line in (out or "").splitlines())
 
 
 def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
-    """``regressions_first_commits`` with each commit made a recorded one (raises ResultsError if unknown).
-
-    A commit that is (a prefix of) a recorded commit stays; one git knows but that was not recorded
-    becomes the latest recorded commit among its ancestors (detection starts after it, as it would have
-    after the named one), or stays as it is when none was recorded before it (detection from the start).
-    """
+    """``regressions_first_commits`` with each commit git knows but this machine never recorded made the latest
+    recorded commit among its ancestors, where there is one (raises ResultsError for a commit git does not know)."""
     resolved = {}
     for regex, commit in (conf.get("regressions_first_commits") or {}).items():
         resolved[regex] = commit
@@ -81,20 +59,15 @@ def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
 
 
 def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) -> int | None:
-    """Index of the first point to consider under ``regressions_first_commits`` (None: no detection).
-
-    asv semantics: detection starts *after* the named commit. A null entry switches detection off,
-    except for throughput, which asv's page cannot check (larger is better) and this command can.
-    """
+    """Index of the first point to judge: after the commit ``regressions_first_commits`` names, as asv does (None:
+    a null entry switches detection off, except for throughput, which asv's page cannot judge and this command can)."""
     start = 0
     for regex, commit in (conf.get("regressions_first_commits") or {}).items():
         if not re.match(regex, name):
             continue
-        if commit is None:
-            if family != "throughput":
-                return None
-            continue
-        hits = [i for i, sha in enumerate(order) if sha.startswith(str(commit))]
+        if commit is None and family != "throughput":
+            return None
+        hits = [i for i, sha in enumerate(order) if commit is not None and sha.startswith(commit)]
         if hits:
             start = max(start, hits[0] + 1)
     return start

@@ -1,27 +1,11 @@
-"""The history of every benchmark: one :class:`Series` of :class:`Point` per benchmark and parameters.
-
-A **point** is one benchmark's value at one commit: a number, ``None`` when the benchmark failed there,
-or NaN when it was skipped (with its raw samples and 99% interval where asv stored them). A **series**
-is the points of one (environment, benchmark, parameter combination) in commit order, with what the
-benchmark says about itself: its **family** (:func:`family_of`), unit, golden case and regression
-threshold. The family decides how a series is judged:
-
-* ``timing``, ``memory``, ``throughput`` (units per second) and other ``track``: noisy, judged by steps;
-* ``cost`` (unit ``instructions``: counted under valgrind, repeatable within ~0.1 %): exact against its
-  threshold, no rank test;
-* ``parity`` (1 - r per golden case), ``determinism`` (0/1 per golden case against its machine class's
-  stored hash) and ``hash count`` (compiled-path images that differ): exact;
-* ``fingerprint`` (the start of an image's sha256 as a number, per golden case or for all compiled-path
-  images): exact, compared commit to commit within one machine class, never by size;
-* ``reproducibility`` (per axis and golden case: 1 when two runs of the same input gave different bits,
-  ``bench_reproducibility``): exact, any 1 at the latest commit is a finding;
-* ``machine class`` (the class of the golden renders as a number): no regression itself, it says which
-  commits' fingerprints are comparable;
-* ``reference``: the machine's own speed, never a regression itself, used to correct for load.
+"""The history of every benchmark: one :class:`Series` of :class:`Point` per environment, benchmark and parameter
+combination, in commit order, with what the benchmark says about itself: its family (:func:`family_of`; how each
+is judged: docs/tracking.md), unit, golden case and regression threshold.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -56,7 +40,6 @@ class Point:
     commit: str
     value: float | None  # None: failed; nan: skipped
     samples: tuple[float, ...] | None = None
-    ci: tuple[float, float] | None = None  # asv's 99% interval
 
     @property
     def measured(self) -> bool:
@@ -104,11 +87,7 @@ def case_of(bench: Mapping) -> str | None:
 def param_values(params: str) -> dict[str, str]:
     """A parameter label's values by name, quotes removed: ``"(axis='threads', case='a01')"`` ->
     ``{"axis": "threads", "case": "a01"}`` (``{}`` for ``""``)."""
-    values = {}
-    for part in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params):
-        name, value = part
-        values[name] = value.strip("'\"")
-    return values
+    return {name: value.strip("'\"") for name, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params)}
 
 
 def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
@@ -122,41 +101,31 @@ def param_labels(bench: Mapping) -> list[str]:
     params, names = bench.get("params") or [], bench.get("param_names") or []
     if not params:
         return [""]
-    combos = [[]]
-    for values in params:
-        combos = [c + [v] for c in combos for v in values]
-    return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in combos]
+    return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in itertools.product(*params)]
 
 
-def _cell(row: list, columns: list, column: str, index: int, width: int):
-    if column not in columns or columns.index(column) >= len(row):
-        return None
-    value = row[columns.index(column)]
-    if not isinstance(value, list) or len(value) != width:
-        return None
-    return value[index]
+def cell(row: list, columns: list, column: str):
+    """A results row's cell of ``column`` (None where the row ends before it)."""
+    return row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
 
 
 def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Iterator[tuple[str, Point]]:
     """(parameter label, point) of one benchmark's row in one asv results file."""
-    columns = data["result_columns"]
     values = [None] * len(combos) if row[0] is None else row[0]  # None: the whole benchmark failed
     if len(values) != len(combos):
         raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
                            f"for {len(combos)} parameter combinations")
-    for i, params in enumerate(combos):
-        a, b = _cell(row, columns, "stats_ci_99_a", i, len(combos)), _cell(row, columns, "stats_ci_99_b", i, len(combos))
-        samples = _cell(row, columns, "samples", i, len(combos))
-        value = values[i]
-        yield params, Point(
-            commit=data["commit_hash"], value=None if value is None else float(value),
-            samples=tuple(float(s) for s in samples) if isinstance(samples, list) and samples else None,
-            ci=(float(a), float(b)) if a is not None and b is not None else None)
+    samples = cell(row, data["result_columns"], "samples")
+    if not isinstance(samples, list) or len(samples) != len(combos):
+        samples = [None] * len(combos)
+    for params, value, sample in zip(combos, values, samples):
+        yield params, Point(commit=data["commit_hash"], value=None if value is None else float(value),
+                            samples=tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None)
 
 
 def _current(row: list, columns: list, bench: Mapping | None) -> bool:
     """Whether a row was measured by the suite's current definition of its benchmark."""
-    version = row[columns.index("version")] if "version" in columns and columns.index("version") < len(row) else None
+    version = cell(row, columns, "version")
     return bench is not None and (version is None or str(version) == str(bench.get("version")))
 
 
@@ -177,6 +146,5 @@ def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[
                                         family=family_of(name, bench), unit=str(bench.get("unit", "")),
                                         case=case_of(bench) or param_values(params).get("case"),
                                         threshold=threshold_for(name, thresholds))
-                    points[key] = []
-                points[key].append(point)
+                points.setdefault(key, []).append(point)
     return [replace(head, points=tuple(points[key])) for key, head in heads.items()]

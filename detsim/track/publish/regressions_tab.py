@@ -1,25 +1,10 @@
-"""asv's Regressions tab, rewritten from the verdict, so that every page gives one answer.
-
-``asv publish`` writes the tab's list (``regressions.json``) and its Atom feed (``regressions.xml``) from its
-own step detection with ``regressions_thresholds``: it lists timing steps that re-measuring found to be
-noise, and never the image fingerprints it does not judge. :func:`tab` rebuilds both from the verdict:
-exactly the findings it flags (:attr:`~detsim.track.verdict.finding.Finding.is_verdict`: a timing step
-called noise or undecided is not a regression; parity, cost, image hashes and reproducibility are), each in
-asv 0.6.6's own format, which its page (``asv/www/regressions.js``) renders and links from:
-
-``{"regressions": [[name, graph path, graph params, parameter index, last value, best value, jumps], ...]}``
-
-* ``name``: the benchmark, with its parameter values in parentheses as ``benchmarks.json`` lists them;
-* ``graph path``: the machine's graph of the benchmark, ``graphs/<param>-<value>/.../<benchmark>.json``
-  (asv's ``Graph.get_file_path``), among the graph parameter sets of ``index.json`` (``graph_param_list``)
-  of the finding's machine, its first branch and its environment; the row's hover graph loads it;
-* ``graph params``: those of that set that differ between graphs (the machine, when several are recorded);
-* ``parameter index``: the combination's place in asv's product of the parameter lists (null without);
-* ``jumps``: one ``[last good revision, first bad revision, old, new]``, revisions as ``index.json`` numbers
-  them, the first null when the two commits are adjacent (asv's own rule for a single commit).
-
-The feed gets one entry per finding, with asv's entry ids (``asv.feed``), so that a feed reader sees asv's
-entry for the same benchmark and commits as the same one. :class:`TabError` is bad input (one line).
+"""asv's Regressions tab (``regressions.json``, its Atom feed ``regressions.xml``) rewritten from the verdict, so
+that every page gives one answer (docs/tracking.md): exactly the findings it flags, each in asv 0.6.6's own
+format, which its page (``asv/www/regressions.js``) renders and links from: ``{"regressions": [[name, graph
+path, graph params, parameter index, last value, best value, [[last good, first bad, old, new]]], ...]}``, the
+graph that of the finding's machine, first branch and environment, the revisions as ``index.json`` numbers them
+(the last good null for adjacent commits, asv's rule). The feed's entry ids are asv's (``asv.feed``), so that a
+feed reader sees asv's entry for the same benchmark and commits as the same one.
 """
 
 from __future__ import annotations
@@ -110,8 +95,7 @@ def graph_params(index: Mapping, machine: str, env: str) -> dict | None:
 
 
 def entry(record: Mapping, machine: str, index: Mapping, revisions: Mapping[str, int], html: Path) -> list | None:
-    """asv's entry of one flagged finding (see the module docstring); None where the page has no graph of it
-    or does not hold its first bad commit."""
+    """asv's entry of one flagged finding; None where the page has no graph of it or not its first bad commit."""
     bench = index["benchmarks"].get(record["benchmark"])
     params = graph_params(index, machine, record["env"])
     bad = revisions.get(record["first_bad"])
@@ -166,7 +150,12 @@ def _feed(entries: list[list], texts: list[str], index: Mapping) -> bytes:
         good, bad = jumps[0][0], jumps[0][1]
         benchmark = name.split("(", 1)[0]
         commits = f"{hashes[str(good)]}-{hashes[str(bad)]}" if good is not None else hashes[str(bad)]
-        link = _link(benchmark, params, position, index, commits)
+        query = dict(params)  # the graph's address as asv's feed writes it
+        if position is not None:
+            bench = index["benchmarks"][benchmark]
+            combo = list(itertools.product(*bench["params"]))[position]
+            query.update({f"p-{k}": v for k, v in zip(bench["param_names"], combo)})
+        link = f"index.html#{benchmark}?{urlencode({**query, 'commits': commits})}"
         when = _dt.datetime.fromtimestamp(dates.get(str(bad), 0) / 1000, _dt.timezone.utc)
         summary = f'<a href="{escape(link)}">{escape(text)}</a>'
         items.append(feed.FeedEntry(f"{text.split(' ', 1)[0]} {name}", when, link, summary,
@@ -177,17 +166,6 @@ def _feed(entries: list[list], texts: list[str], index: Mapping) -> bytes:
     feed.write_atom(out, items, title=f"{project} performance regressions", author="Airspeed Velocity",
                     address=f"{project}.asv")
     return out.getvalue()
-
-
-def _link(benchmark: str, params: Mapping, position: int | None, index: Mapping, commits: str) -> str:
-    """The graph's address as asv's feed writes it: the graph parameters, each benchmark parameter, the commits."""
-    query = dict(params)
-    bench = index["benchmarks"][benchmark]
-    if position is not None:
-        combo = list(itertools.product(*bench["params"]))[position]
-        query.update({f"p-{k}": v for k, v in zip(bench["param_names"], combo)})
-    query["commits"] = commits
-    return f"index.html#{benchmark}?{urlencode(query)}"
 
 
 def tab_json(entries: Iterable[list]) -> str:

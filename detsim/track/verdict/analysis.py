@@ -1,27 +1,20 @@
-"""The verdict on a project's stored history: what regressed at the latest recorded commit.
-
-:func:`analyse` reads what was recorded (:mod:`.asvresults`), builds the series (:mod:`.series`) and
-judges the latest point of each (:mod:`.detection`) into a :class:`Report`: the findings (sorted by
-family, benchmark, parameters), the series not measured at the latest commit (failed there), how many
-were measured and skipped there (the skips grouped by reason, :mod:`.skips`), whether the latest commit
-built at all, notes, and the exit code:
-:attr:`~detsim.track.base.exitcodes.ExitCode.UNMEASURED` when something failed or nothing was measured
-(it wins), REGRESSED for a finding, else OK. :meth:`Report.as_json` is the ``--json`` form.
+"""The verdict on a project's stored history: what regressed at the latest recorded commit, on one machine
+(:func:`analyse`: a :class:`Report` and its exit code) or several (:func:`analyse_fleet`), by docs/tracking.md's rules.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.runtime.output import utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
-from detsim.track.verdict.detection import Finding, detect
-from detsim.track.verdict.fingerprint_series import class_cut
+from detsim.track.verdict.detection import Finding, class_cut, detect
 from detsim.track.verdict.skips import Skipped, group_skips
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
@@ -80,13 +73,9 @@ def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[
     """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
     where no record of earlier versions of the suite holds the case."""
     merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
-    for s in series:
-        if s.family != "fingerprint" or not s.case:
-            continue
-        for p in s.points:
-            if p.measured:
-                cases = merged.setdefault(p.commit, {"cases": {}})["cases"]
-                cases.setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
+    for s in (s for s in series if s.family == "fingerprint" and s.case):
+        for p in (p for p in s.points if p.measured):
+            merged.setdefault(p.commit, {"cases": {}})["cases"].setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
     return merged
 
 
@@ -102,14 +91,10 @@ class Judgement:
 
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
           hashes: Mapping[str, dict]) -> Judgement:
-    """The findings, the labels not measured at ``latest`` (failed), the series skipped there and how many
-    were measured.
-
-    Image fingerprints are judged commit to commit (within the latest commit's machine class) only
-    where no stored baseline of this class judged the same images: a case whose 0/1 determinism track
-    was measured at ``latest``, or the compiled path where its count was. asv's page never judges them
-    (null in ``regressions_first_commits``); this command does, from the first commit asv would.
-    """
+    """The findings at ``latest`` and what was measured, failed or skipped there. Image fingerprints are judged
+    commit to commit (within the latest commit's machine class) only where no stored baseline of this class
+    judged the same images, and from the first commit asv would judge them, though asv's page never does
+    (null in ``regressions_first_commits``)."""
     classes = machine_classes(series)
     by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
     count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
@@ -145,38 +130,21 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
 HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
 
 
-def irreproducible_commits(series: list[Series]) -> dict[str, set[str]]:
-    """Commit -> the axes along which some golden image did not reproduce there (``reproducibility``)."""
-    found: dict[str, set[str]] = {}
-    for s in series:
-        if s.family != "reproducibility":
-            continue
-        axis = param_values(s.params).get("axis", "?")
-        for p in s.points:
-            if p.measured and p.value > 0:
-                found.setdefault(p.commit, set()).add(axis)
-    return found
-
-
-def _judged_by_bits(finding: Finding, axes: set[str]) -> bool:
-    """Whether ``finding`` compares images of a kind that did not reproduce (``axes``) at its commit:
-    per-case eager hashes with the eager axes, the compiled path's hashes with the compiled axis."""
-    compiled = finding.series.family == "hash count" or (finding.series.family == "fingerprint"
-                                                         and not finding.series.case)
-    return "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
-
-
 def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
-    """The findings less the image-bit changes first seen at a commit whose images do not reproduce (their
-    hashes differ by chance, not by a change), and one note saying how many were withheld and why."""
-    irreproducible = irreproducible_commits(series)
+    """The findings less the image-bit changes first seen at a commit where images of their kind did not
+    reproduce (the compiled path's along the compiled axis, per-case eager ones along the eager axes): their
+    hashes differ by chance, not by a change. And one note saying how many were withheld and why."""
+    irreproducible: dict[str, set[str]] = {}  # commit -> the axes along which some golden image did not reproduce
+    for s in series:
+        for p in s.points if s.family == "reproducibility" else ():
+            if p.measured and p.value > 0:
+                irreproducible.setdefault(p.commit, set()).add(param_values(s.params).get("axis", "?"))
     kept, withheld = [], []
     for f in findings:
         axes = irreproducible.get(f.first_bad, set())
-        if f.series.family in HASH_FAMILIES and _judged_by_bits(f, axes):
-            withheld.append(f)
-        else:
-            kept.append(f)
+        compiled = f.series.family == "hash count" or (f.series.family == "fingerprint" and not f.series.case)
+        by_chance = "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
+        (withheld if f.series.family in HASH_FAMILIES and by_chance else kept).append(f)
     if not withheld:
         return kept, None
     commits = sorted({f.first_bad[:8] for f in withheld})
@@ -220,15 +188,14 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
     fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
     if fingerprints:
-        classes = machine_classes(series)
-        cut = class_cut(fingerprints[0].points, classes)
-        first = fingerprints[0].points[cut].commit if cut < len(fingerprints[0].points) else latest
+        points = fingerprints[0].points
+        cut = class_cut(points, machine_classes(series))
+        first = points[cut].commit if cut < len(points) else latest
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
-    det = [s for s in series if s.family == "determinism"]
-    skipped = [s for s in det if any(p.commit == latest and p.value is not None and not p.measured for p in s.points)]
-    if not skipped:
+    if not any(p.commit == latest and p.value is not None and not p.measured
+               for s in series if s.family == "determinism" for p in s.points):  # no hash skipped at the latest
         return None
     return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
             "store one with `detsim-track baselines --refresh` on this machine class")
@@ -244,28 +211,26 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     required = checkout_head(root)
     if required and required != latest:
         raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
-                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first (`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
+                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first "
+                           "(`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
             "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
-    regressions, unmeasured = judged.findings, judged.unmeasured
-    regressions, withheld = without_irreproducible(regressions, series)
-    notes = list(recorded.notes) + [withheld] * bool(withheld)
+    regressions, withheld = without_irreproducible(judged.findings, series)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
-    if note:
-        notes.append(note)
+    notes = [*recorded.notes, *filter(None, (withheld, note))]
     built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
     if not built:
         notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
     if required is None:
         notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
-    code = exit_code(regressions, unmeasured, built)
+    code = exit_code(regressions, judged.unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
-        unmeasured=tuple(unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
+        unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
         machine_class=machine_class, measured=judged.measured,
         skips=group_skips(judged.skipped, class_baseline=chosen is not None),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
@@ -309,18 +274,16 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for family in families:
         keys = {m: found[m].get(family, set()) for m in machines}
         regressed = [m for m in machines if keys[m]]
+        counts = ", ".join(f"{m} {len(keys[m])}" for m in regressed)
         if not regressed:
             lines.append(f"{family}: {_both(machines)} agree, nothing regressed")
-        elif len(regressed) == len(machines) and all(keys[m] == keys[machines[0]] for m in machines):
+        elif regressed != machines:
+            clean = ", ".join(m for m in machines if m not in regressed)
+            lines.append(f"{family} regression on {', '.join(regressed)} only ({counts}; nothing on {clean})")
+        elif all(keys[m] == keys[machines[0]] for m in machines):
             lines.append(f"{family}: {_both(machines)} agree, {len(keys[machines[0]])} regressed on each")
-        elif len(regressed) == len(machines):
-            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ("
-                         + ", ".join(f"{m} {len(keys[m])}" for m in machines) + ")")
         else:
-            clean = [m for m in machines if m not in regressed]
-            lines.append(f"{family} regression on {', '.join(regressed)} only ("
-                         + ", ".join(f"{m} {len(keys[m])}" for m in regressed)
-                         + f"; nothing on {', '.join(clean)})")
+            lines.append(f"{family}: regressed on every machine, not in the same benchmarks ({counts})")
     return lines
 
 
@@ -328,21 +291,19 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
     """What differs between machines without being a failure: their machine classes, and, within one class
     at one commit, images that differ (a class's images should agree across its machines)."""
     facts = []
-    machines = sorted(reports)
-    for i, a in enumerate(machines):
-        for b in machines[i + 1:]:
-            ra, rb = reports[a], reports[b]
-            if ra.machine_class is None or rb.machine_class is None:
-                continue
-            if ra.machine_class != rb.machine_class:
-                facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
-                             "each other (a fact, not a failure)")
-            elif ra.latest == rb.latest:
-                differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
-                                if ra.fingerprints[c] != rb.fingerprints[c])
-                facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
-                             + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
-                                f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
+    for a, b in itertools.combinations(sorted(reports), 2):
+        ra, rb = reports[a], reports[b]
+        if ra.machine_class is None or rb.machine_class is None:
+            continue
+        if ra.machine_class != rb.machine_class:
+            facts.append(f"{a} and {b} are different machine classes: their images are not compared with "
+                         "each other (a fact, not a failure)")
+        elif ra.latest == rb.latest:
+            differ = sorted(c for c in set(ra.fingerprints) & set(rb.fingerprints)
+                            if ra.fingerprints[c] != rb.fingerprints[c])
+            facts.append(f"{a} and {b} share a machine class; at {ra.latest[:8]} "
+                         + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
+                            f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
     return facts
 
 
@@ -363,7 +324,6 @@ def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
 
 def fleet_of(reports: Mapping[str, Report], failed: Mapping[str, str]) -> FleetReport:
     """The fleet verdict of machines' reports (and of those that could not be judged)."""
-    codes = [r.exit for r in reports.values()] + [ExitCode.UNMEASURED] * bool(failed)
-    code = ExitCode.UNMEASURED if ExitCode.UNMEASURED in codes else max(codes)
+    code = worst(*(r.exit for r in reports.values()), *[ExitCode.UNMEASURED] * bool(failed))
     return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),
-                       facts=tuple(fleet_facts(reports)), exit=ExitCode(code))
+                       facts=tuple(fleet_facts(reports)), exit=code)

@@ -1,37 +1,31 @@
 """Whether a series' latest value regressed, and since which commit: a :class:`Finding` or None.
 
-Lower is better everywhere (throughput is judged on its inverse). The rule of each family
-(:mod:`detsim.track.history.series`) is docs/tracking.md's ("The verdict: ``detsim-track``"): exact
-families against the best recorded value, cost against its threshold at the first commit of the run above
-it, reproducibility and determinism on a 1 at the latest commit; timings and throughput are never a
-verdict on recorded points alone: a step into the tip rising by more than the threshold is a **suspect**
-(``detail["confirmation"]``) that :mod:`detsim.track.confirm` re-measures and decides, else **noise**
-(neither is a regression: :attr:`Finding.is_verdict`); other noisy series need a one-sided rank test of
-the raw samples of up to :data:`NEIGHBOURS` commits a side (p < :data:`ALPHA`).
+Each family's rule is docs/tracking.md's ("How each family is judged"). Lower is better everywhere
+(throughput is judged on its inverse). Where a noisy series steps is a piecewise-constant fit (:func:`segments`);
+a timing or throughput step is only a suspect here (``detail["confirmation"]``), decided by re-measuring
+(:mod:`detsim.track.confirm`), another one is real when a rank test says so (:func:`mann_whitney_greater`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Mapping
+from dataclasses import replace
+from typing import Mapping, Sequence
 
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.reproducibility import AXES
 from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
-from detsim.track.verdict.fingerprint_series import fingerprint_finding
 from detsim.track.history.series import Point, Series, param_values
-from detsim.track.verdict.steps import mann_whitney_greater, segments
 
-ALPHA = 0.01  # one-sided rank test level for timings
+ALPHA = 0.01  # one-sided rank test level
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 
 
 def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping[str, dict]) -> Finding | None:
-    """The regression at the series' latest point, looking at points from ``start`` on.
-
-    ``baseline_hashes``: case -> stored sha256; ``hashes``: commit -> its per-commit hash record.
-    """
+    """The regression at the series' latest point, looking at points from ``start`` on (``baseline_hashes``:
+    case -> stored sha256; ``hashes``: commit -> its per-commit hash record)."""
     points = [p for p in series.points[start:] if p.measured]
     if not points or not series.points[-1].measured:
         return None
@@ -43,27 +37,24 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
         return _hash_changed(series, points, baseline_hashes, hashes)
     if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
         return fingerprint_finding(series, points)
-    if series.family == "machine class":
-        return None
     if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
         return _exact(series, points)
     if series.family == "cost":
         return _cost(series, points)
-    if series.family == "reference":  # the machine's own speed, recorded by older commits: never a verdict
+    if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
 
 
-def _exact(series: Series, points: list[Point], *, absolute: float | None = None) -> Finding | None:
+def _exact(series: Series, points: list[Point], *, absolute: float = math.inf) -> Finding | None:
     """Exact values, lower is better: a rise over the best value (or past ``absolute``) counts."""
-    latest, best = points[-1].value, min(p.value for p in points)
-    if latest <= best and (absolute is None or latest <= absolute):
+    latest, limit = points[-1].value, min(absolute, *(p.value for p in points))
+    if latest <= limit:
         return None
-    good = [i for i, p in enumerate(points) if p.value <= best and (absolute is None or p.value <= absolute)]
-    if good and good[-1] < len(points) - 1:
-        last = good[-1]
-        return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
-    return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+    last = max((i for i, p in enumerate(points) if p.value <= limit), default=None)  # never the latest
+    if last is None:
+        return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
+    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
 
 
 def _cost(series: Series, points: list[Point]) -> Finding | None:
@@ -78,12 +69,13 @@ def _cost(series: Series, points: list[Point]) -> Finding | None:
                                 "(exact: no rank test)"})
 
 
-def _first_of_nonzero_run(points: list[Point]) -> int:
-    """Index of the first point of the run of non-zero values that ends at the latest point."""
+def _nonzero_run(points: list[Point]) -> tuple[int, str | None]:
+    """Index of the first point of the run of non-zero values that ends at the latest point, and the commit
+    before it (None: the run starts at the first point)."""
     first = len(points) - 1
     while first > 0 and points[first - 1].value != 0:
         first -= 1
-    return first
+    return first, points[first - 1].commit if first > 0 else None
 
 
 def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
@@ -91,8 +83,7 @@ def _irreproducible(series: Series, points: list[Point]) -> Finding | None:
     such commits that ends there (a commit before it reproduced, or none recorded did)."""
     if points[-1].value == 0:
         return None
-    first = _first_of_nonzero_run(points)
-    last_good = points[first - 1].commit if first > 0 else None
+    first, last_good = _nonzero_run(points)
     axis = param_values(series.params).get("axis", "?")
     detail = {"axis": axis, "runs": AXES[axis].runs if axis in AXES else axis}
     return Finding(series, last_good, points[first].commit, 0.0 if last_good else None, points[-1].value, detail)
@@ -102,8 +93,7 @@ def _hash_changed(series: Series, points: list[Point], baseline_hashes: Mapping,
                   hashes: Mapping[str, dict]) -> Finding | None:
     if points[-1].value == 0:
         return None
-    first = _first_of_nonzero_run(points)
-    last_good = points[first - 1].commit if first > 0 else None
+    first, last_good = _nonzero_run(points)
 
     def sha(commit):
         return ((hashes.get(commit) or {}).get("cases", {}).get(series.case) or {}).get("sha256")
@@ -132,24 +122,6 @@ def _step_into_tip(y: list[float], threshold: float) -> tuple[tuple, tuple, floa
     return segs[first - 1], segs[first], latest
 
 
-def _confirmed(series: Series, side_a: list[Point], side_b: list[Point], larger_is_better: bool,
-               detail: dict) -> bool:
-    """The rank test of the raw samples (or, for timings without samples, disjoint 99% intervals)."""
-    if all(p.samples for p in side_a + side_b):
-        a = [v for p in side_a for v in p.samples if v > 0]
-        b = [v for p in side_b for v in p.samples if v > 0]
-        if larger_is_better:
-            a, b = [1 / v for v in a], [1 / v for v in b]
-        p_value = mann_whitney_greater(a, b)
-        detail["rank_test_p"] = float(f"{p_value:.3g}")
-        return p_value < ALPHA
-    if all(p.ci for p in side_a + side_b) and series.family == "timing":
-        if min(p.ci[0] for p in side_b) <= max(p.ci[1] for p in side_a):
-            detail["ci_overlap"] = True
-            return False
-    return True
-
-
 def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | None:
     """The latest point alone against the level of the run before it (a single-commit step is too short
     for the piecewise fit to split off): ``(index of the last good point, old level, latest)``."""
@@ -166,7 +138,6 @@ def _tip_jump(y: list[float], threshold: float) -> tuple[int, float, float] | No
 def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | None:
     """A timing or throughput step at the tip, as a suspect with the history's evidence (or as noise where
     the run at the tip sits within the threshold of the level just before it)."""
-    larger_is_better = series.family == "throughput"
     step = _step_into_tip(y, series.threshold)
     if step is not None:
         (_, before_end, old), (after, _, _), latest = step
@@ -177,23 +148,22 @@ def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | N
             return None
         before, old, latest = jump
         after = before + 1
-    rise = latest / old
-    seen = f"a step of x{rise:.2f} in the recorded history"
-    if rise <= 1 + series.threshold:
-        evidence = f"{seen}, within the {series.threshold:.0%} threshold of the level just before it"
-        detail = {"rise": round(rise, 4), "confirmation": NOISE, "confirmation_evidence": evidence}
-    else:
-        detail = {"rise": round(rise, 4), "confirmation": SUSPECT,
-                  "confirmation_evidence": f"{seen}, above the {series.threshold:.0%} threshold; not re-measured"}
-    old_value, new_value = (1 / old, 1 / latest) if larger_is_better else (old, latest)
-    return Finding(series, points[before].commit, points[after].commit, old_value, new_value, detail)
+    rise, threshold = latest / old, series.threshold
+    noise = rise <= 1 + threshold
+    where = (f"within the {threshold:.0%} threshold of the level just before it" if noise
+             else f"above the {threshold:.0%} threshold; not re-measured")
+    detail = {"rise": round(rise, 4), "confirmation": NOISE if noise else SUSPECT,
+              "confirmation_evidence": f"a step of x{rise:.2f} in the recorded history, {where}"}
+    if series.family == "throughput":  # judged on its inverse
+        old, latest = 1 / old, 1 / latest
+    return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
 
 
 def _noisy(series: Series, points: list[Point]) -> Finding | None:
-    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series,
-    a regression when it clears the threshold and the rank test."""
-    larger_is_better = series.family == "throughput"
-    y = [1.0 / p.value if larger_is_better else p.value for p in points]
+    """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series, a
+    regression when it clears the threshold and the rank test of the raw samples either side (a step
+    without samples counts as it is)."""
+    y = [1.0 / p.value if series.family == "throughput" else p.value for p in points]
     if not all(v > 0 and math.isfinite(v) for v in y):
         return None
     if series.family in REMEASURED:
@@ -209,6 +179,79 @@ def _noisy(series: Series, points: list[Point]) -> Finding | None:
     detail = {"rise": round(rise, 4)}
     side_a = points[max(old_left, before - NEIGHBOURS + 1):before + 1]
     side_b = points[after:min(new_right, after + NEIGHBOURS)]
-    if not _confirmed(series, side_a, side_b, larger_is_better, detail):
-        return None
+    if all(p.samples for p in side_a + side_b):
+        p_value = mann_whitney_greater([v for p in side_a for v in p.samples if v > 0],
+                                       [v for p in side_b for v in p.samples if v > 0])
+        detail["rank_test_p"] = float(f"{p_value:.3g}")
+        if p_value >= ALPHA:
+            return None
     return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
+
+
+COMPARED = "commit to commit on this machine (no stored baseline of its class)"
+
+
+def class_cut(points: Sequence[Point], classes: Mapping[str, float]) -> int:
+    """Index of the first point after the last one whose machine class is not the latest point's (a
+    point without a recorded class counts as another class; fingerprints of two classes are not comparable)."""
+    latest = classes.get(points[-1].commit) if points else None
+    if latest is None:  # results without the class track: nothing to cut by
+        return 0
+    cut = 0
+    for i, point in enumerate(points):
+        if classes.get(point.commit) != latest:
+            cut = i + 1
+    return cut
+
+
+def fingerprint_finding(series: Series, points: list[Point]) -> Finding | None:
+    """A determinism finding at the latest of ``points`` (measured, oldest first, one machine class: the
+    first is the implicit baseline) where the image changed, with the old and new fingerprints; or None."""
+    if len(points) < 2 or points[-1].value == points[0].value:
+        return None
+    reference = points[0].value
+    first = len(points) - 1
+    while first > 1 and points[first - 1].value != reference:
+        first -= 1
+    changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if p.value != prev.value]
+    detail = {"old_sha256": fingerprint_hex(points[first - 1].value), "new_sha256": fingerprint_hex(points[-1].value),
+              "changed_again_at": changes, "compared": COMPARED, "baseline_commit": points[0].commit}
+    return Finding(replace(series, family="determinism"), points[first - 1].commit, points[first].commit, 0.0, 1.0,
+                   detail)
+
+
+def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:
+    """Piecewise-constant fit of a positive series, ``[(left, right_exclusive, level)]``: asv's exact Potts solver on
+    log values with a per-step penalty of half the threshold (its own automatic one needs long histories and
+    misses a 2x step after two commits; splitting liberally is safe, as every step is confirmed after)."""
+    from asv import step_detect  # the development extra installs asv
+
+    logs = [math.log(v) for v in y]
+    right, values, _ = step_detect.solve_potts(logs, [1.0] * len(logs), gamma=math.log1p(threshold) / 2)
+    return [(left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values)]
+
+
+def mann_whitney_greater(before: list[float], after: list[float]) -> float:
+    """One-sided p-value that ``after`` is stochastically larger than ``before`` (ties count against): the exact
+    null distribution (no ties) for samples up to 50 each, the normal approximation beyond."""
+    m, n = len(before), len(after)
+    if not m or not n:
+        return 1.0
+    u = sum(1 for a in after for b in before if a > b)
+    if max(m, n) > 50:
+        mean, sd = m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
+        return 0.5 * math.erfc((u - 0.5 - mean) / (sd * math.sqrt(2)))
+    counts = u_counts(m, n)
+    return sum(counts[u:]) / sum(counts)
+
+
+def u_counts(m: int, n: int) -> list[int]:
+    """Number of orderings of m + n distinct values giving each U = 0 .. m n (Gaussian binomial)."""
+    table = [[[1] for _ in range(n + 1)] for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            row = [0] * j + table[i - 1][j]  # (i - 1, j) shifted by j, plus (i, j - 1)
+            for u, c in enumerate(table[i][j - 1]):
+                row[u] += c
+            table[i][j] = row
+    return table[m][n]

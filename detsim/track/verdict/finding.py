@@ -1,15 +1,7 @@
 """A finding of the verdict: one series' latest value against its history, with the evidence that decided it.
 
-Timing and throughput steps (:data:`REMEASURED`) carry a confirmation label in ``detail["confirmation"]``:
-:data:`SUSPECT` until re-measured, then :data:`CONFIRMED` or :data:`NOISE`, or :data:`UNDECIDED` where it
-could not be re-measured here (with ``detail["decide_command"]``, the one command that decides it); only
-confirmed ones are regressions (:attr:`Finding.is_verdict`).
-
-Each finding has one **label** (:attr:`Finding.label`, also in its JSON record), the word its line starts
-with: ``NONDETERMINISTIC`` when two runs of the same input gave different bits (the ``reproducibility``
-family), ``CHANGED`` when an image's bits changed and reproduce (image hashes and fingerprints),
-``SUSPECT``, ``NOISE`` or ``UNDECIDED`` for a timing step not confirmed, else ``REGRESSED``. They are different findings
-with different fixes: a changed image is accepted or reverted, a non-reproducible one is never a baseline.
+Its label (docs/tracking.md, "The verdict") is its family's, or, for a timing step (:data:`REMEASURED`), its
+confirmation in ``detail["confirmation"]``; only a confirmed step is a regression (:attr:`Finding.is_verdict`).
 """
 
 from __future__ import annotations
@@ -47,16 +39,14 @@ class Finding:
 
     @property
     def label(self) -> str:
-        """The word the finding's line starts with (see the module docstring)."""
+        """The word the finding's line starts with."""
         if self.series.family in REMEASURED and not self.is_verdict:
             return CONFIRMATION_LABELS.get(self.detail.get("confirmation"), "SUSPECT")
         return FAMILY_LABELS.get(self.series.family, REGRESSED)
 
     @property
     def ratio(self) -> float | None:
-        if self.old in (None, 0):
-            return None
-        return self.new / self.old
+        return None if self.old in (None, 0) else self.new / self.old
 
     def record(self) -> dict:
         """The finding as the JSON report stores it."""

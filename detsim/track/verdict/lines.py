@@ -1,18 +1,11 @@
-"""The verdict as text, in full: one line per finding, then what was not measured or skipped, the notes and a
-summary (the default output is :mod:`.screen`'s shorter form).
-
-:func:`report_lines` renders a :class:`~.verdict.Report`. A finding's line (:func:`finding_text`, from
-its JSON record, so the text and ``--json`` always agree) says what changed in its family's terms, then
-where: ``since <first bad>, last good <last good>`` with their subjects. Each line starts with the
-finding's label (:attr:`~.finding.Finding.label`): ``REGRESSED``, ``CHANGED`` (an image's bits changed and
-reproduce), ``NONDETERMINISTIC`` (two runs of one input differ: the axis and cases), or ``SUSPECT`` /
-``NOISE`` for a timing step not confirmed, ending with the evidence that decided. More than
-:data:`GROUP_HASHES` image-hash findings of the same commits print as one line, and the
-non-reproducible cases of one axis and commits as one line.
+"""The verdict as text, in full (``-v`` and the report file; :mod:`.screen` has the default, shorter form): a
+line per finding from its JSON record, so the text and ``--json`` always agree, its label first and the
+evidence that decided last; then what was not measured or skipped, the notes and a summary.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
@@ -37,9 +30,7 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
-def commit_text(sha: str | None, subjects: Mapping[str, str]) -> str:
-    if sha is None:
-        return "(none recorded)"
+def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
     subject = subjects.get(sha)
     return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
 
@@ -51,27 +42,31 @@ def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
     return f"since {commit_text(record['first_bad'], subjects)}, last good {commit_text(record['last_good'], subjects)}"
 
 
+def change_text(r: Mapping, sha_digits: int | None = None) -> str:
+    """Old -> new in the family's terms (image hashes cut to ``sha_digits``)."""
+    if r["family"] == "parity":
+        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
+        return f"r {old} -> {r['new_r']:.9f}"
+    if r["family"] == "determinism":
+        return f"{(r['old_sha256'] or '?')[:sha_digits]} -> {(r['new_sha256'] or '?')[:sha_digits]}"
+    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
+    return f"{fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}{ratio}"
+
+
 def finding_text(r: Mapping) -> str:
     """What changed, in the family's own terms (the commits are added by the caller)."""
     if r["family"] == "parity":
-        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
-        return f"parity {r['case']}: r {old} -> {r['new_r']:.9f} (1 - r {r['old']} -> {r['new']})"
+        return f"parity {r['case']}: {change_text(r)} (1 - r {r['old']} -> {r['new']})"
     if r["family"] == "reproducibility":
         return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
     if r["family"] == "determinism":
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
-        return f"image hash {r.get('case') or r['benchmark']}: {r['old_sha256'] or '?'} -> {r['new_sha256'] or '?'}{again}{note}"
-    extra = []
-    if "rank_test_p" in r:
-        extra.append(f"rank test p={r['rank_test_p']:.2g}")
-    if r["family"] == "cost" and "evidence" in r:
-        extra.append(r["evidence"])
-    if "confirmation_evidence" in r:
-        extra.append(r["confirmation_evidence"])
-    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
-    return (f"{r['family']} {r['benchmark']}{r['params']}: {fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}"
-            f"{ratio}{' (' + ', '.join(extra) + ')' if extra else ''}")
+        return f"image hash {r.get('case') or r['benchmark']}: {change_text(r)}{again}{note}"
+    extra = [f"rank test p={r['rank_test_p']:.2g}"] if "rank_test_p" in r else []
+    extra += [r[key] for key in ("evidence", "confirmation_evidence") if key in r]  # a count's, a timing step's
+    evidence = f" ({', '.join(extra)})" if extra else ""
+    return f"{r['family']} {r['benchmark']}{r['params']}: {change_text(r)}{evidence}"
 
 
 def _cases(group: list[Mapping]) -> str:
@@ -101,26 +96,24 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
 
 
 def summary_line(report: Report) -> str:
-    families: dict[str, int] = {}
     verdicts = [f for f in report.regressions if f.is_verdict]
-    for f in verdicts:
-        families[f.series.family] = families.get(f.series.family, 0) + 1
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(families.items()))
-    steps = {}
-    for f in report.regressions:
-        if not f.is_verdict:
-            steps[f.detail.get("confirmation")] = steps.get(f.detail.get("confirmation"), 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in verdicts).items()))
+    steps = Counter(f.detail.get("confirmation") for f in report.regressions if not f.is_verdict)
     unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
     return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
             f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
             f"exit {int(report.exit)}")
 
 
+def header(report: Report) -> str:
+    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows."""
+    return (f"detsim-track: machine {report.machine}, {len(report.commits)} commits recorded "
+            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
+
+
 def report_lines(report: Report) -> list[str]:
     """The whole verdict, line by line."""
-    commits = report.commits
-    lines = [f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
-             f"({commits[0][:8]} .. {commits[-1][:8]}), latest {commit_text(report.latest, report.subjects)}"]
+    lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
@@ -132,9 +125,7 @@ def report_lines(report: Report) -> list[str]:
 
 def fleet_lines(fleet: FleetReport) -> list[str]:
     """Each machine's verdict, then which machines agree, the cross-machine facts and the fleet's exit."""
-    lines = []
-    for machine, report in fleet.reports.items():
-        lines += report_lines(report) + [""]
+    lines = [line for report in fleet.reports.values() for line in [*report_lines(report), ""]]
     lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
     lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
     lines += fleet.agreement

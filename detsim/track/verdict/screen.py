@@ -1,29 +1,16 @@
-"""The verdict on one screen: a line per finding that needs action, then one summary line.
-
-``detsim-track regressions`` prints this by default; the whole evidence (:mod:`.lines`) goes to the report
-files and to ``--verbose``. Every line is at most :data:`WIDTH` characters:
-
-* a line per finding that needs action, its label first (:attr:`~.finding.Finding.label`: ``REGRESSED``,
-  ``CHANGED``, ``NONDETERMINISTIC``, ``UNDECIDED``, ``SUSPECT``), then its family, the benchmark's short
-  name (its module left out) or golden case, old -> new and the ratio, and the first bad commit's short
-  sha and subject, the subject cut to fit (:func:`fitted`);
-* :data:`GROUP_AT` or more findings of one label and family between the same two commits as one line,
-  with their count and the first names that fit (``CHANGED image hash of 54 golden cases (a01, b01, ...
-  +51) since 1a2b3c4d "Subject"``); the cases that do not reproduce along one axis always as one line;
-* the benchmarks that failed at the latest commit (``NOT MEASURED``), as one line when there are many;
-* the summary (:func:`summary_line`): how many findings of each label need action, how many series were
-  measured, how many timing steps were noise (a ``NOISE`` step has no line of its own), how many were
-  skipped and why (:mod:`.skips`, the largest group first, as many reasons as fit), and the exit status.
+"""The verdict on one screen, the default output (its rules: docs/tracking.md, "The verdict"): a line per
+finding that needs action, at most :data:`WIDTH` characters, then one summary line; :mod:`.lines` has it in full.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import FleetReport, Report
 from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NOISE, NONDETERMINISTIC, REGRESSED, Finding
-from detsim.track.verdict.lines import fmt
+from detsim.track.verdict.lines import change_text, header
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
@@ -37,10 +24,8 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
 
 
-def fitted(head: str, sha: str | None, subjects: Mapping[str, str], *, prefix: str = "since", tail: str = "") -> str:
+def fitted(head: str, sha: str, subjects: Mapping[str, str], *, prefix: str = "since", tail: str = "") -> str:
     """``<head> since <short sha> "<subject>"<tail>``, the subject (then the head) cut to fit :data:`WIDTH`."""
-    if sha is None:
-        return cut(head, WIDTH - len(tail)) + tail
     where = f" {prefix} {sha[:8]}"
     head = cut(head, WIDTH - len(where) - len(tail))
     subject = subjects.get(sha)
@@ -75,37 +60,24 @@ def family_word(record: Mapping) -> str:
     return "image hash" if record["family"] == "determinism" else record["family"]
 
 
-def change_text(record: Mapping) -> str:
-    """Old -> new in the family's terms."""
-    family = record["family"]
-    if family == "parity":
-        old = "?" if record["old_r"] is None else f"{record['old_r']:.9f}"
-        return f"r {old} -> {record['new_r']:.9f}"
-    if family == "determinism":
-        return f"{(record.get('old_sha256') or '?')[:8]} -> {(record.get('new_sha256') or '?')[:8]}"
-    ratio = "" if record["ratio"] is None else f", x{record['ratio']:.2f}"
-    return f"{fmt(record['old'], record['unit'])} -> {fmt(record['new'], record['unit'])}{ratio}"
-
-
 def _prefix(record: Mapping) -> str:
     return "since" if record["last_good"] else "at every recorded commit since"
 
 
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
-    """One finding (see the module docstring), ``tail`` at its end."""
-    if record["family"] == "reproducibility":
-        return group_line([record], subjects)
-    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record)}"
-    where = len(f" {_prefix(record)} 12345678") if record["first_bad"] else 0
+    """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
+    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
+    where = len(f" {_prefix(record)} 12345678")
     name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
     return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
 
 
-def names_fitting(names: list[str], room: int) -> str:
-    """``a01, b01, c01, ... +51``: as many of ``names`` as fit in ``room`` characters (one at least)."""
+def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
+    """``a01, b01, c01, ... +51``: as many of ``names`` as fit in ``room`` characters (one at least), the
+    others counted in ``more``."""
     for shown in range(len(names), 0, -1):
         rest = len(names) - shown
-        text = ", ".join(names[:shown]) + (f", ... +{rest}" if rest else "")
+        text = ", ".join(names[:shown]) + (more.format(rest) if rest else "")
         if len(text) <= room or shown == 1:
             return text
     return ""
@@ -130,19 +102,9 @@ def _group_head(records: list[Mapping], names: str) -> str:
 
 def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
     """Findings of one label and family between the same commits as one line, naming the first that fit."""
-    names = [case_tag(r) for r in records]
-    bare = _group_head(records, "")
     where = len(f" {_prefix(records[0])} 12345678") + SUBJECT_ROOM
-    listed = names_fitting(names, WIDTH - len(bare) - where)
+    listed = names_fitting([case_tag(r) for r in records], WIDTH - len(_group_head(records, "")) - where)
     return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=_prefix(records[0]))
-
-
-def _group_key(record: Mapping) -> tuple:
-    return (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
-
-
-def decide_text(commands: list[str]) -> str:
-    return "decide: " + "; ".join(commands)
 
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
@@ -152,10 +114,10 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
     for finding in findings:
         if finding.label != NOISE_LABEL:
             record = finding.record()
-            groups.setdefault(_group_key(record), []).append(record)
-    records = [r for group in groups.values() for r in group]
-    undecided = [r for r in records if r.get("decide_command")]
-    decide = sorted({r["decide_command"] for r in undecided})
+            key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
+            groups.setdefault(key, []).append(record)
+    undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
+    decide = "decide: " + "; ".join(sorted({r["decide_command"] for r in undecided}))
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
@@ -164,13 +126,13 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
         for record in group:
             line = finding_line(record, subjects)
             if len(undecided) == 1 and record.get("decide_command"):
-                with_command = finding_line(record, subjects, f"; {decide_text(decide)}")
+                with_command = finding_line(record, subjects, f"; {decide}")
                 told = with_command.startswith(line.split(" since ")[0])  # its facts uncut
                 line = with_command if told else line
             lines.append(line)
-    if decide and not told:  # after the last undecided step
+    if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines.insert(last + 1, cut(decide_text(decide) + " (re-measures the undecided steps)", WIDTH))
+        lines.insert(last + 1, cut(decide + " (re-measures the undecided steps)", WIDTH))
     return lines
 
 
@@ -190,57 +152,31 @@ LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values
 
 
 def summary_line(report: Report) -> str:
-    """What needs action, what was measured, what was noise, what was skipped and why, and the exit."""
-    labels = {label: 0 for label in LABEL_ORDER}
-    for finding in report.regressions:
-        labels[finding.label] = labels.get(finding.label, 0) + 1
-    noise = labels.pop(NOISE_LABEL)
-    act = [f"{n} {label.lower()}" for label, n in labels.items() if n]
+    """What needs action, what was measured, what was noise, what was skipped and why (the largest group
+    first, as many reasons as fit, the others counted), and the exit."""
+    labels = Counter(finding.label for finding in report.regressions)
+    act = [f"{labels[label]} {label.lower()}" for label in LABEL_ORDER if labels[label] and label != NOISE_LABEL]
     if report.unmeasured or not report.built:
         act.append(f"{len(report.unmeasured)} not measured")
-    head = (f"summary: {', '.join(act) or 'nothing to act on'}; {report.measured} measured, {noise} noise, "
-            f"{report.skipped} skipped")
+    head = (f"summary: {', '.join(act) or 'nothing to act on'}; {report.measured} measured, {labels[NOISE_LABEL]} "
+            f"noise, {report.skipped} skipped")
     tail = f"; exit {int(report.exit)}"
-    return head + reasons_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail)) + tail
-
-
-def reasons_fitting(reasons: list[str], room: int) -> str:
-    """``: <reason>, <reason>`` with as many of ``reasons`` (the largest group first) as fit in ``room``
-    characters, the others counted (``+2 more``); the first is always said."""
-    for shown in range(len(reasons), 0, -1):
-        rest = len(reasons) - shown
-        text = ": " + ", ".join(reasons[:shown]) + (f", +{rest} more" if rest else "")
-        if len(text) <= room or shown == 1:
-            return text
-    return ""
-
-
-def header_line(report: Report) -> str:
-    commits = report.commits
-    head = (f"detsim-track: machine {report.machine}, {len(commits)} commits recorded "
-            f"({commits[0][:8]} .. {commits[-1][:8]}),")
-    return fitted(head, report.latest, report.subjects, prefix="latest")
+    if report.skips:
+        head += ": " + names_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail) - 2, ", +{} more")
+    return head + tail
 
 
 def screen_lines(report: Report) -> list[str]:
     """One machine's verdict on one screen."""
-    return [header_line(report), *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report),
-            summary_line(report)]
+    return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
+            *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
 
 
 def fleet_screen_lines(fleet: FleetReport) -> list[str]:
     """Each machine's verdict on one screen, then which machines agree and the fleet's exit."""
-    lines = []
-    for report in fleet.reports.values():
-        lines += screen_lines(report)
+    lines = [line for report in fleet.reports.values() for line in screen_lines(report)]
     lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
     lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
     lines += [cut(line, WIDTH) for line in fleet.agreement]
     lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
     return lines
-
-
-def report_line(folder: str, text_name: str, json_name: str, notes: int) -> str:
-    """Where the full report went (its path is never cut)."""
-    there = f", {notes} note{'s' * (notes != 1)}" if notes else ""
-    return f"full report{there} (-v prints it): {folder}/{text_name} and {json_name}"

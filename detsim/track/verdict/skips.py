@@ -1,14 +1,5 @@
-"""Why a series was skipped at the latest commit, read from what the series is.
-
-A benchmark that raises ``NotImplementedError`` (``benchmarks/common.py``) is stored by asv as a skip,
-NaN, and asv keeps no word of why (its ``stderr`` is never written to the results). The suite skips for a
-few known reasons, each tied to something the series itself shows, so the reason is read back from the
-series (:func:`skip_reason`): a ``device='cuda'`` parameter on a machine without a GPU, the ``triton``
-mode on a CPU, image hashes of a machine class with no stored baseline, instruction counts without
-valgrind or its hooks. Anything else is named as a skip whose reason asv did not keep.
-:func:`group_skips` gathers the skipped series by reason, largest group first, into :class:`Skipped`
-records: the verdict's summary line says them, and the JSON report lists them.
-"""
+"""Why a series was skipped at the latest commit, read from what the series is (docs/tracking.md, "The
+verdict": asv stores a skip as NaN and keeps no word of why)."""
 
 from __future__ import annotations
 
@@ -25,9 +16,6 @@ class Reason:
     one: str  # what was skipped, one of them ("image hash")
     many: str  # ... several ("image hashes")
     why: str  # why, in a few words
-
-    def what(self, count: int) -> str:
-        return f"{count} {self.one if count == 1 else self.many}"
 
 
 NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
@@ -58,13 +46,10 @@ class Skipped:
     reason: Reason
     labels: tuple[str, ...]  # benchmark and parameters of each
 
-    @property
-    def count(self) -> int:
-        return len(self.labels)
-
     def text(self) -> str:
         """``54 image hashes (no baseline for this machine class)``."""
-        return f"{self.reason.what(self.count)} ({self.reason.why})"
+        count = len(self.labels)
+        return f"{count} {self.reason.one if count == 1 else self.reason.many} ({self.reason.why})"
 
     def record(self) -> dict:
         return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}

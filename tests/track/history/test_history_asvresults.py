@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.history.asvresults import (
-    choose_machine, load_baselines, load_hash_file, load_recorded, load_result_file,
+    choose_machine, load_baselines, load_hashes, load_recorded, load_result_file,
 )
 from detsim.track.history.jsonc import ResultsError
 
@@ -62,10 +62,14 @@ def test_results_files_are_validated(tmp_path):
 
 
 def test_a_hash_file_must_name_its_own_commit(tmp_path):
-    path = tmp_path / ("a" * 40 + ".json")
+    (tmp_path / "results" / "hashes").mkdir(parents=True)
+    path = tmp_path / "results" / "hashes" / ("a" * 40 + ".json")
+    path.write_text(json.dumps({"commit": "a" * 40, "cases": {}}))
+    assert load_hashes(tmp_path) == {"a" * 40: {"commit": "a" * 40, "cases": {}}}
     path.write_text(json.dumps({"commit": "b" * 40, "cases": {}}))
-    with pytest.raises(ResultsError, match="not a per-commit hash record"):
-        load_hash_file(path)
+    with pytest.raises(ResultsError, match=f"{path}: not a per-commit hash record"):
+        load_hashes(tmp_path)
+    assert load_hashes(tmp_path / "elsewhere") == {}  # nothing recorded by earlier versions of the suite
 
 
 def test_without_a_baseline_a_note_says_so(tmp_path):

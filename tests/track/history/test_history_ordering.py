@@ -9,7 +9,7 @@ import pytest
 
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.ordering import (
-    checkout_head, first_commit_cut, head, order_files, resolve_first_commits, subjects,
+    checkout_head, first_commit_cut, order_files, resolve_first_commits, subjects,
 )
 
 
@@ -35,7 +35,7 @@ def test_git_history_wins_over_dates(tmp_path):
     assert [(f["commit_hash"], f["env_name"]) for f in ordered] == [
         (commits[0], "env"), (commits[1], "a"), (commits[1], "b"), (commits[2], "env")]
     assert notes == ["1 results of commits outside HEAD's history were ignored"]
-    assert head(tmp_path) == commits[2]
+    assert checkout_head(tmp_path) == commits[2]
     assert subjects(tmp_path, commits) == dict(zip(commits, ["one", "two", "three"]))
 
 
@@ -43,7 +43,7 @@ def test_outside_git_the_commit_dates_order_the_results(tmp_path):
     files = [_file("b" * 40, 20), _file("a" * 40, 10), _file("c" * 40, 30)]
     ordered, notes = order_files(tmp_path, files)
     assert [f["date"] for f in ordered] == [10, 20, 30] and notes == []
-    assert head(tmp_path) is None and subjects(tmp_path, ["a" * 40]) == {}
+    assert checkout_head(tmp_path) is None and subjects(tmp_path, ["a" * 40]) == {}
 
 
 def test_commits_unknown_to_the_repository_are_ordered_by_date_and_said_so(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from detsim.track.confirm import apply
 from detsim.track.confirm.apply import confirm_report
 from detsim.track.publish.regressions_tab import LIST, TabError, _graph_path, flagged, has_tab, read_index, tab, \
     tab_json
@@ -26,9 +27,15 @@ def published(tmp_path_factory):
     return root, html, json.loads((html / LIST).read_text())["regressions"]
 
 
+@pytest.fixture(autouse=True)
+def _outcomes_kept_per_test(monkeypatch, tmp_path):
+    """Each test re-measures afresh: the outcomes go to its own folder, never into the shared project."""
+    monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
+
+
 def _verdict(root: Path, remeasured_as, ratio: float):
     remeasured_as(default=ratio)
-    return confirm_report(analyse(root), root, use_cache=False)
+    return confirm_report(analyse(root), root)
 
 
 def test_graph_paths_are_asvs():
@@ -111,7 +118,7 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
     fleet = analyse_fleet(root)
-    reports = [confirm_report(r, root, use_cache=False) for r in fleet.reports.values()]
+    reports = [confirm_report(r, root) for r in fleet.reports.values()]
     listed = tab(reports, read_index(html), html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)

@@ -1,15 +1,22 @@
-"""Detection on synthetic series: exact families, image hashes, and steps confirmed by the rank test."""
+"""Detection on synthetic series: exact families, image hashes (against a stored baseline, or commit to commit
+without one), steps confirmed by the rank test, and the step fit and rank test themselves."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
 
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.verdict.detection import ALPHA, detect
+from detsim.track.verdict.analysis import Report, judge
+from detsim.track.verdict.detection import (
+    COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, segments, u_counts,
+)
 from detsim.track.verdict.finding import NOISE, SUSPECT, Finding
-from detsim.track.verdict.lines import finding_text
+from detsim.track.verdict.lines import finding_text, report_lines
 from detsim.track.history.series import Point, Series, family_of
 
 pytest.importorskip("asv", reason="noisy series use asv's step detection (pip install -e '.[dev]')")
@@ -147,3 +154,112 @@ def test_images_that_never_reproduced_have_no_last_good_commit():
     assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
     assert finding_text(finding.record()) == (
         "images of a01 differ between two runs (threads: a render with 2 torch threads against 1)")
+
+
+# -- image fingerprints without a stored baseline of the machine class: commit to commit
+SHA = {k: k * 64 for k in "abcd"}
+NAN = float("nan")
+
+
+def _fp_series(family: str, values, *, name: str | None = None, case: str | None = "a01") -> Series:
+    return Series(env="e", name=name or f"bench_determinism.track_{family}_a01", params="", family=family,
+                  unit="u", case=case, points=tuple(Point(c, v) for c, v in zip(C, values)))
+
+
+def _fp(*keys: str) -> list[float]:
+    return [fingerprint(SHA[k]) for k in keys]
+
+
+def _fp_finding(keys: str) -> Finding | None:
+    return fingerprint_finding(_fp_series("fingerprint", []), list(_fp_series("fingerprint", _fp(*keys)).points))
+
+
+def test_a_change_between_consecutive_commits_is_found_where_it_happened():
+    finding = _fp_finding("aabbb")
+    assert (finding.last_good, finding.first_bad) == (C[1], C[2])
+    assert finding.series.family == "determinism"  # reported as what it is
+    assert finding.detail["old_sha256"] == "a" * 13 and finding.detail["new_sha256"] == "b" * 13
+    assert finding.detail["compared"] == COMPARED and finding.detail["baseline_commit"] == C[0]
+    again = _fp_finding("abbcc")
+    assert (again.last_good, again.first_bad, again.detail["changed_again_at"]) == (C[0], C[1], [C[3]])
+    for unchanged in ("aaaa", "abba", "a"):
+        assert _fp_finding(unchanged) is None
+    assert fingerprint_hex(fingerprint(SHA["d"])) == "d" * 13
+
+
+def test_commits_of_another_machine_class_are_cut_off():
+    points = _fp_series("fingerprint", _fp(*"aabbb")).points
+    assert class_cut(points, {c: 1.0 for c in C}) == 0
+    assert class_cut(points, {C[0]: 1.0, C[1]: 1.0, C[2]: 2.0, C[3]: 2.0, C[4]: 2.0}) == 2
+    assert class_cut(points, {C[0]: 2.0, C[1]: 1.0, C[2]: 2.0, C[3]: 2.0, C[4]: 2.0}) == 2
+    assert class_cut(points, {}) == 0
+
+
+def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_commit():
+    skipped = _fp_series("hash_changed", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
+    skipped = Series(**{**skipped.__dict__, "family": "determinism"})
+    fp = _fp_series("fingerprint", _fp(*"aabbb"))
+    same_class = _fp_series("machine class", [7.0] * 5, name="bench_determinism.track_machine_class", case=None)
+    conf = {"regressions_first_commits": {r"bench_determinism\.track_fingerprint_": None}}  # asv's page only
+    judged = judge([skipped, fp, same_class], C[4], conf, {}, {})
+    [finding] = judged.findings
+    assert (finding.last_good, finding.first_bad, finding.series.case) == (C[1], C[2], "a01")
+    assert (judged.unmeasured, judged.skipped) == ([], [skipped])
+    # a new machine class from C[2] on (a torch upgrade): the change is a fact between classes, not a finding
+    upgraded = Series(**{**same_class.__dict__, "points": tuple(Point(c, v) for c, v in zip(C, [7, 7, 8, 8, 8.0]))})
+    assert judge([skipped, fp, upgraded], C[4], conf, {}, {}).findings == []
+    # a stored baseline of this class judged the case (its 0/1 track was measured): no second finding
+    judged = Series(**{**skipped.__dict__, "points": tuple(Point(c, v) for c, v in zip(C, [0, 0, 1, 1, 1.0]))})
+    [by_baseline] = judge([judged, fp, same_class], C[4], conf, {"a01": SHA["a"]}, {}).findings
+    assert by_baseline.series.name.endswith("track_hash_changed_a01")
+    assert (by_baseline.detail["old_sha256"], by_baseline.detail["new_sha256"]) == ("a" * 13, "b" * 13)
+
+
+def test_the_finding_reads_as_an_image_hash_change():
+    finding = _fp_finding("aab")
+    report = Report(generated_at="t", machine="m", envs=("e",), commits=tuple(C[:3]), latest=C[2], subjects={},
+                    regressions=(finding,), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED)
+    lines = report_lines(report)
+    assert f"CHANGED image hash a01: {'a' * 13} -> {'b' * 13}, since {C[2][:8]}, last good {C[1][:8]}" in lines
+    assert lines[-1].startswith("summary: 1 regressed (determinism 1)")
+
+
+# -- the step fit and the rank test
+def test_one_sided_rank_test():
+    assert mann_whitney_greater([1, 2, 3], [4, 5, 6]) == pytest.approx(1 / 20)
+    assert mann_whitney_greater([4, 5, 6], [1, 2, 3]) == pytest.approx(1.0)
+    assert mann_whitney_greater([1.0] * 6, [1.0] * 6) == pytest.approx(1.0)
+    big = mann_whitney_greater(list(range(60)), [x + 100 for x in range(60)])
+    assert big < 1e-10
+
+
+def test_an_empty_side_proves_nothing():
+    assert mann_whitney_greater([], [1.0, 2.0]) == 1.0 and mann_whitney_greater([1.0], []) == 1.0
+
+
+def test_u_counts_are_the_orderings_of_m_plus_n_values():
+    for m, n in ((1, 1), (2, 3), (4, 4), (5, 2)):
+        counts = u_counts(m, n)
+        assert len(counts) == m * n + 1 and sum(counts) == math.comb(m + n, m)
+        assert counts == counts[::-1]  # U and m n - U are equally likely
+    assert u_counts(2, 2) == [1, 1, 2, 1, 1]
+
+
+def test_a_flat_series_is_one_segment():
+    assert segments([1.0, 1.01, 0.99, 1.0], 0.5) == [(0, 4, pytest.approx(1.0, rel=0.02))]
+
+
+def test_a_doubling_after_two_commits_is_a_step():
+    y = [1.0, 1.02, 2.0, 2.03, 1.98]
+    [(a0, a1, low), (b0, b1, high)] = segments(y, 0.5)
+    assert (a0, a1, b0, b1) == (0, 2, 2, 5)
+    assert low == pytest.approx(1.01, rel=0.01) and high == pytest.approx(2.0, rel=0.02)
+
+
+def test_the_threshold_sets_the_penalty_of_a_step():
+    """A lone latest commit splits off when it is off by more than half the threshold (in logs)."""
+    assert len(segments([1.0, 1.0, 1.0, 1.08, 1.08], 0.5)) == 1
+    assert len(segments([1.0, 1.0, 1.0, 1.08, 1.08], 0.05)) == 2
+    assert len(segments([1.0, 1.0, 1.0, 1.0, 1.3], 0.5)) == 2  # log 1.3 > log 1.5 / 2
+    assert len(segments([1.0, 1.0, 1.0, 1.0, 1.2], 0.5)) == 1  # log 1.2 < log 1.5 / 2
+    assert len(segments([1.0, 1.0, 1.3, 1.0, 1.0], 0.5)) == 1  # one commit between two steps: twice the penalty
