@@ -127,7 +127,7 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     return Judgement(regressions, unmeasured, skipped, measured)
 
 
-HASH_FAMILIES = ("determinism", "fingerprint", "hash count")  # findings that compare images' bits
+HASH_FAMILIES = ("determinism", "hash count")  # findings that compare images' bits (fingerprints are judged as determinism)
 
 
 def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
@@ -142,7 +142,7 @@ def without_irreproducible(findings: list[Finding], series: list[Series]) -> tup
     kept, withheld = [], []
     for f in findings:
         axes = irreproducible.get(f.first_bad, set())
-        compiled = f.series.family == "hash count" or (f.series.family == "fingerprint" and not f.series.case)
+        compiled = not f.series.case  # the compiled path's count and fingerprint; per-case ones are eager
         by_chance = "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
         (withheld if f.series.family in HASH_FAMILIES and by_chance else kept).append(f)
     if not withheld:

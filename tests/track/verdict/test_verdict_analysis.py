@@ -102,6 +102,11 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
         ("bench_reproducibility.Reproducibility.track_runs_differ", "c3"), ("h2", "c2"), ("cc", "c3")]
     assert note.startswith("1 image-hash change not reported (at c3): the images there do not reproduce")
     assert without_irreproducible(kept[1:], series[2:]) == (kept[1:], None)
+    # no compiled baseline here: the compiled path's fingerprint (no case) is judged by the compiled axis too
+    compiled = [*series[:2], _series("cf", "fingerprint", [7.0, 7.0, 9.0], unit="sha256[:13] as a number")]
+    findings = judge(compiled, "c3", {}, {}, {}).findings
+    assert [f.label for f in findings] == ["NONDETERMINISTIC", "CHANGED"]
+    assert without_irreproducible(findings, compiled) == (findings, None)
 
 
 def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
