@@ -36,11 +36,12 @@ from torch import Tensor
 
 from detsim import memory, processes, render_paths
 from detsim.config import SimulationConfig
+from detsim.geometry import pixel_positions
 from detsim.interpolation import InterpolationState, scan_edge
 from detsim.lanes import Projections
 from detsim.observe import OBSERVED, Observer, observed_values
 from detsim.pixel_terms import PixelTerms, pixel_terms
-from detsim.prepared import Setup, needs_grad, prepare, restrict_pixels, subpixel_positions
+from detsim.prepared import Setup, layer_offsets, needs_grad, prepare, restrict_pixels
 from detsim.threads import intra_op_threads, requested, run
 
 # Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
@@ -208,7 +209,7 @@ class _Chunks:
         """
         setup, interp, observer = self.setup, self.interp, self.observe if observe else None
         s_idx, f_idx = setup.pixels_s[start:stop], setup.pixels_f[start:stop]
-        terms = pixel_terms(setup, subpixel_positions(setup, s_idx, f_idx), full=observer is not None)
+        terms = pixel_terms(setup, _positions(setup, s_idx, f_idx), full=observer is not None)
         if stop - start > self.chunk_pixels:  # a job of several chunks (see _grouped): each rendered alone
             return torch.cat([self._chunk_values(terms.rows(slice(at, at + self.chunk_pixels)), start + at)
                               for at in range(0, stop - start, self.chunk_pixels)])
@@ -226,6 +227,12 @@ class _Chunks:
         return render_paths.chunk_values(render_paths.plan_chunk(self.setup, terms, start, self.interp,
                                                                  self.projections, self.block_lanes, self.mode,
                                                                  observed=False))
+
+
+def _positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:
+    """(P, T, O, 3) lab positions of every subpixel of the given pixels, m (spec §3.4)."""
+    return pixel_positions(setup.geometry, s_idx, f_idx, setup.oversample, layer_offsets(setup),
+                           setup.config.detector.curved, setup.frame.beam)
 
 
 def available_modes(device: torch.device | str = "cpu") -> tuple[str, ...]:

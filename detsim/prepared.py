@@ -209,12 +209,10 @@ def _rendered_pixels(spixels: int, fpixels: int, roi, mask, device) -> tuple[Ten
     return s, f
 
 
-def subpixel_positions(setup: Setup, s_idx: Tensor, f_idx: Tensor) -> Tensor:
-    """(P, T, O, 3) lab positions of every subpixel of the given pixels, m (spec §3.4)."""
+def layer_offsets(setup: Setup) -> Tensor:
+    """(T,) depth of each sensor layer below the front face, m (spec §3.4)."""
     depth = torch.arange(setup.thickness.count, device=setup.device, dtype=setup.dtype)  # (T,) layer index
-    layers = depth * setup.thickness.step  # (T,) depth of each sensor layer, m
-    return pixel_positions(setup.geometry, s_idx, f_idx, setup.oversample, layers, setup.config.detector.curved,
-                           setup.frame.beam)
+    return depth * setup.thickness.step
 
 
 def _first_sweep_past_the_cut(setup: Setup, threads: int) -> Setup:
@@ -227,7 +225,9 @@ def _first_sweep_past_the_cut(setup: Setup, threads: int) -> Setup:
     incident, lambda_m = setup.sources.incident, setup.sources.lambda_m
 
     def swept(start: int, stop: int) -> Tensor:  # (P,) whether -dmin spares any layer, subpixel and source
-        position = subpixel_positions(setup, setup.pixels_s[start:stop], setup.pixels_f[start:stop])  # (P,T,O,3) m
+        position = pixel_positions(setup.geometry, setup.pixels_s[start:stop], setup.pixels_f[start:stop],
+                                   setup.oversample, layer_offsets(setup), setup.config.detector.curved,
+                                   setup.frame.beam)  # (P, T, O, 3) m
         diffracted = position / physics.norm(position)[..., None]
         return physics.survives_dmin(physics.scattering_vectors(diffracted, incident, lambda_m), dmin_m).flatten(1).any(1)
 
@@ -256,4 +256,4 @@ def needs_grad(setup: Setup) -> bool:
     return any(t.requires_grad for t in tensors) or (values is not None and values.requires_grad)
 
 
-__all__ = ["Setup", "needs_grad", "prepare", "restrict_pixels", "subpixel_positions"]
+__all__ = ["Setup", "layer_offsets", "needs_grad", "prepare", "restrict_pixels"]
