@@ -197,8 +197,9 @@ def workload_config(workload: workloads.Workload):
 def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | None = None):
     """``detsim.simulate``; ``mode`` is passed only to commits that have execution modes."""
     import detsim
+    from detsim import engine  # a submodule: ``import detsim`` alone may not have imported it
 
-    if mode is None or (mode == "eager" and not hasattr(detsim.engine, "MODES")):
+    if mode is None or (mode == "eager" and not hasattr(engine, "MODES")):
         image = detsim.simulate(config, device=device, dtype=dtype)
     else:
         image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)

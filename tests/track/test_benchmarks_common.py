@@ -94,6 +94,20 @@ def test_the_suite_loads_the_working_trees_base_beside_a_detsim_without_the_trac
     assert found["holds_for"] == MachineClass.here(torch, threads=1).as_record()
 
 
+def test_a_fresh_interpreter_renders_through_the_suite_with_only_import_detsim_done(tmp_path):
+    """``import detsim`` imports no submodule (the package loads its names on first use): the suite's own
+    render must import what it reads, as a benchmark's fresh process has nothing else imported."""
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import torch\n"
+              "from benchmarks import common\n"
+              "config = common.workload_config(common.workloads.WORKLOADS['P1'].resized(8))\n"
+              "image = common.simulate(config, device=torch.device('cpu'), dtype=torch.float64, mode='eager')\n"
+              "print(tuple(image.shape))")
+    done = subprocess.run([sys.executable, "-c", script, str(ROOT)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(8, 8)"
+
+
 def test_config_from_args_prefers_argconfig_and_falls_back_to_the_cli(common, fixed_seed, monkeypatch):
     args = list(find_case(PLAIN_CASE, golden_dir(ROOT)).args)
     expected = config_from_argv(args)
