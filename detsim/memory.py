@@ -6,7 +6,9 @@ The chunk (pixels) is bounded by a share of the memory available when the render
 CPU, large enough to keep a GPU busy. Neither depends on the thread count (an image's bits depend on
 the chunk size); the share bounds instead how many jobs may be alive at once. A job is one chunk, or,
 where the engine may compute several chunks' per-pixel terms together (``grouped``), a few whole
-chunks: the ~80 small ops of a chunk's terms then run once for about :data:`JOB_PIXELS` pixels.
+chunks: the ~80 small ops of a chunk's terms then run once for about :data:`JOB_PIXELS` pixels (fewer
+when the share is smaller). A float32 image may depend on the job size by a unit in the last place (the
+vectorised atan2 of the terms); a float64 image does not.
 """
 
 from __future__ import annotations

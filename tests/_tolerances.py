@@ -65,6 +65,11 @@ COMPILED_VS_EAGER_MAX_REL = {torch.float64: 1e-10, torch.float32: 1e-4}  # relat
 # The Triton kernel against the eager path, relative to the image maximum (as above, fewer reorderings).
 TRITON_VS_EAGER_MAX_REL = {torch.float64: 1e-12, torch.float32: 1e-4}
 
+# A float32 pixel whose per-pixel terms were computed among more pixels (a job of several chunks): the
+# vectorised atan2 rounds the last elements of a loop differently, one float32 unit (2^-23 relative) of a
+# term, which the pixel's own sum may round to two.
+FLOAT32_JOB_SIZE_REL = 2.0 ** -22
+
 # torch.autograd.gradcheck in float64.
 GRADCHECK = dict(eps=1e-6, atol=1e-5, rtol=1e-4)
 

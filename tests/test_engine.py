@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from _tolerances import (
-    ALLCLOSE, F64_ROUNDING, F64_SUMMATION, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK,
+    ALLCLOSE, F64_ROUNDING, F64_SUMMATION, FLOAT32_JOB_SIZE_REL, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK,
     VISIBLE_CHANGE_REL,
 )
-from detsim import memory, physics
+from detsim import memory, physics, processes
 from detsim.config import (
     BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig,
 )
@@ -148,10 +148,18 @@ def test_bitwise_identical_across_repeats_and_thread_counts(dtype):
     assert len(hashes) == 1
 
 
+@pytest.fixture(params=[True, False], ids=["processes", "threads"])
+def workers_fork(request, monkeypatch):
+    """Workers as forked processes (Linux, no CUDA) or as threads (where a process cannot fork)."""
+    if not request.param:
+        monkeypatch.setattr(processes, "available", lambda device: False)
+    return request.param
+
+
 @pytest.mark.parametrize("job_pixels", [1, 21, memory.JOB_PIXELS], ids=["chunk-a-job", "3x7-a-job", "default-jobs"])
 @pytest.mark.parametrize("chunk", [1, 7, None])
 def test_bitwise_identical_on_one_two_and_three_workers_for_each_chunk_and_job_size(dtype, chunk, job_pixels,
-                                                                                    monkeypatch):
+                                                                                    workers_fork, monkeypatch):
     # P = 240 pixels: 240 chunks of 1, 35 of 7 (the last one short), or one chunk (None: from memory); a job
     # computes the per-pixel terms of one chunk, of up to 21 pixels' chunks, or of JOB_PIXELS' together
     cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0))
@@ -169,10 +177,13 @@ def test_bitwise_identical_on_one_two_and_three_workers_for_each_chunk_and_job_s
     # last element or few of a vectorised loop, so a job's size may move a float32 pixel by one unit.
     if dtype == torch.float64:
         assert torch.equal(one, alone)
+    else:
+        torch.testing.assert_close(one, alone, rtol=FLOAT32_JOB_SIZE_REL, atol=0)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_an_roi_render_shares_its_pixels_as_the_same_bits_and_reports_progress(dtype, workers, monkeypatch):
+def test_an_roi_render_shares_its_pixels_as_the_same_bits_and_reports_progress(dtype, workers, workers_fork,
+                                                                                  monkeypatch):
     # an ROI's pixels are not a slice of the image: each chunk's values go to their raster indices
     monkeypatch.setattr(memory, "JOB_PIXELS", 14)  # 99 pixels: 8 jobs of two 7-pixel chunks
     cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0, roi=(2, 12, 1, 9)))
