@@ -53,7 +53,6 @@ def benchmark_python(root: Path, env_dir: str | Path = Path(".asv") / "env") -> 
     return str(candidates[-1]) if candidates else sys.executable
 
 
-
 def package_tree(root: Path, commit: str) -> str | None:
     """The git object id of ``commit``'s ``detsim/`` tree: the code :func:`export_package` and asv's install
     measure, so two commits with the same id run the same code (None where the commit or its package is

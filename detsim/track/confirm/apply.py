@@ -1,12 +1,15 @@
 """Turn a verdict's timing suspects into confirmed regressions or noise by re-measuring them, the largest rise
 first (docs/tracking.md). Each gets an equal share of what is left of the budget, so that one long benchmark
 cannot use up the time of all the others; outcomes are kept in :data:`CACHE` so that a step judged once is not
-re-measured by every later run. Only confirmed steps count in the recomputed exit code.
+re-measured by every later run. A step whose commits up to the latest all run the last good commit's ``detsim``
+package is noise without re-measuring; where the package first changed later in that run, that commit is
+re-measured and named the first bad one. Only confirmed steps count in the recomputed exit code.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import time
@@ -29,6 +32,7 @@ BUDGET_S = 480.0  # seconds of re-measuring per run: enough for every timed seri
 CACHE = Path(".asv") / "confirmations.json"  # relative to the project
 ASV_MACHINE_FILE = Path("~/.asv-machine.json")  # asv's machines defined on this host
 DEFAULT_ENV_DIR = Path(".asv") / "env"  # asv's own default env_dir
+
 
 def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     """The benchmark and parameter values a finding's series was measured with."""
@@ -73,22 +77,26 @@ def _with(finding: Finding, confirmation: Confirmation) -> Finding:
     return replace(finding, detail={**finding.detail, **confirmation.record()})
 
 
-def _first_changed(root: Path, finding: Finding) -> str | None:
-    """The first commit of the run at the tip (from the first bad commit on) whose ``detsim`` package is not
-    the last good commit's, or None when none is (the first bad commit where the last good one's is unknown)."""
-    good = package_tree(root, finding.last_good)
+def _run_at_tip(finding: Finding) -> list[str]:
+    """The commits of the finding's series from its first bad commit to the latest."""
+    commits = [p.commit for p in finding.series.points]
+    return commits[commits.index(finding.first_bad):]
+
+
+def _first_changed(finding: Finding, tree: Callable[[str], str | None]) -> str | None:
+    """The first commit of the run at the tip whose ``detsim`` package (``tree``) is not the last good
+    commit's, or None when none is (the first bad commit where the last good one's is unknown)."""
+    good = tree(finding.last_good)
     if good is None:
         return finding.first_bad
-    commits = [p.commit for p in finding.series.points]
-    run = commits[commits.index(finding.first_bad):] if finding.first_bad in commits else [finding.first_bad]
-    return next((c for c in run if package_tree(root, c) != good), None)
+    return next((c for c in _run_at_tip(finding) if tree(c) != good), None)
 
 
 def _same_package(finding: Finding) -> Finding:
     """``finding`` decided as noise: no commit of its run changed the package."""
-    run = len(finding.series.points) - [p.commit for p in finding.series.points].index(finding.first_bad)
-    evidence = (f"{finding.first_bad[:8]} and the {run - 1} commits after it run the same detsim package as "
-                f"{finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so the machine's")
+    evidence = (f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
+                f"detsim package as {finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so "
+                "it can only be the machine")
     return replace(finding, detail={**finding.detail, "confirmation": NOISE, "confirmation_evidence": evidence})
 
 
@@ -124,8 +132,9 @@ def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, b
         return report
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
+    tree = functools.cache(lambda commit: package_tree(root, commit))  # suspects share their commits
     for finding in originals:
-        changed = _first_changed(root, finding) if finding.last_good is not None else finding.first_bad
+        changed = _first_changed(finding, tree) if finding.last_good is not None else finding.first_bad
         if changed is None:
             decided[id(finding)] = _same_package(finding)
         else:
@@ -133,6 +142,23 @@ def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, b
     decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
+
+
+def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, rank: int, limit: int,
+                      budget_s: float, deadline: float) -> str | None:
+    """Why the suspect ranked ``rank`` is not re-measured now, or None when it is."""
+    if here is not None and machine not in here:
+        return f"recorded on machine {machine}, not defined on this host"
+    if finding.last_good is None:
+        return "no earlier commit recorded"
+    if limit == 0:
+        return "re-measuring is off here (`detsim-track regressions` re-measures)"
+    if rank >= limit:
+        return f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
+    if time.monotonic() > deadline:
+        return (f"the re-measuring budget of {budget_s:.0f} s was spent "
+                "(`detsim-track regressions --remeasure-budget S`)")
+    return None
 
 
 def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
@@ -156,14 +182,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
                 Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
-        why = (f"recorded on machine {report.machine}, not defined on this host"
-               if here is not None and report.machine not in here
-               else "no earlier commit recorded" if finding.last_good is None
-               else "re-measuring is off here (`detsim-track regressions` re-measures)" if limit == 0
-               else f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
-               if rank >= limit
-               else f"the re-measuring budget of {budget_s:.0f} s was spent (`detsim-track regressions "
-                    "--remeasure-budget S`)" if time.monotonic() > deadline else None)
+        why = _why_not_measured(report.machine, here, finding, rank, limit, budget_s, deadline)
         if why:
             decided[key_id] = _undecided(report.machine, finding, why)
             continue

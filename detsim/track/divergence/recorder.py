@@ -130,4 +130,3 @@ def _flatten(prefix: str, value) -> list[tuple[str, torch.Tensor]]:
     if isinstance(value, (list, tuple)):
         return [item for i, v in enumerate(value) for item in _flatten(f"{prefix}[{i}]", v)]
     return []
-

@@ -127,6 +127,7 @@ def test_a_step_over_commits_that_run_the_same_package_is_noise_without_re_measu
     report = confirm_report(analyse(noisy), noisy)
     assert measured == [] and report.exit == ExitCode.OK
     assert all(f.detail["confirmation"] == "noise" and "same detsim package" in f.detail["confirmation_evidence"]
+               and f.detail["confirmation_evidence"].endswith("it can only be the machine")
                for f in report.regressions)
     assert not (noisy / ".asv" / "confirmations.json").exists()
 
