@@ -106,8 +106,8 @@ def check_values(path: Path, data: dict, benchmarks: dict) -> None:
     for name, row in data["results"].items():
         family = family_of(name, benchmarks.get(name) or {})
         for column, what in COLUMNS.items():
-            stored = cell(row, columns, column)
-            for i, item in enumerate(stored if isinstance(stored, list) else []):
+            values = cell(row, columns, column)
+            for i, item in enumerate(values if isinstance(values, list) else []):
                 for value in item if column == "samples" and isinstance(item, list) else [item]:
                     why = _impossible(value, None if column.startswith("stats_ci") else family)
                     if why:

@@ -18,7 +18,8 @@ TOP = 1.0  # the axis' top: r = 0
 ACCEPT = 1 - PARITY_MIN_R  # the acceptance line on the 1 - r scale
 WIDTH, HEIGHT = 300, 130
 LEFT, RIGHT, TOP_MARGIN, BOTTOM = 50, 8, 18, 14
-TICKS = [10.0 ** e for e in range(0, -17, -4)]  # every 4 decades from the top down to the floor
+# every 4 decades from the top down to the floor
+TICKS = [10.0 ** e for e in range(round(math.log10(TOP)), round(math.log10(FLOOR)) - 1, -4)]
 
 
 @dataclass(frozen=True)
