@@ -10,7 +10,6 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,triton]"
 	touch $(STAMP)
 

@@ -12,6 +12,9 @@ is a real change of the code's work. Workloads are small:
 * ``P2@32``: P2's 200 steps per pixel on 32²;
 * ``g01_hkl_nointerp``: the golden case the bench suite times (256², an HKL file).
 
+A commit whose counted code and environment are byte for byte those of a commit counted before gets
+that commit's counts without running valgrind again (``counts.py`` says what is compared).
+
 Where valgrind or the hooks (PyPI ``pytest-codspeed``) are missing, setup raises NotImplementedError
 with one line naming the package, and asv records a skip. What a count cannot see (memory and cache
 effects, threads, AVX-512 kernels) is in docs/tracking.md; the timings stay recorded beside it.
@@ -19,7 +22,7 @@ effects, threads, AVX-512 kernels) is in docs/tracking.md; the timings stay reco
 
 from __future__ import annotations
 
-from . import common
+from . import common, counts
 
 COUNTED = ["P1@64", "P2@32", "g01_hkl_nointerp"]
 
@@ -38,7 +41,9 @@ class InstructionCounts:
         if reason:
             return {"not measured": reason}
         workloads = [w for w in COUNTED if "@" in w or common.reads_arguments()]
-        return common.count_instructions_many(workloads)
+        found, reused = counts.reuse_or_count(workloads, common.count_instructions_many)
+        print(f"instruction counts {reused or 'counted under valgrind'}")
+        return found
 
     setup_cache.timeout = 600
 
