@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,12 @@ from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
 # of one thread per core the same renders took four times the CPU time on two shared cores). Tests about
 # thread counts set theirs.
 torch.set_num_threads(1)
+
+# A run started in the background (`nohup make test &`, `cmd &` in a script) inherits Ctrl-C ignored, and
+# every process the tests start would too (an ignored signal stays ignored across exec): the tests that
+# press Ctrl-C on a child need it delivered, as at a terminal. A handler (unlike an ignore) is reset on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 GOLDEN_CASES = {case.id: case for case in load_cases(GOLDEN_DIR)}  # id -> GoldenCase, manifest order
