@@ -32,6 +32,8 @@ from . import common
 FOLDER = common.REPO_ROOT / ".asv" / "instruction-counts"
 SUITE = "track"  # the tracking suite's sub-package: never imported by the simulator, so not counted code
 COMMIT_VAR = "ASV_COMMIT"  # set by asv in every benchmark process: the commit being measured
+# environment variables that choose torch's threads and kernels (and so the instructions a render takes)
+KERNEL_VARIABLES = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "TORCH", "ATEN_", "DNNL_", "ONEDNN_", "PYTHONHASHSEED")
 
 
 def _files(folder: Path, skip: str | None = None) -> Iterable[tuple[str, Path]]:
@@ -58,8 +60,9 @@ def _environment() -> dict[str, str]:
     if Path("/proc/cpuinfo").is_file():  # the first processor's model and feature flags (what valgrind passes on)
         lines = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
         cpu = "\n".join(line for line in lines if line.startswith(("model name", "flags")))
-    variables = {name: os.environ.get(name, "") for name in sorted({*common.callgrind.COUNT_ENV,
-                                                                     common.callgrind.PLANT_VAR})}
+    counting = {**os.environ, **common.callgrind.COUNT_ENV}  # the counting process's environment
+    variables = {name: value for name, value in sorted(counting.items())
+                 if name == common.callgrind.PLANT_VAR or name.startswith(KERNEL_VARIABLES)}
     return {"python": sys.version, "machine": platform.machine(), "packages": "\n".join(packages),
             "valgrind": valgrind, "cpu": cpu, "variables": json.dumps(variables)}
 
@@ -97,10 +100,12 @@ def _stored(path: Path) -> dict | None:
     return record
 
 
-def reuse_or_count(counted: list[str], count: Callable[[list[str]], dict[str, int]], folder: Path = FOLDER,
+def reuse_or_count(counted: list[str], count: Callable[[list[str]], dict[str, int]], folder: Path | None = None,
                    dtype: str = "float64", simulator: Path | None = None) -> tuple[dict[str, int], str | None]:
     """``counted``'s instruction counts and where they come from: the commit they were counted at when
-    reused (``"reused from <commit>"``), else None, counted now by ``count`` and stored under their key."""
+    reused (``"reused from <commit>"``), else None, counted now by ``count`` and stored under their key in
+    ``folder`` (default :data:`FOLDER`)."""
+    folder = folder or FOLDER
     path = folder / f"{key(counted, dtype, simulator)}.json"
     record = _stored(path)
     if record is not None and set(record["counts"]) == set(counted):

@@ -76,10 +76,17 @@ def test_a_changed_simulator_file_is_counted_again_and_a_changed_suite_file_is_n
 
 
 def test_the_workloads_the_dtype_and_the_counts_environment_are_part_of_the_key(counts, simulator, monkeypatch):
-    monkeypatch.delenv(counts.common.callgrind.PLANT_VAR, raising=False)
+    for name in (counts.common.callgrind.PLANT_VAR, "MKL_ENABLE_INSTRUCTIONS", "PYTHONUNBUFFERED"):
+        monkeypatch.delenv(name, raising=False)
     before = counts.key(WORKLOADS, simulator=simulator)
     assert counts.key(WORKLOADS[:1], simulator=simulator) != before
     assert counts.key(WORKLOADS, "float32", simulator=simulator) != before
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the count pins it to one thread
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # chooses no kernel
+    assert counts.key(WORKLOADS, simulator=simulator) == before
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")  # picks other kernels
+    assert counts.key(WORKLOADS, simulator=simulator) != before
+    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS")
     monkeypatch.setenv(counts.common.callgrind.PLANT_VAR, "200000")
     assert counts.key(WORKLOADS, simulator=simulator) != before
 
@@ -109,3 +116,17 @@ def test_the_installed_simulator_is_the_package_a_count_imports(counts):
     import detsim
 
     assert counts.installed_simulator() == Path(detsim.__file__).parent
+
+
+def test_the_asv_benchmark_counts_a_commit_once_and_then_reuses_its_counts(counts, simulator, tmp_path, monkeypatch,
+                                                                           capsys):
+    bench_cost = importlib.import_module("benchmarks.bench_cost")
+    count = Counter()
+    monkeypatch.setattr(counts.common.callgrind, "not_measured_reason", lambda: None)
+    monkeypatch.setattr(counts.common, "count_instructions_many", count)
+    monkeypatch.setattr(counts, "FOLDER", tmp_path / "cache")
+    monkeypatch.setattr(counts, "installed_simulator", lambda: simulator)
+    first = bench_cost.InstructionCounts().setup_cache()
+    assert "counted under valgrind" in capsys.readouterr().out
+    assert bench_cost.InstructionCounts().setup_cache() == first and count.calls == 1
+    assert "reused from" in capsys.readouterr().out
