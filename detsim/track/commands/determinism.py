@@ -64,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
         except GoldenError as exc:
             return refuse(f"determinism: {exc}")
         return ExitCode.OK
+    args = with_defaults(args)
     try:
-        targets = build_targets(with_defaults(args))
+        targets = build_targets(args)
         out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
         if out_dir is not None:
             check_new_folder(out_dir, folder_option(args))
@@ -85,14 +86,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
+    """A copy of ``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
     from detsim.engine import MODES
 
-    if not args.cases and not args.nanobragg and not args.call:
-        args.cases = list(DEFAULT_CASES)
-    args.devices = args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    args.modes = args.modes or list(MODES)
-    return args
+    no_targets = not args.cases and not args.nanobragg and not args.call
+    return argparse.Namespace(**{
+        **vars(args), "cases": list(DEFAULT_CASES) if no_targets else args.cases,
+        "devices": args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else []),
+        "modes": args.modes or list(MODES)})
 
 
 def build_targets(args: argparse.Namespace) -> list[Target]:

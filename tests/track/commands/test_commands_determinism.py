@@ -100,8 +100,10 @@ def test_a_bare_out_is_a_stamped_folder_under_reports():
 def test_build_targets_defaults_to_two_golden_cases_and_refuses_grads_of_callables():
     from detsim.track.runtime.targets import TargetError
 
-    defaults = cmd_determinism.with_defaults(parse())
+    given = parse()
+    defaults = cmd_determinism.with_defaults(given)
     assert [t.name for t in cmd_determinism.build_targets(defaults)] == list(cmd_determinism.DEFAULT_CASES)
+    assert not given.cases and not given.modes  # the caller's arguments are left as they were
     assert defaults.devices[0] == "cpu" and defaults.modes[0] == "eager"
     with pytest.raises(TargetError, match="--grad applies to simulation cases only"):
         cmd_determinism.build_targets(cmd_determinism.with_defaults(
