@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,3 +50,11 @@ def test_each_benchmark_is_recorded_in_exactly_one_phase_and_the_timings_alone()
         assert len(matched) == 1, (name, matched)
     timed = {n for n in names if phases["TIMED"].search(n)}
     assert timed == {"bench_engine.PathThroughput.track_ns_per_pixel_step", "bench_cli.DetsimCommand.time_detsim_command"}
+
+
+def test_a_fresh_clone_installs_the_asv_that_pyproject_pins_before_the_rest():
+    sed = re.search(r"\$\((sed -n '[^']*' pyproject\.toml)\)", SCRIPT).group(1)
+    pinned = subprocess.run(["bash", "-c", sed], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert pinned == [r for r in dev if r.startswith("asv==")]
+    assert SCRIPT.index(sed) < SCRIPT.index("make venv >&2 &")  # asv first, then .venv's rest beside asv's setup
