@@ -33,7 +33,8 @@ FOLDER = common.REPO_ROOT / ".asv" / "instruction-counts"
 SUITE = "track"  # the tracking suite's sub-package: never imported by the simulator, so not counted code
 COMMIT_VAR = "ASV_COMMIT"  # set by asv in every benchmark process: the commit being measured
 # environment variables that choose torch's threads and kernels (and so the instructions a render takes)
-KERNEL_VARIABLES = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "TORCH", "ATEN_", "DNNL_", "ONEDNN_", "PYTHONHASHSEED")
+KERNEL_VARIABLES = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "TORCH", "ATEN_", "DNNL_", "ONEDNN_",
+                    "PYTHONHASHSEED")
 
 
 def _files(folder: Path, skip: str | None = None) -> Iterable[tuple[str, Path]]:

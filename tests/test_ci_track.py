@@ -54,6 +54,6 @@ def test_each_benchmark_is_recorded_in_exactly_one_phase_and_the_timings_alone()
 def test_a_fresh_clone_installs_the_asv_that_pyproject_pins_before_the_rest():
     sed = re.search(r"\$\((sed -n '[^']*' pyproject\.toml)\)", SCRIPT).group(1)
     pinned = subprocess.run(["bash", "-c", sed], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    dev = re.search(r"^dev = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)  # the dev extra
+    dev = re.search(r"^dev = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)  # dev extra
     assert pinned == [r for r in re.findall(r'"([^"]+)"', dev) if r.startswith("asv==")] != []
     assert SCRIPT.index(sed) < SCRIPT.index("make venv >&2 &")  # asv first, then .venv's rest beside asv's setup

@@ -108,7 +108,8 @@ def test_a_stored_count_that_is_not_one_is_counted_again_and_replaced(counts, si
     count = Counter()
     found, provenance = counts.reuse_or_count(WORKLOADS, count, folder, simulator=simulator)
     assert provenance is None and count.calls == 1
-    assert counts.reuse_or_count(WORKLOADS, count, folder, simulator=simulator) == (found, "reused from an earlier count")
+    again = counts.reuse_or_count(WORKLOADS, count, folder, simulator=simulator)
+    assert again == (found, "reused from an earlier count")
     assert [p.suffix for p in folder.iterdir()] == [".json"]  # no temporary file left
 
 
