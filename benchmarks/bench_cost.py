@@ -41,8 +41,7 @@ class InstructionCounts:
         if reason:
             return {"not measured": reason}
         workloads = [w for w in COUNTED if "@" in w or common.reads_arguments()]
-        found, reused = counts.reuse_or_count(workloads, common.count_instructions_many)
-        print(f"instruction counts {reused or 'counted under valgrind'}")
+        found, _ = counts.reuse_or_count(workloads, common.count_instructions_many)
         return found
 
     setup_cache.timeout = 600

@@ -57,10 +57,8 @@ def _environment() -> dict[str, str]:
     """What a count depends on beyond files: interpreter, packages, valgrind, CPU, environment variables."""
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
-    cpu = ""
-    if Path("/proc/cpuinfo").is_file():  # the first processor's model and feature flags (what valgrind passes on)
-        lines = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
-        cpu = "\n".join(line for line in lines if line.startswith(("model name", "flags")))
+    # the CPU's model and feature flags (what valgrind passes on to torch's choice of kernels)
+    cpu = f"{common.provenance.cpu_model()}\n{common.provenance.cpuinfo_field('flags') or ''}"
     counting = {**os.environ, **common.callgrind.COUNT_ENV}  # the counting process's environment
     variables = {name: value for name, value in sorted(counting.items())
                  if name == common.callgrind.PLANT_VAR or name.startswith(KERNEL_VARIABLES)}

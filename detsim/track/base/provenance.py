@@ -44,7 +44,8 @@ def git_info(cwd: Path | None = None) -> dict:
     }
 
 
-def _cpuinfo_field(name: str) -> str | None:
+def cpuinfo_field(name: str) -> str | None:
+    """The first processor's ``name`` line of ``/proc/cpuinfo`` (``flags``, ``vendor_id``), or None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith(name):
@@ -56,13 +57,13 @@ def _cpuinfo_field(name: str) -> str | None:
 
 def cpu_model() -> str:
     """The CPU's marketing name (``AMD EPYC``, ``Intel(R) Xeon(R) ...``)."""
-    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def cpu_class(capability: str) -> str:
     """Architecture, vendor and ``capability``, the ATen ISA level
     (``torch.backends.cpu.get_cpu_capability()``), e.g. ``x86_64 AuthenticAMD AVX512``."""
-    return " ".join(part for part in (platform.machine(), _cpuinfo_field("vendor_id") or "", capability) if part)
+    return " ".join(part for part in (platform.machine(), cpuinfo_field("vendor_id") or "", capability) if part)
 
 
 @dataclass(frozen=True)
