@@ -473,8 +473,9 @@ def test_a_header_longer_than_512_bytes_is_padded_to_the_next_block_and_labelled
         smv_header({"HEADER_BYTES": 512, **fields})
 
 
+@pytest.mark.slow  # fabio is the interop extra, installed for the slow job; the check above reads the same file
 def test_fabio_reads_a_long_header_smv_right(tmp_path):
-    fabio = pytest.importorskip("fabio")  # a reader other than detsim's own (dev extra)
+    import fabio  # a reader other than detsim's own
     fields = {f"KEY{i}": "x" * 20 for i in range(30)}
     data = (np.arange(6 * 5, dtype=np.uint32).reshape(6, 5) * 2000).astype(np.uint16)
     write_smv(tmp_path / "long.img", data, fields)

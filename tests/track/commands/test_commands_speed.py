@@ -3,23 +3,73 @@ its report folder and exit codes."""
 
 from __future__ import annotations
 
+import copy
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from detsim.cli import main as detsim_main
+from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cli import main
 from detsim.track.commands import speed
+from detsim.track.speed import measure
+
+P1_12 = WORKLOADS["P1"].resized(12)  # what _run measures
+
+
+@pytest.fixture(scope="module")
+def p1_image(tmp_path_factory):
+    """The ``detsim`` command's float image of P1 at 12² (nanoBragg's arguments): what a stand-in nanoBragg
+    that agrees with detsim writes, rendered once here instead of in each stand-in's own interpreter."""
+    folder = tmp_path_factory.mktemp("p1")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)  # the command also writes its default files (intimage.img) where it runs
+        assert detsim_main([*P1_12.argv(), "-floatfile", "P1@12.bin"]) == 0
+    return folder / "P1@12.bin"
+
+
+@pytest.fixture(scope="module")
+def one_render_row(tmp_path_factory):
+    """One real eager float64 render row of P1 at 12² (its own process, as the command runs it) and its image,
+    for the tests about nanoBragg's side, where detsim's render is not what they check."""
+    scratch = tmp_path_factory.mktemp("render")
+    row, image = measure.detsim_row(P1_12, "eager", "float64", {"device": "cpu", "repeats": 1, "threads": 1}, scratch)
+    assert image is not None, row.get("error")
+    return row, image
+
+
+@pytest.fixture
+def reused_render(monkeypatch, one_render_row):
+    """The command's render runs answered by copies of :func:`one_render_row` (a run per request, as before)."""
+    asked = []
+
+    def detsim_row(workload, mode, dtype, job, scratch):
+        asked.append((workload.name, mode, dtype))
+        row, image = one_render_row
+        copied = scratch / f"{mode}-{dtype}-{len(asked)}.bin"
+        shutil.copy(image, copied)
+        return copy.deepcopy(row), copied
+
+    monkeypatch.setattr(speed, "detsim_row", detsim_row)
+    return asked
 
 
 def _stand_in(tmp_path, body: str):
-    """An executable that takes nanoBragg's arguments (here: detsim's own command, or a broken one)."""
+    """An executable that takes nanoBragg's arguments (here: a copy of detsim's image, or a broken one)."""
     script = tmp_path / "nanoBragg"
     script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
     script.chmod(0o755)
     return script
+
+
+def _agreeing(tmp_path, p1_image, check: str = ""):
+    """A stand-in nanoBragg that writes detsim's own image of P1 at 12² (after the ``check`` lines)."""
+    return _stand_in(tmp_path, f"import shutil\n{check}shutil.copy({str(p1_image)!r}, "
+                               "sys.argv[sys.argv.index('-floatfile') + 1])")
 
 
 def _run(tmp_path, stand_in, *extra):
@@ -29,9 +79,8 @@ def _run(tmp_path, stand_in, *extra):
     return code, out
 
 
-def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys):
-    stand_in = _stand_in(tmp_path, "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))")
-    code, out = _run(tmp_path, stand_in)
+def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys, p1_image):
+    code, out = _run(tmp_path, _agreeing(tmp_path, p1_image))
     assert code == 0, capsys.readouterr().err
     report = json.loads((out / "speed.json").read_text())
     assert report["threads"] == [1] and report["scopes"] == ["render"]
@@ -52,11 +101,10 @@ def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys
     assert "| P1@12 | detsim eager | render | 1 | float32 |" in capsys.readouterr().out
 
 
-def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys):
-    stand_in = _stand_in(tmp_path, (
+def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image):
+    stand_in = _agreeing(tmp_path, p1_image, check=(
         "import os\n"
-        "assert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"
-        "from detsim.cli import main\nsys.exit(main(sys.argv[1:]))"))
+        "assert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"))
     code, out = _run(tmp_path, stand_in, "--threads", "1", "2", "--dtypes", "float64", "--scopes", "process")
     assert code == 0, capsys.readouterr().err
     rows = json.loads((out / "speed.json").read_text())["rows"]
@@ -72,7 +120,7 @@ def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path
                for r in whole)  # against nanoBragg.c at the same thread count
 
 
-def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
+def test_an_image_that_disagrees_exits_1(tmp_path, capsys, reused_render):
     stand_in = _stand_in(tmp_path, (
         "import numpy as np\n"
         "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
@@ -83,7 +131,7 @@ def test_an_image_that_disagrees_exits_1(tmp_path, capsys):
     assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] < speed.PARITY_MIN_R
 
 
-def test_an_undefined_r_disagrees_and_the_report_stays_strict_json(tmp_path, capsys):
+def test_an_undefined_r_disagrees_and_the_report_stays_strict_json(tmp_path, capsys, reused_render):
     stand_in = _stand_in(tmp_path, (
         "import numpy as np\n"
         "path = sys.argv[sys.argv.index('-floatfile') + 1]\n"
@@ -93,7 +141,7 @@ def test_an_undefined_r_disagrees_and_the_report_stays_strict_json(tmp_path, cap
     assert json.loads((out / "speed.json").read_text())["rows"][1]["r"] is None
 
 
-def test_a_failing_reference_program_exits_2_and_says_why(tmp_path, capsys):
+def test_a_failing_reference_program_exits_2_and_says_why(tmp_path, capsys, reused_render):
     stand_in = _stand_in(tmp_path, "print('bad flag', file=sys.stderr)\nsys.exit(3)")
     code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
     assert code == 2
@@ -159,7 +207,7 @@ def test_a_report_place_that_cannot_be_written_is_refused_before_any_run(tmp_pat
     ("pass", "wrote no image to P1@12-nanobragg-1.bin"),
     ("open(sys.argv[sys.argv.index('-floatfile') + 1], 'wb').write(bytes(100))", "holds 100 bytes, not the 576"),
 ])
-def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_line(tmp_path, capsys, body, problem):
+def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_line(tmp_path, capsys, body, problem, reused_render):
     stand_in = _stand_in(tmp_path, body)
     code, out = _run(tmp_path, stand_in, "--dtypes", "float64")
     err = capsys.readouterr().err
@@ -168,6 +216,7 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
     assert str(stand_in) in line and problem in line
     rows = json.loads((out / "speed.json").read_text())["rows"]
     assert problem in rows[0]["error"] and "wall_s" in rows[1]  # detsim's own runs still measured
+    assert reused_render == [("P1@12", "eager", "float64")]
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
