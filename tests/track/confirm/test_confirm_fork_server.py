@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import sys
 from pathlib import Path
+
+import pytest
 
 from detsim.track.base.fresh import Conversation
 from detsim.track.confirm.remeasure import FORK_SERVER
@@ -104,22 +107,42 @@ def test_a_process_the_benchmark_starts_imports_the_side_s_package_too(tmp_path)
     assert answer["A"]["samples"] == [0.0] * 3 and answer["B"]["samples"] == [1.0] * 3
 
 
-def test_a_benchmark_whose_call_is_long_takes_one_sample_a_side_and_round(tmp_path):
-    with _server(tmp_path, "bench_probe.Probe.time_long") as server:
-        answer = server.ask({"order": "AB"})
+# The conversations with benchmarks whose calls are long (each call sleeps past fork_server.LONG_CALL_S): the
+# benchmark and the order of each round.
+LONG_CALLS = {
+    "one round": ("bench_probe.Probe.time_long", ("AB",)),
+    "no speed-up": ("bench_probe.Probe.time_long", ("AB", "BA", "AB")),
+    "speed-up": ("bench_probe.Probe.time_long_after_a_compile", ("AB", "BA")),
+}
+
+
+@pytest.fixture(scope="module")
+def long_calls(tmp_path_factory):
+    """Each of :data:`LONG_CALLS`' answers, a round each. Their servers run side by side: they mostly sleep,
+    and one after another they would keep a test worker waiting ~13 s."""
+    def converse(name: str) -> list[dict]:
+        benchmark, orders = LONG_CALLS[name]
+        with _server(tmp_path_factory.mktemp(name.replace(" ", "-")), benchmark) as server:
+            return [server.ask({"order": order}) for order in orders]
+
+    with concurrent.futures.ThreadPoolExecutor(len(LONG_CALLS)) as pool:
+        answers = {name: pool.submit(converse, name) for name in LONG_CALLS}
+        return {name: answer.result() for name, answer in answers.items()}
+
+
+def test_a_benchmark_whose_call_is_long_takes_one_sample_a_side_and_round(long_calls):
+    [answer] = long_calls["one round"]
     assert [len(answer[side]["samples"]) for side in "AB"] == [1, 1]
 
 
-def test_a_long_call_that_the_warm_up_does_not_speed_up_is_warmed_up_in_the_first_round_only(tmp_path):
-    with _server(tmp_path, "bench_probe.Probe.time_long") as server:
-        rounds = [server.ask({"order": order}) for order in ("AB", "BA", "AB")]
+def test_a_long_call_that_the_warm_up_does_not_speed_up_is_warmed_up_in_the_first_round_only(long_calls):
+    rounds = long_calls["no speed-up"]
     assert [r[side]["warmed_up"] for r in rounds for side in "AB"] == [True, True, False, False, False, False]
     assert all(len(r[side]["samples"]) == 1 for r in rounds for side in "AB")
 
 
-def test_a_long_call_that_the_warm_up_speeds_up_is_warmed_up_every_round(tmp_path):
-    with _server(tmp_path, "bench_probe.Probe.time_long_after_a_compile") as server:
-        rounds = [server.ask({"order": order}) for order in ("AB", "BA")]
+def test_a_long_call_that_the_warm_up_speeds_up_is_warmed_up_every_round(long_calls):
+    rounds = long_calls["speed-up"]
     assert all(r[side]["warmed_up"] for r in rounds for side in "AB")
     # warmed up, each round's one sample is the fast call, never the first (compiling) one
     assert all(0.5 < s < 1.5 for r in rounds for side in "AB" for s in r[side]["samples"])
