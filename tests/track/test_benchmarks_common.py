@@ -255,3 +255,29 @@ def test_every_checked_case_and_axis_has_a_reproducibility_track():
     assert eager.params[1] == list(common.reproducibility.CASES)
     assert compiled.params[1] == list(common.reproducibility.COMPILED_CASES)
     assert eager.param_names == compiled.param_names == ["axis", "case"]
+
+
+def test_collections_skip_what_lived_before_the_block_and_only_within_it(common):
+    import gc
+
+    class Cycle:
+        pass
+
+    def garbage_cycle():
+        first, second = Cycle(), Cycle()
+        first.other, second.other = second, first
+
+    assert gc.get_freeze_count() == 0
+    with common.collections_skip_what_lives_now():
+        assert gc.get_freeze_count() > 1000  # torch's and the suite's objects among them
+        garbage_cycle()
+        assert gc.collect() >= 2  # what the block makes is still collected
+    assert gc.get_freeze_count() == 0  # left as it was found
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with common.collections_skip_what_lives_now():
+            pass
+        assert gc.get_freeze_count() >= frozen  # a caller's own freeze is kept
+    finally:
+        gc.unfreeze()
