@@ -8,18 +8,23 @@ import signal
 from pathlib import Path
 
 import pytest
-import torch
 
 from detsim.track.base.golden import load_cases
 from detsim.track.confirm import apply as confirm_apply
 from detsim.track.confirm.decision import decide
 from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
 
-# One torch thread in every test process, run alone or as one of pytest-xdist's workers: the suite's renders
-# are small, and a thread pool per process on a busy machine mostly waits for a core (with torch's default
-# of one thread per core the same renders took four times the CPU time on two shared cores). Tests about
-# thread counts set theirs.
-torch.set_num_threads(1)
+
+def pytest_configure(config):
+    """One torch thread in every process that runs tests, alone or as one of pytest-xdist's workers: the
+    suite's renders are small, and a thread pool per process on a busy machine mostly waits for a core (with
+    torch's default of one thread per core the same renders took four times the CPU time on two shared
+    cores). Tests about thread counts set theirs. torch is imported here, not with this file: xdist's
+    controller runs no test, and its ~1.5 s import would delay every worker's start."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not config.getoption("numprocesses", None):
+        import torch
+
+        torch.set_num_threads(1)
 
 # A run started in the background (`nohup make test &`, `cmd &` in a script) inherits Ctrl-C ignored, and
 # every process the tests start would too (an ignored signal stays ignored across exec): the tests that
@@ -44,6 +49,8 @@ def _devices(config) -> list[str]:
     chosen = config.getoption("--device")
     if chosen:
         return chosen
+    import torch
+
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -51,6 +58,8 @@ def pytest_generate_tests(metafunc):
     if "device" in metafunc.fixturenames:
         metafunc.parametrize("device", _devices(metafunc.config))
     if "dtype" in metafunc.fixturenames:
+        import torch
+
         metafunc.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 
 
