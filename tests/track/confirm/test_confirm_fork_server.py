@@ -44,7 +44,7 @@ class Probe:
         time.sleep(0.6)  # a call longer than fork_server.LONG_CALL_S, like a whole detsim process
 
     def time_long_after_a_compile(self):  # the first call of a process costs more: a compile, say
-        time.sleep(0.6 if detsim.MARK else 2.0)
+        time.sleep(0.6 if detsim.MARK else 1.5)  # the first call well over fork_server.WARMS_NOTHING times 0.6 s
         detsim.MARK.append(1)
 '''
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from detsim.track.divergence.across_commits import compare_commits, record_at, without_lines
+from detsim.track.divergence.record_job import build_call, record_run
 from detsim.track.divergence.recorder import record
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,10 +37,16 @@ def test_a_record_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path
     assert rec.results and rec.results[0].hash
 
 
+def _recorded_here(target: dict, run: str = "A"):
+    """What :func:`record_at` records in its fresh interpreter (the test above), recorded in this one."""
+    call, label = build_call(target)
+    return record_run(call, label, threads=1, run=run)
+
+
 def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
-    old = record_at({"call": f"{_target(tmp_path, 'a', 0, 2.0)}:target"}, tmp_path / "a.json")
-    moved = record_at({"call": f"{_target(tmp_path, 'b', 3, 2.0)}:target"}, tmp_path / "b.json")
-    changed = record_at({"call": f"{_target(tmp_path, 'c', 0, 2.5)}:target"}, tmp_path / "c.json", run="B")
+    old = _recorded_here({"call": f"{_target(tmp_path, 'a', 0, 2.0)}:target"})
+    moved = _recorded_here({"call": f"{_target(tmp_path, 'b', 3, 2.0)}:target"})
+    changed = _recorded_here({"call": f"{_target(tmp_path, 'c', 0, 2.5)}:target"}, run="B")
     assert old.events[0].where != moved.events[0].where  # the line numbers differ ...
     assert not compare_commits(old, moved).diverged  # ... and that alone is no change
     report = compare_commits(old, changed)
