@@ -57,3 +57,13 @@ def test_a_fresh_clone_installs_the_asv_that_pyproject_pins_before_the_rest():
     dev = re.search(r"^dev = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(1)  # dev extra
     assert pinned == [r for r in re.findall(r'"([^"]+)"', dev) if r.startswith("asv==")] != []
     assert SCRIPT.index(sed) < SCRIPT.index("make venv >&2 &")  # asv first, then .venv's rest beside asv's setup
+
+
+def test_ci_runs_the_readmes_test_command_as_make_test_runs_it():
+    recipe = re.search(r"^test: venv\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe, "the Makefile has no test target"
+    commands = [line.strip().replace("$(PY)", ".venv/bin/python") for line in recipe.group(1).splitlines()]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-len(commands):] == commands and "make venv" in ci  # the same commands, last, after the install
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and commands[-1].removeprefix(".venv/bin/") in readme
