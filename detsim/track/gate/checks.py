@@ -57,28 +57,24 @@ class BaselineVerdict:
 
 @dataclass(frozen=True)
 class Timing:
-    """Calibrated times of one benchmark in the baseline and in the run."""
+    """A benchmark's min time in the baseline and in the run, each over its device's calibration min."""
 
     old: Benchmark
     new: Benchmark
-    old_calibration_s: float
-    new_calibration_s: float
+    calibrations_s: tuple[float, float]
 
     @property
-    def old_ratio(self) -> float:
-        return self.old.min_s / self.old_calibration_s
-
-    @property
-    def new_ratio(self) -> float:
-        return self.new.min_s / self.new_calibration_s
+    def ratios(self) -> tuple[float, float]:
+        return self.old.min_s / self.calibrations_s[0], self.new.min_s / self.calibrations_s[1]
 
     @property
     def change(self) -> float:
-        return self.new_ratio / self.old_ratio
+        return self.ratios[1] / self.ratios[0]
 
     def evidence(self, limit: float) -> str:
-        return (f"limit x{limit:.2f}; min {fmt(self.old.min_s, 'seconds')} -> {fmt(self.new.min_s, 'seconds')}, "
-                f"calibration {fmt(self.old_calibration_s, 'seconds')} -> {fmt(self.new_calibration_s, 'seconds')}")
+        (old_cal, new_cal), seconds = self.calibrations_s, "seconds"
+        return (f"limit x{limit:.2f}; min {fmt(self.old.min_s, seconds)} -> {fmt(self.new.min_s, seconds)}, "
+                f"calibration {fmt(old_cal, seconds)} -> {fmt(new_cal, seconds)}")
 
 
 def finding(old: Benchmark, new: Benchmark, family: str, before: float | None, after: float, unit: str = "",
@@ -105,20 +101,23 @@ def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
     base_cal, run_cal = calibration_times(baseline), calibration_times(run)
     out: list[Finding | Line] = [calibration_line(device, base_cal.get(device), run_cal.get(device))
                                  for device in sorted(set(base_cal) | set(run_cal))]
-    timings = {t.old.fullname: t for t in timings_of(baseline, run, base_cal, run_cal)}
-    means = suite_means(timings.values())
+    timings = {name: Timing(old, run[name], (base_cal[old.device], run_cal[run[name].device]))
+               for name, old in sorted(baseline.items()) if not old.is_calibration and name in run
+               and old.device in base_cal and run[name].device in run_cal}
+    suites: dict[str, list[Timing]] = {}
+    for timing in timings.values():
+        suites.setdefault(timing.old.device, []).append(timing)
+    slow = {device for device, group in suites.items() if _geomean(t.change for t in group) > 1 + suite_threshold}
     for fullname, old in sorted(baseline.items()):
         if old.is_calibration:
             continue
-        new = run.get(fullname)
-        if new is None:
+        if fullname not in run:
             out.append(Line("not measured", old.name, "in the baseline but not in the run "
                             "(it failed before timing, was skipped or deselected)"))
             continue
-        suite_slow = means.get(old.device, (1.0, 1.0))[1] > 1 + suite_threshold
-        limit = 1 + (min(threshold, suite_threshold) if suite_slow else threshold)
-        out.extend(_benchmark_checks(old, new, timings.get(fullname), limit, threshold))
-    out.extend(_suite_checks(timings.values(), means, suite_threshold))
+        limit = 1 + (min(threshold, suite_threshold) if old.device in slow else threshold)
+        out.extend(_benchmark_checks(old, run[fullname], timings.get(fullname), limit, threshold))
+    out.extend(_suite_check(device, group, suite_threshold) for device, group in sorted(suites.items()))
     out.extend(hash_facts((old, run[name]) for name, old in sorted(baseline.items()) if name in run))
     out.extend(Line("note", run[name].name, "not in the baseline, not gated (refresh the baseline to include it)")
                for name in sorted(set(run) - set(baseline)) if not run[name].is_calibration)
@@ -140,42 +139,21 @@ def _benchmark_checks(old: Benchmark, new: Benchmark, timing: Timing | None, lim
     return [c for c in checks if not isinstance(c, str)]
 
 
-def _suite_checks(timings: Iterable[Timing], means: Mapping[str, tuple[float, float]],
-                  suite_threshold: float) -> list[Finding | Line]:
-    """One check per device: the geometric mean of its benchmarks' changes, each listed."""
-    out: list[Finding | Line] = []
-    timings = list(timings)
-    for device, (old_mean, change) in sorted(means.items()):
-        group = [t for t in timings if t.old.device == device]
-        listed = ", ".join(f"{t.old.name} x{t.change:.2f}" for t in group)
-        evidence = f"limit x{1 + suite_threshold:.2f}; geometric mean over {len(group)}: {listed}"
-        if change > 1 + suite_threshold:
-            out.append(finding(group[0].old, group[0].new, "timing", old_mean, old_mean * change, CALIBRATIONS,
-                               suite_threshold, f"suite[{device}]", confirmation=CONFIRMED, evidence=evidence))
-        else:
-            out.append(Line("passed", f"suite[{device}]", f"timing x{change:.2f} ({evidence})"))
-    return out
+def _geomean(values: Iterable[float]) -> float:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs))
 
 
-def timings_of(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark],
-               base_cal: Mapping[str, float], run_cal: Mapping[str, float]) -> list[Timing]:
-    """Calibrated timings of the benchmarks present in both files whose device has both calibrations."""
-    out = []
-    for fullname, old in sorted(baseline.items()):
-        new = run.get(fullname)
-        if old.is_calibration or new is None or old.device not in base_cal or new.device not in run_cal:
-            continue
-        out.append(Timing(old, new, base_cal[old.device], run_cal[new.device]))
-    return out
-
-
-def suite_means(timings: Iterable[Timing]) -> dict[str, tuple[float, float]]:
-    """Per device, the geometric means of the baseline's time/calibration and of the change."""
-    logs: dict[str, list[tuple[float, float]]] = {}
-    for t in timings:
-        logs.setdefault(t.old.device, []).append((math.log(t.old_ratio), math.log(t.change)))
-    return {device: (math.exp(sum(v[0] for v in values) / len(values)),
-                     math.exp(sum(v[1] for v in values) / len(values))) for device, values in logs.items()}
+def _suite_check(device: str, group: list[Timing], suite_threshold: float) -> Finding | Line:
+    """A device's suite: the geometric mean of its benchmarks' changes, each listed."""
+    change, name = _geomean(t.change for t in group), f"suite[{device}]"
+    listed = ", ".join(f"{t.old.name} x{t.change:.2f}" for t in group)
+    evidence = f"limit x{1 + suite_threshold:.2f}; geometric mean over {len(group)}: {listed}"
+    if change <= 1 + suite_threshold:
+        return Line("passed", name, f"timing x{change:.2f} ({evidence})")
+    before = _geomean(t.ratios[0] for t in group)
+    return finding(group[0].old, group[0].new, "timing", before, before * change, CALIBRATIONS, suite_threshold,
+                   name, confirmation=CONFIRMED, evidence=evidence)
 
 
 def calibration_line(device: str, old: float | None, new: float | None) -> Line:
@@ -195,12 +173,13 @@ def time_check(old: Benchmark, new: Benchmark, timing: Timing | None, limit: flo
     if timing is None:
         return Line("not measured", old.name, f"no calibration on {old.device} in the baseline or the run; its "
                     f"min {fmt(old.min_s, 'seconds')} cannot be compared")
-    if timing.change > limit:
-        return finding(old, new, "timing", timing.old_ratio, timing.new_ratio, CALIBRATIONS, limit - 1,
-                       confirmation=CONFIRMED, evidence=timing.evidence(limit))
-    faster = "; faster than the baseline, refresh it to keep the gain" if timing.change < 1 / (1 + threshold) else ""
-    return (f"timing {fmt(timing.old_ratio, CALIBRATIONS)} -> {fmt(timing.new_ratio, CALIBRATIONS)}, "
-            f"x{timing.change:.2f} ({timing.evidence(limit)}){faster}")
+    (before, after), change = timing.ratios, timing.change
+    if change > limit:
+        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=CONFIRMED,
+                       evidence=timing.evidence(limit))
+    faster = "; faster than the baseline, refresh it to keep the gain" if change < 1 / (1 + threshold) else ""
+    return (f"timing {fmt(before, CALIBRATIONS)} -> {fmt(after, CALIBRATIONS)}, x{change:.2f} "
+            f"({timing.evidence(limit)}){faster}")
 
 
 def parity_check(old: Benchmark, new: Benchmark) -> Finding | str | None:
