@@ -23,6 +23,8 @@ def test_unchanged_run_passes(capsys):
     assert run_gate(DATA / "unchanged.json") == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "summary: nothing to act on; 4 benchmarks gated; exit 0"
+    assert "(limits: timing +75% per benchmark, +50% suite mean, in calibrations; parity r >= 0.9995; cost +2%;" \
+        in out.splitlines()[0]  # the thresholds table's bench rows are the defaults
     for name in SIMULATE:
         assert f"passed {name}: timing " in out
     assert "image hash unchanged" in out
