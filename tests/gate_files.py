@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from detsim.track.gate.checks import Finding, gate
+from detsim.track.gate.checks import BaselineVerdict, finding_line, judge
 from detsim.track.gate.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +27,13 @@ INTEL = "x86_64 GenuineIntel AVX512"  # the machine class of the committed run f
 AMD = "x86_64 AuthenticAMD AVX512"
 
 
-def findings_of(results: Path, baseline: Path = BASELINE, **kwargs) -> list[Finding]:
-    return gate(load_results(baseline), load_results(results), **kwargs)
+def verdict_of(results: Path, baseline: Path = BASELINE, **kwargs) -> BaselineVerdict:
+    return judge(load_results(baseline), load_results(results), **kwargs)
 
 
-def with_status(findings, status) -> dict[str, str]:
-    return {f.name: f.message for f in findings if f.status == status}
+def flagged(verdict: BaselineVerdict, family: str) -> dict[str, str]:
+    """The lines of the verdict's findings of ``family`` (``timing``, ``parity``, ``determinism``...), by name."""
+    return {f.series.name: finding_line(f) for f in verdict.findings if f.series.family == family}
 
 
 def write_variant(tmp_path: Path, edit: Callable[[dict], None], source: str = "unchanged.json",

@@ -1,5 +1,5 @@
-"""``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results (checks and exit codes:
-docs/bench-gate.md)."""
+"""``detsim-track bench-gate``: a noise-proof gate over pytest-benchmark results, judged and printed as the asv
+verdict is (checks and exit codes: docs/bench-gate.md)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,15 @@ import argparse
 import math
 from pathlib import Path
 
-from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
-from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.gate.checks import (COST_THRESHOLD, DEFAULT_SUITE_THRESHOLD, DEFAULT_THRESHOLD, FAILED,
-                                      UNMEASURED, Finding, exit_code, gate)
-from detsim.track.gate.results import Benchmark, GateInputError, load_results
+from detsim.track.gate.checks import BaselineVerdict, finding_line, judge
+from detsim.track.gate.results import GateInputError, load_results
+from detsim.track.verdict.screen import LABEL_ORDER
+from detsim.track.verdict.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
 
-HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, image sha256"
+HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, cost, image sha256"
 
 DEFAULT_BASELINE = Path("results/baselines/pytest-baseline.json")
-VERDICTS = {ExitCode.OK: "passed", ExitCode.REGRESSED: "FAILED", ExitCode.UNMEASURED: "UNMEASURED"}
 
 
 def threshold_value(text: str) -> float:
@@ -32,20 +30,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", type=Path, help="the --benchmark-json file of the run to gate")
     parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE,
                         help=f"baseline results file (default: {DEFAULT_BASELINE})")
-    parser.add_argument("--threshold", type=threshold_value, default=DEFAULT_THRESHOLD,
+    parser.add_argument("--threshold", type=threshold_value, default=BENCH_TIMING.value,
                         help="largest allowed growth of one benchmark's time/calibration, as a fraction "
-                             f"or a percentage (default: {DEFAULT_THRESHOLD * 100:.0f}%%)")
-    parser.add_argument("--suite-threshold", type=threshold_value, default=DEFAULT_SUITE_THRESHOLD,
+                             f"or a percentage (default: {BENCH_TIMING.value * 100:.0f}%%)")
+    parser.add_argument("--suite-threshold", type=threshold_value, default=BENCH_SUITE.value,
                         help="largest allowed geometric-mean growth over a device's benchmarks "
-                             f"(default: {DEFAULT_SUITE_THRESHOLD * 100:.0f}%%)")
+                             f"(default: {BENCH_SUITE.value * 100:.0f}%%)")
 
 
-def verdict_line(code: ExitCode, findings: list[Finding], baseline: dict[str, Benchmark]) -> str:
-    """The last line: passed / FAILED / UNMEASURED, how many benchmarks were gated, the failing counts."""
-    counts = {status: sum(f.status == status for f in findings) for status in FAILED + UNMEASURED}
-    summary = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
-    gated = sum(1 for b in baseline.values() if not b.is_calibration)
-    return f"bench-gate: {VERDICTS[code]} ({gated} benchmarks gated{'; findings: ' + summary if summary else ''})"
+def verdict_lines(verdict: BaselineVerdict) -> list[str]:
+    """What passed, the findings in the verdict's words, what was not measured, the notes, the summary."""
+    labels = [f.label for f in verdict.findings]
+    act = [f"{labels.count(label)} {label.lower()}" for label in LABEL_ORDER if label in labels]
+    unmeasured = verdict.of("not measured")
+    act += [f"{len(unmeasured)} not measured"] if unmeasured else []
+    return [*(f"passed {name}: {text}" for name, text in verdict.of("passed").items()),
+            *map(finding_line, verdict.findings),
+            *(f"NOT MEASURED {name}: {text}" for name, text in unmeasured.items()),
+            *(f"note: {line.name}: {line.text}" for line in verdict.lines if line.kind == "note"),
+            f"summary: {', '.join(act) or 'nothing to act on'}; {verdict.gated} benchmarks gated; exit {int(verdict.exit)}"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,12 +57,9 @@ def run(args: argparse.Namespace) -> int:
         results = load_results(args.results)
     except GateInputError as exc:
         return refuse(f"bench-gate: {exc}")
-    findings = gate(baseline, results, threshold=args.threshold, suite_threshold=args.suite_threshold)
-    print(f"bench-gate: {args.results} against {args.baseline} (time/calibration limits: "
-          f"+{args.threshold:.0%} per benchmark, +{args.suite_threshold:.0%} suite mean; "
-          f"Pearson r >= {PARITY_MIN_R}; instructions +{COST_THRESHOLD:.0%})")
-    for finding in findings:
-        print(finding.line())
-    code = exit_code(findings)
-    print(verdict_line(code, findings, baseline))
-    return code
+    verdict = judge(baseline, results, threshold=args.threshold, suite_threshold=args.suite_threshold)
+    print(f"bench-gate: {args.results} against {args.baseline} (limits: timing +{args.threshold:.0%} per benchmark, "
+          f"+{args.suite_threshold:.0%} suite mean, in calibrations; parity r >= {PARITY_LINE.value}; "
+          f"cost +{COST_THRESHOLD:.0%}; image hash: any change within one machine class)")
+    print("\n".join(verdict_lines(verdict)))
+    return verdict.exit

@@ -16,8 +16,8 @@ from detsim.track.evidence.durations import RetimePlan, retime_plan
 from detsim.track.evidence.manifest import write_manifest
 from detsim.track.evidence.previous import PastBundle, compare_with
 from detsim.track.evidence.run_context import bundle_environment, commands_text
-from detsim.track.evidence.records import (BadInput, BundleResults, CollectResult, Comparison, Key, LoggedWarning,
-                                           Outcomes, ProcessResult, Request, RunResult, TestResult, Verdict)
+from detsim.track.evidence.records import (BadInput, BundleResults, CollectResult, Comparison, DeviceRun, Key,
+                                           LoggedWarning, Outcomes, ProcessResult, Request, TestResult, Verdict)
 from detsim.track.evidence.pytest_runs import BUNDLE, Command, exit_status, pytest_argv
 from detsim.track.evidence.summary import render_summary
 
@@ -82,11 +82,11 @@ def _device_option_hint(selection: Sequence[str], cwd: Path) -> str:
 
 
 def run_device(request: Request, folder: Path, device: str, collect: CollectResult,
-               nodeids: list[str]) -> tuple[RunResult, list[TestResult], Command | None]:
+               nodeids: list[str]) -> tuple[DeviceRun, list[TestResult], Command | None]:
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
     if collect.status != "ok":
-        return RunResult(log, junit, dict.fromkeys(pr.OUTCOMES, 0), "not run", "collection did not complete"), [], None
+        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), "not run", "collection did not complete"), [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")
@@ -104,7 +104,7 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     tests = [TestResult.from_junit(record, device) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
     warnings = tuple(LoggedWarning.from_record(w) for w in pr.warning_summary(text))
-    run = RunResult(log, junit, counts, status, why, warnings, str(root) if root else None, result.exit_code,
+    run = DeviceRun(log, junit, counts, status, why, warnings, str(root) if root else None, result.exit_code,
                     result.wall_s, result.timed_out)
     return run, tests, command
 
@@ -119,7 +119,7 @@ def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -
     return why
 
 
-def retime_suspects(request: Request, folder: Path, runs: dict[str, RunResult], tests: list[TestResult],
+def retime_suspects(request: Request, folder: Path, runs: dict[str, DeviceRun], tests: list[TestResult],
                     previous: PastBundle | None) -> tuple[list[TestResult], list[Command]]:
     """Re-run the tests that look slower than last time, with control tests alongside: ``tests`` with their
     re-timings, and the re-timing commands."""

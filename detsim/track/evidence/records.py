@@ -65,7 +65,7 @@ class LoggedWarning:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class DeviceRun:
     """One device's pytest run; ``exit_code``, ``timed_out`` and ``wall_s`` are None when it did not run."""
 
     log: str
@@ -80,7 +80,7 @@ class RunResult:
     timed_out: bool | None = None
 
     @classmethod
-    def from_record(cls, m: Mapping) -> "RunResult":
+    def from_record(cls, m: Mapping) -> "DeviceRun":
         return cls(log=m.get("log", ""), junit=m.get("junit", ""), counts=dict(m.get("counts", {})),
                    status=m.get("status", "not run"), why=m.get("why", ""),
                    warnings=tuple(LoggedWarning.from_record(w) for w in m.get("warnings", [])),
@@ -143,13 +143,13 @@ class Outcomes:
     """What a bundle measured, as compared with another: its tests and its runs by device."""
 
     tests: tuple[TestResult, ...]
-    runs: Mapping[str, RunResult]
+    runs: Mapping[str, DeviceRun]
 
     @classmethod
     def from_record(cls, results: Mapping) -> "Outcomes":
         """From a ``results.json``; raises KeyError, TypeError or ValueError when it is not one."""
         return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
-                   {d: RunResult.from_record(r) for d, r in results.get("runs", {}).items()})
+                   {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
     def status(self, device: str) -> str:
         run = self.runs.get(device)

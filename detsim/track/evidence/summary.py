@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
-from detsim.track.evidence.records import BundleResults, Comparison, DurationMove, RunResult, TestResult
+from detsim.track.evidence.records import BundleResults, Comparison, DeviceRun, DurationMove, TestResult
 
 SLOWEST = 10  # tests in summary.md's slowest-tests table
 LISTED = 10  # items shown per listing of the change list
@@ -15,7 +15,7 @@ LISTED = 10  # items shown per listing of the change list
 Item = tuple[str, list[str]]  # a line and its sub-lines
 
 
-def run_line(run: RunResult) -> str:
+def run_line(run: DeviceRun) -> str:
     """One device's run in a line: counts, wall time, and the status when it is not ``ok``."""
     counts = ", ".join(f"{n} {o}" for o, n in run.counts.items() if n) or "no tests"
     wall = f" in {run.wall_s:.1f} s" if run.wall_s is not None else ""

@@ -22,8 +22,8 @@ from detsim.track.divergence.firstdiff import compare_records
 from detsim.track.explain import op_streams, parity_trace, profile
 from detsim.track.explain.sides import Side, commits_between, count_at, image_at, one_minus_r, prepare_side, \
     run_side_job, subject
-from detsim.track.gate.checks import COST_THRESHOLD
 from detsim.track.runtime.output import atomic_write_text, write_json
+from detsim.track.verdict.thresholds import COST_THRESHOLD
 
 KINDS = ("cost", "parity", "hash", "nondeterministic")
 

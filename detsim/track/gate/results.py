@@ -30,6 +30,7 @@ class Benchmark:
     name: str  # "test_simulate[p1_small-cpu-float64]"
     min_s: float  # fastest round, seconds
     extra: Mapping = field(default_factory=dict)  # its extra_info
+    commit: str = ""  # the file's commit_info.id: the commit it measured ("" where not recorded)
 
     @property
     def is_calibration(self) -> bool:
@@ -62,8 +63,10 @@ def load_results(path: Path) -> dict[str, Benchmark]:
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise GateInputError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
     results: dict[str, Benchmark] = {}
+    info = data.get("commit_info")
+    commit = info.get("id") if isinstance(info, dict) and isinstance(info.get("id"), str) else ""
     for index, entry in enumerate(data["benchmarks"]):
-        bench = parse_benchmark(entry)
+        bench = parse_benchmark(entry, commit)
         if bench is None:
             raise GateInputError(f"{path}: benchmarks[{index}] lacks a name, a positive stats.min or extra_info")
         r = bench.extra.get("pearson_r")
@@ -76,7 +79,7 @@ def load_results(path: Path) -> dict[str, Benchmark]:
     return results
 
 
-def parse_benchmark(entry) -> Benchmark | None:
+def parse_benchmark(entry, commit: str = "") -> Benchmark | None:
     """One entry of the file's ``benchmarks`` list, or None when it lacks what the gate needs."""
     if not isinstance(entry, dict):
         return None
@@ -84,7 +87,8 @@ def parse_benchmark(entry) -> Benchmark | None:
     minimum = stats.get("min") if isinstance(stats, dict) else None
     if not isinstance(fullname, str) or not isinstance(extra, dict) or not _positive(minimum):
         return None
-    return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra)
+    return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra,
+                     commit=commit)
 
 
 def _is_real(value) -> bool:

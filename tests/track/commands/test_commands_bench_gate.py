@@ -22,18 +22,19 @@ def run_gate(results: Path, baseline: Path = BASELINE, *extra: str) -> int:
 def test_unchanged_run_passes(capsys):
     assert run_gate(DATA / "unchanged.json") == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("bench-gate: passed (4 benchmarks gated")
+    assert out.splitlines()[-1] == "summary: nothing to act on; 4 benchmarks gated; exit 0"
+    assert "(limits: timing +75% per benchmark, +50% suite mean, in calibrations; parity r >= 0.9995; cost +2%;" \
+        in out.splitlines()[0]  # the thresholds table's bench rows are the defaults
     for name in SIMULATE:
-        assert f"OK         {name}: time/calibration" in out
-    assert "image sha256 unchanged" in out
+        assert f"passed {name}: timing " in out
+    assert "image hash unchanged" in out
 
 
 def test_planted_slowdown_fails_naming_each_benchmark_with_figures(capsys):
     assert run_gate(DATA / "slower_2x.json") == 1
     out = capsys.readouterr().out
-    assert "bench-gate: FAILED" in out
-    assert out.splitlines()[-1] == "bench-gate: FAILED (4 benchmarks gated; findings: 5 slower)"
-    assert "SLOWER     test_simulate[p1_small-cpu-float32]: time/calibration 1.457 -> 2.482" in out
+    assert out.splitlines()[-1] == "summary: 5 regressed; 4 benchmarks gated; exit 1"
+    assert "REGRESSED timing test_simulate[p1_small-cpu-float32]: 1.457 calibrations -> 2.482 calibrations, x1.70" in out
 
 
 def test_an_amd_run_against_an_intel_baseline_passes_with_notes(tmp_path, capsys):
@@ -43,10 +44,10 @@ def test_an_amd_run_against_an_intel_baseline_passes_with_notes(tmp_path, capsys
             bench["extra_info"]["sha256"] = "0" * 64
     assert run_gate(write_variant(tmp_path, amd)) == ExitCode.OK
     out = capsys.readouterr().out
-    assert "HASH" not in out and "same device" not in out
-    assert f"NOTE       image hashes: not compared for 4 benchmark(s), the machine class differs: " \
+    assert "CHANGED" not in out and "same machine class" not in out
+    assert f"note: image hashes: not compared for 4 benchmark(s), the machine class differs: " \
            f"cpu_class {INTEL} -> {AMD} (a fact, not a failure" in out
-    assert out.count("NOTE") == 1 and "sha256 unchanged" not in out
+    assert out.count("image hashes") == 1 and "hash unchanged" not in out
 
 
 def test_corrupt_file_is_one_line_naming_it(capsys):
@@ -75,8 +76,7 @@ def test_missing_file_is_named(tmp_path, capsys):
 
 def test_missing_calibration_is_unmeasured_in_the_verdict(capsys):
     assert run_gate(DATA / "no_calibration.json") == ExitCode.UNMEASURED
-    assert capsys.readouterr().out.splitlines()[-1].startswith("bench-gate: UNMEASURED (4 benchmarks gated; "
-                                                                "findings: 5 unmeasured")
+    assert capsys.readouterr().out.splitlines()[-1] == "summary: 5 not measured; 4 benchmarks gated; exit 2"
 
 
 def test_thresholds_accept_percentages(capsys):
@@ -92,4 +92,4 @@ def test_thresholds_must_be_positive_and_finite(text):
 
 def test_reachable_through_detsim_track(capsys):
     assert track_main(["bench-gate", str(DATA / "unchanged.json"), "--baseline", str(BASELINE)]) == 0
-    assert "bench-gate: passed" in capsys.readouterr().out
+    assert "summary: nothing to act on" in capsys.readouterr().out

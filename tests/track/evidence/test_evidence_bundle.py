@@ -11,15 +11,15 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.evidence import bundle
 from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.previous import PastBundle
-from detsim.track.evidence.records import (CollectResult, Comparison, NewFailure, Outcomes, ProcessResult, Request,
-                                           RunResult, TestResult, Verdict)
+from detsim.track.evidence.records import (CollectResult, Comparison, DeviceRun, NewFailure, Outcomes, ProcessResult,
+                                           Request, TestResult, Verdict)
 from detsim.track.evidence.pytest_runs import Command
 
 OK_COLLECT = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 3, "collect.log")
 
 
-def _run(status: str = "ok", why: str = "pytest exit 1 (some tests failed)", rootdir: str | None = "/src") -> RunResult:
-    return RunResult("pytest-cpu.log", "junit-cpu.xml", {"passed": 1}, status, why, rootdir=rootdir)
+def _run(status: str = "ok", why: str = "pytest exit 1 (some tests failed)", rootdir: str | None = "/src") -> DeviceRun:
+    return DeviceRun("pytest-cpu.log", "junit-cpu.xml", {"passed": 1}, status, why, rootdir=rootdir)
 
 
 def _outcomes(*outcomes: str, runs=None) -> Outcomes:

@@ -7,19 +7,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.evidence.records import (FORMAT, BundleResults, CollectResult, Comparison, DurationMove, Durations,
-                                           Fixed, LoggedWarning, Outcomes, Request, RunResult, TestResult, Verdict)
+from detsim.track.evidence.records import (FORMAT, BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+                                           Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult, Verdict)
 
 REQUEST = Request(area="parity", selection=("tests/a.py", "-k", "x"), devices=("cpu",), cwd=Path("/src"),
                   asked_devices=(), out_root=Path("reports"), timeout=None, retime=3)
 
 
-def _run(**changes) -> RunResult:
+def _run(**changes) -> DeviceRun:
     fields = dict(log="pytest-cpu.log", junit="junit-cpu.xml", counts={"passed": 1, "failed": 1}, status="ok",
                   why="pytest exit 1 (some tests failed)",
                   warnings=(LoggedWarning("UserWarning: w", "a.py:1", ("t",)),),
                   rootdir="/src", exit_code=1, wall_s=1.5, timed_out=False)
-    return RunResult(**{**fields, **changes})
+    return DeviceRun(**{**fields, **changes})
 
 
 def test_a_test_result_has_the_keys_of_results_json_and_reads_back():
@@ -36,12 +36,12 @@ def test_a_run_that_never_started_has_no_timed_out_key():
     ran = json.loads(json.dumps(_run().as_record()))
     assert ran["timed_out"] is False and ran["warnings"] == [{"text": "UserWarning: w", "location": "a.py:1",
                                                              "tests": ["t"]}]
-    not_run = RunResult("pytest-cpu.log", "junit-cpu.xml", {"passed": 0}, "not run", "collection did not complete")
+    not_run = DeviceRun("pytest-cpu.log", "junit-cpu.xml", {"passed": 0}, "not run", "collection did not complete")
     assert not_run.as_record() == {"log": "pytest-cpu.log", "junit": "junit-cpu.xml", "counts": {"passed": 0},
                                    "status": "not run", "why": "collection did not complete", "warnings": (),
                                    "rootdir": None, "exit_code": None, "wall_s": None}
-    assert RunResult.from_record(ran) == _run()
-    assert RunResult.from_record({}).status == "not run"
+    assert DeviceRun.from_record(ran) == _run()
+    assert DeviceRun.from_record({}).status == "not run"
 
 
 def test_warning_texts_merge_devices_and_blank_addresses():

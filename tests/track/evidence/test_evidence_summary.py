@@ -6,8 +6,8 @@ from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.evidence import summary
-from detsim.track.evidence.records import (BundleResults, CollectResult, Comparison, DurationMove, Durations,
-                                           LoggedWarning, NewFailure, Outcomes, Request, RunResult, TestPresence,
+from detsim.track.evidence.records import (BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+                                           Durations, LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
                                            TestResult, Verdict)
 
 REQUEST = Request(area="parity", selection=(), devices=("cpu",), cwd=Path("/src"), asked_devices=(),
@@ -18,7 +18,7 @@ COUNTS = {"passed": 12, "failed": 1, "error": 0, "skipped": 2, "xfailed": 0}
 
 
 def _results(tests=(), comparison=None, verdict=Verdict(ExitCode.OK, "ok"), status="ok") -> BundleResults:
-    run = RunResult("pytest-cpu.log", "junit-cpu.xml", COUNTS, status, "pytest exit 1 (some tests failed)",
+    run = DeviceRun("pytest-cpu.log", "junit-cpu.xml", COUNTS, status, "pytest exit 1 (some tests failed)",
                     (LoggedWarning("UserWarning: w", "a.py:3", ("a.py::t",)),), "/src", 1, 12.34, False)
     collect = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 15, "collect.log")
     return BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tuple(tests), {"cpu": run}), verdict,

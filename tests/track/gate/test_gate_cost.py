@@ -6,8 +6,10 @@ import pytest
 
 from detsim.track.cost.counting import not_measured_reason
 from detsim.track.cost.specs import CostSpec, count_spec
-from detsim.track.gate.checks import COST_THRESHOLD, FAILED, Status, cost_finding, exit_code, gate
+from detsim.track.gate.checks import Line, cost_check, judge
 from detsim.track.gate.results import Benchmark
+from detsim.track.verdict.finding import Finding
+from detsim.track.verdict.thresholds import COST_THRESHOLD
 
 INTEL = "x86_64 GenuineIntel AVX2"
 CLASS = {"torch": "2.13.0", "threads": 1, "cpu_class": INTEL, "dtype": "float64", "device": "cpu"}
@@ -21,37 +23,37 @@ def bench(instructions=None, role="simulate", **extra) -> Benchmark:
 
 
 def test_a_rise_over_the_threshold_is_a_cost_finding():
-    finding = cost_finding(bench(10_000_000), bench(10_210_000))
-    assert finding.status == Status.COST and Status.COST in FAILED
-    assert "+2.10%" in finding.message and "limit +2%" in finding.message
+    finding = cost_check(bench(10_000_000), bench(10_210_000))
+    assert isinstance(finding, Finding) and finding.series.family == "cost" and finding.label == "REGRESSED"
+    assert "+2.10%" in finding.detail["evidence"] and "limit +2%" in finding.detail["evidence"]
 
 
 def test_a_rise_within_the_threshold_and_a_fall_pass():
-    assert cost_finding(bench(10_000_000), bench(10_190_000)).status == Status.OK
-    assert cost_finding(bench(10_000_000), bench(9_000_000)).status == Status.OK
+    assert cost_check(bench(10_000_000), bench(10_190_000)).startswith("cost 10,000,000 instructions -> 10,190,000")
+    assert isinstance(cost_check(bench(10_000_000), bench(9_000_000)), str)
 
 
 def test_no_count_on_either_side_is_not_checked():
-    assert cost_finding(bench(), bench()) is None
+    assert cost_check(bench(), bench()) is None
     never = "instructions not counted: the compiled path under valgrind takes minutes to compile"
-    assert cost_finding(bench(instructions_note=never), bench(instructions_note=never)) is None
+    assert cost_check(bench(instructions_note=never), bench(instructions_note=never)) is None
 
 
 def test_a_count_missing_on_one_side_is_a_note_with_the_reason():
     note = "instruction counts not measured: valgrind is not installed (Debian package `valgrind`)"
-    run_side = cost_finding(bench(10_000_000), bench(instructions_note=note))
-    assert run_side.status == Status.NOTE and "valgrind" in run_side.message
-    assert cost_finding(bench(), bench(10_000_000)).status == Status.NOTE
+    run_side = cost_check(bench(10_000_000), bench(instructions_note=note))
+    assert isinstance(run_side, Line) and run_side.kind == "note" and "valgrind" in run_side.text
+    assert cost_check(bench(), bench(10_000_000)).kind == "note"
 
 
 def test_counts_of_another_machine_class_or_region_are_not_compared():
     other = bench(20_000_000)
     other = Benchmark(other.fullname, other.name, other.min_s, {**other.extra, "cpu_class": "aarch64"})
-    finding = cost_finding(bench(10_000_000), other)
-    assert finding.status == Status.NOTE and "cpu_class" in finding.message
+    note = cost_check(bench(10_000_000), other)
+    assert note.kind == "note" and "cpu_class" in note.text
     moved = bench(20_000_000)
     moved = Benchmark(moved.fullname, moved.name, moved.min_s, {**moved.extra, "instructions_workload": "P1@128"})
-    assert cost_finding(bench(10_000_000), moved).status == Status.NOTE
+    assert cost_check(bench(10_000_000), moved).kind == "note"
 
 
 def test_the_gate_fails_on_cost_alone():
@@ -59,9 +61,9 @@ def test_the_gate_fails_on_cost_alone():
     run = {"c": bench(1000, role="calibration"), "s": bench(10_500_000)}
     baseline = {b.fullname: b for b in baseline.values()}
     run = {b.fullname: b for b in run.values()}
-    findings = gate(baseline, run)
-    assert [f.status for f in findings if f.status in FAILED] == [Status.COST]
-    assert exit_code(findings) == 1
+    verdict = judge(baseline, run)
+    assert [f.series.family for f in verdict.findings] == ["cost"]
+    assert verdict.exit == 1
 
 
 PLANT = 26_000  # elements of exp added to the region: about 3 % of P1@64's ~11.3 M instructions
@@ -78,8 +80,8 @@ def test_a_planted_three_percent_is_flagged_and_a_recount_is_not(tmp_path):
     planted = count_spec(spec, out_dir=tmp_path, keep=False, env={"DETSIM_COST_PLANT": str(PLANT)}).instructions
     assert 0.025 < planted / first - 1 < 0.04  # the plant costs about 3 %
     assert abs(again / first - 1) < COST_THRESHOLD / 4  # counts repeat far inside the threshold
-    assert cost_finding(bench(first), bench(again)).status == Status.OK
-    assert cost_finding(bench(first), bench(planted)).status == Status.COST
+    assert isinstance(cost_check(bench(first), bench(again)), str)  # passed
+    assert isinstance(cost_check(bench(first), bench(planted)), Finding)
 
 
 @pytest.fixture
@@ -113,7 +115,7 @@ def test_bench_records_why_a_count_is_missing_in_one_line(bench_conftest, monkey
     bench_conftest.record_instructions(recorder, "P1@128 cpu float64 eager", spec=CostSpec("P1@128"))
     note = recorder.extra_info["instructions_note"]
     assert "instructions" not in recorder.extra_info and "`valgrind`" in note and "\n" not in note
-    assert cost_finding(bench(10_000_000), bench(instructions_note=note)).status == Status.NOTE
+    assert cost_check(bench(10_000_000), bench(instructions_note=note)).kind == "note"
 
 
 def test_bench_counts_can_be_switched_off(bench_conftest, monkeypatch):

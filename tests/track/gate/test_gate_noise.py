@@ -31,13 +31,14 @@ def bench_job(folder: Path, name: str, *args: str, **plant: str) -> subprocess.C
                           capture_output=True, text=True, timeout=1200)
 
 
-def named(done: subprocess.CompletedProcess, status: str) -> set[str]:
-    """Names on the gate's lines with this status (e.g. ``SLOWER``)."""
-    return {line.split()[1].rstrip(":") for line in done.stdout.splitlines() if line.startswith(f"{status} ")}
+def named(done: subprocess.CompletedProcess, finding: str) -> set[str]:
+    """Names on the gate's finding lines that start so (e.g. ``REGRESSED timing``)."""
+    return {line[len(finding) + 1:].split(": ")[0] for line in done.stdout.splitlines()
+            if line.startswith(f"{finding} ")}
 
 
 def verdict(done: subprocess.CompletedProcess) -> str:
-    lines = [line for line in done.stdout.splitlines() if line.startswith("bench-gate: ")]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("summary: ")]
     return lines[-1] if lines else f"no verdict; stderr: {done.stderr[-2000:]}"
 
 
@@ -69,21 +70,21 @@ def test_unchanged_runs_pass(folder):
 def test_planted_slowdown_fails(folder, simulate_names):
     done = bench_job(folder, "slowdown", DETSIM_BENCH_SLOWDOWN="2")
     assert done.returncode == 1, verdict(done)
-    slower = named(done, "SLOWER")
+    slower = named(done, "REGRESSED timing")
     assert "suite[cpu]" in slower, done.stdout
     assert slower & simulate_names, done.stdout
-    assert not named(done, "PARITY") and not named(done, "HASH")
+    assert not named(done, "REGRESSED parity") and not named(done, "CHANGED image hash")
 
 
 def test_planted_parity_break_fails(folder, simulate_names):
     done = bench_job(folder, "parity", DETSIM_BENCH_PLANT="parity")
     assert done.returncode == 1, verdict(done)
-    assert named(done, "PARITY") == simulate_names, done.stdout
-    assert "(below 0.9995)" in done.stdout
+    assert named(done, "REGRESSED parity") == simulate_names, done.stdout
+    assert "(below 0.9995 against " in done.stdout
 
 
 def test_planted_hash_change_fails(folder, simulate_names):
     done = bench_job(folder, "hash", DETSIM_BENCH_PLANT="hash")
     assert done.returncode == 1, verdict(done)
-    assert named(done, "HASH") == simulate_names, done.stdout
-    assert not named(done, "PARITY"), done.stdout
+    assert named(done, "CHANGED image hash") == simulate_names, done.stdout
+    assert not named(done, "REGRESSED parity"), done.stdout

@@ -9,7 +9,7 @@ import pytest
 
 from _tolerances import PARITY_MIN_R
 from detsim.track.base.provenance import MachineClass
-from detsim.track.gate.checks import exit_code, gate
+from detsim.track.gate.checks import judge
 from detsim.track.gate.results import Benchmark, GateInputError, calibration_times, load_results, parse_benchmark
 from gate_files import BASELINE, COMMITTED, INTEL, SIMULATE
 
@@ -22,7 +22,7 @@ def test_committed_baseline_is_complete():
     for bench in simulated:
         assert bench.extra["pearson_r"] >= PARITY_MIN_R and len(bench.extra["sha256"]) == 64
         assert bench.extra["threads"] == 1
-    assert exit_code(gate(baseline, baseline)) == 0
+    assert judge(baseline, baseline).exit == 0
 
 
 def test_committed_baseline_records_its_machine_class_so_hashes_are_compared():
@@ -30,8 +30,10 @@ def test_committed_baseline_records_its_machine_class_so_hashes_are_compared():
     assert all(b.machine_class is not None for b in baseline.values())
     paths = {b.extra["workload"] for b in baseline.values() if b.extra.get("role") == "path"}
     assert paths == {"P1", "P2@256", "P4096"}  # a reduced size says so in its name
-    hashes = [f for f in gate(baseline, baseline) if f.name.startswith(("test_simulate[", "test_path["))]
-    assert hashes and all(f.status == "ok" and f.message.endswith("image sha256 unchanged") for f in hashes)
+    verdict = judge(baseline, baseline)
+    rendering = {b.name for b in baseline.values() if b.name.startswith(("test_simulate[", "test_path["))}
+    assert rendering and set(verdict.of("passed")) >= rendering and not verdict.findings
+    assert all(verdict.of("passed")[name].endswith("image hash unchanged") for name in rendering)
 
 
 def test_benchmarks_are_keyed_by_full_name_with_their_min_and_extra_info():
@@ -40,6 +42,7 @@ def test_benchmarks_are_keyed_by_full_name_with_their_min_and_extra_info():
     bench = results["test_bench_simulate.py::test_simulate[p1_small-cpu-float64]"]
     assert bench.name == SIMULATE[1] and bench.min_s == 0.016669161999999904
     assert bench.extra["case"] == "g01_hkl_nointerp" and not bench.is_calibration and bench.device == "cpu"
+    assert bench.commit == "598b21f2d8e9048c29aafb02ee6cba38441e288d"  # the file's commit_info.id
     with pytest.raises(dataclasses.FrozenInstanceError):
         bench.min_s = 1.0
 
@@ -82,6 +85,8 @@ def test_a_benchmark_named_twice_is_an_error(tmp_path):
     path.write_text(json.dumps({"benchmarks": [record, record]}))
     with pytest.raises(GateInputError, match="benchmark x appears twice"):
         load_results(path)
+    path.write_text(json.dumps({"benchmarks": [record], "commit_info": {"id": None}}))
+    assert load_results(path)["x"].commit == ""  # no commit recorded: none claimed
 
 
 def test_an_unreadable_file_is_named(tmp_path):
