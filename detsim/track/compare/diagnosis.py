@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detsim.track.divergence.events import Event
+from detsim.track.compare.record import Event
 
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
               "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",
