@@ -21,7 +21,6 @@ from detsim.track.compare import triton_hooks
 from detsim.track.compare.record import Event, RunRecord, TensorInfo, argument_tensors, call_site, fill, \
     scalar_text, storage_key, tensor_info
 
-
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
 OVERWRITE_OPS = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_",
                  "geometric_", "cauchy_", "log_normal_", "set_", "resize_", "resize_as_"}
