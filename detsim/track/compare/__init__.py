@@ -13,5 +13,10 @@ round-trips through JSON, so runs recorded apart compare.
 Outputs: which runs agree bit for bit across repeats, threads, dtypes, devices and modes (:mod:`.matrix`);
 the first divergent event of two records and why, with its victims (:mod:`.firstdiff`, :mod:`.divergences`,
 :mod:`.diagnosis`), in words for ``explain`` (:mod:`.op_streams`); the first traced quantity that differs
-(:mod:`.traces`). Each carries its verdict line and exit code (0 agree, 1 differ, 2 nothing comparable).
+(:mod:`.traces`). The matrix and the two comparisons each carry a verdict line and an exit code (0 agree,
+1 differ, 2 nothing comparable or a run crashed).
+
+Not here: the reproducibility axes and cases (``detsim/track/base/reproducibility.py``: the asv suite loads
+``base`` from the working tree beside any commit, without torch) and the status page's commit-to-commit
+image states (``detsim/track/publish/fingerprints.py``, drawn from the recorded history).
 """
