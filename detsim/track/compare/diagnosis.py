@@ -1,4 +1,5 @@
-"""Why a finding happened, and the knob that usually fixes it (the tables of docs/determinism.md)."""
+"""Why a culprit or another divergence happened, and the knob that usually fixes it (the tables of
+docs/determinism.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from detsim.track.compare.divergences import RecordComparison
 from detsim.track.compare.record import RunRecord
 from detsim.track.compare.runs import record_at
 
-# why the first finding of a hash change matters, by its role
+# why the first divergence of a hash change matters, by its role
 ROLES = {
     "culprit": "its inputs agree at both commits but its output differs",
     "operands": "the commits pass different tensors to it, each made identically at both: the operands (the order "
@@ -105,7 +105,7 @@ def axis_named(name: str) -> Axis:
 
 
 def first_record(report: RecordComparison) -> dict | None:
-    """The first finding of ``report`` as the explanation's record keeps it."""
+    """The first divergence of ``report`` as the explanation's record keeps it."""
     first = report.first
     return None if first is None else {"role": first.role, "index": first.index, "name": first.name,
                                        "where": first.where, "tensor": first.tensor, "scalars": first.scalars}
