@@ -16,8 +16,7 @@ import detsim.trace as trace
 from _tolerances import F64_ROUNDING, FLOAT32_PIXEL_REL
 from detsim.config import ConfigError
 from detsim.engine import prepare, render
-from detsim.track.traces.alignment import compare
-from detsim.track.traces.tracelog import load_trace, parse_trace
+from detsim.track.compare.traces import compare_traces, load_trace, parse_trace
 from helpers import config_from_args
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace.md"
@@ -165,7 +164,7 @@ def test_lines_are_prefixed_and_parse_back_exactly():
     assert lines[0] == "TRACE_PY: pixel 2 3"
     parsed = parse_trace(text)
     assert parsed.bad == [] and parsed.pixels() == [(2, 3), (0, 1)]
-    assert compare(parsed, parse_trace(text), rtol=0, atol=0).first is None
+    assert compare_traces(parsed, parse_trace(text), rtol=0, atol=0).first is None
 
 
 def test_json_holds_the_same_records(tmp_path):
@@ -180,6 +179,6 @@ def test_json_holds_the_same_records(tmp_path):
     assert len(block["records"]) == len(buf.getvalue().splitlines())
     text_file = tmp_path / "trace.log"
     text_file.write_text(buf.getvalue())
-    result = compare(load_trace(out), load_trace(text_file), rtol=0, atol=0)
+    result = compare_traces(load_trace(out), load_trace(text_file), rtol=0, atol=0)
     assert result.first is None and result.compared == len(block["records"]) - 1
     assert not list(tmp_path.glob(".*.tmp"))

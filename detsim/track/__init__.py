@@ -6,9 +6,9 @@ arguments, calls into the areas, printing, exit codes). Then the areas, one job 
 status page, asv's page offline), :mod:`.confirm` (re-measuring a timing suspect), :mod:`.verdict` (findings
 and the report), :mod:`.history` (what asv recorded), :mod:`.baselines` (the golden image hashes per machine
 class), :mod:`.explain` (why a regression happened), :mod:`.gate` (the pytest-benchmark gate), :mod:`.parity`
-(against the reference images), :mod:`.speed` (against nanoBragg.c), :mod:`.determinism` (the bit-for-bit
-matrix), :mod:`.divergence` (the first op where two runs differ), :mod:`.traces` (the first traced quantity
-that differs), :mod:`.evidence` (hashed bundles of test runs), :mod:`.cost` (instruction counts) and
+(against the reference images), :mod:`.speed` (against nanoBragg.c), :mod:`.compare` (do two runs differ, and where
+first: the bit-for-bit matrix, the first op where two runs differ, the first traced quantity that differs),
+:mod:`.evidence` (hashed bundles of test runs), :mod:`.cost` (instruction counts) and
 :mod:`.runtime` (what needs torch or the core). At the bottom :mod:`.base`: every fact the areas share,
 defined once, in the standard library and numpy only.
 """

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import planted_triton  # noqa: E402
 
-from detsim.track.divergence.finder import find_divergence  # noqa: E402
+from detsim.track.compare.firstdiff import find_divergence  # noqa: E402
 
 
 def detsim_triton_mode():

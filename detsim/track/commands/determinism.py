@@ -18,8 +18,8 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.runtime.process import environment
 from detsim.track.runtime.targets import DTYPES, Target, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
-from detsim.track.determinism.matrix import Matrix
-from detsim.track.determinism.runs import run_matrix
+from detsim.track.compare.matrix import Matrix
+from detsim.track.compare.runs import run_matrix
 
 HELP = "run cases repeatedly across threads, dtypes, devices and modes; show which runs agree bit for bit"
 

@@ -1,5 +1,5 @@
 """``detsim-track diverge``: run a computation twice and name the first op or kernel where the runs differ
-(docs/determinism.md). The Python API, :func:`~detsim.track.divergence.finder.find_divergence`, is
+(docs/determinism.md). The Python API, :func:`~detsim.track.compare.firstdiff.find_divergence`, is
 importable from here too."""
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.runtime.process import environment
 from detsim.track.runtime.targets import DTYPES, TargetError
-from detsim.track.divergence.across_commits import record_at
-from detsim.track.divergence.finder import find_divergence
-from detsim.track.divergence.firstdiff import Report, compare_records
-from detsim.track.divergence.events import Record
-from detsim.track.divergence.record_job import LAYERS, EndedWithoutRecord, build_call, record_run, set_interpreter
+from detsim.track.compare.divergences import RecordComparison
+from detsim.track.compare.firstdiff import compare_records, find_divergence
+from detsim.track.compare.record import RunRecord
+from detsim.track.compare.runs import LAYERS, EndedWithoutRecord, build_call, record_at, record_run, set_interpreter
 
 __all__ = ["HELP", "add_arguments", "run", "find_divergence"]
 
@@ -106,14 +105,14 @@ def _refusal(args: argparse.Namespace, out_dir: Path | None) -> str | None:
 
 
 def target_of(args: argparse.Namespace) -> dict:
-    """The target the arguments name (:mod:`detsim.track.divergence.record_job`)."""
+    """The target the arguments name (:mod:`detsim.track.compare.runs`)."""
     return {"case": args.case, "nanobragg": args.nanobragg, "call": args.call, "module": args.module,
             "script": args.script, "argv": list(args.program_args), "device": args.device, "dtype": args.dtype,
             "mode": args.mode, "grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
             "golden_dir": str(args.golden_dir) if args.golden_dir else None}
 
 
-def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Record:
+def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> RunRecord:
     """Record run ``label`` in a fresh interpreter (this package, then the working directory, on its path)."""
     with tempfile.TemporaryDirectory(prefix="detsim-diverge-") as tmp:
         rec = record_at(target_of(args), Path(tmp) / f"record_{label}.json", path=(HERE, Path.cwd()), run=label,
@@ -146,7 +145,7 @@ def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[s
     return parts
 
 
-def write_bundle(out_dir: Path, records: list[Record], report: Report, args: argparse.Namespace, text: str,
+def write_bundle(out_dir: Path, records: list[RunRecord], report: RecordComparison, args: argparse.Namespace, text: str,
                  code: int) -> None:
     """record_A/B.json, report.txt/json, env.json, commands.txt and summary.md, written atomically."""
     env = environment()

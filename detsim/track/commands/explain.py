@@ -22,7 +22,7 @@ from detsim.track.explain.grouping import one_per_cause, with_others
 from detsim.track.explain.jobs import KINDS, Job, explain_job
 from detsim.track.explain.profile import ProfileError
 from detsim.track.explain.sides import SideError
-from detsim.track.divergence.across_commits import RecordError
+from detsim.track.compare.runs import RecordError
 from detsim.track.history.jsonc import ResultsError
 
 HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"

@@ -6,8 +6,8 @@ import argparse
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
-from detsim.track.traces.alignment import DEFAULT_ATOL, DEFAULT_RTOL, compare, format_comparison
-from detsim.track.traces.tracelog import TraceError, load_trace
+from detsim.track.compare.traces import DEFAULT_ATOL, DEFAULT_RTOL, TraceError, compare_traces, format_comparison, \
+    load_trace
 
 HELP = "compare two per-pixel trace logs and name the first quantity that differs"
 
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         a, b = load_trace(args.a), load_trace(args.b)
     except TraceError as exc:
         return refuse(f"trace-diff: {exc}")
-    result = compare(a, b, args.rtol, args.atol)
+    result = compare_traces(a, b, args.rtol, args.atol)
     print(format_comparison(result))
     if result.first is not None:
         return ExitCode.REGRESSED

@@ -17,9 +17,9 @@ from typing import Callable
 
 from detsim.track.base.golden import find_case
 from detsim.track.base.hashing import image_sha256
-from detsim.track.divergence.across_commits import compare_commits
-from detsim.track.divergence.firstdiff import compare_records
-from detsim.track.explain import op_streams, parity_trace, profile
+from detsim.track.compare import op_streams
+from detsim.track.compare.firstdiff import compare_commits, compare_records
+from detsim.track.explain import parity_trace, profile
 from detsim.track.explain.sides import Side, commits_between, count_at, image_at, one_minus_r, prepare_side, \
     run_side_job, subject
 from detsim.track.runtime.output import atomic_write_text, write_json

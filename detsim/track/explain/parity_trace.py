@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.explain.sides import Side, run_side_job
-from detsim.track.traces.alignment import compare
-from detsim.track.traces.tracelog import parse_trace
+from detsim.track.compare.traces import compare_traces, parse_trace
 
 RTOL, ATOL = 1e-12, 0.0  # the same program at two commits: anything beyond rounding of the printout
 
@@ -37,7 +36,7 @@ def _values(values) -> str:
 def first_change(old_text: str, new_text: str, old_name: str = "old", new_name: str = "new") -> dict | None:
     """The first quantity whose traced value differs: ``{"name", "occurrence", "labels", "old", "new",
     "rel", "reason", "differing"}`` (differing: the names that differ, in order), or None."""
-    comparison = compare(parse_trace(old_text, old_name), parse_trace(new_text, new_name), rtol=RTOL, atol=ATOL)
+    comparison = compare_traces(parse_trace(old_text, old_name), parse_trace(new_text, new_name), rtol=RTOL, atol=ATOL)
     first = comparison.first
     if first is None:
         return None

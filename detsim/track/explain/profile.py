@@ -131,7 +131,7 @@ def count_ops(fn: Callable[[], object]) -> list[dict]:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from detsim.track.divergence.events import call_site
+    from detsim.track.compare.record import call_site
 
     rows: dict[tuple[str, str], dict] = {}
 

@@ -17,7 +17,6 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.runtime.output import json_number
-from detsim.track.runtime.tensors import tensor_sha256
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -34,7 +33,7 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class MatrixRun:
     """One run: its hashes (``status == "ok"``), its traceback (``"crashed"``) or why it did not run."""
 
     config: RunConfig
@@ -53,16 +52,6 @@ class RunResult:
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self.config), "repeat": self.repeat, "status": self.status,
                 "seconds": round(self.seconds, 4), "hashes": self.hashes, "error": self.error, "reason": self.reason}
-
-
-def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
-    """sha256 of the float32 bytes (what -floatfile writes) and of the native bytes, per output."""
-    digests = {}
-    for name, t in outputs.items():
-        as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
-        digests[name] = {"sha256": tensor_sha256(as32), "sha256_native": tensor_sha256(t),
-                         "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-    return digests
 
 
 def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
@@ -86,12 +75,12 @@ def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class OutputComparison:
     """Two runs compared output by output."""
 
     kind: str  # "repeat", or the axis that varies: "threads", "mode", "device"
-    a: RunResult
-    b: RunResult
+    a: MatrixRun
+    b: MatrixRun
     identical: bool
     outputs: dict  # output -> tensor_difference(...) (only for outputs whose hashes differ)
 
@@ -112,7 +101,7 @@ class Comparison:
                 "outputs": self.outputs}
 
 
-def _ref(run: RunResult) -> dict:
+def _ref(run: MatrixRun) -> dict:
     return {**dataclasses.asdict(run.config), "repeat": run.repeat}
 
 
@@ -120,9 +109,9 @@ def _num(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def compare(kind: str, a: RunResult, b: RunResult) -> Comparison:
+def compare_runs(kind: str, a: MatrixRun, b: MatrixRun) -> OutputComparison:
     if a.key() == b.key():
-        return Comparison(kind, a, b, True, {})
+        return OutputComparison(kind, a, b, True, {})
     outputs = {}
     for name in sorted(set(a.hashes) | set(b.hashes)):
         ha, hb = a.hashes.get(name), b.hashes.get(name)
@@ -132,7 +121,7 @@ def compare(kind: str, a: RunResult, b: RunResult) -> Comparison:
             outputs[name] = tensor_difference(a.outputs[name], b.outputs[name])
         else:
             outputs[name] = {"comparable": False, "note": "output present in one run only"}
-    return Comparison(kind, a, b, False, outputs)
+    return OutputComparison(kind, a, b, False, outputs)
 
 
 class Matrix:
@@ -143,11 +132,11 @@ class Matrix:
         self.repeats = repeats
         self.deterministic = deterministic
         self.targets: dict = {}
-        self.runs: list[RunResult] = []
+        self.runs: list[MatrixRun] = []
         self.notes: list[str] = []
-        self._comparisons: list[Comparison] | None = None
+        self._comparisons: list[OutputComparison] | None = None
 
-    def add(self, run: RunResult) -> None:
+    def add(self, run: MatrixRun) -> None:
         first = next((r for r in self.runs if r.config == run.config and r.status == "ok"), None)
         if run.status == "ok" and first is not None and first.key() == run.key():
             run = dataclasses.replace(run, outputs={})  # an identical repeat: no diff needs its tensors
@@ -157,7 +146,7 @@ class Matrix:
     def configs(self) -> list[RunConfig]:
         return list(dict.fromkeys(r.config for r in self.runs))
 
-    def comparisons(self) -> list[Comparison]:
+    def comparisons(self) -> list[OutputComparison]:
         if self._comparisons is None:
             self._comparisons = list(self._compare_all())
         return self._comparisons
@@ -168,7 +157,7 @@ class Matrix:
             if run.status != "ok":
                 continue
             if run.config in firsts:
-                comparison = compare("repeat", firsts[run.config], run)
+                comparison = compare_runs("repeat", firsts[run.config], run)
                 if not comparison.identical:
                     unstable.add(run.config)
                 yield comparison
@@ -177,22 +166,22 @@ class Matrix:
         # a configuration whose repeats already disagree says nothing about threads, modes or devices
         firsts = {c: r for c, r in firsts.items() if c not in unstable}
         for axis, preferred in (("threads", None), ("mode", "eager"), ("device", "cpu")):
-            groups: dict[tuple, list[RunResult]] = {}
+            groups: dict[tuple, list[MatrixRun]] = {}
             for config, run in firsts.items():
                 groups.setdefault(dataclasses.replace(config, **{axis: None}), []).append(run)
             for runs in groups.values():
                 values = [getattr(r.config, axis) for r in runs]
                 base = values.index(min(values) if axis == "threads" else preferred if preferred in values
                                     else values[0])
-                yield from (compare(axis, runs[base], run) for i, run in enumerate(runs) if i != base)
+                yield from (compare_runs(axis, runs[base], run) for i, run in enumerate(runs) if i != base)
 
-    def failures(self, strict: bool = False) -> list[Comparison]:
+    def failures(self, strict: bool = False) -> list[OutputComparison]:
         return [c for c in self.comparisons() if not c.identical and _must_agree(c, strict)]
 
-    def findings(self, strict: bool = False) -> list[Comparison]:
+    def findings(self, strict: bool = False) -> list[OutputComparison]:
         return [c for c in self.comparisons() if not c.identical and not _must_agree(c, strict)]
 
-    def crashed(self) -> list[RunResult]:
+    def crashed(self) -> list[MatrixRun]:
         return [r for r in self.runs if r.status == "crashed"]
 
     def exit_code(self, strict: bool = False) -> ExitCode:
@@ -347,7 +336,7 @@ class Matrix:
         return "\n".join(lines)
 
 
-def _must_agree(c: Comparison, strict: bool) -> bool:
+def _must_agree(c: OutputComparison, strict: bool) -> bool:
     return c.kind == "repeat" or (strict and c.kind == "threads")
 
 
@@ -356,7 +345,7 @@ def _letter(i: int) -> str:
     return letters[i] if i < 26 else _letter(i // 26 - 1) + letters[i % 26]
 
 
-def _where(c: Comparison) -> str:
+def _where(c: OutputComparison) -> str:
     a, b = c.a.config, c.b.config
     if c.kind == "repeat":
         return f"{b.target} {b.label()}: repeat {c.b.repeat} vs {c.a.repeat}"
@@ -365,7 +354,7 @@ def _where(c: Comparison) -> str:
     return f"{b.target} {fixed}: {attr} {getattr(b, attr)} vs {getattr(a, attr)}"
 
 
-def _grouped(comparisons: list[Comparison]) -> list[tuple[str, str, str]]:
+def _grouped(comparisons: list[OutputComparison]) -> list[tuple[str, str, str]]:
     """(kind, where, description), merging mode/device findings that are the same at every thread count."""
     merged: dict[tuple, list[int]] = {}
     for c in comparisons:

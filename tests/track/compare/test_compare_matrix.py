@@ -1,4 +1,4 @@
-"""determinism.matrix: hashes of outputs, sizes of differences, which comparisons fail, and their rendering."""
+"""compare.matrix: sizes of differences, which comparisons fail, and their rendering."""
 
 from __future__ import annotations
 
@@ -7,24 +7,12 @@ import json
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.tensors import tensor_sha256
-from detsim.track.determinism.matrix import Matrix, RunConfig, RunResult, _letter, compare, digest_outputs, \
-    tensor_difference
+from detsim.track.compare.matrix import Matrix, MatrixRun, RunConfig, _letter, compare_runs, tensor_difference
+from detsim.track.compare.record import digest_outputs
 
 
-def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> RunResult:
-    return RunResult(config, repeat, "ok", hashes=digest_outputs({"out": out}), outputs={"out": out})
-
-
-def test_digest_outputs_hashes_the_float32_bytes_and_the_native_bytes(device, dtype):
-    image = torch.linspace(0, 1, 12, device=device, dtype=dtype).reshape(3, 4) / 3
-    (digest,) = digest_outputs({"image": image}).values()
-    assert digest["sha256"] == tensor_sha256(image.to("cpu", torch.float32))
-    assert digest["sha256_native"] == tensor_sha256(image)
-    assert (digest["sha256"] == digest["sha256_native"]) == (dtype == torch.float32)
-    assert digest["shape"] == [3, 4] and digest["dtype"] == str(dtype).replace("torch.", "")
-    counts = torch.arange(3, device=device)  # integers are hashed as they are, not as float32
-    assert digest_outputs({"n": counts})["n"]["sha256"] == tensor_sha256(counts)
+def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> MatrixRun:
+    return MatrixRun(config, repeat, "ok", hashes=digest_outputs({"out": out}), outputs={"out": out})
 
 
 def test_tensor_difference_counts_elements_and_treats_nan_as_equal(device, dtype):
@@ -67,14 +55,14 @@ def test_thread_differences_are_findings_unless_strict_and_modes_compare_against
 
 def test_a_matrix_without_a_completed_run_is_unmeasured():
     matrix = Matrix(threads=[1], repeats=1)
-    matrix.add(RunResult(RunConfig("t", "cuda", "float64", "eager", 1), 0, "skipped", reason="no GPU"))
+    matrix.add(MatrixRun(RunConfig("t", "cuda", "float64", "eager", 1), 0, "skipped", reason="no GPU"))
     assert matrix.exit_code() is ExitCode.UNMEASURED and matrix.verdict() == "UNMEASURED: no run completed"
 
 
 def test_compare_of_identical_runs_lists_no_outputs():
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     a, b = ok_run(config, 0, torch.ones(2)), ok_run(config, 1, torch.ones(2))
-    assert compare("repeat", a, b).identical and compare("repeat", a, b).outputs == {}
+    assert compare_runs("repeat", a, b).identical and compare_runs("repeat", a, b).outputs == {}
 
 
 def test_letters_run_past_z_like_spreadsheet_columns():
@@ -85,7 +73,7 @@ def test_runs_tsv_has_one_row_per_output_and_a_dash_row_for_runs_without_outputs
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     matrix = Matrix(threads=[1], repeats=2)
     matrix.add(ok_run(config, 0, torch.ones(2, 3)))
-    matrix.add(RunResult(config, 1, "crashed", error="Traceback ...\nValueError: boom"))
+    matrix.add(MatrixRun(config, 1, "crashed", error="Traceback ...\nValueError: boom"))
     header, ok, crashed = matrix.runs_tsv().splitlines()
     assert header.split("\t")[-2:] == ["sha256_float32", "sha256_native"]
     assert ok.split("\t")[8:10] == ["out", "2x3"] and crashed.split("\t")[-4:] == ["-"] * 4

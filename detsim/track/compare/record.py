@@ -1,5 +1,13 @@
-"""What a recorded run is made of: tensor fingerprints, events (one aten op or Triton launch each), and
-the :class:`Record` of one run, which round-trips through JSON so that runs recorded apart compare."""
+"""The one record format of a run: tensor digests, events (one aten op or Triton launch each) and the
+:class:`RunRecord` of one run, which round-trips through JSON so that runs recorded apart compare.
+
+A digest is the sha256 of a tensor's native bytes; never-written memory is left out of it: like
+``torch.utils.deterministic.fill_uninitialized_memory``, but run A and run B fill it with different
+sentinels (large finite values of opposite signs, with a mantissa no computation is likely to produce
+exactly), so an op that reads it gives different outputs while its inputs hash the same. Dtypes without a
+value that rare (bool, 8-bit types, unsigned integers wider than 8 bits) are zeroed in both runs. The
+determinism matrix digests its outputs here too, adding the sha256 of their float32 bytes (what
+``-floatfile`` writes)."""
 
 from __future__ import annotations
 
@@ -12,8 +20,64 @@ from typing import Any
 
 import torch
 
+from detsim.track.base.hashing import sha256_bytes
 from detsim.track.runtime.output import json_number
-from detsim.track.divergence.unwritten import canonical
+from detsim.track.runtime.tensors import tensor_bytes, tensor_sha256
+
+_FLOAT = (float.fromhex("-0x1.5a5a5a5a5a5a5p+99"), float.fromhex("0x1.a5a5a5a5a5a5ap+98"))
+_HALF = (float.fromhex("-0x1.5a4p+14"), float.fromhex("0x1.a58p+13"))  # float16 tops out at 65504
+_INT = {torch.int64: (-0x5A5A5A5A5A5A5A5B, 0x25A5A5A5A5A5A5A5), torch.int32: (-0x5A5A5A5B, 0x25A5A5A5),
+        torch.int16: (-0x5A5B, 0x25A5)}
+_COMPONENT = {torch.complex128: torch.float64, torch.complex64: torch.float32, torch.complex32: torch.float16}
+
+
+def sentinel(dtype: torch.dtype, run: int):
+    """The value never-written elements of ``dtype`` hold in run ``run`` (0: A, 1: B); None: no such value."""
+    if dtype in _COMPONENT:
+        value = sentinel(_COMPONENT[dtype], run)
+        return complex(value, value)
+    if dtype == torch.float16:
+        return _HALF[run % 2]
+    if dtype in (torch.float64, torch.float32, torch.bfloat16):
+        return float(torch.tensor(_FLOAT[run % 2], dtype=dtype).item())  # the value as that dtype holds it
+    if dtype in _INT:
+        return _INT[dtype][run % 2]
+    return None
+
+
+def fill(t: torch.Tensor, run: int) -> None:
+    """Fill a freshly allocated tensor with the run's sentinel (zeros where its dtype has none)."""
+    if t.is_sparse or t.device.type == "meta" or t.numel() == 0:
+        return
+    value = sentinel(t.dtype, run)
+    try:
+        with torch.no_grad():
+            t.fill_(0 if value is None else value)
+    except (RuntimeError, TypeError):
+        pass  # quantized and other exotic layouts keep what they hold
+
+
+def mask(data: torch.Tensor, run: int) -> torch.Tensor | None:
+    """Where a CPU tensor still holds the run's sentinel (None when its dtype has no sentinel)."""
+    value = sentinel(data.dtype, run)
+    if value is None:
+        return None
+    if data.is_complex():
+        return (data.real == value.real) & (data.imag == value.imag)
+    return data == value
+
+
+def canonical(data: torch.Tensor, run: int | None) -> tuple[str, int, torch.Tensor]:
+    """(sha256, never-written count, the written values) of a contiguous CPU tensor; never-written elements
+    are hashed as zeros, followed by the map of where they are."""
+    where = mask(data, run) if run is not None else None
+    if where is None or not bool(where.any()):
+        return sha256_bytes(tensor_bytes(data)), 0, data.reshape(-1)
+    zeroed = data.clone()
+    zeroed[where] = 0
+    digest = sha256_bytes(tensor_bytes(zeroed) + b"\0never-written:" + tensor_bytes(where))
+    return digest, int(where.sum()), data[~where]
+
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _SUITE_DIR = str(Path(__file__).resolve().parent.parent)  # detsim/track: the tracking suite's own frames
@@ -55,7 +119,7 @@ class Event:
 
 
 @dataclass
-class Record:
+class RunRecord:
     """Everything one run did, in order, plus the hashes of its inputs and results (built while it runs)."""
 
     label: str
@@ -70,7 +134,7 @@ class Record:
         return json.dumps(asdict(self), sort_keys=True, allow_nan=False, default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Record":
+    def from_dict(cls, data: dict) -> "RunRecord":
         def infos(items):
             return [TensorInfo(**t) for t in items]
 
@@ -79,11 +143,22 @@ class Record:
         return cls(**{**data, "events": events, "inputs": infos(data["inputs"]), "results": infos(data["results"])})
 
     @classmethod
-    def load(cls, path: Path) -> "Record":
+    def load(cls, path: Path) -> "RunRecord":
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def counts(self) -> dict[str, int]:
         return {"op": sum(e.kind == "op" for e in self.events), "kernel": sum(e.kind == "kernel" for e in self.events)}
+
+
+def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
+    """Per output: the sha256 of its float32 bytes (what -floatfile writes) and of its native bytes (the
+    digest :func:`tensor_info` gives a tensor without never-written elements), its shape and dtype."""
+    digests = {}
+    for name, t in outputs.items():
+        as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
+        digests[name] = {"sha256": tensor_sha256(as32), "sha256_native": tensor_sha256(t),
+                         "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+    return digests
 
 
 def tensor_info(name: str, t: torch.Tensor, *, compare: bool = True, note: str | None = None,

@@ -1,5 +1,5 @@
-"""Two op streams read: across commits (reordered operands, a changed constant, the same stream) and two runs of
-one commit that should agree (a random op, a Python value, the same stream)."""
+"""compare.op_streams: two op streams read, across commits (reordered operands, a changed constant, the same
+stream) and as two runs of one commit that should agree (a random op, a Python value, the same stream)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import pytest
 import torch
 
 from detsim.track.base.reproducibility import AXES
-from detsim.track.divergence.across_commits import compare_commits
-from detsim.track.divergence.firstdiff import compare_records
-from detsim.track.divergence.recorder import record
-from detsim.track.explain.op_streams import axis_named, first_record, hash_sentence, in_package, runs_sentence, target
+from detsim.track.compare.firstdiff import compare_commits, compare_records
+from detsim.track.compare.recorder import record
+from detsim.track.compare.op_streams import axis_named, first_record, hash_sentence, in_package, runs_sentence, target
 
 X = torch.linspace(0, 1, 16, dtype=torch.float64)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from detsim.track.divergence.events import argument_tensors, call_site, scalar_text
+from detsim.track.compare.record import argument_tensors, call_site, scalar_text
 
 WRITE_ONLY_KERNEL_ARG = re.compile(r"^(out|output)(_|\d|$)", re.IGNORECASE)
 

@@ -1,21 +1,29 @@
-"""determinism.runs: the matrix run here and in fresh processes; verdicts of planted behaviours."""
+"""compare.runs: the matrix run here and in fresh processes (verdicts of planted behaviours); targets made
+calls, and runs recorded here and in a fresh interpreter with a given package."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import re
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.targets import resolve_callable, resolve_case, resolve_command_line
-from detsim.track.determinism.matrix import RunConfig
-from detsim.track.determinism.runs import ISOLATED_RUN, deterministic_mode, device_unavailable, isolated_job, \
-    job_target, run_isolated, run_matrix, run_once
+from detsim.track.compare.firstdiff import compare_commits
+from detsim.track.compare.matrix import RunConfig
+from detsim.track.compare.record import RunRecord
+from detsim.track.compare.runs import ISOLATED_RUN, RECORD_RUN, EndedWithoutRecord, RecordError, build_call, \
+    deterministic_mode, device_unavailable, isolated_job, job_target, record_at, record_job, record_run, \
+    run_isolated, run_matrix, run_once, set_interpreter
+from detsim.track.runtime.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+ROOT = DATA.parent.parent
 PLANTED = DATA / "planted_ops.py"
 # 8x8 pixels that still exercise subpixels, two sources, phi steps, mosaic domains and water.
 TINY = ("-cell 30 32 34 90 90 90 -default_F 50 -N 3 -misset 10 20 30 -mosaic 1 -mosaic_dom 2 -water 0.5 "
@@ -185,18 +193,115 @@ def test_golden_cases_in_every_mode_repeat_bit_for_bit():
 
 
 def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
-    job = {"grads": [], "chunk_pixels": None, "golden_dir": None, "kind": "callable",
-           "spec": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
+    job = {"grads": [], "chunk_pixels": None, "golden_dir": None,
+           "call": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
            "threads": 1, "deterministic": False, "out": str(tmp_path / "out.pt")}
-    assert job_target(job).name == job["spec"]
+    assert job_target(job).name == job["call"]
     assert isolated_job(job) == {"saved": ["out"]}
     saved = torch.load(tmp_path / "out.pt", weights_only=True)
-    here = run_once(resolve_callable(job["spec"]), RunConfig(job["spec"], "cpu", "float64", "eager", 1), 0, False)
+    here = run_once(resolve_callable(job["call"]), RunConfig(job["call"], "cpu", "float64", "eager", 1), 0, False)
     assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.outputs["out"])
-    golden = job_target({**job, "kind": "golden", "spec": "c02"})
+    golden = job_target({**job, "call": None, "case": "c02"})
     assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
 
 
-def test_the_matrix_names_this_module_as_its_job():
-    module, function = ISOLATED_RUN.split(":")
-    assert module == isolated_job.__module__ and function == isolated_job.__name__
+def test_the_jobs_of_fresh_interpreters_are_named_after_this_module():
+    for job, function in ((ISOLATED_RUN, isolated_job), (RECORD_RUN, record_job)):
+        module, name = job.split(":")
+        assert module == function.__module__ and name == function.__name__
+
+
+def test_the_job_writes_one_run_as_json(tmp_path):
+    out = tmp_path / "record_B.json"
+    job = {"target": {"call": f"{DATA / 'planted_ops.py'}:deterministic", "dtype": "float32"},
+           "layers": ["ops", "kernels"], "interpret": "auto", "threads": 1, "run": "B", "out": str(out)}
+    assert record_job(job) == {"label": f"{DATA / 'planted_ops.py'}:deterministic"}
+    rec = RunRecord.load(out)
+    assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
+    assert rec.settings["fill"] == 1  # run B's fill of never-written memory
+    assert {t.dtype for t in rec.results} == {"float32"}
+
+
+def test_a_run_that_ends_the_process_is_an_answer_and_no_record(tmp_path):
+    script = tmp_path / "quits.py"
+    script.write_text("import os\nos._exit(0)\n")
+    out = tmp_path / "record_A.json"
+    job = {"target": {"script": str(script)}, "layers": ["ops"], "interpret": "off", "threads": 1, "run": "A",
+           "out": str(out)}
+    answer = record_job(job)
+    assert answer["ended"].startswith(f"{script}: run A ended without a record") and not out.exists()
+    with pytest.raises(EndedWithoutRecord):
+        record_run(*build_call({"script": str(script)}), 1, ("ops",))
+
+
+def test_targets_are_labelled_and_scripts_get_their_arguments(tmp_path):
+    script = tmp_path / "argv.py"
+    script.write_text("import sys\nassert sys.argv[1:] == ['-x', '1'], sys.argv\n")
+    call, label = build_call({"script": str(script), "argv": ["-x", "1"]})
+    assert label == str(script) and call() is None
+    assert build_call({"module": "json.tool"})[1] == "-m json.tool"
+    assert build_call({"nanobragg": "-cell 30 30 30 90 90 90 -default_F 1 -detpixels 4"})[1]
+    with pytest.raises(TargetError):
+        build_call({"case": "no_such_case"})
+    failing = tmp_path / "fails.py"
+    failing.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(RuntimeError, match="exited with status 3"):
+        build_call({"script": str(failing)})[0]()
+
+
+def test_the_interpreter_switch_is_set_and_cleared(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    set_interpreter("on")
+    assert os.environ["TRITON_INTERPRET"] == "1"
+    set_interpreter("off")
+    assert "TRITON_INTERPRET" not in os.environ
+
+
+TARGET = """import torch
+
+
+def target(device="cpu", dtype=torch.float64):
+{padding}    x = torch.linspace(0, 1, 8, dtype=dtype)
+    return (x.unsqueeze(0) * {factor}).sum(0)
+"""
+
+
+def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
+    path = tmp_path / name / "target.py"
+    path.parent.mkdir()
+    path.write_text(TARGET.format(padding="    pass\n" * padding, factor=factor))
+    return path
+
+
+def test_a_record_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
+    path = _target(tmp_path, "a", 0, 2.0)
+    rec = record_at({"call": f"{path}:target"}, tmp_path / "a.json", path=(ROOT,), python=sys.executable)
+    assert (tmp_path / "a.json").is_file()
+    assert any(e.name == "aten.linspace.default" for e in rec.events)
+    assert rec.results and rec.results[0].hash
+
+
+def _recorded_here(target: dict, run: str = "A"):
+    """What :func:`record_at` records in its fresh interpreter (the test above), recorded in this one."""
+    call, label = build_call(target)
+    return record_run(call, label, threads=1, run=run)
+
+
+def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
+    old = _recorded_here({"call": f"{_target(tmp_path, 'a', 0, 2.0)}:target"})
+    moved = _recorded_here({"call": f"{_target(tmp_path, 'b', 3, 2.0)}:target"})
+    changed = _recorded_here({"call": f"{_target(tmp_path, 'c', 0, 2.5)}:target"}, run="B")
+    assert old.events[0].where != moved.events[0].where  # the line numbers differ ...
+    assert not compare_commits(old, moved).diverged  # ... and that alone is no change
+    report = compare_commits(old, changed)
+    assert report.first.role == "culprit" and report.first.name == "aten.mul.Tensor"
+    assert report.first.scalars == {"other": ["2.0", "2.5"]}
+
+
+def test_a_recording_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
+    path = tmp_path / "slow.py"
+    path.write_text("import os, time\n\n\ndef target():\n    time.sleep(30)\n\n\ndef quits():\n    os._exit(0)\n")
+    with pytest.raises(RecordError, match=rf"^recording at {re.escape(str(ROOT))} ran past 1 s$"):
+        record_at({"call": f"{path}:target"}, tmp_path / "s.json", path=(ROOT,), timeout=1)
+    with pytest.raises(RecordError, match=r"run A ended without a record: the target called os._exit\(0\)"):
+        record_at({"call": f"{path}:quits"}, tmp_path / "q.json", layers=("ops",))

@@ -1,13 +1,13 @@
-"""divergence.findings: how each kind of finding reads, and the report's verdicts and exit codes."""
+"""compare.divergences: how each kind of divergence reads, and the comparison's verdicts and exit codes."""
 
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.divergence.findings import Finding, Report, ref_text
+from detsim.track.compare.divergences import Divergence, RecordComparison, ref_text
 
 
-def report(**kw) -> Report:
-    return Report("run", 1, 1, {"op": 1, "kernel": 0}, (1, 1), **kw)
+def report(**kw) -> RecordComparison:
+    return RecordComparison("run", 1, 1, {"op": 1, "kernel": 0}, (1, 1), **kw)
 
 
 def ref(index: int, name: str, where: str, role: str) -> dict:
@@ -15,7 +15,7 @@ def ref(index: int, name: str, where: str, role: str) -> dict:
 
 
 def test_a_leak_reads_state_written_by_run_a_at_one_line_read_by_run_b_at_another():
-    leak = Finding("leak", 2, "op", "aten.sub.Tensor", "m.py:5 in f", tensor="other", hash_a="a" * 64, hash_b="b" * 64,
+    leak = Divergence("leak", 2, "op", "aten.sub.Tensor", "m.py:5 in f", tensor="other", hash_a="a" * 64, hash_b="b" * 64,
                    producer_a=ref(4, "aten.lerp_.Scalar", "m.py:6 in f", "run A, in place"))
     r = report()
     r.add(leak, 3)
@@ -26,16 +26,16 @@ def test_a_leak_reads_state_written_by_run_a_at_one_line_read_by_run_b_at_anothe
 
 
 def test_uninitialized_operands_and_path_findings_read_as_their_kind():
-    read = Finding("uninitialized", 3, "op", "aten.add_.Tensor", "m.py:9 in f", tensor="out", hash_a="c" * 64,
+    read = Divergence("uninitialized", 3, "op", "aten.add_.Tensor", "m.py:9 in f", tensor="out", hash_a="c" * 64,
                    hash_b="c" * 64, reads={"name": "self", "count": 8, "note": "8 never-written element(s)"})
     assert read.lines()[0].startswith("READS UNINITIALIZED MEMORY: #3")
     assert "  reads `self`: 8 never-written element(s)" in read.lines()
     assert "in both runs where written; it holds never-written elements" in read.lines()[1]
-    operands = Finding("operands", 7, "op", "aten.add.Tensor", "m.py:12 in f", tensor="self",
+    operands = Divergence("operands", 7, "op", "aten.add.Tensor", "m.py:12 in f", tensor="self",
                        producer_a=ref(3, "aten.mul.Tensor", "m.py:10 in f", "identical in both runs"),
                        producer=ref(5, "aten.mul.Tensor", "m.py:10 in f", "identical in both runs"))
     assert "  run A passed #3 op aten.mul.Tensor at m.py:10 in f (identical in both runs)" in operands.lines()
-    path = Finding("path", 1, "op", "aten.mul.Tensor", "m.py:20 in f", where_a="m.py:18 in f", reason="branch")
+    path = Divergence("path", 1, "op", "aten.mul.Tensor", "m.py:20 in f", where_a="m.py:18 in f", reason="branch")
     r = report()
     r.add(path, 3)
     assert r.verdict() == "DIVERGED at #1: the runs took different paths (A at m.py:18 in f, B at m.py:20 in f)"
@@ -43,8 +43,8 @@ def test_uninitialized_operands_and_path_findings_read_as_their_kind():
 
 
 def test_nothing_recorded_and_nothing_returned_is_unmeasured():
-    empty = Report("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1))
+    empty = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1))
     assert empty.nothing_recorded and empty.exit_code() is ExitCode.UNMEASURED
     assert empty.verdict().startswith("NOTHING TO COMPARE: the target produced no tensor output and recorded no")
-    returned = Report("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
+    returned = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
     assert not returned.nothing_recorded and returned.exit_code() is ExitCode.OK

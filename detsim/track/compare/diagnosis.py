@@ -1,8 +1,9 @@
-"""Why a finding happened, and the knob that usually fixes it (the tables of docs/determinism.md)."""
+"""Why a culprit or another divergence happened, and the knob that usually fixes it (the tables of
+docs/determinism.md)."""
 
 from __future__ import annotations
 
-from detsim.track.divergence.events import Event
+from detsim.track.compare.record import Event
 
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
               "normal_", "uniform_", "bernoulli", "bernoulli_", "multinomial", "exponential_", "geometric_",

@@ -1,10 +1,12 @@
-"""Changed or irreproducible images, explained by the first op whose output differs although its inputs agree.
+"""Changed or irreproducible images, explained by the first op whose output differs although its inputs agree
+(what ``detsim-track explain`` says about an image-hash or a reproducibility finding).
 
 A hash change compares two commits' op streams with call sites stripped of line numbers
-(:func:`~detsim.track.divergence.across_commits.compare_commits`); images that do not reproduce compare
-two runs of one commit along a reproducibility axis, line numbers kept
-(:func:`~detsim.track.divergence.firstdiff.compare_records`). Each stream is recorded in the side's
-package in a fresh interpreter (float64, CPU).
+(:func:`~detsim.track.compare.firstdiff.compare_commits`); images that do not reproduce compare two runs of
+one commit along a reproducibility axis (:data:`detsim.track.base.reproducibility.AXES`), line numbers kept
+(:func:`~detsim.track.compare.firstdiff.compare_records`). Each stream is recorded in a side's package
+(anything with the ``package_dir`` and ``python`` of ``detsim.track.explain.sides.Side``) in a fresh
+interpreter (float64, CPU).
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from pathlib import Path
 
 from detsim.track.base.fresh import PINNED, thread_vars
 from detsim.track.base.reproducibility import AXES, Axis
-from detsim.track.divergence.across_commits import record_at
-from detsim.track.divergence.events import Record
-from detsim.track.divergence.findings import Report
-from detsim.track.explain.sides import Side
+from detsim.track.compare.divergences import RecordComparison
+from detsim.track.compare.record import RunRecord
+from detsim.track.compare.runs import record_at
 
-# why the first finding of a hash change matters, by its role
+# why the first divergence of a hash change matters, by its role
 ROLES = {
     "culprit": "its inputs agree at both commits but its output differs",
     "operands": "the commits pass different tensors to it, each made identically at both: the operands (the order "
@@ -33,13 +34,13 @@ RUNS = ("A", "B")
 PACKAGE_PREFIX = re.compile(r"\S*?(?=(?<![\w.])detsim/)")  # everything before the package's own detsim/
 
 
-def record_case(side: Side, case: str, golden: Path, out: Path) -> Record:
+def record_case(side, case: str, golden: Path, out: Path) -> RunRecord:
     """The op stream of one eager render of golden ``case`` at ``side`` (also left in ``out``)."""
     return record_at({"case": case, "golden_dir": str(golden)}, out, path=(side.package_dir,), python=side.python,
                      layers=("ops",), interpret="off", env=PINNED)
 
 
-def hash_sentence(commit: str, report: Report) -> str:
+def hash_sentence(commit: str, report: RecordComparison) -> str:
     """``the image change at <commit> starts at #i op at site: why``."""
     first = report.first
     if first is None:
@@ -63,7 +64,7 @@ def target(case: str, golden: Path, axis: Axis) -> dict:
     return {"case": case, "golden_dir": str(golden), "mode": axis.mode}
 
 
-def record_runs(side: Side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[Record, Record]:
+def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[RunRecord, RunRecord]:
     """The two runs of ``case`` at ``side`` that ``axis`` varies, recorded op by op (also left in ``folder``)."""
     folder.mkdir(parents=True, exist_ok=True)
     return tuple(record_at(target(case, golden, axis), folder / f"run-{run}.json", path=(side.package_dir,),
@@ -72,7 +73,7 @@ def record_runs(side: Side, case: str, golden: Path, axis: Axis, folder: Path) -
                  for run, threads, seed in zip(RUNS, axis.threads, axis.hash_seeds))
 
 
-def runs_sentence(commit: str, case: str, axis: Axis, report: Report) -> str:
+def runs_sentence(commit: str, case: str, axis: Axis, report: RecordComparison) -> str:
     """Where the two runs of ``case`` at ``commit`` first differ, or that they agreed here."""
     runs = f"two runs of {case} at {commit[:8]} ({axis.name}: {axis.runs})"
     first = report.first
@@ -103,8 +104,8 @@ def axis_named(name: str) -> Axis:
     return AXES[name]
 
 
-def first_record(report: Report) -> dict | None:
-    """The first finding of ``report`` as the explanation's record keeps it."""
+def first_record(report: RecordComparison) -> dict | None:
+    """The first divergence of ``report`` as the explanation's record keeps it."""
     first = report.first
     return None if first is None else {"role": first.role, "index": first.index, "name": first.name,
                                        "where": first.where, "tensor": first.tensor, "scalars": first.scalars}

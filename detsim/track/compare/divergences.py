@@ -1,5 +1,6 @@
-"""What comparing two records finds: :class:`Finding` (one divergent event; its ``role`` is one of the
-findings of docs/determinism.md) and :class:`Report` (the whole comparison, its verdict and exit code)."""
+"""What comparing two run records finds: :class:`Divergence` (one divergent event; its ``role`` is one of
+the findings of docs/determinism.md) and :class:`RecordComparison` (the whole comparison: the first
+divergence, victims, other culprits, the results; its verdict and exit code)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEA
 
 
 @dataclass
-class Finding:
+class Divergence:
     """One divergent event (or the inputs, or a change of path)."""
 
     role: str  # culprit, uninitialized, leak, operands (ROOT_ROLES), victim, path or inputs
@@ -110,7 +111,7 @@ def ref_text(ref: dict | None) -> str:
 
 
 @dataclass
-class Report:
+class RecordComparison:
     """The outcome of comparing run A with run B."""
 
     label: str
@@ -118,9 +119,9 @@ class Report:
     events_b: int
     counts: dict
     threads: tuple[int, int]
-    first: Finding | None = None
-    culprits: list[Finding] = field(default_factory=list)  # every root role (culprit, leak, ...)
-    victims: list[Finding] = field(default_factory=list)
+    first: Divergence | None = None
+    culprits: list[Divergence] = field(default_factory=list)  # every root role (culprit, leak, ...)
+    victims: list[Divergence] = field(default_factory=list)
     victim_count: int = 0
     culprit_count: int = 0
     notes: list[str] = field(default_factory=list)
@@ -190,21 +191,21 @@ class Report:
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": self.verdict(), "diverged": self.diverged}
 
-    def add(self, finding: Finding, max_items: int) -> None:
-        """Count a finding in; the first one added is the answer, the rest (up to ``max_items``) context."""
+    def add(self, divergence: Divergence, max_items: int) -> None:
+        """Count a divergence in; the first one added is the answer, the rest (up to ``max_items``) context."""
         if self.first is None:
-            self.first = finding
-        if finding.role == "victim":
+            self.first = divergence
+        if divergence.role == "victim":
             self.victim_count += 1
             if len(self.victims) < max_items:
-                self.victims.append(finding)
-        elif finding.role in ROOT_ROLES:
+                self.victims.append(divergence)
+        elif divergence.role in ROOT_ROLES:
             self.culprit_count += 1
             if len(self.culprits) < max_items + 1:
-                self.culprits.append(finding)
+                self.culprits.append(divergence)
 
 
-def _first_verdict(f: Finding) -> str:
+def _first_verdict(f: Divergence) -> str:
     tensor = f" (`{f.tensor}`)" if f.tensor else ""
     if f.role == "culprit":
         return f"DIVERGED at #{f.index}: culprit {f.kind} {f.name}{tensor}"

@@ -1,9 +1,9 @@
-"""divergence.explain: the reason and the knob for each kind of culprit and finding."""
+"""compare.diagnosis: the reason and the knob for each kind of culprit and divergence."""
 
 from __future__ import annotations
 
-from detsim.track.divergence.diagnosis import base_name, explain, leak_text, operands_text, uninitialized_text
-from detsim.track.divergence.events import Event, TensorInfo
+from detsim.track.compare.diagnosis import base_name, explain, leak_text, operands_text, uninitialized_text
+from detsim.track.compare.record import Event, TensorInfo
 
 
 def op(name: str, inputs=()) -> Event:

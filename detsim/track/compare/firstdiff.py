@@ -1,6 +1,9 @@
-"""Compare two records event by event and name the first place they differ, and why.
+"""The one way to find where two run records first differ, and why: two runs of one call
+(:func:`find_divergence`), two records (:func:`compare_records`, e.g. recorded on two machines) or two
+commits' records (:func:`compare_commits`: call sites without folders and line numbers, since code moves
+up and down a file between commits without the computation changing).
 
-Each event whose inputs or outputs differ becomes a finding (docs/determinism.md): identical inputs and
+Each event whose inputs or outputs differ becomes a divergence (docs/determinism.md): identical inputs and
 different outputs make a culprit (or a read of never-written memory: run A and run B fill it
 differently), differing inputs a victim of the event that wrote them in run B, unless run B read what run
 A wrote (a leak), each run passed a tensor the other made too (operands), or the op made a tensor from
@@ -8,13 +11,21 @@ Python values (a culprit); a different op or source line is a path divergence.""
 
 from __future__ import annotations
 
+import copy
 import re
+from typing import Callable
 
-from detsim.track.divergence.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
-                                             leak_text, operands_text, uninitialized_text)
-from detsim.track.divergence.findings import ROOT_ROLES, Finding, Report, ref_text
-from detsim.track.divergence.events import Event, Record, TensorInfo
+import torch
+from torch.utils._pytree import tree_map_only
 
+from detsim.track.compare.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
+                                          leak_text, operands_text, uninitialized_text)
+from detsim.track.compare.divergences import ROOT_ROLES, Divergence, RecordComparison, ref_text
+from detsim.track.compare.record import Event, RunRecord, TensorInfo
+from detsim.track.compare.recorder import record
+from detsim.track.runtime.process import thread_count
+
+_LINE = re.compile(r":\d+(?= in )")
 SAME = "identical in both runs"  # the role of an event whose inputs and outputs matched
 PARTIAL_WRITE_OPS = {"index_put_", "_index_put_impl_", "masked_fill_", "scatter_", "index_fill_", "index_copy_",
                      "masked_scatter_", "put_", "fill_diagonal_"}  # in place, writing some elements, reading none
@@ -33,33 +44,62 @@ def site(where: str) -> str:
     return re.sub(r"[^\s:()]*[/\\]", "", where or "")
 
 
-def compare_records(a: Record, b: Record, *, max_items: int = 3, device: str | None = None) -> Report:
-    """Walk both records in order; the first finding is the answer, the rest is context."""
-    report = Report(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
+def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
+                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> RecordComparison:
+    """Run ``fn(*args, **kwargs)`` twice, each run on fresh clones of the tensor arguments, at its own thread
+    count (default: the current one) and fill of never-written memory, and compare the two records."""
+    records = []
+    for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
+        run_args, run_kwargs = tree_map_only(
+            torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
+        with thread_count(n):
+            records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
+                                  kernels=kernels, fill=fill, **run_kwargs))
+    return compare_records(*records, max_items=max_items)
+
+
+def without_lines(rec: RunRecord) -> RunRecord:
+    """A copy of ``rec`` whose call sites name file and function only, without the view ops (they move no
+    data), renumbered from 0, so that a divergence lands on the op that computes."""
+    stripped = copy.deepcopy(rec)
+    stripped.events = [e for e in stripped.events if not e.view]
+    for index, event in enumerate(stripped.events):
+        event.index, event.where = index, _LINE.sub("", site(event.where))
+    return stripped
+
+
+def compare_commits(old: RunRecord, new: RunRecord) -> RecordComparison:
+    """The first op or kernel where the new commit's run departs from the old one's."""
+    return compare_records(without_lines(old), without_lines(new))
+
+
+def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: str | None = None) -> RecordComparison:
+    """Walk both records in order; the first divergence is the answer, the rest is context."""
+    report = RecordComparison(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
                     events_b=len(b.events), counts=a.counts(), threads=(a.threads, b.threads))
     report.errors = {label: r.error for label, r in (("A", a), ("B", b)) if r.error}
-    findings = []
+    divergences = []
     input_diffs = [(x, y) for x, y in zip(a.inputs, b.inputs) if _differs(x, y)]
     if input_diffs:
         x, y = input_diffs[0]
-        findings.append(Finding("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
+        divergences.append(Divergence("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
                                 stats_a=x.stats, stats_b=y.stats, reason="the runs were given different inputs",
                                 fix="give both runs the same inputs"))
     walk = _Walk(a, b, device or next((t.device.split(":")[0] for e in a.events for t in e.outputs), "cpu"))
-    findings += walk.run()
+    divergences += walk.run()
     report.notes += walk.notes
     if not a.events and not b.events and (a.results or b.results or input_diffs):
         report.notes.append("no op or kernel was recorded (were both layers off, or did the work run as "
                             "compiled C++ kernels, which are not recorded?); only the results were compared")
     _compare_results(report, a, b)
     if report.results_compared:
-        findings = walk.drop_unreached_reads(findings, report.notes)
-    for finding in findings:
-        report.add(finding, max_items)
+        divergences = walk.drop_unreached_reads(divergences, report.notes)
+    for divergence in divergences:
+        report.add(divergence, max_items)
     return report
 
 
-def _compare_results(report: Report, a: Record, b: Record) -> None:
+def _compare_results(report: RecordComparison, a: RunRecord, b: RunRecord) -> None:
     for x, y in zip(a.results, b.results):
         report.results_compared += 1
         if _differs(x, y) or x.unwritten or y.unwritten:
@@ -74,7 +114,7 @@ def _compare_results(report: Report, a: Record, b: Record) -> None:
 class _Walk:
     """One pass over both records, keeping who produced which content in each run."""
 
-    def __init__(self, a: Record, b: Record, device: str) -> None:
+    def __init__(self, a: RunRecord, b: RunRecord, device: str) -> None:
         self.a, self.b, self.device = a, b, device
         self.threads_differ = a.threads != b.threads
         self.fills_differ = a.settings.get("fill") != b.settings.get("fill")
@@ -86,16 +126,16 @@ class _Walk:
         self.leaks: dict[int, dict] = {}  # run A's writer -> the first read of what it left
         self.notes: list[str] = []
 
-    def run(self) -> list[Finding]:
-        findings = []
+    def run(self) -> list[Divergence]:
+        divergences = []
         for i, (ea, eb) in enumerate(zip(self.a.events, self.b.events)):
             if _step(ea) != _step(eb):
-                return findings + self._path(i, ea, eb)
-            finding = self._classify(ea, eb)
-            if finding is not None:
-                self.roles[i] = finding.role
-                self.roots[i] = _ref(eb, finding.role) if finding.role in ROOT_ROLES else finding.root
-                findings.append(finding)
+                return divergences + self._path(i, ea, eb)
+            divergence = self._classify(ea, eb)
+            if divergence is not None:
+                self.roles[i] = divergence.role
+                self.roots[i] = _ref(eb, divergence.role) if divergence.role in ROOT_ROLES else divergence.root
+                divergences.append(divergence)
             elif ea.grid != eb.grid or ea.config != eb.config:
                 self.notes.append(f"{eb.describe()}: launch configuration differs (grid {ea.grid} vs {eb.grid}, "
                                   f"config {ea.config} vs {eb.config}) but its outputs are identical")
@@ -104,11 +144,11 @@ class _Walk:
         if len(self.a.events) != len(self.b.events):
             longer, which = (self.a, "A") if len(self.a.events) > len(self.b.events) else (self.b, "B")
             extra = longer.events[n]
-            path = Finding("path", n, extra.kind, extra.name, extra.where,
+            path = Divergence("path", n, extra.kind, extra.name, extra.where,
                            reason=f"run {which} goes on with {len(longer.events) - n} more event(s) from "
                                   f"{extra.describe()}; every earlier event matched")
-            return findings + self._after_path(n, path)
-        return findings
+            return divergences + self._after_path(n, path)
+        return divergences
 
     def _produced(self, ea: Event, eb: Event, i: int) -> None:
         for produced, event in ((self.produced_a, ea), (self.produced_b, eb)):
@@ -116,7 +156,7 @@ class _Walk:
                 if t.hash and t.written and t.compare:
                     produced[t.hash] = _ref(event, self.roles.get(i, SAME))
 
-    def _path(self, i: int, ea: Event, eb: Event) -> list[Finding]:
+    def _path(self, i: int, ea: Event, eb: Event) -> list[Divergence]:
         if (ea.kind, ea.name) == (eb.kind, eb.name):
             reason = (f"both runs executed {eb.kind} {eb.name}, but run A at {ea.where or '?'} and run B at "
                       f"{eb.where or '?'}: a Python branch went another way; every earlier event matched, so "
@@ -126,11 +166,11 @@ class _Walk:
             reason = (f"run A executed {ea.describe()} where run B executed {eb.describe()}; every earlier "
                       "event matched, so the branch depends on state the recorded tensors do not show "
                       "(Python-side state, caches, time, a value read with .item() from an unrecorded source)")
-        path = Finding("path", i, eb.kind, eb.name, eb.where, reason=reason, where_a=ea.where)
+        path = Divergence("path", i, eb.kind, eb.name, eb.where, reason=reason, where_a=ea.where)
         return self._after_path(i, path)
 
-    def _after_path(self, i: int, path: Finding) -> list[Finding]:
-        """The path finding, or a leak that explains it: run B reading state run A wrote in place."""
+    def _after_path(self, i: int, path: Divergence) -> list[Divergence]:
+        """The path divergence, or a leak that explains it: run B reading state run A wrote in place."""
         seen = set(self.produced_b)
         reuse = None
         for eb in self.b.events[i:]:
@@ -150,20 +190,20 @@ class _Walk:
                             "is why the paths differ")
         return [path]
 
-    def _leak(self, eb: Event, x: TensorInfo | None, y: TensorInfo, writer: dict, *, in_place: bool) -> Finding:
+    def _leak(self, eb: Event, x: TensorInfo | None, y: TensorInfo, writer: dict, *, in_place: bool) -> Divergence:
         """Run B read ``y`` as run A's ``writer`` left it; a later read of the same state is its victim."""
         data = dict(tensor=y.name, hash_a=x and x.hash, hash_b=y.hash, stats_a=x and x.stats, stats_b=y.stats,
                     producer_a=writer, where_a=writer.get("where"))
         first = self.leaks.get(writer["index"])
         if first is not None:
-            return Finding("victim", eb.index, eb.kind, eb.name, eb.where, root=first, fix=f"fix {ref_text(first)}",
+            return Divergence("victim", eb.index, eb.kind, eb.name, eb.where, root=first, fix=f"fix {ref_text(first)}",
                            reason=f"not the cause: it reads the state run A left, which {ref_text(first)} read first",
                            **data)
         self.leaks[writer["index"]] = _ref(eb, "leak")
         reason, fix = leak_text(y.name, writer, in_place)
-        return Finding("leak", eb.index, eb.kind, eb.name, eb.where, reason=reason, fix=fix, **data)
+        return Divergence("leak", eb.index, eb.kind, eb.name, eb.where, reason=reason, fix=fix, **data)
 
-    def _classify(self, ea: Event, eb: Event) -> Finding | None:
+    def _classify(self, ea: Event, eb: Event) -> Divergence | None:
         inputs = [(x, y) for x, y in zip(ea.inputs, eb.inputs) if x.compare and y.compare and _differs(x, y)]
         scalars = {k: [ea.scalars.get(k), eb.scalars.get(k)] for k in sorted(set(ea.scalars) | set(eb.scalars))
                    if ea.scalars.get(k) != eb.scalars.get(k)}
@@ -184,7 +224,7 @@ class _Walk:
         if read is not None:
             return self._uninitialized(eb, read, common)
         reason, fix = explain(ea, eb, scalars, self.threads_differ, self.device)
-        return Finding("culprit", eb.index, reason=reason, fix=fix, **common)
+        return Divergence("culprit", eb.index, reason=reason, fix=fix, **common)
 
     def _never_written_read(self, ea: Event, eb: Event, scalars: dict, *, differs: bool) -> TensorInfo | None:
         """The input whose never-written elements the op read, if any (and nothing else explains it): its
@@ -198,18 +238,18 @@ class _Walk:
         copies = not eb.view and base_name(eb.name) not in PARTIAL_WRITE_OPS
         return read if copies and any(t.unwritten and t.compare and t.written for t in eb.outputs) else None
 
-    def _uninitialized(self, eb: Event, read: TensorInfo, common: dict) -> Finding:
+    def _uninitialized(self, eb: Event, read: TensorInfo, common: dict) -> Divergence:
         """A read of never-written memory: the first of its chain, or one after it (a victim)."""
         reads = {"name": read.name, "count": read.unwritten, "note": read.note or ""}
         producer = self.produced_b.get(read.hash)
         root = self._root_of(producer)
         if root is not None and root.get("role") == "uninitialized":
             common.update(tensor=read.name, hash_a=read.hash, hash_b=read.hash, stats_a=read.stats, stats_b=read.stats)
-            return Finding("victim", eb.index, producer=producer, root=root, reads=reads, fix=f"fix {ref_text(root)}",
+            return Divergence("victim", eb.index, producer=producer, root=root, reads=reads, fix=f"fix {ref_text(root)}",
                            reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
                            **common)
         reason, fix = uninitialized_text(read.name)
-        return Finding("uninitialized", eb.index, reason=reason, fix=fix, reads=reads, **common)
+        return Divergence("uninitialized", eb.index, reason=reason, fix=fix, reads=reads, **common)
 
     def _root_of(self, producer: dict | None) -> dict | None:
         if producer is None or producer.get("index") is None:
@@ -217,15 +257,15 @@ class _Walk:
         j = producer["index"]
         return producer if self.roles.get(j) in ROOT_ROLES else self.roots.get(j)
 
-    def drop_unreached_reads(self, findings: list[Finding], notes: list[str]) -> list[Finding]:
+    def drop_unreached_reads(self, divergences: list[Divergence], notes: list[str]) -> list[Divergence]:
         """Reads of never-written memory that reach no differing result, and what they fed, become notes."""
         reached = set()
         for x, y in zip(self.a.results, self.b.results):
             if _differs(x, y) or y.unwritten:
                 root = self._root_of(self.produced_b.get(y.hash))
                 reached.add(root and root.get("index"))
-        unreached = [f for f in findings if f.role == "uninitialized" and f.index not in reached]
-        fed = [f for f in findings if f.role == "victim" and f.root and f.root.get("index") in
+        unreached = [f for f in divergences if f.role == "uninitialized" and f.index not in reached]
+        fed = [f for f in divergences if f.role == "victim" and f.root and f.root.get("index") in
                {u.index for u in unreached}]
         for f in unreached:
             later = sum(v.root["index"] == f.index for v in fed)
@@ -233,15 +273,15 @@ class _Walk:
                          f"it changed its output{f' and {later} later event(s)' if later else ''} but no "
                          "result: not a divergence")
         dropped = {id(f) for f in unreached + fed}
-        return [f for f in findings if id(f) not in dropped]
+        return [f for f in divergences if id(f) not in dropped]
 
-    def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Finding:
+    def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Divergence:
         """A victim, or what its differing input tells: a Python value, a leak, or other operands."""
         data = dict(tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats, stats_b=y.stats, **common)
         producer = self.produced_b.get(y.hash)
         if producer is None and base_name(eb.name) in PYTHON_VALUE_OPS and ea.outputs and eb.outputs:
             made_a, made_b = ea.outputs[0], eb.outputs[0]
-            return Finding("culprit", eb.index, tensor=made_b.name, hash_a=made_a.hash, hash_b=made_b.hash,
+            return Divergence("culprit", eb.index, tensor=made_b.name, hash_a=made_a.hash, hash_b=made_b.hash,
                            stats_a=made_a.stats, stats_b=made_b.stats, reason=PYTHON_VALUE[0], fix=PYTHON_VALUE[1],
                            **common)
         if producer is None and (y.hash in self.in_place_a or y.hash in self.made_a):
@@ -251,7 +291,7 @@ class _Walk:
         if producer is not None and producer.get("role", SAME) == SAME and producer_a is not None \
                 and producer_a.get("role", SAME) == SAME:
             reason, fix = operands_text(y.name)
-            return Finding("operands", eb.index, producer=producer, producer_a=producer_a, reason=reason, fix=fix,
+            return Divergence("operands", eb.index, producer=producer, producer_a=producer_a, reason=reason, fix=fix,
                            **data)
         root = self._root_of(producer)
         if producer is None or producer.get("role") == SAME:
@@ -263,7 +303,7 @@ class _Walk:
             reason = "not the cause: its input already differed"
         fix = f"fix {ref_text(root)}" if root else \
             "record the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
-        return Finding("victim", eb.index, producer=producer, root=root, reason=reason, fix=fix, **data)
+        return Divergence("victim", eb.index, producer=producer, root=root, reason=reason, fix=fix, **data)
 
 
 def _step(event: Event) -> tuple:
@@ -271,14 +311,14 @@ def _step(event: Event) -> tuple:
     return event.kind, event.name, len(event.inputs), len(event.outputs), site(event.where)
 
 
-def _inputs_as_producers(record: Record) -> dict[str, dict]:
-    return {t.hash: {"index": None, "name": f"the computation's input `{t.name}`"} for t in record.inputs if t.hash}
+def _inputs_as_producers(rec: RunRecord) -> dict[str, dict]:
+    return {t.hash: {"index": None, "name": f"the computation's input `{t.name}`"} for t in rec.inputs if t.hash}
 
 
-def _writers(record: Record) -> tuple[dict[str, dict], dict[str, dict]]:
+def _writers(rec: RunRecord) -> tuple[dict[str, dict], dict[str, dict]]:
     """(content -> the last event that wrote it in place, content -> the last event that made it) of a run."""
     in_place, made = {}, {}
-    for event in record.events:
+    for event in rec.events:
         parts = event.name.split(".")
         writes = event.kind == "kernel" or len(parts) > 1 and parts[1].endswith("_") \
             or parts[-1] == "out" or parts[-1].endswith("_out")

@@ -1,4 +1,4 @@
-"""divergence.triton_hooks: planted Triton scenarios under the interpreter, and the GPU wrappers with stand-ins."""
+"""compare.triton_hooks: planted Triton scenarios under the interpreter, and the GPU wrappers with stand-ins."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from detsim.track.divergence.firstdiff import compare_records
-from detsim.track.divergence.recorder import Recorder
-from detsim.track.divergence.triton_hooks import grid_list, inductor_launch, jit_launch
+from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.recorder import Recorder
+from detsim.track.compare.triton_hooks import grid_list, inductor_launch, jit_launch
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REPO = DATA.parent.parent

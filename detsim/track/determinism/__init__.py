@@ -1,1 +1,0 @@
-"""Is a computation deterministic, and across what? (``detsim-track determinism``, docs/determinism.md)"""

@@ -1,1 +1,0 @@
-"""Which quantity of a per-pixel trace differs first? (``detsim-track trace-diff``, docs/trace.md)"""
