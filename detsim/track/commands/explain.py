@@ -13,8 +13,8 @@ from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.counts import count
-from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
-    report_folder
+from detsim.track.runtime.output import REPORTS, OutputError, add_report_options, atomic_directory, \
+    check_new_folder, report_folder
 from detsim.track.base.reproducibility import AXES
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.explain import bundle
@@ -23,7 +23,8 @@ from detsim.track.explain.jobs import KINDS, Job, explain_job
 from detsim.track.explain.profile import ProfileError
 from detsim.track.explain.sides import SideError
 from detsim.track.divergence.across_commits import RecordError
-from detsim.track.history.jsonc import ResultsError
+from detsim.track.verdict.finding import flags
+from detsim.track.verdict.stored import VerdictError, latest_file, machines_of, read_verdict
 
 HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"
 AREA = "explain"
@@ -42,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --kind nondeterministic: what the two runs vary (default process)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
     parser.add_argument("--machine", default=None, help="the asv machine whose verdict to explain")
+    parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
+                        help=f"the verdict whose findings to explain (default: {REPORTS}/latest/verdict.json of "
+                             "the project, the last one `detsim-track regressions` wrote)")
     parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
     parser.add_argument("--top", type=count, default=10, help="entries of the profile and op diffs (default 10)")
     add_report_options(parser, AREA)
@@ -71,18 +75,23 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
     return [Job(kind, args.commits[0], args.commits[1], workload)]
 
 
-def jobs_from_verdict(root: Path, machine: str | None, golden: Path) -> tuple[list[Job], list[str]]:
-    """One job per cause among the latest verdict's regressions that have a last good commit (and images that
-    do not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
-    from detsim.track.confirm.apply import confirm_report
-    from detsim.track.verdict.analysis import analyse
+def machine_verdict(path: Path, machine: str | None) -> dict:
+    """The stored verdict of ``machine`` (default: the only machine judged) in the verdict file ``path``."""
+    judged = machines_of(read_verdict(path))
+    if machine is None and len(judged) > 1:
+        raise ValueError(f"{path} judges several machines ({', '.join(judged)}): give --machine")
+    if machine is not None and machine not in judged:
+        raise ValueError(f"{path}: no verdict on machine {machine} (judged: {', '.join(judged)})")
+    return judged[machine or next(iter(judged))]
 
-    report = confirm_report(analyse(root, machine), root, limit=0)
+
+def jobs_from_verdict(report: dict, golden: Path) -> tuple[list[Job], list[str]]:
+    """One job per cause among a stored verdict's findings that have a last good commit (and images that do
+    not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
     jobs, notes = [], []
-    for finding in report.regressions:
-        rec = finding.record()
+    for rec in report["regressions"]:
         origin = f"{rec['benchmark']}{rec['params']}"
-        if not finding.is_verdict:
+        if not flags(rec):
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
             continue
         if rec["family"] == "reproducibility":
@@ -122,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_new_folder(folder, "--out")
         golden = golden_dir(root)
-        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits
-                       else jobs_from_verdict(root, args.machine, golden))
-    except (OutputError, ValueError, GoldenError, ResultsError) as exc:
+        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits else jobs_from_verdict(
+            machine_verdict(args.verdict or latest_file(root / REPORTS), args.machine), golden))
+    except (OutputError, ValueError, GoldenError, VerdictError) as exc:
         return refuse(f"explain: {exc}")
     for note in notes:
         print(f"explain: {note}", file=sys.stderr)

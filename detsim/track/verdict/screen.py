@@ -8,14 +8,14 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
-from detsim.track.verdict.analysis import FleetReport, Report
-from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NOISE, NONDETERMINISTIC, REGRESSED, Finding
+from detsim.track.verdict.analysis import Judgement, Report
+from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
 from detsim.track.verdict.lines import change_text, header
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
 SUBJECT_ROOM = 24  # characters a group line keeps for the subject before it lists fewer names
-NOISE_LABEL = CONFIRMATION_LABELS[NOISE]
+NOISE_LABEL = CONFIRMATION_LABELS[Status.NOISE]
 ELLIPSIS = "…"
 
 
@@ -166,15 +166,18 @@ def summary_line(report: Report) -> str:
     return head + tail
 
 
-def screen_lines(report: Report) -> list[str]:
+def _machine_screen(report: Report) -> list[str]:
     """One machine's verdict on one screen."""
     return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
             *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
 
 
-def fleet_screen_lines(fleet: FleetReport) -> list[str]:
-    """Each machine's verdict on one screen, then which machines agree and the fleet's exit."""
-    lines = [line for report in fleet.reports.values() for line in screen_lines(report)]
+def screen_lines(judgement: Judgement) -> list[str]:
+    """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
+    if judgement.single is not None:
+        return _machine_screen(judgement.single)
+    fleet = judgement
+    lines = [line for report in fleet.reports.values() for line in _machine_screen(report)]
     lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
     lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
     lines += [cut(line, WIDTH) for line in fleet.agreement]

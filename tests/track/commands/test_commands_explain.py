@@ -158,31 +158,31 @@ def _record_jobs(monkeypatch, answer, **extra) -> list:
     return seen
 
 
-class _Finding:
-    def __init__(self, record, detail=None):
-        self._record = {**record, **(detail or {})}
-        self.detail = detail or {}
-        self.is_verdict = self.detail.get("confirmation", "confirmed") == "confirmed"
+def _Finding(record, detail=None) -> dict:
+    """A finding as verdict.json stores it: flagged unless its timing step was not confirmed."""
+    confirmed = (detail or {}).get("confirmation", "confirmed") == "confirmed"
+    return {**record, **(detail or {}), "label": "REGRESSED" if confirmed else (detail or {})["confirmation"].upper()}
 
-    def record(self):
-        return self._record
+
+def _verdict(tmp_path: Path, findings: list[dict]) -> str:
+    """A stored verdict of one machine holding ``findings``: its path."""
+    path = tmp_path / "judged" / "verdict.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"report": "detsim-track regressions", "machine": "m", "regressions": findings}))
+    return str(path)
 
 
 def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, monkeypatch, capsys):
-    import types
-
-    from detsim.track.verdict import analysis as verdict
-
     findings = [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
                           "params": "(workload='P1@64')", "last_good": "HEAD~1", "first_bad": "HEAD"}),
                 _Finding({"family": "parity", "benchmark": "track_parity_c02", "params": "", "case": "c02",
                           "last_good": None, "first_bad": "HEAD"}),
                 _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
                           "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})]
-    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    verdict = _verdict(tmp_path, findings)
     seen = _record_jobs(monkeypatch, lambda job: "it rose at bbbbbbbb.", details={"profile": ["+1 Ir"], "ops": []})
     out = tmp_path / "bundle"
-    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(out)]) == 1
     assert [(j.kind, j.workload, j.last_good, j.first_bad) for j in seen] == [("cost", "P1@64", "HEAD~1", "HEAD")]
     captured = capsys.readouterr()
     assert "never good in the recorded history" in captured.err
@@ -193,26 +193,19 @@ def test_a_bare_explain_explains_every_finding_of_the_latest_verdict(tmp_path, m
 
 def test_nothing_to_explain_is_exit_0_and_writes_nothing(tmp_path, monkeypatch, capsys):
     """Only an unconfirmed timing step: nothing regressed, so nothing to explain, which is not a failure."""
-    import types
-
-    from detsim.track.verdict import analysis as verdict
-
     noise = _Finding({"family": "timing", "benchmark": "bench_engine.EngineSweep.time_simulate", "params": "",
                       "last_good": "HEAD~1", "first_bad": "HEAD"}, {"confirmation": "noise"})
-    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=[noise]))
+    verdict = _verdict(tmp_path, [noise])
     out = tmp_path / "bundle"
-    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 0
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out.strip() == "explain: nothing to explain (see the notes above)"
     assert "a timing step not confirmed (noise), nothing to explain" in captured.err
-    assert not out.exists() and not list(tmp_path.iterdir())
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["judged"]
 
 
 def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp_path, monkeypatch, capsys):
-    import types
-
     from detsim.track.commands import explain as cmd_explain
-    from detsim.track.verdict import analysis as verdict
 
     def runs_differ(case, axis, last_good="HEAD~1"):
         return _Finding({"family": "reproducibility", "benchmark": "bench_reproducibility.Reproducibility."
@@ -220,7 +213,7 @@ def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp
                          "axis": axis, "last_good": last_good, "first_bad": "HEAD"})
 
     findings = [runs_differ("k01", "process"), runs_differ("s01", "process"), runs_differ("s01", "threads", None)]
-    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    verdict = _verdict(tmp_path, findings)
     seen = []
 
     def fake_job(job, root, golden, folder, **kw):
@@ -231,7 +224,7 @@ def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp
 
     monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
     out = tmp_path / "bundle"
-    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(out)]) == 1
     # s01 (256x256, one step a pixel) renders faster than k01 (10 mosaic domains)
     assert [(j.kind, j.workload, j.axis, j.first_bad) for j in seen] == [
         ("nondeterministic", "s01", "process", "HEAD"), ("nondeterministic", "s01", "threads", "HEAD")]
@@ -243,20 +236,17 @@ def test_images_that_do_not_reproduce_are_explained_once_per_axis_and_commit(tmp
 
 
 def test_one_commit_that_changed_every_image_is_explained_once_naming_the_others(tmp_path, monkeypatch, capsys):
-    import types
-
     from detsim.track.base.golden import load_cases
-    from detsim.track.verdict import analysis as verdict
 
     cases = [c.id for c in load_cases(ROOT / "tests" / "golden")]
     findings = [_Finding({"family": "determinism", "benchmark": f"bench_determinism.track_hash_changed_{case}",
                           "params": "", "case": case, "last_good": "HEAD~1", "first_bad": "HEAD"}) for case in cases]
     findings.append(_Finding({"family": "parity", "benchmark": "track_parity_o01", "params": "", "case": "o01_polar_0.9",
                               "last_good": "HEAD~1", "first_bad": "HEAD"}))
-    monkeypatch.setattr(verdict, "analyse", lambda root, machine: types.SimpleNamespace(regressions=findings))
+    verdict = _verdict(tmp_path, findings)
     seen = _record_jobs(monkeypatch, lambda job: f"the image of {job.workload} changes at bbbbbbbb.")
     out = tmp_path / "bundle"
-    assert main(["explain", "--root", str(ROOT), "--out", str(out)]) == 1
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(out)]) == 1
     # one explanation per cause: the hashes on the cheapest case (c02, 128x128 at one step a pixel), parity alone
     assert [(j.kind, j.workload) for j in seen] == [("hash", "c02_xds_xbeam_quirk"), ("parity", "o01_polar_0.9")]
     captured = capsys.readouterr()

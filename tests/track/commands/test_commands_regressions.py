@@ -436,10 +436,11 @@ def test_explain_runs_on_a_regressed_verdict_only_and_keeps_its_exit_status(tmp_
 
     remeasured_as(default=2.0)
     asked = []
-    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine, args.out)) or 2)
+    monkeypatch.setattr(cmd_explain, "run",
+                        lambda args: asked.append((args.root, args.machine, args.verdict, args.out)) or 2)
     assert _run(DATA / "regressed", tmp_path, "--explain")[0] == 1
-    [folder] = (tmp_path / "reports").iterdir()  # the bundle goes beside the verdict it explains
-    assert asked == [(DATA / "regressed", "fixture-2cpu", str(folder / "explain"))]
+    [folder] = [p for p in (tmp_path / "reports").iterdir() if p.name != "latest"]  # beside the verdict it explains
+    assert asked == [(DATA / "regressed", "fixture-2cpu", folder / "verdict.json", str(folder / "explain"))]
     assert _run(DATA / "good", tmp_path, "--explain")[0] == 0 and len(asked) == 1
 
 

@@ -46,11 +46,13 @@ def test_skipped_hashes_are_explained_by_the_machine_class():
 
 
 def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
-    report = analyse(DATA / "regressed")
-    assert isinstance(report, Report) and report.exit is ExitCode.REGRESSED
-    data = json.loads(json_text(report.as_json()))
+    judgement = analyse(DATA / "regressed")
+    report = judgement.single
+    assert isinstance(report, Report) and report.exit is judgement.exit is ExitCode.REGRESSED
+    data = json.loads(json_text(judgement.as_json()))  # one machine: its verdict as it is, a fleet of one
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
-                         "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class"}
+                         "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class",
+                         "families", "history"}
     assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
     assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
     with pytest.raises(AttributeError):
@@ -110,7 +112,7 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
 
 
 def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
-    report = analyse(DATA / "otherhost")
+    report = analyse(DATA / "otherhost").single
     assert report.skipped == 2 and report.measured > 0
     [skipped] = report.skips
     assert skipped.text().startswith("2 image hashes (") and "no baseline for this machine class" in skipped.reason.why
