@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from detsim.track.base.commits import CommitError
@@ -118,10 +119,14 @@ def _job_for(rec: dict, origin: str) -> Job | None:
         return Job("hash", good, bad, rec["case"], origin)
     if family in ("cost", "timing", "throughput", "memory"):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
-        workload = match[1] if match else "P1@64"
-        if not re.match(r"^[a-z]\d\d_", workload) and (family != "cost" or not COUNTED.match(workload)):
+        flagged = match[1] if match else None
+        workload = flagged or "P1@64"
+        golden = bool(re.match(r"^[a-z]\d\d_", workload))
+        if not golden and (family != "cost" or not COUNTED.match(workload)):
             workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
-        return Job("cost", good, bad, workload, origin)
+        countable = flagged and (golden or COUNTED.match(flagged))
+        return Job("cost", good, bad, workload, origin, stand_in=family != "cost",
+                   own=flagged if family != "cost" and countable and flagged != workload else None)
     return None
 
 
@@ -149,8 +154,7 @@ def run(args: argparse.Namespace) -> int:
         with atomic_directory(folder) as tmp:
             for job in jobs:
                 try:
-                    record = explain_job(job, root, golden, tmp / job.name, bisecting=not args.no_bisect,
-                                         top=args.top)
+                    record = _explained(job, root, golden, tmp, bisecting=not args.no_bisect, top=args.top)
                 except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError) as exc:
                     print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
                     codes.append(ExitCode.UNMEASURED)
@@ -168,6 +172,19 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.UNMEASURED
     print(f"evidence: {folder}")
     return worst(*codes)
+
+
+def _explained(job: Job, root: Path, golden: Path, folder: Path, **kw) -> dict:
+    """The explanation of ``job`` in ``folder / job.name``; a stand-in that does not show the change gives way
+    to the flagged workload itself (its record keeps what the stand-in said)."""
+    record = explain_job(job, root, golden, folder / job.name, **kw)
+    if record["changed"] or not job.stand_in or not job.own:
+        return record
+    print(f"explain: {job.workload}, counted for {job.origin}, does not change between {job.last_good[:8]} and "
+          f"{job.first_bad[:8]}: counting the flagged workload, {job.own}, itself", file=sys.stderr)
+    flagged = replace(job, workload=job.own, stand_in=False, own=None)
+    return {**explain_job(flagged, root, golden, folder / flagged.name, **kw),
+            "stand_in": {"workload": job.workload, "answer": record["answer"]}}
 
 
 class _NothingExplained(Exception):

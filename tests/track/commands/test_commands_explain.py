@@ -257,3 +257,51 @@ def test_one_commit_that_changed_every_image_is_explained_once_naming_the_others
     assert "the image of o01_polar_0.9 changes at bbbbbbbb.\n" in captured.out  # alone: as it always was
     [hashes, parity] = json.loads((out / "explain.json").read_text())["explanations"]
     assert hashes["job"]["also"] == [c for c in cases if c != "c02_xds_xbeam_quirk"] and "also" not in parity["job"]
+
+
+def _cost_rise_and_its_memory(case="g01_hkl_nointerp") -> list[dict]:
+    """What a commit adding ~2.6 % to one golden case's instruction count flags: that count, and (a side effect)
+    the 4096² peak memory; the counted P1@64 rose 1.2 %, under the 2 % line, so the verdict does not flag it."""
+    return [_Finding({"family": "cost", "benchmark": "bench_cost.InstructionCounts.track_instructions",
+                      "params": f"(workload='{case}')", "last_good": "HEAD~1", "first_bad": "HEAD"}),
+            _Finding({"family": "memory", "benchmark": "bench_engine.LargeDetectorMemory.peakmem_simulate_4096",
+                      "params": "", "last_good": "HEAD~1", "first_bad": "HEAD"})]
+
+
+def test_a_flagged_count_is_explained_itself_never_through_a_cheaper_stand_in(tmp_path, monkeypatch, capsys):
+    verdict = _verdict(tmp_path, _cost_rise_and_its_memory())
+    seen = _record_jobs(monkeypatch, lambda job: f"{job.workload} rose 2.6 %.")
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(tmp_path / "b")]) == 1
+    assert [(j.kind, j.workload) for j in seen] == [("cost", "g01_hkl_nointerp")]  # not the stand-in P1@64
+    captured = capsys.readouterr()
+    assert "2 cost findings between HEAD~1 and HEAD: one cause, explained once, on g01_hkl_nointerp (the cheapest " \
+           "flagged count)" in captured.err
+    assert "g01_hkl_nointerp rose 2.6 %. Also explains: bench_engine.LargeDetectorMemory.peakmem_simulate_4096." \
+        in captured.out
+
+
+def test_a_stand_in_that_does_not_show_the_change_gives_way_to_the_flagged_workload(tmp_path, monkeypatch, capsys):
+    from detsim.track.commands import explain as cmd_explain
+
+    memory = _Finding({"family": "memory", "benchmark": "bench_memory.peakmem_simulate",
+                       "params": "(workload='P2@256')", "last_good": "HEAD~1", "first_bad": "HEAD"})
+    verdict = _verdict(tmp_path, [memory])
+    seen = []
+
+    def fake_job(job, root, golden, folder, **kw):  # the stand-in P2@32 barely moves; P2@256 itself rose
+        seen.append(job)
+        folder.mkdir(parents=True)
+        changed = job.workload == "P2@256"
+        return {"job": {"kind": job.kind, "workload": job.workload, "last_good": "a" * 40, "first_bad": "b" * 40,
+                        "origin": job.origin}, "commits_between": ["b" * 40], "changed": changed,
+                "answer": f"{job.workload} {'rose' if changed else 'does not change: nothing to explain here'}."}
+
+    monkeypatch.setattr(cmd_explain, "explain_job", fake_job)
+    out = tmp_path / "b"
+    assert main(["explain", "--root", str(ROOT), "--verdict", verdict, "--out", str(out)]) == 1
+    assert [j.workload for j in seen] == ["P2@32", "P2@256"]
+    captured = capsys.readouterr()
+    assert "P2@32, counted for bench_memory.peakmem_simulate(workload='P2@256'), does not change" in captured.err
+    assert captured.out.splitlines()[-2:] == ["P2@256 rose.", f"evidence: {out}"]
+    [record] = json.loads((out / "explain.json").read_text())["explanations"]
+    assert record["job"]["workload"] == "P2@256" and record["stand_in"]["workload"] == "P2@32"
