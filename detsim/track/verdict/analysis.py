@@ -46,6 +46,7 @@ class Report:
     fingerprints: Mapping[str, float] = field(default_factory=dict)  # case -> image fingerprint at the latest
     measured: int = 0  # series measured at the latest commit
     skips: tuple[Skipped, ...] = ()  # the ``skipped`` series by reason
+    unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
     families: Mapping[str, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
 
@@ -57,7 +58,7 @@ class Report:
             "measured": self.measured, "skipped": self.skipped, "skips": [s.record() for s in self.skips],
             "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
             "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
-            "families": dict(self.families), "history": dict(self.history),
+            "unbuilt": list(self.unbuilt), "families": dict(self.families), "history": dict(self.history),
         }
 
 
@@ -199,7 +200,7 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     if fingerprints:
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
-        first = points[cut].commit if cut < len(points) else latest
+        first = next((p.commit for p in points[cut:] if p.measured), latest)
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
@@ -266,9 +267,11 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     regressions, withheld = without_irreproducible(judged.findings, series)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
     notes = [*recorded.notes, *filter(None, (withheld, note))]
-    built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
-    if not built:
-        notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
+    measured_at = {p.commit for s in series for p in s.points if p.value is not None}
+    built = latest in measured_at
+    unbuilt = tuple(c for c in order[:-1] if c not in measured_at)  # wherever they sit in the range
+    notes += [f"commit {c[:8]} did not build or its suite did not import: nothing was measured"
+              for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
         notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
     code = exit_code(regressions, judged.unmeasured, built)
@@ -276,6 +279,7 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
         unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
+        unbuilt=unbuilt,
         machine_class=machine_class, measured=judged.measured,
         skips=group_skips(judged.skipped, class_baseline=chosen is not None),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case

@@ -192,14 +192,16 @@ COMPARED = "commit to commit on this machine (no stored baseline of its class)"
 
 
 def class_cut(points: Sequence[Point], classes: Mapping[str, float]) -> int:
-    """Index of the first point after the last one whose machine class is not the latest point's (a
-    point without a recorded class counts as another class; fingerprints of two classes are not comparable)."""
+    """Index of the first point after the last one whose machine class is not the latest point's
+    (fingerprints of two classes are not comparable). A measured point without a recorded class (results of
+    a suite without the class track) counts as another class; a point that measured nothing (a commit that
+    did not build, a failed render) has no class at all and cuts nothing."""
     latest = classes.get(points[-1].commit) if points else None
     if latest is None:  # results without the class track: nothing to cut by
         return 0
     cut = 0
     for i, point in enumerate(points):
-        if classes.get(point.commit) != latest:
+        if point.measured and classes.get(point.commit) != latest:
             cut = i + 1
     return cut
 

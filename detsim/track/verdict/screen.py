@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import Judgement, Report
 from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
-from detsim.track.verdict.lines import change_text, header
+from detsim.track.verdict.lines import change_text, commit_text, header
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
@@ -137,15 +137,22 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
 
 
 def unmeasured_lines(report: Report) -> list[str]:
-    """What failed at the latest commit: nothing at all when it did not build, else the benchmarks."""
+    """The earlier commits that measured nothing, then what failed at the latest commit: nothing at all when it
+    did not build, else the benchmarks."""
     at = report.latest[:8]
+    earlier = []
+    if report.unbuilt:
+        head = (f"NOT MEASURED: {len(report.unbuilt)} earlier commit{'s' * (len(report.unbuilt) > 1)} measured "
+                "nothing (did not build, or the suite did not import): ")
+        names = [commit_text(c, report.subjects) for c in report.unbuilt]
+        earlier = [cut(head + names_fitting(names, WIDTH - len(head), ", +{} more"), WIDTH)]
     if not report.built:
-        return [f"NOT MEASURED at {at}: nothing (the commit did not build, or its suite did not import)"]
+        return [*earlier, f"NOT MEASURED at {at}: nothing (the commit did not build, or its suite did not import)"]
     labels = list(report.unmeasured)
     if len(labels) < GROUP_AT:
-        return [cut(f"NOT MEASURED at {at}: {label} (it failed there)", WIDTH) for label in labels]
+        return [*earlier, *[cut(f"NOT MEASURED at {at}: {label} (it failed there)", WIDTH) for label in labels]]
     head = f"NOT MEASURED at {at}: {len(labels)} benchmarks failed there ("
-    return [head + names_fitting(labels, WIDTH - len(head) - 1) + ")"]
+    return [*earlier, head + names_fitting(labels, WIDTH - len(head) - 1) + ")"]
 
 
 LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values())  # the summary's order

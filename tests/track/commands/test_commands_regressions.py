@@ -551,3 +551,26 @@ def test_a_report_that_cannot_be_written_keeps_the_verdict_and_leaves_no_half(tm
     out, err = capsys.readouterr()
     assert code == 2 and "not written (No space left on device)" in err and "summary: " in out
     assert not [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
+
+
+def _unbuilt_in_the_middle(tmp_path: Path) -> tuple[Path, str]:
+    """The good history with its middle commit's results all null, as asv stores a commit that did not build."""
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    middle = _commits(root)[2]
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        if data["commit_hash"] == middle:
+            data["results"] = {name: [None, *row[1:]] for name, row in data["results"].items()}
+            path.write_text(json.dumps(data))
+    return root, middle
+
+
+def test_a_commit_that_did_not_build_in_the_middle_of_the_range_is_named(tmp_path, capsys):
+    root, middle = _unbuilt_in_the_middle(tmp_path)
+    code, report = _run(root, tmp_path)
+    assert code == 0 and report["unbuilt"] == [middle]  # the latest commit was measured: the verdict stands
+    assert f"commit {middle[:8]} did not build or its suite did not import: nothing was measured" in report["notes"]
+    out = capsys.readouterr().out.splitlines()
+    assert (f"NOT MEASURED: 1 earlier commit measured nothing (did not build, or the suite did not import): "
+            f"{middle[:8]}") in out

@@ -196,6 +196,20 @@ def test_commits_of_another_machine_class_are_cut_off():
     assert class_cut(points, {}) == 0
 
 
+def test_a_commit_that_measured_nothing_does_not_restart_the_chain():
+    # C[2] did not build: its fingerprint failed (None) and no machine class was recorded there
+    points = _fp_series("fingerprint", [*_fp("a", "a"), None, *_fp("a", "b")]).points
+    classes = {C[0]: 1.0, C[1]: 1.0, C[3]: 1.0, C[4]: 1.0}
+    assert class_cut(points, classes) == 0
+    fp = _fp_series("fingerprint", [*_fp("a", "a"), None, *_fp("a", "b")])
+    klass = _fp_series("machine class", [1.0, 1.0, None, 1.0, 1.0], name="bench_determinism.track_machine_class",
+                       case=None)
+    [finding] = judge([fp, klass], C[4], {}, {}, {}).findings  # the image changed at HEAD: CHANGED
+    assert (finding.label, finding.last_good, finding.first_bad) == ("CHANGED", C[3], C[4])
+    # a measured fingerprint without a recorded class (an older suite) is still another class
+    assert class_cut(_fp_series("fingerprint", _fp(*"aaaab")).points, classes) == 3
+
+
 def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_commit():
     skipped = _fp_series("hash_changed", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
     skipped = Series(**{**skipped.__dict__, "family": "determinism"})
