@@ -574,3 +574,14 @@ def test_a_commit_that_did_not_build_in_the_middle_of_the_range_is_named(tmp_pat
     out = capsys.readouterr().out.splitlines()
     assert (f"NOT MEASURED: 1 earlier commit measured nothing (did not build, or the suite did not import): "
             f"{middle[:8]}") in out
+
+
+def test_a_deleted_machine_file_is_one_line_naming_it(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    (root / MACHINE_DIR / "machine.json").unlink()
+    for extra in ([], ["--machine", "fixture-2cpu"]):
+        code, report = _run(root, tmp_path, *extra)
+        err = capsys.readouterr().err
+        assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+        assert f"{root / MACHINE_DIR / 'machine.json'}: missing" in err
