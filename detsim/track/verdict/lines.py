@@ -5,6 +5,7 @@ evidence that decided last; then what was not measured or skipped, the notes and
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Mapping
 
@@ -30,8 +31,17 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: never written raw to a terminal or a text report
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (ESC as ``\\x1b``): a commit subject cannot
+    move the cursor, recolour, ring or clear the terminal that prints it."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
 def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
-    subject = subjects.get(sha)
+    subject = printable(subjects.get(sha) or "")
     return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
 
 

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.verdict.analysis import Judgement, Report
 from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
-from detsim.track.verdict.lines import change_text, commit_text, header
+from detsim.track.verdict.lines import change_text, commit_text, header, printable
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
@@ -28,7 +28,7 @@ def fitted(head: str, sha: str, subjects: Mapping[str, str], *, prefix: str = "s
     """``<head> since <short sha> "<subject>"<tail>``, the subject (then the head) cut to fit :data:`WIDTH`."""
     where = f" {prefix} {sha[:8]}"
     head = cut(head, WIDTH - len(where) - len(tail))
-    subject = subjects.get(sha)
+    subject = printable(subjects.get(sha) or "")
     room = WIDTH - len(head) - len(where) - len(tail) - 3  # a space and two quotes
     if subject and room > 1:
         return f'{head}{where} "{cut(subject, room)}"{tail}'

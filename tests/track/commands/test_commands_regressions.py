@@ -585,3 +585,25 @@ def test_a_deleted_machine_file_is_one_line_naming_it(tmp_path, capsys):
         err = capsys.readouterr().err
         assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
         assert f"{root / MACHINE_DIR / 'machine.json'}: missing" in err
+
+
+def test_control_characters_of_a_subject_are_escaped_on_the_terminal_and_in_verdict_txt(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    hostile = "clear\x1b[2J\x1b]0;owned\x07 then \x9b31m"
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", hostile]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    tip = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    latest = _latest_file(root)
+    old = json.loads(latest.read_text())["commit_hash"]
+    latest.write_text(latest.read_text().replace(old, tip))
+    code, report = _run(root, tmp_path, "-v")
+    out = capsys.readouterr().out
+    assert code == 0 and report["subjects"][tip] == hostile  # the record keeps the subject as it is
+    text = (tmp_path / "reports" / "latest" / "verdict.txt").read_text()
+    for shown in (out, text):
+        assert not any(c in shown for c in "\x1b\x07\x9b") and r'"clear\x1b[2J\x1b]0;owned\x07 then \x9b31m"' in shown
+    _run(root, tmp_path)
+    assert r"\x1b[2J" in capsys.readouterr().out.splitlines()[0]
