@@ -607,3 +607,26 @@ def test_control_characters_of_a_subject_are_escaped_on_the_terminal_and_in_verd
         assert not any(c in shown for c in "\x1b\x07\x9b") and r'"clear\x1b[2J\x1b]0;owned\x07 then \x9b31m"' in shown
     _run(root, tmp_path)
     assert r"\x1b[2J" in capsys.readouterr().out.splitlines()[0]
+
+
+STARTING = """
+import importlib.abc, os, signal, sys
+class Interrupt(importlib.abc.MetaPathFinder):  # Ctrl-C arrives while {module} loads
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+from detsim.track.cli import main
+sys.exit(main(["regressions", "--repo", {repo!r}, "--out-root", {out!r}]))
+"""
+
+
+@pytest.mark.parametrize("module", ["detsim.signals", "detsim.track.commands.regressions",
+                                    "detsim.track.verdict.analysis"])
+def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path, module):
+    import sys
+
+    code = STARTING.format(module=module, repo=str(DATA / "good"), out=str(tmp_path / "reports"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "") and not (tmp_path / "reports").exists()
