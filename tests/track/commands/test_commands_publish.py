@@ -265,6 +265,7 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
     html = root / "reports" / "html"
     assert remote_loads((html / "index.html").read_text())  # as asv wrote it: from CDNs
     cache = REPO / ".asv" / "www-assets"  # the real npm packages, fetched once
+    assert main(["regressions", "--repo", str(root), "--remeasure", "0"]) == 1
     code = main(["publish", "--repo", str(root), "--assets", str(cache)])
     assert code == 0
     if remote_loads((html / "index.html").read_text()):
