@@ -118,7 +118,9 @@ def test_a_page_that_cannot_be_built_leaves_the_old_one_whole(project, capsys, t
 
     monkeypatch.setattr(publish, "asv_publish", half_then_fail)
     capsys.readouterr()
-    assert _publish(project, "--assets", str(cache)) == 2
+    verdict = (project / "reports" / "latest" / "verdict.json").read_bytes()
+    assert _publish(project, "--assets", str(cache)) == 2  # the page's own status: the verdict's stays 1
+    assert (project / "reports" / "latest" / "verdict.json").read_bytes() == verdict
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("detsim-track publish: the page was not written: ") and "No space left on device" in err
