@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with building(html) as new:
             asv_publish(root, new)
-            said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE)
+            said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html)
             swap_in(new, html)
     except (PageError, TabError) as exc:
         return refuse(f"detsim-track publish: the page was not written: {exc}")
@@ -165,9 +165,9 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path) -> list[str]:
-    """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``;
-    the lines to print, the last the page's summary."""
+def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path, shown: Path) -> list[str]:
+    """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``
+    (``shown``: where it will be); the lines to print, the last the page's summary."""
     index = read_index(html) if has_tab(html) else None
     benchmarks = (index or {}).get("benchmarks") or _benchmarks(html)
     text, summaries = page_text(verdict, picked, benchmarks)
@@ -185,7 +185,7 @@ def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets
     page = html / "index.html"
     linked = add_status_link(page.read_text(encoding="utf-8"))
     if linked is None:
-        said.append(f"detsim-track publish: {page} has no navigation bar: no link to {STATUS_PAGE} added")
+        said.append(f"detsim-track publish: {shown / page.name} has no navigation bar: no link to {STATUS_PAGE} added")
     elif linked != page.read_text(encoding="utf-8"):
         atomic_write_text(page, linked)
     vendored = vendor_pages(html, assets)
