@@ -161,7 +161,7 @@ def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, ran
     if finding.last_good is None:
         return "no earlier commit recorded"
     if limit == 0:
-        return "re-measuring is off here (`detsim-track regressions` re-measures)"
+        return "re-measuring is off (`--remeasure 0`)"
     if rank >= limit:
         return f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
     if time.monotonic() > deadline:

@@ -11,7 +11,7 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.verdict.analysis import Report, judge
+from detsim.track.verdict.analysis import Report, determinism_note, judge
 from detsim.track.verdict.detection import (
     COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, segments, u_counts,
 )
@@ -206,6 +206,8 @@ def test_a_commit_that_measured_nothing_does_not_restart_the_chain():
                        case=None)
     [finding] = judge([fp, klass], C[4], {}, {}, {}).findings  # the image changed at HEAD: CHANGED
     assert (finding.label, finding.last_good, finding.first_bad) == ("CHANGED", C[3], C[4])
+    note = determinism_note([fp, klass], C[4], {}, {}, None)  # the class's first commit, not HEAD
+    assert f"from its first recorded commit of that class, {C[0][:8]};" in note
     # a measured fingerprint without a recorded class (an older suite) is still another class
     assert class_cut(_fp_series("fingerprint", _fp(*"aaaab")).points, classes) == 3
 
