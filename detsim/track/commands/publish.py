@@ -114,7 +114,8 @@ def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping]) -> tuple[st
     rows = family_rows(report, presence(report.get("families") or {}), benchmarks, note, machine)
     drawn = report.get("history") or {}
     history = History(
-        parity=[(case, bench, [tuple(p) for p in points]) for case, bench, points in drawn.get("parity", [])],
+        parity=[(case, bench, [(commit, float(v) if isinstance(v, str) else v) for commit, v in points])
+                for case, bench, points in drawn.get("parity", [])],  # "nan": skipped there
         determinism={case: [State(*s) for s in states] for case, states in (drawn.get("determinism") or {}).items()},
         determinism_benchmarks=drawn.get("determinism_benchmarks") or {})
     section = machine_section(report, rows, history,

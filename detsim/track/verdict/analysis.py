@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.runtime.output import utc_stamp
+from detsim.track.runtime.output import json_number, utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
@@ -235,12 +235,14 @@ ImageStates = Callable[[Path, list[Series], list[str]], Mapping[str, list]]
 
 def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
     """What the status page draws besides the verdict: each golden case's parity series (``[case, benchmark,
-    [[commit, value], ...]]``, the longest of its environments), its image's state at each commit
+    [[commit, value], ...]]``, the longest of its environments; a skip's NaN as ``"nan"``, a failure's null
+    as null), its image's state at each commit
     (``[[commit, state, why], ...]``, from ``image_states``; none without it) and the 0/1 hash track of each case."""
     parity: dict[str, list] = {}
     for s in series:
         if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
-            parity[s.case] = [s.case, s.name, [[p.commit, p.value] for p in s.points]]
+            parity[s.case] = [s.case, s.name, [[p.commit, p.value if p.value is None else json_number(p.value)]
+                                               for p in s.points]]
     states = image_states(root, series, commits) if image_states else {}
     return {"parity": [parity[c] for c in sorted(parity)],
             "determinism": {case: [[st.commit, st.state, st.why] for st in sts] for case, sts in states.items()},

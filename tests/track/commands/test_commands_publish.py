@@ -413,3 +413,11 @@ def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(
     finally:
         server.shutdown()
         browser.close()
+
+
+def test_a_skipped_parity_point_is_a_gap_and_a_failed_one_a_cross():
+    report = {"machine": "m", "notes": [], "regressions": [], "commits": ["c1", "c2", "c3"], "latest": "c3",
+              "families": {}, "history": {"parity": [["a01", "bench_parity.track_parity_a01",
+                                                      [["c1", 0.0], ["c2", "nan"], ["c3", None]]]]}}
+    section, _ = publish.machine_page(report, {})
+    assert section.count('class="pt ') == 1 and section.count('class="failed"') == 1
