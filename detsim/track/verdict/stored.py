@@ -14,6 +14,7 @@ from typing import Mapping
 COMMAND = "detsim-track regressions"  # the "report" field of verdict.json
 TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
 LATEST = "latest"  # the link, in the reports folder, to the latest verdict's folder
+MACHINE_FIELDS = ("machine", "latest", "commits", "notes", "exit")  # what every view reads of a machine's verdict
 
 
 class VerdictError(Exception):
@@ -57,9 +58,14 @@ def read_verdict(path: Path) -> dict:
     if not isinstance(data, dict) or data.get("report") != COMMAND:
         raise VerdictError(f"{path}: not a verdict of `{COMMAND}`")
     machines = data.get("machines") if "machines" in data else {data.get("machine"): data}
-    if not isinstance(machines, dict) or not all(isinstance(m, str) and isinstance(r, dict) and
-                                                 isinstance(r.get("regressions"), list) for m, r in machines.items()):
+    if not isinstance(machines, dict) or not machines or not all(
+            isinstance(m, str) and isinstance(r, dict) and isinstance(r.get("regressions"), list)
+            for m, r in machines.items()):
         raise VerdictError(f"{path}: not a verdict of `{COMMAND}` (no machine's findings)")
+    for machine, report in machines.items():
+        missing = [key for key in MACHINE_FIELDS if key not in report]
+        if missing or not all(isinstance(r, dict) and "label" in r for r in report["regressions"]):
+            raise VerdictError(f"{path}: the verdict on {machine} has no {', '.join(missing) or 'finding labels'}")
     return data
 
 

@@ -168,7 +168,8 @@ def _verdict(tmp_path: Path, findings: list[dict]) -> str:
     """A stored verdict of one machine holding ``findings``: its path."""
     path = tmp_path / "judged" / "verdict.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"report": "detsim-track regressions", "machine": "m", "regressions": findings}))
+    path.write_text(json.dumps({"report": "detsim-track regressions", "machine": "m", "regressions": findings,
+                                "latest": "HEAD", "commits": ["HEAD"], "notes": [], "exit": 1}))
     return str(path)
 
 

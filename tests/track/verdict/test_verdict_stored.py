@@ -12,6 +12,10 @@ from detsim.track.verdict.stored import COMMAND, JSON_FILE, LATEST, VerdictError
     machines_of, point_latest, read_verdict
 
 
+VERDICT = {"report": COMMAND, "machine": "m", "regressions": [], "latest": "c", "commits": ["c"], "notes": [],
+           "exit": 0}
+
+
 def _folder(reports, stamp, data):
     folder = reports / stamp
     folder.mkdir(parents=True)
@@ -20,10 +24,10 @@ def _folder(reports, stamp, data):
 
 
 def test_the_link_follows_the_latest_verdict_and_leaves_nothing_beside_it(tmp_path):
-    one = _folder(tmp_path, "20260101T000000Z", {"report": COMMAND, "machine": "m", "regressions": [], "n": 1})
+    one = _folder(tmp_path, "20260101T000000Z", {**VERDICT, "n": 1})
     point_latest(one)
     assert read_verdict(latest_file(tmp_path))["n"] == 1
-    two = _folder(tmp_path, "20260101T000001Z", {"report": COMMAND, "machine": "m", "regressions": [], "n": 2})
+    two = _folder(tmp_path, "20260101T000001Z", {**VERDICT, "n": 2})
     point_latest(two)
     assert read_verdict(latest_file(tmp_path))["n"] == 2 and os.readlink(tmp_path / LATEST) == two.name
     assert sorted(p.name for p in tmp_path.iterdir()) == [one.name, two.name, LATEST]  # no temporary link left
@@ -38,7 +42,9 @@ def test_a_latest_that_is_not_the_link_is_refused(tmp_path):
 
 @pytest.mark.parametrize("text, why", [(None, "no verdict there"), ("{cut", "unreadable"),
                                        ('{"report": "detsim-track explain"}', "not a verdict"),
-                                       (json.dumps({"report": COMMAND, "machines": {"m": {}}}), "no machine's findings")])
+                                       (json.dumps({"report": COMMAND, "machines": {"m": {}}}), "no machine's findings"),
+                                       (json.dumps({"report": COMMAND, "machine": "m", "regressions": []}),
+                                        "the verdict on m has no latest, commits, notes, exit")])
 def test_an_unusable_verdict_is_one_line_naming_it(tmp_path, text, why):
     path = tmp_path / JSON_FILE
     if text is not None:
