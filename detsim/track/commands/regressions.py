@@ -1,7 +1,9 @@
 """``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
-rules, output and exit status: docs/tracking.md, "The verdict"). Here: the options, the full report's two files
-(each atomically, replacing only this command's) and ``--explain``; :mod:`detsim.track.verdict` judges and
-:mod:`detsim.track.confirm` re-measures."""
+rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
+judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
+replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.verdict.stored`). Here:
+the options, the files and ``--explain``; :mod:`detsim.track.verdict` judges and :mod:`detsim.track.confirm`
+re-measures."""
 
 from __future__ import annotations
 
