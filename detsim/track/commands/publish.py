@@ -135,7 +135,8 @@ def page_text(verdict: Mapping, picked: Mapping[str, dict], benchmarks: Mapping)
         sections.append(section)
         summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
     whole = set(picked) == set(machines_of(verdict))  # the agreement is the whole fleet's
-    fleet = {"machines": picked, "exit": verdict["exit"] if whole else int(worst(*(r["exit"] for r in picked.values()))),
+    code = verdict["exit"] if whole else int(worst(*(r["exit"] for r in picked.values())))
+    fleet = {"machines": picked, "exit": code,
              **({key: verdict.get(key) for key in ("agreement", "facts", "not_judged")} if whole else {})}
     return fleet_html(fleet, sections), summaries
 
