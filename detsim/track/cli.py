@@ -6,12 +6,28 @@ codes are :class:`~detsim.track.base.exitcodes.ExitCode`'s, Ctrl-C and SIGTERM c
 
 from __future__ import annotations
 
-import argparse
-import importlib
+import signal
 import sys
 
-from detsim.signals import Terminated, terminate_as_interrupt
 from detsim.track.base.exitcodes import ExitCode
+
+
+def _interrupted_while_starting(signum, frame):
+    """Ctrl-C before :func:`main` runs (while the modules load): exit quietly, as an interrupt, no traceback."""
+    raise SystemExit(int(ExitCode.INTERRUPTED))
+
+
+_STARTING = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _STARTING:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import argparse  # noqa: E402 - after the handler above: Ctrl-C while these load exits quietly
+import importlib  # noqa: E402
+
+from detsim.signals import Terminated, terminate_as_interrupt  # noqa: E402
+
+if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also for a program that imports this
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # subcommand -> module; the first is what a bare ``detsim-track`` runs.
@@ -57,6 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if (not argv or argv[0].startswith("-")) and argv[:1] not in (["-h"], ["--help"]):
         argv = [DEFAULT, *argv]
+    name = argv[0] if argv[0] in SUBCOMMANDS else "?"
+    try:  # Ctrl-C and SIGTERM from here on, the command's modules loading included, end as interrupts
+        with terminate_as_interrupt():
+            return _run(argv)
+    except Terminated:
+        print(f"detsim-track {name}: terminated (SIGTERM)", file=sys.stderr)
+        return ExitCode.TERMINATED
+    except KeyboardInterrupt:
+        return ExitCode.INTERRUPTED
+
+
+def _run(argv: list[str]) -> int:
     # a named subcommand imports its own module only: one command's import error cannot break another
     modules = _available([argv[0]] if argv and argv[0] in SUBCOMMANDS else None)
     parser = build_parser(modules)
@@ -64,14 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.UNMEASURED
-    try:
-        with terminate_as_interrupt():
-            return int(modules[args.command].run(args))
-    except Terminated:
-        print(f"detsim-track {args.command}: terminated (SIGTERM)", file=sys.stderr)
-        return ExitCode.TERMINATED
-    except KeyboardInterrupt:
-        return ExitCode.INTERRUPTED
+    return int(modules[args.command].run(args))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from detsim.track.base.commits import CommitError
@@ -13,8 +14,8 @@ from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.base.counts import count
-from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, check_new_folder, \
-    report_folder
+from detsim.track.runtime.output import REPORTS, OutputError, add_report_options, atomic_directory, \
+    check_new_folder, report_folder
 from detsim.track.base.reproducibility import AXES
 from detsim.track.cost.counting import CountError, not_measured_reason
 from detsim.track.explain import bundle
@@ -23,7 +24,8 @@ from detsim.track.explain.jobs import KINDS, Job, explain_job
 from detsim.track.explain.profile import ProfileError
 from detsim.track.explain.sides import SideError
 from detsim.track.compare.runs import RecordError
-from detsim.track.history.jsonc import ResultsError
+from detsim.track.verdict.finding import flags
+from detsim.track.verdict.stored import VerdictError, latest_file, machines_of, read_verdict
 
 HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"
 AREA = "explain"
@@ -42,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --kind nondeterministic: what the two runs vary (default process)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
     parser.add_argument("--machine", default=None, help="the asv machine whose verdict to explain")
+    parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
+                        help=f"the verdict whose findings to explain (default: {REPORTS}/latest/verdict.json of "
+                             "the project, the last one `detsim-track regressions` wrote)")
     parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
     parser.add_argument("--top", type=count, default=10, help="entries of the profile and op diffs (default 10)")
     add_report_options(parser, AREA)
@@ -71,18 +76,23 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
     return [Job(kind, args.commits[0], args.commits[1], workload)]
 
 
-def jobs_from_verdict(root: Path, machine: str | None, golden: Path) -> tuple[list[Job], list[str]]:
-    """One job per cause among the latest verdict's regressions that have a last good commit (and images that
-    do not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
-    from detsim.track.confirm.apply import confirm_report
-    from detsim.track.verdict.analysis import analyse
+def machine_verdict(path: Path, machine: str | None) -> dict:
+    """The stored verdict of ``machine`` (default: the only machine judged) in the verdict file ``path``."""
+    judged = machines_of(read_verdict(path))
+    if machine is None and len(judged) > 1:
+        raise ValueError(f"{path} judges several machines ({', '.join(judged)}): give --machine")
+    if machine is not None and machine not in judged:
+        raise ValueError(f"{path}: no verdict on machine {machine} (judged: {', '.join(judged)})")
+    return judged[machine or next(iter(judged))]
 
-    report = confirm_report(analyse(root, machine), root, limit=0)
+
+def jobs_from_verdict(report: dict, golden: Path) -> tuple[list[Job], list[str]]:
+    """One job per cause among a stored verdict's findings that have a last good commit (and images that do
+    not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
     jobs, notes = [], []
-    for finding in report.regressions:
-        rec = finding.record()
+    for rec in report["regressions"]:
         origin = f"{rec['benchmark']}{rec['params']}"
-        if not finding.is_verdict:
+        if not flags(rec):
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
             continue
         if rec["family"] == "reproducibility":
@@ -109,10 +119,14 @@ def _job_for(rec: dict, origin: str) -> Job | None:
         return Job("hash", good, bad, rec["case"], origin)
     if family in ("cost", "timing", "throughput", "memory"):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
-        workload = match[1] if match else "P1@64"
-        if not re.match(r"^[a-z]\d\d_", workload) and (family != "cost" or not COUNTED.match(workload)):
+        flagged = match[1] if match else None
+        workload = flagged or "P1@64"
+        golden = bool(re.match(r"^[a-z]\d\d_", workload))
+        if not golden and (family != "cost" or not COUNTED.match(workload)):
             workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
-        return Job("cost", good, bad, workload, origin)
+        countable = flagged and (golden or COUNTED.match(flagged))
+        return Job("cost", good, bad, workload, origin, stand_in=family != "cost",
+                   own=flagged if family != "cost" and countable and flagged != workload else None)
     return None
 
 
@@ -122,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_new_folder(folder, "--out")
         golden = golden_dir(root)
-        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits
-                       else jobs_from_verdict(root, args.machine, golden))
-    except (OutputError, ValueError, GoldenError, ResultsError) as exc:
+        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits else jobs_from_verdict(
+            machine_verdict(args.verdict or latest_file(root / REPORTS), args.machine), golden))
+    except (OutputError, ValueError, GoldenError, VerdictError) as exc:
         return refuse(f"explain: {exc}")
     for note in notes:
         print(f"explain: {note}", file=sys.stderr)
@@ -140,8 +154,7 @@ def run(args: argparse.Namespace) -> int:
         with atomic_directory(folder) as tmp:
             for job in jobs:
                 try:
-                    record = explain_job(job, root, golden, tmp / job.name, bisecting=not args.no_bisect,
-                                         top=args.top)
+                    record = _explained(job, root, golden, tmp, bisecting=not args.no_bisect, top=args.top)
                 except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError) as exc:
                     print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
                     codes.append(ExitCode.UNMEASURED)
@@ -159,6 +172,19 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.UNMEASURED
     print(f"evidence: {folder}")
     return worst(*codes)
+
+
+def _explained(job: Job, root: Path, golden: Path, folder: Path, **kw) -> dict:
+    """The explanation of ``job`` in ``folder / job.name``; a stand-in that does not show the change gives way
+    to the flagged workload itself (its record keeps what the stand-in said)."""
+    record = explain_job(job, root, golden, folder / job.name, **kw)
+    if record["changed"] or not job.stand_in or not job.own:
+        return record
+    print(f"explain: {job.workload}, counted for {job.origin}, does not change between {job.last_good[:8]} and "
+          f"{job.first_bad[:8]}: counting the flagged workload, {job.own}, itself", file=sys.stderr)
+    flagged = replace(job, workload=job.own, stand_in=False, own=None)
+    return {**explain_job(flagged, root, golden, folder / flagged.name, **kw),
+            "stand_in": {"workload": job.workload, "answer": record["answer"]}}
 
 
 class _NothingExplained(Exception):

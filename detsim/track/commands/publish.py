@@ -1,43 +1,52 @@
-"""``detsim-track publish``: after ``asv publish``, a status page beside asv's and the folder made offline.
+"""``detsim-track publish``: the page of the latest verdict, built whole and swapped in: asv's page (``asv
+publish`` run here), the status page beside it, asv's Regressions tab rewritten to the verdict's findings, and
+the folder made offline.
 
-What the page shows, what is refused and the exit status are docs/tracking.md's ("Reading the page").
-Timing steps are never re-measured here: their outcomes are read from ``.asv/confirmations.json``.
+Every verdict on the page is read from ``verdict.json`` (by default the latest, ``reports/latest``): nothing
+is judged or re-measured here. What the page shows, what is refused and the exit status are docs/tracking.md's
+("Reading the page"); a page that cannot be written is one line and exit 2, apart from the verdict's status.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Mapping
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
-from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
+from detsim.track.runtime.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.history.jsonc import ResultsError, load_config
-from detsim.track.history.series import build_series
-from detsim.track.confirm.apply import confirm_fleet, confirm_report
-from detsim.track.verdict.analysis import Report, analyse, analyse_fleet
-from detsim.track.publish.fingerprints import determinism_states
+from detsim.track.history.ordering import checkout_head
+from detsim.track.publish.fingerprints import State
 from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
 from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
-from detsim.track.publish.regressions_tab import FEED, LIST, TabError, has_tab, read_index, tab, tab_json
+from detsim.track.publish.regressions_tab import FEED, INDEX, LIST, TabError, has_tab, read_index, tab, tab_json
 from detsim.track.publish.rows import family_rows, presence
+from detsim.track.publish.swap import building, swap_in
 from detsim.track.publish.vendor import vendor_pages
+from detsim.track.verdict.stored import VerdictError, latest_file, machines_of, read_verdict
 
-HELP = "after `asv publish`: write status.html beside asv's page and make the published folder work offline"
+HELP = "publish the latest verdict: asv's page, the status page beside it, the folder made offline, swapped in whole"
 ASSET_CACHE = Path(".asv") / "www-assets"  # npm tarballs, relative to the project
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, default=None,
-                        help="asv's published folder (default: html_dir of asv.conf.json, reports/html)")
+                        help="the published folder, replaced whole (default: html_dir of asv.conf.json, reports/html)")
     parser.add_argument("--repo", type=Path, default=None,
                         help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
+    parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
+                        help=f"the verdict to publish (default: {REPORTS}/latest/verdict.json of the project, "
+                             "the last one `detsim-track regressions` wrote)")
     parser.add_argument("--machine", action="append", default=None,
-                        help="asv machine name; repeat for several (default: every machine recorded, each with "
-                             "its own verdict, and which machines agree)")
+                        help="publish this machine's verdict; repeat for several (default: every machine the "
+                             "verdict judged, and which machines agree)")
     parser.add_argument("--assets", type=Path, default=None,
                         help="folder of the npm tarballs of asv's scripts (default: .asv/www-assets of the project)")
 
@@ -46,10 +55,18 @@ class BadInput(Exception):
     """One line naming the input; exit 2 before anything is written."""
 
 
-def check_html(html: Path) -> Path:
-    """The status page's path in ``html``, after checking the folder holds asv's page and nothing foreign."""
-    if not (html / "index.html").is_file():
-        raise BadInput(f"--html {html}: no asv page there (no index.html; run `asv publish` first)")
+class PageError(Exception):
+    """The page could not be built (one line); the published folder stays as it was."""
+
+
+def check_html(html: Path) -> None:
+    """Refuse to replace ``html`` unless it is absent, empty or asv's page, and any status page in it ours."""
+    if html.is_symlink() or (html.exists() and not html.is_dir()):
+        raise BadInput(f"--html {html}: not a folder; not replaced")
+    if not html.exists():
+        return
+    if any(html.iterdir()) and not (html / "index.html").is_file():
+        raise BadInput(f"--html {html}: not asv's page (no index.html); not replaced")
     status = html / STATUS_PAGE
     if status.is_symlink() or (status.exists() and not status.is_file()):
         raise BadInput(f"--html {html}: {STATUS_PAGE} is not a regular file; not replaced")
@@ -60,77 +77,129 @@ def check_html(html: Path) -> Path:
             raise BadInput(f"--html {html}: {STATUS_PAGE} cannot be read ({exc.strerror or exc}); not replaced") from exc
         if not is_ours(text):
             raise BadInput(f"--html {html}: {STATUS_PAGE} was not written by detsim-track publish; not replaced")
-    if not os.access(html, os.W_OK | os.X_OK) or not os.access(html / "index.html", os.W_OK):
-        raise BadInput(f"--html {html}: not writable")
-    return status
+    if not os.access(html.parent, os.W_OK | os.X_OK):
+        raise BadInput(f"--html {html}: {html.parent} is not writable")
 
 
-def machine_page(root: Path, report: Report) -> tuple[str, list]:
-    """One machine's section of the page and its rows, from its verdict and what ``root`` stores for it."""
-    recorded = load_recorded(root, report.machine)
-    series = build_series(recorded.files, recorded.benchmarks, recorded.config)
-    note = next((n for n in report.notes if n.startswith("image hashes not compared")), None)
-    machine = report.machine  # links show this machine's series only
-    rows = family_rows(report.as_json(), presence(series, report.latest), recorded.benchmarks, note, machine)
-    parity = {}
-    for s in series:
-        if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
-            parity[s.case] = (s.case, s.name, [(p.commit, p.value) for p in s.points])
+def chosen(verdict: Mapping, path: Path, machines: list[str] | None, head: str | None) -> dict[str, dict]:
+    """Machine -> its stored verdict, of ``machines`` (default every one judged); each must be judged there,
+    at HEAD where ``head`` is known (a verdict of an older commit is never published as the latest)."""
+    judged = machines_of(verdict)
+    missing = [m for m in machines or () if m not in judged]
+    if missing:
+        raise BadInput(f"{path}: no verdict on machine {', '.join(missing)} (judged: {', '.join(judged)}); "
+                       "run `detsim-track regressions` for it first")
+    picked = {m: judged[m] for m in machines} if machines else judged
+    for machine, report in picked.items():
+        if head and report.get("latest") != head:
+            raise BadInput(f"{path}: judged {str(report.get('latest'))[:8]} on {machine}, but HEAD is {head[:8]}: "
+                           "run `detsim-track regressions` first")
+    return picked
+
+
+def asv_publish(root: Path, dest: Path) -> None:
+    """asv's own page of the project's results, written to ``dest`` (:class:`PageError`: one line)."""
+    done = subprocess.run([sys.executable, "-m", "asv", "publish", "--html-dir", str(dest)], cwd=root,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        raise PageError(f"`asv publish` failed ({lines[-1].strip() if lines else f'exit {done.returncode}'})")
+
+
+def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping]) -> tuple[str, list]:
+    """One machine's section of the page and its rows, from its stored verdict; ``benchmarks``: asv's list
+    (for the links into its graphs)."""
+    note = next((n for n in report["notes"] if n.startswith("image hashes not compared")), None)
+    machine = report["machine"]  # links show this machine's series only
+    rows = family_rows(report, presence(report.get("families") or {}), benchmarks, note, machine)
+    drawn = report.get("history") or {}
     history = History(
-        parity=[parity[c] for c in sorted(parity)],
-        determinism=determinism_states(root, series, report.commits),
-        determinism_benchmarks={s.case: s.name for s in series if s.family == "determinism" and s.case})
-    section = machine_section(report.as_json(), rows, history,
-                              lambda bench: graph_url(bench, "", recorded.benchmarks, machine=machine))
+        parity=[(case, bench, [(commit, float(v) if isinstance(v, str) else v) for commit, v in points])
+                for case, bench, points in drawn.get("parity", [])],  # "nan": skipped there
+        determinism={case: [State(*s) for s in states] for case, states in (drawn.get("determinism") or {}).items()},
+        determinism_benchmarks=drawn.get("determinism_benchmarks") or {})
+    section = machine_section(report, rows, history,
+                              lambda bench: graph_url(bench, "", benchmarks, machine=machine))
     return section, rows
 
 
-def build_page(root: Path, machines: list[str] | None) -> tuple[str, list[str], list[Report]]:
-    """The status page's text, one summary per machine (``family verdict, ...``) and the machines' verdicts
-    (with several machines, each machine's and where they agree); timing steps are not re-measured."""
-    machines = machines or recorded_machines(root)
-    if len(machines) <= 1:
-        report = confirm_report(analyse(root, machines[0] if machines else None), root, limit=0)
-        section, rows = machine_page(root, report)
-        return single_page(report.latest, section), [", ".join(f"{r.family} {r.verdict}" for r in rows)], [report]
-    fleet = confirm_fleet(analyse_fleet(root, machines), root, limit=0)
+def page_text(verdict: Mapping, picked: Mapping[str, dict], benchmarks: Mapping) -> tuple[str, list[str]]:
+    """The status page and one summary per machine (``family verdict, ...``)."""
+    if len(picked) == 1:
+        [(machine, report)] = picked.items()
+        section, rows = machine_page(report, benchmarks)
+        return single_page(report["latest"], section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
     sections, summaries = [], []
-    for machine, report in fleet.reports.items():
-        section, rows = machine_page(root, report)
+    for machine, report in picked.items():
+        section, rows = machine_page(report, benchmarks)
         sections.append(section)
         summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
-    return fleet_html(fleet.as_json(), sections), summaries, list(fleet.reports.values())
+    whole = set(picked) == set(machines_of(verdict))  # the agreement is the whole fleet's
+    code = verdict["exit"] if whole else int(worst(*(r["exit"] for r in picked.values())))
+    fleet = {"machines": picked, "exit": code,
+             **({key: verdict.get(key) for key in ("agreement", "facts", "not_judged")} if whole else {})}
+    return fleet_html(fleet, sections), summaries
 
 
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     try:
-        html = args.html
-        if html is None:
-            html = root / load_config(root).get("html_dir", "reports/html")
-        status = check_html(html)
-        index = read_index(html) if has_tab(html) else None
-        text, summaries, reports = build_page(root, args.machine)
-        listed = tab(reports, index, html) if index is not None else None
-    except (BadInput, ResultsError, TabError) as exc:
+        html = args.html or root / load_config(root).get("html_dir", "reports/html")
+        path = args.verdict or latest_file(root / REPORTS)
+        verdict = read_verdict(path)
+        picked = chosen(verdict, path, args.machine, checkout_head(root))
+        check_html(html)
+    except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")
-    atomic_write_text(status, text)
+    try:
+        with building(html) as new:
+            asv_publish(root, new)
+            said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html)
+            swap_in(new, html)
+    except (PageError, TabError) as exc:
+        return refuse(f"detsim-track publish: the page was not written: {exc}")
+    except OSError as exc:
+        return refuse(f"detsim-track publish: the page was not written: {exc.filename or html}: "
+                      f"{exc.strerror or exc}")
+    for line in said[:-1]:
+        print(line)
+    print(f"detsim-track publish: wrote {html / STATUS_PAGE} ({said[-1]})")
+    return ExitCode.OK
+
+
+def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path, shown: Path) -> list[str]:
+    """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``
+    (``shown``: where it will be); the lines to print, the last the page's summary."""
+    index = read_index(html) if has_tab(html) else None
+    benchmarks = (index or {}).get("benchmarks") or _benchmarks(html)
+    text, summaries = page_text(verdict, picked, benchmarks)
+    listed = tab(picked, index, html) if index is not None else None
+    said = []
+    atomic_write_text(html / STATUS_PAGE, text)
     if listed is not None:
         atomic_write_text(html / LIST, tab_json(listed.entries))
         atomic_write_bytes(html / FEED, listed.feed)
         summaries.append(f"Regressions tab: the verdict's {len(listed.entries)} flagged finding"
                          f"{'s' * (len(listed.entries) != 1)}")
         if listed.missing:
-            print(f"detsim-track publish: not in the Regressions tab, no graph of them on asv's page: "
-                  f"{', '.join(listed.missing)}")
-    index = html / "index.html"
-    linked = add_status_link(index.read_text(encoding="utf-8"))
+            said.append(f"detsim-track publish: not in the Regressions tab, no graph of them on asv's page: "
+                        f"{', '.join(listed.missing)}")
+    page = html / "index.html"
+    linked = add_status_link(page.read_text(encoding="utf-8"))
     if linked is None:
-        print(f"detsim-track publish: {index} has no navigation bar: no link to {STATUS_PAGE} added")
-    elif linked != index.read_text(encoding="utf-8"):
-        atomic_write_text(index, linked)
-    vendored = vendor_pages(html, args.assets or root / ASSET_CACHE)
+        said.append(f"detsim-track publish: {shown / page.name} has no navigation bar: no link to {STATUS_PAGE} added")
+    elif linked != page.read_text(encoding="utf-8"):
+        atomic_write_text(page, linked)
+    vendored = vendor_pages(html, assets)
     if vendored.problem:
-        print(f"detsim-track publish: offline copies not made: {vendored.problem}")
-    print(f"detsim-track publish: wrote {status} ({'; '.join(summaries)})")
-    return ExitCode.OK
+        said.append(f"detsim-track publish: offline copies not made: {vendored.problem}")
+    return [*said, "; ".join(summaries)]
+
+
+def _benchmarks(html: Path) -> dict:
+    """asv's benchmark list from the page's ``index.json`` ({} where it has none)."""
+    try:
+        data = json.loads((html / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data.get("benchmarks") or {} if isinstance(data, dict) else {}

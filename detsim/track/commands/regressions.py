@@ -1,7 +1,9 @@
 """``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
-rules, output and exit status: docs/tracking.md, "The verdict"). Here: the options, the full report's two files
-(each atomically, replacing only this command's) and ``--explain``; :mod:`detsim.track.verdict` judges and
-:mod:`detsim.track.confirm` re-measures."""
+rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
+judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
+replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.verdict.stored`). Here:
+the options, the files and ``--explain``; :mod:`detsim.track.verdict` judges and :mod:`detsim.track.confirm`
+re-measures."""
 
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ from detsim.track.base.counts import count
 from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm_fleet, confirm_report
+from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.history.jsonc import ResultsError
-from detsim.track.history.asvresults import recorded_machines
-from detsim.track.verdict.lines import fleet_lines, report_lines
-from detsim.track.verdict.analysis import FleetReport, analyse, analyse_fleet
-from detsim.track.verdict.screen import fleet_screen_lines, screen_lines
+from detsim.track.publish.fingerprints import determinism_states
+from detsim.track.verdict.analysis import Judgement, analyse
+from detsim.track.verdict.lines import report_lines
+from detsim.track.verdict.screen import screen_lines
+from detsim.track.verdict.stored import COMMAND, JSON_FILE, TEXT_FILE, VerdictError, check_latest, point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -55,10 +58,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-COMMAND = "detsim-track regressions"  # the "report" field of the --json file
-TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
-
-
 def report_files(folder: Path) -> tuple[Path, Path]:
     """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
     report of this command (a rerun within the same second); anything else there is never replaced."""
@@ -76,48 +75,48 @@ def run(args: argparse.Namespace) -> int:
         if args.json is not None:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
-        machines = args.machine or recorded_machines(root)
-        fleet = len(machines) > 1
-        judged = analyse_fleet(root, machines) if fleet else analyse(root, machines[0] if machines else None)
-        report = (confirm_fleet if fleet else confirm_report)(judged, root, limit=args.remeasure,
-                                                              budget_s=args.remeasure_budget)
-    except (ResultsError, OutputError) as exc:
+        check_latest(folder.parent)
+        judgement = confirm(analyse(root, args.machine, determinism_states), root, limit=args.remeasure,
+                            budget_s=args.remeasure_budget)
+    except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
-    full = fleet_lines(report) if fleet else report_lines(report)
-    data = {"report": COMMAND, **report.as_json()}
+    full = report_lines(judgement)
+    data = {"report": COMMAND, **judgement.as_json()}
     written = _write_report(text_file, json_file, full, data)
     if args.verbose:
         lines = full
     else:
-        notes = sum(len(r.notes) for r in report.reports.values()) + len(report.facts) if fleet else len(report.notes)
-        lines = fleet_screen_lines(report) if fleet else screen_lines(report)
+        notes = sum(len(r.notes) for r in judgement.reports.values()) + len(judgement.facts)
+        lines = screen_lines(judgement)
         if written:
             where = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
             there = f", {notes} note{'s' * (notes != 1)}" if notes else ""  # the path is never cut
             lines = [*lines, f"full report{there} (-v prints it): {where}/{TEXT_FILE} and {JSON_FILE}"]
     print("\n".join(lines))
     if not written:
-        return report.exit or ExitCode.UNMEASURED
+        return judgement.exit or ExitCode.UNMEASURED
     if args.json is not None:
         try:
             write_json(args.json, data)
         except OSError as exc:  # the place changed since the check: say so; a verdict's 1 or 2 stays
             print(f"detsim-track: --json {args.json}: not written ({exc.strerror or exc})", file=sys.stderr)
-            return report.exit or ExitCode.UNMEASURED
-    if args.explain and report.exit == ExitCode.REGRESSED:
-        _explain(root, report, folder)
-    return report.exit
+            return judgement.exit or ExitCode.UNMEASURED
+    if args.explain and judgement.exit == ExitCode.REGRESSED:
+        _explain(root, judgement, json_file)
+    return judgement.exit
 
 
 def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict) -> bool:
-    """The full report's two files, each atomically, both or neither; False (and one line) when the place
-    changed since it was checked."""
+    """The full report's two files, each atomically, both or neither, then the link to the latest verdict
+    moved to them; False (and one line) when the place changed since it was checked."""
     try:
         atomic_write_text(json_file, json_text(data))
         try:
             atomic_write_text(text_file, "\n".join(lines) + "\n")
+            point_latest(json_file.parent)
         except OSError:
             json_file.unlink(missing_ok=True)
+            text_file.unlink(missing_ok=True)
             raise
     except OSError as exc:
         print(f"detsim-track: report {text_file.parent}: not written ({exc.strerror or exc})", file=sys.stderr)
@@ -125,15 +124,15 @@ def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict
     return True
 
 
-def _explain(root: Path, report, folder: Path) -> None:
-    """Run ``detsim-track explain`` on the verdict just printed, its bundle in the verdict's report folder (its
-    exit status does not change the verdict's)."""
+def _explain(root: Path, judgement: Judgement, verdict: Path) -> None:
+    """Run ``detsim-track explain`` on the verdict just written, its bundle in the verdict's report folder
+    (its exit status does not change the verdict's)."""
     from detsim.track.commands import explain as cmd_explain
 
-    if isinstance(report, FleetReport):
+    if judgement.single is None:
         print("detsim-track: --explain explains one machine's verdict: give --machine", file=sys.stderr)
         return
     parser = argparse.ArgumentParser(prog="detsim-track explain")
     cmd_explain.add_arguments(parser)
-    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", report.machine,
-                                       "--out", str(folder / cmd_explain.AREA)]))
+    cmd_explain.run(parser.parse_args(["--root", str(root), "--machine", judgement.single.machine,
+                                       "--verdict", str(verdict), "--out", str(verdict.parent / cmd_explain.AREA)]))

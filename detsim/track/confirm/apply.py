@@ -19,13 +19,13 @@ from typing import Callable, Mapping
 
 from detsim.track.base.commits import benchmark_python, package_tree
 from detsim.track.runtime.output import write_json
-from detsim.track.confirm.decision import Confirmation, Status, decide, extra_rounds
+from detsim.track.confirm.decision import Confirmation, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks
-from detsim.track.verdict.finding import NOISE, SUSPECT, UNDECIDED, Finding
+from detsim.track.verdict.finding import Finding, Status
 from detsim.track.history.jsonc import ResultsError, load_config
 from detsim.track.history.series import param_labels
-from detsim.track.verdict.analysis import FleetReport, Report, exit_code, fleet_of
+from detsim.track.verdict.analysis import Judgement, Report, exit_code, judgement_of
 
 MAX_REMEASURED = 10  # suspects re-measured per run at most, the largest rise first, within BUDGET_S
 BUDGET_S = 480.0  # seconds of re-measuring per run: enough for every timed series of the suite (docs/tracking.md)
@@ -97,7 +97,7 @@ def _same_package(finding: Finding) -> Finding:
     evidence = (f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
                 f"detsim package as {finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so "
                 "it can only be the machine")
-    return replace(finding, detail={**finding.detail, "confirmation": NOISE, "confirmation_evidence": evidence})
+    return replace(finding, detail={**finding.detail, "confirmation": Status.NOISE, "confirmation_evidence": evidence})
 
 
 DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
@@ -107,7 +107,7 @@ def _undecided(machine: str, finding: Finding, why: str) -> Finding:
     """``finding`` left undecided: why it was not re-measured, and the one command that decides it (each
     decided step is kept in :data:`CACHE`, so later runs reuse it)."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
-    return replace(finding, detail={**finding.detail, "confirmation": UNDECIDED,
+    return replace(finding, detail={**finding.detail, "confirmation": Status.UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
                                                              f"not re-measured: {why}",
                                     "decide_command": f"detsim-track regressions --machine {machine} "
@@ -125,9 +125,18 @@ def default_measure(root: Path) -> Callable[[Target, str, str, float, float | No
     return measure
 
 
-def confirm_report(report: Report, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Report:
-    """``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code recomputed."""
-    originals = [f for f in report.regressions if f.detail.get("confirmation") == SUSPECT]
+def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Judgement:
+    """The judgement with every machine's suspects re-measured (each machine within ``budget_s`` seconds)
+    and the exit codes recomputed."""
+    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s)
+                         for m, r in judgement.reports.items()}, judgement.failed)
+
+
+def _confirm_machine(report: Report, root: Path, *, limit: int = MAX_REMEASURED,
+                    budget_s: float = BUDGET_S) -> Report:
+    """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
+    recomputed."""
+    originals = [f for f in report.regressions if f.detail.get("confirmation") == Status.SUSPECT]
     if not originals:
         return report
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
@@ -152,7 +161,7 @@ def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, ran
     if finding.last_good is None:
         return "no earlier commit recorded"
     if limit == 0:
-        return "re-measuring is off here (`detsim-track regressions` re-measures)"
+        return "re-measuring is off (`--remeasure 0`)"
     if rank >= limit:
         return f"over the limit of {limit} re-measurements per run (`detsim-track regressions --remeasure N`)"
     if time.monotonic() > deadline:
@@ -202,7 +211,3 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
         write_json(cache_path, cache)
     return decided
 
-
-def confirm_fleet(fleet: FleetReport, root: Path, **kwargs) -> FleetReport:
-    """Every machine's report confirmed (:func:`confirm_report`), then the fleet verdict again."""
-    return fleet_of({m: confirm_report(r, root, **kwargs) for m, r in fleet.reports.items()}, fleet.failed)

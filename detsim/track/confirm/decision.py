@@ -5,27 +5,22 @@ the pair."""
 
 from __future__ import annotations
 
-import enum
 import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass
 
 from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
+from detsim.track.verdict.finding import Status
 
 ALPHA = 0.01  # one-sided level of the signed-rank test
 EXTEND_BELOW_P = 0.2  # an undecided look with p under this gets more rounds
 EXTRA_ROUNDS = ROUNDS
 
 
-class Status(enum.Enum):
-    CONFIRMED = "confirmed"  # re-measured: slower by more than the threshold, significantly
-    NOISE = "noise"  # re-measured: no such difference
-
-
 @dataclass(frozen=True)
 class Confirmation:
-    status: Status
+    status: Status  # CONFIRMED (slower by more than the threshold, significantly) or NOISE (no such difference)
     evidence: str  # one line: what decided
     ratio: float | None = None  # median per-round B / A (lower is better: above 1 is slower)
     p_value: float | None = None

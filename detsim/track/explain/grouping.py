@@ -1,8 +1,10 @@
 """One explanation per cause: the findings one change made are explained once, on the cheapest of them.
 
 Jobs of one kind between the same two commits (for images that do not reproduce: along one axis at one
-commit) are one cause. The job kept is the one whose workload is cheapest to render (pixel·steps); its
-``also`` names the others, and its answer ends with them.
+commit) are one cause. The job kept is the one whose workload is cheapest to render (pixel·steps) among
+those that measure what the verdict flagged (a cost finding's own count); a stand-in (the count standing for a
+timing or memory finding) only where the cause has nothing else, since a stand-in need not show the change.
+Its ``also`` names the others, and its answer ends with them.
 """
 
 from __future__ import annotations
@@ -52,13 +54,15 @@ def one_per_cause(jobs: list[Job], golden: Path) -> tuple[list[Job], list[str]]:
         if len(group) == 1:
             kept.append(group[0])
             continue
-        chosen = min(group, key=lambda job: cost(job.workload, golden))  # the first of the cheapest
+        flagged = [job for job in group if not job.stand_in] or group  # what the verdict flagged, measured itself
+        chosen = min(flagged, key=lambda job: cost(job.workload, golden))  # the first of the cheapest
         others = tuple(dict.fromkeys(_name(job) for job in group if job is not chosen))
         kept.append(replace(chosen, also=others))
         where = (f"at {chosen.first_bad[:8]} along {chosen.axis}" if chosen.axis
                  else f"between {chosen.last_good[:8]} and {chosen.first_bad[:8]}")
+        which = "the cheapest flagged count" if len(flagged) < len(group) else "the cheapest to render"
         notes.append(f"{len(group)} {chosen.kind} findings {where}: one cause, explained once, on {chosen.workload} "
-                     "(the cheapest to render); its answer names the others")
+                     f"({which}); its answer names the others")
     return kept, notes
 
 

@@ -37,6 +37,8 @@ class Job:
     origin: str = "command line"  # or the verdict's finding it comes from
     axis: str | None = None  # nondeterministic jobs: the reproducibility axis whose two runs differ
     also: tuple[str, ...] = ()  # the other findings of the same cause it explains (grouping.one_per_cause)
+    stand_in: bool = False  # counts another workload or measure than the flagged benchmark's (a timing's, a memory's)
+    own: str | None = None  # a stand-in's flagged workload, countable itself, where it differs from ``workload``
 
     @property
     def name(self) -> str:

@@ -21,6 +21,7 @@ from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
 from detsim.track.cost.counting import Count
 from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.verdict.lines import printable
 
 SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
 SIDE_JOB = "detsim.track.explain.side_job:run"
@@ -73,8 +74,9 @@ def commits_between(root: Path, last_good: str, first_bad: str) -> list[str]:
 
 
 def subject(root: Path, commit: str) -> str:
+    """``commit``'s subject line, its control characters escaped (it is printed)."""
     try:
-        return git(root, "log", "-1", "--format=%s", commit).strip()
+        return printable(git(root, "log", "-1", "--format=%s", commit).strip())
     except GitError:
         return ""
 

@@ -18,6 +18,7 @@ from detsim.track.history.ordering import order_files
 from detsim.track.history.series import cell, family_of
 
 HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
+MACHINE_FILE = "machine.json"  # asv's description of the machine, in each machine's results folder
 HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
@@ -40,9 +41,21 @@ def recorded_machines(root: Path) -> list[str]:
     return sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
 
 
+def _without_machine_file(results_dir: Path) -> list[Path]:
+    """The folders of ``results_dir`` holding results but no ``machine.json`` (asv writes one beside them)."""
+    folders = sorted(p for p in results_dir.glob("*/") if p.is_dir())
+    return [p / MACHINE_FILE for p in folders
+            if not (p / MACHINE_FILE).exists() and any(q.name != MACHINE_FILE for q in p.glob("*.json"))]
+
+
 def choose_machine(results_dir: Path, requested: str | None) -> Path:
     """The results folder of ``requested``, of the only machine recorded, or of this host."""
     machines = sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
+    missing = _without_machine_file(results_dir)
+    for path in missing:
+        if requested in (None, path.parent.name) and (requested or not machines):
+            raise ResultsError(f"{path}: missing, beside the results of machine {path.parent.name!r} (asv writes "
+                               f"it; `asv machine --yes --machine {path.parent.name}` writes it again)")
     if requested:
         if requested not in machines:
             raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: {', '.join(machines) or 'none'})")

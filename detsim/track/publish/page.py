@@ -175,9 +175,9 @@ def single_page(latest: str, section: str) -> str:
 
 
 def fleet_html(fleet: Mapping, sections: Sequence[str]) -> str:
-    """The page of several machines on one history: ``fleet`` is ``FleetReport.as_json()`` (its agreement
-    lines, cross-machine facts, machines not judged and exit code), ``sections`` the :func:`machine_section`
-    of each machine judged."""
+    """The page of several machines on one history: ``fleet`` is the stored verdict of several machines (its
+    agreement lines, cross-machine facts, machines not judged and exit code), ``sections`` the
+    :func:`machine_section` of each machine judged."""
     code = fleet.get("exit")
     machines = list(fleet.get("machines", {}))
     agree = "".join(f"<li>{escape(line)}</li>" for line in fleet.get("agreement", []))

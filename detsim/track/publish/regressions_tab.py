@@ -22,7 +22,7 @@ from typing import Iterable, Mapping
 from urllib.parse import urlencode
 
 from detsim.track.history.series import param_labels
-from detsim.track.verdict.analysis import Report
+from detsim.track.verdict.finding import flags
 from detsim.track.verdict.lines import finding_text, where_text
 
 LIST, FEED, INDEX = "regressions.json", "regressions.xml", "index.json"
@@ -121,16 +121,17 @@ def entry(record: Mapping, machine: str, index: Mapping, revisions: Mapping[str,
     return [name, path, {k: v for k, v in params.items() if k in varying}, position, new, old, [jump]]
 
 
-def flagged(reports: Iterable[Report]) -> list[tuple[str, dict]]:
-    """(machine, record) of every finding the verdicts flag, in their order."""
-    return [(r.machine, f.record()) for r in reports for f in r.regressions if f.is_verdict]
+def flagged(verdicts: Mapping[str, Mapping]) -> list[tuple[str, dict]]:
+    """(machine, record) of every finding the verdicts (machine -> its stored verdict) flag, in their order."""
+    return [(machine, record) for machine, verdict in verdicts.items() for record in verdict["regressions"]
+            if flags(record)]
 
 
-def tab(reports: Iterable[Report], index: Mapping, html: Path) -> Tab:
-    """The tab's list and feed from the verdicts of ``reports`` (one per machine)."""
+def tab(verdicts: Mapping[str, Mapping], index: Mapping, html: Path) -> Tab:
+    """The tab's list and feed from the stored verdicts (machine -> its verdict)."""
     revisions = {commit: int(rev) for rev, commit in index["revision_to_hash"].items()}
     entries, missing, texts = [], [], []
-    for machine, record in flagged(reports):
+    for machine, record in flagged(verdicts):
         made = entry(record, machine, index, revisions, html)
         if made is None:
             missing.append(f"{record['benchmark']}{record['params']} on {machine}")

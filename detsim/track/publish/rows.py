@@ -7,12 +7,11 @@ confirmation says ``undecided`` or ``noise`` does not make a row red; only undec
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping
 
-from detsim.track.history.series import Series
 from detsim.track.publish.links import graph_url
+from detsim.track.verdict.finding import Status
 
 ROWS = ("timing", "memory", "cost", "parity", "determinism")
 MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism",
@@ -21,8 +20,8 @@ MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "d
 DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
 HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
-UNDECIDED = ("suspect", "undecided")  # timing confirmations of a step not re-measured (finding.UNDECIDED)
-NOT_COUNTED = (*UNDECIDED, "noise")  # timing confirmations that do not make a row red
+UNDECIDED = (Status.SUSPECT, Status.UNDECIDED)  # timing confirmations of a step not re-measured
+NOT_COUNTED = (*UNDECIDED, Status.NOISE)  # timing confirmations that do not make a row red
 
 
 def row_family(family: str) -> str:
@@ -38,22 +37,17 @@ class Presence:
     skipped: int = 0
 
 
-def presence(series: Sequence[Series], latest: str) -> dict[str, Presence]:
-    """Row family -> how its series stand at ``latest`` (a series without a point there is not counted)."""
+def presence(families: Mapping[str, Mapping]) -> dict[str, Presence]:
+    """Row family -> how its series stand at the latest commit, from the verdict's ``families`` (family ->
+    ``measured``, ``failed`` labels, ``skipped``); the machine's own speed and class are left out."""
     out: dict[str, Presence] = {}
-    for s in series:
-        if s.family in HIDDEN:
+    for family, state in families.items():
+        if family in HIDDEN:
             continue
-        at = [p for p in s.points if p.commit == latest]
-        if not at:
-            continue
-        state = out.setdefault(row_family(s.family), Presence())
-        if at[-1].value is None:
-            state.failed.append(s.label)
-        elif math.isnan(at[-1].value):
-            state.skipped += 1
-        else:
-            state.measured += 1
+        row = out.setdefault(row_family(family), Presence())
+        row.measured += state["measured"]
+        row.failed.extend(state["failed"])
+        row.skipped += state["skipped"]
     return out
 
 

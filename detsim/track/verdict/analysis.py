@@ -1,16 +1,20 @@
-"""The verdict on a project's stored history: what regressed at the latest recorded commit, on one machine
-(:func:`analyse`: a :class:`Report` and its exit code) or several (:func:`analyse_fleet`), by docs/tracking.md's rules.
+"""The verdict on a project's stored history, by docs/tracking.md's rules: :func:`analyse` reads what each
+machine recorded (``results/asv/<machine>/``, ``results/hashes/``, ``results/baselines/``) and returns one
+:class:`Judgement`: a :class:`Report` per machine (what regressed at its latest recorded commit, what was
+measured there, and the history the status page draws) and, for several machines, where they agree. A
+single machine is a fleet of one. ``Judgement.as_json()`` is ``verdict.json``, which every view reads.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.runtime.output import utc_stamp
+from detsim.track.runtime.output import json_number, utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
@@ -24,6 +28,8 @@ from detsim.track.history.series import FAMILY_ORDER, Series, build_series, para
 
 @dataclass(frozen=True)
 class Report:
+    """One machine's verdict."""
+
     generated_at: str  # UTC stamp
     machine: str
     envs: tuple[str, ...]
@@ -40,6 +46,9 @@ class Report:
     fingerprints: Mapping[str, float] = field(default_factory=dict)  # case -> image fingerprint at the latest
     measured: int = 0  # series measured at the latest commit
     skips: tuple[Skipped, ...] = ()  # the ``skipped`` series by reason
+    unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
+    families: Mapping[str, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
+    history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
 
     def as_json(self) -> dict:
         return {
@@ -49,6 +58,7 @@ class Report:
             "measured": self.measured, "skipped": self.skipped, "skips": [s.record() for s in self.skips],
             "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
             "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
+            "unbuilt": list(self.unbuilt), "families": dict(self.families), "history": dict(self.history),
         }
 
 
@@ -80,7 +90,7 @@ def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[
 
 
 @dataclass(frozen=True)
-class Judgement:
+class AtLatest:
     """What :func:`judge` found at the latest commit."""
 
     findings: list[Finding]  # sorted by family, benchmark, parameters
@@ -90,7 +100,7 @@ class Judgement:
 
 
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
-          hashes: Mapping[str, dict]) -> Judgement:
+          hashes: Mapping[str, dict]) -> AtLatest:
     """The findings at ``latest`` and what was measured, failed or skipped there. Image fingerprints are judged
     commit to commit (within the latest commit's machine class) only where no stored baseline of this class
     judged the same images, and from the first commit asv would judge them, though asv's page never does
@@ -124,7 +134,7 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
         if finding is not None:
             regressions.append(finding)
     regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
-    return Judgement(regressions, unmeasured, skipped, measured)
+    return AtLatest(regressions, unmeasured, skipped, measured)
 
 
 HASH_FAMILIES = ("determinism", "hash count")  # findings that compare images' bits (fingerprints are judged as determinism)
@@ -190,7 +200,7 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     if fingerprints:
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
-        first = points[cut].commit if cut < len(points) else latest
+        first = next((p.commit for p in points[cut:] if p.measured), latest)
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
@@ -201,8 +211,46 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
             "store one with `detsim-track baselines --refresh` on this machine class")
 
 
-def analyse(root: Path, machine: str | None = None) -> Report:
-    """The report (raises :class:`~.jsonc.ResultsError` on unusable stored files)."""
+def families_at(series: list[Series], latest: str) -> dict[str, dict]:
+    """Family -> how its series stand at ``latest``: ``measured`` and ``skipped`` counts, the ``failed`` labels
+    (a series without a point there is not counted)."""
+    out: dict[str, dict] = {}
+    for s in series:
+        at = [p for p in s.points if p.commit == latest]
+        if not at:
+            continue
+        state = out.setdefault(s.family, {"measured": 0, "failed": [], "skipped": 0})
+        if at[-1].value is None:
+            state["failed"].append(s.label)
+        elif math.isnan(at[-1].value):
+            state["skipped"] += 1
+        else:
+            state["measured"] += 1
+    return out
+
+
+# (root, series, commits) -> golden case -> its image's states at each commit (each with .commit, .state, .why)
+ImageStates = Callable[[Path, list[Series], list[str]], Mapping[str, list]]
+
+
+def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
+    """What the status page draws besides the verdict: each golden case's parity series (``[case, benchmark,
+    [[commit, value], ...]]``, the longest of its environments; a skip's NaN as ``"nan"``, a failure's null
+    as null), its image's state at each commit
+    (``[[commit, state, why], ...]``, from ``image_states``; none without it) and the 0/1 hash track of each case."""
+    parity: dict[str, list] = {}
+    for s in series:
+        if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
+            parity[s.case] = [s.case, s.name, [[p.commit, p.value if p.value is None else json_number(p.value)]
+                                               for p in s.points]]
+    states = image_states(root, series, commits) if image_states else {}
+    return {"parity": [parity[c] for c in sorted(parity)],
+            "determinism": {case: [[st.commit, st.state, st.why] for st in sts] for case, sts in states.items()},
+            "determinism_benchmarks": {s.case: s.name for s in series if s.family == "determinism" and s.case}}
+
+
+def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None) -> Report:
+    """One machine's verdict (raises :class:`~.jsonc.ResultsError` on unusable stored files)."""
     recorded = load_recorded(root, machine)
     files = recorded.files
     series = build_series(files, recorded.benchmarks, recorded.config)
@@ -221,9 +269,11 @@ def analyse(root: Path, machine: str | None = None) -> Report:
     regressions, withheld = without_irreproducible(judged.findings, series)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
     notes = [*recorded.notes, *filter(None, (withheld, note))]
-    built = any(p.value is not None for s in series for p in s.points if p.commit == latest)
-    if not built:
-        notes.append(f"commit {latest[:8]} did not build or its suite did not import: nothing was measured")
+    measured_at = {p.commit for s in series for p in s.points if p.value is not None}
+    built = latest in measured_at
+    unbuilt = tuple(c for c in order[:-1] if c not in measured_at)  # wherever they sit in the range
+    notes += [f"commit {c[:8]} did not build or its suite did not import: nothing was measured"
+              for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
         notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
     code = exit_code(regressions, judged.unmeasured, built)
@@ -231,24 +281,35 @@ def analyse(root: Path, machine: str | None = None) -> Report:
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
         commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
         unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
+        unbuilt=unbuilt,
         machine_class=machine_class, measured=judged.measured,
         skips=group_skips(judged.skipped, class_baseline=chosen is not None),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
+        families=families_at(series, latest), history=page_history(root, series, order, image_states),
     )
 
 
 @dataclass(frozen=True)
-class FleetReport:
-    """The verdicts of several machines on one history, and where they agree."""
+class Judgement:
+    """The verdicts of the machines judged on one history (one machine: a fleet of one), and where they agree."""
 
     reports: Mapping[str, Report]  # machine -> its verdict
     failed: Mapping[str, str]  # machine -> why it could not be judged (one line)
-    agreement: tuple[str, ...]  # one line per family: which machines agree, which regressed
+    agreement: tuple[str, ...]  # one line per family: which machines agree, which regressed (several machines)
     facts: tuple[str, ...]  # cross-machine facts (machine classes, images of one class that differ)
     exit: ExitCode
 
+    @property
+    def single(self) -> Report | None:
+        """The verdict of the only machine, where one was judged and no other failed."""
+        return next(iter(self.reports.values())) if len(self.reports) == 1 and not self.failed else None
+
     def as_json(self) -> dict:
+        """``verdict.json`` (less its ``report`` field): one machine's verdict as it is, several under
+        ``machines`` with the machines not judged, the agreement and the facts."""
+        if self.single is not None:
+            return self.single.as_json()
         return {"machines": {m: r.as_json() for m, r in self.reports.items()}, "not_judged": dict(self.failed),
                 "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
 
@@ -307,23 +368,33 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
     return facts
 
 
-def analyse_fleet(root: Path, machines: list[str] | None = None) -> FleetReport:
-    """Every machine's verdict (``machines``, default every recorded one) and where they agree; a machine
-    that cannot be judged (HEAD not measured there, an unusable file) is named, and makes the exit 2."""
-    machines = machines or recorded_machines(root)
+def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None) -> Judgement:
+    """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
+    and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
+    named, and makes the exit 2. Raises :class:`~.jsonc.ResultsError` when none can be judged.
+    ``image_states``: how each golden case's image stands at each commit, for the page (given by the caller,
+    as the areas that compare images sit above this one)."""
+    machines = machines or recorded_machines(root) or [None]
     reports, failed = {}, {}
     for machine in machines:
         try:
-            reports[machine] = analyse(root, machine)
+            report = _analyse_machine(root, machine, image_states)
         except ResultsError as exc:
+            if len(machines) == 1:
+                raise
             failed[machine] = str(exc)
+        else:
+            reports[report.machine] = report
     if not reports:
-        raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()) or "nothing recorded")
-    return fleet_of(reports, failed)
+        raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()))
+    return judgement_of(reports, failed)
 
 
-def fleet_of(reports: Mapping[str, Report], failed: Mapping[str, str]) -> FleetReport:
-    """The fleet verdict of machines' reports (and of those that could not be judged)."""
+def judgement_of(reports: Mapping[str, Report], failed: Mapping[str, str] | None = None) -> Judgement:
+    """The judgement of machines' verdicts (and of those that could not be judged); only several machines
+    have an agreement and facts between them."""
+    failed = dict(failed or {})
+    several = len(reports) + len(failed) > 1
     code = worst(*(r.exit for r in reports.values()), *[ExitCode.UNMEASURED] * bool(failed))
-    return FleetReport(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)),
-                       facts=tuple(fleet_facts(reports)), exit=code)
+    return Judgement(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)) if several else (),
+                     facts=tuple(fleet_facts(reports)) if several else (), exit=code)

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.reproducibility import AXES
-from detsim.track.verdict.finding import NOISE, REMEASURED, SUSPECT, Finding
+from detsim.track.verdict.finding import REMEASURED, Finding, Status
 from detsim.track.history.series import Point, Series, param_values
 
 ALPHA = 0.01  # one-sided rank test level
@@ -152,7 +152,7 @@ def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | N
     noise = rise <= 1 + threshold
     where = (f"within the {threshold:.0%} threshold of the level just before it" if noise
              else f"above the {threshold:.0%} threshold; not re-measured")
-    detail = {"rise": round(rise, 4), "confirmation": NOISE if noise else SUSPECT,
+    detail = {"rise": round(rise, 4), "confirmation": Status.NOISE if noise else Status.SUSPECT,
               "confirmation_evidence": f"a step of x{rise:.2f} in the recorded history, {where}"}
     if series.family == "throughput":  # judged on its inverse
         old, latest = 1 / old, 1 / latest
@@ -192,14 +192,16 @@ COMPARED = "commit to commit on this machine (no stored baseline of its class)"
 
 
 def class_cut(points: Sequence[Point], classes: Mapping[str, float]) -> int:
-    """Index of the first point after the last one whose machine class is not the latest point's (a
-    point without a recorded class counts as another class; fingerprints of two classes are not comparable)."""
+    """Index of the first point after the last one whose machine class is not the latest point's
+    (fingerprints of two classes are not comparable). A measured point without a recorded class (results of
+    a suite without the class track) counts as another class; a point that measured nothing (a commit that
+    did not build, a failed render) has no class at all and cuts nothing."""
     latest = classes.get(points[-1].commit) if points else None
     if latest is None:  # results without the class track: nothing to cut by
         return 0
     cut = 0
     for i, point in enumerate(points):
-        if classes.get(point.commit) != latest:
+        if point.measured and classes.get(point.commit) != latest:
             cut = i + 1
     return cut
 

@@ -1,26 +1,42 @@
 """A finding of the verdict: one series' latest value against its history, with the evidence that decided it.
 
 Its label (docs/tracking.md, "The verdict") is its family's, or, for a timing step (:data:`REMEASURED`), its
-confirmation in ``detail["confirmation"]``; only a confirmed step is a regression (:attr:`Finding.is_verdict`).
+confirmation (a :class:`Status`) in ``detail["confirmation"]``; only a confirmed step is a regression
+(:attr:`Finding.is_verdict`). Views that read the serialised verdict tell a flagged finding by its label
+(:func:`flags`).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from detsim.track.history.series import Series
 
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
-SUSPECT = "suspect"  # detail["confirmation"] of a step not (yet) re-measured
-NOISE = "noise"  # ... of a step the history itself or the re-measurement explains as noise
-CONFIRMED = "confirmed"  # ... of a step the re-measurement confirmed
-UNDECIDED = "undecided"  # ... of a suspect that could not be re-measured here (never a regression)
+
+
+class Status(enum.StrEnum):
+    """Where a timing step stands (its value is what the JSON report stores)."""
+
+    SUSPECT = "suspect"  # not (yet) re-measured
+    NOISE = "noise"  # the history itself or the re-measurement explains it as noise
+    CONFIRMED = "confirmed"  # the re-measurement confirmed it: a regression
+    UNDECIDED = "undecided"  # could not be re-measured here (never a regression)
+
 
 NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED"
+FLAGGED = (REGRESSED, CHANGED, NONDETERMINISTIC)  # the labels of the findings that are regressions
 FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
                  "hash count": CHANGED}
-CONFIRMATION_LABELS = {SUSPECT: "SUSPECT", NOISE: "NOISE", UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
+CONFIRMATION_LABELS = {Status.SUSPECT: "SUSPECT", Status.NOISE: "NOISE",
+                       Status.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
+
+
+def flags(record: Mapping) -> bool:
+    """Whether a finding's JSON record (:meth:`Finding.record`) is a regression (:attr:`Finding.is_verdict`)."""
+    return record.get("label") in FLAGGED
 
 
 @dataclass(frozen=True)
@@ -35,7 +51,7 @@ class Finding:
     @property
     def is_verdict(self) -> bool:
         """Whether this finding is a regression (a suspect or a step re-measured as noise is not)."""
-        return self.series.family not in REMEASURED or self.detail.get("confirmation") == CONFIRMED
+        return self.series.family not in REMEASURED or self.detail.get("confirmation") == Status.CONFIRMED
 
     @property
     def label(self) -> str:

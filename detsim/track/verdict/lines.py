@@ -5,10 +5,11 @@ evidence that decided last; then what was not measured or skipped, the notes and
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Mapping
 
-from detsim.track.verdict.analysis import FleetReport, Report
+from detsim.track.verdict.analysis import Judgement, Report
 from detsim.track.verdict.finding import CHANGED, NONDETERMINISTIC
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line
@@ -30,8 +31,17 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: never written raw to a terminal or a text report
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (ESC as ``\\x1b``): a commit subject cannot
+    move the cursor, recolour, ring or clear the terminal that prints it."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
 def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
-    subject = subjects.get(sha)
+    subject = printable(subjects.get(sha) or "")
     return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
 
 
@@ -111,8 +121,8 @@ def header(report: Report) -> str:
             f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
 
 
-def report_lines(report: Report) -> list[str]:
-    """The whole verdict, line by line."""
+def _machine_lines(report: Report) -> list[str]:
+    """One machine's whole verdict, line by line."""
     lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
@@ -123,9 +133,13 @@ def report_lines(report: Report) -> list[str]:
     return lines
 
 
-def fleet_lines(fleet: FleetReport) -> list[str]:
-    """Each machine's verdict, then which machines agree, the cross-machine facts and the fleet's exit."""
-    lines = [line for report in fleet.reports.values() for line in [*report_lines(report), ""]]
+def report_lines(judgement: Judgement) -> list[str]:
+    """The whole verdict: each machine's, then, for several, which machines agree, the cross-machine facts and
+    the fleet's exit."""
+    if judgement.single is not None:
+        return _machine_lines(judgement.single)
+    fleet = judgement
+    lines = [line for report in fleet.reports.values() for line in [*_machine_lines(report), ""]]
     lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
     lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
     lines += fleet.agreement

@@ -8,14 +8,14 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
-from detsim.track.verdict.analysis import FleetReport, Report
-from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NOISE, NONDETERMINISTIC, REGRESSED, Finding
-from detsim.track.verdict.lines import change_text, header
+from detsim.track.verdict.analysis import Judgement, Report
+from detsim.track.verdict.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
+from detsim.track.verdict.lines import change_text, commit_text, header, printable
 
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line
 SUBJECT_ROOM = 24  # characters a group line keeps for the subject before it lists fewer names
-NOISE_LABEL = CONFIRMATION_LABELS[NOISE]
+NOISE_LABEL = CONFIRMATION_LABELS[Status.NOISE]
 ELLIPSIS = "…"
 
 
@@ -28,7 +28,7 @@ def fitted(head: str, sha: str, subjects: Mapping[str, str], *, prefix: str = "s
     """``<head> since <short sha> "<subject>"<tail>``, the subject (then the head) cut to fit :data:`WIDTH`."""
     where = f" {prefix} {sha[:8]}"
     head = cut(head, WIDTH - len(where) - len(tail))
-    subject = subjects.get(sha)
+    subject = printable(subjects.get(sha) or "")
     room = WIDTH - len(head) - len(where) - len(tail) - 3  # a space and two quotes
     if subject and room > 1:
         return f'{head}{where} "{cut(subject, room)}"{tail}'
@@ -137,15 +137,22 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
 
 
 def unmeasured_lines(report: Report) -> list[str]:
-    """What failed at the latest commit: nothing at all when it did not build, else the benchmarks."""
+    """The earlier commits that measured nothing, then what failed at the latest commit: nothing at all when it
+    did not build, else the benchmarks."""
     at = report.latest[:8]
+    earlier = []
+    if report.unbuilt:
+        head = (f"NOT MEASURED: {len(report.unbuilt)} earlier commit{'s' * (len(report.unbuilt) > 1)} measured "
+                "nothing (did not build, or the suite did not import): ")
+        names = [commit_text(c, report.subjects) for c in report.unbuilt]
+        earlier = [cut(head + names_fitting(names, WIDTH - len(head), ", +{} more"), WIDTH)]
     if not report.built:
-        return [f"NOT MEASURED at {at}: nothing (the commit did not build, or its suite did not import)"]
+        return [*earlier, f"NOT MEASURED at {at}: nothing (the commit did not build, or its suite did not import)"]
     labels = list(report.unmeasured)
     if len(labels) < GROUP_AT:
-        return [cut(f"NOT MEASURED at {at}: {label} (it failed there)", WIDTH) for label in labels]
+        return [*earlier, *[cut(f"NOT MEASURED at {at}: {label} (it failed there)", WIDTH) for label in labels]]
     head = f"NOT MEASURED at {at}: {len(labels)} benchmarks failed there ("
-    return [head + names_fitting(labels, WIDTH - len(head) - 1) + ")"]
+    return [*earlier, head + names_fitting(labels, WIDTH - len(head) - 1) + ")"]
 
 
 LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values())  # the summary's order
@@ -166,15 +173,18 @@ def summary_line(report: Report) -> str:
     return head + tail
 
 
-def screen_lines(report: Report) -> list[str]:
+def _machine_screen(report: Report) -> list[str]:
     """One machine's verdict on one screen."""
     return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
             *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
 
 
-def fleet_screen_lines(fleet: FleetReport) -> list[str]:
-    """Each machine's verdict on one screen, then which machines agree and the fleet's exit."""
-    lines = [line for report in fleet.reports.values() for line in screen_lines(report)]
+def screen_lines(judgement: Judgement) -> list[str]:
+    """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
+    if judgement.single is not None:
+        return _machine_screen(judgement.single)
+    fleet = judgement
+    lines = [line for report in fleet.reports.values() for line in _machine_screen(report)]
     lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
     lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
     lines += [cut(line, WIDTH) for line in fleet.agreement]

@@ -1,6 +1,8 @@
-"""``detsim-track publish``: bad input refused in one line before anything is written; the page written
-beside asv's, linked from it, and the folder made offline; in headless Chromium (slow), the status page
-from disk with no network, and asv's own page served with its vendored scripts and no network."""
+"""``detsim-track publish``: bad input refused in one line before anything is written; the page drawn from
+the latest verdict.json alone, built aside and swapped in whole (asv's page, the status page beside it, linked
+from it, the folder made offline); a page that cannot be built leaves the old one as it was; in headless
+Chromium (slow), the status page from disk with no network, and asv's own page served with its vendored
+scripts and no network."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import http.server
 import json
 import os
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
 from detsim.track.cli import main
+from detsim.track.commands import publish
 from detsim.track.publish.links import ITEM
 from detsim.track.publish.page import COLOURS, is_ours
 from detsim.track.publish.rows import GREEN, GREY, RED
@@ -22,18 +26,27 @@ from detsim.track.publish.vendor import remote_loads
 from publish_assets import asv_published, fake_asset_cache
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+_real_asv_publish = publish.asv_publish
 REPO = Path(__file__).resolve().parents[3]
 ASV_WWW = Path(__import__("asv").__file__).parent / "www"
 NO_NPM = {"PATH": "/nonexistent"}
 
 
+def _asv_page(root: Path, dest: Path) -> None:
+    """``asv publish`` of a project whose commits are in no git repository: asv's own files, as it copies them."""
+    shutil.copytree(ASV_WWW, dest, dirs_exist_ok=True)
+
+
 @pytest.fixture
-def project(tmp_path):
-    """A copy of the regressed fixture project with a page as ``asv publish`` leaves it (asv's own files)."""
+def project(tmp_path, monkeypatch, capsys):
+    """A copy of the regressed fixture project, judged (its verdict in reports/latest), with a page as
+    ``asv publish`` leaves it (asv's own files)."""
     root = tmp_path / "project"
     shutil.copytree(DATA / "regressed", root)
-    html = root / "reports" / "html"
-    shutil.copytree(ASV_WWW, html)
+    assert main(["regressions", "--repo", str(root), "--remeasure", "0"]) == 1
+    capsys.readouterr()
+    monkeypatch.setattr(publish, "asv_publish", _asv_page)
+    _asv_page(root, root / "reports" / "html")
     return root
 
 
@@ -41,13 +54,87 @@ def _publish(root: Path, *extra: str) -> int:
     return main(["publish", "--repo", str(root), *extra])
 
 
-def test_a_missing_page_is_one_line_and_exit_2(tmp_path, capsys):
+def test_no_verdict_is_one_line_and_exit_2_and_nothing_written(tmp_path, capsys, monkeypatch):
     root = tmp_path / "project"
     shutil.copytree(DATA / "regressed", root)
+    monkeypatch.setattr(publish, "asv_publish", _asv_page)
     assert _publish(root) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no asv page there" in err and "reports/html" in err
+    assert err.count("\n") == 1 and "latest/verdict.json: no verdict there" in err
+    assert "run `detsim-track regressions` first" in err
     assert not (root / "reports").exists()
+
+
+@pytest.mark.parametrize("content, why", [("{not json", "unreadable"), ('{"report": "other"}', "not a verdict")])
+def test_an_unusable_verdict_is_one_line_naming_it(project, capsys, content, why):
+    verdict = project / "reports" / "latest" / "verdict.json"
+    verdict.write_text(content)
+    page = (project / "reports" / "html" / "index.html").read_text()
+    assert _publish(project) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(verdict) in err and why in err
+    assert (project / "reports" / "html" / "index.html").read_text() == page
+    assert not (project / "reports" / "html" / "status.html").exists()
+
+
+def test_the_page_reads_the_verdict_alone_never_the_history(project, capsys, tmp_path):
+    # the history is gone after the judgement: the page is still drawn, from verdict.json
+    shutil.rmtree(project / "results")
+    cache = tmp_path / "cache"
+    fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    status = (project / "reports" / "html" / "status.html").read_text()
+    verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+    assert "parity regressed" in capsys.readouterr().out and f"latest <code>{verdict['latest'][:8]}" in status
+    assert "UNDECIDED" not in status and "[undecided]" in status  # the verdict's words: --remeasure 0
+
+
+def test_a_verdict_of_an_older_commit_than_head_is_refused(project, capsys):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "asv.conf.json"], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    assert _publish(project) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "but HEAD is" in err and "run `detsim-track regressions` first" in err
+
+
+def test_a_machine_the_verdict_did_not_judge_is_one_line(project, capsys):
+    assert _publish(project, "--machine", "elsewhere") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no verdict on machine elsewhere (judged: fixture-2cpu)" in err
+
+
+def test_a_page_that_cannot_be_built_leaves_the_old_one_whole(project, capsys, tmp_path, monkeypatch):
+    html = project / "reports" / "html"
+    cache = tmp_path / "cache"
+    fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0
+    before = {p.relative_to(html): p.read_bytes() for p in html.rglob("*") if p.is_file()}
+
+    def half_then_fail(root, dest):
+        _asv_page(root, dest)
+        (dest / "status.html").write_text("half")
+        raise OSError(28, "No space left on device", str(dest / "graphs"))
+
+    monkeypatch.setattr(publish, "asv_publish", half_then_fail)
+    capsys.readouterr()
+    verdict = (project / "reports" / "latest" / "verdict.json").read_bytes()
+    assert _publish(project, "--assets", str(cache)) == 2  # the page's own status: the verdict's stays 1
+    assert (project / "reports" / "latest" / "verdict.json").read_bytes() == verdict
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("detsim-track publish: the page was not written: ") and "No space left on device" in err
+    assert {p.relative_to(html): p.read_bytes() for p in html.rglob("*") if p.is_file()} == before
+    assert not [p.name for p in html.parent.iterdir() if p.name.startswith(".")]  # no half-built folder left
+
+
+def test_asv_publish_failing_is_one_line_and_the_old_page_stays(project, capsys, monkeypatch):
+    monkeypatch.setattr(publish, "asv_publish", _real_asv_publish)
+    index = (project / "reports" / "html" / "index.html").read_text()
+    assert _publish(project) == 2  # asv cannot find these commits in any repository
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the page was not written: `asv publish` failed (" in err
+    assert (project / "reports" / "html" / "index.html").read_text() == index
 
 
 def test_a_status_page_not_written_here_is_never_replaced(project, capsys):
@@ -60,14 +147,6 @@ def test_a_status_page_not_written_here_is_never_replaced(project, capsys):
     assert err.count("\n") == 1 and "was not written by detsim-track publish; not replaced" in err
     assert (html / "status.html").read_text() == mine and (html / "index.html").read_text() == index
     assert not (html / "vendor").exists()
-
-
-def test_unreadable_results_are_one_line_and_exit_2(project, capsys):
-    (project / "results" / "asv" / "benchmarks.json").write_text("{not json")
-    assert _publish(project) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "benchmarks.json" in err
-    assert not (project / "reports" / "html" / "status.html").exists()
 
 
 def test_the_page_is_written_linked_and_the_folder_made_offline(project, capsys, tmp_path):
@@ -188,6 +267,7 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
     html = root / "reports" / "html"
     assert remote_loads((html / "index.html").read_text())  # as asv wrote it: from CDNs
     cache = REPO / ".asv" / "www-assets"  # the real npm packages, fetched once
+    assert main(["regressions", "--repo", str(root), "--remeasure", "0"]) == 1
     code = main(["publish", "--repo", str(root), "--assets", str(cache)])
     assert code == 0
     if remote_loads((html / "index.html").read_text()):
@@ -227,6 +307,10 @@ def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(projec
     (asv / "fixture-1thread" / "machine.json").write_text(json.dumps({**machine, "machine": "fixture-1thread"}))
     cache = tmp_path / "cache"
     fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0  # the verdict of one machine: its page alone
+    assert 'data-machine="fixture-1thread"' not in (project / "reports" / "html" / "status.html").read_text()
+    assert main(["regressions", "--repo", str(project), "--remeasure", "0"]) == 1
+    capsys.readouterr()
     assert _publish(project, "--assets", str(cache)) == 0
     assert "fixture-1thread: timing undecided" in capsys.readouterr().out  # not re-measured yet
     remeasured_as(default=2.0)
@@ -263,13 +347,13 @@ def test_asvs_regressions_tab_lists_what_the_verdict_flags_without_re_measuring(
     own = json.loads((html / "regressions.json").read_text())["regressions"]
     measured = remeasured_as(default=1.0)  # re-measuring finds the timing steps to be noise
     assert main(["regressions", "--repo", str(root)]) == 1
-    [verdict] = (root / "reports").glob("*/verdict.json")
+    verdict = root / "reports" / "latest" / "verdict.json"
     flags = [r for r in json.loads(verdict.read_text())["regressions"]
              if r["label"] in ("REGRESSED", "CHANGED", "NONDETERMINISTIC")]
     count = len(measured)
     capsys.readouterr()
     assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 0
-    assert len(measured) == count  # the page reads the kept outcomes: nothing re-measured
+    assert len(measured) == count  # the page reads the verdict: nothing re-measured
     assert "Regressions tab: the verdict's 3 flagged findings" in capsys.readouterr().out
     listed = json.loads((html / "regressions.json").read_text())["regressions"]
     assert sorted(e[0] for e in listed) == sorted(f["benchmark"] + f["params"] for f in flags)  # no parameters
@@ -281,16 +365,14 @@ def test_asvs_regressions_tab_lists_what_the_verdict_flags_without_re_measuring(
     assert (html / "regressions.json").read_bytes() == before  # its own list rewritten the same
 
 
-def test_a_regressions_list_not_asvs_is_refused_and_nothing_written(tmp_path, capsys):
-    root = asv_published(tmp_path)
-    html = root / "reports" / "html"
-    (html / "regressions.json").write_text("my list\n")
-    index = (html / "index.html").read_text()
-    assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 2
+def test_a_folder_that_is_not_asvs_page_is_refused_and_left_alone(project, capsys, tmp_path):
+    html = tmp_path / "mine"
+    html.mkdir()
+    (html / "notes.txt").write_text("my notes\n")
+    assert _publish(project, "--html", str(html)) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "regressions.json: not asv's" in err
-    assert (html / "regressions.json").read_text() == "my list\n" and (html / "index.html").read_text() == index
-    assert not (html / "status.html").exists()
+    assert err.count("\n") == 1 and "not asv's page (no index.html); not replaced" in err
+    assert [p.name for p in html.iterdir()] == ["notes.txt"] and not list(tmp_path.glob(".mine*"))
 
 
 TAB_STATE = """
@@ -331,3 +413,11 @@ def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(
     finally:
         server.shutdown()
         browser.close()
+
+
+def test_a_skipped_parity_point_is_a_gap_and_a_failed_one_a_cross():
+    report = {"machine": "m", "notes": [], "regressions": [], "commits": ["c1", "c2", "c3"], "latest": "c3",
+              "families": {}, "history": {"parity": [["a01", "bench_parity.track_parity_a01",
+                                                      [["c1", 0.0], ["c2", "nan"], ["c3", None]]]]}}
+    section, _ = publish.machine_page(report, {})
+    assert section.count('class="pt ') == 1 and section.count('class="failed"') == 1

@@ -436,10 +436,11 @@ def test_explain_runs_on_a_regressed_verdict_only_and_keeps_its_exit_status(tmp_
 
     remeasured_as(default=2.0)
     asked = []
-    monkeypatch.setattr(cmd_explain, "run", lambda args: asked.append((args.root, args.machine, args.out)) or 2)
+    monkeypatch.setattr(cmd_explain, "run",
+                        lambda args: asked.append((args.root, args.machine, args.verdict, args.out)) or 2)
     assert _run(DATA / "regressed", tmp_path, "--explain")[0] == 1
-    [folder] = (tmp_path / "reports").iterdir()  # the bundle goes beside the verdict it explains
-    assert asked == [(DATA / "regressed", "fixture-2cpu", str(folder / "explain"))]
+    [folder] = [p for p in (tmp_path / "reports").iterdir() if p.name != "latest"]  # beside the verdict it explains
+    assert asked == [(DATA / "regressed", "fixture-2cpu", folder / "verdict.json", str(folder / "explain"))]
     assert _run(DATA / "good", tmp_path, "--explain")[0] == 0 and len(asked) == 1
 
 
@@ -550,3 +551,82 @@ def test_a_report_that_cannot_be_written_keeps_the_verdict_and_leaves_no_half(tm
     out, err = capsys.readouterr()
     assert code == 2 and "not written (No space left on device)" in err and "summary: " in out
     assert not [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
+
+
+def _unbuilt_in_the_middle(tmp_path: Path) -> tuple[Path, str]:
+    """The good history with its middle commit's results all null, as asv stores a commit that did not build."""
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    middle = _commits(root)[2]
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        if data["commit_hash"] == middle:
+            data["results"] = {name: [None, *row[1:]] for name, row in data["results"].items()}
+            path.write_text(json.dumps(data))
+    return root, middle
+
+
+def test_a_commit_that_did_not_build_in_the_middle_of_the_range_is_named(tmp_path, capsys):
+    root, middle = _unbuilt_in_the_middle(tmp_path)
+    code, report = _run(root, tmp_path)
+    assert code == 0 and report["unbuilt"] == [middle]  # the latest commit was measured: the verdict stands
+    assert f"commit {middle[:8]} did not build or its suite did not import: nothing was measured" in report["notes"]
+    out = capsys.readouterr().out.splitlines()
+    assert (f"NOT MEASURED: 1 earlier commit measured nothing (did not build, or the suite did not import): "
+            f"{middle[:8]}") in out
+
+
+def test_a_deleted_machine_file_is_one_line_naming_it(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    (root / MACHINE_DIR / "machine.json").unlink()
+    for extra in ([], ["--machine", "fixture-2cpu"]):
+        code, report = _run(root, tmp_path, *extra)
+        err = capsys.readouterr().err
+        assert (code, report) == (2, None) and len(err.strip().splitlines()) == 1
+        assert f"{root / MACHINE_DIR / 'machine.json'}: missing" in err
+
+
+def test_control_characters_of_a_subject_are_escaped_on_the_terminal_and_in_verdict_txt(tmp_path, capsys):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    hostile = "clear\x1b[2J\x1b]0;owned\x07 then \x9b31m"
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", hostile]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    tip = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    latest = _latest_file(root)
+    old = json.loads(latest.read_text())["commit_hash"]
+    latest.write_text(latest.read_text().replace(old, tip))
+    code, report = _run(root, tmp_path, "-v")
+    out = capsys.readouterr().out
+    assert code == 0 and report["subjects"][tip] == hostile  # the record keeps the subject as it is
+    text = (tmp_path / "reports" / "latest" / "verdict.txt").read_text()
+    for shown in (out, text):
+        assert not any(c in shown for c in "\x1b\x07\x9b") and r'"clear\x1b[2J\x1b]0;owned\x07 then \x9b31m"' in shown
+    _run(root, tmp_path)
+    assert r"\x1b[2J" in capsys.readouterr().out.splitlines()[0]
+
+
+STARTING = """
+import importlib.abc, os, signal, sys
+class Interrupt(importlib.abc.MetaPathFinder):  # Ctrl-C arrives while {module} loads
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+from detsim.track.cli import main
+sys.exit(main(["regressions", "--repo", {repo!r}, "--out-root", {out!r}]))
+"""
+
+
+@pytest.mark.parametrize("module", ["detsim.signals", "detsim.track.commands.regressions",
+                                    "detsim.track.verdict.analysis"])
+def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path, module):
+    import sys
+
+    code = STARTING.format(module=module, repo=str(DATA / "good"), out=str(tmp_path / "reports"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "") and not (tmp_path / "reports").exists()

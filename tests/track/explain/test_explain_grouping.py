@@ -62,3 +62,15 @@ def test_the_answer_names_the_others_and_a_job_alone_keeps_its_answer():
     grouped = with_others(record, Job("hash", GOOD, BAD, "c02", also=("a01_x",)))
     assert grouped["answer"] == "It changed. Also explains: a01." and grouped["job"]["also"] == ["a01_x"]
     assert record == {"job": {"kind": "hash", "workload": "c02"}, "answer": "It changed."}  # not changed in place
+
+
+def test_a_flagged_count_is_kept_over_a_cheaper_stand_in_and_a_stand_in_only_where_nothing_else():
+    count = Job("cost", GOOD, BAD, "g01_hkl_nointerp", "bench_cost.InstructionCounts.track_instructions")
+    memory = Job("cost", GOOD, BAD, "P1@64", "bench_engine.LargeDetectorMemory.peakmem_simulate_4096", stand_in=True)
+    assert cost("P1@64", GOLDEN) < cost("g01_hkl_nointerp", GOLDEN)
+    [kept], [note] = one_per_cause([memory, count], GOLDEN)
+    assert kept == Job("cost", GOOD, BAD, "g01_hkl_nointerp", count.origin, also=(memory.origin,))
+    assert "on g01_hkl_nointerp (the cheapest flagged count)" in note
+    timing = Job("cost", GOOD, BAD, "P2@32", "bench_engine.PathThroughput.track_ns_per_pixel_step", stand_in=True)
+    [kept], _ = one_per_cause([timing, memory], GOLDEN)  # stand-ins alone: the cheapest of them
+    assert kept.workload == "P1@64" and kept.stand_in

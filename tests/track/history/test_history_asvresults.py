@@ -94,3 +94,16 @@ def test_everything_recorded_is_loaded_in_commit_order(tmp_path):
         path.unlink()
     with pytest.raises(ResultsError, match="no results recorded"):
         load_recorded(root)
+
+
+@pytest.mark.parametrize("requested", [None, "fixture-2cpu"])
+def test_results_whose_machine_file_is_gone_name_the_missing_file(tmp_path, requested):
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    (root / MACHINE_DIR / "machine.json").unlink()
+    with pytest.raises(ResultsError) as raised:
+        load_recorded(root, requested)
+    message = str(raised.value)
+    assert message.startswith(f"{root / MACHINE_DIR / 'machine.json'}: missing, beside the results of machine "
+                              "'fixture-2cpu'") and "asv machine --yes --machine fixture-2cpu" in message
+    assert "recorded: none" not in message and "nothing recorded" not in message

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from detsim.track.confirm import apply
-from detsim.track.confirm.apply import confirm_report
+from detsim.track.confirm.apply import confirm
 from detsim.track.publish.regressions_tab import LIST, TabError, _graph_path, flagged, has_tab, read_index, tab, \
     tab_json
-from detsim.track.verdict.analysis import analyse, analyse_fleet
+from detsim.track.verdict.analysis import analyse
 from publish_assets import asv_published
 
 
@@ -34,8 +34,10 @@ def _outcomes_kept_per_test(monkeypatch, tmp_path):
 
 
 def _verdict(root: Path, remeasured_as, ratio: float):
+    """The one machine's verdict, and all machines' as ``verdict.json`` stores them (machine -> verdict)."""
     remeasured_as(default=ratio)
-    return confirm_report(analyse(root), root)
+    judgement = confirm(analyse(root), root)
+    return judgement.single, {m: r.as_json() for m, r in judgement.reports.items()}
 
 
 def test_graph_paths_are_asvs():
@@ -47,10 +49,10 @@ def test_graph_paths_are_asvs():
 
 def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasured_as):
     root, html, asvs = published
-    report = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
-    listed = tab([report], read_index(html), html)
+    report, stored = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
+    listed = tab(stored, read_index(html), html)
     names = [entry[0] for entry in listed.entries]
-    assert len(names) == len(flagged([report])) == sum(f.is_verdict for f in report.regressions) == 6
+    assert len(names) == len(flagged(stored)) == sum(f.is_verdict for f in report.regressions) == 6
     assert "bench_engine.Throughput.track_pixel_steps_per_second" in names  # asv's page does not judge it
     own = {entry[0]: entry for entry in asvs}
     for entry in listed.entries:
@@ -65,8 +67,8 @@ def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasu
 
 def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(published, remeasured_as):
     root, html, asvs = published
-    report = _verdict(root, remeasured_as, 1.0)  # re-measuring finds no step: noise
-    listed = tab([report], read_index(html), html)
+    report, stored = _verdict(root, remeasured_as, 1.0)  # re-measuring finds no step: noise
+    listed = tab(stored, read_index(html), html)
     assert {e[0] for e in asvs} - {e[0] for e in listed.entries} == {
         "bench_engine.EngineSweep.time_simulate(128, 'float64')", "bench_engine.EngineSweep.time_simulate(256, 'float64')"}
     assert not any(e[0].startswith("bench_engine.") for e in listed.entries)
@@ -77,10 +79,10 @@ def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(publ
 
 def test_a_finding_the_page_has_no_graph_of_is_named_not_listed(published, remeasured_as, tmp_path):
     root, html, _ = published
-    report = _verdict(root, remeasured_as, 1.0)
+    report, stored = _verdict(root, remeasured_as, 1.0)
     index = read_index(html)
     index = {**index, "graph_param_list": [{**p, "machine": "elsewhere"} for p in index["graph_param_list"]]}
-    listed = tab([report], index, html)
+    listed = tab(stored, index, html)
     assert listed.entries == () and len(listed.missing) == 3
     assert "bench_parity.track_parity_a01_cubic_mosflm_center on fixture-2cpu" in listed.missing
 
@@ -117,9 +119,8 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     html = root / "reports" / "html"
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
-    fleet = analyse_fleet(root)
-    reports = [confirm_report(r, root) for r in fleet.reports.values()]
-    listed = tab(reports, read_index(html), html)
+    judgement = confirm(analyse(root), root)
+    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html), html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)
     for entry in listed.entries:

@@ -6,6 +6,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.verdict.finding import Finding
 from detsim.track.history.series import Point, Series
 from detsim.track.verdict.analysis import Report
+from detsim.track.verdict.analysis import families_at
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, ROWS, family_rows, presence
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 40
@@ -40,14 +41,14 @@ FINDINGS = [Finding(SLOW, C2, C3, 1.0, 2.0, {"rank_test_p": 1e-6}), Finding(PARI
 def test_presence_counts_the_latest_point_and_merges_families():
     throughput = _series("bench_engine.Throughput.track_pixel_steps_per_second", "throughput", [5, 5, float("nan")],
                          unit="Mpixel-steps/s")
-    here = presence([SLOW, FAST, MEMORY, REFERENCE, throughput], C3)
+    here = presence(families_at([SLOW, FAST, MEMORY, REFERENCE, throughput], C3))
     assert set(here) == {"timing", "memory"}  # the reference has no row; throughput joins timing
     assert (here["timing"].measured, here["timing"].skipped) == (2, 1)
     assert here["memory"].failed == ["bench_engine.EngineMemory.peakmem_simulate"]
 
 
 def test_rows_from_a_regressed_report():
-    rows = family_rows(_report(FINDINGS, [MEMORY.label]), presence([SLOW, FAST, PARITY, HASH, MEMORY], C3), BENCHMARKS)
+    rows = family_rows(_report(FINDINGS, [MEMORY.label]), presence(families_at([SLOW, FAST, PARITY, HASH, MEMORY], C3)), BENCHMARKS)
     by = {r.family: r for r in rows}
     assert [r.family for r in rows] == list(ROWS)
     assert {f: r.status for f, r in by.items()} == {"timing": RED, "memory": AMBER, "cost": GREY, "parity": RED,
@@ -66,7 +67,7 @@ def test_confirmations_are_shown_and_undecided_or_noise_neither_make_a_row_red_n
     undecided = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "undecided", "decide_command": "detsim-track regressions --machine m"})
     noise = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "noise"})
     confirmed = Finding(SLOW, C2, C3, 1.0, 2.0, {"confirmation": "confirmed", "confirmation_evidence": "x2.0, p=0.001"})
-    here = presence([SLOW, FAST], C3)
+    here = presence(families_at([SLOW, FAST], C3))
     [row] = [r for r in family_rows(_report([undecided]), here, BENCHMARKS) if r.family == "timing"]
     assert (row.status, row.verdict) == (GREY, "undecided") and row.items[0].text.endswith("[undecided]")
     assert "`detsim-track regressions --machine m` decides" in row.summary
@@ -78,7 +79,7 @@ def test_confirmations_are_shown_and_undecided_or_noise_neither_make_a_row_red_n
 
 def test_hashes_skipped_on_another_machine_class_are_not_comparable():
     skipped = _series("bench_determinism.track_hash_changed_w03", "determinism", [0.0, 0.0, float("nan")], case="w03")
-    rows = family_rows(_report([]), presence([FAST, skipped], C3), BENCHMARKS, "image hashes not compared: ...")
+    rows = family_rows(_report([]), presence(families_at([FAST, skipped], C3)), BENCHMARKS, "image hashes not compared: ...")
     [row] = [r for r in rows if r.family == "determinism"]
     assert (row.status, row.verdict, row.summary) == (AMBER, "not comparable", "image hashes not compared: ...")
     assert [r.status for r in rows if r.family == "timing"] == [GREEN]
@@ -86,7 +87,7 @@ def test_hashes_skipped_on_another_machine_class_are_not_comparable():
 
 def test_a_family_outside_the_five_gets_its_own_row():
     other = _series("bench_x.track_something", "track", [1, 1, 1], unit="things")
-    rows = family_rows(_report([]), presence([other], C3), BENCHMARKS)
+    rows = family_rows(_report([]), presence(families_at([other], C3)), BENCHMARKS)
     assert [r.family for r in rows] == [*ROWS, "track"] and rows[-1].status == GREEN
 
 
@@ -94,7 +95,7 @@ def test_fingerprints_count_for_determinism_and_the_machine_class_has_no_row():
     prints = _series("bench_determinism.track_fingerprint_w03", "fingerprint", [7.0, 7.0, 7.0], case="w03")
     klass = _series("bench_determinism.track_machine_class", "machine class", [1.0, 1.0, 1.0])
     skipped = _series("bench_determinism.track_hash_changed_w03", "determinism", [0.0, 0.0, float("nan")], case="w03")
-    rows = family_rows(_report([]), presence([prints, klass, skipped], C3), BENCHMARKS)
+    rows = family_rows(_report([]), presence(families_at([prints, klass, skipped], C3)), BENCHMARKS)
     assert [r.family for r in rows] == list(ROWS)
     [row] = [r for r in rows if r.family == "determinism"]
     assert row.status == GREEN and row.summary == "1 measured, none regressed (1 skipped)"
@@ -104,10 +105,10 @@ def test_the_determinism_row_says_not_reproducible_before_changed():
     runs = _series("bench_reproducibility.Reproducibility.track_runs_differ", "reproducibility", [0.0, 0.0, 1.0],
                    "(axis='threads', case='w03')", case="w03", unit="runs differ (0/1)")
     irreproducible = Finding(runs, C2, C3, 0.0, 1.0, {"axis": "threads", "runs": "2 threads against 1"})
-    both = {r.family: r for r in family_rows(_report([irreproducible, FINDINGS[2]]), presence([HASH, runs], C3),
+    both = {r.family: r for r in family_rows(_report([irreproducible, FINDINGS[2]]), presence(families_at([HASH, runs], C3)),
                                              BENCHMARKS)}
     row = both["determinism"]
     assert (row.status, row.verdict, row.summary) == (RED, "not reproducible", "1 not reproducible, 1 changed")
     assert row.items[0].text == "w03: two runs differ (threads)" and row.items[0].commit == C3
-    changed = {r.family: r for r in family_rows(_report(FINDINGS[2:]), presence([HASH], C3), BENCHMARKS)}
+    changed = {r.family: r for r in family_rows(_report(FINDINGS[2:]), presence(families_at([HASH], C3)), BENCHMARKS)}
     assert (changed["determinism"].verdict, changed["determinism"].summary) == ("changed", "1 changed")

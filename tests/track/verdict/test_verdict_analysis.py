@@ -46,11 +46,13 @@ def test_skipped_hashes_are_explained_by_the_machine_class():
 
 
 def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
-    report = analyse(DATA / "regressed")
-    assert isinstance(report, Report) and report.exit is ExitCode.REGRESSED
-    data = json.loads(json_text(report.as_json()))
+    judgement = analyse(DATA / "regressed")
+    report = judgement.single
+    assert isinstance(report, Report) and report.exit is judgement.exit is ExitCode.REGRESSED
+    data = json.loads(json_text(judgement.as_json()))  # one machine: its verdict as it is, a fleet of one
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
-                         "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class"}
+                         "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class",
+                         "unbuilt", "families", "history"}
     assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
     assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
     with pytest.raises(AttributeError):
@@ -110,10 +112,22 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
 
 
 def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
-    report = analyse(DATA / "otherhost")
+    report = analyse(DATA / "otherhost").single
     assert report.skipped == 2 and report.measured > 0
     [skipped] = report.skips
     assert skipped.text().startswith("2 image hashes (") and "no baseline for this machine class" in skipped.reason.why
     assert sorted(skipped.labels) == ["bench_determinism.track_hash_changed_a01_cubic_mosflm_center",
                                       "bench_determinism.track_hash_changed_o01_polar_0_9"]
     assert report.as_json()["skips"] == [skipped.record()]
+
+
+def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure(tmp_path):
+    from detsim.track.history.series import Point, Series
+    from detsim.track.verdict.analysis import page_history
+
+    points = (Point("c1", 0.0), Point("c2", float("nan")), Point("c3", None), Point("c4", 1e-9))
+    parity = Series(env="e", name="bench_parity.track_parity_a01", params="", family="parity", unit="1 - r",
+                    case="a01", points=points)
+    drawn = json.loads(json_text(page_history(tmp_path, [parity], ["c1", "c2", "c3", "c4"], None)))
+    assert drawn["parity"] == [["a01", "bench_parity.track_parity_a01",
+                                [["c1", 0.0], ["c2", "nan"], ["c3", None], ["c4", 1e-9]]]]

@@ -11,11 +11,12 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.verdict.analysis import Report, judge
+from detsim.track.verdict.analysis import Report, determinism_note, judge
 from detsim.track.verdict.detection import (
     COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, segments, u_counts,
 )
-from detsim.track.verdict.finding import NOISE, SUSPECT, Finding
+from detsim.track.verdict.finding import Finding, Status
+from detsim.track.verdict.analysis import judgement_of
 from detsim.track.verdict.lines import finding_text, report_lines
 from detsim.track.history.series import Point, Series, family_of
 
@@ -85,7 +86,7 @@ def test_a_doubling_is_a_suspect_with_its_evidence_never_a_verdict_on_the_histor
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
     finding = detect(_series("timing", values, samples=samples), 0, {}, {})
     assert isinstance(finding, Finding) and not finding.is_verdict
-    assert (finding.last_good, finding.first_bad) == (C[2], C[3]) and finding.detail["confirmation"] == SUSPECT
+    assert (finding.last_good, finding.first_bad) == (C[2], C[3]) and finding.detail["confirmation"] == Status.SUSPECT
     assert "a step of x2.01 in the recorded history" in finding.detail["confirmation_evidence"]
     assert 1.9 < finding.ratio < 2.1
 
@@ -96,7 +97,7 @@ def test_samples_taken_at_other_times_never_excuse_a_timing_step_but_do_clear_a_
     values = [1.0, 1.0, 2.0]
     samples = [[0.5, 3.0], [0.5, 3.0], [0.6, 3.1]]
     timing = detect(_series("timing", values, samples=samples), 0, {}, {})
-    assert timing.detail["confirmation"] == SUSPECT
+    assert timing.detail["confirmation"] == Status.SUSPECT
     assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}) is None
 
 
@@ -105,7 +106,7 @@ def test_a_creeping_rise_within_the_threshold_of_the_level_before_it_is_noise_wi
     values = [1.0, 1.0, 1.0, 1.03, 1.03, 1.03, 1.07, 1.07]
     samples = [[v * f for f in (0.999, 1.0, 1.001)] for v in values]
     finding = detect(_series("timing", values, samples=samples, threshold=0.05), 0, {}, {})
-    assert finding.detail["confirmation"] == NOISE and not finding.is_verdict
+    assert finding.detail["confirmation"] == Status.NOISE and not finding.is_verdict
     assert "within the 5% threshold of the level just before it" in finding.detail["confirmation_evidence"]
 
 
@@ -195,6 +196,22 @@ def test_commits_of_another_machine_class_are_cut_off():
     assert class_cut(points, {}) == 0
 
 
+def test_a_commit_that_measured_nothing_does_not_restart_the_chain():
+    # C[2] did not build: its fingerprint failed (None) and no machine class was recorded there
+    points = _fp_series("fingerprint", [*_fp("a", "a"), None, *_fp("a", "b")]).points
+    classes = {C[0]: 1.0, C[1]: 1.0, C[3]: 1.0, C[4]: 1.0}
+    assert class_cut(points, classes) == 0
+    fp = _fp_series("fingerprint", [*_fp("a", "a"), None, *_fp("a", "b")])
+    klass = _fp_series("machine class", [1.0, 1.0, None, 1.0, 1.0], name="bench_determinism.track_machine_class",
+                       case=None)
+    [finding] = judge([fp, klass], C[4], {}, {}, {}).findings  # the image changed at HEAD: CHANGED
+    assert (finding.label, finding.last_good, finding.first_bad) == ("CHANGED", C[3], C[4])
+    note = determinism_note([fp, klass], C[4], {}, {}, None)  # the class's first commit, not HEAD
+    assert f"from its first recorded commit of that class, {C[0][:8]};" in note
+    # a measured fingerprint without a recorded class (an older suite) is still another class
+    assert class_cut(_fp_series("fingerprint", _fp(*"aaaab")).points, classes) == 3
+
+
 def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_commit():
     skipped = _fp_series("hash_changed", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
     skipped = Series(**{**skipped.__dict__, "family": "determinism"})
@@ -219,7 +236,7 @@ def test_the_finding_reads_as_an_image_hash_change():
     finding = _fp_finding("aab")
     report = Report(generated_at="t", machine="m", envs=("e",), commits=tuple(C[:3]), latest=C[2], subjects={},
                     regressions=(finding,), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED)
-    lines = report_lines(report)
+    lines = report_lines(judgement_of({report.machine: report}))
     assert f"CHANGED image hash a01: {'a' * 13} -> {'b' * 13}, since {C[2][:8]}, last good {C[1][:8]}" in lines
     assert lines[-1].startswith("summary: 1 regressed (determinism 1)")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.history.series import Series
-from detsim.track.verdict.analysis import FleetReport, Report
-from detsim.track.verdict.finding import CONFIRMED, NOISE, UNDECIDED, Finding
-from detsim.track.verdict.screen import GROUP_AT, WIDTH, fitted, fleet_screen_lines, names_fitting, screen_lines, \
+from detsim.track.verdict.analysis import Judgement, Report, judgement_of
+from detsim.track.verdict.finding import Finding, Status
+from detsim.track.verdict.screen import GROUP_AT, WIDTH, fitted, names_fitting, screen_lines, \
     short_params, summary_line
 from detsim.track.verdict.skips import NO_BASELINE, NO_CUDA, NO_VALGRIND, UNKNOWN, Skipped
 
@@ -36,6 +36,11 @@ def _report(findings, **kw) -> Report:
     return Report(**{**fields, **kw})
 
 
+def _screen(report: Report) -> list[str]:
+    """The default output of one machine's verdict (a fleet of one)."""
+    return screen_lines(judgement_of({report.machine: report}))
+
+
 def test_a_line_keeps_its_facts_and_cuts_the_subject_to_fit():
     line = fitted("REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> 0.993700000", B, {B: LONG_SUBJECT})
     assert len(line) == WIDTH and line.startswith("REGRESSED parity a01_cubic_mosflm_center: r 1.000000000 -> "
@@ -47,13 +52,13 @@ def test_a_line_keeps_its_facts_and_cuts_the_subject_to_fit():
 
 def test_many_findings_of_one_cause_are_one_line_naming_the_first_that_fit():
     cases = [f"{chr(97 + i % 26)}{i:02d}_some_long_case_description" for i in range(54)]
-    lines = screen_lines(_report([_hash(c) for c in cases]))
+    lines = _screen(_report([_hash(c) for c in cases]))
     [changed] = [line for line in lines if line.startswith("CHANGED")]
     assert changed.startswith("CHANGED image hash of 54 golden cases (a00, b01, c02, ")
     assert ", ... +" in changed and 'since bbbbbbbb "Refactor' in changed and len(changed) <= WIDTH
     shown = changed.split("(", 1)[1].split(")")[0].split(", ")
     assert int(shown[-1].split("+")[1]) + len(shown) - 1 == 54  # the names shown and the count of the rest
-    below = screen_lines(_report([_hash(c) for c in cases[:GROUP_AT - 1]]))
+    below = _screen(_report([_hash(c) for c in cases[:GROUP_AT - 1]]))
     assert sum(line.startswith("CHANGED image hash a00_some_long") or line.startswith("CHANGED image hash b01")
                for line in below) == GROUP_AT - 1  # fewer than GROUP_AT: one line each, with old -> new
     assert names_fitting(["a01", "b02", "c03"], 8) == "a01, ... +2" and names_fitting(["a01"], 1) == "a01"
@@ -61,30 +66,30 @@ def test_many_findings_of_one_cause_are_one_line_naming_the_first_that_fit():
 
 def test_noise_is_only_counted_and_an_undecided_step_shows_the_command_that_decides_it():
     decide = "detsim-track regressions --machine m --remeasure-budget 900"
-    noise = _timing("(pixels=128)", NOISE)
-    undecided = _timing("(n=2)", UNDECIDED, decide_command=decide)
-    confirmed = _timing("(pixels=512)", CONFIRMED)
-    lines = screen_lines(_report([noise, undecided, confirmed]))
+    noise = _timing("(pixels=128)", Status.NOISE)
+    undecided = _timing("(n=2)", Status.UNDECIDED, decide_command=decide)
+    confirmed = _timing("(pixels=512)", Status.CONFIRMED)
+    lines = _screen(_report([noise, undecided, confirmed]))
     assert not any(line.startswith("NOISE") for line in lines)
     [line] = [line for line in lines if line.startswith("UNDECIDED")]
     assert line.startswith("UNDECIDED timing EngineSweep.time_simulate(2): 10 ms -> 20 ms, x2.00 since "
                            "bbbbbbbb") and line.endswith(f"; decide: {decide}") and len(line) <= WIDTH
     assert any(line.startswith("REGRESSED timing EngineSweep.time_simulate(512)") for line in lines)
     assert lines[-1] == ("summary: 1 regressed, 1 undecided; 40 measured, 1 noise, 0 skipped; exit 1")
-    alone = _timing("(pixels=256, steps_per_pixel=10, dtype='float64', device='cpu')", UNDECIDED, decide_command=decide)
-    lines = screen_lines(_report([alone]))  # its facts and the command do not fit one line: a line each
+    alone = _timing("(pixels=256, steps_per_pixel=10, dtype='float64', device='cpu')", Status.UNDECIDED, decide_command=decide)
+    lines = _screen(_report([alone]))  # its facts and the command do not fit one line: a line each
     assert lines[1].startswith("UNDECIDED timing EngineSweep.time_simulate(256, 10, float64, cpu): 10 ms -> 20 ms, "
                                "x2.00 since bbbbbbbb")
     assert lines[2] == f"decide: {decide} (re-measures the undecided steps)"
-    several = screen_lines(_report([undecided, _timing("(pixels=64)", UNDECIDED, decide_command=decide)]))
+    several = _screen(_report([undecided, _timing("(pixels=64)", Status.UNDECIDED, decide_command=decide)]))
     assert [line for line in several if "decide:" in line] == [f"decide: {decide} (re-measures the undecided steps)"]
 
 
 def test_a_long_benchmark_name_is_cut_before_its_change_and_commit_are():
     params = "(workload='P1', mode='eager', dtype='float32', device='cpu')"
     assert short_params(params) == "(P1, eager, float32, cpu)" and short_params("(case='a@1.5')") == "(a@1.5)"
-    finding = _timing(params, CONFIRMED, name="bench_engine.PathThroughput." + "track_ns_per_pixel_step" * 6)
-    [line] = [line for line in screen_lines(_report([finding])) if line.startswith("REGRESSED")]
+    finding = _timing(params, Status.CONFIRMED, name="bench_engine.PathThroughput." + "track_ns_per_pixel_step" * 6)
+    [line] = [line for line in _screen(_report([finding])) if line.startswith("REGRESSED")]
     assert len(line) <= WIDTH and "…: 10 ms -> 20 ms, x2.00 since bbbbbbbb" in line
 
 
@@ -102,19 +107,19 @@ def test_the_summary_says_what_was_skipped_and_why():
 
 def test_failures_at_the_latest_commit_are_lines_of_their_own():
     many = tuple(f"bench_engine.EngineSweep.time_simulate(pixels={n})" for n in range(20))
-    lines = screen_lines(_report([], unmeasured=many, exit=ExitCode.UNMEASURED))
+    lines = _screen(_report([], unmeasured=many, exit=ExitCode.UNMEASURED))
     assert lines[1].startswith("NOT MEASURED at cccccccc: 20 benchmarks failed there (bench_engine.EngineSweep")
     assert lines[1].endswith(")") and len(lines[1]) <= WIDTH and "20 not measured" in lines[-1]
-    unbuilt = screen_lines(_report([], unmeasured=many, built=False, exit=ExitCode.UNMEASURED))
+    unbuilt = _screen(_report([], unmeasured=many, built=False, exit=ExitCode.UNMEASURED))
     assert unbuilt[1] == "NOT MEASURED at cccccccc: nothing (the commit did not build, or its suite did not import)"
 
 
 def test_every_machine_of_a_fleet_follows_the_same_rules():
     reports = {m: _report([_hash(f"x{i:02d}_case") for i in range(10)], machine=m) for m in ("m1", "m2")}
-    fleet = FleetReport(reports=reports, failed={"m3": "HEAD 12345678 was not measured " * 10},
+    fleet = Judgement(reports=reports, failed={"m3": "HEAD 12345678 was not measured " * 10},
                         agreement=("determinism: both machines agree, 10 regressed on each",), facts=(),
                         exit=ExitCode.UNMEASURED)
-    lines = fleet_screen_lines(fleet)
+    lines = screen_lines(fleet)
     assert all(len(line) <= WIDTH for line in lines)
     assert sum(line.startswith("CHANGED image hash of 10 golden cases") for line in lines) == 2
     assert [line for line in lines if line.startswith("summary:")] == [summary_line(r) for r in reports.values()]
