@@ -17,7 +17,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.provenance import MachineClass
 from detsim.track.gate.results import Benchmark, calibration_times, is_number
 from detsim.track.history.series import Series
-from detsim.track.verdict.finding import CONFIRMED, Finding
+from detsim.track.verdict.finding import Finding, Status
 from detsim.track.verdict.lines import change_text, fmt
 from detsim.track.verdict.screen import family_word
 from detsim.track.verdict.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
@@ -153,7 +153,7 @@ def _suite_check(device: str, group: list[Timing], suite_threshold: float) -> Fi
         return Line("passed", name, f"timing x{change:.2f} ({evidence})")
     before = _geomean(t.ratios[0] for t in group)
     return finding(group[0].old, group[0].new, "timing", before, before * change, CALIBRATIONS, suite_threshold,
-                   name, confirmation=CONFIRMED, evidence=evidence)
+                   name, confirmation=Status.CONFIRMED, evidence=evidence)
 
 
 def calibration_line(device: str, old: float | None, new: float | None) -> Line:
@@ -175,7 +175,7 @@ def time_check(old: Benchmark, new: Benchmark, timing: Timing | None, limit: flo
                     f"min {fmt(old.min_s, 'seconds')} cannot be compared")
     (before, after), change = timing.ratios, timing.change
     if change > limit:
-        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=CONFIRMED,
+        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=Status.CONFIRMED,
                        evidence=timing.evidence(limit))
     faster = "; faster than the baseline, refresh it to keep the gain" if change < 1 / (1 + threshold) else ""
     return (f"timing {fmt(before, CALIBRATIONS)} -> {fmt(after, CALIBRATIONS)}, x{change:.2f} "

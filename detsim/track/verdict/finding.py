@@ -17,8 +17,11 @@ from detsim.track.history.series import Series
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
 
 
-class Status(enum.StrEnum):
+class Status(str, enum.Enum):
     """Where a timing step stands (its value is what the JSON report stores)."""
+
+    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
+        return self.value
 
     SUSPECT = "suspect"  # not (yet) re-measured
     NOISE = "noise"  # the history itself or the re-measurement explains it as noise
