@@ -1,6 +1,6 @@
 """The device check from start to end: each step in turn under one time budget, most telling first (the machine,
-the kernel's atomics, each path's speed and parity, the comparisons drawn from them, the first-divergence
-finder for a path that differs, the device tests, the asv benchmarks, nanoBragg.c), into one record.
+the kernel's atomics, each path's speed, the device tests, each path's parity, the comparisons drawn from them,
+the first-divergence finder for a path that differs, the asv benchmarks, nanoBragg.c), into one record.
 
 The record is what ``gpu.json`` holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``,
 ``wall_s``, ``budget_s``, ``plan`` (workloads, cases, paths), ``steps`` (each step's
@@ -76,12 +76,13 @@ def run_check(plan: Plan, options: Options, progress=lambda line: None) -> dict:
         speeds[path] = add(job(name, speed, {"path": [path.mode, path.dtype], "device": plan.device,
                                              "workloads": list(plan.speed_workloads),
                                              "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls,
-                                             "threads": threads}, boxes.speed, path)
+                                             "threads": threads}, boxes.speed[path.mode], path)
                            if wanted("speed") else unwanted(name))
+    add(device_tests(plan, options, budget) if wanted("tests") else unwanted("device tests"))
     for path in plan.paths:
         name = f"parity {path.name}"
         parities[path] = add(job(name, parity, parity_spec(plan, options, path, plan.device, threads),
-                                 boxes.parity, path) if wanted("parity") else unwanted(name))
+                                 boxes.parity[path.mode], path) if wanted("parity") else unwanted(name))
     if plan.device == "cuda" and REFERENCE_PATH in parities and wanted("parity"):
         reference = add(job("parity cpu reference", parity,
                             {**parity_spec(plan, options, REFERENCE_PATH, "cpu", os.cpu_count()),
@@ -112,7 +113,6 @@ def run_check(plan: Plan, options: Options, progress=lambda line: None) -> dict:
         add(unfinished or read_report(name, done.returncode, done.stdout, done.stderr, seconds))
     if not differing:
         add(StepResult("divergence", StepStatus.SKIPPED, reason="no path's images differed from run to run"))
-    add(device_tests(plan, options, budget) if wanted("tests") else unwanted("device tests"))
     add(job("asv benchmarks", benchmarks, benchmarks_spec(plan, options), boxes.benchmarks)
         if wanted("benchmarks") else unwanted("asv benchmarks"))
     if not wanted("nanobragg"):
@@ -128,7 +128,8 @@ def run_check(plan: Plan, options: Options, progress=lambda line: None) -> dict:
         "commit": options.commit or environment.get("commit"), "dirty": environment.get("dirty"),
         "started": stamp, "wall_s": round(time.monotonic() - started, 1), "budget_s": plan.budget_s,
         "plan": {"speed_workloads": list(plan.speed_workloads), "overhead_workload": plan.overhead_workload,
-                 "warm_calls": plan.warm_calls, "golden_cases": plan.golden_cases,
+                 "warm_calls": plan.warm_calls,
+                 "golden_cases": None if plan.golden_cases is None else list(plan.golden_cases),
                  "paths": [p.name for p in plan.paths], "boxes": asdict(plan.boxes)},
         "steps": [s.record() for s in steps],
         "exit_code": int(worst(*(s.status.exit_code for s in steps))),
@@ -162,7 +163,8 @@ def device_tests(plan: Plan, options: Options, budget: Budget) -> StepResult:
     name = "device tests"
     run = plan.device == "cuda"
     done, unfinished, seconds = run_command(name, pytest_argv(run, TEST_WORKERS), budget=budget,
-                                            box_s=plan.boxes.tests, root=options.root, env=child_env(plan, None, options.root))
+                                            box_s=plan.boxes.tests, root=options.root,
+                                            env=child_env(plan, None, options.root))
     if unfinished is not None:
         return unfinished
     if run:

@@ -67,13 +67,13 @@ def _parity(record: dict, steps: dict) -> list[str]:
     if not rows:
         return []
     lines = ["", f"## Golden parity against nanoBragg.c (line: r >= {PARITY_MIN_R})", "",
-             "| path | device | cases | min r | worst case | under the line | errors | fused kernel took |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| path | device | cases rendered | min r | 1 - min r | worst case | under the line | errors | "
+             "left to the eager code |", "|---|---|---|---|---|---|---|---|---|"]
     for s in rows:
         d = s["data"]
-        min_r = "-" if d["min_r"] is None else f"{d['min_r']:.9f}"
-        lines.append(f"| {d['path']} | {d['device']} | {len(d['cases'])} | {min_r} | {d['worst_case'] or '-'} | "
-                     f"{len(d['below_line'])} | {len(d['errors'])} | {d['fused_cases']} |")
+        min_r = "- | -" if d["min_r"] is None else f"{d['min_r']:.9f} | {1 - d['min_r']:.2e}"
+        lines.append(f"| {d['path']} | {d['device']} | {d['rendered']} | {min_r} | {d['worst_case'] or '-'} | "
+                     f"{len(d['below_line'])} | {len(d['errors'])} | {d['eager_code']} |")
     return lines
 
 
