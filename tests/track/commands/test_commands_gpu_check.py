@@ -55,3 +55,8 @@ def test_a_dry_run_writes_only_to_its_out_folder_and_replaces_its_own_previous_r
     assert [s["name"] for s in record["steps"] if s["status"] != "skipped"] == []
     assert (tmp_path / "summary.md").read_text() + "\n" == out  # printed as written
     assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
+
+
+@pytest.mark.parametrize("record", sorted((ROOT / "results" / "gpu").glob("*/gpu.json")), ids=lambda p: p.parent.name)
+def test_no_committed_gpu_result_is_a_dry_run(record):
+    assert json.loads(record.read_text())["dry_run"] is False, f"{record}: a dry run's figures are CPU figures"
