@@ -59,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
     if dry and not args.dry_run:
         print("gpu-check: no CUDA device here: a dry run on the CPU", file=sys.stderr)
     record = {"report": REPORT, **run_check(plan, options, progress=lambda line: print(line, file=sys.stderr))}
+    for folder in folders:  # the record first: whatever happens next, the figures are kept
+        write_json(folder / "gpu.json", record)
     text = summary(record)
     for folder in folders:
-        write_json(folder / "gpu.json", record)
         atomic_write_text(folder / "summary.md", text)
     print(text)
     print("gpu-check: written to " + ", ".join(str(f) for f in folders), file=sys.stderr)

@@ -30,7 +30,7 @@ REFERENCE_PATH = GpuPath("eager", "float64")  # the path whose CUDA images are c
 
 # seconds: the limit is 8 minutes on one H100; the rest of the budget is what the children need to start
 FULL_BUDGET_S = 450.0
-DRY_BUDGET_S = 240.0
+DRY_BUDGET_S = 600.0  # CI machines are slower and shared: the dry run proves the steps, its time matters less
 
 
 @dataclass(frozen=True)
