@@ -106,8 +106,10 @@ def _facts(steps: dict) -> list[str]:
     kernel = steps.get("atomics", {})
     if kernel.get("status") in ("ok", "failed"):
         found = sorted({a for v in kernel["data"]["variants"].values() for a in v["atomics"]})
+        errors = kernel["data"].get("errors", [])
         lines.append(f"- Triton kernel compiled for {kernel['data']['target']}, {len(kernel['data']['variants'])} "
-                     f"variants: {'atomics: ' + ', '.join(found) if found else 'no atomic operation'}")
+                     f"variants searched: {'atomics: ' + ', '.join(found) if found else 'no atomic operation'}"
+                     + (f" ({len(errors)} could not be compiled: {errors[0]})" if errors else ""))
     bench = steps.get("asv benchmarks", {})
     if bench.get("data", {}).get("results"):
         measured = [r for r in bench["data"]["results"] if "value" in r]

@@ -33,7 +33,7 @@ def test_the_summary_gives_the_device_figures_differences_and_culprits():
     assert "| triton-float32 | cuda | 1 | 0.999999100 | 9.00e-07 | c | 0 | 0 | 52 |" in text
     assert "| triton-float32 | DIFFERENT | identical |" in text
     assert "culprit: #7 kernel _square_lattice_kernel" in text
-    assert "bit-identical in 3 of 4 golden cases" in text and "no atomic operation" in text
+    assert "bit-identical in 3 of 4 golden cases" in text and "variants searched: no atomic operation" in text
 
 
 def test_a_dry_run_says_no_figure_is_a_gpu_figure():
