@@ -11,7 +11,7 @@ import itertools
 import sys
 import time
 
-from detsim.track.gpu.steps import StepStatus
+from detsim.track.gpu.steps import StepStatus, keep_partial
 
 ENTRY = "detsim.track.gpu.benchmarks:benchmarks_job"
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -40,6 +40,7 @@ def benchmarks_job(job: dict) -> dict:
             out["results"].append({"params": params, "value": bench.track_ns_per_pixel_step(*combo)})
         except NotImplementedError as exc:  # asv's skip
             out["results"].append({"params": params, "skipped": str(exc)})
+        keep_partial(job, out)
     return out
 
 

@@ -18,7 +18,7 @@ from detsim.track.base.golden import load_cases
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.gpu.plan import GpuPath
 from detsim.track.gpu.renders import fused, ready, render, workload_config
-from detsim.track.gpu.steps import StepStatus
+from detsim.track.gpu.steps import StepStatus, keep_partial
 from detsim.track.parity.compare import image_metrics
 
 ENTRY = "detsim.track.gpu.parity:parity_job"
@@ -40,6 +40,7 @@ def parity_job(job: dict) -> dict:
     if job["hash_workload"]:
         out["hash"] = {"workload": job["hash_workload"],
                        "sha256": render(workload_config(job["hash_workload"]), path, device).sha256}
+        keep_partial(job, {**out, **summarize(out["cases"])})
     for case in cases:
         if time.monotonic() - started >= job["deadline_s"]:
             out["not_run"].append(case.id)
@@ -55,6 +56,7 @@ def parity_job(job: dict) -> dict:
                                      "sha256": done.sha256, "seconds": round(done.seconds, 4)}
         except Exception as exc:  # noqa: BLE001 - one broken case is recorded, the others go on
             out["cases"][case.id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        keep_partial(job, {**out, **summarize(out["cases"])})
     out.update(summarize(out["cases"]))
     return out
 

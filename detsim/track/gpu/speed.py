@@ -12,7 +12,7 @@ import torch
 
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.renders import fused, launches, ready, render, workload_config
-from detsim.track.gpu.steps import StepStatus
+from detsim.track.gpu.steps import StepStatus, keep_partial
 
 ENTRY = "detsim.track.gpu.speed:speed_job"
 
@@ -36,6 +36,7 @@ def speed_job(job: dict) -> dict:
             out["not_measured"].append(name)
             continue
         out["workloads"][name] = measure(name, path, device, job["warm_calls"])
+        keep_partial(job, out)
     if in_time():
         config = workload_config(job["overhead"])
         render(config, path, device)

@@ -3,14 +3,18 @@
 Every step but the few pure comparisons runs in a child process of its own (:mod:`detsim.track.base.fresh`),
 killed with its whole process group when its box runs out: a hang in one step costs that step's box, never
 the rest of the run. A job is told its own soft deadline too, so that it stops starting new work before it is
-killed and returns what it measured.
+killed and returns what it measured; and it keeps what it has measured so far in a file (:func:`keep_partial`),
+which the step reads back where the job was killed all the same.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -88,17 +92,32 @@ def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: B
     if box is None:
         return not_run(name)
     started = time.monotonic()
-    try:
-        done = run_job(entry, {**job, "deadline_s": round(box * GRACE, 1)}, python=sys.executable, path=(root,),
-                       cwd=root, timeout=box, env=env, what=name, check=False)
-    except ChildError as exc:
-        return _unfinished(name, exc, time.monotonic() - started, box)
+    with tempfile.TemporaryDirectory(prefix="detsim-gpu-step-") as scratch:
+        partial = Path(scratch) / "partial.json"
+        try:
+            done = run_job(entry, {**job, "deadline_s": round(box * GRACE, 1), "partial": str(partial)},
+                           python=sys.executable, path=(root,), cwd=root, timeout=box, env=env, what=name,
+                           check=False)
+        except ChildError as exc:
+            unfinished = _unfinished(name, exc, time.monotonic() - started, box)
+            if partial.is_file():  # what it measured before it was killed
+                return replace(unfinished, data=json.loads(partial.read_text()))
+            return unfinished
     seconds = time.monotonic() - started
     if done.returncode != 0 or done.result is None:
         why = done.last_line() or f"exited {done.returncode} without an answer"
         return StepResult(name, StepStatus.ERROR, seconds, f"the job exited {done.returncode}: {why}")
     status, reason = judge(done.result)
     return StepResult(name, status, seconds, reason, done.result)
+
+
+def keep_partial(job: Mapping, answer: dict) -> None:
+    """Inside a job: replace the file of what it has measured so far with ``answer`` (whole or not at all)."""
+    if job.get("partial"):
+        partial = f"{job['partial']}.{os.getpid()}.tmp"
+        with open(partial, "w") as handle:
+            json.dump(answer, handle)
+        os.replace(partial, job["partial"])
 
 
 def run_command(name: str, argv: Sequence[str], *, budget: Budget, box_s: float, root: Path,

@@ -60,3 +60,11 @@ def test_each_outcome_calls_for_its_exit_code():
 
 def test_tail_keeps_the_last_non_blank_lines():
     assert tail("a\n\nb\nc\n", 2) == ["b", "c"]
+
+
+def test_what_a_killed_job_kept_is_its_steps_data(tmp_path):
+    (tmp_path / "hangs.py").write_text("import time\nfrom detsim.track.gpu.steps import keep_partial\n"
+                                       "def job(spec):\n    keep_partial(spec, {'measured': 1})\n    time.sleep(60)\n")
+    result = run_job_step("hangs", "hangs:job", {}, lambda d: (StepStatus.OK, ""), budget=Budget(60), box_s=3,
+                          root=tmp_path)
+    assert result.status is StepStatus.TIMED_OUT and result.data == {"measured": 1}
