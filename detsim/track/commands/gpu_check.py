@@ -53,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
     dry = args.dry_run or not torch.cuda.is_available()
     try:
-        plan, options, folders = _prepare(args, dry)
+        plan, options, machine, folders = _prepare(args, dry)
     except (ValueError, GoldenError, OutputError) as exc:
         return refuse(f"gpu-check: {exc}")
     if dry and not args.dry_run:
         print("gpu-check: no CUDA device here: a dry run on the CPU", file=sys.stderr)
-    record = {"report": REPORT, **run_check(plan, options, progress=lambda line: print(line, file=sys.stderr))}
+    record = {"report": REPORT, "machine": machine,
+              **run_check(plan, options, progress=lambda line: print(line, file=sys.stderr))}
     for folder in folders:  # the record first: whatever happens next, the figures are kept
         write_json(folder / "gpu.json", record)
     text = summary(record)
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace, dry: bool):
-    """The plan, the options and the output folders, every input checked before any work (ValueError,
+    """The plan, the options, the machine's name and the output folders, every input checked before any work (ValueError,
     GoldenError, OutputError: one line)."""
     kinds = _listed(args.steps, STEP_KINDS, "--steps")
     paths = tuple(path_named(name) for name in _listed(args.paths, [p.name for p in PATHS], "--paths"))
@@ -101,7 +102,7 @@ def _prepare(args: argparse.Namespace, dry: bool):
         if (folder / "summary.md").exists() and not (folder / "gpu.json").exists():
             raise OutputError(f"{option} {folder}: holds a summary.md of no gpu-check run; refusing to replace it")
     return plan, Options(root=Path.cwd(), golden_dir=golden, nanobragg=args.nanobragg, kinds=kinds,
-                         commit=args.commit), folders
+                         commit=args.commit), machine, folders
 
 
 def _listed(text: str, allowed, option: str) -> tuple[str, ...]:

@@ -51,7 +51,7 @@ def test_a_dry_run_writes_only_to_its_out_folder_and_replaces_its_own_previous_r
         code, out, _ = _run(capsys, "--out", str(tmp_path), "--steps", "nanobragg")
         assert code == 0 and out.startswith("# Device check")
     record = json.loads((tmp_path / "gpu.json").read_text())
-    assert record["report"] == "gpu-check" and record["dry_run"] is True
+    assert record["report"] == "gpu-check" and record["dry_run"] is True and record["machine"]
     assert [s["name"] for s in record["steps"] if s["status"] != "skipped"] == []
     assert (tmp_path / "summary.md").read_text() + "\n" == out  # printed as written
     assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
