@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace, dry: bool):
-    """The plan, the options, the machine's name and the output folders, every input checked before any work (ValueError,
-    GoldenError, OutputError: one line)."""
+    """The plan, the options, the machine's name and the output folders, every input checked before any work
+    (ValueError, GoldenError, OutputError: one line)."""
     kinds = _listed(args.steps, STEP_KINDS, "--steps")
     paths = tuple(path_named(name) for name in _listed(args.paths, [p.name for p in PATHS], "--paths"))
     golden = golden_dir(Path.cwd())

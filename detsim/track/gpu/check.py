@@ -4,8 +4,8 @@ the first-divergence finder for a path that differs, the asv benchmarks, nanoBra
 
 The record is what ``gpu.json`` holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``,
 ``wall_s``, ``budget_s``, ``plan`` (workloads, cases, paths), ``steps`` (each step's
-:meth:`~detsim.track.gpu.steps.StepResult.record`, in the order run) and ``exit_code``. Every view of a run
-(the summary, a reader) draws on it alone."""
+:meth:`~detsim.track.gpu.steps.StepResult.record`, in the order run) and ``exit_code``; the command adds
+``report`` and ``machine``. Every view of a run (the summary, a reader) draws on it alone."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ def determinism(path: GpuPath, workload: str, speed: StepResult, parity: StepRes
     hashes = speed.data.get("workloads", {}).get(workload, {}).get("sha256")
     other = (parity.data.get("hash") or {}).get("sha256")
     if not hashes:
-        return StepResult(name, StepStatus.ERROR, reason=f"the speed step did not render {workload} ({speed.status.value})")
+        return StepResult(name, StepStatus.ERROR,
+                          reason=f"the speed step did not render {workload} ({speed.status.value})")
     data = {"workload": workload, "in_process": hashes[0] == hashes[1],
             "across_processes": None if other is None else hashes[0] == other, "streams": 1}
     if other is None:
