@@ -15,9 +15,10 @@ COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)
 
 def pytest_argv(run: bool, workers: int) -> list[str]:
     """pytest on the ``cuda`` parameter of every device-parametrized test (``-k cuda`` also takes a test whose
-    own name says cuda: those are about CUDA too); ``run`` False: collect them only."""
+    own name says cuda: those are about CUDA too); ``run`` False: collect them only. A module that cannot be
+    imported does not stop the others' tests (it is reported)."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cuda",
-            "-k", "cuda", "tests", "-rfE"]
+            "-k", "cuda", "--continue-on-collection-errors", "tests", "-rfE"]
     if not run:
         return argv + ["--collect-only"]
     return argv + (["-n", str(workers)] if workers > 1 else [])
@@ -40,8 +41,13 @@ def read_run(name: str, returncode: int, stdout: str, seconds: float) -> StepRes
 
 
 def read_collection(name: str, returncode: int, stdout: str, seconds: float, why_not_run: str) -> StepResult:
-    """A collection's count: SKIPPED (not run, with ``why_not_run``) when it found tests, else ERROR."""
+    """A collection's count: SKIPPED (not run, with ``why_not_run``) when it found tests, FAILED where a test
+    module could not be collected (its tests are lost on a GPU too), else ERROR."""
     found = COLLECTED.search(stdout)
+    broken = [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines() if line.startswith("ERROR ")]
+    if found and int(found[1]) > 0 and broken:
+        return StepResult(name, StepStatus.FAILED, seconds, f"{len(broken)} test module(s) could not be collected: "
+                          f"{', '.join(broken[:4])}", {"collected": int(found[1]), "collection_errors": broken})
     if returncode == 0 and found and int(found[1]) > 0:
         return StepResult(name, StepStatus.SKIPPED, seconds, f"{why_not_run}: {found[1]} tests collected, not run",
                           {"collected": int(found[1])})

@@ -25,3 +25,16 @@ def test_a_collection_that_finds_nothing_is_an_error():
     found = read_collection("t", 0, "a\n162/2134 tests collected (1972 deselected) in 5.30s\n", 6.0, "no CUDA")
     assert found.status is StepStatus.SKIPPED and found.data == {"collected": 162}
     assert read_collection("t", 5, "no tests collected\n", 6.0, "no CUDA").status is StepStatus.ERROR
+
+
+def test_a_module_that_cannot_be_collected_fails_the_step_without_hiding_the_rest():
+    assert "--continue-on-collection-errors" in pytest_argv(run=True, workers=1)
+    out = ("ERROR tests/track/gate/test_gate_checks.py\nERROR tests/track/gate/test_gate_cost.py\n"
+           "167/2155 tests collected (1988 deselected), 2 errors in 9.39s\n")
+    result = read_collection("t", 1, out, 9.4, "no CUDA")
+    assert result.status is StepStatus.FAILED and result.data["collected"] == 167
+    assert result.data["collection_errors"] == ["tests/track/gate/test_gate_checks.py",
+                                                "tests/track/gate/test_gate_cost.py"]
+    ran = read_run("t", 1, out.replace("167/2155 tests collected (1988 deselected), 2 errors",
+                                       "165 passed, 2 errors"), 30.0)
+    assert ran.status is StepStatus.FAILED and len(ran.data["failures"]) == 2 and ran.data["counts"]["passed"] == 165
