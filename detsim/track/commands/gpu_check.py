@@ -18,7 +18,7 @@ from detsim.inputs import what_is
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.commands import refuse
 from detsim.track.gpu.check import STEP_KINDS, Options, run_check
-from detsim.track.gpu.plan import PATHS, dry_plan, full_plan, path_named
+from detsim.track.gpu.plan import DRY_BUDGET_S, FULL_BUDGET_S, PATHS, dry_plan, full_plan, path_named
 from detsim.track.gpu.summary import summary
 from detsim.track.runtime.output import OutputError, atomic_write_text, check_output_file, check_place, write_json
 
@@ -28,6 +28,7 @@ RESULTS = Path("results") / "gpu"
 DRY_RESULTS = Path("reports") / "gpu-dry-run"
 DRY_CASES = 2  # the dry run's golden cases: the smallest by pixel·steps
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_BUDGET_S = 3600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", default=None, metavar="IDS",
                         help=f"golden case ids, comma-separated (default: all; a dry run: the {DRY_CASES} smallest)")
     parser.add_argument("--commit", default=None, help="the commit checked, where the checkout has no git to ask")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help=f"the steps' time budget (default {FULL_BUDGET_S:.0f} s on CUDA, {DRY_BUDGET_S:.0f} s dry; "
+                             f"{MAX_BUDGET_S:.0f} at most): the steps that do not fit are recorded as not run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +89,10 @@ def _prepare(args: argparse.Namespace, dry: bool):
         cases = None
     plan = dry_plan(cases) if dry else full_plan()
     plan = replace(plan, golden_cases=cases, paths=paths)
+    if args.budget is not None:
+        if not 0 < args.budget <= MAX_BUDGET_S:  # NaN fails this too
+            raise ValueError(f"--budget {args.budget:g}: seconds, more than 0 and at most {MAX_BUDGET_S:.0f}")
+        plan = replace(plan, budget_s=args.budget)
     if args.nanobragg is not None and not (args.nanobragg.is_file() and os.access(args.nanobragg, os.X_OK)):
         raise ValueError(f"--nanobragg {args.nanobragg}: {what_is(args.nanobragg)}, not an executable file")
     machine = args.machine or _machine_name(dry)

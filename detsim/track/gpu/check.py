@@ -29,7 +29,7 @@ from detsim.track.runtime.output import utc_stamp
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",
               "nanobragg")
-TEST_WORKERS = 4  # pytest-xdist workers for the device tests: each holds a CUDA context
+TEST_WORKERS = 8  # pytest-xdist workers for the device tests (16 cores): each holds a CUDA context
 
 
 @dataclass(frozen=True)

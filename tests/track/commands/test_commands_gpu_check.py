@@ -28,6 +28,8 @@ def _run(capsys, *argv):
     (["--cases", "zz_no_such_case"], "--cases 'zz_no_such_case': unknown"),
     (["--nanobragg", "/nonexistent/nanoBragg"], "--nanobragg /nonexistent/nanoBragg"),
     (["--machine", "a/b"], "--machine 'a/b'"),
+    (["--budget", "nan"], "--budget nan: seconds"),
+    (["--budget", "0"], "--budget 0: seconds"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
     code, out, err = _run(capsys, "--out", str(tmp_path / "x"), *argv)
@@ -48,10 +50,11 @@ def test_a_folder_holding_another_programs_file_is_not_written(capsys, tmp_path)
 def test_a_dry_run_writes_only_to_its_out_folder_and_replaces_its_own_previous_run(capsys, tmp_path):
     before = sorted(p.name for p in (ROOT / "results").iterdir())
     for _ in range(2):
-        code, out, _ = _run(capsys, "--out", str(tmp_path), "--steps", "nanobragg")
+        code, out, _ = _run(capsys, "--out", str(tmp_path), "--steps", "nanobragg", "--budget", "30")
         assert code == 0 and out.startswith("# Device check")
     record = json.loads((tmp_path / "gpu.json").read_text())
     assert record["report"] == "gpu-check" and record["dry_run"] is True and record["machine"]
+    assert record["budget_s"] == 30
     assert [s["name"] for s in record["steps"] if s["status"] != "skipped"] == []
     assert (tmp_path / "summary.md").read_text() + "\n" == out  # printed as written
     assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
