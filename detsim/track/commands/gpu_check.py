@@ -48,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"golden case ids, comma-separated (default: all; a dry run: the {DRY_CASES} smallest)")
     parser.add_argument("--commit", default=None, help="the commit checked, where the checkout has no git to ask")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                        help=f"the steps' time budget (default {FULL_BUDGET_S:.0f} s on CUDA, {DRY_BUDGET_S:.0f} s dry; "
-                             f"{MAX_BUDGET_S:.0f} at most): the steps that do not fit are recorded as not run")
+                        help=f"the steps' time budget (default {FULL_BUDGET_S:.0f} s on CUDA, {DRY_BUDGET_S:.0f} s "
+                             f"dry; {MAX_BUDGET_S:.0f} at most): the steps that do not fit are recorded as not run")
 
 
 def run(args: argparse.Namespace) -> int:
