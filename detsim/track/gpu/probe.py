@@ -1,5 +1,4 @@
-"""The machine the check runs on, asked in a child process (the check's own process never starts CUDA): the
-suite's record of the environment (:func:`detsim.track.runtime.process.environment`) and, on CUDA, the
+"""The machine the check runs on, asked in a child process as every step is: the suite's record of the environment (:func:`detsim.track.runtime.process.environment`) and, on CUDA, the
 device's name, capability, multiprocessors and memory."""
 
 from __future__ import annotations
