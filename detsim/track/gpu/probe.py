@@ -1,5 +1,6 @@
-"""The machine the check runs on, asked in a child process as every step is: the suite's record of the environment (:func:`detsim.track.runtime.process.environment`) and, on CUDA, the
-device's name, capability, multiprocessors and memory."""
+"""The machine the check runs on, asked in a child process as every step is: the suite's record of the
+environment (:func:`detsim.track.runtime.process.environment`) and, on CUDA, the device's name, capability,
+multiprocessors and memory."""
 
 from __future__ import annotations
 
