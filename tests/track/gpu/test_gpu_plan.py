@@ -13,13 +13,13 @@ def test_the_paths_are_every_mode_in_both_dtypes_once():
         path_named("compiled-bfloat16")
 
 
-def test_the_full_plan_measures_the_issues_workloads_on_cuda():
+def test_the_full_plan_measures_the_reference_workloads_on_cuda():
     plan = full_plan()
     assert plan.device == "cuda" and not plan.dry_run and plan.golden_cases is None
     p2, large = (workload(name) for name in plan.speed_workloads)
     assert (p2.pixels, p2.steps) == (1024, 200) and (large.pixels, large.steps) == (4096, 1)
     assert plan.determinism_workload == "P2"
-    assert plan.budget_s <= 8 * 60  # the issue's limit on one H100
+    assert plan.budget_s <= 8 * 60  # the check's limit on one H100
     assert all(set(box) == set(MODES) for box in (plan.boxes.speed, plan.boxes.parity))
 
 
