@@ -43,6 +43,7 @@ SUBCOMMANDS = {
     "speed": "detsim.track.commands.speed",
     "explain": "detsim.track.commands.explain",
     "publish": "detsim.track.commands.publish",
+    "gpu-check": "detsim.track.commands.gpu_check",
 }
 DEFAULT = "regressions"
 

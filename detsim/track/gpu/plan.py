@@ -1,0 +1,107 @@
+"""What the device check runs: the paths, the workloads, the golden cases and the time box of every step.
+
+A **path** is one execution mode in one dtype (``compiled-float32``). The full plan runs on CUDA at the reference
+sizes (P2: 1024², 200 steps a pixel; P4096: 4096², one step); the dry plan runs the same steps on the CPU at
+sizes that take seconds (the Triton path under Triton's interpreter). Every step has a time box; the whole
+check has a budget, and a step never gets more than what is left of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from detsim.track.base.workloads import WORKLOADS, Workload, reduced
+
+
+@dataclass(frozen=True)
+class GpuPath:
+    """One execution mode (``detsim.engine.MODES``) in one dtype."""
+
+    mode: str
+    dtype: str  # "float64" or "float32"
+
+    @property
+    def name(self) -> str:
+        return f"{self.mode}-{self.dtype}"
+
+
+PATHS = tuple(GpuPath(mode, dtype) for mode in ("eager", "compiled", "triton") for dtype in ("float64", "float32"))
+REFERENCE_PATH = GpuPath("eager", "float64")  # the path whose CUDA images are compared bit for bit with the CPU's
+
+# seconds: the whole check must end within 8 minutes on one H100; what the budget leaves is the command's own
+# start-up and writing
+FULL_BUDGET_S = 450.0
+DRY_BUDGET_S = 600.0  # CI machines are slower and shared: the dry run proves the steps, its time matters less
+
+
+@dataclass(frozen=True)
+class Boxes:
+    """The time box of each kind of step, seconds (a step gets the smaller of its box and the budget left)."""
+
+    probe: float
+    atomics: float
+    speed: dict  # mode -> one path's timings (its compiles included)
+    parity: dict  # mode -> one path's golden cases (its compiles included)
+    cpu_reference: float
+    divergence: float  # one path that differs, through the first-divergence finder
+    tests: float
+    benchmarks: float
+    nanobragg: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one run of the check does, decided before it starts."""
+
+    dry_run: bool
+    device: str  # "cuda" or "cpu"
+    speed_workloads: tuple[str, ...]  # the first is also the determinism workload
+    overhead_workload: str  # a render so small that its time is the fixed cost of a call
+    warm_calls: int
+    golden_cases: tuple[str, ...] | None  # None: every case of the manifest
+    budget_s: float
+    boxes: Boxes
+    paths: tuple[GpuPath, ...] = PATHS
+
+    @property
+    def determinism_workload(self) -> str:
+        return self.speed_workloads[0]
+
+
+# on one H100 the whole check is expected to take ~5 minutes; a box is what one step may take at worst, and the
+# budget, not the sum of the boxes, bounds the whole (the steps run most telling first: what comes last is
+# what a slow machine loses)
+FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 30, "compiled": 75, "triton": 40},
+                   parity={"eager": 40, "compiled": 60, "triton": 40}, cpu_reference=45, divergence=90, tests=150,
+                   benchmarks=45, nanobragg=60)
+DRY_BOXES = Boxes(probe=30, atomics=60, speed={"eager": 60, "compiled": 90, "triton": 60},
+                  parity={"eager": 60, "compiled": 60, "triton": 60}, cpu_reference=60, divergence=60, tests=60,
+                  benchmarks=60, nanobragg=60)
+
+
+def full_plan() -> Plan:
+    """The check on a CUDA device at the reference sizes (P2 at 1024², P4096)."""
+    return Plan(dry_run=False, device="cuda", speed_workloads=("P2", "P4096"), overhead_workload="P1@8",
+                warm_calls=5, golden_cases=None, budget_s=FULL_BUDGET_S, boxes=FULL_BOXES)
+
+
+def dry_plan(golden_cases: tuple[str, ...]) -> Plan:
+    """The same steps on the CPU, small: P2 and P4096 at 32² (the same per-pixel work), the given golden cases."""
+    return Plan(dry_run=True, device="cpu", speed_workloads=("P2@32", "P4096@32"), overhead_workload="P1@8",
+                warm_calls=2, golden_cases=golden_cases, budget_s=DRY_BUDGET_S, boxes=DRY_BOXES)
+
+
+def workload(name: str) -> Workload:
+    """A reference workload by name (``P2``) or reduced name (``P2@32``); ValueError for any other."""
+    found = WORKLOADS.get(name) or reduced(name)
+    if found is None:
+        raise ValueError(f"{name!r} is not a workload (one of {', '.join(WORKLOADS)}, or NAME@PIXELS)")
+    return found
+
+
+def path_named(name: str) -> GpuPath:
+    """The path of a name ``mode-dtype``; ValueError for any other."""
+    for path in PATHS:
+        if path.name == name:
+            return path
+    raise ValueError(f"{name!r} is not a path (one of {', '.join(p.name for p in PATHS)})")

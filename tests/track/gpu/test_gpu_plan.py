@@ -1,0 +1,36 @@
+"""The device check's plan: paths, workloads and time boxes."""
+
+import pytest
+
+from detsim.engine import MODES
+from detsim.track.gpu.plan import PATHS, REFERENCE_PATH, dry_plan, full_plan, path_named, workload
+
+
+def test_the_paths_are_every_mode_in_both_dtypes_once():
+    assert sorted((p.mode, p.dtype) for p in PATHS) == sorted((m, d) for m in MODES for d in ("float64", "float32"))
+    assert REFERENCE_PATH in PATHS and path_named("compiled-float32") == PATHS[3]
+    with pytest.raises(ValueError, match="not a path"):
+        path_named("compiled-bfloat16")
+
+
+def test_the_full_plan_measures_the_reference_workloads_on_cuda():
+    plan = full_plan()
+    assert plan.device == "cuda" and not plan.dry_run and plan.golden_cases is None
+    p2, large = (workload(name) for name in plan.speed_workloads)
+    assert (p2.pixels, p2.steps) == (1024, 200) and (large.pixels, large.steps) == (4096, 1)
+    assert plan.determinism_workload == "P2"
+    assert plan.budget_s <= 8 * 60  # the check's limit on one H100
+    assert all(set(box) == set(MODES) for box in (plan.boxes.speed, plan.boxes.parity))
+
+
+def test_the_dry_plan_keeps_the_per_pixel_work_at_a_small_size():
+    plan = dry_plan(("c02_xds_xbeam_quirk",))
+    assert plan.device == "cpu" and plan.dry_run and plan.golden_cases == ("c02_xds_xbeam_quirk",)
+    full = full_plan()
+    for small, big in zip(plan.speed_workloads, full.speed_workloads):
+        assert workload(small).steps == workload(big).steps and workload(small).pixels < workload(big).pixels
+
+
+def test_an_unknown_workload_is_refused():
+    with pytest.raises(ValueError, match="not a workload"):
+        workload("P3@32")
