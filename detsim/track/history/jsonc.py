@@ -8,19 +8,13 @@ import math
 import re
 from pathlib import Path
 
+from detsim.track.base.recording import strip_comments
+
 CONFIG = "asv.conf.json"
 
 
 class ResultsError(ValueError):
     """A stored file that cannot be used; the message names it."""
-
-
-_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
-
-
-def strip_comments(text: str) -> str:
-    """JSON with ``//`` comments (as asv.conf.json allows) -> JSON; ``//`` inside strings is kept."""
-    return _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("//") else m.group(), text)
 
 
 def read_json(path: Path, *, comments: bool = False):
