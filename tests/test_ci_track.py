@@ -261,7 +261,7 @@ def test_results_that_cannot_be_written_are_named_before_anything_is_recorded(ch
     refused = _track(checkout)
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
-        f"tracking run: results/asv/{MACHINE}: cannot be written (Not a directory)"]
+        f"tracking run: results/asv/{MACHINE}: cannot be written (results/asv is not a folder)"]
     assert _calls(checkout) == []
 
 

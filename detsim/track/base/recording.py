@@ -193,10 +193,16 @@ def merge_results(source: Path, target: Path) -> list[Path]:
 
 
 def check_writable(folder: Path) -> None:
-    """Make ``folder`` and write a file in it (a permission test cannot tell root from a read-only disk)."""
+    """:class:`RecordError` unless files can be made in ``folder`` (or, where it does not exist yet, in the
+    folder it would be made in): a file is made there and removed, since a permission test cannot tell root
+    from a read-only disk. Nothing is left behind."""
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RecordError(f"{folder}: cannot be written ({existing} is not a folder)")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(dir=folder, prefix=".write-test.")
+        handle, probe = tempfile.mkstemp(dir=existing, prefix=".write-test.")
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:

@@ -155,9 +155,10 @@ def test_the_second_configuration_is_asv_s_with_its_own_folders(tmp_path):
 def test_a_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, capsys):
     (tmp_path / "results").write_text("a file where a folder belongs")
     assert recording.main(["writable", str(tmp_path / ".asv"), str(tmp_path / "results" / "asv" / "m")]) == 2
-    assert capsys.readouterr().err == f"tracking run: {tmp_path}/results/asv/m: cannot be written (Not a directory)\n"
-    recording.check_writable(tmp_path / "made" / "here")
-    assert list((tmp_path / "made" / "here").iterdir()) == []
+    assert capsys.readouterr().err == (f"tracking run: {tmp_path}/results/asv/m: cannot be written "
+                                       f"({tmp_path}/results is not a folder)\n")
+    recording.check_writable(tmp_path / "not" / "made")
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "results"]  # nothing made, nothing left
 
 
 def test_a_machine_name_from_outside_is_refused_by_the_step_in_one_line(capsys):
