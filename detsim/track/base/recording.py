@@ -54,15 +54,18 @@ def strip_comments(text: str) -> str:
     return _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("//") else m.group(), text)
 
 
-def _read_json(path: Path, *, comments: bool = False):
+def read_json(path: Path, *, comments: bool = False, error: type[Exception] = RecordError):
+    """The parsed file (NaN allowed: asv writes it for skips); raises ``error`` naming it, in one line."""
     try:
         text = path.read_text()
+    except FileNotFoundError:
+        raise error(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{path}: unreadable ({getattr(exc, 'strerror', None) or exc})") from None
+        raise error(f"{path}: unreadable ({exc})") from None
     try:
         return json.loads(strip_comments(text) if comments else text)
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: corrupt JSON ({exc})") from None
+        raise error(f"{path}: corrupt JSON ({exc})") from None
 
 
 def write_aside(path: Path, data: bytes) -> None:
@@ -88,7 +91,7 @@ def suite_benchmarks(results: Path) -> frozenset[str] | None:
     """The benchmark names asv found in the suite when it last ran (its ``benchmarks.json``, written before
     it records anything); None when there is none to read."""
     try:
-        found = _read_json(results / "benchmarks.json")
+        found = read_json(results / "benchmarks.json")
     except RecordError:
         return None
     return frozenset(name for name, entry in found.items() if isinstance(entry, dict)) if isinstance(found, dict) else None
@@ -97,7 +100,7 @@ def suite_benchmarks(results: Path) -> frozenset[str] | None:
 def missing_benchmarks(path: Path, suite: frozenset[str] | None) -> list[str] | None:
     """The suite's benchmarks that the results file ``path`` lacks, sorted (None when no suite is known:
     then no file can be judged complete); a file that cannot be read is a :class:`RecordError`."""
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise RecordError(f"{path}: not an asv results file")
     return None if suite is None else sorted(suite - set(data["results"]))
@@ -143,7 +146,7 @@ def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
 def second_config(root: Path, out: Path, results: str) -> str:
     """Write ``out``: asv.conf.json with its environments, results and page folders suffixed -second
     (``results`` for the results); return the first environment folder."""
-    config = _read_json(root / CONFIG, comments=True)
+    config = read_json(root / CONFIG, comments=True)
     if not isinstance(config, dict):
         raise RecordError(f"{root / CONFIG}: not a JSON object")
     first = config.get("env_dir", ".asv/env")
@@ -154,7 +157,7 @@ def second_config(root: Path, out: Path, results: str) -> str:
 
 def merge_file(part: Path, into: Path) -> None:
     """Fold the results file ``part`` into ``into`` (both of one commit and environment), then remove ``part``."""
-    ours, theirs = _read_json(into), _read_json(part)
+    ours, theirs = read_json(into), read_json(part)
     for data, path in ((ours, into), (theirs, part)):
         if not isinstance(data, dict) or not all(isinstance(data.get(key), dict) for key in MERGED):
             raise RecordError(f"{path}: not an asv results file")

@@ -3,12 +3,12 @@ asv allows; no trailing commas): a missing, unreadable or corrupt file is a :cla
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
-from detsim.track.base.recording import strip_comments
+from detsim.track.base import recording
+from detsim.track.base.recording import strip_comments  # noqa: F401 (read here by its users)
 
 CONFIG = "asv.conf.json"
 
@@ -19,16 +19,7 @@ class ResultsError(ValueError):
 
 def read_json(path: Path, *, comments: bool = False):
     """The parsed file (NaN allowed: asv writes it for skips); raises :class:`ResultsError` naming it."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: unreadable ({exc})") from None
-    try:
-        return json.loads(strip_comments(text) if comments else text)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: corrupt JSON ({exc})") from None
+    return recording.read_json(path, comments=comments, error=ResultsError)
 
 
 def load_config(root: Path) -> dict:
