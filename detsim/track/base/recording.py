@@ -127,17 +127,21 @@ def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
             except RecordError as exc:
                 path.unlink()
                 notes.append(f"{exc}: removed, {commit[:8]} is recorded again")
-        if commit == commits[0] or [] not in gaps:
-            record.append(commit)
-        if commit != commits[0] and gaps and [] not in gaps:
-            if suite is None:
-                notes.append(f"{commit[:8]}: no results/asv/benchmarks.json says what a complete record holds; "
-                             "recorded again")
-                continue
-            known = [gap for gap in gaps if gap]
-            shown = f" ({len(min(known, key=len))} benchmarks missing, {min(known, key=len)[0]} first)" if known else ""
-            notes.append(f"{commit[:8]} was recorded only in part{shown}; recorded again")
+        if commit != commits[0] and [] in gaps:
+            continue  # recorded completely before
+        record.append(commit)
+        if commit != commits[0] and gaps:
+            notes.append(f"{commit[:8]} was recorded only in part ({_gap(gaps)}); recorded again")
     return record, notes
+
+
+def _gap(gaps: list[list[str] | None]) -> str:
+    """What the most complete of a commit's results files lacks, in a few words."""
+    known = [gap for gap in gaps if gap is not None]
+    if not known:
+        return "no results/asv/benchmarks.json says what a complete record holds"
+    least = min(known, key=len)
+    return f"{len(least)} of the suite's benchmarks missing, {least[0]} first"
 
 
 # ---- the second recording

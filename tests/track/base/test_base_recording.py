@@ -119,7 +119,8 @@ def test_the_plan_records_head_and_every_commit_without_a_complete_record(histor
     _recorded_commit(results, "m", complete, ["a.x", "b.y", "gone.z"])  # a benchmark since removed is fine
     commits, notes = recording.plan(root, "m", 4)
     assert commits == [head, partial, absent]
-    assert notes == [f"{partial[:8]} was recorded only in part (1 benchmarks missing, b.y first); recorded again"]
+    assert notes == [f"{partial[:8]} was recorded only in part (1 of the suite's benchmarks missing, b.y first); "
+                     "recorded again"]
     assert recording.plan(root, "m", 2)[0] == [head, partial]
 
 
