@@ -13,6 +13,7 @@ from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.runtime.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
+from detsim.track.base.recording import RecordError, check_writable
 from detsim.track.base.reproducibility import AXES
 from detsim.track.baselines import golden_hashes
 from detsim.track.base.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
@@ -84,6 +85,10 @@ def _refresh(root: Path, *, allow_dirty: bool) -> int:
         return ExitCode.UNMEASURED
     machine = golden_hashes.machine_class()
     path = root / class_path(machine)
+    try:  # where it will write, before the renders (~40 s)
+        check_writable(path.parent)
+    except RecordError as exc:
+        return refuse(f"detsim-track baselines: not refreshed: {exc}")
     old = None
     try:
         found = for_class(root, machine)
@@ -109,15 +114,19 @@ def _refresh(root: Path, *, allow_dirty: bool) -> int:
               "names the op):\n  " + "\n  ".join(irreproducible), file=sys.stderr)
         return ExitCode.REGRESSED
     holds_for = machine.as_record()
-    write_json(path, {
-        "schema": SCHEMA,
-        "hash": f"{IMAGE_HASH}, rendered as the asv determinism tracks render it",
-        "holds_for": holds_for,
-        "recorded": {"commit": state["commit"], "dirty": state["dirty"], "at": utc_stamp(),
-                     "cpu": cpu_model(), "python": sys.version.split()[0]},
-        "cases": dict(eager.hashes),
-        "cases_compiled": dict(compiled.hashes),
-    })
+    try:
+        write_json(path, {
+            "schema": SCHEMA,
+            "hash": f"{IMAGE_HASH}, rendered as the asv determinism tracks render it",
+            "holds_for": holds_for,
+            "recorded": {"commit": state["commit"], "dirty": state["dirty"], "at": utc_stamp(),
+                         "cpu": cpu_model(), "python": sys.version.split()[0]},
+            "cases": dict(eager.hashes),
+            "cases_compiled": dict(compiled.hashes),
+        })
+    except OSError as exc:
+        return refuse(f"detsim-track baselines: not refreshed: {path} could not be written "
+                      f"({exc.strerror or exc}); the stored baseline is unchanged")
     _print_changes(old, dict(eager.hashes), dict(compiled.hashes), holds_for, path.relative_to(root))
     return ExitCode.OK
 

@@ -3,10 +3,12 @@ asv allows; no trailing commas): a missing, unreadable or corrupt file is a :cla
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
+
+from detsim.track.base import recording
+from detsim.track.base.recording import strip_comments  # noqa: F401 (read here by its users)
 
 CONFIG = "asv.conf.json"
 
@@ -15,26 +17,9 @@ class ResultsError(ValueError):
     """A stored file that cannot be used; the message names it."""
 
 
-_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
-
-
-def strip_comments(text: str) -> str:
-    """JSON with ``//`` comments (as asv.conf.json allows) -> JSON; ``//`` inside strings is kept."""
-    return _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("//") else m.group(), text)
-
-
 def read_json(path: Path, *, comments: bool = False):
     """The parsed file (NaN allowed: asv writes it for skips); raises :class:`ResultsError` naming it."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: unreadable ({exc})") from None
-    try:
-        return json.loads(strip_comments(text) if comments else text)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: corrupt JSON ({exc})") from None
+    return recording.read_json(path, comments=comments, error=ResultsError)
 
 
 def load_config(root: Path) -> dict:

@@ -206,3 +206,32 @@ def test_a_refresh_refuses_uncommitted_changes(tmp_path, monkeypatch, capsys):
     assert cmd_baselines.run(_args(root, refresh=True)) == 2
     assert "uncommitted changes" in capsys.readouterr().err
 
+
+
+def test_a_refresh_that_cannot_write_its_file_says_so_before_rendering(tmp_path, monkeypatch, capsys):
+    root = _project(tmp_path, {"torch": "old"})
+    (root / BASELINE_DIR).write_text("a file where the baselines' folder belongs")
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("rendered before checking where the baseline goes")
+
+    monkeypatch.setattr(golden_hashes, "render_hashes", no_render)
+    assert cli.main(["baselines", "--repo", str(root), "--refresh", "--allow-dirty"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not refreshed" in err and f"{root / BASELINE_DIR} is not a folder" in err
+
+
+def test_a_refresh_whose_write_fails_says_so_in_one_line_and_keeps_the_old_file(tmp_path, monkeypatch, capsys):
+    import errno
+
+    root = _project(tmp_path, {"torch": "old"})
+    _fake_renders(monkeypatch)
+
+    def disk_full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cmd_baselines, "write_json", disk_full)
+    assert cli.main(["baselines", "--repo", str(root), "--refresh", "--allow-dirty"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "unchanged" in err
+    assert not (root / class_path(golden_hashes.machine_class())).exists()
