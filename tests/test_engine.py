@@ -193,7 +193,10 @@ def test_an_roi_render_shares_its_pixels_as_the_same_bits_and_reports_progress(d
     shared, _ = render(setup, chunk_pixels=7, threads=workers, progress=fractions.append)
     assert torch.equal(shared, one)
     assert (one[0] == 0).all() and (one[1, 2:13] != 0).all()
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) > 1
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    # threads report after every job; forked workers only through the jobs the calling process ran itself,
+    # which may be none when the children take every job first (seen under load)
+    assert len(fractions) > 1 or workers_fork
 
 
 def test_a_render_leaves_torch_thread_count_as_it_found_it():
