@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "evidence": "detsim.track.commands.evidence",
     "speed": "detsim.track.commands.speed",
     "explain": "detsim.track.commands.explain",
+    "bisect": "detsim.track.commands.bisect",
     "publish": "detsim.track.commands.publish",
 }
 DEFAULT = "regressions"

@@ -46,6 +46,7 @@ class Rendered:
     outcome: CaseOutcome
     image: np.ndarray | None  # the first run's image, float64 (slow, fast)
     reference: np.ndarray | None
+    runs: int = 1  # processes started (a failed run ends the render)
 
 
 def output_name(args: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
@@ -76,7 +77,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
         seed = SEEDS[index % len(SEEDS)] if index < len(SEEDS) else str(index)
         failed, pixels, secs, peak = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
         if failed is not None:
-            return Rendered(failed, None, reference)
+            return Rendered(failed, None, reference, index + 1)
         seconds.append(secs)
         peaks.append(peak)
         hashes.append(image_sha256(pixels))
@@ -84,7 +85,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
     metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
     outcome = CaseOutcome(case.id, Status.IMAGE, seconds=round(min(seconds), 3), peak_mb=round(max(peaks), 1),
                           sha256=hashes[0], hashes=tuple(hashes), parity=metrics)
-    return Rendered(outcome, image, reference)
+    return Rendered(outcome, image, reference, runs)
 
 
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape):
