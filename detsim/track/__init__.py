@@ -5,7 +5,8 @@ imports any of it. On top, :mod:`.cli` and :mod:`.commands` (``detsim-track``, o
 arguments, calls into the areas, printing, exit codes). Then the areas, one job each: :mod:`.publish` (the
 status page, asv's page offline), :mod:`.confirm` (re-measuring a timing suspect), :mod:`.verdict` (findings
 and the report), :mod:`.history` (what asv recorded), :mod:`.baselines` (the golden image hashes per machine
-class), :mod:`.explain` (why a regression happened), :mod:`.gate` (the pytest-benchmark gate), :mod:`.parity`
+class), :mod:`.target` (another repository's nanoBragg-compatible command: its renders, its first bad commit),
+:mod:`.explain` (why a regression happened), :mod:`.gate` (the pytest-benchmark gate), :mod:`.parity`
 (against the reference images), :mod:`.speed` (against nanoBragg.c), :mod:`.determinism` (the bit-for-bit
 matrix), :mod:`.divergence` (the first op where two runs differ), :mod:`.traces` (the first traced quantity
 that differs), :mod:`.evidence` (hashed bundles of test runs), :mod:`.cost` (instruction counts) and

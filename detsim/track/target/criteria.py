@@ -23,7 +23,7 @@ class Kind(enum.Enum):
     PARITY = "parity"  # 1 - r grows by more than the factor, or crosses the acceptance line
     CHANGED = "changed"  # the image's hash differs from the good commit's
     IRREPRODUCIBLE = "irreproducible"  # a second process does not reproduce the image's hash
-    SLOWER = "slower"  # whole-process seconds grow by more than the percentage
+    SLOWER = "slower"  # whole-process seconds grow by more than the percentage (timed in turns with GOOD's)
     BROKEN = "broken"  # the render fails: crashed, timed out, no image, wrong size
 
 
@@ -86,10 +86,12 @@ class Criterion:
             return Judgement(Verdict.BAD if probe.reproduced is False else Verdict.GOOD,
                              f"hashes {', '.join(h[:12] for h in probe.hashes)}")
         if self.kind is Kind.SLOWER:
-            limit = good.seconds * (1 + self.percent / 100)
+            base = probe.baseline_s if probe.baseline_s is not None else good.seconds
+            limit = base * (1 + self.percent / 100)
             return Judgement(Verdict.BAD if probe.seconds > limit else Verdict.GOOD,
-                             f"{probe.seconds:.3f} s against {good.seconds:.3f} s "
-                             f"({100 * (probe.seconds / good.seconds - 1):+.1f} %)")
+                             f"{probe.seconds:.3f} s against {base:.3f} s "
+                             f"({100 * (probe.seconds / base - 1):+.1f} %"
+                             f"{', timed in turns' if probe.baseline_s is not None else ''})")
         return self._parity(good, probe)
 
     def _parity(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:

@@ -38,6 +38,7 @@ class CaseOutcome:
     hashes: tuple[str, ...] = ()  # every run's image hash, in order
     parity: Mapping | None = field(default=None, compare=False)  # parity.compare.image_metrics, shape added
     stderr_tail: tuple[str, ...] = ()  # the last lines of a failed run's stderr
+    baseline_s: float | None = None  # another commit's seconds, timed in turns with these runs (render_case)
 
     @property
     def reproduced(self) -> bool | None:
@@ -81,7 +82,7 @@ class CaseOutcome:
         return cls(case=rec["case"], status=Status(rec["status"]), detail=rec.get("detail", ""),
                    seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
                    hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
-                   stderr_tail=tuple(rec.get("stderr_tail", ())))
+                   stderr_tail=tuple(rec.get("stderr_tail", ())), baseline_s=rec.get("baseline_s"))
 
 
 def _g(x) -> str:

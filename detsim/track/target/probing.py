@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from detsim.track.base.commits import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.explain.sides import SideError, commits_between, subject
 from detsim.track.target.bisection import Bisection, Step, bisect
@@ -44,10 +45,12 @@ class Probe:
 
 class Prober:
     """Measures ``case`` at any commit of ``spec.root``, building each in a throwaway venv under ``scratch``
-    and reusing results across commits with the same installed files (:mod:`.reuse`)."""
+    and reusing results across commits with the same installed files (:mod:`.reuse`). With ``in_turns`` the
+    first commit measured stays installed and every later render is timed in turns with it."""
 
-    def __init__(self, spec: TargetSpec, case: GoldenCase, runs: int, scratch: Path):
-        self.spec, self.case, self.runs = spec, case, runs
+    def __init__(self, spec: TargetSpec, case: GoldenCase, runs: int, scratch: Path, in_turns: bool = False):
+        self.spec, self.case, self.runs, self.in_turns = spec, case, runs, in_turns
+        self.baseline: Path | None = None  # the first commit's command folder, kept installed when in_turns
         self.builder = Builder(spec, scratch)
         self.reuse: Reuse[Rendered] = Reuse()
         self.builds = self.renders = 0
@@ -69,18 +72,22 @@ class Prober:
             installed = self.builder.install(commit)
         except BuildError as exc:
             return Probe(commit, build_error=str(exc))
+        keep = self.in_turns and self.baseline is None
         try:
             hit = self.reuse.get(installed.fingerprint)
             if hit is not None:
                 self.reuse.put(hit[0], hit[1], source)
                 return Probe(installed.commit, hit[1], reused_from=hit[0], reused_by="installed files",
                              build_s=installed.seconds)
-            rendered = render_case(self.spec, self.case, installed.bin_dir, runs=self.runs)
+            rendered = render_case(self.spec, self.case, installed.bin_dir, runs=self.runs, baseline=self.baseline)
             self.renders += rendered.runs
             self.reuse.put(installed.commit, rendered, installed.fingerprint, source)
             return Probe(installed.commit, rendered, build_s=installed.seconds)
         finally:
-            self.builder.discard(installed)
+            if keep:
+                self.baseline = installed.bin_dir
+            else:
+                self.builder.discard(installed)
 
 
 @dataclass
@@ -119,9 +126,9 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     """The first commit after ``good`` up to ``bad`` where ``criterion`` turns (see the module docstring)."""
     try:
         between = commits_between(spec.root, good, bad)
-    except SideError as exc:
+    except (SideError, CommitError) as exc:
         raise HuntError(str(exc)) from None
-    prober = Prober(spec, case, criterion.runs, scratch)
+    prober = Prober(spec, case, criterion.runs, scratch, in_turns=criterion.kind is Kind.SLOWER)
     commits = [_resolved_good(spec.root, good), *between]
     result = Hunt(criterion, commits[0], commits[-1], len(commits))
     say(f"{len(commits)} commits from {commits[0][:8]} (good) to {commits[-1][:8]} (bad); bad when "
@@ -158,8 +165,6 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
 
 
 def _resolved_good(root: Path, good: str) -> str:
-    from detsim.track.base.commits import CommitError, resolve
-
     try:
         return resolve(root, good)
     except CommitError as exc:

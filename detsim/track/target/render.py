@@ -65,16 +65,21 @@ def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, 
     return {**env, **thread_vars(1), "PYTHONHASHSEED": seed, **spec.env}
 
 
-def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1) -> Rendered:
-    """Render ``case`` ``runs`` times, each in a fresh process (see the module docstring)."""
+def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
+                baseline: Path | None = None) -> Rendered:
+    """Render ``case`` ``runs`` times, each in a fresh process (see the module docstring). With ``baseline``
+    (another installation's command folder) each run follows a run of the baseline's command, and the
+    outcome's ``baseline_s`` is the least of those: two commits timed side by side, under the same load."""
     try:
         reference = case.reference()
     except GoldenError as exc:
         raise GoldenError(f"{case.id}: {exc}") from None
     args, out_name = output_name(case.args)
-    seconds, peaks, hashes, image = [], [], [], None
+    seconds, peaks, hashes, image, paired = [], [], [], None, []
     for index in range(runs):
-        seed = SEEDS[index % len(SEEDS)] if index < len(SEEDS) else str(index)
+        seed = SEEDS[index] if index < len(SEEDS) else str(index)
+        if baseline is not None:
+            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape)[2])
         failed, pixels, secs, peak = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
         if failed is not None:
             return Rendered(failed, None, reference, index + 1)
@@ -84,8 +89,9 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
         image = pixels if image is None else image
     metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
     outcome = CaseOutcome(case.id, Status.IMAGE, seconds=round(min(seconds), 3), peak_mb=round(max(peaks), 1),
-                          sha256=hashes[0], hashes=tuple(hashes), parity=metrics)
-    return Rendered(outcome, image, reference, runs)
+                          sha256=hashes[0], hashes=tuple(hashes), parity=metrics,
+                          baseline_s=round(min(paired), 3) if paired and None not in paired else None)
+    return Rendered(outcome, image, reference, runs * (2 if baseline is not None else 1))
 
 
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape):

@@ -29,6 +29,8 @@ if mode == "crash":
     sys.exit("ValueError: bad -mat file")
 if mode == "sleep":
     time.sleep(30)
+if mode == "pause":
+    time.sleep(0.4)
 if mode == "nothing" or os.path.exists(out):
     sys.exit(0)
 if mode == "big":
@@ -107,6 +109,24 @@ def test_a_command_not_installed_is_a_crash_naming_it(tmp_path, case):
     spec = TargetSpec("fake", tmp_path, ("no-such-nanobragg",))
     out = render_case(spec, case, bin_dir=tmp_path).outcome
     assert (out.status, out.detail) == (Status.CRASHED, "command not found: no-such-nanobragg")
+
+
+def test_with_a_baseline_each_run_is_timed_in_turns_with_the_baselines(tmp_path, case):
+    program = tmp_path / "fake_nanobragg.py"
+    program.write_text(PROGRAM)
+    folders = {}
+    for mode in ("exact", "pause"):
+        folders[mode] = tmp_path / mode
+        folders[mode].mkdir()
+        script = folders[mode] / "fake-nb"
+        script.write_text(f'#!/bin/sh\nMODE={mode} exec "{sys.executable}" "{program}" "$@"\n')
+        script.chmod(0o755)
+    spec = TargetSpec("fake", tmp_path, ("fake-nb",))
+    rendered = render_case(spec, case, folders["pause"], runs=2, baseline=folders["exact"])
+    out = rendered.outcome
+    assert rendered.runs == 4 and len(out.hashes) == 2
+    assert out.seconds - out.baseline_s > 0.3  # the pause, against the baseline's runs
+    assert render_case(spec, case, folders["exact"]).outcome.baseline_s is None
 
 
 def test_a_case_without_a_floatfile_gets_one():
