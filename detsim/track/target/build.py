@@ -1,7 +1,8 @@
 """Installing one commit of a target into a throwaway virtual environment, cheaply.
 
 Input: a :class:`~.spec.TargetSpec` and a commit. The commit's tree (or the spec's ``export`` paths) is
-unpacked with ``git archive`` (the repository is only read) and pip installs the spec's ``install`` path
+unpacked with ``git archive`` (the repository is only read; an archive is judged by the files it holds, so a
+partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
 ``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
 site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
 again. Output: an :class:`Installation` (the folder of its commands and the fingerprint of its installed
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.commits import resolve
-from detsim.track.base.fresh import ChildError, run
+from detsim.track.base.fresh import ChildError, pinned_env, run
 from detsim.track.base.git import GitError, git
 from detsim.track.target.reuse import installed_fingerprint
 from detsim.track.target.spec import TargetSpec
@@ -64,6 +65,13 @@ class Builder:
         folder = self.scratch / sha[:12]
         if folder.exists():
             shutil.rmtree(folder)
+        try:
+            return self._install(sha, folder, began)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def _install(self, sha: str, folder: Path, began: float) -> Installation:
         source, venv = folder / "src", folder / "venv"
         self._export(sha, source)
         try:
@@ -92,15 +100,24 @@ class Builder:
 
     def _export(self, sha: str, dest: Path) -> None:
         dest.mkdir(parents=True)
+        what = " ".join(self.spec.export or ["its tree"])
         with tempfile.TemporaryDirectory(prefix="detsim-archive-") as tmp:
             archive = Path(tmp) / "tree.tar"
             paths = ["--", *self.spec.export] if self.spec.export else []
             try:
-                git(self.spec.root, "archive", "--format=tar", f"--output={archive}", sha, *paths, timeout=600)
+                archived = run(["git", "--no-optional-locks", "archive", "--format=tar", f"--output={archive}", sha,
+                                *paths], cwd=self.spec.root, env=pinned_env(GIT_OPTIONAL_LOCKS="0"), timeout=600)
+                # a copy of a repository missing blobs outside the paths asked for (a partial mirror) makes git
+                # archive complain after writing every file asked for: the export is judged by its files
+                listed = run(["tar", "-t", "-f", str(archive)], timeout=600) if archive.is_file() else None
+                wanted = git(self.spec.root, "ls-tree", "-r", "--name-only", sha, *paths, timeout=600).splitlines()
+                missing = set(wanted) - set(listed.stdout.splitlines() if listed and listed.returncode == 0 else [])
+                if missing:
+                    why = archived.last_line() or f"{len(missing)} file(s) missing, e.g. {sorted(missing)[0]}"
+                    raise BuildError(f"{sha[:8]}: cannot export {what}: {why}")
                 run(["tar", "-x", "-C", str(dest), "-f", str(archive)], timeout=600).check("tar")
             except (GitError, ChildError) as exc:
-                raise BuildError(f"{sha[:8]}: cannot export {' '.join(self.spec.export or ['its tree'])}: "
-                                 f"{exc}") from None
+                raise BuildError(f"{sha[:8]}: cannot export {what}: {exc}") from None
         if not (dest / self.spec.install).exists():
             raise BuildError(f"{sha[:8]}: has no {self.spec.install} to install")
 

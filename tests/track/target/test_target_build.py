@@ -56,3 +56,22 @@ def test_a_commit_that_does_not_build_or_lacks_its_paths_is_one_line(repo, tmp_p
         Builder(TargetSpec("tinyport", root, ("tiny-nb",), export=("src",)), tmp_path).install(shas["v1"])
     with pytest.raises(BuildError, match="not a commit"):
         Builder(TargetSpec("tinyport", root, ("tiny-nb",)), tmp_path).install("no-such-rev")
+
+
+def test_blobs_missing_outside_the_exported_paths_do_not_stop_the_export(tmp_path):
+    """A partial copy of a repository (a mirror without some evidence files): the package still exports."""
+    root = tmp_path / "partial"
+    (root / "src" / "tinyport").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "src" / "pyproject.toml").write_text(PYPROJECT)
+    (root / "src" / "tinyport" / "__init__.py").write_text("def main():\n    print('ran')\n")
+    (root / "evidence.bin").write_text("large\n")
+    sha = commit(root, "package and evidence")
+    blob = git(root, "rev-parse", f"{sha}:evidence.bin")
+    (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    builder = Builder(TargetSpec("partial", root, ("x",), export=("src",), install="src"), tmp_path / "scratch")
+    installed = builder.install(sha)
+    assert subprocess.run([str(installed.bin_dir / "tiny-nb")], capture_output=True, text=True).stdout == "ran\n"
+    with pytest.raises(BuildError, match="cannot export its tree"):
+        Builder(TargetSpec("partial", root, ("x",)), tmp_path / "scratch2").install(sha)
+    assert not (tmp_path / "scratch2" / sha[:12]).exists()  # a failed build leaves nothing behind
