@@ -41,9 +41,11 @@ def main():
         print("fakeport: reading the matrix", file=sys.stderr)
         sys.exit("fakeport: RuntimeError: planted crash")
     out = args[args.index("-floatfile") + 1]
-    reference = os.environ.get("FAKEPORT_REFERENCE")
-    if reference:
-        image = np.fromfile(reference, "<f4")
+    golden = os.environ.get("FAKEPORT_GOLDEN")
+    if golden:  # the golden case whose arguments these are: its reference image stands for a render
+        case = next(d for d in os.scandir(golden) if d.is_dir()
+                    and open(os.path.join(d.path, "args.txt")).read().split() == args)
+        image = np.fromfile(os.path.join(case.path, "image.bin"), "<f4")
     else:
         from detsim.cli import main as detsim
         code = detsim(args)
@@ -59,8 +61,9 @@ def main():
         image[:, -3:] *= 1 + EDGE
     if SHRINK:
         image = image[:-1, :-1]
-    if VARIES:
-        image[side // 2, side // 2] += int.from_bytes(os.urandom(2), "little") + 1
+    if VARIES:  # the centre pixel moved up by a number of float32 steps that differs between two processes
+        centre = image[side // 2, side // 2]
+        image[side // 2, side // 2] = centre + np.spacing(centre) * (1 + os.getpid() % 65521)
     np.ascontiguousarray(image).tofile(out)
     if SLOW:
         time.sleep(SLOW * (time.monotonic() - START))
@@ -85,18 +88,18 @@ def _faults(root: Path, **changes) -> None:
 def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool = True) -> Port:
     """The history (name: what the commit does): base (no fault), docs1, edge (a 2 % change of the outer 3
     pixels, kept from here on), docs2, docs3, shrink (a 127x127 image), unshrink, docs4, crash, uncrash,
-    varies (one pixel random run to run), steady, docs5, slow (sleeps 15 % of its run, kept), docs6. With
+    varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (sleeps 15 % of its run, kept), docs6. With
     ``export`` the spec names the package's paths (docs commits are reused unbuilt), else every commit is
     built and compared by its installed files."""
     FAULTS.update(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
     root = work / "port"
     (root / "fakeport").mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
-    reference = "" if render == "detsim" else str(golden / CASE / "image.bin")
+    reference = "" if render == "detsim" else str(golden)
     (root / "detsim-target.toml").write_text(
         f'command = "fake-nanobragg"\ncases = ["{CASE}"]\ntimeout_s = 120\n'
         + ('export = ["fakeport", "pyproject.toml"]\n' if export else "") +
-        f'env = {{ PYTHONPATH = "{HERE}", FAKEPORT_REFERENCE = "{reference}" }}\n')
+        f'env = {{ PYTHONPATH = "{HERE}", FAKEPORT_GOLDEN = "{reference}" }}\n')
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "fakeport" / "__init__.py").write_text("")
     (root / "fakeport" / "cli.py").write_text(CLI)

@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "speed": "detsim.track.commands.speed",
     "explain": "detsim.track.commands.explain",
     "bisect": "detsim.track.commands.bisect",
+    "record": "detsim.track.commands.record",
     "publish": "detsim.track.commands.publish",
 }
 DEFAULT = "regressions"

@@ -17,7 +17,7 @@ from detsim.track.runtime.output import OutputError, add_json_option, check_outp
 from detsim.track.target.build import scratch_folder
 from detsim.track.target.criteria import PARITY_FACTOR, Criterion, Kind
 from detsim.track.target.departure import map_lines
-from detsim.track.target.probing import HuntError, hunt
+from detsim.track.target.hunting import HuntError, hunt
 from detsim.track.target.spec import SpecError, detsim_spec, load_spec
 
 HELP = "find the first commit (of detsim or of a target repository) where a golden case's parity, hash, " \

@@ -1,34 +1,22 @@
-"""Hunting the first bad commit of a target: each probed commit built (or its results reused), its case
-rendered and judged, the bisection driven to its end, and where the first bad image departs.
+"""Measuring golden cases at any commit of a target: built in a throwaway venv, or its results reused from a
+commit with the same sources or installed files (:mod:`.reuse`, the one rule bisection and recording share).
 
-Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and
-BAD. Output: a :class:`Hunt` (JSON: :meth:`Hunt.record`) with every step, the counts of builds, renders and
-reused results, and for an image criterion the departure of the first bad image (:mod:`.departure`).
-Progress goes to the ``say`` callback, one line a step.
+Input: a :class:`~.spec.TargetSpec`, the cases, the processes per render. Output: a :class:`Probe` per commit
+(each case's :class:`~.render.Rendered`, or why the commit did not build), and the counts of builds,
+renders and reused results.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Mapping, Sequence
 
-from detsim.track.base.commits import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
-from detsim.track.explain.sides import SideError, commits_between, subject
-from detsim.track.target.bisection import Bisection, Step, bisect
 from detsim.track.target.build import Builder, BuildError
-from detsim.track.target.criteria import Criterion, Judgement, Kind, Verdict
-from detsim.track.target.departure import departure
 from detsim.track.target.render import Rendered, render_case
 from detsim.track.target.reuse import Reuse, source_key
 from detsim.track.target.spec import TargetSpec
-
-
-class HuntError(RuntimeError):
-    """The hunt cannot start: an end that does not build, a good end that cannot anchor the criterion, commits
-    that are not in line (one line)."""
 
 
 @dataclass(frozen=True)
@@ -36,25 +24,31 @@ class Probe:
     """One commit's measurement: rendered, reused from another commit, or not built."""
 
     commit: str
-    rendered: Rendered | None = None
+    rendered: Mapping[str, Rendered] | None = None  # case id -> what it came to; None: not built
     reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
     reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
     build_error: str | None = None
     build_s: float | None = None
+    keys: tuple[str, ...] = ()  # its reuse keys: the sources' (when the spec exports paths), the installed files'
 
 
 class Prober:
-    """Measures ``case`` at any commit of ``spec.root``, building each in a throwaway venv under ``scratch``
-    and reusing results across commits with the same installed files (:mod:`.reuse`). With ``in_turns`` the
-    first commit measured stays installed and every later render is timed in turns with it."""
+    """Measures ``cases`` at any commit of ``spec.root``, building each in a throwaway venv under ``scratch``
+    and reusing results across commits with the same sources or installed files. With ``in_turns`` the first
+    commit measured stays installed and every later render is timed in turns with it."""
 
-    def __init__(self, spec: TargetSpec, case: GoldenCase, runs: int, scratch: Path, in_turns: bool = False):
-        self.spec, self.case, self.runs, self.in_turns = spec, case, runs, in_turns
+    def __init__(self, spec: TargetSpec, cases: Sequence[GoldenCase], runs: int, scratch: Path,
+                 in_turns: bool = False):
+        self.spec, self.cases, self.runs, self.in_turns = spec, list(cases), runs, in_turns
         self.baseline: Path | None = None  # the first commit's command folder, kept installed when in_turns
         self.builder = Builder(spec, scratch)
-        self.reuse: Reuse[Rendered] = Reuse()
+        self.reuse: Reuse[Mapping[str, Rendered]] = Reuse()
         self.builds = self.renders = 0
-        self.rendered: dict[str, Rendered] = {}  # commit -> what it came to, reused or not
+        self.rendered: dict[str, Mapping[str, Rendered]] = {}  # commit -> what it came to, reused or not
+
+    def recorded(self, commit: str, keys: Sequence[str], rendered: Mapping[str, Rendered]) -> None:
+        """What an earlier run measured at ``commit`` under ``keys``: its twins here take it, unmeasured."""
+        self.reuse.put(commit, rendered, *keys)
 
     def at(self, commit: str) -> Probe:
         probe = self._measure(commit)
@@ -66,141 +60,27 @@ class Prober:
         source = source_key(self.spec.root, commit, self.spec.export)
         hit = self.reuse.get(source)
         if hit is not None:
-            return Probe(commit, hit[1], reused_from=hit[0], reused_by="sources")
+            return Probe(commit, hit[1], reused_from=hit[0], reused_by="sources", keys=(source,))
         self.builds += 1
         try:
             installed = self.builder.install(commit)
         except BuildError as exc:
             return Probe(commit, build_error=str(exc))
         keep = self.in_turns and self.baseline is None
+        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
         try:
             hit = self.reuse.get(installed.fingerprint)
             if hit is not None:
                 self.reuse.put(hit[0], hit[1], source)
                 return Probe(installed.commit, hit[1], reused_from=hit[0], reused_by="installed files",
-                             build_s=installed.seconds)
-            rendered = render_case(self.spec, self.case, installed.bin_dir, runs=self.runs, baseline=self.baseline)
-            self.renders += rendered.runs
-            self.reuse.put(installed.commit, rendered, installed.fingerprint, source)
-            return Probe(installed.commit, rendered, build_s=installed.seconds)
+                             build_s=installed.seconds, keys=keys)
+            rendered = {case.id: render_case(self.spec, case, installed.bin_dir, runs=self.runs,
+                                             baseline=self.baseline) for case in self.cases}
+            self.renders += sum(r.runs for r in rendered.values())
+            self.reuse.put(installed.commit, rendered, *keys)
+            return Probe(installed.commit, rendered, build_s=installed.seconds, keys=keys)
         finally:
             if keep:
                 self.baseline = installed.bin_dir
             else:
                 self.builder.discard(installed)
-
-
-@dataclass
-class Hunt:
-    criterion: Criterion
-    good: str
-    bad: str
-    commits: int  # GOOD..BAD, both ends included
-    steps: list[dict] = field(default_factory=list)  # every probe, ends included, in order
-    bisection: Bisection | None = None  # None: BAD is not bad
-    builds: int = 0
-    renders: int = 0
-    reused: int = 0
-    departure: dict | None = None  # where the first bad image departs (image criteria)
-    first_bad_subject: str = ""
-
-    @property
-    def build_bound(self) -> int:
-        """The most builds a hunt over this many commits should take: ~log2(N) + 3."""
-        return math.ceil(math.log2(max(self.commits, 2))) + 3
-
-    def record(self) -> dict:
-        b = self.bisection
-        return {"report": "bisect", "criterion": {"kind": self.criterion.kind.value, "case": self.criterion.case,
-                                                  "factor": self.criterion.factor, "percent": self.criterion.percent,
-                                                  "says": self.criterion.describe()},
-                "good": self.good, "bad": self.bad, "commits": self.commits, "steps": self.steps,
-                "found": b is not None, "last_good": b and b.last_good, "first_bad": b and b.first_bad,
-                "first_bad_subject": self.first_bad_subject, "exact": b is not None and b.exact,
-                "candidates": list(b.candidates) if b else [], "builds": self.builds, "renders": self.renders,
-                "reused": self.reused, "build_bound": self.build_bound, "departure": self.departure}
-
-
-def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, bad: str, scratch: Path,
-         say: Callable[[str], None] = lambda line: None) -> Hunt:
-    """The first commit after ``good`` up to ``bad`` where ``criterion`` turns (see the module docstring)."""
-    try:
-        between = commits_between(spec.root, good, bad)
-    except (SideError, CommitError) as exc:
-        raise HuntError(str(exc)) from None
-    prober = Prober(spec, case, criterion.runs, scratch, in_turns=criterion.kind is Kind.SLOWER)
-    commits = [_resolved_good(spec.root, good), *between]
-    result = Hunt(criterion, commits[0], commits[-1], len(commits))
-    say(f"{len(commits)} commits from {commits[0][:8]} (good) to {commits[-1][:8]} (bad); bad when "
-        f"{criterion.describe()}")
-    anchor = _end(prober, commits[0], "GOOD", result, say)
-    why = criterion.unusable_good(anchor.rendered.outcome)
-    if why:
-        raise HuntError(f"GOOD {commits[0][:8]} cannot anchor the criterion: {why}")
-    good_outcome = anchor.rendered.outcome
-    last = _end(prober, commits[-1], "BAD", result, say)
-    judged = criterion.judge(good_outcome, last.rendered.outcome)
-    _log(result, say, last, judged, "BAD", len(commits) - 2)
-    if judged.verdict is not Verdict.BAD:
-        _count(result, prober)
-        say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")
-        return result
-    probes: dict[str, Probe] = {}
-
-    def judge(commit: str) -> Judgement:
-        probe = probes[commit] = prober.at(commit)
-        if probe.rendered is None:
-            return Judgement(Verdict.SKIP, f"does not build: {probe.build_error}")
-        return criterion.judge(good_outcome, probe.rendered.outcome)
-
-    def on_step(step: Step, left: int) -> None:
-        _log(result, say, probes[step.commit], step.judgement, f"step {len(result.steps) - 1}", left)
-
-    result.bisection = bisect(commits, judge, on_step)
-    _count(result, prober)
-    result.first_bad_subject = subject(spec.root, result.bisection.first_bad)
-    if criterion.kind in (Kind.PARITY, Kind.CHANGED):
-        result.departure = _departure(criterion, prober, result.bisection)
-    return result
-
-
-def _resolved_good(root: Path, good: str) -> str:
-    try:
-        return resolve(root, good)
-    except CommitError as exc:
-        raise HuntError(str(exc)) from None
-
-
-def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Probe:
-    probe = prober.at(commit)
-    if probe.rendered is None:
-        raise HuntError(f"{name} {commit[:8]} does not build: {probe.build_error}")
-    if name == "GOOD":
-        _log(result, say, probe, Judgement(Verdict.GOOD, probe.rendered.outcome.summary()), name, None)
-    return probe
-
-
-def _log(result: Hunt, say, probe: Probe, judged: Judgement, label: str, left: int | None) -> None:
-    how = (f"same {probe.reused_by} as {probe.reused_from[:8]}, result reused" if probe.reused_from
-           else "not built" if probe.rendered is None else f"built in {probe.build_s:.1f} s, rendered")
-    tail = "" if left is None else f"; {left} commit(s) in question"
-    say(f"[{label}] {probe.commit[:8]}: {how}: {judged.why} -> {judged.verdict.value}{tail}")
-    result.steps.append({"label": label, "commit": probe.commit, "verdict": judged.verdict.value, "why": judged.why,
-                         "reused_from": probe.reused_from, "reused_by": probe.reused_by, "build_error": probe.build_error,
-                         "outcome": None if probe.rendered is None else probe.rendered.outcome.record()})
-
-
-def _count(result: Hunt, prober: Prober) -> None:
-    result.builds, result.renders, result.reused = prober.builds, prober.renders, prober.reuse.reused
-
-
-def _departure(criterion: Criterion, prober: Prober, bisection: Bisection) -> dict | None:
-    """Where the first bad image departs: from the reference (parity), from the last good image (changed)."""
-    bad, good = prober.rendered.get(bisection.first_bad), prober.rendered.get(bisection.last_good)
-    if bad is None or bad.image is None:
-        return None
-    if criterion.kind is Kind.PARITY:
-        return {"against": "reference", **departure(bad.image, bad.reference)}
-    if good is None or good.image is None:
-        return None
-    return {"against": "last good", **departure(bad.image, good.image)}
