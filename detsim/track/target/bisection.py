@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from detsim.track.target.criteria import Judgement, Verdict
+from detsim.track.target.criteria import Judgement, Mark
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,9 @@ def bisect(commits: Sequence[str], probe: Callable[[str], Judgement],
         judgement = probe(commits[i])
         step = Step(commits[i], i, judgement)
         steps.append(step)
-        if judgement.verdict is Verdict.BAD:
+        if judgement.mark is Mark.BAD:
             hi = i
-        elif judgement.verdict is Verdict.GOOD:
+        elif judgement.mark is Mark.GOOD:
             lo = i
         else:
             skipped.add(i)

@@ -1,7 +1,7 @@
 """What makes a commit bad, against the last good one: the criteria of a bisection.
 
 Input: the outcome of the criterion's case at the good commit and at a probed one (:mod:`.outcome`).
-Output: a :class:`Judgement`: good, bad, or skip (the probe cannot be judged by this criterion: a parity
+Output: a :class:`Judgement`: a :class:`Mark`, good, bad, or skip (the probe cannot be judged by this criterion: a parity
 criterion on a commit that renders no image), with one line saying why.
 """
 
@@ -23,11 +23,13 @@ class Kind(enum.Enum):
     PARITY = "parity"  # 1 - r grows by more than the factor, or crosses the acceptance line
     CHANGED = "changed"  # the image's hash differs from the good commit's
     IRREPRODUCIBLE = "irreproducible"  # a second process does not reproduce the image's hash
-    SLOWER = "slower"  # whole-process seconds grow by more than the percentage (timed in turns with GOOD's)
+    SLOWER = "slower"  # whole-process CPU seconds grow by more than the percentage (timed in turns with GOOD's)
     BROKEN = "broken"  # the render fails: crashed, timed out, no image, wrong size
 
 
-class Verdict(enum.Enum):
+class Mark(enum.Enum):
+    """How a probed commit is marked, as git bisect's terms."""
+
     GOOD = "good"
     BAD = "bad"
     SKIP = "skip"
@@ -35,7 +37,7 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True)
 class Judgement:
-    verdict: Verdict
+    mark: Mark
     why: str
 
 
@@ -55,7 +57,7 @@ class Criterion:
         if self.kind is Kind.PARITY:
             return f"1 - r of {self.case} grows more than {self.factor:g}-fold or crosses the acceptance line"
         if self.kind is Kind.SLOWER:
-            return f"{self.case} takes more than {self.percent:g} % longer (the least of {self.runs} runs)"
+            return f"{self.case} takes more than {self.percent:g} % more CPU time (the least of {self.runs} runs)"
         return {Kind.CHANGED: f"the image hash of {self.case} changes",
                 Kind.IRREPRODUCIBLE: f"a second process does not reproduce {self.case}'s image",
                 Kind.BROKEN: f"{self.case} fails to render"}[self.kind]
@@ -75,31 +77,41 @@ class Criterion:
     def judge(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
         """Whether ``probe`` is bad against ``good`` (see the module docstring)."""
         if self.kind is Kind.BROKEN:
-            return Judgement(Verdict.BAD if probe.status.is_failure else Verdict.GOOD, probe.summary())
+            return Judgement(Mark.BAD if probe.status.is_failure else Mark.GOOD, probe.summary())
         if probe.status.is_failure:
-            return Judgement(Verdict.SKIP, f"cannot be judged: {probe.summary()}")
+            return Judgement(Mark.SKIP, f"cannot be judged: {probe.summary()}")
         if self.kind is Kind.CHANGED:
             same = probe.sha256 == good.sha256
-            return Judgement(Verdict.GOOD if same else Verdict.BAD,
+            return Judgement(Mark.GOOD if same else Mark.BAD,
                              f"image {probe.sha256[:12]} {'=' if same else '!='} {good.sha256[:12]}")
         if self.kind is Kind.IRREPRODUCIBLE:
-            return Judgement(Verdict.BAD if probe.reproduced is False else Verdict.GOOD,
+            return Judgement(Mark.BAD if probe.reproduced is False else Mark.GOOD,
                              f"hashes {', '.join(h[:12] for h in probe.hashes)}")
         if self.kind is Kind.SLOWER:
-            base = probe.baseline_s if probe.baseline_s is not None else good.seconds
-            limit = base * (1 + self.percent / 100)
-            return Judgement(Verdict.BAD if probe.seconds > limit else Verdict.GOOD,
-                             f"{probe.seconds:.3f} s against {base:.3f} s "
-                             f"({100 * (probe.seconds / base - 1):+.1f} %"
-                             f"{', timed in turns' if probe.baseline_s is not None else ''})")
+            return self._slower(good, probe)
         return self._parity(good, probe)
+
+    def _slower(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
+        """CPU seconds decide (on a shared machine a process's wall time mostly measures the others'); the
+        good commit's are those timed in turns with the probe when there are some."""
+        in_turns = probe.baseline_cpu_s is not None
+        base = probe.baseline_cpu_s if in_turns else good.cpu_s
+        new = probe.cpu_s
+        wall_base = probe.baseline_s if in_turns else good.seconds
+        wall = f"; wall {probe.seconds:.2f} s against {wall_base:.2f} s" if wall_base else ""
+        if base is None or new is None or base <= 0:
+            return Judgement(Mark.SKIP, "no CPU seconds to compare" + wall)
+        bad = new > base * (1 + self.percent / 100)
+        return Judgement(Mark.BAD if bad else Mark.GOOD,
+                         f"{new:.3f} CPU s against {base:.3f} ({100 * (new / base - 1):+.1f} %"
+                         f"{', timed in turns' if in_turns else ''}){wall}")
 
     def _parity(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
         new, old = probe.one_minus_r, good.one_minus_r
         if new is None:
-            return Judgement(Verdict.BAD, "1 - r is undefined (a constant or non-finite image)")
+            return Judgement(Mark.BAD, "1 - r is undefined (a constant or non-finite image)")
         shown = f"1 - r = {new:.3g} (good: {old:.3g})"
         crossed = old <= PARITY_MAX_ONE_MINUS_R < new
         grew = new > self.factor * max(old, ONE_MINUS_R_FLOOR)
         why = " crosses the acceptance line" if crossed else f" grew more than {self.factor:g}-fold" if grew else ""
-        return Judgement(Verdict.BAD if crossed or grew else Verdict.GOOD, shown + why)
+        return Judgement(Mark.BAD if crossed or grew else Mark.GOOD, shown + why)

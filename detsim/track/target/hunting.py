@@ -18,7 +18,7 @@ from detsim.track.base.commits import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.explain.sides import SideError, commits_between, subject
 from detsim.track.target.bisection import Bisection, Step, bisect
-from detsim.track.target.criteria import Criterion, Judgement, Kind, Verdict
+from detsim.track.target.criteria import Criterion, Judgement, Kind, Mark
 from detsim.track.target.departure import departure
 from detsim.track.target.probing import Probe, Prober
 from detsim.track.target.spec import TargetSpec
@@ -80,7 +80,7 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     last = _end(prober, commits[-1], "BAD", result, say)
     judged = criterion.judge(good_outcome, _one(last).outcome)
     _log(result, say, last, judged, "BAD", len(commits) - 2)
-    if judged.verdict is not Verdict.BAD:
+    if judged.mark is not Mark.BAD:
         _count(result, prober)
         say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")
         return result
@@ -89,7 +89,7 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     def judge(commit: str) -> Judgement:
         probe = probes[commit] = prober.at(commit)
         if probe.rendered is None:
-            return Judgement(Verdict.SKIP, f"does not build: {probe.build_error}")
+            return Judgement(Mark.SKIP, f"does not build: {probe.build_error}")
         return criterion.judge(good_outcome, _one(probe).outcome)
 
     def on_step(step: Step, left: int) -> None:
@@ -120,7 +120,7 @@ def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Probe:
     if probe.rendered is None:
         raise HuntError(f"{name} {commit[:8]} does not build: {probe.build_error}")
     if name == "GOOD":
-        _log(result, say, probe, Judgement(Verdict.GOOD, _one(probe).outcome.summary()), name, None)
+        _log(result, say, probe, Judgement(Mark.GOOD, _one(probe).outcome.summary()), name, None)
     return probe
 
 
@@ -128,8 +128,8 @@ def _log(result: Hunt, say, probe: Probe, judged: Judgement, label: str, left: i
     how = (f"same {probe.reused_by} as {probe.reused_from[:8]}, result reused" if probe.reused_from
            else "not built" if probe.rendered is None else f"built in {probe.build_s:.1f} s, rendered")
     tail = "" if left is None else f"; {left} commit(s) in question"
-    say(f"[{label}] {probe.commit[:8]}: {how}: {judged.why} -> {judged.verdict.value}{tail}")
-    result.steps.append({"label": label, "commit": probe.commit, "verdict": judged.verdict.value, "why": judged.why,
+    say(f"[{label}] {probe.commit[:8]}: {how}: {judged.why} -> {judged.mark.value}{tail}")
+    result.steps.append({"label": label, "commit": probe.commit, "mark": judged.mark.value, "why": judged.why,
                          "reused_from": probe.reused_from, "reused_by": probe.reused_by, "build_error": probe.build_error,
                          "outcome": None if probe.rendered is None else _one(probe).outcome.record()})
 

@@ -33,12 +33,14 @@ class CaseOutcome:
     status: Status
     detail: str = ""  # one line: why it failed, or nothing
     seconds: float | None = None  # whole-process wall seconds, the least of its runs
+    cpu_s: float | None = None  # whole-process CPU seconds (user + system), the least of its runs
     peak_mb: float | None = None  # peak resident memory of the process, the largest of its runs
     sha256: str | None = None  # the image's hash (detsim.track.base.hashing.IMAGE_HASH) of the first run
     hashes: tuple[str, ...] = ()  # every run's image hash, in order
     parity: Mapping | None = field(default=None, compare=False)  # parity.compare.image_metrics, shape added
     stderr_tail: tuple[str, ...] = ()  # the last lines of a failed run's stderr
     baseline_s: float | None = None  # another commit's seconds, timed in turns with these runs (render_case)
+    baseline_cpu_s: float | None = None  # ... and its CPU seconds
 
     @property
     def reproduced(self) -> bool | None:
@@ -82,7 +84,8 @@ class CaseOutcome:
         return cls(case=rec["case"], status=Status(rec["status"]), detail=rec.get("detail", ""),
                    seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
                    hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
-                   stderr_tail=tuple(rec.get("stderr_tail", ())), baseline_s=rec.get("baseline_s"))
+                   stderr_tail=tuple(rec.get("stderr_tail", ())), cpu_s=rec.get("cpu_s"),
+                   baseline_s=rec.get("baseline_s"), baseline_cpu_s=rec.get("baseline_cpu_s"))
 
 
 def _g(x) -> str:

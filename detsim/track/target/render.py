@@ -68,37 +68,55 @@ def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, 
 def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
                 baseline: Path | None = None) -> Rendered:
     """Render ``case`` ``runs`` times, each in a fresh process (see the module docstring). With ``baseline``
-    (another installation's command folder) each run follows a run of the baseline's command, and the
-    outcome's ``baseline_s`` is the least of those: two commits timed side by side, under the same load."""
+    (another installation's command folder) each run is paired with a run of the baseline's command, the two
+    going first in turns (the second of two runs finds the files both read in the page cache), and the
+    outcome's ``baseline_s`` / ``baseline_cpu_s`` are the least of those: two commits timed side by side,
+    under the same load."""
     try:
         reference = case.reference()
     except GoldenError as exc:
         raise GoldenError(f"{case.id}: {exc}") from None
     args, out_name = output_name(case.args)
-    seconds, peaks, hashes, image, paired = [], [], [], None, []
+    done: list[_Run] = []
+    paired: list[_Run] = []
     for index in range(runs):
         seed = SEEDS[index] if index < len(SEEDS) else str(index)
-        if baseline is not None:
-            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape)[2])
-        failed, pixels, secs, peak = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
-        if failed is not None:
-            return Rendered(failed, None, reference, index + 1)
-        seconds.append(secs)
-        peaks.append(peak)
-        hashes.append(image_sha256(pixels))
-        image = pixels if image is None else image
+        before = baseline is not None and index % 2 == 0  # in turns, each going first every other time
+        if before:
+            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
+        run_ = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
+        if run_.failed is not None:
+            return Rendered(run_.failed, None, reference, len(done) + len(paired) + 1)
+        if baseline is not None and not before:
+            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
+        done.append(run_)
+    image = done[0].image
     metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
-    outcome = CaseOutcome(case.id, Status.IMAGE, seconds=round(min(seconds), 3), peak_mb=round(max(peaks), 1),
-                          sha256=hashes[0], hashes=tuple(hashes), parity=metrics,
-                          baseline_s=round(min(paired), 3) if paired and None not in paired else None)
-    return Rendered(outcome, image, reference, runs * (2 if baseline is not None else 1))
+    hashes = tuple(image_sha256(r.image) for r in done)
+    timed = paired and all(r.failed is None for r in paired)
+    outcome = CaseOutcome(case.id, Status.IMAGE, seconds=min(r.seconds for r in done),
+                          cpu_s=min(r.cpu_s for r in done), peak_mb=max(r.peak_mb or 0.0 for r in done),
+                          sha256=hashes[0], hashes=hashes, parity=metrics,
+                          baseline_s=min(r.seconds for r in paired) if timed else None,
+                          baseline_cpu_s=min(r.cpu_s for r in paired) if timed else None)
+    return Rendered(outcome, image, reference, len(done) + len(paired))
 
 
-def _one_run(spec, case, args, out_name, bin_dir, seed, shape):
-    """(failure outcome or None, image, seconds, peak MB) of one process."""
+@dataclass(frozen=True)
+class _Run:
+    """One process: its failure (None: it wrote an image of the right size), its image, what it cost."""
+
+    failed: CaseOutcome | None
+    image: np.ndarray | None = None
+    seconds: float | None = None
+    cpu_s: float | None = None
+    peak_mb: float | None = None
+
+
+def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
     program = shutil.which(spec.command[0], path=command_env(spec, bin_dir, seed).get("PATH"))
     if program is None:
-        return CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"), None, None, None
+        return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
         work = Path(tmp)
         for item in case.folder.iterdir():
@@ -109,28 +127,28 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape):
             done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), program, *spec.command[1:], *args],
                        cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
-            return (CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s", seconds=spec.timeout_s),
-                    None, None, None)
+            return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
+                                    seconds=spec.timeout_s))
         except ChildError as exc:
-            return CaseOutcome(case.id, Status.CRASHED, str(exc)), None, None, None
-        seconds, peak = round(done.wall_s, 3), _peak_mb(peak_file)
+            return _Run(CaseOutcome(case.id, Status.CRASHED, str(exc)))
+        cost = dict(seconds=round(done.wall_s, 3), peak_mb=_peak_mb(peak_file))
         tail = tuple(line for line in done.stderr.splitlines() if line.strip())[-STDERR_LINES:]
         if done.returncode != 0:
             why = f"exited {done.returncode}" + (f": {tail[-1].strip()}" if tail else "")
-            return CaseOutcome(case.id, Status.CRASHED, why, seconds=seconds, peak_mb=peak, stderr_tail=tail), \
-                None, None, None
+            return _Run(CaseOutcome(case.id, Status.CRASHED, why, stderr_tail=tail, **cost))
         written = work / out_name
         if not written.is_file():
-            return CaseOutcome(case.id, Status.NO_IMAGE, f"exited 0 without writing {out_name}", seconds=seconds,
-                               peak_mb=peak, stderr_tail=tail), None, None, None
+            return _Run(CaseOutcome(case.id, Status.NO_IMAGE, f"exited 0 without writing {out_name}",
+                                    stderr_tail=tail, **cost))
         flat = np.fromfile(written, dtype="<f4")
         if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
             side = int(round(flat.size ** 0.5))
             guess = f" ({side}x{side}?)" if side * side == flat.size else ""
-            return CaseOutcome(case.id, Status.WRONG_SIZE,
-                               f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where the "
-                               f"reference is {shape[0]}x{shape[1]}", seconds=seconds, peak_mb=peak), None, None, None
-        return None, flat.reshape(shape).astype(np.float64), seconds, peak
+            return _Run(CaseOutcome(case.id, Status.WRONG_SIZE,
+                                    f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
+                                    f"the reference is {shape[0]}x{shape[1]}", **cost))
+        # the launcher's CPU seconds include the command's (it waited for it); its own are a few ms
+        return _Run(None, flat.reshape(shape).astype(np.float64), cpu_s=round(done.cpu_s, 3), **cost)
 
 
 def _peak_mb(peak_file: Path) -> float | None:

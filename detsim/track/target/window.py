@@ -17,13 +17,13 @@ from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.git import query
 from detsim.track.base.golden import GoldenCase
-from detsim.track.target.criteria import Criterion, Kind, Verdict
+from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.outcome import CaseOutcome
 from detsim.track.target.probing import Prober
 from detsim.track.target.render import Rendered
 from detsim.track.target.spec import TargetSpec
 
-JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change
+JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
 RUNS = 2  # processes per render: the second must reproduce the first's hash
 
 
@@ -112,24 +112,27 @@ def _row(root: Path, commit: str, probe) -> dict:
 
 
 def turns(rows: Sequence[Mapping]) -> list[Turn]:
-    """Where each case turns bad along ``rows``: against the last commit before that rendered it (BROKEN,
-    PARITY, CHANGED: the first that turns), and wherever a second process does not reproduce its image."""
+    """Where each case turns bad along ``rows``: wherever a second process does not reproduce its image, and
+    against the last commit before that rendered it reproducibly (BROKEN, PARITY, CHANGED: the first that
+    turns; an image that does not reproduce has no hash to compare, and is no commit to compare with)."""
     found: list[Turn] = []
     last: dict[str, tuple[str, CaseOutcome]] = {}  # case -> the latest commit and outcome that built
     for row in rows:
         for case, rec in row["cases"].items():
             now = CaseOutcome.from_record(rec)
-            if now.reproduced is False:
+            steady = now.reproduced is not False
+            if not steady:
                 found.append(Turn(Kind.IRREPRODUCIBLE, case, row["commit"], None,
                                   f"hashes {', '.join(h[:12] for h in now.hashes)}"))
             if case in last:
                 previous, before = last[case]
-                for kind in JUDGED:
+                for kind in JUDGED if steady else JUDGED[:-1]:
                     criterion = Criterion(kind, case)
                     if criterion.unusable_good(before) is None:
                         judged = criterion.judge(before, now)
-                        if judged.verdict is Verdict.BAD:
+                        if judged.mark is Mark.BAD:
                             found.append(Turn(kind, case, row["commit"], previous, judged.why))
                             break
-            last[case] = (row["commit"], now)
+            if steady:
+                last[case] = (row["commit"], now)
     return found

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from detsim.track.target.bisection import bisect
-from detsim.track.target.criteria import Judgement, Verdict
+from detsim.track.target.criteria import Judgement, Mark
 
 
 def _probe(first_bad: int, unbuildable=(), seen=None):
@@ -17,8 +17,8 @@ def _probe(first_bad: int, unbuildable=(), seen=None):
         if seen is not None:
             seen.append(i)
         if i in unbuildable:
-            return Judgement(Verdict.SKIP, "does not build")
-        return Judgement(Verdict.BAD if i >= first_bad else Verdict.GOOD, str(i))
+            return Judgement(Mark.SKIP, "does not build")
+        return Judgement(Mark.BAD if i >= first_bad else Mark.GOOD, str(i))
     return probe
 
 
@@ -38,7 +38,7 @@ def test_an_unbuildable_commit_is_stepped_around():
     found = bisect(commits, _probe(20, unbuildable={16, 20}))
     assert found.first_bad == "21" or found.candidates == ("20", "21")
     assert found.candidates == ("20", "21") and not found.exact  # 20 could not say whether it is the first
-    assert [s.judgement.verdict for s in found.steps].count(Verdict.SKIP) >= 1
+    assert [s.judgement.mark for s in found.steps].count(Mark.SKIP) >= 1
 
 
 def test_skips_away_from_the_turn_cost_one_probe_each_and_hide_nothing():

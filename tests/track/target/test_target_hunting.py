@@ -54,13 +54,18 @@ def test_a_wrong_image_size_is_broken_at_its_commit(copying, tmp_path):
     assert record["steps"][1]["outcome"]["status"] == "wrong size"
 
 
+def test_commits_out_of_line_are_refused_before_any_build(copying, tmp_path):
+    with pytest.raises(HuntError, match="not a descendant"):
+        _hunt(copying, Kind.BROKEN, "docs6", "base", tmp_path)
+    assert not (tmp_path / "scratch").exists()
+
+
+@pytest.mark.slow
 def test_the_ends_are_checked_before_any_bisection(copying, tmp_path):
     with pytest.raises(HuntError, match="GOOD .* cannot anchor the criterion: it renders no image"):
         _hunt(copying, Kind.PARITY, "crash", "docs6", tmp_path)
     record, first_bad, said = _hunt(copying, Kind.BROKEN, "base", "docs1", tmp_path)
     assert not record["found"] and first_bad is None and "nothing to bisect" in said[-1]
-    with pytest.raises(HuntError, match="not a descendant"):
-        _hunt(copying, Kind.BROKEN, "docs6", "base", tmp_path)
 
 
 @pytest.mark.slow

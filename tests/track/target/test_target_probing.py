@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from detsim.track.base.golden import find_case
 from detsim.track.target.outcome import Status
 from detsim.track.target.probing import Prober
@@ -28,6 +30,7 @@ def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tm
     assert set(prober.rendered) == {base.commit, docs.commit, shrink.commit}
 
 
+@pytest.mark.slow
 def test_a_commit_that_does_not_build_is_a_probe_with_its_reason(tmp_path):
     port = make_port(tmp_path, GOLDEN, render="copy")
     (port.root / "pyproject.toml").write_text("[project\n")

@@ -30,7 +30,10 @@ if mode == "crash":
 if mode == "sleep":
     time.sleep(30)
 if mode == "pause":
-    time.sleep(0.4)
+    time.sleep(1.0)
+if mode == "busy":
+    while time.process_time() < 0.5:
+        pass
 if mode == "nothing" or os.path.exists(out):
     sys.exit(0)
 if mode == "big":
@@ -75,6 +78,12 @@ def test_the_peak_memory_is_the_commands_own_not_the_suites(tmp_path, case):
     small = render_case(_spec(tmp_path, "exact"), case).outcome.peak_mb
     big = render_case(_spec(tmp_path, "big"), case).outcome.peak_mb
     assert small < 150 and big - small > 250  # the 300 MiB it touched; this process's memory is in neither
+
+
+def test_cpu_seconds_are_the_commands_own_beside_its_wall_seconds(tmp_path, case):
+    busy = render_case(_spec(tmp_path, "busy"), case).outcome
+    paused = render_case(_spec(tmp_path, "pause"), case).outcome
+    assert busy.cpu_s >= 0.5 and paused.cpu_s < 1.0 <= paused.seconds  # a sleep is wall time, not CPU time
 
 
 def test_an_edge_change_is_a_parity_change_with_its_worst_pixel(tmp_path, case):
@@ -125,7 +134,7 @@ def test_with_a_baseline_each_run_is_timed_in_turns_with_the_baselines(tmp_path,
     rendered = render_case(spec, case, folders["pause"], runs=2, baseline=folders["exact"])
     out = rendered.outcome
     assert rendered.runs == 4 and len(out.hashes) == 2
-    assert out.seconds - out.baseline_s > 0.3  # the pause, against the baseline's runs
+    assert out.seconds - out.baseline_s > 0.5  # the pause, against the baseline's runs
     assert render_case(spec, case, folders["exact"]).outcome.baseline_s is None
 
 
