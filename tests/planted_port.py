@@ -88,9 +88,9 @@ def _faults(root: Path, **changes) -> None:
 def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool = True) -> Port:
     """The history (name: what the commit does): base (no fault), docs1, edge (a 2 % change of the outer 3
     pixels, kept from here on), docs2, docs3, shrink (a 127x127 image), unshrink, docs4, crash, uncrash,
-    varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (15 % more CPU time, kept), docs6. With
-    ``export`` the spec names the package's paths (docs commits are reused unbuilt), else every commit is
-    built and compared by its installed files."""
+    varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (15 %
+    more CPU time, kept), docs6. With ``export`` the spec names the package's paths (docs commits are reused
+    unbuilt), else every commit is built and compared by its installed files."""
     FAULTS.update(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
     root = work / "port"
     (root / "fakeport").mkdir(parents=True)

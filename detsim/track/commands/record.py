@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", type=Path, required=True, metavar="DIR", help="the target repository")
     parser.add_argument("--spec", type=Path, default=None, metavar="FILE",
                         help="the target's spec (default: DIR/detsim-target.toml)")
-    parser.add_argument("--recent", type=positive_int, default=10, metavar="N", help="without RANGE: the N latest commits")
+    parser.add_argument("--recent", type=positive_int, default=10, metavar="N",
+                        help="without RANGE: the N latest commits")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="detsim's checkout (default: here)")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="the record, read first (its commits are not measured again) and rewritten "

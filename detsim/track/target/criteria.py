@@ -1,8 +1,8 @@
 """What makes a commit bad, against the last good one: the criteria of a bisection.
 
 Input: the outcome of the criterion's case at the good commit and at a probed one (:mod:`.outcome`).
-Output: a :class:`Judgement`: a :class:`Mark`, good, bad, or skip (the probe cannot be judged by this criterion: a parity
-criterion on a commit that renders no image), with one line saying why.
+Output: a :class:`Judgement`: a :class:`Mark`, good, bad, or skip (the probe cannot be judged by this
+criterion: a parity criterion on a commit that renders no image), with one line saying why.
 """
 
 from __future__ import annotations

@@ -130,7 +130,8 @@ def _log(result: Hunt, say, probe: Probe, judged: Judgement, label: str, left: i
     tail = "" if left is None else f"; {left} commit(s) in question"
     say(f"[{label}] {probe.commit[:8]}: {how}: {judged.why} -> {judged.mark.value}{tail}")
     result.steps.append({"label": label, "commit": probe.commit, "mark": judged.mark.value, "why": judged.why,
-                         "reused_from": probe.reused_from, "reused_by": probe.reused_by, "build_error": probe.build_error,
+                         "reused_from": probe.reused_from, "reused_by": probe.reused_by,
+                         "build_error": probe.build_error,
                          "outcome": None if probe.rendered is None else _one(probe).outcome.record()})
 
 

@@ -4,8 +4,9 @@ Input: a :class:`~.spec.TargetSpec`, a golden case and the folder of the install
 on ``PATH``; None: the command as ``PATH`` finds it). The case's input files are copied to a temporary folder
 (never its reference image) and the command runs there with the case's arguments, its environment pinned to
 one thread plus the spec's ``env``. Its peak memory is measured by a small launcher that spawns it: a child
-forked from this (large) process would count this process's memory as its own. Output: a :class:`~.outcome.CaseOutcome`, and the image (float64) when
-there is one. With ``runs=2`` a second fresh process with another hash seed must reproduce the image's hash.
+forked from this (large) process would count this process's memory as its own. Output: a
+:class:`~.outcome.CaseOutcome`, and the image (float64) when there is one. With ``runs=2`` a second fresh
+process with another hash seed must reproduce the image's hash.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, 
     """The environment of a render: this one without the suite's Python variables, ``bin_dir`` first on
     ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARS}
-    folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), sysconfig.get_path("scripts")]
+    scripts = sysconfig.get_path("scripts")
+    folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), scripts]
     env["PATH"] = os.pathsep.join(filter(None, folders))
     return {**env, **thread_vars(1), "PYTHONHASHSEED": seed, **spec.env}
 

@@ -40,7 +40,7 @@ def test_a_commit_installs_with_its_command_and_the_heavy_layer(repo, tmp_path):
     ran = subprocess.run([str(one.bin_dir / "tiny-nb")], capture_output=True, text=True, cwd=tmp_path)
     assert (ran.returncode, ran.stdout) == (0, "2.0\n")  # numpy came from this interpreter's site-packages
     assert not any(p.name.startswith("numpy") for p in one.site_packages.iterdir())
-    docs = builder.install(shas["docs"])  # a different tree, the same installed files (v2's differ: test_target_probing)
+    docs = builder.install(shas["docs"])  # another tree, the same installed files (differing ones: test_target_probing)
     assert one.fingerprint == docs.fingerprint and one.commit == shas["v1"] and one.bin_dir != docs.bin_dir
     builder.discard(one)
     assert not one.bin_dir.exists() and docs.bin_dir.exists()

@@ -17,8 +17,8 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
-    return CaseOutcome("c02", Status.IMAGE, seconds=1.0, sha256=sha * 64, hashes=tuple(h * 64 for h in hashes or sha * 2),
-                       parity={"r": 1 - one_minus_r}).record()
+    return CaseOutcome("c02", Status.IMAGE, seconds=1.0, sha256=sha * 64,
+                       hashes=tuple(h * 64 for h in hashes or sha * 2), parity={"r": 1 - one_minus_r}).record()
 
 
 def _row(commit: str, outcome: dict | None) -> dict:
