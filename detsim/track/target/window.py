@@ -3,7 +3,7 @@ where a case turns bad against the commit before it.
 
 Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), the cases, and the rows of an earlier
 record of the same target (their commits are not measured again; their reuse keys serve new twins).
-Output: a :class:`Window`: one row per commit (date, subject, each case's :class:`~.outcome.CaseOutcome`,
+Output: a :class:`Window`: one row per commit (machine, date, subject, each case's :class:`~.outcome.CaseOutcome`,
 or why it did not build), the :class:`Turn` s, the counts; its JSON (:meth:`Window.record`) and its table.
 Timings are recorded, not judged: one commit's runs alone under a shared load are noise (``bisect
 --slower`` times two commits in turns).
@@ -76,7 +76,8 @@ class Window:
 
 
 def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[GoldenCase], scratch: Path,
-                  earlier: Sequence[Mapping] = (), say: Callable[[str], None] = lambda line: None) -> Window:
+                  earlier: Sequence[Mapping] = (), say: Callable[[str], None] = lambda line: None,
+                  machine: str = "") -> Window:
     """Measure ``cases`` at every commit of ``commits`` (see the module docstring)."""
     prober = Prober(spec, cases, RUNS, scratch)
     known = {row["commit"]: row for row in earlier}
@@ -92,7 +93,7 @@ def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[Gold
             say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
             continue
         probe = prober.at(commit)
-        row = _row(spec.root, commit, probe)
+        row = _row(spec.root, commit, probe, machine)
         window.rows.append(row)
         how = (f"does not build: {probe.build_error}" if probe.build_error
                else f"reused from {probe.reused_from[:8]} ({probe.reused_by})" if probe.reused_from
@@ -103,8 +104,8 @@ def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[Gold
     return window
 
 
-def _row(root: Path, commit: str, probe) -> dict:
-    return {"commit": commit, "date": query(root, "log", "-1", "--format=%cI", commit) or "",
+def _row(root: Path, commit: str, probe, machine: str) -> dict:
+    return {"commit": commit, "machine": machine, "date": query(root, "log", "-1", "--format=%cI", commit) or "",
             "subject": query(root, "log", "-1", "--format=%s", commit) or "",
             "build_error": probe.build_error, "reused_from": probe.reused_from, "reused_by": probe.reused_by,
             "keys": list(probe.keys),

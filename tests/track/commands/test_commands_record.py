@@ -47,3 +47,28 @@ def test_a_planted_window_is_recorded_every_fault_at_its_commit(tmp_path, capsys
     assert main(argv) == 1
     again = json.loads(out.read_text())
     assert (again["builds"], again["already_recorded"], again["rows"]) == (0, 15, record["rows"])
+
+
+def test_slices_from_two_machines_merge_into_one_record(tmp_path, capsys):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    c = port.commits
+    row = {"date": "", "subject": "", "build_error": None, "reused_from": None, "reused_by": None, "keys": []}
+    image = {"case": "c02", "status": "image", "seconds": 1.0, "sha256": "a" * 64, "hashes": ["a" * 64] * 2,
+             "parity": {"r": 1.0}}
+    wrong = {"case": "c02", "status": "wrong size", "detail": "wrote 4 bytes"}
+    slices = []
+    for machine, rows in (("m1", [(c["base"], image)]), ("m2", [(c["docs1"], image), (c["shrink"], wrong)])):
+        path = tmp_path / f"{machine}.json"
+        path.write_text(json.dumps({"report": "record", "target": "port", "rows": [
+            {**row, "commit": commit, "machine": machine, "cases": {"c02_xds_xbeam_quirk": o}} for commit, o in rows]}))
+        slices.append(str(path))
+    out = tmp_path / "merged.json"
+    argv = ["record", "--target", str(port.root), "--root", str(ROOT), "--json", str(out), "--merge", *slices]
+    assert main(argv) == 1
+    merged = json.loads(out.read_text())
+    assert [r["machine"] for r in merged["rows"]] == ["m1", "m2", "m2"]
+    assert [(t["kind"], t["commit"]) for t in merged["turns"]] == [("broken", c["shrink"])]
+    assert "3 commits: 0 built" in capsys.readouterr().out
+    assert main(["record", "HEAD~1..HEAD", "--target", str(port.root), "--root", str(ROOT), "--json", str(out),
+                 "--merge", slices[0]]) == 2
+    assert "--merge takes no RANGE" in capsys.readouterr().err
