@@ -59,20 +59,44 @@ class Window:
                 "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
 
     def table(self) -> list[str]:
-        """commit, date, cases rendered, cases at parity, min r, seconds: one line per commit."""
+        """commit, date, cases rendered, cases at parity, min r, seconds: a line per measured commit or commit
+        where a case turns; a run of other commits that took another's results is one line."""
         lines = [f"{'commit':<10} {'date':<10} {'rendered':>8} {'parity':>6} {'min r':>12} {'seconds':>8}  note"]
+        turned = {t.commit for t in self.turns}
+        quiet: list[dict] = []
         for row in self.rows:
-            outcomes = [CaseOutcome.from_record(o) for o in row["cases"].values()]
-            images = [o for o in outcomes if not o.status.is_failure]
-            rs = [o.r for o in images if o.r is not None]
-            seconds = sum(o.seconds for o in images if o.seconds is not None)
-            note = (f"does not build: {row['build_error']}" if row["build_error"]
-                    else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else "")
-            note += "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
-            lines.append(f"{row['commit'][:10]:<10} {row['date'][:10]:<10} {len(images):>5}/{len(outcomes):<2} "
-                         f"{sum(o.at_parity for o in outcomes):>6} {min(rs) if rs else float('nan'):>12.8f} "
-                         f"{seconds:>8.1f}  {note.lstrip('; ')}")
+            if row["reused_from"] and row["commit"] not in turned:
+                if quiet and quiet[-1]["reused_from"] != row["reused_from"]:
+                    lines.append(_reused_line(quiet))
+                    quiet = []
+                quiet.append(row)
+                continue
+            if quiet:
+                lines.append(_reused_line(quiet))
+                quiet = []
+            lines.append(self._line(row))
+        if quiet:
+            lines.append(_reused_line(quiet))
         return lines
+
+    def _line(self, row: Mapping) -> str:
+        outcomes = [CaseOutcome.from_record(o) for o in row["cases"].values()]
+        images = [o for o in outcomes if not o.status.is_failure]
+        rs = [o.r for o in images if o.r is not None]
+        seconds = sum(o.seconds for o in images if o.seconds is not None)
+        note = (f"does not build: {row['build_error']}" if row["build_error"]
+                else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else "")
+        note += "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
+        return (f"{row['commit'][:10]:<10} {row['date'][:10]:<10} {len(images):>5}/{len(outcomes):<2} "
+                f"{sum(o.at_parity for o in outcomes):>6} {min(rs) if rs else float('nan'):>12.8f} "
+                f"{seconds:>8.1f}  {note.lstrip('; ')}")
+
+
+def _reused_line(rows: Sequence[Mapping]) -> str:
+    first, last = rows[0], rows[-1]
+    span = first["commit"][:8] + ("" if len(rows) == 1 else f"..{last['commit'][:8]}")
+    return (f"{'':10} {'':10} {len(rows)} commit(s) {span}: the results of {first['reused_from'][:8]} "
+            f"(same {first['reused_by']})")
 
 
 def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[GoldenCase], scratch: Path,

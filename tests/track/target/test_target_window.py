@@ -38,13 +38,18 @@ def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it(
                      (Kind.CHANGED, "h", "e")]  # h is compared with e (g rendered nothing of c02)
 
 
-def test_the_table_has_one_line_per_commit_with_its_counts():
-    window = Window("port", rows=[_row("a", _image()), _row("b", CaseOutcome("c02", Status.NO_IMAGE, "x").record())])
+def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones():
+    reused = [{**_row(c, _image()), "reused_from": "a" * 40, "reused_by": "sources"} for c in "cde"]
+    window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Status.NO_IMAGE, "x")
+                                                                         .record()), reused[2]])
     window.turns = turns(window.rows)
-    head, first, second = window.table()
+    head, first, run, second, last = window.table()
     assert head.split()[:6] == ["commit", "date", "rendered", "parity", "min", "r"]
     assert first.split()[:5] == ["aaaaaaaaaa", "2025-09-18", "1/1", "1", "1.00000000"]
+    assert run.split() == ["2", "commit(s)", "cccccccc..dddddddd:", "the", "results", "of", "aaaaaaaa", "(same",
+                           "sources)"]
     assert second.split()[2:4] == ["0/1", "0"] and second.endswith("broken c02")
+    assert "1 commit(s) eeeeeeee: the results of aaaaaaaa" in last
 
 
 def test_an_earlier_records_commits_and_their_twins_are_not_measured_again(tmp_path):
