@@ -1,5 +1,6 @@
 """detsim.track.target.probing: cases measured at commits of a planted target (tests/planted_port.py), twins
-reused by their sources without a build, a commit that does not build reported, never raised."""
+reused by their sources without a build, a commit that does not build reported, never raised. Slow: the
+default run builds and probes through test_target_hunting and test_target_build."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from planted_port import CASE, make_port
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
+@pytest.mark.slow
 def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tmp_path):
     port = make_port(tmp_path, GOLDEN, render="copy")
     cases = [find_case(CASE, GOLDEN), find_case("o01", GOLDEN)]
