@@ -79,3 +79,15 @@ def test_a_targets_broken_commit_is_found_from_the_command_line(tmp_path, capsys
     record = json.loads(out.read_text())
     assert record["report"] == "bisect" and record["first_bad"] == port.commits["shrink"]
     assert "[BAD]" in captured.err and "wrong size" in captured.err
+
+
+@pytest.mark.slow
+def test_detsim_is_the_default_target_built_from_its_own_commits(tmp_path, capsys):
+    """Two commits of this checkout built and rendered like a port's: c02's image does not change."""
+    out = tmp_path / "bisect.json"
+    assert main(["bisect", "HEAD~1", "HEAD", "--root", str(ROOT), "--changed", "c02", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert not record["found"] and record["builds"] == 2
+    assert [s["outcome"]["status"] for s in record["steps"]] == ["image", "image"]
+    assert record["steps"][0]["outcome"]["parity"]["r"] == 1.0  # detsim's float64 image is nanoBragg.c's
+    assert "no bad commit" in capsys.readouterr().out
