@@ -5,8 +5,8 @@ Input: two images of the same shape (a target's and the reference), float. Outpu
 (each beside its share of the area), the narrowest ring around the image centre holding most of it, Pearson r
 of the central region against the full frame's (does the centre pass while the frame fails?), the worst
 pixels with both values and their ratio, and a coarse map of the largest relative difference per block
-(:func:`map_lines` draws it). The rings are centred on the image's middle: a foreign case's beam centre is
-not known here.
+(:func:`map_lines` draws it; a pixel fainter than a thousandth of the peak counts relative to that). The
+rings are centred on the image's middle: a foreign case's beam centre is not known here.
 """
 
 from __future__ import annotations
@@ -23,11 +23,15 @@ RING_WIDTH = 0.25  # a ring is at most this fraction of the farthest radius wide
 WORST = 5  # worst pixels listed
 MAP_CELLS = 16  # the map's blocks per side (fewer for a smaller image)
 MAP_LEVELS = ((0.0, " "), (1e-6, "."), (1e-4, ":"), (1e-2, "+"), (float("inf"), "#"))  # max rel diff -> mark
+MAP_FLOOR = 1e-3  # the map's relative differences are to at least this fraction of the image's peak
 
 
 def _relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| relative to the larger of the two values, or to :data:`MAP_FLOOR` of the brighter image's peak
+    for fainter pixels (float32 rounding of a near-empty background pixel is not a departure)."""
     diff = np.abs(a - b)
-    scale = np.maximum(np.abs(a), np.abs(b))
+    peak = max(float(np.nanmax(np.abs(a), initial=0.0)), float(np.nanmax(np.abs(b), initial=0.0)))
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), MAP_FLOOR * peak)
     return np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
 
 
@@ -173,6 +177,7 @@ def map_lines(record: dict) -> list[str]:
     """The map as text, one line per block row, with its legend."""
     lines = ["".join(next(mark for bound, mark in MAP_LEVELS if value <= bound) for value in row)
              for row in record["map"]]
-    legend = "largest relative difference per block: ' ' none, '.' <= 1e-6, ':' <= 1e-4, '+' <= 1e-2, '#' more"
+    legend = ("largest relative difference per block (to at least 1e-3 of the peak): ' ' none, '.' <= 1e-6, "
+              "':' <= 1e-4, '+' <= 1e-2, '#' more")
     return ["+" + "-" * len(lines[0]) + "+", *(f"|{line}|" for line in lines), "+" + "-" * len(lines[0]) + "+",
             legend]

@@ -63,3 +63,13 @@ def test_the_map_marks_the_blocks_that_differ(reference):
 def test_images_of_different_shapes_are_refused(reference):
     with pytest.raises(ValueError, match="different shapes"):
         departure(reference[:-1], reference)
+
+
+def test_the_map_is_not_lit_by_rounding_of_a_faint_background():
+    spots = np.zeros((64, 64))
+    spots[::8, ::8] = 100.0
+    ours = spots.copy()
+    ours[1::8, 1::8] = 1e-6  # a background pixel nanoBragg.c leaves at 0: relative to itself, a difference of 1
+    ours[::8, ::8] *= 1 + 1e-3
+    marks = set("".join(map_lines(departure(ours, spots))[1:-2]))
+    assert "#" not in marks and "+" in marks  # the spots' 1e-3 shows, the background's 1e-6 of nothing does not
