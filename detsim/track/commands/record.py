@@ -127,6 +127,7 @@ def _finish(window: Window, out: Path, earlier: list[dict], commits: int, root: 
     for turn in window.turns:
         print(f"{turn.kind.value.upper()}: {turn.case} at {turn.commit[:10]}"
               + (f" (against {turn.previous[:10]})" if turn.previous else "") + f": {turn.why}")
+    print(f"skipped for a target: {record['not_measured']}")
     print(f"{commits} commits: {window.builds} built, {window.renders} renders, {window.reused} reused, "
           f"{window.already} recorded before; record: {out}")
     unbuilt = ExitCode.UNMEASURED if record["unbuilt"] else ExitCode.OK

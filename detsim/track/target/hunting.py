@@ -80,6 +80,9 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     last = _end(prober, commits[-1], "BAD", result, say)
     judged = criterion.judge(good_outcome, _one(last).outcome)
     _log(result, say, last, judged, "BAD", len(commits) - 2)
+    if judged.mark is Mark.SKIP:
+        raise HuntError(f"BAD {commits[-1][:8]} cannot be judged by this criterion ({judged.why}); "
+                        "--broken finds where a case stops rendering")
     if judged.mark is not Mark.BAD:
         _count(result, prober)
         say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")

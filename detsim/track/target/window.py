@@ -25,6 +25,8 @@ from detsim.track.target.spec import TargetSpec
 
 JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
 RUNS = 2  # processes per render: the second must reproduce the first's hash
+NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
+                "own, and a target's command is a process to the suite")
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class Window:
     already: int = 0  # commits taken from the earlier record
 
     def record(self) -> dict:
-        return {"report": "record", "target": self.target, "rows": self.rows,
+        return {"report": "record", "target": self.target, "rows": self.rows, "not_measured": NOT_MEASURED,
                 "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
                 "reused": self.reused, "already_recorded": self.already,
                 "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}

@@ -66,6 +66,8 @@ def test_the_ends_are_checked_before_any_bisection(copying, tmp_path):
         _hunt(copying, Kind.PARITY, "crash", "docs6", tmp_path)
     record, first_bad, said = _hunt(copying, Kind.BROKEN, "base", "docs1", tmp_path)
     assert not record["found"] and first_bad is None and "nothing to bisect" in said[-1]
+    with pytest.raises(HuntError, match="BAD .* cannot be judged by this criterion .*crashed.*--broken finds"):
+        _hunt(copying, Kind.PARITY, "base", "crash", tmp_path)
 
 
 @pytest.mark.slow
