@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.base.fresh import HERE
-from detsim.track.base.golden import GoldenError, discover, find_case, golden_dir
+from detsim.track.base.golden import GoldenError
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.target.build import scratch_folder
+from detsim.track.target.cases import target_case
 from detsim.track.target.criteria import PARITY_FACTOR, Criterion, Kind
 from detsim.track.target.departure import map_lines
 from detsim.track.target.hunting import HuntError, hunt
@@ -67,27 +67,12 @@ def criterion_from(args: argparse.Namespace) -> Criterion:
     raise ValueError("give one criterion")
 
 
-def _case(spec, case_id: str, root: Path):
-    if spec.case_folder is not None:
-        matches = [c for c in discover(spec.case_folder) if c.id == case_id or c.id.startswith(case_id)]
-        if len(matches) != 1:
-            raise GoldenError(f"{case_id!r} is {'ambiguous' if matches else 'not a case'} in {spec.case_folder}")
-        return matches[0]
-    for where in (root, None, HERE):
-        try:
-            return find_case(case_id, golden_dir(where))
-        except GoldenError as exc:
-            if "no golden cases" not in str(exc):
-                raise
-    raise GoldenError(f"{case_id!r}: no golden cases found (run from detsim's checkout or give --root)")
-
-
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     try:
         criterion = criterion_from(args)
         spec = load_spec(args.target.resolve(), args.spec) if args.target else detsim_spec(root)
-        case = _case(spec, criterion.case, root)
+        case = target_case(spec, criterion.case, root)
         criterion = Criterion(criterion.kind, case.id, criterion.factor, criterion.percent)
         if args.json is not None:
             check_output_file(args.json, "--json", "bisect")

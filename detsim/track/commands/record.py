@@ -11,14 +11,13 @@ from pathlib import Path
 
 from detsim.track.base.counts import positive_int
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.base.fresh import HERE
 from detsim.track.base.git import GitError, git
-from detsim.track.base.golden import GoldenError, discover, find_case, golden_dir, load_cases
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import OutputError, check_output_file, write_json
 from detsim.track.target.build import scratch_folder
-from detsim.track.target.spec import load_spec
+from detsim.track.target.cases import target_cases
 from detsim.track.target.merge import merge_rows
+from detsim.track.target.spec import load_spec
 from detsim.track.target.window import Window, record_window, turns
 
 HELP = "record a window of a target repository's history: per commit and case parity, image hash, a second " \
@@ -43,18 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="the record, read first (its commits are not measured again) and rewritten "
                              f"(default: {RESULTS}/<target>.json under --root)")
-
-
-def _cases(spec, root: Path):
-    if spec.case_folder is not None:
-        return discover(spec.case_folder)
-    for where in (root, None, HERE):
-        try:
-            folder = golden_dir(where)
-        except GoldenError:
-            continue
-        return [find_case(c, folder) for c in spec.cases] if spec.cases else load_cases(folder)
-    raise GoldenError("no golden cases found (run from detsim's checkout or give --root)")
 
 
 def _commits(spec, rev_range: str | None, recent: int) -> list[str]:
@@ -101,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"record: the slices disagree: {note}", file=sys.stderr)
             return _finish(window, out, [], len(rows), spec.root)
         earlier = _earlier(out, spec.name)
-        cases = _cases(spec, root)
+        cases = target_cases(spec, root)
         commits = _commits(spec, args.range, args.recent)
     except (ValueError, OutputError) as exc:  # SpecError, GoldenError and MergeError are ValueErrors
         return refuse(f"record: {exc}")
