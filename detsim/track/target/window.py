@@ -3,7 +3,8 @@ where a case turns bad against the commit before it.
 
 Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), the cases, and the rows of an earlier
 record of the same target (their commits are not measured again; their reuse keys serve new twins).
-Output: a :class:`Window`: one row per commit (machine, date, subject, each case's :class:`~.outcome.CaseOutcome`,
+Output: a :class:`Window`: the turns of its commits (judged against the history before them, the earlier
+record's included), one row per commit (machine, date, subject, each case's :class:`~.outcome.CaseOutcome`,
 or why it did not build), the :class:`Turn` s, the counts; its JSON (:meth:`Window.record`) and its table.
 Timings are recorded, not judged: one commit's runs alone under a shared load are noise (``bisect
 --slower`` times two commits in turns).
@@ -18,6 +19,7 @@ from typing import Callable, Mapping, Sequence
 from detsim.track.base.git import query
 from detsim.track.base.golden import GoldenCase
 from detsim.track.target.criteria import Criterion, Kind, Mark
+from detsim.track.target.merge import merge_rows
 from detsim.track.target.outcome import CaseOutcome
 from detsim.track.target.probing import Prober
 from detsim.track.target.render import Rendered
@@ -125,7 +127,9 @@ def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[Gold
                else f"reused from {probe.reused_from[:8]} ({probe.reused_by})" if probe.reused_from
                else f"built in {probe.build_s:.1f} s, {len(row['cases'])} case(s) rendered")
         say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
-    window.turns = turns(window.rows)
+    history, _ = merge_rows(spec.root, [{"target": spec.name, "rows": window.rows},
+                                         {"target": spec.name, "rows": list(earlier)}])
+    window.turns = [t for t in turns(history) if t.commit in set(commits)]  # the window's first commit too
     window.builds, window.renders, window.reused = prober.builds, prober.renders, prober.reuse.reused
     return window
 

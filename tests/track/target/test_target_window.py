@@ -59,8 +59,12 @@ def test_an_earlier_records_commits_and_their_twins_are_not_measured_again(tmp_p
     earlier = [{**_row("x", _image()), "commit": base, "cases": {CASE: _image()},
                 "keys": [source_key(port.root, base, spec.export)]}]
     said = []
-    window = record_window(spec, [base, port.commits["docs1"]], [find_case(CASE, GOLDEN)], tmp_path / "scratch",
-                           earlier, said.append)
-    assert (window.builds, window.renders, window.already, window.reused) == (0, 0, 1, 1)
-    assert window.rows[1]["reused_from"] == base and window.rows[1]["cases"][CASE]["hashes"] == ["a" * 64] * 2
-    assert said[0].endswith("recorded before") and "reused from" in said[1]
+    window = record_window(spec, [port.commits["docs1"], port.commits["edge"]], [find_case(CASE, GOLDEN)],
+                           tmp_path / "scratch", earlier, said.append)
+    assert (window.builds, window.renders, window.already, window.reused) == (1, 2, 0, 1)
+    assert window.rows[0]["reused_from"] == base and window.rows[0]["cases"][CASE]["hashes"] == ["a" * 64] * 2
+    assert "reused from" in said[0] and "built in" in said[1]
+    assert [(t.kind, t.commit, t.previous) for t in window.turns] == [(Kind.PARITY, port.commits["edge"],
+                                                                      port.commits["docs1"])]
+    again = record_window(spec, [base, port.commits["docs1"]], [find_case(CASE, GOLDEN)], tmp_path / "s2", earlier)
+    assert (again.already, again.builds) == (1, 0) and again.rows[0] == earlier[0]
