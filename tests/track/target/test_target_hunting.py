@@ -44,7 +44,8 @@ def test_a_parity_change_at_the_edge_is_found_at_its_commit_and_located(copying,
     assert any(step["reused_by"] == "sources" for step in record["steps"])
     gone = record["departure"]
     assert gone["where"] == "edges" and gone["central_passes_full_fails"] is False  # 2 %: the frame still passes
-    assert gone["regions"]["edges"]["share"] == 1.0 and gone["worst"][0]["ratio"] == pytest.approx(1.02, rel=FLOAT32_PIXEL_REL)
+    assert gone["regions"]["edges"]["share"] == 1.0
+    assert gone["worst"][0]["ratio"] == pytest.approx(1.02, rel=FLOAT32_PIXEL_REL)
     assert len(said) == len(record["steps"]) + 1 and said[-1].startswith("[step")
 
 
