@@ -3,6 +3,7 @@ working directory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,10 @@ def test_a_folder_of_the_targets_own_cases(tmp_path):
         (tmp_path / "cases" / name / "args.txt").write_text("-N 1 -floatfile image.bin\n")
         np.zeros(4, "<f4").tofile(tmp_path / "cases" / name / "image.bin")
     spec = TargetSpec("port", tmp_path, ("nb",), case_folder=tmp_path / "cases")
+    with pytest.raises(GoldenError, match="the image shape is unknown"):  # refused before anything is built
+        target_cases(spec, ROOT)
+    (tmp_path / "cases" / "manifest.json").write_text(json.dumps([{"id": "x01_small", "shape": [2, 2]},
+                                                                  {"id": "x02_smaller", "shape": [2, 2]}]))
     assert [c.id for c in target_cases(spec, ROOT)] == ["x01_small", "x02_smaller"]
     assert target_case(spec, "x02", ROOT).id == "x02_smaller"
     with pytest.raises(GoldenError, match="'x0' is ambiguous"):
