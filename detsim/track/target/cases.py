@@ -3,8 +3,9 @@ subset of them, or all).
 
 Input: a :class:`~.spec.TargetSpec` and detsim's checkout. Output: golden cases whose reference images
 were read (a case of the target's own folder needs a manifest giving its shape), or a
-:class:`~detsim.track.base.golden.GoldenError` naming what is missing, before anything is built. The golden folder is the
-checkout's, else the one ``DETSIM_GOLDEN_DIR`` or the working directory gives, else the installed suite's.
+:class:`~detsim.track.base.golden.GoldenError` naming what is missing, before anything is built. The golden
+folder is the checkout's, else the one ``DETSIM_GOLDEN_DIR`` or the working directory gives, else the
+installed suite's.
 """
 
 from __future__ import annotations
