@@ -42,6 +42,8 @@ SUBCOMMANDS = {
     "evidence": "detsim.track.commands.evidence",
     "speed": "detsim.track.commands.speed",
     "explain": "detsim.track.commands.explain",
+    "bisect": "detsim.track.commands.bisect",
+    "record": "detsim.track.commands.record",
     "publish": "detsim.track.commands.publish",
     "gpu-check": "detsim.track.commands.gpu_check",
 }

@@ -41,6 +41,10 @@ class ChildError(RuntimeError):
     """A child that could not start, failed or ran past its time limit (one line)."""
 
 
+class TimedOut(ChildError):
+    """A child killed, with its process group, past its time limit."""
+
+
 @dataclass(frozen=True)
 class Finished:
     """How a child ended: exit status (negative: the signal that killed it), output, its own CPU seconds."""
@@ -50,6 +54,7 @@ class Finished:
     err: bytes  # stderr
     cpu_s: float  # user + system seconds of the child alone
     result: dict | None = None  # a job's answer (:func:`run_job`)
+    wall_s: float = 0.0  # from its start to its end
 
     @property
     def stdout(self) -> str:
@@ -156,6 +161,7 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
     ``timeout`` seconds (a failing exit is returned: :meth:`Finished.check` raises it)."""
     what = what or Path(argv[0]).name
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
         try:
             process = start(argv, cwd=cwd, env=env, stdout=out, stderr=err)
         except OSError as exc:
@@ -164,12 +170,13 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
             ended = _wait(process, timeout)
         finally:
             stop(process)  # its group: whatever it left running, or all of it on an interrupt
+        wall = time.perf_counter() - began
         if ended is None:
-            raise ChildError(f"{what} ran past {timeout:.0f} s")
+            raise TimedOut(f"{what} ran past {timeout:.0f} s")
         usage = ended[1]
         out.seek(0)
         err.seek(0)
-        return Finished(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime)
+        return Finished(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime, wall_s=wall)
 
 
 def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequence[Path] = (HERE,),

@@ -1,0 +1,131 @@
+"""Installing one commit of a target into a throwaway virtual environment, cheaply.
+
+Input: a :class:`~.spec.TargetSpec` and a commit. The commit's tree (or the spec's ``export`` paths) is
+unpacked with ``git archive`` (the repository is only read; an archive is judged by the files it holds, so a
+partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
+``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
+site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
+again. Output: an :class:`Installation` (the folder of its commands and the fingerprint of its installed
+files, :mod:`.reuse`'s key), or a :class:`BuildError` naming the commit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from detsim.track.base.commits import resolve
+from detsim.track.base.fresh import ChildError, pinned_env, run
+from detsim.track.base.git import GitError, git
+from detsim.track.target.reuse import installed_fingerprint
+from detsim.track.target.spec import TargetSpec
+
+LAYER = "_detsim_heavy_layer.pth"  # the venv's line to this interpreter's site-packages
+INSTALL_TIMEOUT_S = 900
+
+
+class BuildError(RuntimeError):
+    """A commit that cannot be exported or installed (one line naming it)."""
+
+
+@dataclass(frozen=True)
+class Installation:
+    commit: str  # full sha
+    bin_dir: Path  # its commands
+    site_packages: Path  # where its files went (only its own: the layer is a .pth line)
+    fingerprint: str  # of its installed files (.reuse.installed_fingerprint)
+    seconds: float  # export + venv + install, wall
+
+
+def heavy_paths() -> list[str]:
+    """This interpreter's site-packages folders: the layer every throwaway venv sees."""
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+
+
+class Builder:
+    """Installs commits of ``spec.root`` under ``scratch`` (each in a folder of its own, removed by
+    :meth:`discard`)."""
+
+    def __init__(self, spec: TargetSpec, scratch: Path):
+        self.spec, self.scratch = spec, Path(scratch)
+
+    def install(self, commit: str) -> Installation:
+        began = time.perf_counter()
+        try:
+            sha = resolve(self.spec.root, commit)
+        except Exception as exc:  # noqa: BLE001 - CommitError or GitError: one line either way
+            raise BuildError(str(exc)) from None
+        folder = self.scratch / sha[:12]
+        if folder.exists():
+            shutil.rmtree(folder)
+        try:
+            return self._install(sha, folder, began)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def _install(self, sha: str, folder: Path, began: float) -> Installation:
+        source, venv = folder / "src", folder / "venv"
+        self._export(sha, source)
+        try:
+            run([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120).check("venv")
+        except ChildError as exc:
+            raise BuildError(f"{sha[:8]}: could not make a virtual environment: {exc}") from None
+        python = venv / "bin" / "python"
+        try:
+            site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            timeout=60).check("the venv's python").stdout.strip())
+        except ChildError as exc:
+            raise BuildError(f"{sha[:8]}: the virtual environment does not run: {exc}") from None
+        site.mkdir(parents=True, exist_ok=True)
+        (site / LAYER).write_text("".join(f"{p}\n" for p in heavy_paths()))
+        target = source / self.spec.install
+        argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                "--no-deps", "--no-build-isolation", "--no-index", "--disable-pip-version-check", str(target)]
+        try:
+            done = run(argv, timeout=INSTALL_TIMEOUT_S, what="pip install")
+        except ChildError as exc:
+            raise BuildError(f"{sha[:8]}: {exc}") from None
+        if done.returncode != 0:
+            raise BuildError(f"{sha[:8]}: does not install: {done.last_line() or f'pip exited {done.returncode}'}")
+        return Installation(sha, venv / "bin", site, installed_fingerprint(site, ignore=(LAYER,)),
+                            round(time.perf_counter() - began, 3))
+
+    def _export(self, sha: str, dest: Path) -> None:
+        dest.mkdir(parents=True)
+        what = " ".join(self.spec.export or ["its tree"])
+        with tempfile.TemporaryDirectory(prefix="detsim-archive-") as tmp:
+            archive = Path(tmp) / "tree.tar"
+            paths = ["--", *self.spec.export] if self.spec.export else []
+            try:
+                archived = run(["git", "--no-optional-locks", "archive", "--format=tar", f"--output={archive}", sha,
+                                *paths], cwd=self.spec.root, env=pinned_env(GIT_OPTIONAL_LOCKS="0"), timeout=600)
+                # a copy of a repository missing blobs outside the paths asked for (a partial mirror) makes git
+                # archive complain after writing every file asked for: the export is judged by its files
+                listed = run(["tar", "-t", "-f", str(archive)], timeout=600) if archive.is_file() else None
+                wanted = git(self.spec.root, "ls-tree", "-r", "--name-only", sha, *paths, timeout=600).splitlines()
+                missing = set(wanted) - set(listed.stdout.splitlines() if listed and listed.returncode == 0 else [])
+                if missing:
+                    why = archived.last_line() or f"{len(missing)} file(s) missing, e.g. {sorted(missing)[0]}"
+                    raise BuildError(f"{sha[:8]}: cannot export {what}: {why}")
+                run(["tar", "-x", "-C", str(dest), "-f", str(archive)], timeout=600).check("tar")
+            except (GitError, ChildError) as exc:
+                raise BuildError(f"{sha[:8]}: cannot export {what}: {exc}") from None
+        if not (dest / self.spec.install).exists():
+            raise BuildError(f"{sha[:8]}: has no {self.spec.install} to install")
+
+    def discard(self, installation: Installation) -> None:
+        """Remove an installation's folders (its results are kept by whoever measured it)."""
+        shutil.rmtree(self.scratch / installation.commit[:12], ignore_errors=True)
+
+
+def scratch_folder() -> tempfile.TemporaryDirectory:
+    """A temporary folder for the builds of one run (removed with it)."""
+    return tempfile.TemporaryDirectory(prefix="detsim-builds-", dir=os.environ.get("DETSIM_BUILD_DIR"))

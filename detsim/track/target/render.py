@@ -1,0 +1,163 @@
+"""Rendering one golden case with a target's command, in a folder of its own, timed.
+
+Input: a :class:`~.spec.TargetSpec`, a golden case and the folder of the installed command (``bin_dir``, first
+on ``PATH``; None: the command as ``PATH`` finds it). The case's input files are copied to a temporary folder
+(never its reference image) and the command runs there with the case's arguments, its environment pinned to
+one thread plus the spec's ``env``. Its peak memory is measured by a small launcher that spawns it: a child
+forked from this (large) process would count this process's memory as its own. Output: a
+:class:`~.outcome.CaseOutcome`, and the image (float64) when there is one. With ``runs=2`` a second fresh
+process with another hash seed must reproduce the image's hash.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from detsim.track.base.fresh import ChildError, TimedOut, run, thread_vars
+from detsim.track.base.golden import GoldenCase, GoldenError
+from detsim.track.base.hashing import image_sha256
+from detsim.track.base.reproducibility import AXES
+from detsim.track.parity.compare import image_metrics
+from detsim.track.target.outcome import CaseOutcome, Status
+from detsim.track.target.spec import TargetSpec
+
+FLOATFILE = "-floatfile"
+STDERR_LINES = 5  # the last lines of stderr a failure keeps
+SEEDS = AXES["process"].hash_seeds  # the hash seeds of the first and the second process
+DROPPED_VARS = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")  # the suite's own; the spec's env may set them
+# argv: PEAK_FILE PROGRAM ARGS...; spawns PROGRAM, writes its peak resident kB, exits with its status
+LAUNCHER = ("import os, sys\n"
+            "pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)\n"
+            "status, usage = os.wait4(pid, 0)[1:]\n"
+            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "code = os.waitstatus_to_exitcode(status)\n"
+            "sys.exit(code if code >= 0 else 128 - code)\n")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    outcome: CaseOutcome
+    image: np.ndarray | None  # the first run's image, float64 (slow, fast)
+    reference: np.ndarray | None
+    runs: int = 1  # processes started (a failed run ends the render)
+
+
+def output_name(args: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """The case's arguments and the float image they write (``-floatfile image.bin`` is added when absent)."""
+    if FLOATFILE in args[:-1]:
+        return args, args[args.index(FLOATFILE) + 1]
+    return (*args, FLOATFILE, "image.bin"), "image.bin"
+
+
+def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, str]:
+    """The environment of a render: this one without the suite's Python variables, ``bin_dir`` first on
+    ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARS}
+    scripts = sysconfig.get_path("scripts")
+    folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), scripts]
+    env["PATH"] = os.pathsep.join(filter(None, folders))
+    return {**env, **thread_vars(1), "PYTHONHASHSEED": seed, **spec.env}
+
+
+def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
+                baseline: Path | None = None) -> Rendered:
+    """Render ``case`` ``runs`` times, each in a fresh process (see the module docstring). With ``baseline``
+    (another installation's command folder) each run is paired with a run of the baseline's command, the two
+    going first in turns (the second of two runs finds the files both read in the page cache), and the
+    outcome's ``baseline_s`` / ``baseline_cpu_s`` are the least of those: two commits timed side by side,
+    under the same load."""
+    try:
+        reference = case.reference()
+    except GoldenError as exc:
+        raise GoldenError(f"{case.id}: {exc}") from None
+    args, out_name = output_name(case.args)
+    done: list[_Run] = []
+    paired: list[_Run] = []
+    for index in range(runs):
+        seed = SEEDS[index] if index < len(SEEDS) else str(index)
+        before = baseline is not None and index % 2 == 0  # in turns, each going first every other time
+        if before:
+            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
+        run_ = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
+        if run_.failed is not None:
+            return Rendered(run_.failed, None, reference, len(done) + len(paired) + 1)
+        if baseline is not None and not before:
+            paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
+        done.append(run_)
+    image = done[0].image
+    metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
+    hashes = tuple(image_sha256(r.image) for r in done)
+    timed = paired and all(r.failed is None for r in paired)
+    outcome = CaseOutcome(case.id, Status.IMAGE, seconds=min(r.seconds for r in done),
+                          cpu_s=min(r.cpu_s for r in done), peak_mb=max(r.peak_mb or 0.0 for r in done),
+                          sha256=hashes[0], hashes=hashes, parity=metrics,
+                          baseline_s=min(r.seconds for r in paired) if timed else None,
+                          baseline_cpu_s=min(r.cpu_s for r in paired) if timed else None)
+    return Rendered(outcome, image, reference, len(done) + len(paired))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One process: its failure (None: it wrote an image of the right size), its image, what it cost."""
+
+    failed: CaseOutcome | None
+    image: np.ndarray | None = None
+    seconds: float | None = None
+    cpu_s: float | None = None
+    peak_mb: float | None = None
+
+
+def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
+    program = shutil.which(spec.command[0], path=command_env(spec, bin_dir, seed).get("PATH"))
+    if program is None:
+        return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"))
+    with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
+        work = Path(tmp)
+        for item in case.folder.iterdir():
+            if item.name not in ("image.bin", out_name, "stdout.txt") and item.is_file():
+                shutil.copy2(item, work / item.name)
+        peak_file = work / ".detsim-peak-kb"  # written once the command has ended
+        try:
+            done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), program, *spec.command[1:], *args],
+                       cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
+        except TimedOut:
+            return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
+                                    seconds=spec.timeout_s))
+        except ChildError as exc:
+            return _Run(CaseOutcome(case.id, Status.CRASHED, str(exc)))
+        cost = dict(seconds=round(done.wall_s, 3), peak_mb=_peak_mb(peak_file))
+        tail = tuple(line for line in done.stderr.splitlines() if line.strip())[-STDERR_LINES:]
+        if done.returncode != 0:
+            why = f"exited {done.returncode}" + (f": {tail[-1].strip()}" if tail else "")
+            return _Run(CaseOutcome(case.id, Status.CRASHED, why, stderr_tail=tail, **cost))
+        written = work / out_name
+        if not written.is_file():
+            return _Run(CaseOutcome(case.id, Status.NO_IMAGE, f"exited 0 without writing {out_name}",
+                                    stderr_tail=tail, **cost))
+        flat = np.fromfile(written, dtype="<f4")
+        if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
+            side = int(round(flat.size ** 0.5))
+            guess = f" ({side}x{side}?)" if side * side == flat.size else ""
+            return _Run(CaseOutcome(case.id, Status.WRONG_SIZE,
+                                    f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
+                                    f"the reference is {shape[0]}x{shape[1]}", **cost))
+        # the launcher's CPU seconds include the command's (it waited for it); its own are a few ms
+        return _Run(None, flat.reshape(shape).astype(np.float64), cpu_s=round(done.cpu_s, 3), **cost)
+
+
+def _peak_mb(peak_file: Path) -> float | None:
+    """The launcher's report of its child's peak resident memory, in MB (None: it wrote none), removed."""
+    try:
+        return round(int(peak_file.read_text()) / 1024, 1)
+    except (OSError, ValueError):
+        return None
+    finally:
+        peak_file.unlink(missing_ok=True)

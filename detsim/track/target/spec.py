@@ -1,0 +1,126 @@
+"""A target's spec: what the suite needs to render golden cases with another program.
+
+Input: ``detsim-target.toml`` in the target repository's root (or a file given by path), flat TOML::
+
+    command = "nanoBragg"                       # takes nanoBragg's argument list once installed
+    env = { NANOBRAGG_DISABLE_COMPILE = "1" }   # optional: the environment it needs
+    cases = ["a01_cubic_mosflm_center"]         # optional: golden case ids, or a folder of cases of its own
+    timeout_s = 120                             # optional: per render
+    install = "."                               # optional: what pip installs of each commit (a path in it)
+    export = ["src", "pyproject.toml"]          # optional: the paths of a commit that the install needs
+
+Output: a frozen :class:`TargetSpec`. A malformed file is a :class:`SpecError`, one line naming it. detsim
+itself is the target when there is no file (:func:`detsim_spec`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Mapping
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+FILE = "detsim-target.toml"
+DEFAULT_TIMEOUT_S = 300.0  # per render: a port with its compiler off takes 7-15 s a golden case
+KEYS = ("command", "env", "cases", "timeout_s", "install", "export")
+
+
+class SpecError(ValueError):
+    """A spec file that cannot be used (one line naming the file)."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """How to install and run a target; ``source`` is the file it was read from (None: detsim's default)."""
+
+    name: str
+    root: Path  # the target's git repository
+    command: tuple[str, ...]  # the program and its leading arguments; a case's arguments follow
+    env: Mapping[str, str] = field(default_factory=dict)
+    cases: tuple[str, ...] | None = None  # golden case ids (None: every golden case)
+    case_folder: Path | None = None  # a folder of cases of its own (instead of the golden ones)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    install: str = "."
+    export: tuple[str, ...] | None = None  # None: the whole tree of a commit
+    source: Path | None = None
+
+
+def detsim_spec(root: Path) -> TargetSpec:
+    """detsim as the target: its checkout at ``root``, its ``detsim`` command."""
+    return TargetSpec(name="detsim", root=Path(root), command=("detsim",))
+
+
+def load_spec(target: Path, spec_file: Path | None = None) -> TargetSpec:
+    """The spec of the repository ``target``: ``spec_file``, else ``target/detsim-target.toml``."""
+    target = Path(target)
+    path = Path(spec_file) if spec_file is not None else target / FILE
+    if not target.is_dir():
+        raise SpecError(f"{target}: the target is not a folder")
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no target spec (write one: docs/targets.md)") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from None
+    return parse(data, path, target)
+
+
+def parse(data: Mapping, path: Path, target: Path) -> TargetSpec:
+    """A spec from the parsed TOML ``data`` of ``path``; every field checked."""
+    def bad(what: str) -> SpecError:
+        return SpecError(f"{path}: {what}")
+
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
+    command = data.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise bad("'command' must be a non-empty string (the program that takes nanoBragg's arguments)")
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as exc:
+        raise bad(f"'command' cannot be split into words ({exc})") from None
+    env = data.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise bad("'env' must be a table of strings, e.g. env = { NAME = \"1\" }")
+    cases, case_folder = _cases(data.get("cases"), target, bad)
+    timeout = data.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise bad(f"'timeout_s' must be a positive number of seconds, not {timeout!r}")
+    install = data.get("install", ".")
+    if not isinstance(install, str) or not _inside(install):
+        raise bad(f"'install' must be a relative path inside the repository, not {install!r}")
+    export = data.get("export")
+    if export is not None and (not isinstance(export, list) or not export
+                               or not all(isinstance(p, str) and _inside(p) for p in export)):
+        raise bad("'export' must be a non-empty list of relative paths inside the repository")
+    return TargetSpec(name=target.resolve().name, root=target, command=argv, env=dict(env), cases=cases,
+                      case_folder=case_folder, timeout_s=float(timeout), install=install,
+                      export=None if export is None else tuple(export), source=path)
+
+
+def _cases(value, target: Path, bad) -> tuple[tuple[str, ...] | None, Path | None]:
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        folder = target / value
+        if not folder.is_dir():
+            raise bad(f"'cases' names the folder {folder}, which does not exist")
+        return None, folder
+    if isinstance(value, list) and value and all(isinstance(c, str) and c for c in value):
+        return tuple(value), None
+    raise bad("'cases' must be a non-empty list of golden case ids or a folder of cases")
+
+
+def _inside(path: str) -> bool:
+    """Whether ``path`` is relative and stays inside the repository."""
+    p = PurePosixPath(path)
+    return bool(path) and not p.is_absolute() and ".." not in p.parts

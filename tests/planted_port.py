@@ -1,0 +1,120 @@
+"""A throwaway target repository for the target proofs: a tiny package whose nanoBragg-compatible command
+renders a golden case (with detsim's CLI, or by copying the case's reference image: no torch) and then
+perturbs the image, with one fault planted per commit and docs-only commits between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from detsim.track.base.fresh import HERE
+from planted_history import commit, git
+
+CASE = "c02_xds_xbeam_quirk"  # 128x128, one step per pixel: the cheapest golden case to render
+
+PYPROJECT = '''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "fakeport"
+version = "0.1.0"
+
+[project.scripts]
+fake-nanobragg = "fakeport.cli:main"
+
+[tool.setuptools]
+packages = ["fakeport"]
+'''
+
+CLI = '''"""nanoBragg's command line: render, then apply the planted faults."""
+import os, sys, time
+import numpy as np
+from fakeport.faults import CRASH, EDGE, SHRINK, SLOW, VARIES
+
+
+def main():
+    args = sys.argv[1:]
+    if CRASH:
+        print("fakeport: reading the matrix", file=sys.stderr)
+        sys.exit("fakeport: RuntimeError: planted crash")
+    out = args[args.index("-floatfile") + 1]
+    golden = os.environ.get("FAKEPORT_GOLDEN")
+    if golden:  # the golden case whose arguments these are: its reference image stands for a render
+        case = next(d for d in os.scandir(golden) if d.is_dir()
+                    and open(os.path.join(d.path, "args.txt")).read().split() == args)
+        image = np.fromfile(os.path.join(case.path, "image.bin"), "<f4")
+    else:
+        from detsim.cli import main as detsim
+        code = detsim(args)
+        if code:
+            return code
+        image = np.fromfile(out, "<f4")
+    side = int(round(image.size ** 0.5))
+    image = image.reshape(side, side).copy()
+    if EDGE:
+        image[:3, :] *= 1 + EDGE
+        image[-3:, :] *= 1 + EDGE
+        image[:, :3] *= 1 + EDGE
+        image[:, -3:] *= 1 + EDGE
+    if SHRINK:
+        image = image[:-1, :-1]
+    if VARIES:  # the centre pixel moved up by a number of float32 steps that differs between two processes
+        centre = image[side // 2, side // 2]
+        image[side // 2, side // 2] = centre + np.spacing(centre) * (1 + os.getpid() % 65521)
+    np.ascontiguousarray(image).tofile(out)
+    if SLOW:  # busy for SLOW of the CPU time it has taken
+        spent = time.process_time()
+        while time.process_time() < spent * (1 + SLOW):
+            pass
+    return 0
+'''
+
+FAULTS = dict(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
+
+
+@dataclass(frozen=True)
+class Port:
+    root: Path
+    commits: dict  # name -> sha, in history order
+
+
+def _faults(root: Path, **changes) -> None:
+    FAULTS.update(changes)
+    lines = [f"{name} = {value!r}\n" for name, value in sorted(FAULTS.items())]
+    (root / "fakeport" / "faults.py").write_text("".join(lines))
+
+
+def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool = True) -> Port:
+    """The history (name: what the commit does): base (no fault), docs1, edge (a 2 % change of the outer 3
+    pixels, kept from here on), docs2, docs3, shrink (a 127x127 image), unshrink, docs4, crash, uncrash,
+    varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (15 %
+    more CPU time, kept), docs6. With ``export`` the spec names the package's paths (docs commits are reused
+    unbuilt), else every commit is built and compared by its installed files."""
+    FAULTS.update(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
+    root = work / "port"
+    (root / "fakeport").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    reference = "" if render == "detsim" else str(golden)
+    (root / "detsim-target.toml").write_text(
+        f'command = "fake-nanobragg"\ncases = ["{CASE}"]\ntimeout_s = 120\n'
+        + ('export = ["fakeport", "pyproject.toml"]\n' if export else "") +
+        f'env = {{ PYTHONPATH = "{HERE}", FAKEPORT_GOLDEN = "{reference}" }}\n')
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "fakeport" / "__init__.py").write_text("")
+    (root / "fakeport" / "cli.py").write_text(CLI)
+    (root / "README.md").write_text("# fakeport\n")
+    _faults(root)
+    commits = {"base": commit(root, "the package")}
+    plan = [("docs1", None), ("edge", dict(EDGE=0.02)), ("docs2", None), ("docs3", None),
+            ("shrink", dict(SHRINK=True)), ("unshrink", dict(SHRINK=False)), ("docs4", None),
+            ("crash", dict(CRASH=True)), ("uncrash", dict(CRASH=False)), ("varies", dict(VARIES=True)),
+            ("steady", dict(VARIES=False)), ("docs5", None), ("slow", dict(SLOW=0.15)), ("docs6", None)]
+    for name, change in plan:
+        if change is None:
+            (root / "docs").mkdir(exist_ok=True)
+            (root / "docs" / f"{name}.md").write_text(f"# notes {name}\n")
+        else:
+            _faults(root, **change)
+        commits[name] = commit(root, name)
+    return Port(root, commits)
