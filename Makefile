@@ -30,7 +30,7 @@ $(SLOW_STAMP): $(STAMP)
 ASV_MACHINE ?= $(shell hostname)
 RECENT      ?= 10
 run: venv
-	RECENT=$(RECENT) ASV_MACHINE=$(ASV_MACHINE) bash .ci/track
+	RECENT=$(RECENT) ASV_MACHINE=$(ASV_MACHINE) TARGET=$(TARGET) bash .ci/track
 
 # The default test run (CI runs exactly this; slow tests are excluded by pyproject's addopts), one
 # pytest-xdist worker per CPU, an idle worker taking tests queued for a busy one. The flags are here, not

@@ -9,8 +9,8 @@ process group, a socket in ``/tmp/asv-forkserver-*``), closed when the run ends.
 regex: the run whose --bench it is kills the whole process group before writing anything, once
 ``FAKE_KILL_AFTER`` (default 0) commits are written. ``FAKE_HANG`` = a --bench regex, or
 "every run": that run waits forever once its fork server is up.
-detsim-track: ``FAKE_BROKEN`` makes it fail as a package that does not import; ``regressions`` exits
-``FAKE_VERDICT`` (default 0).
+detsim-track: ``FAKE_BROKEN`` makes it fail as a package that does not import; ``regressions`` and ``record``
+exit ``FAKE_VERDICT`` (default 0).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def detsim_track(argv: list[str]) -> int:
               "ImportError: cannot import name 'nothing'", file=sys.stderr)
         return 1
     _log(argv)
-    if argv[:1] == ["regressions"] and "--help" not in argv:
+    if argv[:1] in (["regressions"], ["record"]) and "--help" not in argv:
         print("detsim-track: the fake verdict")
         return int(os.environ.get("FAKE_VERDICT", "0"))
     return 0
