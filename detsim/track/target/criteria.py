@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.target.outcome import CaseOutcome
+from detsim.track.verdict.thresholds import TARGET_PARITY
 
-PARITY_FACTOR = 10.0  # 1 - r growing tenfold is a change: a port's real regressions are mostly far inside the line
+PARITY_FACTOR = TARGET_PARITY.value  # 1 - r growing by this factor is a change
 # 1 - r below this is the rounding of Pearson r over equal or nearly equal images, not a disagreement
 ONE_MINUS_R_FLOOR = 1e-12
 TIMING_RUNS = 3  # a timing criterion takes the least of this many whole-process runs per commit

@@ -13,7 +13,9 @@ from typing import Mapping
 from detsim.track.base.metrics import passes_parity
 
 
-class Status(enum.Enum):
+class Ending(enum.Enum):
+    """How a render ended: an image, or a failure of its own kind."""
+
     IMAGE = "image"  # an image of the expected size: judged by its parity
     CRASHED = "crashed"  # exited non-zero, or could not start
     TIMED_OUT = "timed out"  # killed past the spec's timeout_s
@@ -22,7 +24,7 @@ class Status(enum.Enum):
 
     @property
     def is_failure(self) -> bool:
-        return self is not Status.IMAGE
+        return self is not Ending.IMAGE
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class CaseOutcome:
     """One case at one commit: its status, what it cost, its image hash and its parity with the reference."""
 
     case: str
-    status: Status
+    status: Ending
     detail: str = ""  # one line: why it failed, or nothing
     seconds: float | None = None  # whole-process wall seconds, the least of its runs
     cpu_s: float | None = None  # whole-process CPU seconds (user + system), the least of its runs
@@ -60,7 +62,7 @@ class CaseOutcome:
 
     @property
     def at_parity(self) -> bool:
-        return self.status is Status.IMAGE and passes_parity(self.r)
+        return self.status is Ending.IMAGE and passes_parity(self.r)
 
     def summary(self) -> str:
         """One line: what the render came to."""
@@ -81,7 +83,7 @@ class CaseOutcome:
 
     @classmethod
     def from_record(cls, rec: Mapping) -> "CaseOutcome":
-        return cls(case=rec["case"], status=Status(rec["status"]), detail=rec.get("detail", ""),
+        return cls(case=rec["case"], status=Ending(rec["status"]), detail=rec.get("detail", ""),
                    seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
                    hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
                    stderr_tail=tuple(rec.get("stderr_tail", ())), cpu_s=rec.get("cpu_s"),

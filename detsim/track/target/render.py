@@ -26,7 +26,7 @@ from detsim.track.base.golden import GoldenCase, GoldenError
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.reproducibility import AXES
 from detsim.track.parity.compare import image_metrics
-from detsim.track.target.outcome import CaseOutcome, Status
+from detsim.track.target.outcome import CaseOutcome, Ending
 from detsim.track.target.spec import TargetSpec
 
 FLOATFILE = "-floatfile"
@@ -96,7 +96,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
     metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
     hashes = tuple(image_sha256(r.image) for r in done)
     timed = paired and all(r.failed is None for r in paired)
-    outcome = CaseOutcome(case.id, Status.IMAGE, seconds=min(r.seconds for r in done),
+    outcome = CaseOutcome(case.id, Ending.IMAGE, seconds=min(r.seconds for r in done),
                           cpu_s=min(r.cpu_s for r in done), peak_mb=max(r.peak_mb or 0.0 for r in done),
                           sha256=hashes[0], hashes=hashes, parity=metrics,
                           baseline_s=min(r.seconds for r in paired) if timed else None,
@@ -118,7 +118,7 @@ class _Run:
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
     program = shutil.which(spec.command[0], path=command_env(spec, bin_dir, seed).get("PATH"))
     if program is None:
-        return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"))
+        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
         work = Path(tmp)
         for item in case.folder.iterdir():
@@ -129,24 +129,24 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
             done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), program, *spec.command[1:], *args],
                        cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
-            return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
+            return _Run(CaseOutcome(case.id, Ending.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
                                     seconds=spec.timeout_s))
         except ChildError as exc:
-            return _Run(CaseOutcome(case.id, Status.CRASHED, str(exc)))
+            return _Run(CaseOutcome(case.id, Ending.CRASHED, str(exc)))
         cost = dict(seconds=round(done.wall_s, 3), peak_mb=_peak_mb(peak_file))
         tail = tuple(line for line in done.stderr.splitlines() if line.strip())[-STDERR_LINES:]
         if done.returncode != 0:
             why = f"exited {done.returncode}" + (f": {tail[-1].strip()}" if tail else "")
-            return _Run(CaseOutcome(case.id, Status.CRASHED, why, stderr_tail=tail, **cost))
+            return _Run(CaseOutcome(case.id, Ending.CRASHED, why, stderr_tail=tail, **cost))
         written = work / out_name
         if not written.is_file():
-            return _Run(CaseOutcome(case.id, Status.NO_IMAGE, f"exited 0 without writing {out_name}",
+            return _Run(CaseOutcome(case.id, Ending.NO_IMAGE, f"exited 0 without writing {out_name}",
                                     stderr_tail=tail, **cost))
         flat = np.fromfile(written, dtype="<f4")
         if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
             side = int(round(flat.size ** 0.5))
             guess = f" ({side}x{side}?)" if side * side == flat.size else ""
-            return _Run(CaseOutcome(case.id, Status.WRONG_SIZE,
+            return _Run(CaseOutcome(case.id, Ending.WRONG_SIZE,
                                     f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
                                     f"the reference is {shape[0]}x{shape[1]}", **cost))
         # the launcher's CPU seconds include the command's (it waited for it); its own are a few ms

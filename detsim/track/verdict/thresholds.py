@@ -1,9 +1,11 @@
 """The one thresholds table: each family's threshold for both judges, with the reason for its value.
 
-Two judges read it: the asv verdict (a step in a recorded history; asv.conf.json's ``regressions_thresholds``
+Three judges read it: the asv verdict (a step in a recorded history; asv.conf.json's ``regressions_thresholds``
 holds its rows that have an ``asv_regex``, and a test holds that file to this table) and the bench gate
-(``detsim-track bench-gate``: one run against a stored baseline file). A value is the largest allowed rise, a
-fraction (0.02: +2 %), except parity's acceptance line, a Pearson r that a render must reach.
+(``detsim-track bench-gate``: one run against a stored baseline file), and a target's probes
+(``detsim-track bisect`` and ``record``: another repository's commits). A value is the largest allowed rise, a
+fraction (0.02: +2 %), except parity's acceptance line, a Pearson r that a render must reach, and a target's
+parity factor, the most 1 - r may grow.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from dataclasses import dataclass
 from detsim.track.base.metrics import PARITY_MIN_R
 
 
+JUDGES = ("asv", "bench", "both", "target")  # who reads a row: see the module's docstring
+
+
 @dataclass(frozen=True)
 class Threshold:
     family: str  # the verdict's family (detsim.track.history.series.FAMILY_ORDER)
-    judge: str  # "asv" (a recorded history), "bench" (a stored baseline file) or "both"
+    judge: str  # one of JUDGES: "asv" (a recorded history), "bench" (a baseline file), "both", "target"
     value: float
     reason: str
     asv_regex: str | None = None  # its key in asv.conf.json's regressions_thresholds
@@ -42,9 +47,12 @@ BENCH_TIMING = Threshold("timing", "bench", 0.75, "CI runners' noise: one benchm
                          "x1.55 between unchanged runs on a loaded 2-vCPU runner (docs/bench-gate.md)")
 BENCH_SUITE = Threshold("timing", "bench", 0.50, "a device's geometric mean: midway between the worst unchanged "
                         "mean, x1.26, and the weakest planted 2x, x1.82 (docs/bench-gate.md)")
+TARGET_PARITY = Threshold("parity", "target", 10.0, "a factor on 1 - r: a port's real regressions are mostly far "
+                          "inside the acceptance line (the public port's 1 - r grew x14,000 at one commit and never "
+                          "crossed it), and an unchanged build repeats its 1 - r exactly")
 
 TABLE = (COST, PARITY_LINE, PARITY, DETERMINISM, REPRODUCIBILITY, ENGINE_TIMING, MEMORY, CLI_TIMING, BENCH_TIMING,
-         BENCH_SUITE)
+         BENCH_SUITE, TARGET_PARITY)
 COST_THRESHOLD = COST.value
 
 

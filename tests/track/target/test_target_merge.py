@@ -9,14 +9,14 @@ import pytest
 
 from detsim.track.target.criteria import Kind
 from detsim.track.target.merge import MergeError, merge_rows
-from detsim.track.target.outcome import CaseOutcome, Status
+from detsim.track.target.outcome import CaseOutcome, Ending
 from detsim.track.target.window import turns
 from planted_port import make_port
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
-def _row(commit: str, machine: str, sha: str = "a", status: Status = Status.IMAGE) -> dict:
+def _row(commit: str, machine: str, sha: str = "a", status: Ending = Ending.IMAGE) -> dict:
     outcome = (CaseOutcome("c02", status, "wrote 4 bytes") if status.is_failure else
                CaseOutcome("c02", status, seconds=1.0, sha256=sha * 64, hashes=(sha * 64,) * 2, parity={"r": 1.0}))
     return {"commit": commit, "machine": machine, "date": "", "subject": "", "build_error": None, "reused_from": None,
@@ -30,7 +30,7 @@ def port(tmp_path_factory):
 
 def test_slices_merge_in_history_order_and_turn_across_their_seam(port):
     c = port.commits
-    later = {"target": "port", "rows": [_row(c["docs3"], "m2"), _row(c["shrink"], "m2", status=Status.WRONG_SIZE)]}
+    later = {"target": "port", "rows": [_row(c["docs3"], "m2"), _row(c["shrink"], "m2", status=Ending.WRONG_SIZE)]}
     earlier = {"target": "port", "rows": [_row(c["base"], "m1"), _row(c["docs1"], "m1"), _row(c["docs3"], "m1", "b")]}
     rows, notes = merge_rows(port.root, [later, earlier])
     assert [r["commit"] for r in rows] == [c["base"], c["docs1"], c["docs3"], c["shrink"]]

@@ -11,7 +11,7 @@ import pytest
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.target.outcome import Status
+from detsim.track.target.outcome import Ending
 from detsim.track.target.render import output_name, render_case
 from detsim.track.target.spec import TargetSpec
 
@@ -68,7 +68,7 @@ def _spec(tmp_path: Path, mode: str, timeout_s: float = 60) -> TargetSpec:
 def test_an_exact_image_is_judged_and_hashed_and_the_reference_never_reaches_the_command(tmp_path, case):
     rendered = render_case(_spec(tmp_path, "exact"), case)  # "exact" exits early if image.bin was copied
     out = rendered.outcome
-    assert out.status is Status.IMAGE and out.r == 1.0 and out.parity["max_rel"] == 0.0
+    assert out.status is Ending.IMAGE and out.r == 1.0 and out.parity["max_rel"] == 0.0
     assert out.parity["shape"] == [4, 4] and out.sha256 == image_sha256(REFERENCE) and out.reproduced is None
     assert out.seconds > 0 and out.peak_mb > 5
     assert np.array_equal(rendered.image, REFERENCE)
@@ -88,7 +88,7 @@ def test_cpu_seconds_are_the_commands_own_beside_its_wall_seconds(tmp_path, case
 
 def test_an_edge_change_is_a_parity_change_with_its_worst_pixel(tmp_path, case):
     out = render_case(_spec(tmp_path, "edge"), case).outcome
-    assert out.status is Status.IMAGE and out.one_minus_r > 1e-3 and out.parity["worst"]["s"] == 0
+    assert out.status is Ending.IMAGE and out.one_minus_r > 1e-3 and out.parity["worst"]["s"] == 0
 
 
 def test_a_second_process_with_another_hash_seed_must_reproduce_the_image(tmp_path, case):
@@ -98,9 +98,9 @@ def test_a_second_process_with_another_hash_seed_must_reproduce_the_image(tmp_pa
 
 
 @pytest.mark.parametrize("mode, status, says", [
-    ("crash", Status.CRASHED, "exited 1: ValueError: bad -mat file"),
-    ("nothing", Status.NO_IMAGE, "exited 0 without writing image.bin"),
-    ("small", Status.WRONG_SIZE, "wrote 36 bytes, 9 float32 values (3x3?), where the reference is 4x4"),
+    ("crash", Ending.CRASHED, "exited 1: ValueError: bad -mat file"),
+    ("nothing", Ending.NO_IMAGE, "exited 0 without writing image.bin"),
+    ("small", Ending.WRONG_SIZE, "wrote 36 bytes, 9 float32 values (3x3?), where the reference is 4x4"),
 ])
 def test_each_failure_is_its_own_kind_never_an_exception(tmp_path, case, mode, status, says):
     out = render_case(_spec(tmp_path, mode), case).outcome
@@ -111,13 +111,13 @@ def test_each_failure_is_its_own_kind_never_an_exception(tmp_path, case, mode, s
 
 def test_past_its_timeout_a_render_is_timed_out(tmp_path, case):
     out = render_case(_spec(tmp_path, "sleep", timeout_s=1), case).outcome
-    assert out.status is Status.TIMED_OUT and out.detail == "ran past 1 s"
+    assert out.status is Ending.TIMED_OUT and out.detail == "ran past 1 s"
 
 
 def test_a_command_not_installed_is_a_crash_naming_it(tmp_path, case):
     spec = TargetSpec("fake", tmp_path, ("no-such-nanobragg",))
     out = render_case(spec, case, bin_dir=tmp_path).outcome
-    assert (out.status, out.detail) == (Status.CRASHED, "command not found: no-such-nanobragg")
+    assert (out.status, out.detail) == (Ending.CRASHED, "command not found: no-such-nanobragg")
 
 
 def test_with_a_baseline_each_run_is_timed_in_turns_with_the_baselines(tmp_path, case):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from detsim.track.base.golden import find_case
 from detsim.track.target.criteria import Kind
-from detsim.track.target.outcome import CaseOutcome, Status
+from detsim.track.target.outcome import CaseOutcome, Ending
 from detsim.track.target.reuse import source_key
 from detsim.track.target.spec import load_spec
 from detsim.track.target.window import Window, record_window, turns
@@ -17,7 +17,7 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
-    return CaseOutcome("c02", Status.IMAGE, seconds=1.0, sha256=sha * 64,
+    return CaseOutcome("c02", Ending.IMAGE, seconds=1.0, sha256=sha * 64,
                        hashes=tuple(h * 64 for h in hashes or sha * 2), parity={"r": 1 - one_minus_r}).record()
 
 
@@ -27,7 +27,7 @@ def _row(commit: str, outcome: dict | None) -> dict:
 
 
 def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it():
-    crash = CaseOutcome("c02", Status.CRASHED, "exited 1: boom").record()
+    crash = CaseOutcome("c02", Ending.CRASHED, "exited 1: boom").record()
     rows = [_row("a", _image()), _row("b", _image()), _row("c", _image(5e-8, sha="c")), _row("d", crash),
             _row("e", _image(5e-8, sha="c")), _row("f", _image(5e-8, sha="f", hashes="fg")), _row("g", None),
             _row("h", _image(5e-8, sha="h"))]
@@ -40,7 +40,7 @@ def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it(
 
 def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones():
     reused = [{**_row(c, _image()), "reused_from": "a" * 40, "reused_by": "sources"} for c in "cde"]
-    window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Status.NO_IMAGE, "x")
+    window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Ending.NO_IMAGE, "x")
                                                                          .record()), reused[2]])
     window.turns = turns(window.rows)
     head, first, run, second, last = window.table()
