@@ -58,6 +58,16 @@ def start(work: Path) -> tuple[Path, dict, Path]:
     return root, env, log
 
 
+def link_project_venv(root: Path) -> None:
+    """``root/.venv`` as a link to this checkout's environment, which must be up to date: else the tracking
+    run's ``make venv`` would reinstall it from the throwaway copy, and the checkout's own commands would then
+    run the copy's code (and break once the copy is gone)."""
+    stamp = REPO / ".venv" / ".installed"
+    if not stamp.exists() or stamp.stat().st_mtime < (REPO / "pyproject.toml").stat().st_mtime:
+        pytest.fail(f"{REPO / '.venv'} is older than pyproject.toml: run `make venv` first", pytrace=False)
+    os.symlink(REPO / ".venv", root / ".venv")
+
+
 def copy_project(root: Path) -> None:
     """This checkout's files (tracked, and untracked but not ignored; no recorded results or reports) into
     ``root``, with asv's environment kept in :data:`ENV_CACHE` so that torch installs once."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from planted_history import REPO, append, commit, copy_project, start
+from planted_history import append, commit, copy_project, link_project_venv, start
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +87,7 @@ def history(tmp_path_factory):
     work = tmp_path_factory.mktemp("faults")
     root, env, log = start(work)
     copy_project(root)
-    os.symlink(REPO / ".venv", root / ".venv")
+    link_project_venv(root)  # the project's environment, up to date: make leaves it alone
     for module in (root / "benchmarks").glob("*.py"):
         if module.name not in KEPT:
             module.unlink()

@@ -14,14 +14,12 @@ them: the planted commit's ``PathThroughput`` P1 step must be re-measured and **
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from planted_history import REPO, append, commit, copy_project, start
+from planted_history import append, commit, copy_project, link_project_venv, start
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +53,7 @@ def tracked(tmp_path_factory):
     work = tmp_path_factory.mktemp("timing")
     root, env, log = start(work)
     copy_project(root)
-    os.symlink(REPO / ".venv", root / ".venv")  # the project's environment: make finds it up to date
+    link_project_venv(root)  # the project's environment, up to date: make leaves it alone
     commits = {"base": commit(root, "Base: the project as it is")}
     for n in (1, 2, 3):
         append(root / "README.md", f"\nA line of documentation ({n}).\n")
