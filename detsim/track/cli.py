@@ -68,7 +68,7 @@ def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
         prog="detsim-track", description="The tracking suite of detsim: one subcommand per job.",
         epilog="`detsim-track COMMAND -h` gives a command's options; docs/ the rest. Exit status: 0 all good, "
                "1 something regressed, 2 something could not be measured.",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=16, width=100))
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=110))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, module in modules.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
