@@ -17,6 +17,7 @@ import numpy as np
 
 from detsim import cnumbers, inputs, io
 from detsim.argv import Arguments, parse_argv
+from detsim.flags import cell_with_defaults
 from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
@@ -76,11 +77,7 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
         raise ConfigError("a unit cell (-cell a b c alpha beta gamma) or a matrix file (-mat) is required")
     if args.hkl_file is None and args.default_F == 0.0:
         raise ConfigError("no structure factors: give -hkl FILE or a non-zero -default_F")
-    cell = None
-    if args.cell:
-        a = args.cell[0]
-        defaults = [a, a, a, 90.0, 90.0, 90.0]
-        cell = tuple(v if v > 0 else d for v, d in zip(args.cell, defaults))  # nanoBragg's "blank" defaults
+    cell = cell_with_defaults(args.cell) if args.cell else None
     hkl = read_hkl(args.hkl_file, args.default_F) if args.hkl_file is not None else None
     if hkl is not None and hkl.count == 0:
         hkl = None
