@@ -4,8 +4,9 @@ nanoBragg walks argv left to right and tests every ``-`` token against every fla
 ``strstr``; a token can therefore fire several handlers (``-misset_seed`` also sets the misset angles,
 ``-twotheta_axis`` also sets two-theta, ``-mosaic_seed`` also sets the noise seed), and the last
 assignment wins. This module reproduces that, with one difference: the handler a token was *meant* for
-(the longest pattern it matches) is strict - fewer values than the flag takes, or a value that is not
-wholly a number in C's grammar (:mod:`detsim.cnumbers`), is an error naming the flag - and a token that
+(the longest pattern it matches) is strict - fewer values than its arity allows (:class:`detsim.flags.Arity`:
+only ``-cell`` gives a short list a meaning), or a value that is not wholly a number in C's grammar
+(:mod:`detsim.cnumbers`), is an error naming the flag - and a token that
 matches no pattern is an error instead of being ignored. Side-effect handlers read their values as C's
 ``atof``/``atoi`` would.
 
