@@ -127,7 +127,9 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
                       lambda: int(np.ceil(detsize_s / args.pixel_mm - 0.5)))
     detector = DetectorConfig(
         convention=args.convention, pivot=args.pivot, fpixels=fpixels, spixels=spixels,
-        pixel_mm=args.pixel_mm, detsize_f_mm=detsize_f, detsize_s_mm=detsize_s,
+        # given pixel counts: the size is pixel (m) x count, as nanoBragg.c L1119-L1124 computes it (None)
+        pixel_mm=args.pixel_mm, detsize_f_mm=None if args.fpixels else detsize_f,
+        detsize_s_mm=None if args.spixels else detsize_s,
         distance_mm=args.distance_mm, close_distance_mm=args.close_distance_mm,
         xbeam_mm=args.xbeam_mm, ybeam_mm=args.ybeam_mm, xclose_mm=args.xclose_mm, yclose_mm=args.yclose_mm,
         orgx_px=args.orgx_px, orgy_px=args.orgy_px,
