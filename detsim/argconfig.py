@@ -17,6 +17,7 @@ import numpy as np
 
 from detsim import cnumbers, inputs, io
 from detsim.argv import Arguments, parse_argv
+from detsim.flags import cell_with_defaults
 from detsim.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
@@ -76,11 +77,7 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
         raise ConfigError("a unit cell (-cell a b c alpha beta gamma) or a matrix file (-mat) is required")
     if args.hkl_file is None and args.default_F == 0.0:
         raise ConfigError("no structure factors: give -hkl FILE or a non-zero -default_F")
-    cell = None
-    if args.cell:
-        a = args.cell[0]
-        defaults = [a, a, a, 90.0, 90.0, 90.0]
-        cell = tuple(v if v > 0 else d for v, d in zip(args.cell, defaults))  # nanoBragg's "blank" defaults
+    cell = cell_with_defaults(args.cell) if args.cell else None
     hkl = read_hkl(args.hkl_file, args.default_F) if args.hkl_file is not None else None
     if hkl is not None and hkl.count == 0:
         hkl = None
@@ -130,7 +127,9 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
                       lambda: int(np.ceil(detsize_s / args.pixel_mm - 0.5)))
     detector = DetectorConfig(
         convention=args.convention, pivot=args.pivot, fpixels=fpixels, spixels=spixels,
-        pixel_mm=args.pixel_mm, detsize_f_mm=detsize_f, detsize_s_mm=detsize_s,
+        # given pixel counts: the size is pixel (m) x count, as nanoBragg.c L1119-L1124 computes it (None)
+        pixel_mm=args.pixel_mm, detsize_f_mm=None if args.fpixels else detsize_f,
+        detsize_s_mm=None if args.spixels else detsize_s,
         distance_mm=args.distance_mm, close_distance_mm=args.close_distance_mm,
         xbeam_mm=args.xbeam_mm, ybeam_mm=args.ybeam_mm, xclose_mm=args.xclose_mm, yclose_mm=args.yclose_mm,
         orgx_px=args.orgx_px, orgy_px=args.orgy_px,

@@ -4,8 +4,9 @@ nanoBragg walks argv left to right and tests every ``-`` token against every fla
 ``strstr``; a token can therefore fire several handlers (``-misset_seed`` also sets the misset angles,
 ``-twotheta_axis`` also sets two-theta, ``-mosaic_seed`` also sets the noise seed), and the last
 assignment wins. This module reproduces that, with one difference: the handler a token was *meant* for
-(the longest pattern it matches) is strict - fewer values than the flag takes, or a value that is not
-wholly a number in C's grammar (:mod:`detsim.cnumbers`), is an error naming the flag - and a token that
+(the longest pattern it matches) is strict - fewer values than its arity allows (:class:`detsim.flags.Arity`:
+only ``-cell`` gives a short list a meaning), or a value that is not wholly a number in C's grammar
+(:mod:`detsim.cnumbers`), is an error naming the flag - and a token that
 matches no pattern is an error instead of being ignored. Side-effect handlers read their values as C's
 ``atof``/``atoi`` would.
 
@@ -56,34 +57,41 @@ def parse_argv(argv: list[str], initial: Arguments | None = None) -> Arguments:
 
 def _ends_values(handler: Handler, token: str) -> bool:
     """Whether ``token`` is a flag rather than a value of ``handler`` (nanoBragg's -cell stops at any '-')."""
-    if handler.pattern == "-cell":
+    if handler.arity.ends_at_dash:
         return token.startswith("-")
     return token.startswith("-") and not _is_number(token)
 
 
 def _checked_values(argv: list[str], i: int, handler: Handler, token: str) -> int:
-    """How many following tokens are values of the flag typed at ``i``; fewer than it takes is an error.
+    """How many following tokens are values of the flag typed at ``i``; too few is an error.
 
-    Every flag takes a fixed number of values (``-misset``: 3 angles or the word 'random'), and a flag
-    given fewer, at the end of the line or before the next flag, is refused: nanoBragg would skip its
-    handler or read the missing values as 0 or as the defaults (``-cell 100 100 100 90 90`` keeps gamma
-    at 90 degrees). ``-curved_det`` takes none but must be followed by a token, which it ignores unless
-    it is a flag (nanoBragg ignores ``-curved_det`` as the last argument).
+    A flag reads up to ``arity.most`` values and is refused with fewer than ``arity.least``
+    (:class:`~detsim.flags.Arity`): only ``-cell`` gives a shorter list a meaning on purpose (b and c
+    default to a, angles to 90 degrees); any other flag given fewer values, at the end of the line or before
+    the next flag, would have nanoBragg skip its handler or read the next flag as 0. ``-misset`` takes
+    3 angles or the word 'random'. ``-curved_det`` takes none but must be followed by a token, which it
+    ignores unless it is a flag (nanoBragg ignores ``-curved_det`` as the last argument).
     """
     if handler.pattern == "-curved_det":
         if i + 1 >= len(argv):
             raise ArgumentError(f"{token} must be followed by another token (nanoBragg ignores it as the last one)")
         return 0 if _ends_values(handler, argv[i + 1]) else 1
-    random_misset = handler.pattern == "-misset" and i + 1 < len(argv) and "rand" in argv[i + 1]
-    wanted = 1 if random_misset else handler.takes
+    arity = handler.arity
+    if arity.word is not None and i + 1 < len(argv) and arity.word in argv[i + 1]:
+        return 1
     got = 0
-    while got < wanted and i + 1 + got < len(argv) and not _ends_values(handler, argv[i + 1 + got]):
+    while got < arity.most and i + 1 + got < len(argv) and not _ends_values(handler, argv[i + 1 + got]):
         got += 1
-    if got < wanted:
+    after = argv[i + 1 + got] if i + 1 + got < len(argv) else None
+    if got < arity.fewest:
         values = handler.doc.rpartition("|")[0]
-        message = f"{token} expects {wanted} value{'s' if wanted > 1 else ''}"
+        wanted = arity.fewest
+        message = f"{token} expects {'at least ' if arity.fewest < arity.most else ''}{wanted} value{'s' if wanted > 1 else ''}"
         message += f" ({values}), got {got}" if values else f", got {got}"
-        if i + 1 + got < len(argv):
-            message += f" before {argv[i + 1 + got]}"
+        if after is not None:
+            message += f" before {after}"
         raise ArgumentError(message)
-    return wanted
+    if got < arity.most and arity.ends_at_dash and after is not None and _is_number(after):
+        raise ArgumentError(f"{token} reads no value that starts with '-': nanoBragg stops reading at {after} "
+                            f"and ignores it")
+    return got

@@ -19,7 +19,8 @@ import torch
 
 from detsim import files, io, rng
 from detsim.argconfig import InputError, build_config, parse_with_headers, time_seed
-from detsim.argv import HELP_FLAGS, ArgumentError, Arguments, usage
+from detsim.argv import HELP_FLAGS, ArgumentError, Arguments
+from detsim.flags import help_text
 from detsim.config import ConfigError
 from detsim.engine import Setup, check_triton, prepare, render
 from detsim.signals import Terminated, terminate_as_interrupt
@@ -254,8 +255,13 @@ def _header_fields(setup: Setup) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
-    if any(token in HELP_FLAGS for token in argv):
-        sys.stdout.write(usage())
+    asked = next((i for i, token in enumerate(argv) if token in HELP_FLAGS), None)
+    if asked is not None:  # the tokens after the help flag name what to explain (flag_help)
+        try:
+            sys.stdout.write(help_text(argv[asked + 1:]))
+        except ArgumentError as exc:
+            print(f"detsim: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         return 0
     try:
         with terminate_as_interrupt():  # SIGTERM unwinds like an interrupt: temporary files removed

@@ -25,7 +25,7 @@ from enum import Enum
 from typing import Callable, TypeVar
 
 from detsim.cnumbers import C_INT_MAX
-from detsim.units import DEFAULT_FLUENCE_PER_M2, DEG
+from detsim.units import DEFAULT_FLUENCE_PER_M2, deg_to_rad
 
 Vec3 = tuple[float, float, float]
 T = TypeVar("T")
@@ -331,7 +331,7 @@ class CrystalConfig:
         _finite("-mosaic", self.mosaic_spread_deg)
         if self.mosaic_spread_deg < 0:
             raise ConfigError(f"-mosaic spread must be >= 0, got {self.mosaic_spread_deg}")
-        if as_float(self.mosaic_spread_deg) * DEG >= FLOAT32_OVERFLOW:  # nanoBragg's mosaic angle is a float
+        if deg_to_rad(as_float(self.mosaic_spread_deg)) >= FLOAT32_OVERFLOW:  # nanoBragg's mosaic angle is a float
             raise ConfigError(f"-mosaic {self.mosaic_spread_deg:g} degrees overflows the float32 of the mosaic angle")
         _count("-mosaic_domains", self.mosaic_domains, 1)
         for flag, seed in (("-mosaic_seed (mosaic_seed)", self.mosaic_seed),

@@ -17,9 +17,9 @@ from torch import Tensor
 
 from detsim import rng
 from detsim.config import ConfigError, CrystalConfig, SamplingConfig
-from detsim.rotation import rotate_axis, rotate_xyz
+from detsim.rotation import cross3, dot3, norm3, rotate_axis, rotate_umat, rotate_xyz
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_phi
-from detsim.units import ANGSTROM, DEG, MM
+from detsim.units import ANGSTROM, deg_to_rad, mm_to_m, wavelength_m
 
 
 @dataclass(frozen=True)
@@ -33,27 +33,23 @@ class Lattice:
     misset_rad: tuple[float, float, float]  # the misset applied (random misset resolved)
 
 
-def _cross(u: Tensor, v: Tensor) -> Tensor:
-    return torch.linalg.cross(u, v, dim=-1)
-
-
-def _norm(v: Tensor) -> Tensor:
-    return torch.linalg.vector_norm(v, dim=-1)
+_cross, _norm = cross3, norm3
 
 
 def _cell_reciprocal(cell, device, dtype) -> tuple[Tensor, Tensor, Tensor]:
     """Default-orientation reciprocal vectors (1/A), cell lengths (A) and volume from a cell (spec §4.1)."""
     t = [torch.as_tensor(v, dtype=dtype, device=device) for v in cell]
     a, b, c = t[:3]
-    alpha, beta, gamma = (x * DEG for x in t[3:])
+    alpha, beta, gamma = (deg_to_rad(x) for x in t[3:])
     s = (alpha + beta + gamma) / 2
     skew = torch.abs(torch.sin(s) * torch.sin(s - alpha) * torch.sin(s - beta) * torch.sin(s - gamma))
     volume = 2.0 * a * b * c * torch.sqrt(skew)
-    a_s, b_s, c_s = b * c * torch.sin(alpha) / volume, c * a * torch.sin(beta) / volume, a * b * torch.sin(gamma) / volume
+    v_star = 1.0 / volume
+    a_s, b_s, c_s = b * c * torch.sin(alpha) * v_star, c * a * torch.sin(beta) * v_star, a * b * torch.sin(gamma) * v_star
     cos_alpha_s = (torch.cos(beta) * torch.cos(gamma) - torch.cos(alpha)) / (torch.sin(beta) * torch.sin(gamma))
     cos_beta_s = (torch.cos(gamma) * torch.cos(alpha) - torch.cos(beta)) / (torch.sin(gamma) * torch.sin(alpha))
     cos_gamma_s = (torch.cos(alpha) * torch.cos(beta) - torch.cos(gamma)) / (torch.sin(alpha) * torch.sin(beta))
-    sin_gamma_s = torch.clamp(c * volume.reciprocal() / (a_s * b_s), max=1.0)
+    sin_gamma_s = torch.clamp(c * v_star / a_s / b_s, max=1.0)
     zero = torch.zeros_like(a_s)
     recip = torch.stack([
         torch.stack([a_s, zero, zero]),
@@ -70,14 +66,14 @@ def build_lattice(crystal: CrystalConfig, lambda_A: float, *, device, dtype) -> 
     if crystal.cell is not None:
         recip, lengths, volume = _cell_reciprocal(crystal.cell, device, dtype)
     if crystal.a_matrix is not None:
-        # spec §4.2: rows of the file are x, y, z; columns a*, b*, c*; divide by lambda in Angstrom.
+        # spec §4.2: rows of the file are x, y, z; columns a*, b*, c*; scaled by 1e-10 / lambda (m), as nanoBragg
         mat = torch.as_tensor(crystal.a_matrix, dtype=dtype, device=device).reshape(3, 3)
-        recip = mat.T / torch.as_tensor(lambda_A, dtype=dtype, device=device)
+        recip = mat.T * (ANGSTROM / wavelength_m(torch.as_tensor(lambda_A, dtype=dtype, device=device)))  # L1892
 
     if crystal.misset_random:
         misset_t = [torch.as_tensor(v, dtype=dtype, device=device) for v in rng.random_misset_angles(crystal.misset_seed)]
     else:
-        misset_t = [torch.as_tensor(v, dtype=dtype, device=device) * DEG for v in crystal.misset_deg]
+        misset_t = [deg_to_rad(torch.as_tensor(v, dtype=dtype, device=device)) for v in crystal.misset_deg]
     misset = tuple(float(v.detach()) for v in misset_t)
     recip = rotate_xyz(recip, *misset_t)
 
@@ -85,12 +81,12 @@ def build_lattice(crystal: CrystalConfig, lambda_A: float, *, device, dtype) -> 
     a_s, b_s, c_s = recip.unbind(0)
     bxc, cxa, axb = _cross(b_s, c_s), _cross(c_s, a_s), _cross(a_s, b_s)
     if lengths is not None:
-        bxc = bxc * (lengths[0] / volume / _norm(bxc))
-        cxa = cxa * (lengths[1] / volume / _norm(cxa))
-        axb = axb * (lengths[2] / volume / _norm(axb))
+        bxc = (lengths[0] / volume / _norm(bxc)) * bxc  # nanoBragg's vector_rescale
+        cxa = (lengths[1] / volume / _norm(cxa)) * cxa
+        axb = (lengths[2] / volume / _norm(axb)) * axb
         v_star = 1.0 / volume
     else:
-        v_star = (a_s * bxc).sum()
+        v_star = dot3(a_s, bxc)
     v_cell = 1.0 / v_star
     real_A = torch.stack([bxc, cxa, axb]) * v_cell  # (3, 3) rows a, b, c in Angstrom
     a, b, c = real_A.unbind(0)
@@ -98,7 +94,7 @@ def build_lattice(crystal: CrystalConfig, lambda_A: float, *, device, dtype) -> 
     real_m = real_A * ANGSTROM
 
     N = torch.stack([torch.as_tensor(n, dtype=dtype, device=device) for n in (crystal.Na, crystal.Nb, crystal.Nc)])
-    sizes = torch.as_tensor([float(x) for x in crystal.xtal_size_mm], dtype=dtype, device=device) * MM
+    sizes = mm_to_m(torch.as_tensor([float(x) for x in crystal.xtal_size_mm], dtype=dtype, device=device))
     axis_len = _norm(real_m)
     from_size = torch.ceil(sizes / axis_len)
     N = torch.where(sizes > 0, from_size, N)
@@ -116,14 +112,14 @@ def clip_sizes_to_beam(crystal: CrystalConfig, beamsize_mm: float) -> CrystalCon
 
 def phi_steps(sampling: SamplingConfig) -> Steps:
     """Resolved spindle sweep in radians (spec §5.3)."""
-    osc = None if sampling.osc_deg is None else sampling.osc_deg * DEG
-    step = None if sampling.phistep_deg is None else sampling.phistep_deg * DEG
+    osc = None if sampling.osc_deg is None else deg_to_rad(sampling.osc_deg)
+    step = None if sampling.phistep_deg is None else deg_to_rad(sampling.phistep_deg)
     return resolve_phi(osc, step, sampling.phisteps)
 
 
 def phi_angles(sampling: SamplingConfig, steps: Steps) -> list[float]:
     """Phi of each step, radians: phi0 + i*step, the start of each step (spec §5.3)."""
-    phi0 = sampling.phi0_deg * DEG
+    phi0 = deg_to_rad(sampling.phi0_deg)
     return [phi0 + i * steps.step for i in range(steps.count)]
 
 
@@ -150,7 +146,7 @@ def effective_phi_angles(phis: list[float], stale_phi: bool) -> list[float]:
 
 def mosaic_matrices(crystal: CrystalConfig, *, device, dtype) -> Tensor:
     """(M, 3, 3) domain rotations; domain 0 is the identity (spec §4.6)."""
-    spread = crystal.mosaic_spread_deg * DEG
+    spread = deg_to_rad(crystal.mosaic_spread_deg)
     domains = resolve_mosaic_domains(spread, crystal.mosaic_domains)
     if spread <= 0:
         return torch.eye(3, dtype=dtype, device=device)[None]
@@ -169,14 +165,14 @@ def orientations(lattice: Lattice, spindle: Tensor, phis_rad: list[float], umats
     rotated = rotate_axis(real[None, :, :], spindle.expand(len(phis_rad), 3, 3),
                           phi[:, None].expand(len(phis_rad), 3))  # (Φ, 3, 3)
     rotated = torch.where((phi == 0)[:, None, None], real[None], rotated)
-    oriented = torch.einsum("mij,pkj->pmki", umats, rotated)  # (Φ, M, 3, 3): U_m applied to each axis
+    oriented = rotate_umat(umats[None, :, None], rotated[:, None])  # (Φ, M, 3, 3): U_m applied to each axis
     return oriented.reshape(-1, 3, 3)
 
 
 def auto_oversample(lattice: Lattice, lambda_A: float, distance_m: float, pixel_m: float) -> int:
     """Recommended subpixels per axis: ceil(3 * crystal size / reciprocal pixel size) (spec §4.5)."""
     size_max = float((torch.linalg.vector_norm(lattice.real_m, dim=-1) * lattice.N).max().detach())
-    reciprocal_pixel = lambda_A * ANGSTROM * distance_m / pixel_m
+    reciprocal_pixel = wavelength_m(lambda_A) * distance_m / pixel_m
     ratio = 3.0 * size_max / reciprocal_pixel if reciprocal_pixel > 0 else math.inf
     if not math.isfinite(ratio):
         raise ConfigError(

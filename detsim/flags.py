@@ -62,6 +62,31 @@ class Values:
 
 Action = Callable[[Arguments, Values], None]
 
+GUARD = "nanoBragg.c L511-1115"  # every handler: 'argc > i+n', then the next n tokens through atof/atoi
+
+
+@dataclass(frozen=True)
+class Arity:
+    """How many values a flag takes when typed, and what nanoBragg makes of a shorter list.
+
+    ``most`` values are read; ``least`` is the fewest that nanoBragg gives a meaning on purpose (its
+    ``fill`` says how it fills the rest), so a flag given fewer than ``least`` is refused: nanoBragg would
+    skip its handler or read the next flag as a number, i.e. silently do something else. ``source``
+    cites nanoBragg.c. ``word`` stands alone for all the values (``-misset random``); with
+    ``ends_at_dash`` the values end at any token that starts with '-', numbers included (``-cell``).
+    """
+
+    most: int
+    least: int | None = None
+    fill: str = ""
+    source: str = GUARD
+    word: str | None = None
+    ends_at_dash: bool = False
+
+    @property
+    def fewest(self) -> int:
+        return self.most if self.least is None else self.least
+
 
 @dataclass(frozen=True)
 class Handler:
@@ -73,12 +98,17 @@ class Handler:
     also: tuple[str, ...] = ()  # other patterns for the same handler
     stop: bool = False  # C 'continue': no later handler sees this token
     doc: str = ""  # "VALUES|what it does" for the usage text (VALUES empty for a switch)
-    values: int | None = None  # values the flag takes when typed, where that is not nargs (-cell takes 6)
+    values: Arity | None = None  # the values the flag takes when typed, where that is not nargs
+
+    @property
+    def arity(self) -> Arity:
+        """The values the flag takes when it is the one typed (:class:`Arity`)."""
+        return self.values if self.values is not None else Arity(self.nargs)
 
     @property
     def takes(self) -> int:
-        """How many values the flag takes when it is the one typed (fewer is an error)."""
-        return self.nargs if self.values is None else self.values
+        """How many values the flag reads when it is the one typed."""
+        return self.arity.most
 
     def matches(self, token: str) -> bool:
         if self.length is not None and len(token) != self.length:
@@ -99,13 +129,28 @@ def _set(name: str, kind: str = "float", scale: float = 1.0) -> Action:
     return action
 
 
+CELL = Arity(6, least=1, ends_at_dash=True, source="nanoBragg.c L531-551 (reading), L1795-1800 (defaults)",
+             fill="b and c left out or <= 0 are a, each angle left out or <= 0 is 90")
+
+
+def cell_with_defaults(values: list[float]) -> tuple[float, ...]:
+    """The six cell values as nanoBragg completes them (:data:`CELL`'s fill, nanoBragg.c L1795-1800).
+
+    nanoBragg keeps what an earlier ``-cell`` set for values a later one leaves out (``values`` is that
+    merged list), then calls what is still 0 or less blank: b and c take a, the angles 90 degrees.
+    """
+    a = values[0]
+    given = list(values) + [0.0] * (CELL.most - len(values))
+    return tuple(v if v > 0 else d for v, d in zip(given, (a, a, a, 90.0, 90.0, 90.0)))
+
+
 def _cell(a: Arguments, v: Values) -> None:
     values = []
-    for k in range(1, 7):  # as nanoBragg reads them: up to the next '-' token (argv checks all 6 are there)
+    for k in range(1, CELL.most + 1):  # as nanoBragg reads them: up to the next '-' token
         if v.i + k >= len(v.argv) or v.argv[v.i + k].startswith("-"):
             break
         values.append(v.float(k))
-    a.cell = values + a.cell[len(values):]
+    a.cell = values + a.cell[len(values):]  # values left out keep what an earlier -cell set
 
 
 def _misset(a: Arguments, v: Values) -> None:
@@ -293,8 +338,9 @@ HANDLERS: tuple[Handler, ...] = (
     H("-Nb", 1, _set("Nb", "int"), stop=True, doc="N|unit cells along b"),
     H("-Nc", 1, _set("Nc", "int"), stop=True, doc="N|unit cells along c"),
     H("-N", 1, _int_at_least(0, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True, doc="N|unit cells along a, b and c"),
-    H("-cell", 1, _cell, values=6, doc="a b c al be ga|unit cell (Å, degrees)"),
-    H("-misset", 1, _misset, values=3, doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
+    H("-cell", 1, _cell, values=CELL, doc="a [b c al be ga]|unit cell (Å, degrees)"),
+    H("-misset", 1, _misset, values=Arity(3, word="rand", source="nanoBragg.c L553-567"),
+      doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
     H("-samplesize", 1, _xtal_all, also=("-sample_size",), doc="mm|crystal size along x, y and z (sets N)"),
     H("-sample_thick", 1, _xtal_axis(0), also=("-sample_x",), doc="mm|crystal size along x"),
     H("-sample_width", 1, _xtal_axis(1), also=("-sample_y", "-width"), doc="mm|crystal size along y"),
@@ -426,16 +472,78 @@ HANDLERS: tuple[Handler, ...] = (
 )
 
 HELP_FLAGS = ("-h", "-help", "--help")
+HELP_ALL = "all"  # the topic that lists every flag: detsim -help all
 _OWN_FIRST = "-dtype"  # the first of detsim's own flags in HANDLERS; those before it are nanoBragg's
+_WIDTH = 100
+
+# The flags `detsim -h` shows, grouped; every flag is in `detsim -help all`.
+OVERVIEW: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("crystal", ("-cell", "-mat", "-hkl", "-default_F", "-N", "-misset", "-mosaic", "-mosaic_dom",
+                 "-xtalsize", "-round_xtal", "-gauss_xtal")),
+    ("beam", ("-lambda", "-energy", "-fluence", "-flux", "-divergence", "-divsteps", "-dispersion",
+              "-dispsteps", "-polar", "-nopolar", "-sourcefile")),
+    ("detector", ("-distance", "-pixel", "-detpixels", "-detsize", "-Xbeam", "-Ybeam", "-twotheta", "-pivot",
+                  "-mosflm", "-xds", "-oversample", "-roi", "-detector_thick", "-water")),
+    ("rotation", ("-phi", "-osc", "-phisteps", "-phistep")),
+    ("output", ("-floatfile", "-intfile", "-noisefile", "-pgmfile", "-nonoise", "-nopgm", "-scale", "-seed",
+                "-noprogress")),
+    ("detsim", ("-dtype", "-device", "-mode", "-threads", "-trace_pixel")),
+)
+
+
+def _handler(pattern: str) -> Handler:
+    return next(h for h in HANDLERS if h.pattern == pattern)
+
+
+def _synopsis(h: Handler) -> str:
+    values = h.doc.rpartition("|")[0]
+    return h.pattern + (f" {values}" if values else "")
+
+
+def _description(h: Handler) -> str:
+    text = h.doc.rpartition("|")[2]
+    arity = h.arity
+    if arity.fewest < arity.most:
+        text += f"; {arity.fill} (as nanoBragg)"
+    return text
 
 
 def usage() -> str:
-    """The usage text of the ``detsim`` command, generated from :data:`HANDLERS` (so it lists every flag)."""
+    """The top-level help of the ``detsim`` command: one screen, the most used flags grouped."""
+    lines = [
+        "usage: detsim [flags]        nanoBragg's command line, read as nanoBragg reads it",
+        "       detsim -h FLAG ...    what each FLAG takes and does",
+        f"       detsim -help {HELP_ALL}      every flag ({len(HANDLERS)}), with its values and units",
+        "",
+        "Needs a crystal (-cell or -mat) and structure factors (-hkl or -default_F), for example:",
+        "  detsim -cell 100 -default_F 100 -N 5 -detpixels 256 -distance 100 -floatfile image.bin",
+        "",
+    ]
+    for title, patterns in OVERVIEW:
+        row, indent = f"{title:<10}", " " * 10
+        for item in (_synopsis(_handler(p)) for p in patterns):
+            if len(row) + len(item) + 3 > _WIDTH and row.strip():
+                lines.append(row.rstrip())
+                row = indent
+            row += item + "   "
+        lines.append(row.rstrip())
+    lines += [
+        "",
+        "Units as nanoBragg's: mm, Å, degrees, mrad, µm (see -help all). Later flags override earlier ones.",
+        "A flag given fewer values than it takes is refused, except -cell: -cell 100 is a cubic 100 Å cell",
+        "(b and c default to a, angles to 90, as in nanoBragg). An unknown flag or a bad value is one line",
+        "on stderr and exit 2; no output file is written before every input and output path is checked.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def usage_all() -> str:
+    """Every flag of :data:`HANDLERS` with its values and what it does (``detsim -help all``)."""
     def rows(handlers):
         for h in handlers:
-            values, _, text = h.doc.rpartition("|")
+            values = h.doc.rpartition("|")[0]
             names = ", ".join((h.pattern, *h.also))
-            yield f"  {names + (' ' + values if values else ''):<38} {text}"
+            yield f"  {names + (' ' + values if values else ''):<38} {_description(h)}"
 
     own = next(i for i, h in enumerate(HANDLERS) if h.pattern == _OWN_FIRST)
     return "\n".join([
@@ -447,7 +555,57 @@ def usage() -> str:
         "",
         "detsim's own flags:",
         *rows(HANDLERS[own:]),
-        f"  {' '.join(HELP_FLAGS):<38} print this text and exit",
+        f"  {' '.join(HELP_FLAGS):<38} print the one-screen help and exit",
+        f"  {'-h FLAG ...':<38} print what each FLAG takes and does",
+        f"  {'-h ' + HELP_ALL:<38} print this list",
         "",
         "Outputs are written only after every input and output path has been checked.",
     ]) + "\n"
+
+
+def _topic_handler(topic: str) -> Handler | None:
+    """The handler a help topic names: an exact name or alias, else the one nanoBragg would run for it."""
+    token = topic if topic.startswith("-") else "-" + topic
+    for h in HANDLERS:
+        if token in (h.pattern, *h.also):
+            return h
+    matching = [h for h in HANDLERS if h.matches(token)]
+    return max(matching, key=lambda h: h.specificity(token)) if matching else None
+
+
+def flag_help(topics: list[str]) -> str:
+    """The full entry of each flag named in ``topics`` (``detsim -h FLAG ...``); unknown names are errors."""
+    entries = []
+    for topic in topics:
+        h = _topic_handler(topic)
+        if h is None:
+            raise ArgumentError(f"-h: no flag {topic} (detsim -help {HELP_ALL} lists them)")
+        arity = h.arity
+        if arity.fewest < arity.most:
+            count = f"{arity.fewest} to {arity.most} values"
+        elif arity.word is not None:
+            count = f"{arity.most} values or the word {h.doc.rpartition('|')[0].split('|')[-1].strip()}; fewer is an error"
+        else:
+            count = f"{arity.most} value{'s' if arity.most != 1 else ''}" + ("; fewer is an error" if arity.most else "")
+        names = ", ".join((h.pattern, *h.also))
+        lines = [f"{names}: {_synopsis(h)}", f"  {_description(h)}", f"  takes {count}"]
+        if HANDLERS.index(h) < HANDLERS.index(_handler(_OWN_FIRST)):
+            lines[-1] += f" ({arity.source})"
+        entries.append("\n".join(lines))
+    return "\n".join(entries) + "\n"
+
+
+def help_text(after: list[str]) -> str:
+    """What a help flag prints, given the tokens after it: the overview, every flag, or some flags.
+
+    The topics are the flags among those tokens (values are passed over, so ``-h`` can go first on a
+    whole command line), or a single word naming one (``-h cell``, ``-h all``).
+    """
+    topics = [t for t in after if t.startswith("-") and cnumbers.parse_float(t) is None]
+    if not topics and len(after) == 1:
+        topics = after
+    if not topics:
+        return usage()
+    if topics == [HELP_ALL]:
+        return usage_all()
+    return flag_help(topics)

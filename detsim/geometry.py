@@ -16,8 +16,8 @@ import torch
 from torch import Tensor
 
 from detsim.config import BeamConfig, Convention, CrystalConfig, DetectorConfig, Pivot, as_float
-from detsim.rotation import rotate_axis, rotate_xyz, unit
-from detsim.units import DEG, MM
+from detsim.rotation import cross3, dot3, norm3, rotate_axis, rotate_xyz, unit
+from detsim.units import deg_to_rad, mm_to_m
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def lab_frame(
     spindle_v = crystal.spindle_axis if custom and crystal.spindle_axis is not None else axes.spindle
     b = unit(_vec(beam_v, device, dtype))
     p = unit(_vec(polar_v, device, dtype))
-    return LabFrame(beam=b, polar=p, vert=unit(torch.linalg.cross(b, p, dim=-1)),
+    return LabFrame(beam=b, polar=p, vert=unit(cross3(b, p)),
                     spindle=unit(_vec(spindle_v, device, dtype)))
 
 
@@ -123,9 +123,9 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
     det = detector
     axes = CONVENTION_AXES[det.convention]
     custom = det.convention is Convention.CUSTOM
-    pixel = det.pixel_mm * MM
-    detsize_f = (det.detsize_f_mm * MM) if det.detsize_f_mm is not None else pixel * det.fpixels
-    detsize_s = (det.detsize_s_mm * MM) if det.detsize_s_mm is not None else pixel * det.spixels
+    pixel = mm_to_m(det.pixel_mm)
+    detsize_f = mm_to_m(det.detsize_f_mm) if det.detsize_f_mm is not None else pixel * det.fpixels
+    detsize_s = mm_to_m(det.detsize_s_mm) if det.detsize_s_mm is not None else pixel * det.spixels
 
     fclose, sclose, fbeam, sbeam, xbeam, ybeam = _beam_centre(det, pixel, detsize_f, detsize_s)
     pivot = det.pivot if axes.pivot is None else axes.pivot
@@ -137,23 +137,23 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
     f0 = unit(_vec(fdet0, device, dtype))
     s0 = unit(_vec(sdet0, device, dtype))
     o0 = _vec(odet0, device, dtype)
-    if float(torch.linalg.vector_norm(o0)) != 1.0:  # spec §2.3: a non-unit odet is replaced by f x s
-        o0 = unit(torch.linalg.cross(f0, s0, dim=-1))
+    if float(norm3(o0)) != 1.0:  # spec §2.3: a non-unit odet is replaced by f x s
+        o0 = unit(cross3(f0, s0))
     tt_axis_t = _vec(tt_axis, device, dtype)  # deliberately not normalized (spec §2.3)
 
-    rx, ry, rz = (_scalar(v * DEG, device, dtype) for v in (det.rotx_deg, det.roty_deg, det.rotz_deg))
-    twotheta = _scalar(det.twotheta_deg * DEG, device, dtype)
+    rx, ry, rz = (_scalar(deg_to_rad(v), device, dtype) for v in (det.rotx_deg, det.roty_deg, det.rotz_deg))
+    twotheta = _scalar(deg_to_rad(det.twotheta_deg), device, dtype)
     b = frame.beam
 
     # spec §3.3: ratio uses the detector rotations but not the two-theta swing.
-    ratio = (b * rotate_xyz(o0, rx, ry, rz)).sum()
+    ratio = dot3(b, rotate_xyz(o0, rx, ry, rz))
     if float(ratio) == 0.0:
         ratio = torch.full_like(ratio, torch.finfo(torch.float64).tiny)
-    distance = _scalar(det.distance_mm * MM, device, dtype)
+    distance = _scalar(mm_to_m(det.distance_mm), device, dtype)
     if det.close_distance_mm is None:
         close_distance = torch.abs(ratio * distance)
     else:
-        close_distance = _scalar(det.close_distance_mm * MM, device, dtype)
+        close_distance = _scalar(mm_to_m(det.close_distance_mm), device, dtype)
 
     def swing(v: Tensor) -> Tensor:
         return rotate_axis(rotate_xyz(v, rx, ry, rz), tt_axis_t, twotheta)
@@ -165,15 +165,15 @@ def detector_geometry(detector: DetectorConfig, frame: LabFrame, *, device, dtyp
         pix0 = -fbeam * fdet - sbeam * sdet + (close_distance / ratio) * b
 
     # spec §3.3 step 6: reporting values, recomputed from the final pix0.
-    close_distance = (pix0 * odet).sum()
+    close_distance = dot3(pix0, odet)
     distance = close_distance / ratio
     beam_spot = distance * b - pix0
     return DetectorGeometry(
         fdet=fdet, sdet=sdet, odet=odet, pix0_m=pix0,
         pixel_m=_scalar(pixel, device, dtype),
         close_distance_m=close_distance, distance_m=distance,
-        fbeam_m=(fdet * beam_spot).sum(), sbeam_m=(sdet * beam_spot).sum(),
-        fclose_m=-(pix0 * fdet).sum(), sclose_m=-(pix0 * sdet).sum(),
+        fbeam_m=dot3(fdet, beam_spot), sbeam_m=dot3(sdet, beam_spot),
+        fclose_m=-dot3(pix0, fdet), sclose_m=-dot3(pix0, sdet),
         xbeam_m=as_float(xbeam), ybeam_m=as_float(ybeam),
         detsize_f_m=as_float(detsize_f), detsize_s_m=as_float(detsize_s),
         pivot=pivot, fpixels=det.fpixels, spixels=det.spixels,
@@ -189,10 +189,10 @@ def _beam_centre(det: DetectorConfig, pixel, detsize_f, detsize_s) -> tuple:
     """
     fclose = (det.orgx_px - 0.5) * pixel if det.orgx_px is not None else detsize_f / 2
     sclose = (det.orgy_px - 0.5) * pixel if det.orgy_px is not None else detsize_s / 2
-    xclose = det.xclose_mm * MM if det.xclose_mm is not None else fclose
-    yclose = det.yclose_mm * MM if det.yclose_mm is not None else sclose
-    xbeam = det.xbeam_mm * MM if det.xbeam_mm is not None else None
-    ybeam = det.ybeam_mm * MM if det.ybeam_mm is not None else None
+    xclose = mm_to_m(det.xclose_mm) if det.xclose_mm is not None else fclose
+    yclose = mm_to_m(det.yclose_mm) if det.yclose_mm is not None else sclose
+    xbeam = mm_to_m(det.xbeam_mm) if det.xbeam_mm is not None else None
+    ybeam = mm_to_m(det.ybeam_mm) if det.ybeam_mm is not None else None
     conv = det.convention
     if conv in (Convention.MOSFLM, Convention.DENZO):
         xbeam = (detsize_s + pixel) / 2 if xbeam is None else xbeam
@@ -212,19 +212,16 @@ def _beam_centre(det: DetectorConfig, pixel, detsize_f, detsize_s) -> tuple:
     return fclose, sclose, fbeam, sbeam, xbeam, ybeam
 
 
-def subpixel_offsets(oversample: int, pixel_m: Tensor) -> tuple[Tensor, Tensor]:
-    """Subpixel centre offsets within a pixel (spec §3.4).
+def subpixel_indices(oversample: int, dtype, device) -> tuple[Tensor, Tensor]:
+    """Subpixel indices within a pixel (spec §3.4).
 
     Returns:
-        (ds, df), each of shape (O,) with O = oversample**2, in nanoBragg's loop order (slow subpixel
-        outer, fast inner): offset of subpixel (i_s, i_f) from the pixel corner, in metres.
+        (i_s, i_f), each of shape (O,) with O = oversample**2, in nanoBragg's loop order (slow subpixel
+        outer, fast inner).
     """
-    idx = torch.arange(oversample, dtype=pixel_m.dtype, device=pixel_m.device)
-    sub = pixel_m / oversample
-    off = (idx + 0.5) * sub  # (N_os,)
-    ds = off[:, None].expand(oversample, oversample).reshape(-1)
-    df = off[None, :].expand(oversample, oversample).reshape(-1)
-    return ds, df
+    idx = torch.arange(oversample, dtype=dtype, device=device)
+    return (idx[:, None].expand(oversample, oversample).reshape(-1),
+            idx[None, :].expand(oversample, oversample).reshape(-1))
 
 
 def pixel_positions(
@@ -249,15 +246,14 @@ def pixel_positions(
         (P, T, O, 3) positions in metres, O = N_os**2 in loop order.
     """
     dtype = geom.pix0_m.dtype
-    ds, df = subpixel_offsets(oversample, geom.pixel_m)
-    p = geom.pixel_m
-    # Fdet = p*f + offset is computed as (f*N_os + i_f + 1/2) * p/N_os in nanoBragg; same value.
-    fdet = f_index.to(dtype)[:, None] * p + df[None, :]  # (P, O)
-    sdet = s_index.to(dtype)[:, None] * p + ds[None, :]  # (P, O)
-    layer_origin = geom.pix0_m + layer_offsets_m[:, None] * geom.odet  # (T, 3)
-    # (P, T, O, 3): pix0 + depth odet + Fdet fdet + Sdet sdet, as two broadcast multiply-adds
-    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)
-    pos = pos.addcmul_(sdet[:, None, :, None], geom.sdet)
+    i_s, i_f = subpixel_indices(oversample, dtype, geom.pix0_m.device)
+    sub = geom.pixel_m / oversample
+    # nanoBragg.c L2694-L2703, operation for operation: Fdet = sub*(f*N_os + i_f) + sub/2.0, and each
+    # component Fdet*fdet + Sdet*sdet + Odet*odet + pix0, left to right, without fused multiply-adds
+    fdet = sub * (f_index.to(dtype)[:, None] * oversample + i_f[None, :]) + sub / 2.0  # (P, O)
+    sdet = sub * (s_index.to(dtype)[:, None] * oversample + i_s[None, :]) + sub / 2.0  # (P, O)
+    pos = (fdet[:, None, :, None] * geom.fdet + sdet[:, None, :, None] * geom.sdet
+           + (layer_offsets_m[:, None] * geom.odet)[None, :, None, :] + geom.pix0_m)
     if curved:
         # Start at distance*beam, rotate about sdet by y/distance then about fdet by z/distance, where
         # y, z are the lab components of the flat position (spec §3.4).

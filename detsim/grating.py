@@ -5,6 +5,7 @@ second kind), so the squared grating needs one cosine and a few multiply-adds pe
 sines, a division and a 0/0 special case: at ``x == 0`` the polynomial gives N, which is nanoBragg's
 special value. Past ``CHEBYSHEV_MAX_N`` the polynomial costs more passes than the two sines, and its
 coefficients (up to 2**(N-1)) would start to cost accuracy, so larger counts use the ratio of sines.
+float64 always uses the sines, nanoBragg's own expression (:func:`polynomial_grating`).
 
 These functions overwrite their input and build no autograd graph: the engine calls them only where
 no gradient is needed. :func:`detsim.physics.lattice_square_sq` is the differentiable reference.
@@ -72,10 +73,20 @@ def uses_chebyshev(N: list[float]) -> bool:
     return all(n == int(n) and 1 <= n <= CHEBYSHEV_MAX_N for n in N)
 
 
-def grating_scale(N: list[float]) -> float:
+def polynomial_grating(N: list[float], dtype: torch.dtype) -> bool:
+    """Whether the eager path evaluates the grating as the Chebyshev polynomial rather than as sines.
+
+    float64 evaluates nanoBragg's own sincg, sin(N x) / sin(x) (nanoBragg.c L3291): near the grating's
+    zeros the polynomial's value is some 1e-13 off it (relative), enough to move a float32 pixel by a unit,
+    so float64 images would not be nanoBragg's bit for bit. Lower precisions take the polynomial.
+    """
+    return dtype != torch.float64 and uses_chebyshev(N)
+
+
+def grating_scale(N: list[float], dtype: torch.dtype) -> float:
     """What :func:`scaled_grating_product_inplace` divides the product by: 2**sum(N - 1) for the Chebyshev
     form (the leading coefficients left out), else 1. A power of two, so the division is exact."""
-    return 2.0 ** sum(int(n) - 1 for n in N) if uses_chebyshev(N) else 1.0
+    return 2.0 ** sum(int(n) - 1 for n in N) if polynomial_grating(N, dtype) else 1.0
 
 
 def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
@@ -89,7 +100,7 @@ def square_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
         (P, Sb, Rb) the signed product; its square is F_latt**2 of a parallelepiped crystal.
     """
     product = scaled_grating_product_inplace(h, N)
-    scale = grating_scale(N)
+    scale = grating_scale(N, h.dtype)
     return product.mul_(scale) if scale != 1.0 else product
 
 
@@ -105,7 +116,7 @@ def scaled_grating_product_inplace(h: Tensor, N: list[float]) -> Tensor:
     if x.dtype != torch.float64:
         x = x.sub_(torch.round(x))
     x = x.mul_(math.pi)
-    if uses_chebyshev(N):
+    if polynomial_grating(N, x.dtype):
         x = x.cos_()
         if len(set(N)) == 1:
             return _product_over_axes(_monic_or_one(x, int(N[0]) - 1))

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from detsim.factors import lattice_sq
-from detsim.lanes import Projections, blocks, iteration_index, miller
+from detsim.lanes import Projections, blocks, iteration_index
 from detsim.pixel_terms import PixelTerms
 from detsim.prepared import Setup
 
@@ -67,8 +67,7 @@ def scan_edge(setup: Setup, terms: PixelTerms, first_pixel: int, per_pixel: int,
     for t in range(T):
         for o in range(O):
             for s_sl, r_sl in blocks(S, R, lanes):
-                shape = (3, s_sl.stop - s_sl.start, r_sl.stop - r_sl.start)
-                hkl = miller(terms.diffracted[:, t, o], projections.get(s_sl, r_sl, (0, 1, 2)), shape).movedim(1, -1)
+                hkl = projections.miller(terms.diffracted[:, t, o], s_sl, r_sl, (0, 1, 2)).movedim(1, -1)
                 latt_sq = lattice_sq(setup, hkl, hkl - torch.ceil(hkl - 0.5))  # (P, Sb, Rb)
                 reached = (terms.survives[:, t, o, s_sl, None].expand_as(latt_sq) if terms.survives is not None
                            else torch.ones_like(latt_sq, dtype=torch.bool))

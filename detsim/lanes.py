@@ -3,8 +3,8 @@
 Within one layer and subpixel, nanoBragg loops over S sources, then R orientations ((phi step, mosaic
 domain) pairs, phi outer). A *lane* is one (pixel, source, orientation) iteration; a *block* is a
 contiguous range of the flattened (source, orientation) loop (:func:`blocks`), evaluated for every
-pixel of a chunk at once. A block's Miller indices come from one GEMM (:class:`Projections`,
-:func:`miller`), whose result does not depend on the thread count.
+pixel of a chunk at once. A block's Miller indices come from one GEMM (:meth:`Projections.miller`), whose
+result does not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -43,20 +43,42 @@ def iteration_index(T: int, O: int, S: int, R: int, t: int, o: int, s_sl: slice,
 
 
 class Projections:
-    """Per-block matrices turning a diffracted direction into Miller indices with one GEMM.
+    """Per-block crystal axes turning diffracted directions into Miller indices (spec §5.6).
 
-    h = a . (d - i) / lambda = d . (a / lambda) - (a . i) / lambda, so for a block of Sb sources and Rb
-    orientations ``hkl = d @ B - C`` with B of shape (3, J*Sb*Rb) and C of shape (1, J*Sb*Rb), J the
-    crystal axes needed. Built once per block and reused for every chunk, layer and subpixel.
+    nanoBragg computes the scattering vector S = (d - i) / lambda first, then h = a . S (nanoBragg.c L2756-L2758,
+    L2809-L2811). :meth:`miller` does the same: S per pixel and source, then one GEMM with the block's axes,
+    whose sums of three products differ from nanoBragg's by a rounding at most. (Rearranged as
+    d . (a / lambda) - (a . i) / lambda, two terms of about |a| / lambda cancel to h and leave it some
+    1e-14 off, enough to move a float32 pixel by a unit; only the fused kernels, :meth:`get`, use that form.)
+    Built once per block and reused for every chunk, layer and subpixel.
     """
 
     def __init__(self, setup: Setup):
         self.setup = setup
         self._cache: dict[tuple, tuple[Tensor, Tensor]] = {}
-        self._augmented: dict[tuple, Tensor] = {}
+        self._axes: dict[tuple, Tensor] = {}
+
+    def axes(self, r_sl: slice, axes: tuple[int, ...]) -> Tensor:
+        """(3, J*Rb) the block's crystal axes (m): column j*Rb + r holds axis ``axes[j]`` of orientation r."""
+        key = (r_sl.start, r_sl.stop, axes)
+        if key not in self._axes:
+            orient = self.setup.orientations[r_sl][:, list(axes), :]  # (Rb, J, 3)
+            self._axes[key] = orient.permute(2, 1, 0).reshape(3, -1)
+        return self._axes[key]
+
+    def miller(self, diffracted: Tensor, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> Tensor:
+        """(P, J, Sb, Rb) fractional Miller indices of a block (a strided view), from (P, 3) directions."""
+        sources = self.setup.sources
+        S = (diffracted[:, None, :] - sources.incident[s_sl]).div_(sources.lambda_m[s_sl, None])  # (P, Sb, 3) 1/m
+        P, Sb = S.shape[:2]
+        A = self.axes(r_sl, axes)  # (3, J*Rb)
+        flat = S.reshape(P * Sb, 3)
+        # a product with few columns is several times slower in MKL than its transpose
+        hkl = torch.mm(A.t(), flat.t()).t() if A.shape[1] <= 4 else torch.mm(flat, A)
+        return hkl.view(P, Sb, len(axes), -1).permute(0, 2, 1, 3)
 
     def get(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
-        """(B, C) for a block."""
+        """(B, C) of the fused kernels' form ``hkl = d @ B - C``: B (3, J*Sb*Rb), C (1, J*Sb*Rb)."""
         key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
         if key not in self._cache:
             orient = self.setup.orientations[r_sl][:, list(axes), :]  # (Rb, J, 3) axes a, b, c in m
@@ -67,28 +89,5 @@ class Projections:
             self._cache[key] = (B.reshape(3, -1), C.reshape(1, -1))
         return self._cache[key]
 
-    def augmented(self, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> Tensor:
-        """(4, J*Sb*Rb) the rows of B over the row -C, so that ``[d, 1] @ A = d @ B - C`` in one GEMM."""
-        key = (s_sl.start, s_sl.stop, r_sl.start, r_sl.stop, axes)
-        if key not in self._augmented:
-            B, C = self.get(s_sl, r_sl, axes)
-            self._augmented[key] = torch.cat([B, -C])
-        return self._augmented[key]
 
-
-def miller(diffracted: Tensor, projection: tuple[Tensor, Tensor], shape: tuple[int, int, int]) -> Tensor:
-    """Fractional Miller indices of a block (spec §5.6): one GEMM, deterministic across threads.
-
-    Args:
-        diffracted: (P, 3) unit vectors of one layer and subpixel.
-        projection: (B, C) from :class:`Projections`.
-        shape: (J, Sb, Rb) crystal axes, sources and orientations of the block.
-
-    Returns:
-        (P, J, Sb, Rb) indices along the requested crystal axes.
-    """
-    B, C = projection
-    return torch.addmm(C, diffracted, B, beta=-1).view(diffracted.shape[0], *shape)  # d @ B - C
-
-
-__all__ = ["Projections", "blocks", "iteration_index", "miller"]
+__all__ = ["Projections", "blocks", "iteration_index"]

@@ -146,7 +146,7 @@ def solid_angle(airpath_m: Tensor, pixel_m: Tensor, close_distance_m: Tensor, po
     """Pixel solid angle: p^2/R^2 * close_distance/R, or 1/R^2 for a point pixel (spec §5.4)."""
     if point_pixel:
         return 1.0 / (airpath_m * airpath_m)
-    return pixel_m * pixel_m / (airpath_m * airpath_m) * close_distance_m / airpath_m
+    return pixel_m * pixel_m / airpath_m / airpath_m * close_distance_m / airpath_m  # nanoBragg.c L2724's order
 
 
 def capture_fraction(cos_incidence: Tensor, layer: int | Tensor, thickstep_m: float, mu_per_m: float) -> Tensor:

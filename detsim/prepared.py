@@ -28,7 +28,7 @@ from detsim.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_f
 from detsim.sampling import Steps, resolve_mosaic_domains, resolve_thickness
 from detsim.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.structure import StructureFactors
-from detsim.units import ANGSTROM, DEG, UM
+from detsim.units import ANGSTROM, deg_to_rad, sensor_um_to_m, water_um_to_m
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     sources = build_sources(beam, frame)
 
     steps = derived("the number of phi steps (-osc over -phistep)", lambda: phi_steps(sampling))
-    domains = resolve_mosaic_domains(crystal.mosaic_spread_deg * DEG, crystal.mosaic_domains)
+    domains = resolve_mosaic_domains(deg_to_rad(crystal.mosaic_spread_deg), crystal.mosaic_domains)
     memory.require(f"{steps.count} phi steps (-phisteps) x {domains} mosaic domains (-mosaic_dom)",
                    steps.count * PHI_STEP_BYTES + domains * DOMAIN_BYTES
                    + steps.count * domains * ORIENTATION_BYTES, device)
@@ -111,7 +111,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     recommended = auto_oversample(lattice, as_float(beam.lambda_A), as_float(geom.distance_m), as_float(geom.pixel_m))
     oversample = sampling.oversample if sampling.oversample else recommended
 
-    thickness = resolve_thickness(det.thick_um * UM, det.thicksteps)  # sensor layers, m
+    thickness = resolve_thickness(sensor_um_to_m(det.thick_um), det.thicksteps)  # sensor layers, m
     n_sources = sources.lambda_m.shape[0]
     what = (f"-oversample {oversample}" if sampling.oversample else
             f"automatic -oversample {oversample:.4g} (from -cell/-mat, -N, -lambda, -distance and -pixel)")
@@ -120,7 +120,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     if det.mu_per_m is not None:  # attenuation coefficient mu, 1/m
         mu = det.mu_per_m
     elif det.thick_um > 0:
-        mu = derived(f"the attenuation 1 / -detector_thick {det.thick_um:g} um", lambda: 1.0 / (det.thick_um * UM))
+        mu = derived(f"the attenuation 1 / -detector_thick {det.thick_um:g} um", lambda: 1.0 / sensor_um_to_m(det.thick_um))
     else:
         mu = 0.0
 
@@ -133,7 +133,7 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
 
     fluence = derived("the fluence -flux x -exposure / -beamsize squared", lambda: beam.effective_fluence_per_m2)
     water_bg = derived(f"the water background of -water {crystal.water_um:g} um",
-                       lambda: physics.water_background(crystal.water_um * UM, fluence))
+                       lambda: physics.water_background(water_um_to_m(crystal.water_um), fluence))
     _require_finite_squares(crystal)
     s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, det.roi, det.mask, device)
     first_sweep = None

@@ -33,7 +33,7 @@ from detsim import grating
 from detsim.config import CrystalShape
 from detsim.factors import cell, lattice_sq
 from detsim.interpolation import InterpolationState, allowed
-from detsim.lanes import Projections, blocks, iteration_index, miller
+from detsim.lanes import Projections, blocks, iteration_index
 from detsim.pixel_terms import PixelTerms
 from detsim.prepared import Setup, needs_grad
 from detsim.units import R_E_SQ_M2
@@ -93,8 +93,6 @@ class Block(NamedTuple):
     s_sl: slice
     r_sl: slice
     d: Tensor  # (P, 3) unit diffracted directions at (t, o)
-    d_aug: Tensor | None  # rows [d, 1] for the augmented GEMM (square crystal without an HKL table): (P, 4),
-    # or (4, P) where the chunk has one lane per pixel (see :func:`_scaled_grating_sq`)
     projections: Projections  # the block's orientations turned into Miller indices (detsim.lanes)
 
     @property
@@ -199,22 +197,15 @@ def chunk_blocks(chunk: Chunk) -> Iterator[Block]:
     apply to its blocks alone.
     """
     _, T, O = chunk.terms.airpath.shape
-    augment = chunk.path in (Path.GRATING, Path.SQUARE) and chunk.F_const_sq is not None
     R = chunk.setup.orientations.shape[0]
     lanes = chunk.lanes if chunk.first_sweep is None else min(chunk.lanes, R)
     diffracted = chunk.terms.diffracted
-    aug = None
-    if augment and chunk.one_lane:
-        aug = torch.cat([diffracted.permute(1, 2, 3, 0), diffracted.new_ones(T, O, 1, chunk.P)], 2)  # (T, O, 4, P)
-    elif augment:
-        aug = torch.cat([diffracted, torch.ones_like(diffracted[..., :1])], -1)  # (P, T, O, 4)
     for t in range(T):
         for o in range(O):
             d = diffracted[:, t, o]  # (P, 3)
-            d_aug = None if aug is None else aug[t, o] if chunk.one_lane else aug[:, t, o]  # [d, 1]: (4, P) or (P, 4)
             for s_sl, r_sl in blocks(chunk.terms.n_sources, R, lanes):
                 first = chunk.first_sweep == (t, o, s_sl.start)
-                yield Block(t, o, s_sl, r_sl, d, d_aug, chunk.first_projections if first else chunk.projections)
+                yield Block(t, o, s_sl, r_sl, d, chunk.first_projections if first else chunk.projections)
 
 
 def start(chunk: Chunk) -> Tensor:
@@ -251,14 +242,14 @@ def grating_sum(chunk: Chunk, block: Block) -> Tensor:
     of two: multiplying their sum by scale² gives the bits of the unscaled sum, and by scale² F² (exactly
     scale² times F²) those of that sum times F².
     """
-    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    scale = grating.grating_scale(chunk.N_axes, chunk.setup.dtype) if chunk.axes else 1.0
     return _scaled_grating_sq(chunk, block).reshape(chunk.P, -1).sum(-1).mul_(scale * scale * chunk.F_const_sq)
 
 
 def _grating_sq(chunk: Chunk, block: Block) -> Tensor:
     """(P, Sb, Rb) F_latt² of a square crystal without an HKL table: the product over axes with N > 1."""
     latt_sq = _scaled_grating_sq(chunk, block)
-    scale = grating.grating_scale(chunk.N_axes) if chunk.axes else 1.0
+    scale = grating.grating_scale(chunk.N_axes, chunk.setup.dtype) if chunk.axes else 1.0
     return latt_sq.mul_(scale * scale) if scale != 1.0 else latt_sq
 
 
@@ -268,14 +259,7 @@ def _scaled_grating_sq(chunk: Chunk, block: Block) -> Tensor:
     setup = chunk.setup
     if not chunk.axes:
         return torch.ones((chunk.P, Sb, Rb), dtype=setup.dtype, device=setup.device)
-    augmented = block.projections.augmented(block.s_sl, block.r_sl, chunk.axes)  # (4, J*Sb*Rb)
-    if chunk.one_lane:
-        # (J, 4) x (4, P), seen as (P, J): the same products and sums as (P, 4) x (4, J), whose few columns
-        # make MKL's product several times slower
-        hkl = torch.mm(augmented.t(), block.d_aug).t()
-    else:
-        hkl = torch.mm(block.d_aug, augmented)
-    hkl = hkl.view(chunk.P, len(chunk.axes), Sb, Rb)  # (P, J, Sb, Rb)
+    hkl = block.projections.miller(block.d, block.s_sl, block.r_sl, chunk.axes)  # (P, J, Sb, Rb)
     return grating.scaled_grating_product_inplace(hkl, chunk.N_axes).square_()
 
 
@@ -284,8 +268,7 @@ def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
     if chunk.F_const_sq is not None:
         latt_sq = _grating_sq(chunk, block)
         return BlockTerms(latt_sq=latt_sq, contrib=latt_sq * chunk.F_const_sq)
-    projection = block.projections.get(block.s_sl, block.r_sl, chunk.axes)
-    hkl = miller(block.d, projection, (len(chunk.axes), *block.shape))  # (P, 3, Sb, Rb)
+    hkl = block.projections.miller(block.d, block.s_sl, block.r_sl, chunk.axes)  # (P, 3, Sb, Rb)
     nearest = torch.ceil(hkl - 0.5).movedim(1, -1)  # (P, Sb, Rb, 3) nanoBragg's rounding, ties down (spec §5.6)
     latt_sq = grating.square_grating_product_inplace(hkl, chunk.N_axes).square_()  # (P, Sb, Rb); overwrites hkl
     F_cell = cell(chunk.setup, None, nearest, None)  # (P, Sb, Rb) electrons
@@ -295,8 +278,7 @@ def square_terms(chunk: Chunk, block: Block) -> BlockTerms:
 def general_terms(chunk: Chunk, block: Block) -> BlockTerms:
     """Any crystal shape, with interpolation and autograd: every intermediate kept."""
     setup = chunk.setup
-    projection = block.projections.get(block.s_sl, block.r_sl, chunk.axes)
-    hkl = miller(block.d, projection, (len(chunk.axes), *block.shape)).movedim(1, -1)  # (P, Sb, Rb, 3)
+    hkl = block.projections.miller(block.d, block.s_sl, block.r_sl, chunk.axes).movedim(1, -1)  # (P, Sb, Rb, 3)
     nearest = torch.ceil(hkl - 0.5)  # ties round down (spec §5.6)
     latt_sq = lattice_sq(setup, hkl, hkl - nearest)  # (P, Sb, Rb)
     if chunk.F_const_sq is not None and not chunk.interp.enabled:

@@ -21,7 +21,7 @@ from detsim.config import BeamConfig, SourcePoint, as_float
 from detsim.geometry import LabFrame
 from detsim.rotation import rotate_axis, unit
 from detsim.sampling import Steps, resolve_dispersion, resolve_divergence
-from detsim.units import ANGSTROM, MRAD
+from detsim.units import ANGSTROM, mrad_to_rad, wavelength_m
 
 SOURCE_DISTANCE_M = 10.0  # default source position: -10 m along the beam (spec §5.2)
 SOURCE_BYTES = 512  # one source: its SourcePoint or grid point, its Python lists and float64 tensors while built
@@ -61,7 +61,7 @@ def divergence_offsets(beam: BeamConfig) -> list[tuple[float, float]]:
 
 
 def _mrad(rng: float | None, step: float | None) -> tuple[float | None, float | None]:
-    return (None if rng is None else rng * MRAD, None if step is None else step * MRAD)
+    return (None if rng is None else mrad_to_rad(rng), None if step is None else mrad_to_rad(step))
 
 
 def _outside_ellipse(hdiv: float, vdiv: float, h: Steps, v: Steps) -> bool:
@@ -83,7 +83,7 @@ def wavelength_factors(beam: BeamConfig) -> list[float]:
 
 def wavelengths_m(beam: BeamConfig) -> list[float]:
     """Wavelength of each dispersion step, metres."""
-    lambda0 = as_float(beam.lambda_A) * ANGSTROM
+    lambda0 = wavelength_m(as_float(beam.lambda_A))
     return [lambda0 * factor for factor in wavelength_factors(beam)]
 
 
@@ -103,7 +103,7 @@ def build_sources(beam: BeamConfig, frame: LabFrame) -> Sources:
     pos = rotate_axis(turned, frame.vert.expand_as(start), hdiv)  # (D, 3)
     # Wavelength is the inner index: source d*L + k has direction d and wavelength k (spec §5.2).
     incident = (-unit(pos))[:, None, :].expand(len(offsets), factors.numel(), 3).reshape(-1, 3)  # (D*L, 3)
-    lambda0_m = torch.as_tensor(beam.lambda_A, dtype=dtype, device=device) * ANGSTROM  # may carry a gradient
+    lambda0_m = wavelength_m(torch.as_tensor(beam.lambda_A, dtype=dtype, device=device))  # may carry a gradient
     lam = (lambda0_m * factors).repeat(len(offsets))  # (D*L,)
     return Sources(incident=incident, lambda_m=lam)
 
@@ -142,7 +142,7 @@ def read_source_file(path: str | Path, beam_vector: tuple[float, float, float], 
     is read line by line (a line longer than :data:`detsim.inputs.MAX_LINE_BYTES` is an error), keeping
     :data:`SOURCE_BYTES` per source, which may not exceed the memory available.
     """
-    default = [-SOURCE_DISTANCE_M * c for c in beam_vector] + [1.0, lambda_A * ANGSTROM]
+    default = [-SOURCE_DISTANCE_M * c for c in beam_vector] + [1.0, wavelength_m(lambda_A)]
     available = memory.available_bytes(torch.device("cpu"))
     points: list[SourcePoint] = []
     with inputs.open_regular(path, "source file", SourceFileError) as handle:

@@ -32,8 +32,8 @@ F64_GRADIENT = 1e-10
 # Absolute, for structure factors of up to ~300 electrons: F64_ROUNDING relative on values ~100.
 F64_STRUCTURE_FACTOR_ABS = 1e-10
 # nanoBragg's unreduced grating phase sin(N pi h) against the reduced one: the argument's rounding grows
-# with N |h| (4e-10 relative at N = 9, |h| = 60).
-F64_UNREDUCED_PHASE = 1e-9
+# with N |h| (4e-10 relative at N = 9, |h| = 60; 1.1e-9 of the small peak 144 at N = 3, 4, |h| = 60).
+F64_UNREDUCED_PHASE = 2e-9
 # An angle of ~1e-3 rad recovered by acos of its cosine: acos near 1 amplifies the cosine's rounding
 # by 1 / angle.
 F64_ACOS_SMALL_ANGLE = 1e-9
@@ -62,8 +62,10 @@ FUSED_KERNEL = {dtype: (rtol * 10, atol) for dtype, (rtol, atol) in ALLCLOSE.ite
 # full one; past N = 8 the compiled path takes the ratio of sines) and a different summation order.
 COMPILED_VS_EAGER_MIN_R = {torch.float64: 0.999999, torch.float32: 0.9999}
 COMPILED_VS_EAGER_MAX_REL = {torch.float64: 1e-10, torch.float32: 1e-4}  # relative to the image maximum
-# The Triton kernel against the eager path, relative to the image maximum (as above, fewer reorderings).
-TRITON_VS_EAGER_MAX_REL = {torch.float64: 1e-12, torch.float32: 1e-4}
+# The Triton kernel against the eager path, relative to the image maximum (as above, fewer reorderings;
+# the kernel's Miller indices, d . (a / lambda) - (a . i) / lambda, are some 1e-14 off the eager path's
+# a . ((d - i) / lambda), nanoBragg's order: 2.2e-12 on the test case).
+TRITON_VS_EAGER_MAX_REL = {torch.float64: 1e-11, torch.float32: 1e-4}
 
 # A float32 pixel whose per-pixel terms were computed among more pixels (a job of several chunks): the
 # vectorised atan2 rounds the last elements of a loop differently, one float32 unit (2^-23 relative) of a

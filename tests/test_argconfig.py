@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from detsim import io
 from detsim.argconfig import (
@@ -15,6 +16,7 @@ from detsim.argconfig import (
 )
 from detsim.argv import ArgumentError, parse_argv
 from detsim.config import ConfigError, Convention
+from detsim.engine import simulate
 
 SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32"]
 
@@ -34,6 +36,28 @@ def test_config_from_argv_carries_the_flags_in_the_users_units():
 def test_blank_cell_entries_take_nanobraggs_defaults():
     cfg = config_from_argv(["-cell", "70", "0", "0", "0", "90", "0", "-default_F", "1"])
     assert cfg.crystal.cell == (70.0, 70.0, 70.0, 90.0, 90.0, 90.0)
+
+
+@pytest.mark.parametrize("cell,full", [
+    (["100"], (100.0, 100.0, 100.0, 90.0, 90.0, 90.0)),  # cubic: b = c = a, angles 90
+    (["100", "120"], (100.0, 120.0, 100.0, 90.0, 90.0, 90.0)),  # c left out is a, not b
+    (["100", "120", "130", "80"], (100.0, 120.0, 130.0, 80.0, 90.0, 90.0)),
+    (["100", "120", "130", "80", "70"], (100.0, 120.0, 130.0, 80.0, 70.0, 90.0)),
+])
+def test_a_short_cell_is_completed_as_nanobragg_does(cell, full):
+    # nanoBragg.c L1795-1800: "a few random defaults"
+    assert config_from_argv(["-cell", *cell, "-default_F", "1"]).crystal.cell == full
+
+
+def test_a_later_short_cell_keeps_the_earlier_cells_other_values():
+    cfg = config_from_argv(["-cell", "100", "120", "130", "80", "70", "60", "-cell", "50", "-default_F", "1"])
+    assert cfg.crystal.cell == (50.0, 120.0, 130.0, 80.0, 70.0, 60.0)
+
+
+def test_a_short_cell_renders_the_image_of_the_full_cell():
+    short = simulate(config_from_argv(["-cell", "70"] + SMALL[7:]))
+    full = simulate(config_from_argv(SMALL))
+    assert torch.equal(short, full)
 
 
 def test_a_detector_size_alone_is_rounded_to_whole_pixels():

@@ -16,11 +16,22 @@ def test_cell_reads_six_values():
     assert parse_argv(BASE).cell == [70.0, 70.0, 70.0, 90.0, 90.0, 90.0]
 
 
+@pytest.mark.parametrize("argv,read", [
+    (["-cell", "100"], [100.0]),
+    (["-cell", "50", "60", "-N", "3"], [50.0, 60.0]),
+    (["-cell", "100", "100", "100", "90", "90"], [100.0, 100.0, 100.0, 90.0, 90.0]),
+    (["-cell", "100", "100", "100", "90", "90", "90", "-cell", "80"], [80.0, 100.0, 100.0, 90.0, 90.0, 90.0]),
+])
+def test_cell_reads_the_values_given_up_to_six_and_keeps_earlier_ones_for_the_rest(argv, read):
+    # nanoBragg.c L531-551: each value is read only if present; one left out keeps what it held
+    assert parse_argv(argv).cell == read
+
+
 @pytest.mark.parametrize("argv,message", [
-    (["-cell", "100", "100", "100", "90", "90"], "-cell expects 6 values (a b c al be ga), got 5"),
-    (["-cell", "100", "100", "100", "90"], "-cell expects 6 values (a b c al be ga), got 4"),
-    (["-cell", "50", "60", "-N", "3"], "-cell expects 6 values (a b c al be ga), got 2 before -N"),
-    (["-cell", "100", "100", "100", "-90", "90", "90"], "got 3 before -90"),  # nanoBragg stops at any '-'
+    (["-cell"], "-cell expects at least 1 value (a [b c al be ga]), got 0"),
+    (["-cell", "-N", "3"], "-cell expects at least 1 value (a [b c al be ga]), got 0 before -N"),
+    (["-cell", "100", "100", "100", "-90", "90", "90"],  # nanoBragg stops at any '-' and ignores the rest
+     "-cell reads no value that starts with '-': nanoBragg stops reading at -90 and ignores it"),
     (["-misset", "10", "20"], "-misset expects 3 values (x y z | random), got 2"),
     (["-misset", "10", "20", "-N", "3"], "-misset expects 3 values (x y z | random), got 2 before -N"),
     (["-fdet_vector", "0", "0"], "-fdet_vector expects 3 values (x y z), got 2"),
@@ -34,14 +45,22 @@ def test_a_flag_given_fewer_values_than_it_takes_is_refused_naming_both_counts(a
         parse_argv(argv)
 
 
-def test_every_flag_of_the_table_refuses_fewer_values_than_it_takes():
+def test_every_flag_of_the_table_refuses_fewer_values_than_its_arity_allows():
     for handler in HANDLERS:
         if handler.takes == 0 or handler.pattern == "-curved_det":
             continue
-        token = handler.pattern
-        for given in range(handler.takes):
-            with pytest.raises(ArgumentError, match=f"expects {handler.takes} value.*got {given}"):
+        token, least = handler.pattern, handler.arity.fewest
+        for given in range(least):
+            with pytest.raises(ArgumentError, match=f"expects (at least )?{least} value.*got {given}"):
                 parse_argv([token] + ["1"] * given)
+
+
+def test_only_cell_gives_a_short_list_a_meaning_and_its_arity_cites_nanobragg():
+    short = [h.pattern for h in HANDLERS if h.arity.fewest < h.arity.most]
+    assert short == ["-cell"]
+    cell = next(h for h in HANDLERS if h.pattern == "-cell").arity
+    assert (cell.fewest, cell.most) == (1, 6)
+    assert "L1795" in cell.source and "90" in cell.fill
 
 
 def test_misset_seed_also_sets_misset_angles_and_cancels_earlier_random():

@@ -145,3 +145,25 @@ def test_convention_table_axes_are_right_handed_where_documented():
         axes = CONVENTION_AXES[conv]
         f, s, o = (torch.tensor(v, dtype=torch.float64) for v in (axes.fdet, axes.sdet, axes.odet))
         assert torch.allclose(torch.linalg.cross(f, s, dim=-1), o)
+
+
+# A random command line whose pixel (38, 47) moved by one float32 unit while detsim converted -Xbeam as
+# 11.108 * 1e-3 and summed the position with fused multiply-adds. The doubles nanoBragg.c printed (%.17g)
+# at its own statements (pix0 at nanoBragg.c L1740, the pixel position at L2700), OMP_NUM_THREADS=1.
+TRACED_ARGS = ("-odet_vector 0 0 1 -spindle_axis 0 0 1 -fdet_vector 1 0 0 -polar_vector 1 0 0 -sdet_vector 0 1 0 "
+               "-twotheta_axis 0 1 0 -beam_vector 0 0 1 -twotheta 26.76 -divergence 2.701 -N 8 -pixel 0.25 "
+               "-lambda 1.0908 -Xbeam 11.108 -oversample 1 -Ybeam 14.539 -distance 112.7 -cell 96.07 96.07 96.07 "
+               "90 90 90 -divsteps 4 -detpixels 88 -default_F 229.3 -polar 0.622 -pivot beam")
+TRACED_PIX0 = [-0.0099183373412084341, -0.014539, 0.11770142463564037]
+TRACED_POSITION_38_47 = [0.00068485458594768484, -0.004914, 0.11235465496079076]
+
+
+def test_pix0_and_a_pixel_position_are_nanobraggs_doubles():
+    from detsim.argconfig import config_from_argv
+    from detsim.engine import prepare
+    setup = prepare(config_from_argv(TRACED_ARGS.split()), dtype=torch.float64)
+    geom = setup.geometry
+    assert geom.pix0_m.tolist() == TRACED_PIX0
+    position = pixel_positions(geom, torch.tensor([38]), torch.tensor([47]), 1, torch.zeros(1, dtype=torch.float64),
+                               False, setup.frame.beam)[0, 0, 0]
+    assert position.tolist() == TRACED_POSITION_38_47

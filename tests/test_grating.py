@@ -45,9 +45,15 @@ def test_squared_product_matches_the_differentiable_definition(N, dtype, device)
 
 
 
-def test_chebyshev_form_gives_the_peak_at_every_integer_index():
+def test_float64_takes_nanobraggs_ratio_of_sines_and_lower_precision_the_exact_polynomial():
     # sin(N pi h) / sin(pi h) is +-N at every integer h. nanoBragg's float64 ratio of sines is exact only
-    # at h == 0 (both sines round to tiny, unrelated values elsewhere); the polynomial form is exact.
-    h = torch.tensor([3.0, -7.0, 42.0], dtype=torch.float64).reshape(1, 3, 1, 1)
-    got = grating.square_grating_product_inplace(h, [5.0, 5.0, 5.0]).square()
-    assert float(got) == 5.0 ** 6
+    # at h == 0 (both sines round to tiny, unrelated values elsewhere), and float64 renders its value, as
+    # its images hold it; the polynomial form that lower precisions take is exact.
+    values = [3.0, -7.0, 42.0]
+    got = grating.square_grating_product_inplace(torch.tensor(values, dtype=torch.float64).reshape(1, 3, 1, 1),
+                                                 [5.0, 5.0, 5.0]).square()
+    nanobragg = math.prod((math.sin(math.pi * h * 5.0) / math.sin(math.pi * h)) ** 2 for h in values)
+    assert float(got) == pytest.approx(nanobragg, rel=1e-12) and abs(float(got) - 5.0 ** 6) > 1e3
+    assert not grating.polynomial_grating([5.0] * 3, torch.float64)
+    got32 = grating.square_grating_product_inplace(torch.tensor(values).reshape(1, 3, 1, 1), [5.0] * 3).square()
+    assert float(got32) == 5.0 ** 6

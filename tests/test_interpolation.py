@@ -10,7 +10,7 @@ from detsim.engine import prepare, render
 from detsim.factors import lattice_sq
 from detsim.geometry import pixel_positions
 from detsim.interpolation import InterpolationState, allowed, scan_edge
-from detsim.lanes import Projections, iteration_index, miller
+from detsim.lanes import Projections, iteration_index
 from detsim.pixel_terms import pixel_terms
 from detsim.structure import HKLTable
 
@@ -46,8 +46,7 @@ def _first_out_of_box(setup, terms, per_pixel) -> int:
     best = None
     for t in range(T):
         for o in range(O):
-            hkl = miller(terms.diffracted[:, t, o], Projections(setup).get(*everything, (0, 1, 2)), (3, S, R))
-            hkl = hkl.movedim(1, -1)  # (P, S, R, 3)
+            hkl = Projections(setup).miller(terms.diffracted[:, t, o], *everything, (0, 1, 2)).movedim(1, -1)  # (P, S, R, 3)
             reached = lattice_sq(setup, hkl, hkl - torch.ceil(hkl - 0.5)) != 0  # no water: F_latt == 0 skips
             out = reached & ~setup.structure.interpolable(*hkl.unbind(-1))
             index = torch.arange(P)[:, None, None] * per_pixel + iteration_index(T, O, S, R, t, o, *everything, P, "cpu")

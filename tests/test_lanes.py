@@ -8,7 +8,7 @@ import torch
 from _tolerances import ALLCLOSE
 from detsim.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
 from detsim.engine import prepare
-from detsim.lanes import Projections, blocks, iteration_index, miller
+from detsim.lanes import Projections, blocks, iteration_index
 
 CONFIG = SimulationConfig(
     crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, misset_deg=(10, 20, 30),
@@ -47,9 +47,29 @@ def test_miller_indices_are_the_axes_dotted_with_the_scattering_vector(dtype):
     s_sl, r_sl = slice(1, 3), slice(2, 6)
     scattering = (d[:, None, :] - setup.sources.incident[s_sl]) / setup.sources.lambda_m[s_sl, None]  # (P, Sb, 3)
     expected = torch.einsum("rjx,psx->pjsr", setup.orientations[r_sl], scattering)  # (P, 3, Sb, Rb)
-    got = miller(d, projections.get(s_sl, r_sl, (0, 1, 2)), (3, 2, 4))
     rtol, atol = ALLCLOSE[dtype]
-    torch.testing.assert_close(got, expected, rtol=rtol, atol=atol * 10)  # |h| up to ~10
-    augmented = torch.cat([d, torch.ones_like(d[:, :1])], 1) @ projections.augmented(s_sl, r_sl, (0, 2))
-    torch.testing.assert_close(augmented.view(2, 2, 2, 4), expected[:, [0, 2]], rtol=rtol, atol=atol * 10)
-    assert projections.get(s_sl, r_sl, (0, 1, 2)) is projections.get(s_sl, r_sl, (0, 1, 2))  # built once
+    torch.testing.assert_close(projections.miller(d, s_sl, r_sl, (0, 1, 2)), expected, rtol=rtol, atol=atol * 10)
+    torch.testing.assert_close(projections.miller(d, s_sl, r_sl, (0, 2)), expected[:, [0, 2]], rtol=rtol, atol=atol * 10)
+    B, C = projections.get(s_sl, r_sl, (0, 1, 2))  # the fused kernels' form d @ B - C
+    torch.testing.assert_close((d @ B - C).view(2, 3, 2, 4), expected, rtol=rtol, atol=atol * 10)
+    assert projections.axes(r_sl, (0, 1, 2)) is projections.axes(r_sl, (0, 1, 2))  # built once
+
+
+def test_miller_indices_take_nanobraggs_scattering_vector_first_not_the_cancelling_form():
+    # h = a . ((d - i) / lambda), as nanoBragg.c L2756-L2758 and L2809-L2811; the rearranged
+    # d . (a / lambda) - (a . i) / lambda subtracts two numbers of about |a| / lambda = 88 to make h = 0.66,
+    # some 1e-14 off: the rendering of one pixel of a random command line by one float32 unit.
+    setup = prepare(CONFIG, dtype=torch.float64)
+    d = torch.nn.functional.normalize(torch.tensor([[0.9, 0.1, -0.2], [1.0, -0.3, 0.25]], dtype=torch.float64), dim=-1)
+    projections = Projections(setup)
+    everything = (slice(0, 4), slice(0, 6))
+    S = (d[:, None, :] - setup.sources.incident) / setup.sources.lambda_m[:, None]  # (P, S, 3), rounded as in C
+    a = setup.orientations.permute(1, 0, 2)  # (3, R, 3)
+    exact = (a[None, :, None, :, 0] * S[:, None, :, None, 0] + a[None, :, None, :, 1] * S[:, None, :, None, 1]) \
+        + a[None, :, None, :, 2] * S[:, None, :, None, 2]  # (P, 3, S, R) nanoBragg's dot_product, unfused
+    got = projections.miller(d, *everything, (0, 1, 2))
+    B, C = projections.get(*everything, (0, 1, 2))
+    rearranged = (d @ B - C).view(got.shape)
+    ulp = torch.finfo(torch.float64).eps * exact.abs().clamp(min=1.0)
+    assert ((got - exact).abs() <= 2 * ulp).all()  # a GEMM's sum of three products: a rounding or two
+    assert ((rearranged - exact).abs() > 2 * ulp).any()  # what the fix is for
