@@ -201,12 +201,12 @@ def workload_config(workload: workloads.Workload):
     if workload.phi_steps > 1:
         sampling.update(phi0_deg=0.0, osc_deg=0.5, phisteps=workload.phi_steps)
     pixel_mm = workloads.DETECTOR_MM / workload.pixels  # the same detector at every size: fewer pixels are coarser
-    side_mm = pixel_mm * workload.pixels  # what nanoBragg's reader derives from -detpixels and -pixel
     return detsim.SimulationConfig(
         crystal=detsim.CrystalConfig(**crystal),
         beam=detsim.BeamConfig(lambda_A=1.0),
+        # no detector size: every commit derives it from the pixels, as nanoBragg does from -detpixels and -pixel
         detector=detsim.DetectorConfig(fpixels=workload.pixels, spixels=workload.pixels, pixel_mm=pixel_mm,
-                                       detsize_f_mm=side_mm, detsize_s_mm=side_mm, distance_mm=100.0),
+                                       distance_mm=100.0),
         sampling=detsim.SamplingConfig(**sampling),
     )
 
