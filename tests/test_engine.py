@@ -160,9 +160,10 @@ def workers_fork(request, monkeypatch):
 @pytest.mark.parametrize("chunk", [1, 7, None])
 def test_bitwise_identical_on_one_two_and_three_workers_for_each_chunk_and_job_size(dtype, chunk, job_pixels,
                                                                                     workers_fork, monkeypatch):
-    # P = 240 pixels: 240 chunks of 1, 35 of 7 (the last one short), or one chunk (None: from memory); a job
-    # computes the per-pixel terms of one chunk, of up to 21 pixels' chunks, or of JOB_PIXELS' together
-    cfg = replace(TINY, detector=replace(TINY.detector, fpixels=16, spixels=15, pixel_mm=1.0))
+    # P = 64 pixels: 64 chunks of 1, 10 of 7 (the last one short), or one chunk (None: from memory); a job
+    # computes the per-pixel terms of one chunk, of up to 21 pixels' chunks (4 jobs, the last short), or of
+    # JOB_PIXELS' together
+    cfg = replace(TINY, detector=replace(TINY.detector, fpixels=8, spixels=8, pixel_mm=2.0))
     setup = prepare(cfg, dtype=dtype)
     monkeypatch.setattr(memory, "JOB_PIXELS", 1)
     alone, info = render(setup, chunk_pixels=chunk, threads=1)
