@@ -60,6 +60,16 @@ def cpu_model() -> str:
     return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
+VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni",
+                "avx512_bf16", "amx_tile", "asimd", "sve")  # what a vectorised kernel (torch's, the compiler's) may use
+
+
+def vector_flags() -> str:
+    """The CPU's vector-instruction flags among :data:`VECTOR_FLAGS`, in that order (``avx2 fma avx512f``)."""
+    have = set((cpuinfo_field("flags") or cpuinfo_field("Features") or "").split())
+    return " ".join(flag for flag in VECTOR_FLAGS if flag in have)
+
+
 def cpu_class(capability: str) -> str:
     """Architecture, vendor and ``capability``, the ATen ISA level
     (``torch.backends.cpu.get_cpu_capability()``), e.g. ``x86_64 AuthenticAMD AVX512``."""

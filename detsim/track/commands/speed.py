@@ -28,7 +28,7 @@ from detsim.threads import MAX_THREADS
 from detsim.track.speed.measure import (
     PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, nanobragg_row,
 )
-from detsim.track.speed.tables import format_table, summary_markdown
+from detsim.track.speed.tables import format_table, machine_line, summary_markdown
 
 HELP = "time detsim's paths and nanoBragg.c on P1, P2 and 4096² workloads, same command lines"
 MODES = ("eager", "compiled")
@@ -89,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     rows = _measure(workloads, args)
     add_ratios(rows)
     table = format_table(rows)
-    print(table)
     env = environment()
+    print(machine_line(env))
+    print(table)
     with atomic_directory(out) as folder:
         write_json(folder / "speed.json", {"environment": env, "threads": args.threads, "scopes": args.scopes,
                                            "device": args.device, "rows": rows})

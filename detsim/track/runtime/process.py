@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy
 import torch
 
-from detsim.track.base.provenance import ENV_VARS, cpu_class, cpu_model, git_info
+from detsim.track.base.provenance import ENV_VARS, cpu_class, cpu_model, git_info, vector_flags
 
 
 def environment(cwd: Path | None = None) -> dict:
@@ -37,6 +37,7 @@ def environment(cwd: Path | None = None) -> dict:
         "cpu": cpu_model(),
         "cpu_class": cpu_class(torch.backends.cpu.get_cpu_capability()),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_flags": vector_flags(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "cuda": cuda,

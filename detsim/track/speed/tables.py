@@ -15,6 +15,13 @@ def _maybe(value, spec: str) -> str:
     return "–" if value is None else format(value, spec)
 
 
+def machine_line(env: dict) -> str:
+    """The CPU a table was measured on, which every speed table names: its model, torch's kernel level and the
+    vector flags (docs/tracking.md, "Speed": which of detsim's speed moves with them)."""
+    return (f"CPU: {env.get('cpu')}, {env.get('cpu_count')} logical CPUs; torch kernels: "
+            f"{env.get('cpu_capability')}; vector flags: {env.get('cpu_flags') or 'none read'}")
+
+
 def format_table(rows: list[dict]) -> str:
     lines = [HEADER]
     for r in rows:
@@ -35,7 +42,7 @@ def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *,
     against = sorted({r["r_against"] for r in rows if "r_against" in r})
     lines = [
         "# detsim speed", "",
-        f"CPU: {env.get('cpu')} ({env.get('cpu_count')} logical CPUs); threads: {', '.join(map(str, threads))}; "
+        f"{machine_line(env)}; threads: {', '.join(map(str, threads))}; "
         f"device: {device}; detsim commit {(env.get('commit') or 'unknown')[:12]}"
         f"{' (dirty)' if env.get('dirty') else ''}.", "",
         "Every run is a fresh process. Scope `process`: the whole program as a user runs it, with "

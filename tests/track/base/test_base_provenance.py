@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from detsim.track.base.fresh import pinned_env, run
+from detsim.track.base import provenance
 from detsim.track.base.provenance import MachineClass, cpu_class, cpu_model, git_info, repo_root
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,3 +100,9 @@ def test_differences_name_each_differing_field_with_both_values():
                                                                       "x86_64 AuthenticAMD AVX512")}
     assert other.differences(base)["threads"] == (2, 1)
     assert base.describe() == "cpu_class=x86_64 GenuineIntel AVX2, device=cpu, dtype=float64, threads=1, torch=2.13.0"
+
+
+def test_vector_flags_are_the_cpus_own_in_the_tables_order(monkeypatch):
+    monkeypatch.setattr(provenance, "cpuinfo_field", lambda name: "fpu avx512f sse4_2 avx2 fma ht" if name == "flags"
+                        else None)
+    assert provenance.vector_flags() == "sse4_2 avx2 fma avx512f"

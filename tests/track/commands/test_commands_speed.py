@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from detsim.cli import main as detsim_main
+from detsim.track.base.provenance import cpu_model, vector_flags
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cli import main
 from detsim.track.commands import speed
@@ -98,7 +99,11 @@ def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys
         assert row["peak_rss_mb"] > 0 and row["chunk_pixels"] >= 1 and row["threads"] == 1
     summary = (out / "summary.md").read_text()
     assert "-detpixels 12 -pixel 8.53333 -oversample 1" in summary
-    assert "| P1@12 | detsim eager | render | 1 | float32 |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| P1@12 | detsim eager | render | 1 | float32 |" in printed
+    # the table names the machine it ran on: the CPU's model, torch's kernel level and its vector flags
+    machine = printed.splitlines()[0]
+    assert machine.startswith(f"CPU: {cpu_model()},") and vector_flags() in machine and machine in summary
 
 
 def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image):

@@ -31,10 +31,11 @@ def test_an_undefined_r_is_a_dash():
 def test_summary_states_the_conditions_the_table_and_the_command_lines():
     workloads = [WORKLOADS["P1"], WORKLOADS["P2"].resized(256)]
     env = {"cpu": "Some CPU", "commit": "0123456789abcdef0123", "dirty": True}
-    env = {**env, "cpu_count": 2}
+    env = {**env, "cpu_count": 2, "cpu_capability": "AVX512", "cpu_flags": "avx2 fma avx512f"}
     text = summary_markdown([MEASURED], "TABLE", workloads, threads=[1, 2], device="cpu", env=env)
     assert text.startswith("# detsim speed\n") and text.endswith("\n") and "\nTABLE\n" in text
-    assert "CPU: Some CPU (2 logical CPUs); threads: 1, 2; device: cpu; detsim commit 0123456789ab (dirty)." in text
+    assert ("CPU: Some CPU, 2 logical CPUs; torch kernels: AVX512; vector flags: avx2 fma avx512f; threads: 1, 2; "
+            "device: cpu; detsim commit 0123456789ab (dirty).") in text
     assert "wall s: wall-clock seconds" in text and "CPU s: user + system seconds of all threads" in text
     assert "warm-up on a 64² detector" in text and "r: Pearson r of the image against nanoBragg.c." in text
     assert f"* P1 (1024², 1 step per pixel): `{' '.join(WORKLOADS['P1'].argv())}`" in text
