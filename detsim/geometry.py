@@ -248,12 +248,24 @@ def pixel_positions(
     dtype = geom.pix0_m.dtype
     i_s, i_f = subpixel_indices(oversample, dtype, geom.pix0_m.device)
     sub = geom.pixel_m / oversample
+    if dtype != torch.float64:
+        # float32 is held to tolerances, not to nanoBragg's bits: two broadcast multiply-adds
+        fdet = f_index.to(dtype)[:, None] * geom.pixel_m + ((i_f + 0.5) * sub)[None, :]  # (P, O)
+        sdet = s_index.to(dtype)[:, None] * geom.pixel_m + ((i_s + 0.5) * sub)[None, :]  # (P, O)
+        layer_origin = geom.pix0_m + layer_offsets_m[:, None] * geom.odet  # (T, 3)
+        pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)
+        return _curve(pos.addcmul_(sdet[:, None, :, None], geom.sdet), geom, curved, beam)
     # nanoBragg.c L2694-L2703, operation for operation: Fdet = sub*(f*N_os + i_f) + sub/2.0, and each
     # component Fdet*fdet + Sdet*sdet + Odet*odet + pix0, left to right, without fused multiply-adds
     fdet = sub * (f_index.to(dtype)[:, None] * oversample + i_f[None, :]) + sub / 2.0  # (P, O)
     sdet = sub * (s_index.to(dtype)[:, None] * oversample + i_s[None, :]) + sub / 2.0  # (P, O)
     pos = (fdet[:, None, :, None] * geom.fdet + sdet[:, None, :, None] * geom.sdet
            + (layer_offsets_m[:, None] * geom.odet)[None, :, None, :] + geom.pix0_m)
+    return _curve(pos, geom, curved, beam)
+
+
+def _curve(pos: Tensor, geom: DetectorGeometry, curved: bool, beam: Tensor) -> Tensor:
+    """Flat positions (P, T, O, 3), or on the curved detector where ``curved`` (spec §3.4)."""
     if curved:
         # Start at distance*beam, rotate about sdet by y/distance then about fdet by z/distance, where
         # y, z are the lab components of the flat position (spec §3.4).

@@ -49,7 +49,8 @@ class Projections:
     L2809-L2811). :meth:`miller` does the same: S per pixel and source, then one GEMM with the block's axes,
     whose sums of three products differ from nanoBragg's by a rounding at most. (Rearranged as
     d . (a / lambda) - (a . i) / lambda, two terms of about |a| / lambda cancel to h and leave it some
-    1e-14 off, enough to move a float32 pixel by a unit; only the fused kernels, :meth:`get`, use that form.)
+    1e-14 off, enough to move a float32 pixel by a unit; float32 images, held to tolerances rather than bits,
+    and the fused kernels use that one-GEMM form, :meth:`get`.)
     Built once per block and reused for every chunk, layer and subpixel.
     """
 
@@ -68,6 +69,14 @@ class Projections:
 
     def miller(self, diffracted: Tensor, s_sl: slice, r_sl: slice, axes: tuple[int, ...]) -> Tensor:
         """(P, J, Sb, Rb) fractional Miller indices of a block (a strided view), from (P, 3) directions."""
+        if diffracted.dtype != torch.float64:
+            # float32 is held to tolerances, not to nanoBragg's bits: one GEMM, hkl = d @ B - C
+            B, C = self.get(s_sl, r_sl, axes)
+            if B.shape[1] <= 4:  # a product with few columns is several times slower in MKL than its transpose
+                hkl = torch.addmm(C.t(), B.t(), diffracted.t(), beta=-1).t()
+            else:
+                hkl = torch.addmm(C, diffracted, B, beta=-1)
+            return hkl.view(diffracted.shape[0], len(axes), s_sl.stop - s_sl.start, r_sl.stop - r_sl.start)
         sources = self.setup.sources
         S = (diffracted[:, None, :] - sources.incident[s_sl]).div_(sources.lambda_m[s_sl, None])  # (P, Sb, 3) 1/m
         P, Sb = S.shape[:2]
