@@ -45,7 +45,7 @@ FORKSERVER_PREFIX = "asv-forkserver-"  # asv 0.6.6's folder for a fork server's 
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
 
 
-class RecordError(Exception):
+class RecordingError(Exception):
     """What a step cannot do; the message is one line naming the file."""
 
 
@@ -54,7 +54,7 @@ def strip_comments(text: str) -> str:
     return _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("//") else m.group(), text)
 
 
-def read_json(path: Path, *, comments: bool = False, error: type[Exception] = RecordError):
+def read_json(path: Path, *, comments: bool = False, error: type[Exception] = RecordingError):
     """The parsed file (NaN allowed: asv writes it for skips); raises ``error`` naming it, in one line."""
     try:
         text = path.read_text()
@@ -92,17 +92,17 @@ def suite_benchmarks(results: Path) -> frozenset[str] | None:
     it records anything); None when there is none to read."""
     try:
         found = read_json(results / "benchmarks.json")
-    except RecordError:
+    except RecordingError:
         return None
     return frozenset(name for name, entry in found.items() if isinstance(entry, dict)) if isinstance(found, dict) else None
 
 
 def missing_benchmarks(path: Path, suite: frozenset[str] | None) -> list[str] | None:
     """The suite's benchmarks that the results file ``path`` lacks, sorted (None when no suite is known:
-    then no file can be judged complete); a file that cannot be read is a :class:`RecordError`."""
+    then no file can be judged complete); a file that cannot be read is a :class:`RecordingError`."""
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise RecordError(f"{path}: not an asv results file")
+        raise RecordingError(f"{path}: not an asv results file")
     return None if suite is None else sorted(suite - set(data["results"]))
 
 
@@ -124,7 +124,7 @@ def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
         for path in commit_files(folder, commit):
             try:
                 gaps.append(missing_benchmarks(path, suite))
-            except RecordError as exc:
+            except RecordingError as exc:
                 path.unlink()
                 notes.append(f"{exc}: removed, {commit[:8]} is recorded again")
         if commit != commits[0] and [] in gaps:
@@ -152,7 +152,7 @@ def second_config(root: Path, out: Path, results: str) -> str:
     (``results`` for the results); return the first environment folder."""
     config = read_json(root / CONFIG, comments=True)
     if not isinstance(config, dict):
-        raise RecordError(f"{root / CONFIG}: not a JSON object")
+        raise RecordingError(f"{root / CONFIG}: not a JSON object")
     first = config.get("env_dir", ".asv/env")
     config.update(env_dir=first + "-second", results_dir=results, html_dir=".asv/html-second")
     write_aside(out, json.dumps(config, indent=1).encode())
@@ -164,10 +164,10 @@ def merge_file(part: Path, into: Path) -> None:
     ours, theirs = read_json(into), read_json(part)
     for data, path in ((ours, into), (theirs, part)):
         if not isinstance(data, dict) or not all(isinstance(data.get(key), dict) for key in MERGED):
-            raise RecordError(f"{path}: not an asv results file")
+            raise RecordingError(f"{path}: not an asv results file")
     differ = [key for key in SAME if ours.get(key) != theirs.get(key)]
     if differ:
-        raise RecordError(f"{part}: another recording than {into} ({', '.join(differ)} differ)")
+        raise RecordingError(f"{part}: another recording than {into} ({', '.join(differ)} differ)")
     for key in MERGED:
         ours[key].update(theirs[key])
     write_aside(into, json.dumps(ours).encode())  # asv's own layout: one line, keys in its order
@@ -190,7 +190,7 @@ def merge_results(source: Path, target: Path) -> list[Path]:
                 write_aside(into, part.read_bytes())
                 part.unlink()
         except OSError as exc:
-            raise RecordError(f"{part} could not be merged into {into} ({exc.strerror or exc}); every results "
+            raise RecordingError(f"{part} could not be merged into {into} ({exc.strerror or exc}); every results "
                               "file is whole, and the commits not merged are recorded again") from None
         written.append(into)
     return written
@@ -200,20 +200,20 @@ def merge_results(source: Path, target: Path) -> list[Path]:
 
 
 def check_writable(folder: Path) -> None:
-    """:class:`RecordError` unless files can be made in ``folder`` (or, where it does not exist yet, in the
+    """:class:`RecordingError` unless files can be made in ``folder`` (or, where it does not exist yet, in the
     folder it would be made in): a file is made there and removed, since a permission test cannot tell root
     from a read-only disk. Nothing is left behind."""
     existing = folder
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise RecordError(f"{folder}: cannot be written ({existing} is not a folder)")
+        raise RecordingError(f"{folder}: cannot be written ({existing} is not a folder)")
     try:
         handle, probe = tempfile.mkstemp(dir=existing, prefix=".write-test.")
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:
-        raise RecordError(f"{folder}: cannot be written ({exc.strerror or exc})") from None
+        raise RecordingError(f"{folder}: cannot be written ({exc.strerror or exc})") from None
 
 
 # ---- processes asv leaves behind
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.step == "clean-up":
             for line in clean_up(Path(os.path.abspath(root)), args.below):
                 print(f"tracking run: {line}", file=sys.stderr)
-    except (ValueError, RecordError) as exc:
+    except (ValueError, RecordingError) as exc:
         print(f"tracking run: {exc}", file=sys.stderr)
         return 2
     except (OSError, subprocess.CalledProcessError) as exc:

@@ -13,7 +13,7 @@ from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.runtime.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
-from detsim.track.base.recording import RecordError, check_writable
+from detsim.track.base.recording import RecordingError, check_writable
 from detsim.track.base.reproducibility import AXES
 from detsim.track.baselines import golden_hashes
 from detsim.track.base.baseline_file import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
@@ -87,7 +87,7 @@ def _refresh(root: Path, *, allow_dirty: bool) -> int:
     path = root / class_path(machine)
     try:  # where it will write, before the renders (~40 s)
         check_writable(path.parent)
-    except RecordError as exc:
+    except RecordingError as exc:
         return refuse(f"detsim-track baselines: not refreshed: {exc}")
     old = None
     try:

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the target's spec (default: DIR/detsim-target.toml)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="detsim's checkout (default: here)")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--parity", metavar="CASE", help=f"1 - r grows more than --factor-fold or crosses the line")
+    which.add_argument("--parity", metavar="CASE", help="1 - r grows more than --factor-fold or crosses the line")
     which.add_argument("--changed", metavar="CASE", help="the image's hash changes")
     which.add_argument("--irreproducible", metavar="CASE", help="a second process does not reproduce the image")
     which.add_argument("--slower", nargs=2, metavar=("CASE", "PCT"), help="the case takes more than PCT %% longer")

@@ -28,7 +28,7 @@ CALIBRATIONS = "calibrations"  # the unit of a gated time: the benchmark's min o
 SHA_DIGITS = 16  # of an image sha256 on a line
 
 
-class Line(NamedTuple):
+class GateLine(NamedTuple):
     """A line of the gate that is not a finding: a benchmark that ``passed``, a ``note`` or ``not measured``."""
 
     kind: str
@@ -41,7 +41,7 @@ class BaselineVerdict:
     """The gate's verdict: the findings, then what passed, what could not be measured, and the notes."""
 
     findings: tuple[Finding, ...]
-    lines: tuple[Line, ...]
+    lines: tuple[GateLine, ...]
     gated: int  # benchmarks of the baseline, the calibrations aside
 
     def of(self, kind: str) -> dict[str, str]:
@@ -99,7 +99,7 @@ def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
     """Compare a run with the baseline: calibrations, then each benchmark, then each device's suite (where a
     suite is slower, every benchmark of it that grew by more than ``suite_threshold`` is slower too)."""
     base_cal, run_cal = calibration_times(baseline), calibration_times(run)
-    out: list[Finding | Line] = [calibration_line(device, base_cal.get(device), run_cal.get(device))
+    out: list[Finding | GateLine] = [calibration_line(device, base_cal.get(device), run_cal.get(device))
                                  for device in sorted(set(base_cal) | set(run_cal))]
     timings = {name: Timing(old, run[name], (base_cal[old.device], run_cal[run[name].device]))
                for name, old in sorted(baseline.items()) if not old.is_calibration and name in run
@@ -112,22 +112,22 @@ def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
         if old.is_calibration:
             continue
         if fullname not in run:
-            out.append(Line("not measured", old.name, "in the baseline but not in the run "
+            out.append(GateLine("not measured", old.name, "in the baseline but not in the run "
                             "(it failed before timing, was skipped or deselected)"))
             continue
         limit = 1 + (min(threshold, suite_threshold) if old.device in slow else threshold)
         out.extend(_benchmark_checks(old, run[fullname], timings.get(fullname), limit, threshold))
     out.extend(_suite_check(device, group, suite_threshold) for device, group in sorted(suites.items()))
     out.extend(hash_facts((old, run[name]) for name, old in sorted(baseline.items()) if name in run))
-    out.extend(Line("note", run[name].name, "not in the baseline, not gated (refresh the baseline to include it)")
+    out.extend(GateLine("note", run[name].name, "not in the baseline, not gated (refresh the baseline to include it)")
                for name in sorted(set(run) - set(baseline)) if not run[name].is_calibration)
     return BaselineVerdict(tuple(f for f in out if isinstance(f, Finding)),
-                           tuple(f for f in out if isinstance(f, Line)),
+                           tuple(f for f in out if isinstance(f, GateLine)),
                            sum(1 for b in baseline.values() if not b.is_calibration))
 
 
 def _benchmark_checks(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
-                      threshold: float) -> list[Finding | Line]:
+                      threshold: float) -> list[Finding | GateLine]:
     """The time, parity, cost, reproducibility and hash checks of one benchmark; the passes as one line, unless
     another check found something or could not be made."""
     reproducible = reproducibility_check(old, new)
@@ -135,7 +135,7 @@ def _benchmark_checks(old: Benchmark, new: Benchmark, timing: Timing | None, lim
               reproducible, hash_check(old, new) if not isinstance(reproducible, Finding) else None]
     checks = [c for c in checks if c is not None]
     if all(isinstance(c, str) for c in checks):
-        return [Line("passed", old.name, "; ".join(checks))]
+        return [GateLine("passed", old.name, "; ".join(checks))]
     return [c for c in checks if not isinstance(c, str)]
 
 
@@ -144,34 +144,34 @@ def _geomean(values: Iterable[float]) -> float:
     return math.exp(sum(logs) / len(logs))
 
 
-def _suite_check(device: str, group: list[Timing], suite_threshold: float) -> Finding | Line:
+def _suite_check(device: str, group: list[Timing], suite_threshold: float) -> Finding | GateLine:
     """A device's suite: the geometric mean of its benchmarks' changes, each listed."""
     change, name = _geomean(t.change for t in group), f"suite[{device}]"
     listed = ", ".join(f"{t.old.name} x{t.change:.2f}" for t in group)
     evidence = f"limit x{1 + suite_threshold:.2f}; geometric mean over {len(group)}: {listed}"
     if change <= 1 + suite_threshold:
-        return Line("passed", name, f"timing x{change:.2f} ({evidence})")
+        return GateLine("passed", name, f"timing x{change:.2f} ({evidence})")
     before = _geomean(t.ratios[0] for t in group)
     return finding(group[0].old, group[0].new, "timing", before, before * change, CALIBRATIONS, suite_threshold,
                    name, confirmation=Status.CONFIRMED, evidence=evidence)
 
 
-def calibration_line(device: str, old: float | None, new: float | None) -> Line:
+def calibration_line(device: str, old: float | None, new: float | None) -> GateLine:
     """The calibration of one device: missing from either file, or its change (information only)."""
     name = f"calibration[{device}]"
     if old is None:
-        return Line("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks are gated")
+        return GateLine("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks are gated")
     if new is None:
-        return Line("not measured", name, f"no calibration benchmark on {device} in the run")
-    return Line("note", name, f"min {fmt(old, 'seconds')} -> {fmt(new, 'seconds')} (x{new / old:.2f}, "
+        return GateLine("not measured", name, f"no calibration benchmark on {device} in the run")
+    return GateLine("note", name, f"min {fmt(old, 'seconds')} -> {fmt(new, 'seconds')} (x{new / old:.2f}, "
                 "the runner's speed now)")
 
 
 def time_check(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
-               threshold: float) -> Finding | Line | str:
+               threshold: float) -> Finding | GateLine | str:
     """Regressed when the calibrated time grew beyond ``limit`` (a factor); not measured without a calibration."""
     if timing is None:
-        return Line("not measured", old.name, f"no calibration on {old.device} in the baseline or the run; its "
+        return GateLine("not measured", old.name, f"no calibration on {old.device} in the baseline or the run; its "
                     f"min {fmt(old.min_s, 'seconds')} cannot be compared")
     (before, after), change = timing.ratios, timing.change
     if change > limit:
@@ -226,7 +226,7 @@ def hash_check(old: Benchmark, new: Benchmark) -> Finding | str | None:
                    f"now {f'{r:.9f}' if is_number(r) else r}")
 
 
-def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Line]:
+def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[GateLine]:
     """One note per reason why image hashes were not compared (another machine class, a class not
     recorded), with how many benchmarks it covers: a fact, never a failure."""
     reasons: dict[str, list[str]] = {}
@@ -234,12 +234,12 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[Line]:
         why = None if old.extra.get("sha256") is None else _not_comparable(old.machine_class, new.machine_class)
         if why:
             reasons.setdefault(why, []).append(old.name)
-    return [Line("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a failure: "
+    return [GateLine("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a failure: "
                  "the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` on this class "
                  "records them)") for why, names in reasons.items()]
 
 
-def cost_check(old: Benchmark, new: Benchmark) -> Finding | Line | str | None:
+def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | None:
     """The run's instruction count against the baseline's (None where neither has one: no claim); a note, never
     a pass, when one side has no count, the counted regions differ, or the machine classes differ."""
     before, after = old.extra.get("instructions"), new.extra.get("instructions")
@@ -254,7 +254,7 @@ def cost_check(old: Benchmark, new: Benchmark) -> Finding | Line | str | None:
     else:
         why = _not_comparable(old.machine_class, new.machine_class)
     if why:
-        return Line("note", old.name, f"cost not compared: {why}")
+        return GateLine("note", old.name, f"cost not compared: {why}")
     change = after / before - 1
     evidence = f"{change:+.2%}, limit +{COST_THRESHOLD:.0%}, counted on {new.extra.get('instructions_workload')}"
     if change > COST_THRESHOLD:

@@ -22,7 +22,7 @@ from detsim.track.gpu.culprit import diverge_argv, read_report
 from detsim.track.gpu.devicetests import pytest_argv, read_collection, read_run
 from detsim.track.gpu.nanobragg import skipped as nanobragg_skipped
 from detsim.track.gpu.nanobragg import time_nanobragg
-from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, Plan
+from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, CheckPlan
 from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command, run_job_step
 from detsim.track.runtime.output import utc_stamp
 
@@ -43,7 +43,7 @@ class Options:
     commit: str | None = None  # the commit, where the checkout has no git to ask
 
 
-def run_check(plan: Plan, options: Options, progress=lambda line: None) -> dict:
+def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> dict:
     """Run the plan's steps under its budget; the record (module docstring). ``progress`` gets one line as each
     step ends (the check's log)."""
     started, stamp = time.monotonic(), utc_stamp()
@@ -136,7 +136,7 @@ def run_check(plan: Plan, options: Options, progress=lambda line: None) -> dict:
     }
 
 
-def child_env(plan: Plan, path: GpuPath | None, root: Path) -> dict[str, str]:
+def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, str]:
     """A step's child's environment: this one with the checkout first on ``PYTHONPATH``, Triton's interpreter on
     for the Triton path on a CPU and off for everything else (a leftover ``TRITON_INTERPRET=1`` would time the
     interpreter on CUDA)."""
@@ -144,13 +144,13 @@ def child_env(plan: Plan, path: GpuPath | None, root: Path) -> dict[str, str]:
     return pinned_env(root, TRITON_INTERPRET="1" if interpret else "0")
 
 
-def parity_spec(plan: Plan, options: Options, path: GpuPath, device: str, threads: int | None) -> dict:
+def parity_spec(plan: CheckPlan, options: Options, path: GpuPath, device: str, threads: int | None) -> dict:
     return {"path": [path.mode, path.dtype], "device": device, "golden_dir": str(options.golden_dir),
             "cases": list(plan.golden_cases) if plan.golden_cases is not None else None,
             "hash_workload": plan.determinism_workload, "threads": threads}
 
 
-def benchmarks_spec(plan: Plan, options: Options) -> dict:
+def benchmarks_spec(plan: CheckPlan, options: Options) -> dict:
     """Every device benchmark on CUDA; on a CPU one small one (P2 at 256², float32), which proves the suite's
     code still runs here."""
     small = plan.device == "cpu"
@@ -158,7 +158,7 @@ def benchmarks_spec(plan: Plan, options: Options) -> dict:
             "dtypes": ["float32"] if small else None}
 
 
-def device_tests(plan: Plan, options: Options, budget: Budget) -> StepResult:
+def device_tests(plan: CheckPlan, options: Options, budget: Budget) -> StepResult:
     """The device-parametrized tests on CUDA; without CUDA, collected only."""
     name = "device tests"
     run = plan.device == "cuda"

@@ -17,7 +17,7 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
-class Rendered:
+class PathRender:
     """A finished render: its image (on the CPU, float64), the image's sha256 and its wall seconds."""
 
     image: object  # numpy array (slow, fast)
@@ -45,7 +45,7 @@ def workload_config(name: str):
     return workload(name).config(config_from_argv)
 
 
-def render(config, path: GpuPath, device: torch.device) -> Rendered:
+def render(config, path: GpuPath, device: torch.device) -> PathRender:
     """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
     from detsim.engine import prepare
     from detsim.engine import render as engine_render
@@ -56,7 +56,7 @@ def render(config, path: GpuPath, device: torch.device) -> Rendered:
     synchronize(device)
     seconds = time.perf_counter() - started
     ours = image.detach().cpu().double().numpy()
-    return Rendered(ours, image_sha256(ours), seconds)
+    return PathRender(ours, image_sha256(ours), seconds)
 
 
 def fused(config, path: GpuPath, device: torch.device) -> bool:

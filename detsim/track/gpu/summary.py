@@ -45,7 +45,7 @@ def _speed(record: dict, steps: dict) -> list[str]:
     unfused = [f"{s['name'].removeprefix('speed ')} on {w}" for s in rows for w, m in s["data"]["workloads"].items()
                if not m["fused"] and not s["name"].startswith("speed eager")]
     if unfused:
-        lines += ["", f"Rendered by the eager code, not the path's fused kernel: {', '.join(unfused)}."]
+        lines += ["", f"PathRender by the eager code, not the path's fused kernel: {', '.join(unfused)}."]
     return lines
 
 

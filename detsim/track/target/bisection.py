@@ -1,7 +1,7 @@
-"""Bisection over a list of commits whose ends are judged: good at the first, bad at the last.
+"""FirstBad over a list of commits whose ends are judged: good at the first, bad at the last.
 
 Input: the commits (oldest first) and a probe that judges one commit good, bad or skip (it does not build,
-or cannot be judged). Output: a :class:`Bisection`: the last good and first bad commit, every step, and the
+or cannot be judged). Output: a :class:`FirstBad`: the last good and first bad commit, every step, and the
 candidates left when skipped commits hide the exact one. Probes go nearest the middle of what is left, so
 a history of N commits takes about log2(N) probes, plus one per skipped commit.
 """
@@ -11,18 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from detsim.track.target.criteria import Judgement, Mark
+from detsim.track.target.criteria import Marking, Mark
 
 
 @dataclass(frozen=True)
 class Step:
     commit: str
     position: int  # its index in the commits bisected (0: the good end)
-    judgement: Judgement
+    judgement: Marking
 
 
 @dataclass(frozen=True)
-class Bisection:
+class FirstBad:
     last_good: str
     first_bad: str
     steps: tuple[Step, ...]
@@ -33,8 +33,8 @@ class Bisection:
         return len(self.candidates) == 1
 
 
-def bisect(commits: Sequence[str], probe: Callable[[str], Judgement],
-           on_step: Callable[[Step, int], None] | None = None) -> Bisection:
+def bisect(commits: Sequence[str], probe: Callable[[str], Marking],
+           on_step: Callable[[Step, int], None] | None = None) -> FirstBad:
     """The first bad commit of ``commits``: ``commits[0]`` is good and ``commits[-1]`` bad, both already
     judged; ``on_step(step, left)`` is told each probe and how many commits are still in question."""
     if len(commits) < 2:
@@ -59,4 +59,4 @@ def bisect(commits: Sequence[str], probe: Callable[[str], Judgement],
             skipped.add(i)
         if on_step is not None:
             on_step(step, hi - lo - 1 - sum(lo < k < hi for k in skipped))
-    return Bisection(commits[lo], commits[hi], tuple(steps), tuple(commits[lo + 1:hi + 1]))
+    return FirstBad(commits[lo], commits[hi], tuple(steps), tuple(commits[lo + 1:hi + 1]))

@@ -1,7 +1,7 @@
 """What makes a commit bad, against the last good one: the criteria of a bisection.
 
 Input: the outcome of the criterion's case at the good commit and at a probed one (:mod:`.outcome`).
-Output: a :class:`Judgement`: a :class:`Mark`, good, bad, or skip (the probe cannot be judged by this
+Output: a :class:`Marking`: a :class:`Mark`, good, bad, or skip (the probe cannot be judged by this
 criterion: a parity criterion on a commit that renders no image), with one line saying why.
 """
 
@@ -37,7 +37,7 @@ class Mark(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Judgement:
+class Marking:
     mark: Mark
     why: str
 
@@ -75,24 +75,24 @@ class Criterion:
             return "its image is not reproduced either"
         return None
 
-    def judge(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
+    def judge(self, good: CaseOutcome, probe: CaseOutcome) -> Marking:
         """Whether ``probe`` is bad against ``good`` (see the module docstring)."""
         if self.kind is Kind.BROKEN:
-            return Judgement(Mark.BAD if probe.status.is_failure else Mark.GOOD, probe.summary())
+            return Marking(Mark.BAD if probe.status.is_failure else Mark.GOOD, probe.summary())
         if probe.status.is_failure:
-            return Judgement(Mark.SKIP, f"cannot be judged: {probe.summary()}")
+            return Marking(Mark.SKIP, f"cannot be judged: {probe.summary()}")
         if self.kind is Kind.CHANGED:
             same = probe.sha256 == good.sha256
-            return Judgement(Mark.GOOD if same else Mark.BAD,
+            return Marking(Mark.GOOD if same else Mark.BAD,
                              f"image {probe.sha256[:12]} {'=' if same else '!='} {good.sha256[:12]}")
         if self.kind is Kind.IRREPRODUCIBLE:
-            return Judgement(Mark.BAD if probe.reproduced is False else Mark.GOOD,
+            return Marking(Mark.BAD if probe.reproduced is False else Mark.GOOD,
                              f"hashes {', '.join(h[:12] for h in probe.hashes)}")
         if self.kind is Kind.SLOWER:
             return self._slower(good, probe)
         return self._parity(good, probe)
 
-    def _slower(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
+    def _slower(self, good: CaseOutcome, probe: CaseOutcome) -> Marking:
         """CPU seconds decide (on a shared machine a process's wall time mostly measures the others'); the
         good commit's are those timed in turns with the probe when there are some."""
         in_turns = probe.baseline_cpu_s is not None
@@ -101,18 +101,18 @@ class Criterion:
         wall_base = probe.baseline_s if in_turns else good.seconds
         wall = f"; wall {probe.seconds:.2f} s against {wall_base:.2f} s" if wall_base else ""
         if base is None or new is None or base <= 0:
-            return Judgement(Mark.SKIP, "no CPU seconds to compare" + wall)
+            return Marking(Mark.SKIP, "no CPU seconds to compare" + wall)
         bad = new > base * (1 + self.percent / 100)
-        return Judgement(Mark.BAD if bad else Mark.GOOD,
+        return Marking(Mark.BAD if bad else Mark.GOOD,
                          f"{new:.3f} CPU s against {base:.3f} ({100 * (new / base - 1):+.1f} %"
                          f"{', timed in turns' if in_turns else ''}){wall}")
 
-    def _parity(self, good: CaseOutcome, probe: CaseOutcome) -> Judgement:
+    def _parity(self, good: CaseOutcome, probe: CaseOutcome) -> Marking:
         new, old = probe.one_minus_r, good.one_minus_r
         if new is None:
-            return Judgement(Mark.BAD, "1 - r is undefined (a constant or non-finite image)")
+            return Marking(Mark.BAD, "1 - r is undefined (a constant or non-finite image)")
         shown = f"1 - r = {new:.3g} (good: {old:.3g})"
         crossed = old <= PARITY_MAX_ONE_MINUS_R < new
         grew = new > self.factor * max(old, ONE_MINUS_R_FLOOR)
         why = " crosses the acceptance line" if crossed else f" grew more than {self.factor:g}-fold" if grew else ""
-        return Judgement(Mark.BAD if crossed or grew else Mark.GOOD, shown + why)
+        return Marking(Mark.BAD if crossed or grew else Mark.GOOD, shown + why)

@@ -17,8 +17,8 @@ from typing import Callable
 from detsim.track.base.commits import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.explain.sides import SideError, commits_between, subject
-from detsim.track.target.bisection import Bisection, Step, bisect
-from detsim.track.target.criteria import Criterion, Judgement, Kind, Mark
+from detsim.track.target.bisection import FirstBad, Step, bisect
+from detsim.track.target.criteria import Criterion, Marking, Kind, Mark
 from detsim.track.target.departure import departure
 from detsim.track.target.probing import Probe, Prober
 from detsim.track.target.spec import TargetSpec
@@ -36,7 +36,7 @@ class Hunt:
     bad: str
     commits: int  # GOOD..BAD, both ends included
     steps: list[dict] = field(default_factory=list)  # every probe, ends included, in order
-    bisection: Bisection | None = None  # None: BAD is not bad
+    bisection: FirstBad | None = None  # None: BAD is not bad
     builds: int = 0
     renders: int = 0
     reused: int = 0
@@ -89,10 +89,10 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
         return result
     probes: dict[str, Probe] = {}
 
-    def judge(commit: str) -> Judgement:
+    def judge(commit: str) -> Marking:
         probe = probes[commit] = prober.at(commit)
         if probe.rendered is None:
-            return Judgement(Mark.SKIP, f"does not build: {probe.build_error}")
+            return Marking(Mark.SKIP, f"does not build: {probe.build_error}")
         return criterion.judge(good_outcome, _one(probe).outcome)
 
     def on_step(step: Step, left: int) -> None:
@@ -123,11 +123,11 @@ def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Probe:
     if probe.rendered is None:
         raise HuntError(f"{name} {commit[:8]} does not build: {probe.build_error}")
     if name == "GOOD":
-        _log(result, say, probe, Judgement(Mark.GOOD, _one(probe).outcome.summary()), name, None)
+        _log(result, say, probe, Marking(Mark.GOOD, _one(probe).outcome.summary()), name, None)
     return probe
 
 
-def _log(result: Hunt, say, probe: Probe, judged: Judgement, label: str, left: int | None) -> None:
+def _log(result: Hunt, say, probe: Probe, judged: Marking, label: str, left: int | None) -> None:
     how = (f"same {probe.reused_by} as {probe.reused_from[:8]}, result reused" if probe.reused_from
            else "not built" if probe.rendered is None else f"built in {probe.build_s:.1f} s, rendered")
     tail = "" if left is None else f"; {left} commit(s) in question"
@@ -142,7 +142,7 @@ def _count(result: Hunt, prober: Prober) -> None:
     result.builds, result.renders, result.reused = prober.builds, prober.renders, prober.reuse.reused
 
 
-def _departure(criterion: Criterion, prober: Prober, bisection: Bisection) -> dict | None:
+def _departure(criterion: Criterion, prober: Prober, bisection: FirstBad) -> dict | None:
     """Where the first bad image departs: from the reference (parity), from the last good image (changed)."""
     bad, good = (next(iter(prober.rendered[c].values())) if c in prober.rendered else None
                  for c in (bisection.first_bad, bisection.last_good))

@@ -2,7 +2,7 @@
 commit with the same sources or installed files (:mod:`.reuse`, the one rule bisection and recording share).
 
 Input: a :class:`~.spec.TargetSpec`, the cases, the processes per render. Output: a :class:`Probe` per commit
-(each case's :class:`~.render.Rendered`, or why the commit did not build), and the counts of builds,
+(each case's :class:`~.render.CaseRender`, or why the commit did not build), and the counts of builds,
 renders and reused results.
 """
 
@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.target.build import Builder, BuildError
-from detsim.track.target.render import Rendered, render_case
+from detsim.track.target.render import CaseRender, render_case
 from detsim.track.target.reuse import Reuse, source_key
 from detsim.track.target.spec import TargetSpec
 
@@ -24,7 +24,7 @@ class Probe:
     """One commit's measurement: rendered, reused from another commit, or not built."""
 
     commit: str
-    rendered: Mapping[str, Rendered] | None = None  # case id -> what it came to; None: not built
+    rendered: Mapping[str, CaseRender] | None = None  # case id -> what it came to; None: not built
     reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
     reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
     build_error: str | None = None
@@ -42,11 +42,11 @@ class Prober:
         self.spec, self.cases, self.runs, self.in_turns = spec, list(cases), runs, in_turns
         self.baseline: Path | None = None  # the first commit's command folder, kept installed when in_turns
         self.builder = Builder(spec, scratch)
-        self.reuse: Reuse[Mapping[str, Rendered]] = Reuse()
+        self.reuse: Reuse[Mapping[str, CaseRender]] = Reuse()
         self.builds = self.renders = 0
-        self.rendered: dict[str, Mapping[str, Rendered]] = {}  # commit -> what it came to, reused or not
+        self.rendered: dict[str, Mapping[str, CaseRender]] = {}  # commit -> what it came to, reused or not
 
-    def recorded(self, commit: str, keys: Sequence[str], rendered: Mapping[str, Rendered]) -> None:
+    def recorded(self, commit: str, keys: Sequence[str], rendered: Mapping[str, CaseRender]) -> None:
         """What an earlier run measured at ``commit`` under ``keys``: its twins here take it, unmeasured."""
         self.reuse.put(commit, rendered, *keys)
 

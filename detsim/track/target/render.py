@@ -43,7 +43,7 @@ LAUNCHER = ("import os, sys\n"
 
 
 @dataclass(frozen=True)
-class Rendered:
+class CaseRender:
     outcome: CaseOutcome
     image: np.ndarray | None  # the first run's image, float64 (slow, fast)
     reference: np.ndarray | None
@@ -68,7 +68,7 @@ def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, 
 
 
 def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
-                baseline: Path | None = None) -> Rendered:
+                baseline: Path | None = None) -> CaseRender:
     """Render ``case`` ``runs`` times, each in a fresh process (see the module docstring). With ``baseline``
     (another installation's command folder) each run is paired with a run of the baseline's command, the two
     going first in turns (the second of two runs finds the files both read in the page cache), and the
@@ -88,7 +88,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
             paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
         run_ = _one_run(spec, case, args, out_name, bin_dir, seed, reference.shape)
         if run_.failed is not None:
-            return Rendered(run_.failed, None, reference, len(done) + len(paired) + 1)
+            return CaseRender(run_.failed, None, reference, len(done) + len(paired) + 1)
         if baseline is not None and not before:
             paired.append(_one_run(spec, case, args, out_name, baseline, seed, reference.shape))
         done.append(run_)
@@ -101,7 +101,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
                           sha256=hashes[0], hashes=hashes, parity=metrics,
                           baseline_s=min(r.seconds for r in paired) if timed else None,
                           baseline_cpu_s=min(r.cpu_s for r in paired) if timed else None)
-    return Rendered(outcome, image, reference, len(done) + len(paired))
+    return CaseRender(outcome, image, reference, len(done) + len(paired))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.merge import merge_rows
 from detsim.track.target.outcome import CaseOutcome
 from detsim.track.target.probing import Prober
-from detsim.track.target.render import Rendered
+from detsim.track.target.render import CaseRender
 from detsim.track.target.spec import TargetSpec
 
 JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
@@ -111,7 +111,7 @@ def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[Gold
     known = {row["commit"]: row for row in earlier}
     for row in earlier:
         if not row["build_error"]:
-            rendered = {case: Rendered(CaseOutcome.from_record(o), None, None, 0) for case, o in row["cases"].items()}
+            rendered = {case: CaseRender(CaseOutcome.from_record(o), None, None, 0) for case, o in row["cases"].items()}
             prober.recorded(row["commit"], row["keys"], rendered)
     window = Window(spec.name)
     for i, commit in enumerate(commits, 1):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base import recording
-from detsim.track.base.recording import RecordError, merge_results
+from detsim.track.base.recording import RecordingError, merge_results
 from detsim.track.history.asvresults import load_result_file
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]
@@ -57,7 +57,7 @@ def test_parts_of_different_recordings_are_refused_and_left_as_they_were(tmp_pat
     first = _file(tmp_path / "first", {"a": [[1.0], [], "v", 1, 1.0]}, {})
     second = _file(tmp_path / "second", {"b": [[1.0], [], "v", 1, 1.0]}, {}, **changes)
     before = first.read_text()
-    with pytest.raises(RecordError, match=f"another recording than .*{named}"):
+    with pytest.raises(RecordingError, match=f"another recording than .*{named}"):
         merge_results(tmp_path / "second", tmp_path / "first")
     assert first.read_text() == before and second.exists()
 
@@ -67,7 +67,7 @@ def test_a_corrupt_part_is_named(tmp_path):
     bad = tmp_path / "second" / "m" / "aaaaaaaa-virtualenv-py3.11.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("{not json")
-    with pytest.raises(RecordError, match="aaaaaaaa-virtualenv-py3.11.json"):
+    with pytest.raises(RecordingError, match="aaaaaaaa-virtualenv-py3.11.json"):
         merge_results(tmp_path / "second", tmp_path / "first")
 
 
@@ -80,7 +80,7 @@ def test_a_merge_that_cannot_write_says_so_in_one_line_and_leaves_every_file_who
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(recording.os, "replace", full)
-    with pytest.raises(RecordError) as raised:
+    with pytest.raises(RecordingError) as raised:
         merge_results(tmp_path / "second", tmp_path / "first")
     assert "\n" not in str(raised.value) and "No space left on device" in str(raised.value)
     assert first.read_text() == before and second.exists()

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.gate.checks import BaselineVerdict, Line, finding, finding_line, hash_check, hash_facts
+from detsim.track.gate.checks import BaselineVerdict, GateLine, finding, finding_line, hash_check, hash_facts
 from detsim.track.gate.results import Benchmark, load_results
 from detsim.track.verdict.finding import Finding
 from gate_files import AMD, BASELINE, DATA, INTEL, SIMULATE, entry, flagged, simulate_entries, verdict_of, \
@@ -123,7 +123,7 @@ def test_an_intel_baseline_does_not_fail_an_amd_run_on_its_hashes(tmp_path):
     verdict = verdict_of(write_variant(tmp_path, _recorded_on(AMD, sha256="0" * 64)))
     assert not flagged(verdict, "determinism")
     notes = [line for line in verdict.lines if line.name == "image hashes"]
-    assert notes == [Line("note", "image hashes", (  # one line for the whole run, never one per benchmark
+    assert notes == [GateLine("note", "image hashes", (  # one line for the whole run, never one per benchmark
         f"not compared for 4 benchmark(s), the machine class differs: cpu_class {INTEL} -> {AMD} (a fact, not a "
         "failure: the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` on this "
         "class records them)"))]
@@ -193,7 +193,7 @@ def _finding(family: str) -> Finding:
     ([], ["parity"], ExitCode.REGRESSED),
 ])
 def test_exit_code_regressed_wins_over_unmeasured(kinds, families, code):
-    verdict = BaselineVerdict(tuple(map(_finding, families)), tuple(Line(k, "x", "") for k in kinds), 1)
+    verdict = BaselineVerdict(tuple(map(_finding, families)), tuple(GateLine(k, "x", "") for k in kinds), 1)
     assert verdict.exit == code
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from detsim.track.cost.counting import not_measured_reason
 from detsim.track.cost.specs import CostSpec, count_spec
-from detsim.track.gate.checks import Line, cost_check, judge
+from detsim.track.gate.checks import GateLine, cost_check, judge
 from detsim.track.gate.results import Benchmark
 from detsim.track.verdict.finding import Finding
 from detsim.track.verdict.thresholds import COST_THRESHOLD
@@ -42,7 +42,7 @@ def test_no_count_on_either_side_is_not_checked():
 def test_a_count_missing_on_one_side_is_a_note_with_the_reason():
     note = "instruction counts not measured: valgrind is not installed (Debian package `valgrind`)"
     run_side = cost_check(bench(10_000_000), bench(instructions_note=note))
-    assert isinstance(run_side, Line) and run_side.kind == "note" and "valgrind" in run_side.text
+    assert isinstance(run_side, GateLine) and run_side.kind == "note" and "valgrind" in run_side.text
     assert cost_check(bench(), bench(10_000_000)).kind == "note"
 
 

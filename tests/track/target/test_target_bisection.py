@@ -8,17 +8,17 @@ import math
 import pytest
 
 from detsim.track.target.bisection import bisect
-from detsim.track.target.criteria import Judgement, Mark
+from detsim.track.target.criteria import Marking, Mark
 
 
 def _probe(first_bad: int, unbuildable=(), seen=None):
-    def probe(commit: str) -> Judgement:
+    def probe(commit: str) -> Marking:
         i = int(commit)
         if seen is not None:
             seen.append(i)
         if i in unbuildable:
-            return Judgement(Mark.SKIP, "does not build")
-        return Judgement(Mark.BAD if i >= first_bad else Mark.GOOD, str(i))
+            return Marking(Mark.SKIP, "does not build")
+        return Marking(Mark.BAD if i >= first_bad else Mark.GOOD, str(i))
     return probe
 
 
