@@ -43,7 +43,7 @@ BENCHMARKS = r"PathThroughput|bench_parity|bench_determinism"
 PARITY_CASE = "w01_nonsquare_detpixels"  # the only golden case with a 120 x 200 image
 HASH_CASE = "w03_nonsquare_xds"  # the only golden case with a 176 x 96 image
 
-# Each plant is appended to detsim/engine.py and wraps the render() of the commit before it.
+# Each plant is appended to detsim/rendering/engine.py and wraps the render() of the commit before it.
 SLOWDOWN = '''
 _render_before_slowdown = render
 
