@@ -158,8 +158,7 @@ def test_modes_and_the_command_come_from_the_facade_or_an_older_commits_modules(
     _plant_old_detsim(monkeypatch, {"engine": {"MODES": ("eager", "compiled")}, "cli": {"main": "old main"}})
     monkeypatch.setattr(common.importlib.metadata, "distributions", lambda: [])  # a tree beside no wheel
     assert common.available_modes("cpu") == ("eager", "compiled") and common.command_main() == "old main"
-    monkeypatch.setitem(sys.modules, "detsim.engine", types.ModuleType("detsim.engine"))  # before modes existed
-    sys.modules["detsim.engine"].__spec__ = importlib.machinery.ModuleSpec("detsim.engine", None)
+    _plant_old_detsim(monkeypatch, {"engine": {}})  # before modes existed
     assert common.available_modes("cpu") == ("eager",) and common.installed("MODES") is None
 
 
