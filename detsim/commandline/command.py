@@ -17,19 +17,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detsim.fileio import safe_write
-from detsim.fileio import images as image_files
-from detsim.model import rng
-from detsim.commandline.to_config import InputError, build_config, parse_with_headers, time_seed
 from detsim.commandline.flags import HELP_FLAGS, ArgumentError, Arguments
 from detsim.commandline.flags import help_text
-from detsim.model.config import ConfigError
-from detsim.rendering.engine import Setup, check_triton, prepare, render
+from detsim.commandline.to_config import InputError, build_config, parse_with_headers, time_seed
+from detsim.diagnostics.pixel_trace import trace_pixels
+from detsim.fileio import images as image_files
+from detsim.fileio import safe_write
 from detsim.host.signals import Terminated, terminate_as_interrupt
+from detsim.model import rng
+from detsim.model.config import ConfigError
 from detsim.model.sources import SourceFileError
 from detsim.model.structure_factors import HKLError
-from detsim.diagnostics.pixel_trace import trace_pixels
 from detsim.model.units import DEG
+from detsim.rendering.engine import Setup, check_triton, prepare, render
 
 EXIT_BAD_INPUT = 2
 

@@ -24,10 +24,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from detsim.fileio import c_numbers
 from detsim.commandline.arguments import ArgumentError, Arguments
-from detsim.model.config import Convention, CrystalShape, Pivot
+from detsim.fileio import c_numbers
 from detsim.host.threads import MAX_THREADS
+from detsim.model.config import Convention, CrystalShape, Pivot
 
 
 class Values:

@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from detsim.fileio import c_numbers
-from detsim.fileio import bounded_read
-from detsim.fileio import images
 from detsim.commandline.flags import Arguments, parse_argv
 from detsim.commandline.flags import cell_with_defaults
+from detsim.fileio import bounded_read
+from detsim.fileio import c_numbers
+from detsim.fileio import images
 from detsim.model.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )

@@ -14,10 +14,10 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from detsim.rendering import lattice_factor
 from detsim.model.config import CrystalShape
-from detsim.rendering.pixel_terms import PixelTerms
+from detsim.rendering import lattice_factor
 from detsim.rendering.paths import BlockTerms, Chunk, accumulate, chunk_blocks, cut, finish, general_terms, scale, start
+from detsim.rendering.pixel_terms import PixelTerms
 
 Observer = Callable[..., None]
 """``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).

@@ -31,10 +31,10 @@ from typing import Iterable, TextIO
 import numpy as np
 import torch
 
-from detsim.model.config import ConfigError, CrystalShape, SimulationConfig
-from detsim.rendering.engine import Setup, prepare, render, restrict_pixels
 from detsim.fileio.safe_write import atomic_write
+from detsim.model.config import ConfigError, CrystalShape, SimulationConfig
 from detsim.model.units import R_E_SQ_M2
+from detsim.rendering.engine import Setup, prepare, render, restrict_pixels
 
 PREFIX = "TRACE_PY"
 JSON_FORMAT = "detsim-trace"

@@ -25,10 +25,10 @@ from typing import BinaryIO, Mapping, Sequence
 import numpy as np
 import torch
 
-from detsim.fileio import c_numbers
 from detsim.fileio import bounded_read
-from detsim.host import memory
+from detsim.fileio import c_numbers
 from detsim.fileio.safe_write import PathLike, Writer, atomic_write
+from detsim.host import memory
 
 __all__ = [
     "float_image_writer",

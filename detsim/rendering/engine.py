@@ -34,17 +34,17 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from detsim.diagnostics.observed_path import OBSERVED, Observer, observed_values
 from detsim.host import memory
 from detsim.host import processes
-from detsim.rendering import paths
+from detsim.host.threads import intra_op_threads, requested, run
 from detsim.model.config import SimulationConfig
 from detsim.model.geometry import pixel_positions
+from detsim.rendering import paths
 from detsim.rendering.interpolation import InterpolationState, scan_edge
 from detsim.rendering.lane_blocks import Projections
-from detsim.diagnostics.observed_path import OBSERVED, Observer, observed_values
 from detsim.rendering.pixel_terms import PixelTerms, pixel_terms
 from detsim.rendering.setup import Setup, layer_offsets, needs_grad, prepare, restrict_pixels
-from detsim.host.threads import intra_op_threads, requested, run
 
 # Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
 # fused inner loop of detsim.rendering.lattice_factor through torch.compile where it applies, "triton" through the Triton

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from detsim.rendering.lattice_factor import lattice_sq
 from detsim.rendering.lane_blocks import Projections, blocks, iteration_index
+from detsim.rendering.lattice_factor import lattice_sq
 from detsim.rendering.pixel_terms import PixelTerms
 from detsim.rendering.setup import Setup
 

@@ -28,13 +28,13 @@ from typing import Callable, Iterator, NamedTuple
 import torch
 from torch import Tensor
 
-from detsim.rendering import lattice_factor
 from detsim.model.config import CrystalShape
+from detsim.model.units import R_E_SQ_M2
+from detsim.rendering import lattice_factor
 from detsim.rendering.interpolation import InterpolationState, allowed
 from detsim.rendering.lane_blocks import Projections, blocks, iteration_index
 from detsim.rendering.pixel_terms import PixelTerms
 from detsim.rendering.setup import Setup, needs_grad
-from detsim.model.units import R_E_SQ_M2
 
 
 class Path(Enum):

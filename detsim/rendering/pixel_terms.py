@@ -14,8 +14,8 @@ import torch
 from torch import Tensor
 
 from detsim.model import physics
-from detsim.rendering.setup import Setup
 from detsim.model.units import ANGSTROM
+from detsim.rendering.setup import Setup
 
 
 @dataclass(frozen=True)

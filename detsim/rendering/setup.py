@@ -24,12 +24,12 @@ from detsim.model.crystal import (
     Lattice, auto_oversample, build_lattice, clip_sizes_to_beam, effective_phi_angles, mosaic_matrices,
     orientations, phi_angles, phi_steps,
 )
-from detsim.rendering.thread_first_sweep import FirstSweep, first_swept, first_sweep_phi_angles, thread_first_pixels, thread_pixels
 from detsim.model.geometry import DetectorGeometry, LabFrame, detector_geometry, lab_frame, pixel_positions
 from detsim.model.sampling import Steps, resolve_mosaic_domains, resolve_thickness
 from detsim.model.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.model.structure_factors import StructureFactors
 from detsim.model.units import ANGSTROM, deg_to_rad, sensor_um_to_m, water_um_to_m
+from detsim.rendering.thread_first_sweep import FirstSweep, first_swept, first_sweep_phi_angles, thread_first_pixels, thread_pixels
 
 
 @dataclass(frozen=True)

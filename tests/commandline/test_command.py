@@ -9,8 +9,8 @@ import pytest
 
 from _tolerances import FLOAT32_VS_FLOAT64_MIN_R
 from conftest import CASES, GOLDEN_DIR
-from detsim.fileio import images as io
 from detsim.commandline.command import main
+from detsim.fileio import images as io
 from helpers import pearson_r
 
 SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32",

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from detsim.commandline.to_config import InputError
 from detsim.commandline.flags import HANDLERS, ArgumentError
-from detsim.model.config import ConfigError
+from detsim.commandline.to_config import InputError
 from detsim.fileio.safe_write import OutputError
+from detsim.model.config import ConfigError
 from detsim.model.sources import SourceFileError
 from detsim.model.structure_factors import HKLError
 

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from _tolerances import F64_ROUNDING, F64_SAME_OPERATIONS
-from detsim.rendering.engine import prepare, render, restrict_pixels
+from detsim.diagnostics.observed_path import OBSERVED, observed_values
 from detsim.model.geometry import pixel_positions
+from detsim.rendering.engine import prepare, render, restrict_pixels
 from detsim.rendering.interpolation import InterpolationState
 from detsim.rendering.lane_blocks import Projections
-from detsim.diagnostics.observed_path import OBSERVED, observed_values
-from detsim.rendering.pixel_terms import pixel_terms
 from detsim.rendering.paths import Path, chunk_values, plan_chunk
+from detsim.rendering.pixel_terms import pixel_terms
 from test_engine import TINY
 
 

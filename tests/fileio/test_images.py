@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from _tolerances import F64_ULPS
-import detsim.fileio.safe_write
 import detsim.fileio.images
 from detsim.fileio.safe_write import OutputError
+import detsim.fileio.safe_write
 from detsim.fileio.images import (
     image_statistics,
     int_image,

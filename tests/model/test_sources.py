@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from detsim.model import sources
 from detsim.fileio.bounded_read import MAX_LINE_BYTES
+from detsim.model import sources
 from detsim.model.sources import SourceFileError, read_source_file
 
 BEAM = (1.0, 0.0, 0.0)

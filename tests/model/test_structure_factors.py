@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from _tolerances import F64_GRADIENT, F64_POLYNOMIAL, F64_ROUNDING, F64_STRUCTURE_FACTOR_ABS, FLOAT32_TRICUBIC
-from detsim.model import structure_factors
 from detsim.fileio.bounded_read import MAX_LINE_BYTES
+from detsim.model import structure_factors
 from detsim.model.structure_factors import HKLError, HKLTable, StructureFactors, read_hkl
 
 GOLDEN_HKL = Path(__file__).parents[1] / "golden" / "g02_hkl_interp" / "P1.hkl"

@@ -15,15 +15,15 @@ from _tolerances import (
     VISIBLE_CHANGE_REL,
 )
 from detsim.host import memory
+from detsim.host import processes
 from detsim.model import physics
 from detsim.rendering import lattice_factor
-from detsim.host import processes
 from detsim.model.config import (
     BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig,
 )
-from detsim.rendering.engine import prepare, render, simulate
 from detsim.model.geometry import pixel_positions
 from detsim.model.units import ANGSTROM, R_E_SQ_M2
+from detsim.rendering.engine import prepare, render, simulate
 
 # A tiny detector that still exercises every sampling axis: 2 layers, 2x2 subpixels, 2 sources,
 # 2 phi steps x 2 mosaic domains, polarization, water, and a dmin that cuts part of it.

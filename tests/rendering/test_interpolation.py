@@ -6,13 +6,13 @@ import numpy as np
 import torch
 
 from detsim.model.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
-from detsim.rendering.engine import prepare, render
-from detsim.rendering.lattice_factor import lattice_sq
 from detsim.model.geometry import pixel_positions
+from detsim.model.structure_factors import HKLTable
+from detsim.rendering.engine import prepare, render
 from detsim.rendering.interpolation import InterpolationState, allowed, scan_edge
 from detsim.rendering.lane_blocks import Projections, iteration_index
+from detsim.rendering.lattice_factor import lattice_sq
 from detsim.rendering.pixel_terms import pixel_terms
-from detsim.model.structure_factors import HKLTable
 
 # A small HKL box (interpolable for |h|, |k|, |l| <= 3) that pixels far from the beam (near pixel (0, 0))
 # leave; N = 2 turns interpolation on.

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from _tolerances import F64_ROUNDING, F64_UNREDUCED_PHASE, GRATING_PEAK_REL, GRATING_ZERO_ABS
-from detsim.rendering import lattice_factor
 from detsim.model.config import CrystalConfig, CrystalShape, SimulationConfig
+from detsim.model.structure_factors import HKLTable
+from detsim.rendering import lattice_factor
 from detsim.rendering.engine import prepare
 from detsim.rendering.lattice_factor import cell, lattice_sq
-from detsim.model.structure_factors import HKLTable
 
 VALUES = np.random.default_rng(1).uniform(10, 100, size=(9, 9, 9))
 TABLE = HKLTable(h_min=-4, k_min=-4, l_min=-4, values=VALUES, count=VALUES.size, source="test")

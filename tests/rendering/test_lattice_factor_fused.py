@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from _tolerances import COMPILED_VS_EAGER_MAX_REL, COMPILED_VS_EAGER_MIN_R, FUSED_KERNEL
-from detsim.rendering import lattice_factor
 from detsim.model.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
+from detsim.rendering import lattice_factor
 from detsim.rendering.engine import MODES, available_modes, prepare, render
 from helpers import pearson_r, to_numpy
 

@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from _tolerances import ALLCLOSE
-from detsim.rendering import lattice_factor
 from detsim.model.config import BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig
-from detsim.rendering.engine import prepare
 from detsim.model.geometry import pixel_positions
+from detsim.model.structure_factors import HKLTable
+from detsim.rendering import lattice_factor
+from detsim.rendering.engine import prepare
 from detsim.rendering.interpolation import InterpolationState
 from detsim.rendering.lane_blocks import Projections
-from detsim.rendering.pixel_terms import pixel_terms
 from detsim.rendering.paths import Path, chunk_values, fusable, plan_chunk
-from detsim.model.structure_factors import HKLTable
+from detsim.rendering.pixel_terms import pixel_terms
 
 # 2 sources x 2 orientations x 2x2 subpixels, one crystal axis with N = 1 (left out of the grating paths).
 CASE = SimulationConfig(

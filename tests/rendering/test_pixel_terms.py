@@ -10,8 +10,8 @@ import torch
 from _tolerances import ALLCLOSE
 from detsim.model import physics
 from detsim.model.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
-from detsim.rendering.engine import prepare
 from detsim.model.geometry import pixel_positions
+from detsim.rendering.engine import prepare
 from detsim.rendering.pixel_terms import first_evaluation, pixel_terms
 
 # 2 sensor layers x 2x2 subpixels x 2 sources, polarization, and a -dmin that cuts part of the detector.

@@ -12,8 +12,8 @@ import torch
 from detsim.model.config import (
     BeamConfig, ConfigError, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
 )
-from detsim.rendering.setup import needs_grad, prepare, restrict_pixels
 from detsim.model.structure_factors import read_hkl
+from detsim.rendering.setup import needs_grad, prepare, restrict_pixels
 
 CONFIG = SimulationConfig(
     crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, mosaic_spread_deg=1.0, mosaic_domains=3),

@@ -13,12 +13,12 @@ import torch
 
 from _tolerances import ALLCLOSE, FLOAT32_IMAGE_REL
 from detsim.commandline.to_config import config_from_argv
+from detsim.diagnostics.observed_path import OBSERVED
 from detsim.model.config import SamplingConfig
 from detsim.model.crystal import effective_phi_angles
 from detsim.rendering.engine import prepare, render, restrict_pixels
-from detsim.rendering.thread_first_sweep import first_sweep_phi_angles, thread_first_pixels, thread_rows
-from detsim.diagnostics.observed_path import OBSERVED
 from detsim.rendering.paths import first_sweep_of
+from detsim.rendering.thread_first_sweep import first_sweep_phi_angles, thread_first_pixels, thread_rows
 
 RECORDED = json.loads((Path(__file__).parents[1] / "data" / "first_sweep_nanobragg.json").read_text())
 
