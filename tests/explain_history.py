@@ -8,9 +8,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # planted changes: (file, old text, new text)
-EXTRA_WORK = ("detsim/rendering/engine.py", "        return render_paths.chunk_values(chunk)\n",
+EXTRA_WORK = ("detsim/rendering/engine.py", "        return paths.chunk_values(chunk)\n",
               "        torch.exp(torch.linspace(0.0, 1.0, 400_000, dtype=torch.float64)).sum()  # planted extra work\n"
-              "        return render_paths.chunk_values(chunk)\n")
+              "        return paths.chunk_values(chunk)\n")
 PHYSICS = ("detsim/model/physics.py", "    factor = 1.0 + cos2t_sq\n", "    factor = 1.0 + 0.9 * cos2t_sq  # planted\n")
 REORDER = ("detsim/model/geometry.py",
            "    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)\n"

@@ -64,9 +64,9 @@ def planted(tmp_path_factory):
     commits = {"base": commit(root, "Base: the project as it is, golden baseline refreshed here")}
     append(root / "README.md", "\nA line of documentation.\n")
     commits["unchanged"] = commit(root, "Docs only")
-    append(root / "detsim" / "engine.py", CHANGE)
+    append(root / "detsim" / "rendering" / "engine.py", CHANGE)
     commits["changed"] = commit(root, "Plant a reproducible change of every image's bits")
-    append(root / "detsim" / "engine.py", VARIES)
+    append(root / "detsim" / "rendering" / "engine.py", VARIES)
     commits["varies"] = commit(root, "Plant images that vary with the process")
 
     hashfile = work / "commits.txt"
