@@ -115,7 +115,7 @@ def svg_bars(rows: list[dict], title: str, top: int = 10) -> str:
 
 
 def short_site(where: str) -> str:
-    """``/tmp/x/detsim/engine.py:12 in render`` -> ``detsim/rendering/engine.py:12 in render``."""
+    """``/tmp/x/detsim/rendering/engine.py:12 in render`` -> ``detsim/rendering/engine.py:12 in render``."""
     match = SITE.match(where or "")
     return f"{match[1]}:{match[2]} in {match[3]}" if match else (where or "?")
 
