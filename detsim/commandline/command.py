@@ -17,12 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from detsim.commandline.flags import HELP_FLAGS, ArgumentError, Arguments
-from detsim.commandline.flags import help_text
+from detsim.commandline.arguments import ArgumentError, Arguments
+from detsim.commandline.flags import HELP_FLAGS, help_text
 from detsim.commandline.to_config import InputError, build_config, parse_with_headers, time_seed
 from detsim.diagnostics.pixel_trace import trace_pixels
-from detsim.fileio import images as image_files
-from detsim.fileio import safe_write
+from detsim.fileio import images as image_files, safe_write
 from detsim.host.signals import Terminated, terminate_as_interrupt
 from detsim.model import rng
 from detsim.model.config import ConfigError

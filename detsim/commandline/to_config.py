@@ -15,11 +15,9 @@ import time
 
 import numpy as np
 
-from detsim.commandline.flags import Arguments, parse_argv
-from detsim.commandline.flags import cell_with_defaults
-from detsim.fileio import bounded_read
-from detsim.fileio import c_numbers
-from detsim.fileio import images
+from detsim.commandline.arguments import Arguments
+from detsim.commandline.flags import cell_with_defaults, parse_argv
+from detsim.fileio import bounded_read, c_numbers, images
 from detsim.model.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )

@@ -25,8 +25,7 @@ from typing import BinaryIO, Mapping, Sequence
 import numpy as np
 import torch
 
-from detsim.fileio import bounded_read
-from detsim.fileio import c_numbers
+from detsim.fileio import bounded_read, c_numbers
 from detsim.fileio.safe_write import PathLike, Writer, atomic_write
 from detsim.host import memory
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from detsim.fileio import bounded_read
-from detsim.fileio import c_numbers
+from detsim.fileio import bounded_read, c_numbers
 from detsim.host import memory
 from detsim.model.config import BeamConfig, SourcePoint, as_float
 from detsim.model.geometry import LabFrame

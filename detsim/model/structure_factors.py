@@ -26,8 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from detsim.fileio import bounded_read
-from detsim.fileio import c_numbers
+from detsim.fileio import bounded_read, c_numbers
 from detsim.host import memory
 
 __all__ = ["HKLError", "HKLTable", "StructureFactors", "read_hkl"]

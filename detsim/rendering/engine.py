@@ -35,8 +35,7 @@ import torch
 from torch import Tensor
 
 from detsim.diagnostics.observed_path import OBSERVED, Observer, observed_values
-from detsim.host import memory
-from detsim.host import processes
+from detsim.host import memory, processes
 from detsim.host.threads import intra_op_threads, requested, run
 from detsim.model.config import SimulationConfig
 from detsim.model.geometry import pixel_positions

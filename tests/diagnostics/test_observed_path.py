@@ -15,7 +15,7 @@ from detsim.rendering.interpolation import InterpolationState
 from detsim.rendering.lane_blocks import Projections
 from detsim.rendering.paths import Path, chunk_values, plan_chunk
 from detsim.rendering.pixel_terms import pixel_terms
-from test_engine import TINY
+from helpers import TINY
 
 
 def test_observer_sees_the_values_that_make_the_image():

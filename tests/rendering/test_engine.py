@@ -14,26 +14,17 @@ from _tolerances import (
     ALLCLOSE, F64_ROUNDING, F64_SUMMATION, FLOAT32_JOB_SIZE_REL, FLOAT32_VS_FLOAT64_MAX_REL, GRADCHECK,
     VISIBLE_CHANGE_REL,
 )
-from detsim.host import memory
-from detsim.host import processes
+from detsim.host import memory, processes
 from detsim.model import physics
-from detsim.rendering import lattice_factor
 from detsim.model.config import (
     BeamConfig, CrystalConfig, CrystalShape, DetectorConfig, SamplingConfig, SimulationConfig,
 )
 from detsim.model.geometry import pixel_positions
 from detsim.model.units import ANGSTROM, R_E_SQ_M2
+from detsim.rendering import lattice_factor
 from detsim.rendering.engine import prepare, render, simulate
-
-# A tiny detector that still exercises every sampling axis: 2 layers, 2x2 subpixels, 2 sources,
-# 2 phi steps x 2 mosaic domains, polarization, water, and a dmin that cuts part of it.
-TINY = SimulationConfig(
-    crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, Na=3, Nb=3, Nc=3,
-                          misset_deg=(10, 20, 30), mosaic_spread_deg=1.0, mosaic_domains=2, water_um=0.5),
-    beam=BeamConfig(hdivrange_mrad=4, hdivsteps=2, polarization_kahn=0.9),
-    detector=DetectorConfig(fpixels=4, spixels=3, pixel_mm=4.0, distance_mm=40, thick_um=200, thicksteps=2),
-    sampling=SamplingConfig(oversample=2, osc_deg=2, phisteps=2, phi0_deg=3),
-)
+from helpers import TINY  # a tiny detector that still exercises every sampling axis: 2 layers, 2x2 subpixels,
+# 2 sources, 2 phi steps x 2 mosaic domains, polarization, water (and the dmin some tests add cut part of it)
 
 
 def reference_image(setup) -> np.ndarray:
