@@ -3,7 +3,7 @@
 Workloads are those of :mod:`detsim.track.base.workloads` (``detsim-track speed`` times nanoBragg.c on the
 same command lines): P1 (1024², 1 step), P2 (200 steps per pixel, on 256² instead of 1024² so that a
 round takes under a second: ``P2@256``, the name ``extra_info.workload`` records) and P4096 (4096², 1 step).
-Paths: every mode of ``detsim.engine.MODES`` that runs on the device, in float64 and float32. Test ids
+Paths: every mode of ``detsim.rendering.engine.MODES`` that runs on the device, in float64 and float32. Test ids
 keep the base name (``test_path[cpu-float64-P2-eager]``), so the baseline matches by name. Eager CPU
 paths also record the instructions of one render of a small variant (``COUNTED``; bench/conftest.py).
 
@@ -21,8 +21,8 @@ import torch
 import detsim
 from conftest import Rounds, apply_fault, record_instructions, run_info, synchronized
 from detsim.track.cost.specs import CostSpec
-from detsim.argconfig import config_from_argv
-from detsim.engine import MODES, available_modes
+from detsim.commandline.to_config import config_from_argv
+from detsim.rendering.engine import MODES, available_modes
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
 from detsim.track.base.workloads import WORKLOADS

@@ -10,7 +10,6 @@ slow start, not a slow engine. The command runs with one OpenMP thread, like the
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import CASES, THREADS, clock_with_children
+from .common import CASES, THREADS, clock_with_children, command_main
 
 CASE = "a01_cubic_mosflm_center"
 
@@ -34,7 +33,7 @@ class DetsimCommand:
     version = "1"
 
     def setup(self):
-        if importlib.util.find_spec("detsim.cli") is None:
+        if command_main() is None:
             raise NotImplementedError("this commit has no detsim command")
         self.command = Path(sys.executable).with_name("detsim")
         if not self.command.exists():

@@ -50,7 +50,7 @@ class InstructionCounts:
         if "not measured" in counts:
             raise NotImplementedError(counts["not measured"])
         if workload not in counts:
-            raise NotImplementedError("this commit has no detsim.cli.build_config")
+            raise NotImplementedError(common.NO_ARGUMENT_READER)
 
     def track_instructions(self, counts, workload):
         return counts[workload]

@@ -3,7 +3,13 @@
 asv imports this file from the working tree while the *installed* detsim is the commit being measured,
 so everything here must work with every detsim since the package's first commit. APIs newer than that
 are feature-detected; where one is missing the benchmark raises ``NotImplementedError``, which asv
-records as a skip rather than a failure.
+records as a skip rather than a failure. The installed detsim is reached through its public facade
+(``detsim.config_from_argv``, ``detsim.simulate``, ``detsim.MODES``, ``detsim.available_modes``, the
+configuration types) and its ``detsim`` command through its console-script entry point; a commit from before
+the facade lacks those names, and only then are its flat modules of that time looked up, by names built at
+run time (``OLD_PACKAGE`` + a leaf: ``argconfig``, ``engine``, ``cli``, ``argv``) so that the tools that
+rewrite module names after a move leave them as those commits had them (:func:`installed`,
+:func:`command_main`, :func:`config_from_args`).
 
 The suite's own facts (Pearson r, the image hash and its fingerprint, the machine class and its golden
 baselines, the workloads, the golden cases, how an instruction count is made) are those of the working
@@ -25,6 +31,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import gc
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -211,12 +218,69 @@ def workload_config(workload: workloads.Workload):
     )
 
 
+# -- the installed detsim ------------------------------------------------------------------------
+#
+# Today's detsim is reached through its public facade: ``detsim.config_from_argv``, ``detsim.MODES``,
+# ``detsim.available_modes``, ``detsim.simulate`` and the configuration types, and its ``detsim`` command
+# through the console-script entry point the installed commit declares. Commits from before the facade kept
+# these in flat modules, which is where the fallbacks below look, only when the facade lacks a name. Their
+# names are built at run time from ``OLD_PACKAGE`` and a leaf (``_old_module("argconfig")``), never written
+# as dotted names: the tools that rewrite references after a module move must leave them alone, as they are
+# the names those commits had.
+
+OLD_PACKAGE = "detsim."
+# facade name -> the flat module of older commits that defined it
+OLD_HOMES = {"config_from_argv": "argconfig", "MODES": "engine", "available_modes": "engine"}
+NO_ARGUMENT_READER = "this commit reads no nanoBragg argument lists"  # the package's first commit
+
+
+def _old_module(leaf: str) -> ModuleType | None:
+    """An older commit's flat module ``detsim.<leaf>``, imported, or None where the installed detsim has none."""
+    name = OLD_PACKAGE + leaf
+    return importlib.import_module(name) if importlib.util.find_spec(name) is not None else None
+
+
+def _in_facade(name: str) -> bool:
+    """Whether the installed detsim's facade offers ``name``, without importing what defines it."""
+    import detsim
+
+    return name in dir(detsim)
+
+
+def installed(name: str):
+    """``detsim.<name>`` of the installed commit: the facade's, else its older flat module's (None if neither)."""
+    import detsim
+
+    if _in_facade(name):
+        return getattr(detsim, name)
+    module = _old_module(OLD_HOMES[name])
+    return getattr(module, name, None) if module is not None else None
+
+
+def command_main():
+    """The installed commit's ``detsim`` command as a function (``main(argv) -> exit code``), or None.
+
+    The console-script entry point the commit declares names it; where that module is not importable here
+    (a tree on ``sys.path`` beside another installed version) an older commit's flat ``cli`` module is used.
+    """
+    declared = [entry for dist in importlib.metadata.distributions() for entry in dist.entry_points
+                if entry.group == "console_scripts" and entry.name == "detsim"]  # a stale build's too: tried in turn
+    for entry in declared:
+        try:
+            found = importlib.util.find_spec(entry.module) is not None
+        except ModuleNotFoundError:  # its parent package is not in this tree
+            found = False
+        if found:
+            return entry.load()
+    old = _old_module("cli")
+    return getattr(old, "main", None) if old is not None else None
+
+
 def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | None = None):
     """``detsim.simulate``; ``mode`` is passed only to commits that have execution modes."""
     import detsim
-    from detsim import engine  # a submodule: ``import detsim`` alone may not have imported it
 
-    if mode is None or (mode == "eager" and not hasattr(engine, "MODES")):
+    if mode is None or (mode == "eager" and installed("MODES") is None):
         image = detsim.simulate(config, device=device, dtype=dtype)
     else:
         image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)
@@ -226,36 +290,36 @@ def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | No
 
 def available_modes(device: str = "cpu") -> tuple[str, ...]:
     """The execution modes the installed detsim can run on ``device`` here ("eager" before modes existed)."""
-    from detsim import engine
-
-    if hasattr(engine, "available_modes"):
-        return tuple(engine.available_modes(device))
-    return tuple(getattr(engine, "MODES", ("eager",)))
+    available = installed("available_modes")
+    if available is not None:
+        return tuple(available(device))
+    return tuple(installed("MODES") or ("eager",))
 
 
 # -- golden cases --------------------------------------------------------------------------------
 
 def reads_arguments() -> bool:
-    """Whether the installed detsim reads nanoBragg argument lists (its first commit did not)."""
-    return any(importlib.util.find_spec(name) is not None for name in ("detsim.argconfig", "detsim.cli"))
+    """Whether the installed detsim reads nanoBragg argument lists (its first commit did not); imports nothing
+    of it beyond the package."""
+    return _in_facade("config_from_argv") or any(importlib.util.find_spec(OLD_PACKAGE + leaf) is not None
+                                                 for leaf in ("argconfig", "cli"))
 
 
 def config_from_args(argv: list[str]):
     """A configuration from a nanoBragg argument list, read the way the commit's ``detsim`` reads it:
-    ``detsim.argconfig.config_from_argv`` where the commit has it, else its ``detsim.cli`` functions.
+    ``detsim.config_from_argv`` where the commit has it (the facade, or the flat ``argconfig`` module of
+    older commits), else the functions of the oldest commits' flat ``cli`` and ``argv`` modules.
 
-    Raises NotImplementedError for commits with neither (the first one); a module that exists but
+    Raises NotImplementedError for commits with none of them (the first one); a module that exists but
     fails to import is an error of that commit.
     """
-    if importlib.util.find_spec("detsim.argconfig") is not None:
-        from detsim.argconfig import config_from_argv
-
-        return config_from_argv(argv)
-    if importlib.util.find_spec("detsim.cli") is None:
-        raise NotImplementedError("this commit has no detsim.cli.build_config")
-    from detsim import cli
-    from detsim.argv import parse_argv
-
+    reader = installed("config_from_argv")
+    if reader is not None:
+        return reader(argv)
+    cli = _old_module("cli")
+    if cli is None:
+        raise NotImplementedError(NO_ARGUMENT_READER)
+    parse_argv = _old_module("argv").parse_argv
     args = parse_argv(argv)
     if getattr(args, "img_file", None) is not None or getattr(args, "mask_file", None) is not None:
         initial, mask = cli.header_arguments(args.img_file, args.mask_file)
@@ -300,7 +364,7 @@ def golden_renders() -> dict:
         pin_threads()
         out = {"holds_for": holds_for(), "cases": {}, "skip": None}
         if not reads_arguments():
-            out["skip"] = "this commit has no detsim.cli.build_config"  # every track of every case skips
+            out["skip"] = NO_ARGUMENT_READER  # every track of every case skips
             return out
         for case in CASES:
             try:
@@ -393,9 +457,9 @@ def noise_sha256(case) -> str | None:
     ``-seed`` (the random stream a second run must repeat); None otherwise, or where the commit has no
     ``detsim`` command. Outputs go to a scratch folder, never the case's."""
     args = list(case.args)
-    if "-noisefile" not in args or "-seed" not in args or importlib.util.find_spec("detsim.cli") is None:
+    main = command_main() if "-noisefile" in args and "-seed" in args else None
+    if main is None:
         return None
-    from detsim.cli import main
 
     with tempfile.TemporaryDirectory(prefix="detsim-noise-") as scratch:
         for i, token in enumerate(args[:-1]):

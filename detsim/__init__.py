@@ -3,6 +3,19 @@
     >>> import detsim
     >>> cfg = detsim.SimulationConfig(crystal=detsim.CrystalConfig(cell=(100, 100, 100, 90, 90, 90), default_F=100))
     >>> image = detsim.simulate(cfg, device="cpu", dtype=torch.float64)   # (slow, fast) tensor
+    >>> cfg = detsim.config_from_argv(["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100"])
+
+This module is the public facade: the configuration types, ``config_from_argv`` (a nanoBragg argument list ->
+a configuration, as the ``detsim`` command reads it), ``prepare``/``render``/``simulate`` and the execution
+modes (``MODES``, ``available_modes``). The tracking suite and the benchmarks use these names. The parts:
+
+    detsim.commandline   the ``detsim`` command: flags, arguments, argument list -> configuration
+    detsim.fileio        image formats, safe output, bounded input, numbers read as C reads them
+    detsim.model         configuration, units, geometry, crystal, sources, structure factors, random streams
+    detsim.rendering     the engine: prepare, render, the execution paths and the lattice factor's kernels
+    detsim.diagnostics   per-pixel traces and the observed path they read
+    detsim.host          memory, worker threads and processes, signals
+    detsim.track         the tracking suite (which the rest never imports)
 
 See README.md for the command line and the tracking suite.
 """
@@ -15,8 +28,9 @@ __version__ = "0.1.0"
 # the package (the tracking suite's commands, a fresh interpreter reading a config) does not import torch
 _EXPORTS = {
     **dict.fromkeys(["BeamConfig", "ConfigError", "Convention", "CrystalConfig", "CrystalShape", "DetectorConfig",
-                     "Pivot", "SamplingConfig", "SimulationConfig", "SourcePoint"], "detsim.config"),
-    **dict.fromkeys(["prepare", "render", "simulate"], "detsim.engine"),
+                     "Pivot", "SamplingConfig", "SimulationConfig", "SourcePoint"], "detsim.model.config"),
+    **dict.fromkeys(["MODES", "available_modes", "prepare", "render", "simulate"], "detsim.rendering.engine"),
+    "config_from_argv": "detsim.commandline.to_config",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -8,11 +8,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # planted changes: (file, old text, new text)
-EXTRA_WORK = ("detsim/engine.py", "        return render_paths.chunk_values(chunk)\n",
+EXTRA_WORK = ("detsim/rendering/engine.py", "        return paths.chunk_values(chunk)\n",
               "        torch.exp(torch.linspace(0.0, 1.0, 400_000, dtype=torch.float64)).sum()  # planted extra work\n"
-              "        return render_paths.chunk_values(chunk)\n")
-PHYSICS = ("detsim/physics.py", "    factor = 1.0 + cos2t_sq\n", "    factor = 1.0 + 0.9 * cos2t_sq  # planted\n")
-REORDER = ("detsim/geometry.py",
+              "        return paths.chunk_values(chunk)\n")
+PHYSICS = ("detsim/model/physics.py", "    factor = 1.0 + cos2t_sq\n", "    factor = 1.0 + 0.9 * cos2t_sq  # planted\n")
+REORDER = ("detsim/model/geometry.py",
            "    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)\n"
            "    pos = pos.addcmul_(sdet[:, None, :, None], geom.sdet)\n",
            "    pos = torch.addcmul(layer_origin[None, :, None, :], sdet[:, None, :, None], geom.sdet)\n"

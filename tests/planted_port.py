@@ -45,7 +45,7 @@ def main():
                     and open(os.path.join(d.path, "args.txt")).read().split() == args)
         image = np.fromfile(os.path.join(case.path, "image.bin"), "<f4")
     else:
-        from detsim.cli import main as detsim
+        from detsim.commandline.command import main as detsim
         code = detsim(args)
         if code:
             return code

@@ -43,7 +43,7 @@ BENCHMARKS = r"PathThroughput|bench_parity|bench_determinism"
 PARITY_CASE = "w01_nonsquare_detpixels"  # the only golden case with a 120 x 200 image
 HASH_CASE = "w03_nonsquare_xds"  # the only golden case with a 176 x 96 image
 
-# Each plant is appended to detsim/engine.py and wraps the render() of the commit before it.
+# Each plant is appended to detsim/rendering/engine.py and wraps the render() of the commit before it.
 SLOWDOWN = '''
 _render_before_slowdown = render
 
@@ -92,11 +92,11 @@ def planted(tmp_path_factory):
     commits["base"] = _commit(root, "Base: the project as it is, golden baseline refreshed here")
     _append(root / "README.md", "\nA line of documentation.\n")
     commits["unchanged"] = _commit(root, "Docs only")
-    _append(root / "detsim" / "engine.py", SLOWDOWN)
+    _append(root / "detsim" / "rendering" / "engine.py", SLOWDOWN)
     commits["slowdown"] = _commit(root, "Plant a 2x slowdown")
-    _append(root / "detsim" / "engine.py", PARITY_BREAK)
+    _append(root / "detsim" / "rendering" / "engine.py", PARITY_BREAK)
     commits["parity"] = _commit(root, f"Plant a parity break in {PARITY_CASE}")
-    _append(root / "detsim" / "engine.py", HASH_CHANGE)
+    _append(root / "detsim" / "rendering" / "engine.py", HASH_CHANGE)
     commits["hash"] = _commit(root, f"Plant a bitwise change in {HASH_CASE}")
     _append(root / "README.md", "\nAnother line of documentation.\n")
     commits["unchanged_tip"] = _commit(root, "Docs only, again")

@@ -12,8 +12,8 @@ import torch
 
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_CASES
-from detsim.argconfig import config_from_argv
-from detsim.engine import prepare, render
+from detsim.commandline.to_config import config_from_argv
+from detsim.rendering.engine import prepare, render
 from detsim.track.base.metrics import passes_parity
 from helpers import pearson_r, to_numpy
 

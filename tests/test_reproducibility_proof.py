@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 MACHINE = "planted-repro"
 BENCHMARKS = r"bench_determinism|bench_reproducibility"
 
-# Each plant is appended to detsim/engine.py and wraps the render() of the commit before it.
+# Each plant is appended to detsim/rendering/engine.py and wraps the render() of the commit before it.
 CHANGE = '''
 _render_before_change = render
 
@@ -64,9 +64,9 @@ def planted(tmp_path_factory):
     commits = {"base": commit(root, "Base: the project as it is, golden baseline refreshed here")}
     append(root / "README.md", "\nA line of documentation.\n")
     commits["unchanged"] = commit(root, "Docs only")
-    append(root / "detsim" / "engine.py", CHANGE)
+    append(root / "detsim" / "rendering" / "engine.py", CHANGE)
     commits["changed"] = commit(root, "Plant a reproducible change of every image's bits")
-    append(root / "detsim" / "engine.py", VARIES)
+    append(root / "detsim" / "rendering" / "engine.py", VARIES)
     commits["varies"] = commit(root, "Plant images that vary with the process")
 
     hashfile = work / "commits.txt"
@@ -114,7 +114,7 @@ def test_explain_names_the_planted_op_of_the_varyingcommit(planted):
                           timeout=900)
     assert done.returncode == 1, done.stdout + done.stderr
     answer = (out / "answer.md").read_text()
-    assert "first differ at #" in answer and "op aten.mul.Tensor at detsim/engine.py:" in answer, answer
+    assert "first differ at #" in answer and "op aten.mul.Tensor at detsim/rendering/engine.py:" in answer, answer
     assert "in render: DIVERGED" in answer and "a Python value computed differently in the two runs" in answer, answer
     assert "refresh the baselines with" not in answer, answer
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 5
 TIMED = Target("bench_engine.PathThroughput.track_ns_per_pixel_step", ("P2", "eager", "float64", "cpu"))
 COUNTED = CostSpec("P1@64")
-ENGINE = Path("detsim") / "engine.py"
+ENGINE = Path("detsim") / "rendering" / "engine.py"
 RENDER = "    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels, mode=mode)\n"
 EXTRA_WORK = ("    torch.exp(torch.linspace(0.0, 1.0, 13_000, dtype=torch.float64)).sum()"
               "  # planted: extra computation\n")

@@ -58,7 +58,7 @@ def tracked(tmp_path_factory):
     for n in (1, 2, 3):
         append(root / "README.md", f"\nA line of documentation ({n}).\n")
         commits[f"docs{n}"] = commit(root, f"Docs only ({n})")
-    append(root / "detsim" / "engine.py", SLOWDOWN)
+    append(root / "detsim" / "rendering" / "engine.py", SLOWDOWN)
     commits["slow"] = commit(root, "Plant a time-only slowdown of every 1-step render")
     env = {**env, "RECENT": str(len(commits)), "ASV_MACHINE": MACHINE}
     done = subprocess.run(["bash", ".ci/track"], cwd=root, env=env, capture_output=True, text=True, timeout=3600)

@@ -24,7 +24,7 @@ if _STARTING:
 import argparse  # noqa: E402 - after the handler above: Ctrl-C while these load exits quietly
 import importlib  # noqa: E402
 
-from detsim.signals import Terminated, terminate_as_interrupt  # noqa: E402
+from detsim.host.signals import Terminated, terminate_as_interrupt  # noqa: E402
 
 if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also for a program that imports this
     signal.signal(signal.SIGINT, signal.default_int_handler)

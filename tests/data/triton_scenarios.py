@@ -24,8 +24,8 @@ def detsim_triton_mode():
     import torch
 
     import detsim
-    from detsim.argconfig import config_from_argv
-    from detsim.engine import MODES
+    from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import MODES
 
     if "triton" not in MODES:
         return None

@@ -9,16 +9,19 @@ suite beside it, as asv does at an old commit.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 import torch
 
 import detsim
-from detsim.argconfig import config_from_argv
+from detsim import config_from_argv
+from detsim.commandline.command import main as detsim_main
 from detsim.track.base.callgrind import not_measured_reason
 from detsim.track.base.golden import find_case, golden_dir, load_cases
 from detsim.track.base.hashing import image_sha256
@@ -39,7 +42,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "")
 sys.path[:0] = [sys.argv[1], sys.argv[2]]  # the planted detsim first, then the checkout (for benchmarks/)
 from benchmarks import bench_determinism, bench_parity, common
 imported_detsim = "detsim" in sys.modules
-reads = common.reads_arguments()  # looks for detsim.argconfig and detsim.cli: imports the planted detsim
+reads = common.reads_arguments()  # looks for the facade and older commits' modules: imports the planted detsim
 print(json.dumps({
     "imported_detsim": imported_detsim, "reads": reads, "skip": common.golden_renders()["skip"],
     "detsim": sys.modules["detsim"].__file__, "track": sorted(m for m in sys.modules if m.startswith("detsim.")),
@@ -71,7 +74,7 @@ def common():
 def fixed_seed(monkeypatch):
     """nanoBragg's default misset seed is the clock (unused with an explicit -misset): pin it to the
     dataclass default, so that two readings of one command line compare equal."""
-    monkeypatch.setattr("detsim.argconfig.time_seed", lambda: 0)
+    monkeypatch.setattr("detsim.commandline.to_config.time_seed", lambda: 0)
 
 
 def test_the_suite_loads_the_working_trees_base_beside_a_detsim_without_the_tracking_suite(tmp_path):
@@ -85,7 +88,7 @@ def test_the_suite_loads_the_working_trees_base_beside_a_detsim_without_the_trac
     found = json.loads(done.stdout)
     assert not found["imported_detsim"]  # loading the base imported no detsim at all
     assert found["detsim"] == str(planted / "detsim" / "__init__.py") and found["track"] == []
-    assert not found["reads"] and found["skip"] == "this commit has no detsim.cli.build_config"
+    assert not found["reads"] and found["skip"] == _import("benchmarks.common").NO_ARGUMENT_READER
     base = ROOT / "detsim" / "track" / "base"
     assert found["base"] == {f"_detsim_track_base.{m}": str(base / f"{m}.py")
                              for m in ("golden", "metrics", "provenance", "callgrind")}
@@ -108,23 +111,55 @@ def test_a_fresh_interpreter_renders_through_the_suite_with_only_import_detsim_d
     assert done.stdout.strip() == "(8, 8)"
 
 
-def test_config_from_args_prefers_argconfig_and_falls_back_to_the_cli(common, fixed_seed, monkeypatch):
+def _plant_old_detsim(monkeypatch, modules: dict[str, dict]) -> types.ModuleType:
+    """An older commit's ``detsim`` in ``sys.modules``: no facade, the flat modules ``modules`` (leaf -> names)."""
+    package = types.ModuleType("detsim")
+    package.__path__ = []  # a package with no folder: any other submodule is absent
+    package.__spec__ = importlib.machinery.ModuleSpec("detsim", None, is_package=True)
+    monkeypatch.setitem(sys.modules, "detsim", package)
+    for leaf, names in modules.items():
+        name = "detsim." + leaf  # built, as common.py builds it: an older commit's module name
+        module = types.ModuleType(name)
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        vars(module).update(names)
+        monkeypatch.setitem(sys.modules, name, module)
+    return package
+
+
+def test_config_from_args_prefers_the_facade_and_falls_back_to_older_commits_modules(common, fixed_seed,
+                                                                                      monkeypatch):
     args = list(find_case(PLAIN_CASE, golden_dir(ROOT)).args)
     expected = config_from_argv(args)
     calls = []
-    monkeypatch.setattr("detsim.argconfig.config_from_argv", lambda argv: calls.append(argv) or expected)
+    monkeypatch.setattr(detsim, "config_from_argv", lambda argv: calls.append(argv) or expected, raising=False)
+    assert common.reads_arguments()
     assert common.config_from_args(args) is expected and calls == [args]
     monkeypatch.undo()
-    monkeypatch.setattr("detsim.argconfig.time_seed", lambda: 0)
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(common.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "detsim.argconfig" else find_spec(name, *a))
-    assert common.reads_arguments()
-    assert common.config_from_args(args) == expected  # the older commits' route
-    monkeypatch.setattr(common.importlib.util, "find_spec", lambda name, *a: None)
+    # a commit with the flat argument reader
+    _plant_old_detsim(monkeypatch, {"argconfig": {"config_from_argv": lambda argv: ("argconfig", argv)}})
+    assert common.reads_arguments() and common.config_from_args(args) == ("argconfig", args)
+    monkeypatch.undo()
+    # the oldest commits that read argument lists: the command's own functions
+    parsed = []
+    cli = {"build_config": lambda a, mask=None: ("cli", a, mask), "header_arguments": None}
+    _plant_old_detsim(monkeypatch, {"cli": cli, "argv": {"parse_argv": lambda argv, initial=None: parsed.append(argv)
+                                                        or types.SimpleNamespace(img_file=None, mask_file=None)}})
+    assert common.reads_arguments() and common.config_from_args(args)[0] == "cli" and parsed == [args]
+    monkeypatch.undo()
+    _plant_old_detsim(monkeypatch, {})  # the first commit
     assert not common.reads_arguments()
     with pytest.raises(NotImplementedError):
         common.config_from_args(args)
+
+
+def test_modes_and_the_command_come_from_the_facade_or_an_older_commits_modules(common, monkeypatch):
+    assert common.available_modes("cpu") == tuple(detsim.available_modes("cpu"))
+    assert common.command_main() is detsim_main
+    _plant_old_detsim(monkeypatch, {"engine": {"MODES": ("eager", "compiled")}, "cli": {"main": "old main"}})
+    monkeypatch.setattr(common.importlib.metadata, "distributions", lambda: [])  # a tree beside no wheel
+    assert common.available_modes("cpu") == ("eager", "compiled") and common.command_main() == "old main"
+    _plant_old_detsim(monkeypatch, {"engine": {}})  # before modes existed
+    assert common.available_modes("cpu") == ("eager",) and common.installed("MODES") is None
 
 
 def test_the_engine_workloads_built_from_dataclasses_are_their_command_lines(common, fixed_seed):

@@ -1,6 +1,6 @@
 """The package's layering and the suite's one-definition rule, checked on the source itself.
 
-* the core (``detsim/*.py``) never imports the tracking suite;
+* the core (``detsim/`` and its sub-packages but ``track``) never imports the tracking suite;
 * every suite fact has one home in ``detsim/track/base`` (the acceptance line, Pearson r, the exit codes,
   sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
 * every suite module has a test file of its own, mirroring its place in the package;
@@ -112,7 +112,14 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
+CORE = sorted(p for p in PACKAGE.rglob("*.py") if TRACK not in p.parents)  # detsim/ and its sub-packages but track
+
+
+def test_the_core_is_its_sub_packages():
+    assert len(CORE) > 30 and {p.parent.name for p in CORE} >= {"detsim", "model", "rendering"}
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_core_never_imports_the_suite(path):
     leaks = sorted(name for name in _imports(path) if name == "detsim.track" or name.startswith("detsim.track."))
     assert not leaks, f"{path.relative_to(ROOT)} imports {leaks}"
@@ -193,8 +200,8 @@ def test_the_base_rule_sees_lazy_absolute_and_parent_imports(tmp_path):
     planted.write_text("import json, os.path\nimport numpy as np\nfrom .hashing import sha256_bytes\n"
                        "from . import golden\nfrom collections import abc\nimport torch\n"
                        "from detsim.track.base.hashing import image_sha256\nfrom ..runtime import output\n"
-                       "def f():\n    import detsim.argconfig\n    from triton import jit\n")
-    assert _outside_base(planted) == ["torch", "detsim.track.base.hashing", "..runtime", "detsim.argconfig",
+                       "def f():\n    import detsim.commandline.to_config\n    from triton import jit\n")
+    assert _outside_base(planted) == ["torch", "detsim.track.base.hashing", "..runtime", "detsim.commandline.to_config",
                                       "triton"]
 
 

@@ -2,7 +2,7 @@
 
 Every child is started in a session of its own (so its whole group can be killed) and killed by the kernel
 should this process die (``PR_SET_PDEATHSIG``, Linux); past its time limit, or on Ctrl-C or SIGTERM (which the
-commands turn into KeyboardInterrupt: :mod:`detsim.signals`), its group is killed and reaped before the
+commands turn into KeyboardInterrupt: :mod:`detsim.host.signals`), its group is killed and reaped before the
 interrupt goes on.
 
 A **job** (:func:`run_job`) is ``python -P -m detsim.track.base.fresh ENTRY JOB RESULT``: ``module:function``

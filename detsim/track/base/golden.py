@@ -3,7 +3,7 @@
 A case is a folder holding ``args.txt`` (one nanoBragg command line; the input files it names are relative to
 the folder) and ``image.bin`` (raw float32 little-endian, (slow, fast)); ``tests/golden/manifest.json`` lists
 the project's cases in order, with their shapes. A configuration is built by a reader of argument lists the
-caller passes (``detsim.argconfig.config_from_argv``, or an older commit's): this module imports no detsim.
+caller passes (``detsim.commandline.to_config.config_from_argv``, or an older commit's): this module imports no detsim.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class GoldenCase:
 
     def config(self, read: Callable[[list[str]], Any]):
         """The case's configuration as ``read`` builds it from the case's arguments, in the case's folder
-        (``read(argv)``: ``detsim.argconfig.config_from_argv`` builds what the ``detsim`` command does)."""
+        (``read(argv)``: ``detsim.commandline.to_config.config_from_argv`` builds what the ``detsim`` command does)."""
         with working_directory(self.folder):
             return read(list(self.args))
 

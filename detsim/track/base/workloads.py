@@ -42,7 +42,7 @@ class Workload:
         return args + ["-nonoise", "-nopgm", "-noprogress"]
 
     def config(self, read: Callable[[list[str]], Any]):
-        """The configuration ``read`` (``detsim.argconfig.config_from_argv``) builds from :meth:`argv`."""
+        """The configuration ``read`` (``detsim.commandline.to_config.config_from_argv``) builds from :meth:`argv`."""
         return read(self.argv())
 
     def resized(self, pixels: int) -> "Workload":

@@ -40,7 +40,7 @@ def render(case: GoldenCase, mode: str = EAGER):
     import torch
 
     import detsim
-    from detsim.argconfig import config_from_argv
+    from detsim.commandline.to_config import config_from_argv
 
     return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=torch.float64, mode=mode)
 
@@ -63,7 +63,7 @@ def failure_text(exc: BaseException) -> str:
 def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
     """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
     (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
-    from detsim import engine
+    from detsim.rendering import engine
 
     if mode not in engine.available_modes(DEVICE):
         raise NotImplementedError(f"this detsim has no {mode} path on the {DEVICE}")

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--devices", nargs="+", default=None,
                         help="devices (default: cpu, plus cuda when torch sees one)")
     parser.add_argument("--modes", nargs="+", default=None,
-                        help="execution modes (default: every entry of detsim.engine.MODES)")
+                        help="execution modes (default: every entry of detsim.rendering.engine.MODES)")
     parser.add_argument("--grad", action="append", default=[], metavar="PARAM",
                         help="also hash d(image.sum())/d(PARAM), e.g. detector.distance_mm or crystal.cell[0]")
     parser.add_argument("--chunk-pixels", type=positive_int, default=None,
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     """A copy of ``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
-    from detsim.engine import MODES
+    from detsim.rendering.engine import MODES
 
     no_targets = not args.cases and not args.nanobragg and not args.call
     return argparse.Namespace(**{

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from detsim.inputs import MISSING, REGULAR_FILE, what_is
+from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
 from detsim.track.commands import refuse
 from detsim.track.base.fresh import HERE
 from detsim.track.base.counts import count, positive_int
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="arguments for -m/--script (put them after --)")
     parser.add_argument("--device", default="cpu", help="device for --case/--nanobragg/--call (default cpu)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float64", help="dtype (default float64)")
-    parser.add_argument("--mode", default="eager", help="detsim execution mode (see detsim.engine.MODES)")
+    parser.add_argument("--mode", default="eager", help="detsim execution mode (see detsim.rendering.engine.MODES)")
     parser.add_argument("--grad", action="append", default=[], metavar="PARAM",
                         help="also run the backward pass of image.sum() w.r.t. PARAM (e.g. detector.distance_mm)")
     parser.add_argument("--chunk-pixels", type=positive_int, default=None, help="engine chunk size (default automatic)")

@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from detsim.inputs import DIRECTORY, MISSING, what_is
+from detsim.fileio.bounded_read import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, OutputError, atomic_directory, check_place

@@ -14,7 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from detsim.inputs import what_is
+from detsim.fileio.bounded_read import what_is
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.commands import refuse
 from detsim.track.gpu.check import STEP_KINDS, Options, run_check

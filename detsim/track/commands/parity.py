@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from detsim.inputs import DIRECTORY, what_is
+from detsim.fileio.bounded_read import DIRECTORY, what_is
 from detsim.track.runtime.devices import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse

@@ -24,7 +24,7 @@ from detsim.track.runtime.output import OutputError, add_report_options, atomic_
 from detsim.track.base.provenance import repo_root
 from detsim.track.runtime.process import environment
 from detsim.track.base.workloads import WORKLOADS, Workload
-from detsim.threads import MAX_THREADS
+from detsim.host.threads import MAX_THREADS
 from detsim.track.speed.measure import (
     PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, nanobragg_row,
 )
@@ -38,7 +38,7 @@ SCOPES = (RENDER, PROCESS)
 
 
 def thread_count(text: str) -> int:
-    """An argparse type: a thread count detsim accepts (1 to :data:`detsim.threads.MAX_THREADS`)."""
+    """An argparse type: a thread count detsim accepts (1 to :data:`detsim.host.threads.MAX_THREADS`)."""
     value = positive_int(text)
     if value > MAX_THREADS:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_THREADS}, got {text}")

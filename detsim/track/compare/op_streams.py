@@ -93,7 +93,7 @@ def runs_sentence(commit: str, case: str, axis: Axis, report: RecordComparison) 
 
 
 def in_package(where: str) -> str:
-    """A call site with the folder of the exported package dropped (``detsim/engine.py:180 in render``)."""
+    """A call site with the folder of the exported package dropped (``detsim/rendering/engine.py:180 in render``)."""
     return PACKAGE_PREFIX.sub("", where)
 
 

@@ -30,7 +30,7 @@ class CostSpec:
         """Python code that builds ``_config`` (uncounted)."""
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        read = "import detsim\nfrom detsim.argconfig import config_from_argv\n"
+        read = "import detsim\nfrom detsim.commandline.to_config import config_from_argv\n"
         if reduced(self.workload) is not None:
             return (f"{read}from detsim.track.base.workloads import reduced\n"
                     f"_config = reduced({self.workload!r}).config(config_from_argv)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from detsim.inputs import MISSING, REGULAR_FILE, what_is
+from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.hashing import sha256_file
 from detsim.track.runtime.output import atomic_write_text
 

@@ -1,7 +1,7 @@
 """What grew between two commits: self ``Ir`` per function (callgrind), and aten ops per Python call site.
 
 C++ template names are shortened to the kernel they run (:func:`short_name`; the full name stays in the JSON).
-Op call sites are shown from the package folder on (``detsim/render_paths.py:88 in _accumulate``) and matched
+Op call sites are shown from the package folder on (``detsim/rendering/paths.py:88 in _accumulate``) and matched
 between commits without their line numbers (lines shift). Op counts are deterministic: no timings.
 """
 
@@ -115,13 +115,13 @@ def svg_bars(rows: list[dict], title: str, top: int = 10) -> str:
 
 
 def short_site(where: str) -> str:
-    """``/tmp/x/detsim/engine.py:12 in render`` -> ``detsim/engine.py:12 in render``."""
+    """``/tmp/x/detsim/rendering/engine.py:12 in render`` -> ``detsim/rendering/engine.py:12 in render``."""
     match = SITE.match(where or "")
     return f"{match[1]}:{match[2]} in {match[3]}" if match else (where or "?")
 
 
 def site_key(where: str) -> str:
-    """A call site without its line number: ``detsim/engine.py in render``."""
+    """A call site without its line number: ``detsim/rendering/engine.py in render``."""
     match = SITE.match(where or "")
     return f"{match[1]} in {match[3]}" if match else (where or "?")
 

@@ -15,7 +15,7 @@ JOBS = ("image", "ops", "trace")
 
 def config_of(workload: str, golden: Path | None):
     """The configuration of a reduced reference workload (``P1@64``) or of a golden case id."""
-    from detsim.argconfig import config_from_argv
+    from detsim.commandline.to_config import config_from_argv
     from detsim.track.base.workloads import reduced
 
     reference = reduced(workload)
@@ -50,7 +50,7 @@ def run(job: dict) -> dict:
         render(config)  # warm-up: lazy imports and caches are not counted
         out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")
     elif job["job"] == "trace":
-        from detsim.trace import trace_pixels
+        from detsim.diagnostics.pixel_trace import trace_pixels
 
         with open(out, "w") as handle:
             trace_pixels(config, [tuple(job["pixel"])], out=handle)

@@ -1,4 +1,4 @@
-"""Proof that the Triton kernel (:mod:`detsim.triton_kernels`) uses no atomics: it is compiled for a CUDA target
+"""Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: it is compiled for a CUDA target
 and its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX ``atom.``/``red.``). A kernel
 without them sums each pixel in one program, in one order, so its results cannot depend on which program runs
 first. Compiling needs no GPU (Triton's own LLVM and ptxas); on a CUDA device the target is that device's."""
@@ -45,7 +45,7 @@ def atomics_job(job: dict) -> dict:
     searched too (``launched``): the very code that runs."""
     from triton.backends.compiler import GPUTarget
 
-    from detsim import triton_kernels
+    from detsim.rendering import lattice_factor_triton as triton_kernels
 
     if job["device"] == "cuda":
         from triton.runtime import driver

@@ -4,7 +4,7 @@ each image's sha256 (for the CUDA-against-CPU comparison) and one render of the 
 hash is the second process of the path's determinism).
 
 The compiled and Triton paths run their own kernel only where a case is fusable
-(:func:`detsim.render_paths.fusable`); elsewhere they run the eager path's code, so such a case is listed as
+(:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's code, so such a case is listed as
 ``eager_code`` and not rendered again: the eager path's parity is its parity."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def parity_job(job: dict) -> dict:
     """``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
     name or None, "threads" (CPU only), "deadline_s"}. Cases not started before the deadline are listed under
     ``not_run``."""
-    from detsim.argconfig import config_from_argv
+    from detsim.commandline.to_config import config_from_argv
 
     started = time.monotonic()
     path = GpuPath(*job["path"])

@@ -15,7 +15,7 @@ from detsim.track.base.workloads import WORKLOADS, Workload, reduced
 
 @dataclass(frozen=True)
 class GpuPath:
-    """One execution mode (``detsim.engine.MODES``) in one dtype."""
+    """One execution mode (``detsim.rendering.engine.MODES``) in one dtype."""
 
     mode: str
     dtype: str  # "float64" or "float32"

@@ -68,8 +68,8 @@ class CaseRun:
 def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseRun:
     """Render one case and compare it with its reference; any exception while reading or rendering it makes
     it an "error" case (the report goes on)."""
-    from detsim.argconfig import config_from_argv
-    from detsim.engine import prepare, render
+    from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import prepare, render
 
     result: dict = {"id": case.id, "dir": str(case.folder), "args": list(case.args)}
     try:
@@ -101,7 +101,7 @@ def _reference(case: GoldenCase, shape: tuple[int, int]) -> np.ndarray:
 
 def worst_pixel_trace(run: CaseRun) -> tuple[str, list[str]]:
     """detsim's trace of the worst pixel of a rendered case: (file name, its lines)."""
-    from detsim.trace import trace_records
+    from detsim.diagnostics.pixel_trace import trace_records
 
     s, f = run.result["worst"]["s"], run.result["worst"]["f"]
     with working_directory(Path(run.result["dir"])):

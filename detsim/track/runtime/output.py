@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from detsim.files import atomic_write
+from detsim.fileio.safe_write import atomic_write
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:

@@ -51,13 +51,13 @@ class Target:
             return f"{self.kind} targets have no {mode!r} mode"
         if self.kind == "callable":
             return None
-        import detsim.engine as engine
+        import detsim.rendering.engine as engine
 
         available = getattr(engine, "available_modes", None)
         if available is not None and mode not in available(device):
             hint = " (Triton's interpreter needs TRITON_INTERPRET=1 set before detsim is imported)" \
                 if mode == "triton" and not device.startswith("cuda") else ""
-            return f"detsim.engine.available_modes({device!r}) does not list {mode!r}{hint}"
+            return f"detsim.rendering.engine.available_modes({device!r}) does not list {mode!r}{hint}"
         return None
 
 
@@ -83,8 +83,8 @@ def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_p
 
 def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
                        grads: tuple[str, ...], chunk_pixels: int | None) -> Target:
-    from detsim.argconfig import config_from_argv
-    from detsim.engine import MODES
+    from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import MODES
 
     try:
         with working_directory(case_dir):
@@ -95,7 +95,7 @@ def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_di
         _read_param(config, path)  # fail early on a bad parameter name
 
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
-        from detsim.engine import simulate
+        from detsim.rendering.engine import simulate
 
         cfg, params = config, {}
         for path in grads:

@@ -54,7 +54,7 @@ def _timed(job: dict) -> dict:
 
 def cpu_seconds() -> float:
     """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
-    (:mod:`detsim.processes`) are reaped before it returns."""
+    (:mod:`detsim.host.processes`) are reaped before it returns."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -75,8 +75,8 @@ def render_job(job: dict) -> dict:
     import torch
 
     import detsim
-    from detsim.argconfig import config_from_argv
-    from detsim.engine import prepare, render
+    from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import prepare, render
     from detsim.track.base.workloads import Workload
 
     torch.set_num_threads(job["threads"])

@@ -29,7 +29,7 @@ NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
 PROCESS, RENDER = "process", "render"  # the scopes of a row
 RENDER_JOB = "detsim.track.speed.jobs:render_job"  # what a detsim render run executes in its own process
 PROCESS_JOB = "detsim.track.speed.jobs:process_job"  # the timer of a whole program
-DETSIM_COMMAND = [sys.executable, "-m", "detsim.cli"]  # the ``detsim`` command, run by this interpreter
+DETSIM_COMMAND = [sys.executable, "-m", "detsim.commandline.command"]  # the ``detsim`` command, run by this interpreter
 
 
 def _row(workload: Workload, program: str, scope: str, threads: int, dtype: str, command: list[str],

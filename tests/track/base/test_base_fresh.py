@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.signals import Terminated, terminate_as_interrupt
+from detsim.host.signals import Terminated, terminate_as_interrupt
 from detsim.track.base import fresh
 from detsim.track.base.fresh import PINNED, ChildError, Conversation, last_line, pinned_env, run, run_job, start
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import GOLDEN_DIR, MANIFEST
-from detsim.argconfig import config_from_argv, read_matrix_file
+from detsim.commandline.to_config import config_from_argv, read_matrix_file
 from detsim.track.base.golden import (
     ENV_VAR, GoldenCase, GoldenError, case_ids, discover, find_case, golden_dir, load_cases, working_directory,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from detsim.argconfig import config_from_argv
-from detsim.engine import prepare
+from detsim.commandline.to_config import config_from_argv
+from detsim.rendering.engine import prepare
 from detsim.track.base.workloads import DETECTOR_MM, WORKLOADS, Workload, reduced
 
 

@@ -107,7 +107,7 @@ def test_planted_extra_work_tops_the_profile_diff(planted, tmp_path):
     assert any(k in record["details"]["top_function"] for k in ("linspace_kernel", "dExp", "exp_kernel"))
     top_op = record["details"]["top_op"]
     assert top_op["op"] in ("aten.exp.default", "aten.linspace.default")
-    assert top_op["site"].startswith("detsim/engine.py:") and top_op["site"].endswith(" in _render")
+    assert top_op["site"].startswith("detsim/rendering/engine.py:") and top_op["site"].endswith(" in _render")
     assert (out / "cost-P1@64" / "profile_diff.svg").read_text().startswith("<svg")
 
 

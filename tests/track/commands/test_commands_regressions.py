@@ -622,7 +622,7 @@ sys.exit(main(["regressions", "--repo", {repo!r}, "--out-root", {out!r}]))
 """
 
 
-@pytest.mark.parametrize("module", ["detsim.signals", "detsim.track.commands.regressions",
+@pytest.mark.parametrize("module", ["detsim.host.signals", "detsim.track.commands.regressions",
                                     "detsim.track.verdict.analysis"])
 def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path, module):
     import sys

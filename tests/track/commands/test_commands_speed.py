@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from detsim.cli import main as detsim_main
+from detsim.commandline.command import main as detsim_main
 from detsim.track.base.provenance import cpu_model, vector_flags
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cli import main

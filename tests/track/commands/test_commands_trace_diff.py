@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-import detsim.engine
-import detsim.trace as trace
+import detsim.rendering.engine
+import detsim.diagnostics.pixel_trace as trace
 from detsim.track.cli import main as track_main
 from helpers import config_from_args
 
@@ -74,12 +74,12 @@ def test_planted_sign_flip_in_the_scattering_vector_is_named_first(tmp_path, cle
 
 def test_planted_half_pixel_shift_is_named_first(tmp_path, clean, capsys, monkeypatch):
     """An engine whose subpixel positions are off by half a pixel along fdet: pixel_pos diverges first."""
-    original = detsim.engine.pixel_positions
+    original = detsim.rendering.engine.pixel_positions
 
     def shifted(geom, *args, **kwargs):
         return original(geom, *args, **kwargs) + 0.5 * geom.pixel_m * geom.fdet
 
-    monkeypatch.setattr(detsim.engine, "pixel_positions", shifted)
+    monkeypatch.setattr(detsim.rendering.engine, "pixel_positions", shifted)
     planted = _log()
     monkeypatch.undo()
     code, out = _diff(tmp_path, clean, planted, capsys=capsys)

@@ -80,7 +80,7 @@ def test_a_python_value_that_differs_is_named_with_both_values_and_the_site_insi
     b = record(_scaled, X, 1.25, label="case", fill=1)
     said = runs_sentence("0123456789abcdef", "s01", AXES["process"], compare_records(a, b))
     assert "its argument `other` is 1.5 in run A and 1.25 in run B: a Python value computed differently" in said
-    assert in_package("../../tmp/detsim-explain-x/0123/detsim/engine.py:180 in render") == "detsim/engine.py:180 in render"
+    assert in_package("../../tmp/detsim-explain-x/0123/detsim/rendering/engine.py:180 in render") == "detsim/rendering/engine.py:180 in render"
     assert in_package("tests/mydetsim/x.py:3 in f") == "tests/mydetsim/x.py:3 in f"
 
 

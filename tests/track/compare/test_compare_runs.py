@@ -107,7 +107,7 @@ def test_an_absent_device_is_reported_as_skipped():
 
 
 def test_every_engine_mode_is_an_axis_and_unavailable_ones_are_skipped():
-    from detsim.engine import MODES
+    from detsim.rendering.engine import MODES
 
     calls = []
 
@@ -177,7 +177,7 @@ def test_isolated_runs_agree_with_in_process_runs():
 
 @pytest.mark.slow
 def test_golden_cases_in_every_mode_repeat_bit_for_bit():
-    from detsim.engine import MODES, available_modes
+    from detsim.rendering.engine import MODES, available_modes
 
     targets = [resolve_case("c02"), resolve_case("o01")]
     matrix = run_matrix(targets, devices=["cpu"], dtypes=["float64", "float32"], modes=list(available_modes("cpu")),

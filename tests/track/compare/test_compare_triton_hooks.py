@@ -60,7 +60,7 @@ def test_deterministic_triton_kernels_have_no_divergence(triton_reports):
     assert report["first"] is None and report["diverged"] is False and report["counts"]["kernel"] == 1
     engine = triton_reports["detsim_triton"]
     if engine is None:
-        pytest.skip("detsim.engine has no triton mode")
+        pytest.skip("detsim.rendering.engine has no triton mode")
     assert engine["diverged"] is False and engine["counts"]["kernel"] >= 1
 
 

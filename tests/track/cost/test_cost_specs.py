@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import detsim
-from detsim.argconfig import config_from_argv
+from detsim.commandline.to_config import config_from_argv
 from detsim.track.base.golden import find_case
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cost.specs import CostSpec

@@ -88,9 +88,9 @@ def test_the_diff_puts_the_new_op_first_with_its_call_site():
 
 
 def test_sites_match_across_folders_and_lines():
-    where = "/tmp/a/detsim/engine.py:12 in render"
-    assert short_site(where) == "detsim/engine.py:12 in render"
-    assert site_key(where) == site_key("/other/detsim/engine.py:99 in render") == "detsim/engine.py in render"
+    where = "/tmp/a/detsim/rendering/engine.py:12 in render"
+    assert short_site(where) == "detsim/rendering/engine.py:12 in render"
+    assert site_key(where) == site_key("/other/detsim/rendering/engine.py:99 in render") == "detsim/rendering/engine.py in render"
     old = [{"op": "aten.add.Tensor", "site": "detsim/e.py:1 in f", "calls": 1, "elements": 8}]
     new = [{"op": "aten.add.Tensor", "site": "detsim/e.py:5 in f", "calls": 1, "elements": 8}]
     assert diff_ops(old, new) == []

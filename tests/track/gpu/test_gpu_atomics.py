@@ -10,7 +10,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-from detsim import triton_kernels  # noqa: E402
+from detsim.rendering import lattice_factor_triton as triton_kernels  # noqa: E402
 from detsim.track.gpu.atomics import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge  # noqa: E402
 from detsim.track.gpu.steps import StepStatus  # noqa: E402
 

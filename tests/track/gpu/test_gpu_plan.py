@@ -2,7 +2,7 @@
 
 import pytest
 
-from detsim.engine import MODES
+from detsim.rendering.engine import MODES
 from detsim.track.gpu.plan import PATHS, REFERENCE_PATH, dry_plan, full_plan, path_named, workload
 
 

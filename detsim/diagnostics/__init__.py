@@ -1,0 +1,5 @@
+"""Diagnostics: the intermediate values of a render, for finding why two images differ.
+
+In: a configuration and chosen pixels. Out: ``TRACE_PY`` lines and records (``pixel_trace``), taken through
+the observed path (``observed_path``): the GENERAL maths path with a hook called between its steps.
+"""
