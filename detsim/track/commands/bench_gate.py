@@ -8,10 +8,10 @@ import math
 from pathlib import Path
 
 from detsim.track.commands import refuse
-from detsim.track.gate.checks import BaselineVerdict, finding_line, judge
-from detsim.track.gate.results import GateInputError, load_results
-from detsim.track.verdict.screen import LABEL_ORDER
-from detsim.track.verdict.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
+from detsim.track.judge.bench import BaselineVerdict, finding_line, judge
+from detsim.track.judge.bench import GateInputError, load_results
+from detsim.track.judge.text import LABEL_ORDER
+from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
 
 HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, cost, image sha256"
 

@@ -1,5 +1,5 @@
-"""Detection on synthetic series: exact families, image hashes (against a stored baseline, or commit to commit
-without one), steps confirmed by the rank test, and the step fit and rank test themselves."""
+"""detsim.track.judge.detection: each family's rule; instruction counts are their own family, judged exactly
+against their 2 % threshold."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.verdict.analysis import Report, determinism_note, judge
-from detsim.track.verdict.detection import (
-    COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, segments, u_counts,
-)
-from detsim.track.verdict.finding import Finding, Status
-from detsim.track.verdict.analysis import judgement_of
-from detsim.track.verdict.lines import finding_text, report_lines
-from detsim.track.history.series import Point, Series, family_of
+from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, \
+    segments, u_counts
+from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.history import Point, Series, family_of
+from detsim.track.judge.text import finding_text, report_lines
+from detsim.track.judge.verdict import Report, determinism_note, judge, judgement_of
+
 
 pytest.importorskip("asv", reason="noisy series use asv's step detection (pip install -e '.[dev]')")
 
@@ -280,3 +279,35 @@ def test_the_threshold_sets_the_penalty_of_a_step():
     assert len(segments([1.0, 1.0, 1.0, 1.0, 1.3], 0.5)) == 2  # log 1.3 > log 1.5 / 2
     assert len(segments([1.0, 1.0, 1.0, 1.0, 1.2], 0.5)) == 1  # log 1.2 < log 1.5 / 2
     assert len(segments([1.0, 1.0, 1.3, 1.0, 1.0], 0.5)) == 1  # one commit between two steps: twice the penalty
+
+
+NAME = "bench_cost.InstructionCounts.track_instructions"
+
+
+def _cost_series(values, threshold=0.02) -> Series:
+    points = tuple(Point(commit=f"c{i:07d}", value=v) for i, v in enumerate(values))
+    return Series(env="e", name=NAME, params="(workload='P1@64')", family="cost", unit="instructions",
+                  threshold=threshold, points=points)
+
+
+def test_an_instructions_track_is_a_cost_not_a_noisy_track():
+    assert family_of(NAME, {"type": "track", "unit": "instructions"}) == "cost"
+    assert family_of("bench_x.T.track_other", {"type": "track", "unit": "cases"}) == "track"
+
+
+def test_a_three_percent_rise_at_one_commit_is_a_regression_at_that_commit():
+    finding = detect(_cost_series([11_300_000, 11_301_000, 11_299_000, 11_640_000]), 0, {}, {})
+    assert finding is not None and finding.last_good == "c0000002" and finding.first_bad == "c0000003"
+    assert finding.old == 11_299_000 and finding.new == 11_640_000
+    assert "exact" in finding.detail["evidence"]
+    assert "11,299,000 instructions -> 11,640,000 instructions" in finding_text(finding.record())
+
+
+def test_spread_within_the_threshold_and_a_fall_are_not():
+    assert detect(_cost_series([11_300_000, 11_310_000, 11_295_000, 11_320_000]), 0, {}, {}) is None
+    assert detect(_cost_series([11_300_000, 10_000_000]), 0, {}, {}) is None
+
+
+def test_a_creep_is_found_once_it_passes_the_threshold_over_the_best():
+    finding = detect(_cost_series([100, 101, 102, 103]), 0, {}, {})
+    assert finding is not None and finding.first_bad == "c0000003" and finding.last_good == "c0000002"

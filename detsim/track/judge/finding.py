@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from detsim.track.history.series import Series
+from detsim.track.judge.history import Series
 
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
 

@@ -1,13 +1,13 @@
-"""detsim.track.verdict.thresholds: the one table, and asv.conf.json holding the same values."""
+"""detsim.track.judge.thresholds: the one table, and asv.conf.json holding the same values."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from _tolerances import PARITY_MIN_R
-from detsim.track.history.jsonc import load_config
-from detsim.track.history.series import FAMILY_ORDER
-from detsim.track.verdict import thresholds
+from detsim.track.judge.history import load_config
+from detsim.track.judge.history import FAMILY_ORDER
+from detsim.track.judge import thresholds
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from detsim.track.history.series import Series
-from detsim.track.verdict.finding import Finding, Status
+from detsim.track.judge.history import Series
+from detsim.track.judge.finding import Finding, Status
 
 
 def _series(family: str, case: str | None = None) -> Series:

@@ -1,29 +1,88 @@
 """The verdict on a project's stored history, by docs/tracking.md's rules: :func:`analyse` reads what each
 machine recorded (``results/asv/<machine>/``, ``results/hashes/``, ``results/baselines/``) and returns one
 :class:`Judgement`: a :class:`Report` per machine (what regressed at its latest recorded commit, what was
-measured there, and the history the status page draws) and, for several machines, where they agree. A
-single machine is a fleet of one. ``Judgement.as_json()`` is ``verdict.json``, which every view reads.
+measured there, why the rest was skipped, and the history the status page draws) and, for several machines,
+where they agree. A single machine is a fleet of one. ``Judgement.as_json()`` is ``verdict.json``, kept at
+``<reports>/<STAMP>/verdict.json`` (with ``verdict.txt`` beside it) and ``<reports>/latest``, a link to the folder
+of the latest verdict, swapped in atomically once both files are written. Views (``detsim-track publish``,
+``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's judgement.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.runtime.output import json_number, utc_stamp
+from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.base.reproducibility import EAGER_AXES
-from detsim.track.history.asvresults import load_recorded, recorded_machines
-from detsim.track.verdict.detection import Finding, class_cut, detect
-from detsim.track.verdict.skips import Skipped, group_skips
-from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.history.jsonc import ResultsError
-from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
-from detsim.track.history.series import FAMILY_ORDER, Series, build_series, param_values
+from detsim.track.judge.detection import class_cut, detect
+from detsim.track.judge.finding import Finding
+from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
+    first_commit_cut, load_recorded, param_values, recorded_machines, resolve_first_commits, subjects
+from detsim.track.runtime.output import json_number, utc_stamp
+
+HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
+# are judged as determinism where none is stored)
+
+
+@dataclass(frozen=True)
+class Reason:
+    one: str  # what was skipped, one of them ("image hash")
+    many: str  # ... several ("image hashes")
+    why: str  # why, in a few words
+
+
+NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
+NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
+TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
+NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
+UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
+
+
+def skip_reason(series: Series, class_baseline: bool) -> Reason:
+    """Why ``series`` was skipped; ``class_baseline``: whether a baseline of this machine's class is stored."""
+    params = param_values(series.params)
+    if params.get("device") == "cuda":
+        return NO_CUDA
+    if params.get("mode") == "triton":
+        return TRITON_ON_CPU
+    if series.family in HASH_FAMILIES and not class_baseline:
+        return NO_BASELINE
+    if series.family == "cost":
+        return NO_VALGRIND
+    return UNKNOWN
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The series skipped at the latest commit for one reason."""
+
+    reason: Reason
+    labels: tuple[str, ...]  # benchmark and parameters of each
+
+    def text(self) -> str:
+        """``54 image hashes (no baseline for this machine class)``."""
+        count = len(self.labels)
+        return f"{count} {self.reason.one if count == 1 else self.reason.many} ({self.reason.why})"
+
+    def record(self) -> dict:
+        return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
+
+
+def group_skips(skipped: Iterable[Series], class_baseline: bool) -> tuple[Skipped, ...]:
+    """The skipped series by reason, the largest group first (the unknown reason last)."""
+    groups: dict[Reason, list[str]] = {}
+    for series in skipped:
+        groups.setdefault(skip_reason(series, class_baseline), []).append(series.label)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] == UNKNOWN, -len(item[1]), item[0].many))
+    return tuple(Skipped(reason, tuple(labels)) for reason, labels in ordered)
 
 
 @dataclass(frozen=True)
@@ -135,9 +194,6 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
             regressions.append(finding)
     regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
     return AtLatest(regressions, unmeasured, skipped, measured)
-
-
-HASH_FAMILIES = ("determinism", "hash count")  # findings that compare images' bits (fingerprints are judged as determinism)
 
 
 def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
@@ -398,3 +454,66 @@ def judgement_of(reports: Mapping[str, Report], failed: Mapping[str, str] | None
     code = worst(*(r.exit for r in reports.values()), *[ExitCode.UNMEASURED] * bool(failed))
     return Judgement(reports=reports, failed=failed, agreement=tuple(agreement_lines(reports)) if several else (),
                      facts=tuple(fleet_facts(reports)) if several else (), exit=code)
+
+
+COMMAND = "detsim-track regressions"  # the "report" field of verdict.json
+TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
+LATEST = "latest"  # the link, in the reports folder, to the latest verdict's folder
+MACHINE_FIELDS = ("machine", "latest", "commits", "notes", "exit")  # what every view reads of a machine's verdict
+
+
+class VerdictError(Exception):
+    """A verdict that cannot be read or used (one line naming the file)."""
+
+
+def check_latest(reports: Path) -> None:
+    """Refuse (:class:`VerdictError`) before the work when ``reports/latest`` is something other than this
+    command's link, which is never replaced."""
+    link = reports / LATEST
+    if os.path.lexists(link) and not link.is_symlink():
+        raise VerdictError(f"{link}: exists and is not the link to the latest verdict; refusing to replace it")
+
+
+def point_latest(folder: Path) -> None:
+    """Make ``folder.parent/latest`` point at ``folder`` (a new link renamed over the old one: atomic)."""
+    link = folder.parent / LATEST
+    new = folder.parent / f".{LATEST}.{os.getpid()}"
+    new.unlink(missing_ok=True)
+    os.symlink(folder.name, new)
+    try:
+        os.replace(new, link)
+    except OSError:
+        new.unlink(missing_ok=True)
+        raise
+
+
+def latest_file(reports: Path) -> Path:
+    """The latest verdict's JSON file under ``reports``."""
+    return reports / LATEST / JSON_FILE
+
+
+def read_verdict(path: Path) -> dict:
+    """The verdict stored at ``path``, checked to be one (:class:`VerdictError`, one line, otherwise)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise VerdictError(f"{path}: no verdict there (run `{COMMAND}` first)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise VerdictError(f"{path}: unreadable ({getattr(exc, 'strerror', None) or exc})") from None
+    if not isinstance(data, dict) or data.get("report") != COMMAND:
+        raise VerdictError(f"{path}: not a verdict of `{COMMAND}`")
+    machines = data.get("machines") if "machines" in data else {data.get("machine"): data}
+    if not isinstance(machines, dict) or not machines or not all(
+            isinstance(m, str) and isinstance(r, dict) and isinstance(r.get("regressions"), list)
+            for m, r in machines.items()):
+        raise VerdictError(f"{path}: not a verdict of `{COMMAND}` (no machine's findings)")
+    for machine, report in machines.items():
+        missing = [key for key in MACHINE_FIELDS if key not in report]
+        if missing or not all(isinstance(r, dict) and "label" in r for r in report["regressions"]):
+            raise VerdictError(f"{path}: the verdict on {machine} has no {', '.join(missing) or 'finding labels'}")
+    return data
+
+
+def machines_of(verdict: Mapping) -> dict[str, dict]:
+    """Machine -> its verdict, from a stored verdict (one machine's, or several under ``machines``)."""
+    return dict(verdict["machines"]) if "machines" in verdict else {verdict["machine"]: dict(verdict)}

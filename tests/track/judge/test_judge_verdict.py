@@ -1,16 +1,20 @@
-"""The verdict: which series are judged at the latest commit, the notes, the exit code, the JSON form."""
+"""detsim.track.judge.verdict: the judgement of a history, why series were skipped, and the stored verdict."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.judge.history import Point, Series
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, NO_BASELINE, NO_CUDA, NO_VALGRIND, Report, \
+    TRITON_ON_CPU, UNKNOWN, VerdictError, analyse, check_latest, determinism_note, group_skips, judge, latest_file, \
+    machines_of, point_latest, read_verdict, skip_reason
 from detsim.track.runtime.output import json_text
-from detsim.track.history.series import Point, Series
-from detsim.track.verdict.analysis import Report, analyse, determinism_note, judge
+
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 HOLDS = {"cpu_class": "x86_64 GenuineIntel AVX512", "device": "cpu", "dtype": "float64", "threads": 1, "torch": "2"}
@@ -65,7 +69,7 @@ def test_unmeasured_wins_over_regressed():
 
 
 def test_machines_of_other_classes_are_a_fact_and_one_class_is_compared():
-    from detsim.track.verdict.analysis import agreement_lines, fleet_facts
+    from detsim.track.judge.verdict import agreement_lines, fleet_facts
 
     def report(machine, cls, prints):
         return Report(generated_at="t", machine=machine, envs=("e",), commits=("c1",), latest="c1", subjects={},
@@ -89,7 +93,7 @@ def _runs_differ(axis: str, case: str, values) -> Series:
 
 
 def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_with_a_note():
-    from detsim.track.verdict.analysis import without_irreproducible
+    from detsim.track.judge.verdict import without_irreproducible
 
     series = [_runs_differ("process", "a01", [0.0, 0.0, 1.0]), _runs_differ("compiled", "a01", [0.0, 0.0, 0.0]),
               _series("h1", "determinism", [0.0, 0.0, 1.0], unit="changed (0/1)", case="a01"),
@@ -122,8 +126,8 @@ def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
 
 
 def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure(tmp_path):
-    from detsim.track.history.series import Point, Series
-    from detsim.track.verdict.analysis import page_history
+    from detsim.track.judge.history import Point, Series
+    from detsim.track.judge.verdict import page_history
 
     points = (Point("c1", 0.0), Point("c2", float("nan")), Point("c3", None), Point("c4", 1e-9))
     parity = Series(env="e", name="bench_parity.track_parity_a01", params="", family="parity", unit="1 - r",
@@ -131,3 +135,85 @@ def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure(tmp_pa
     drawn = json.loads(json_text(page_history(tmp_path, [parity], ["c1", "c2", "c3", "c4"], None)))
     assert drawn["parity"] == [["a01", "bench_parity.track_parity_a01",
                                 [["c1", 0.0], ["c2", "nan"], ["c3", None], ["c4", 1e-9]]]]
+
+
+def _skip_series(name: str, family: str, params: str = "", case: str | None = None) -> Series:
+    return Series(env="e", name=name, params=params, family=family, unit="", case=case)
+
+
+CUDA = _skip_series("bench_engine.EngineModes.time_simulate", "timing", "(mode='eager', dtype='float64', device='cuda')")
+TRITON_CUDA = _skip_series("bench_engine.EngineModes.time_simulate", "timing",
+                      "(mode='triton', dtype='float64', device='cuda')")
+TRITON_CPU = _skip_series("bench_engine.EngineModes.time_simulate", "timing",
+                     "(mode='triton', dtype='float64', device='cpu')")
+HASH = _skip_series("bench_determinism.track_hash_changed_a01", "determinism", case="a01")
+COUNT = _skip_series("bench_determinism.CompiledHashes.track_cases_changed", "hash count")
+COST = _skip_series("bench_cost.InstructionCounts.track_instructions", "cost", "(workload='P1@64')")
+CLI = _skip_series("bench_cli.DetsimCommand.time_process", "timing")
+
+
+def test_each_skip_is_given_the_reason_its_benchmark_skips_for():
+    assert [skip_reason(s, class_baseline=False) for s in (CUDA, TRITON_CUDA, TRITON_CPU, HASH, COUNT, COST, CLI)] \
+        == [NO_CUDA, NO_CUDA, TRITON_ON_CPU, NO_BASELINE, NO_BASELINE, NO_VALGRIND, UNKNOWN]
+    # with a baseline of this machine's class stored, a skipped hash is not for want of one
+    assert skip_reason(HASH, class_baseline=True) == UNKNOWN
+
+
+def test_skips_are_grouped_by_reason_largest_first_the_unknown_last():
+    groups = group_skips([CLI, CUDA, HASH, TRITON_CUDA, HASH, HASH, TRITON_CPU], class_baseline=False)
+    assert [(g.reason, len(g.labels)) for g in groups] == [(NO_BASELINE, 3), (NO_CUDA, 2), (TRITON_ON_CPU, 1),
+                                                      (UNKNOWN, 1)]
+    assert groups[0].text() == "3 image hashes (no baseline for this machine class)"
+    assert groups[2].text() == "1 triton benchmark (GPU only)"
+    assert groups[1].record() == {"what": "CUDA benchmarks", "why": "no GPU here",
+                                  "benchmarks": [CUDA.label, TRITON_CUDA.label]}
+    assert group_skips([], class_baseline=False) == ()
+
+
+VERDICT = {"report": COMMAND, "machine": "m", "regressions": [], "latest": "c", "commits": ["c"], "notes": [],
+           "exit": 0}
+
+
+def _folder(reports, stamp, data):
+    folder = reports / stamp
+    folder.mkdir(parents=True)
+    (folder / JSON_FILE).write_text(json.dumps(data))
+    return folder
+
+
+def test_the_link_follows_the_latest_verdict_and_leaves_nothing_beside_it(tmp_path):
+    one = _folder(tmp_path, "20260101T000000Z", {**VERDICT, "n": 1})
+    point_latest(one)
+    assert read_verdict(latest_file(tmp_path))["n"] == 1
+    two = _folder(tmp_path, "20260101T000001Z", {**VERDICT, "n": 2})
+    point_latest(two)
+    assert read_verdict(latest_file(tmp_path))["n"] == 2 and os.readlink(tmp_path / LATEST) == two.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == [one.name, two.name, LATEST]  # no temporary link left
+
+
+def test_a_latest_that_is_not_the_link_is_refused(tmp_path):
+    check_latest(tmp_path)  # nothing there: fine
+    (tmp_path / LATEST).mkdir()
+    with pytest.raises(VerdictError, match="is not the link to the latest verdict; refusing to replace it"):
+        check_latest(tmp_path)
+
+
+@pytest.mark.parametrize("text, why", [(None, "no verdict there"), ("{cut", "unreadable"),
+                                       ('{"report": "detsim-track explain"}', "not a verdict"),
+                                       (json.dumps({"report": COMMAND, "machines": {"m": {}}}), "no machine's findings"),
+                                       (json.dumps({"report": COMMAND, "machine": "m", "regressions": []}),
+                                        "the verdict on m has no latest, commits, notes, exit")])
+def test_an_unusable_verdict_is_one_line_naming_it(tmp_path, text, why):
+    path = tmp_path / JSON_FILE
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(VerdictError) as raised:
+        read_verdict(path)
+    assert str(path) in str(raised.value) and why in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_one_machine_is_a_fleet_of_one():
+    one = {"report": COMMAND, "machine": "m", "regressions": []}
+    fleet = {"report": COMMAND, "machines": {"a": {"machine": "a", "regressions": []},
+                                             "b": {"machine": "b", "regressions": []}}}
+    assert machines_of(one) == {"m": one} and list(machines_of(fleet)) == ["a", "b"]

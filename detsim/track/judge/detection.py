@@ -3,7 +3,7 @@
 Each family's rule is docs/tracking.md's ("How each family is judged"). Lower is better everywhere
 (throughput is judged on its inverse). Where a noisy series steps is a piecewise-constant fit (:func:`segments`);
 a timing or throughput step is only a suspect here (``detail["confirmation"]``), decided by re-measuring
-(:mod:`detsim.track.confirm`), another one is real when a rank test says so (:func:`mann_whitney_greater`).
+(:mod:`detsim.track.judge.confirm`), another one is real when a rank test says so (:func:`mann_whitney_greater`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Mapping, Sequence
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.reproducibility import AXES
-from detsim.track.verdict.finding import REMEASURED, Finding, Status
-from detsim.track.history.series import Point, Series, param_values
+from detsim.track.judge.finding import REMEASURED, Finding, Status
+from detsim.track.judge.history import Point, Series, param_values
+from detsim.track.judge.thresholds import ALPHA
 
-ALPHA = 0.01  # one-sided rank test level
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
 
 

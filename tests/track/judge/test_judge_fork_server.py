@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.fresh import Conversation
-from detsim.track.confirm.remeasure import FORK_SERVER
+from detsim.track.judge.confirm import FORK_SERVER
 
 BENCH = '''
 import os
