@@ -2,8 +2,8 @@
 rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
 judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
 replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.judge.verdict`). Here:
-the options, the files and ``--explain``; :mod:`detsim.track.judge` judges and :mod:`detsim.track.judge`
-re-measures."""
+the options, the files and ``--explain``; :mod:`detsim.track.judge.verdict` judges and
+:mod:`detsim.track.judge.confirm` re-measures."""
 
 from __future__ import annotations
 
@@ -20,10 +20,9 @@ from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
 from detsim.track.publish.fingerprints import determinism_states
-from detsim.track.judge.verdict import Judgement, analyse
-from detsim.track.judge.text import report_lines
-from detsim.track.judge.text import screen_lines
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, VerdictError, check_latest, point_latest
+from detsim.track.judge.text import report_lines, screen_lines
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, analyse, check_latest, \
+    point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 

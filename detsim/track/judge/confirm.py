@@ -179,8 +179,8 @@ def _look(m: Remeasurement) -> tuple[float, float]:
 
 
 def extra_rounds(threshold: float):
-    """The ``more`` callback of :func:`~.remeasure.remeasure`: :data:`EXTRA_ROUNDS` once for an undecided first
-    look (p between ALPHA and :data:`EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold and it)."""
+    """The ``more`` callback of :func:`remeasure`: :data:`EXTRA_ROUNDS` once for an undecided first
+    look (p between ALPHA and :data:`~.thresholds.EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold and it)."""
     def more(m: Remeasurement) -> int:
         if len(m.a) > ROUNDS:
             return 0

@@ -1,4 +1,4 @@
-"""A fork server that measures one benchmark at two commits: a script, spoken to by :mod:`.remeasure`.
+"""A fork server that measures one benchmark at two commits: a script, spoken to by :func:`.confirm.remeasure`.
 
 ``python -P fork_server.py SPEC.json``, a :class:`~detsim.track.base.fresh.Conversation` (a greeting, then one
 JSON line per request). SPEC: the benchmark, its parameter values, samples per side and round, the checkout

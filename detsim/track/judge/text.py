@@ -294,15 +294,20 @@ def unmeasured_lines(report: Report) -> list[str]:
 LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values())  # the summary's order
 
 
+def to_act(findings: Iterable[Finding], unmeasured: int, failed: bool) -> str:
+    """What needs action, as a summary of either judge says it: ``1 regressed, 2 changed, 3 not measured`` (by
+    label in :data:`LABEL_ORDER`; noise needs none; the unmeasured count where ``failed``)."""
+    labels = Counter(finding.label for finding in findings)
+    act = [f"{labels[label]} {label.lower()}" for label in LABEL_ORDER if labels[label] and label != NOISE_LABEL]
+    return ", ".join(act + [f"{unmeasured} not measured"] * failed) or "nothing to act on"
+
+
 def summary_line(report: Report) -> str:
     """What needs action, what was measured, what was noise, what was skipped and why (the largest group
     first, as many reasons as fit, the others counted), and the exit."""
-    labels = Counter(finding.label for finding in report.regressions)
-    act = [f"{labels[label]} {label.lower()}" for label in LABEL_ORDER if labels[label] and label != NOISE_LABEL]
-    if report.unmeasured or not report.built:
-        act.append(f"{len(report.unmeasured)} not measured")
-    head = (f"summary: {', '.join(act) or 'nothing to act on'}; {report.measured} measured, {labels[NOISE_LABEL]} "
-            f"noise, {report.skipped} skipped")
+    act = to_act(report.regressions, len(report.unmeasured), bool(report.unmeasured or not report.built))
+    noise = sum(finding.label == NOISE_LABEL for finding in report.regressions)
+    head = f"summary: {act}; {report.measured} measured, {noise} noise, {report.skipped} skipped"
     tail = f"; exit {int(report.exit)}"
     if report.skips:
         head += ": " + names_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail) - 2, ", +{} more")

@@ -306,7 +306,7 @@ def page_history(root: Path, series: list[Series], commits: list[str], image_sta
 
 
 def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None) -> Report:
-    """One machine's verdict (raises :class:`~.jsonc.ResultsError` on unusable stored files)."""
+    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files)."""
     recorded = load_recorded(root, machine)
     files = recorded.files
     series = build_series(files, recorded.benchmarks, recorded.config)
@@ -427,7 +427,7 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
 def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None) -> Judgement:
     """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
     and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
-    named, and makes the exit 2. Raises :class:`~.jsonc.ResultsError` when none can be judged.
+    named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
     ``image_states``: how each golden case's image stands at each commit, for the page (given by the caller,
     as the areas that compare images sit above this one)."""
     machines = machines or recorded_machines(root) or [None]
