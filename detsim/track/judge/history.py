@@ -282,23 +282,23 @@ class Recorded:
     notes: tuple[str, ...]  # what was left out, how the commits were ordered
 
 
+def _machines(results_dir: Path) -> list[str]:
+    """The machines asv recorded results for in ``results_dir`` (one series each), sorted."""
+    return sorted(p.parent.name for p in results_dir.glob(f"*/{MACHINE_FILE}"))
+
+
 def recorded_machines(root: Path) -> list[str]:
-    """The machines asv recorded results for (one series each), sorted."""
-    results_dir = root / load_config(root).get("results_dir", "results")
-    return sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
-
-
-def _without_machine_file(results_dir: Path) -> list[Path]:
-    """The folders of ``results_dir`` holding results but no ``machine.json`` (asv writes one beside them)."""
-    folders = sorted(p for p in results_dir.glob("*/") if p.is_dir())
-    return [p / MACHINE_FILE for p in folders
-            if not (p / MACHINE_FILE).exists() and any(q.name != MACHINE_FILE for q in p.glob("*.json"))]
+    """The machines asv recorded results for in the project at ``root``."""
+    return _machines(root / load_config(root).get("results_dir", "results"))
 
 
 def choose_machine(results_dir: Path, requested: str | None) -> Path:
-    """The results folder of ``requested``, of the only machine recorded, or of this host."""
-    machines = sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
-    missing = _without_machine_file(results_dir)
+    """The results folder of ``requested``, of the only machine recorded, or of this host; a folder holding
+    results but no ``machine.json`` (asv writes one beside them) is named where it would be chosen."""
+    machines = _machines(results_dir)
+    folders = sorted(p for p in results_dir.glob("*/") if p.is_dir())
+    missing = [p / MACHINE_FILE for p in folders
+               if not (p / MACHINE_FILE).exists() and any(q.name != MACHINE_FILE for q in p.glob("*.json"))]
     for path in missing:
         if requested in (None, path.parent.name) and (requested or not machines):
             raise ResultsError(f"{path}: missing, beside the results of machine {path.parent.name!r} (asv writes "

@@ -52,11 +52,15 @@ def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
     return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
 
 
+def since(record: Mapping) -> str:
+    """The words before a finding's first bad commit: since when it holds."""
+    return "since" if record["last_good"] else "at every recorded commit since"
+
+
 def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
-    """Since which commit a finding holds."""
-    if record["last_good"] is None:
-        return f"at every recorded commit since {commit_text(record['first_bad'], subjects)}"
-    return f"since {commit_text(record['first_bad'], subjects)}, last good {commit_text(record['last_good'], subjects)}"
+    """Since which commit a finding holds (and the last good one, where there is one)."""
+    last_good = f", last good {commit_text(record['last_good'], subjects)}" if record["last_good"] else ""
+    return f"{since(record)} {commit_text(record['first_bad'], subjects)}{last_good}"
 
 
 def change_text(r: Mapping, sha_digits: int | None = None) -> str:
@@ -113,6 +117,8 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
 
 
 def full_summary_line(report: Report) -> str:
+    """The full report's summary: the regressions by family, the timing steps not confirmed, what was not
+    measured or skipped, and the exit."""
     verdicts = [f for f in report.regressions if f.is_verdict]
     summary = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in verdicts).items()))
     steps = Counter(f.detail.get("confirmation") for f in report.regressions if not f.is_verdict)
@@ -196,16 +202,12 @@ def family_word(record: Mapping) -> str:
     return "image hash" if record["family"] == "determinism" else record["family"]
 
 
-def _prefix(record: Mapping) -> str:
-    return "since" if record["last_good"] else "at every recorded commit since"
-
-
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
     """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
     label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
-    where = len(f" {_prefix(record)} 12345678")
+    where = len(f" {since(record)} 12345678")
     name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
-    return fitted(label + name + change, record["first_bad"], subjects, prefix=_prefix(record), tail=tail)
+    return fitted(label + name + change, record["first_bad"], subjects, prefix=since(record), tail=tail)
 
 
 def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
@@ -238,9 +240,9 @@ def _group_head(records: list[Mapping], names: str) -> str:
 
 def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
     """Findings of one label and family between the same commits as one line, naming the first that fit."""
-    where = len(f" {_prefix(records[0])} 12345678") + SUBJECT_ROOM
+    where = len(f" {since(records[0])} 12345678") + SUBJECT_ROOM
     listed = names_fitting([case_tag(r) for r in records], WIDTH - len(_group_head(records, "")) - where)
-    return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=_prefix(records[0]))
+    return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=since(records[0]))
 
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
