@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.golden import load_cases
-from detsim.track.confirm import apply as confirm_apply
-from detsim.track.confirm.decision import decide
-from detsim.track.confirm.remeasure import ROUNDS, Remeasurement
+from detsim.track.judge import confirm as confirm_apply
+from detsim.track.judge.confirm import decide
+from detsim.track.judge.confirm import ROUNDS, Remeasurement
 
 
 def pytest_configure(config):
@@ -84,7 +84,7 @@ def _triton_interpret_unchanged():
         os.environ["TRITON_INTERPRET"] = before
 
 
-# -- the suite's timing re-measurements, faked (detsim.track.confirm) ------------------------------
+# -- the suite's timing re-measurements, faked (detsim.track.judge) ------------------------------
 JITTER = (1.0, 1.01, 0.99, 1.02, 0.98, 1.0)  # per-round spread of a fake re-measurement
 
 

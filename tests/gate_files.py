@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from detsim.track.gate.checks import BaselineVerdict, finding_line, judge
-from detsim.track.gate.results import load_results
+from detsim.track.judge.bench import BaselineVerdict, finding_line, judge, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "bench"

@@ -8,10 +8,9 @@ import math
 from pathlib import Path
 
 from detsim.track.commands import refuse
-from detsim.track.gate.checks import BaselineVerdict, finding_line, judge
-from detsim.track.gate.results import GateInputError, load_results
-from detsim.track.verdict.screen import LABEL_ORDER
-from detsim.track.verdict.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
+from detsim.track.judge.bench import BaselineVerdict, GateInputError, finding_line, judge, load_results
+from detsim.track.judge.text import to_act
+from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
 
 HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, cost, image sha256"
 
@@ -40,15 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def verdict_lines(verdict: BaselineVerdict) -> list[str]:
     """What passed, the findings in the verdict's words, what was not measured, the notes, the summary."""
-    labels = [f.label for f in verdict.findings]
-    act = [f"{labels.count(label)} {label.lower()}" for label in LABEL_ORDER if label in labels]
     unmeasured = verdict.of("not measured")
-    act += [f"{len(unmeasured)} not measured"] if unmeasured else []
     return [*(f"passed {name}: {text}" for name, text in verdict.of("passed").items()),
             *map(finding_line, verdict.findings),
             *(f"NOT MEASURED {name}: {text}" for name, text in unmeasured.items()),
             *(f"note: {line.name}: {line.text}" for line in verdict.lines if line.kind == "note"),
-            f"summary: {', '.join(act) or 'nothing to act on'}; {verdict.gated} benchmarks gated; exit {int(verdict.exit)}"]
+            f"summary: {to_act(verdict.findings, len(unmeasured), bool(unmeasured))}; {verdict.gated} benchmarks gated; "
+            f"exit {int(verdict.exit)}"]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ from detsim.track.explain.jobs import KINDS, Job, explain_job
 from detsim.track.explain.profile import ProfileError
 from detsim.track.explain.sides import SideError
 from detsim.track.compare.runs import RecordError
-from detsim.track.verdict.finding import flags
-from detsim.track.verdict.stored import VerdictError, latest_file, machines_of, read_verdict
+from detsim.track.judge.finding import flags
+from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
 HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"
 AREA = "explain"

@@ -21,8 +21,8 @@ from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.history.jsonc import ResultsError, load_config
-from detsim.track.history.ordering import checkout_head
+from detsim.track.judge.history import ResultsError, load_config
+from detsim.track.judge.history import checkout_head
 from detsim.track.publish.fingerprints import State
 from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
 from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
@@ -30,7 +30,7 @@ from detsim.track.publish.regressions_tab import FEED, INDEX, LIST, TabError, ha
 from detsim.track.publish.rows import family_rows, presence
 from detsim.track.publish.swap import building, swap_in
 from detsim.track.publish.vendor import vendor_pages
-from detsim.track.verdict.stored import VerdictError, latest_file, machines_of, read_verdict
+from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
 HELP = "publish the latest verdict: asv's page, the status page beside it, the folder made offline, swapped in whole"
 ASSET_CACHE = Path(".asv") / "www-assets"  # npm tarballs, relative to the project

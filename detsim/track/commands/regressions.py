@@ -1,9 +1,9 @@
 """``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
 rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
 judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
-replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.verdict.stored`). Here:
-the options, the files and ``--explain``; :mod:`detsim.track.verdict` judges and :mod:`detsim.track.confirm`
-re-measures."""
+replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.judge.verdict`). Here:
+the options, the files and ``--explain``; :mod:`detsim.track.judge.verdict` judges and
+:mod:`detsim.track.judge.confirm` re-measures."""
 
 from __future__ import annotations
 
@@ -17,13 +17,12 @@ from detsim.track.base.counts import count
 from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm
-from detsim.track.history.jsonc import ResultsError
+from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
+from detsim.track.judge.history import ResultsError
 from detsim.track.publish.fingerprints import determinism_states
-from detsim.track.verdict.analysis import Judgement, analyse
-from detsim.track.verdict.lines import report_lines
-from detsim.track.verdict.screen import screen_lines
-from detsim.track.verdict.stored import COMMAND, JSON_FILE, TEXT_FILE, VerdictError, check_latest, point_latest
+from detsim.track.judge.text import report_lines, screen_lines
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, analyse, check_latest, \
+    point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 

@@ -21,7 +21,7 @@ from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
 from detsim.track.cost.counting import Count
 from detsim.track.cost.specs import CostSpec, count_spec
-from detsim.track.verdict.lines import printable
+from detsim.track.judge.text import printable
 
 SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
 SIDE_JOB = "detsim.track.explain.side_job:run"

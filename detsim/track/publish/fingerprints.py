@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from detsim.track.base.reproducibility import EAGER_AXES
-from detsim.track.history.asvresults import load_hashes
-from detsim.track.history.series import Series, param_values
+from detsim.track.judge.history import load_hashes
+from detsim.track.judge.history import Series, param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
 

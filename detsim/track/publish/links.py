@@ -17,7 +17,7 @@ import re
 from typing import Mapping
 from urllib.parse import quote
 
-from detsim.track.history.series import param_labels
+from detsim.track.judge.history import param_labels
 
 STATUS_PAGE = "status.html"
 ITEM_ID = "nav-li-status"

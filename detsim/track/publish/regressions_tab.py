@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Iterable, Mapping
 from urllib.parse import urlencode
 
-from detsim.track.history.series import param_labels
-from detsim.track.verdict.finding import flags
-from detsim.track.verdict.lines import finding_text, where_text
+from detsim.track.judge.history import param_labels
+from detsim.track.judge.finding import flags
+from detsim.track.judge.text import finding_text, where_text
 
 LIST, FEED, INDEX = "regressions.json", "regressions.xml", "index.json"
 UNSAFE = re.compile('[<>:"/\\\\^|?*\x00-\x1f]')  # asv's util.sanitize_filename (and asv.js)

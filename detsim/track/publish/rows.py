@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from detsim.track.publish.links import graph_url
-from detsim.track.verdict.finding import Status
+from detsim.track.judge.finding import Status
 
 ROWS = ("timing", "memory", "cost", "parity", "determinism")
 MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.target.outcome import CaseOutcome
-from detsim.track.verdict.thresholds import TARGET_PARITY
+from detsim.track.judge.thresholds import TARGET_PARITY
 
 PARITY_FACTOR = TARGET_PARITY.value  # 1 - r growing by this factor is a change
 # 1 - r below this is the rounding of Pearson r over equal or nearly equal images, not a disagreement

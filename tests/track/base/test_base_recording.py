@@ -18,7 +18,7 @@ import pytest
 
 from detsim.track.base import recording
 from detsim.track.base.recording import RecordingError, merge_results
-from detsim.track.history.asvresults import load_result_file
+from detsim.track.judge.history import load_result_file
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]
 HEAD = {"commit_hash": "a" * 40, "env_name": "virtualenv-py3.11", "date": 1, "params": {"machine": "m"},

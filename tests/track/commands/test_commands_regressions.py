@@ -25,8 +25,8 @@ import pytest
 from detsim.track import cli
 from detsim.track.base.golden import load_cases
 from detsim.track.commands import regressions
-from detsim.track.confirm import apply
-from detsim.track.verdict.screen import WIDTH
+from detsim.track.judge import confirm as apply
+from detsim.track.judge.text import WIDTH
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -623,7 +623,7 @@ sys.exit(main(["regressions", "--repo", {repo!r}, "--out-root", {out!r}]))
 
 
 @pytest.mark.parametrize("module", ["detsim.host.signals", "detsim.track.commands.regressions",
-                                    "detsim.track.verdict.analysis"])
+                                    "detsim.track.judge.verdict"])
 def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path, module):
     import sys
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.history.asvresults import load_recorded
-from detsim.track.history.series import build_series
+from detsim.track.judge.history import load_recorded
+from detsim.track.judge.history import build_series
 from detsim.track.publish.fingerprints import CHANGED, NOT_COMPARABLE, SAME, compare_case, determinism_states
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
@@ -59,7 +59,7 @@ def test_the_stored_history_of_a_project():
 
 
 def test_fingerprint_tracks_stand_for_hashes_within_one_machine_class(tmp_path):
-    from detsim.track.history.series import Point, Series
+    from detsim.track.judge.history import Point, Series
 
     def track(name, family, values, case=None):
         return Series(env="e", name=name, params="", family=family, unit="", case=case,
@@ -78,7 +78,7 @@ def test_fingerprint_tracks_stand_for_hashes_within_one_machine_class(tmp_path):
 
 
 def _runs_differ(case: str, axis: str, values):
-    from detsim.track.history.series import Point, Series
+    from detsim.track.judge.history import Point, Series
 
     return Series(env="e", name="bench_reproducibility.Reproducibility.track_runs_differ",
                   params=f"(axis='{axis}', case='{case}')", family="reproducibility", unit="runs differ (0/1)",

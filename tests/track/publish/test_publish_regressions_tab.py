@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.confirm import apply
-from detsim.track.confirm.apply import confirm
+from detsim.track.judge import confirm as apply
+from detsim.track.judge.confirm import confirm
 from detsim.track.publish.regressions_tab import LIST, TabError, _graph_path, flagged, has_tab, read_index, tab, \
     tab_json
-from detsim.track.verdict.analysis import analyse
+from detsim.track.judge.verdict import analyse
 from publish_assets import asv_published
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.verdict.finding import Finding
-from detsim.track.history.series import Point, Series
-from detsim.track.verdict.analysis import Report
-from detsim.track.verdict.analysis import families_at
+from detsim.track.judge.finding import Finding
+from detsim.track.judge.history import Point, Series
+from detsim.track.judge.verdict import Report
+from detsim.track.judge.verdict import families_at
 from detsim.track.publish.rows import AMBER, GREEN, GREY, RED, ROWS, family_rows, presence
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 40

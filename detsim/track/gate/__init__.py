@@ -1,1 +1,0 @@
-"""The CI gate over pytest-benchmark runs (docs/bench-gate.md)."""

@@ -1,0 +1,9 @@
+"""Judging: what regressed, where, since which commit (docs/tracking.md, "The verdict"; docs/bench-gate.md).
+
+Inputs: the asv history a project recorded (``asv.conf.json``, ``results/asv/<machine>/``, ``results/hashes/``,
+``results/baselines/``: :mod:`.history`), or a pytest-benchmark run and its stored baseline file (:mod:`.bench`).
+Output: one typed judgement (:class:`~.verdict.Judgement` of :class:`~.verdict.Report`\\ s of
+:class:`~.finding.Finding`\\ s; ``verdict.json`` is its serialised form, which every view reads), judged by one
+thresholds table (:mod:`.thresholds`) and the rules of :mod:`.detection`, its timing suspects confirmed by
+re-measuring (:mod:`.confirm`), and printed in one set of words (:mod:`.text`).
+"""

@@ -1,0 +1,412 @@
+"""What asv recorded, read (:func:`load_recorded`): ``asv.conf.json`` (JSON with ``//`` line comments, as asv
+allows), asv's benchmark list and the results of one machine (``<results_dir>/<machine>/``, asv's format version 2)
+in commit order (HEAD's git history, else the commit dates asv stored), the per-commit image hashes earlier versions
+of the suite wrote (``results/hashes/<commit>.json``) and every machine class's golden baseline
+(:mod:`detsim.track.base.baseline_file`); then the history of every benchmark (:func:`build_series`): one
+:class:`Series` of :class:`Point` per environment, benchmark and parameter combination, with what the benchmark
+says about itself: its family (:func:`family_of`; how each is judged: docs/tracking.md), unit, golden case and
+regression threshold. Every unusable file raises :class:`ResultsError` naming it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import socket
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from detsim.track.base import recording
+from detsim.track.base.baseline_file import BaselineError, stored
+from detsim.track.base.git import query
+from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
+
+CONFIG = "asv.conf.json"
+HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
+MACHINE_FILE = "machine.json"  # asv's description of the machine, in each machine's results folder
+HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+class ResultsError(ValueError):
+    """A stored file that cannot be used; the message names it."""
+
+
+def read_json(path: Path, *, comments: bool = False):
+    """The parsed file (NaN allowed: asv writes it for skips); raises :class:`ResultsError` naming it."""
+    return recording.read_json(path, comments=comments, error=ResultsError)
+
+
+def load_config(root: Path) -> dict:
+    """``asv.conf.json`` of the project at ``root``, as a dict."""
+    conf = read_json(root / CONFIG, comments=True)
+    if not isinstance(conf, dict):
+        raise ResultsError(f"{root / CONFIG}: not a JSON object")
+    check_config(conf, root / CONFIG)
+    return conf
+
+
+def _regex_map(conf: dict, key: str, path: Path) -> dict:
+    """``conf[key]``: a map whose keys are regular expressions (every one must compile)."""
+    entries = conf.get(key) or {}
+    if not isinstance(entries, dict):
+        raise ResultsError(f"{path}: {key} is not a map of regular expressions")
+    for regex in entries:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ResultsError(f"{path}: {key}: {regex!r} is not a regular expression ({exc})") from None
+    return entries
+
+
+def check_config(conf: dict, path: Path) -> None:
+    """The parts of asv.conf.json the verdict reads hold possible values (docs/tracking.md); else a ResultsError
+    naming them."""
+    for regex, value in _regex_map(conf, "regressions_thresholds", path).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ResultsError(f"{path}: regressions_thresholds[{regex!r}] = {value!r} is not a threshold "
+                               "(a fraction >= 0, e.g. 0.5 for +50%)")
+    for regex, commit in _regex_map(conf, "regressions_first_commits", path).items():
+        if commit is not None and not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{4,40}", commit)):
+            raise ResultsError(f"{path}: regressions_first_commits[{regex!r}] = {commit!r} is not a commit hash")
+
+
+FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
+                "hash count", "fingerprint", "reference", "machine class")
+
+# Benchmarks whose family their name says (method name, or class for the machine reference): the
+# suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
+NAMED_FAMILIES = (
+    (re.compile(r"(^|.*\.)track_parity_\w+$"), "parity"),
+    (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), "determinism"),
+    (re.compile(r"(^|.*\.)track_runs_differ$"), "reproducibility"),
+    (re.compile(r"(^|.*\.)track_cases_changed$"), "hash count"),
+    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), "fingerprint"),
+    (re.compile(r"(^|.*\.)track_machine_class$"), "machine class"),
+    (re.compile(r"(^|.*\.)MachineReference\.\w+$"), "reference"),
+)
+# asv's benchmark type by method-name prefix (where benchmarks.json gives none) -> family
+PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
+TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
+COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
+TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
+
+
+@dataclass(frozen=True)
+class Point:
+    commit: str
+    value: float | None  # None: failed; nan: skipped
+    samples: tuple[float, ...] | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.value is not None and math.isfinite(self.value)
+
+
+@dataclass(frozen=True)
+class Series:
+    env: str
+    name: str
+    params: str  # "" or "(pixels=128, dtype='float64')"
+    family: str  # one of FAMILY_ORDER
+    unit: str
+    case: str | None = None  # golden case id of parity/determinism tracks
+    threshold: float = DEFAULT_THRESHOLD
+    points: tuple[Point, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.name + self.params
+
+
+def family_of(name: str, bench: Mapping) -> str:
+    """The family of benchmark ``name`` from its name, asv type and unit (see the module docstring)."""
+    for pattern, family in NAMED_FAMILIES:
+        if pattern.match(name):
+            return family
+    method = name.rsplit(".", 1)[-1]
+    kind = bench.get("type") or next((t for p, t in PREFIX_TYPES.items() if method.startswith(p)), None)
+    if kind in TYPE_FAMILIES:
+        return TYPE_FAMILIES[kind]
+    if str(bench.get("unit", "")) == COST_UNIT:
+        return "cost"
+    if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
+        return "timing"
+    return "throughput" if str(bench.get("unit", "")).endswith("/s") else "track"
+
+
+def case_of(bench: Mapping) -> str | None:
+    """The golden case of a per-case track: its pretty name is ``"<label>: <case id>"``."""
+    pretty = bench.get("pretty_name") or ""
+    return pretty.split(": ", 1)[1] if ": " in pretty else None
+
+
+def param_values(params: str) -> dict[str, str]:
+    """A parameter label's values by name, quotes removed: ``"(axis='threads', case='a01')"`` ->
+    ``{"axis": "threads", "case": "a01"}`` (``{}`` for ``""``)."""
+    return {name: value.strip("'\"") for name, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params)}
+
+
+def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
+    """The largest ``regressions_thresholds`` entry whose regex matches ``name`` (asv's rule)."""
+    matching = [float(v) for regex, v in thresholds.items() if re.match(regex, name)]
+    return max(matching) if matching else DEFAULT_THRESHOLD
+
+
+def param_labels(bench: Mapping) -> list[str]:
+    """One label per parameter combination, in asv's order (``[""]`` without parameters)."""
+    params, names = bench.get("params") or [], bench.get("param_names") or []
+    if not params:
+        return [""]
+    return ["(" + ", ".join(f"{n}={v}" for n, v in zip(names, combo)) + ")" for combo in itertools.product(*params)]
+
+
+def cell(row: list, columns: list, column: str):
+    """A results row's cell of ``column`` (None where the row ends before it)."""
+    return row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
+
+
+def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Iterator[tuple[str, Point]]:
+    """(parameter label, point) of one benchmark's row in one asv results file."""
+    values = [None] * len(combos) if row[0] is None else row[0]  # None: the whole benchmark failed
+    if len(values) != len(combos):
+        raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
+                           f"for {len(combos)} parameter combinations")
+    samples = cell(row, data["result_columns"], "samples")
+    if not isinstance(samples, list) or len(samples) != len(combos):
+        samples = [None] * len(combos)
+    for params, value, sample in zip(combos, values, samples):
+        yield params, Point(commit=data["commit_hash"], value=None if value is None else float(value),
+                            samples=tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None)
+
+
+def _current(row: list, columns: list, bench: Mapping | None) -> bool:
+    """Whether a row was measured by the suite's current definition of its benchmark."""
+    version = cell(row, columns, "version")
+    return bench is not None and (version is None or str(version) == str(bench.get("version")))
+
+
+def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[Series]:
+    """One series per (env, benchmark, parameter combination), points in the order of ``files``."""
+    heads: dict[tuple, Series] = {}
+    points: dict[tuple, list[Point]] = {}
+    thresholds = conf.get("regressions_thresholds") or {}
+    for data in files:
+        for name, row in data["results"].items():
+            bench = benchmarks.get(name)
+            if not _current(row, data["result_columns"], bench):
+                continue  # not in the current suite, or measured by an older definition
+            for params, point in _row_points(data, name, row, param_labels(bench)):
+                key = (data["env_name"], name, params)
+                if key not in heads:
+                    heads[key] = Series(env=data["env_name"], name=name, params=params,
+                                        family=family_of(name, bench), unit=str(bench.get("unit", "")),
+                                        case=case_of(bench) or param_values(params).get("case"),
+                                        threshold=threshold_for(name, thresholds))
+                points.setdefault(key, []).append(point)
+    return [replace(head, points=tuple(points[key])) for key, head in heads.items()]
+
+
+def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
+    """Results files in commit order, and notes on what was left out or how they were ordered."""
+    history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split()
+    position = {sha: i for i, sha in enumerate(reversed(history))}
+    known = [f for f in files if f["commit_hash"] in position]
+    if known:
+        left_out = len(files) - len(known)
+        notes = [f"{left_out} results of commits outside HEAD's history were ignored"] if left_out else []
+        return sorted(known, key=lambda f: (position[f["commit_hash"]], f["env_name"])), notes
+    notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if history else []
+    return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes
+
+
+def checkout_head(root: Path) -> str | None:
+    """HEAD's full hash where ``root`` is the top of a git work tree (a project checkout), else None: a results
+    folder that is not itself a checkout (a copy, a fixture inside another project) has no HEAD of its own."""
+    top = (query(root, "rev-parse", "--show-toplevel") or "").strip()
+    if not top or Path(top).resolve() != Path(root).resolve():
+        return None
+    return (query(root, "rev-parse", "HEAD") or "").strip() or None
+
+
+def subjects(root: Path, commits: list[str]) -> dict[str, str]:
+    """Commit hash -> its subject line, for the commits git knows."""
+    out = query(root, "log", "--no-walk=unsorted", "--format=%H%x09%s", *commits) if commits else None
+    return dict(line.partition("\t")[::2] for line in (out or "").splitlines())
+
+
+def resolve_first_commits(root: Path, conf: Mapping, order: list[str]) -> dict:
+    """``regressions_first_commits`` with each commit git knows but this machine never recorded made the latest
+    recorded commit among its ancestors, where there is one (raises ResultsError for a commit git does not know)."""
+    resolved = {}
+    for regex, commit in (conf.get("regressions_first_commits") or {}).items():
+        resolved[regex] = commit
+        if commit is None or any(sha.startswith(commit) for sha in order):
+            continue
+        ancestors = set((query(root, "rev-list", f"{commit}^{{commit}}", "--") or "").split())
+        if not ancestors:
+            raise ResultsError(f"{root / CONFIG}: regressions_first_commits[{regex!r}] = {commit!r}: no such commit "
+                               "(neither recorded nor in the git repository)")
+        covered = [sha for sha in order if sha in ancestors]
+        if covered:
+            resolved[regex] = covered[-1]
+    return resolved
+
+
+def first_commit_cut(conf: Mapping, name: str, family: str, order: list[str]) -> int | None:
+    """Index of the first point to judge: after the commit ``regressions_first_commits`` names, as asv does (None:
+    a null entry switches detection off, except for throughput, which asv's page cannot judge and this command can)."""
+    start = 0
+    for regex, commit in (conf.get("regressions_first_commits") or {}).items():
+        if not re.match(regex, name):
+            continue
+        if commit is None and family != "throughput":
+            return None
+        hits = [i for i, sha in enumerate(order) if commit is not None and sha.startswith(commit)]
+        if hits:
+            start = max(start, hits[0] + 1)
+    return start
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Everything stored for one machine, results in commit order."""
+
+    config: dict  # asv.conf.json
+    machine: str
+    benchmarks: dict  # benchmark name -> asv's description of it
+    files: list[dict]  # asv results files, in commit order
+    hashes: dict[str, dict]  # commit -> its per-commit hash record (earlier versions of the suite)
+    baselines: dict[str, dict]  # path (relative to the project) -> the golden baseline of one machine class
+    notes: tuple[str, ...]  # what was left out, how the commits were ordered
+
+
+def _machines(results_dir: Path) -> list[str]:
+    """The machines asv recorded results for in ``results_dir`` (one series each), sorted."""
+    return sorted(p.parent.name for p in results_dir.glob(f"*/{MACHINE_FILE}"))
+
+
+def recorded_machines(root: Path) -> list[str]:
+    """The machines asv recorded results for in the project at ``root``."""
+    return _machines(root / load_config(root).get("results_dir", "results"))
+
+
+def choose_machine(results_dir: Path, requested: str | None) -> Path:
+    """The results folder of ``requested``, of the only machine recorded, or of this host; a folder holding
+    results but no ``machine.json`` (asv writes one beside them) is named where it would be chosen."""
+    machines = _machines(results_dir)
+    folders = sorted(p for p in results_dir.glob("*/") if p.is_dir())
+    missing = [p / MACHINE_FILE for p in folders
+               if not (p / MACHINE_FILE).exists() and any(q.name != MACHINE_FILE for q in p.glob("*.json"))]
+    for path in missing:
+        if requested in (None, path.parent.name) and (requested or not machines):
+            raise ResultsError(f"{path}: missing, beside the results of machine {path.parent.name!r} (asv writes "
+                               f"it; `asv machine --yes --machine {path.parent.name}` writes it again)")
+    if requested:
+        if requested not in machines:
+            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: {', '.join(machines) or 'none'})")
+        return results_dir / requested
+    if len(machines) == 1:
+        return results_dir / machines[0]
+    if not machines:
+        raise ResultsError(f"{results_dir}: nothing recorded yet (run `asv run` or `bash .ci/track`)")
+    host = socket.gethostname()
+    if host in machines:
+        return results_dir / host
+    raise ResultsError(f"{results_dir}: several machines recorded ({', '.join(machines)}); pick one with --machine")
+
+
+def load_benchmarks(results_dir: Path) -> dict:
+    path = results_dir / "benchmarks.json"
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for k, v in data.items() if k != "version"):
+        raise ResultsError(f"{path}: not an asv benchmark list")
+    return {k: v for k, v in data.items() if k != "version"}
+
+
+def load_result_file(path: Path) -> dict:
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("version") != 2:
+        raise ResultsError(f"{path}: not an asv results file (format version 2)")
+    columns, results = data.get("result_columns"), data.get("results")
+    if not isinstance(columns, list) or "result" not in columns or not isinstance(results, dict):
+        raise ResultsError(f"{path}: no result_columns/results")
+    if not isinstance(data.get("commit_hash"), str) or not HEX40.fullmatch(data["commit_hash"]):
+        raise ResultsError(f"{path}: commit_hash is not a full git hash")
+    for name, row in results.items():
+        if not isinstance(row, list) or not row or len(row) > len(columns) or not isinstance(row[0], (list, type(None))):
+            raise ResultsError(f"{path}: malformed row for {name}")
+    return data
+
+
+POSITIVE_FAMILIES = ("timing", "memory", "throughput", "reference")  # a 0 or negative value is impossible
+COLUMNS = {"result": "value", "samples": "sample", "stats_ci_99_a": "interval bound", "stats_ci_99_b": "interval bound"}
+
+
+def _impossible(value, family: str | None) -> str | None:
+    """Why a stored number cannot be (None: a number, or null/NaN, asv's failure/skip). ``family`` None:
+    an interval bound, which may be infinite or below 0 (asv stores (-inf, inf) for a single sample)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "not a number"
+    if math.isnan(value) or family is None:
+        return None
+    if math.isinf(value):
+        return "infinite (asv stores a skip as NaN, a failure as null)"
+    if family in POSITIVE_FAMILIES and value <= 0:
+        return "not positive"
+    return None
+
+
+def check_values(path: Path, data: dict, benchmarks: dict) -> None:
+    """Every value, sample and interval bound in ``data`` is possible; else a ResultsError naming it."""
+    columns = data["result_columns"]
+    for name, row in data["results"].items():
+        family = family_of(name, benchmarks.get(name) or {})
+        for column, what in COLUMNS.items():
+            values = cell(row, columns, column)
+            for i, item in enumerate(values if isinstance(values, list) else []):
+                for value in item if column == "samples" and isinstance(item, list) else [item]:
+                    why = _impossible(value, None if column.startswith("stats_ci") else family)
+                    if why:
+                        raise ResultsError(f"{path}: {name} {column}[{i}]: {what} {value!r} is impossible ({why})")
+
+
+def load_hashes(root: Path) -> dict[str, dict]:
+    """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
+    hashes = {}
+    for path in sorted((root / HASHES).glob("*.json")):
+        data = hashes[path.stem] = read_json(path)
+        if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
+            raise ResultsError(f"{path}: not a per-commit hash record")
+    return hashes
+
+
+def load_baselines(root: Path) -> tuple[dict[str, dict], list[str]]:
+    """Every machine class's golden baseline (path -> content; empty, with a note, where none is stored)."""
+    try:
+        found = {str(path): data for path, data in stored(root).items()}
+    except BaselineError as exc:
+        raise ResultsError(str(exc)) from None
+    return found, [] if found else ["no golden baseline of any machine class under results/baselines"]
+
+
+def load_recorded(root: Path, machine: str | None = None) -> Recorded:
+    conf = load_config(root)
+    results_dir = root / conf.get("results_dir", "results")
+    machine_dir = choose_machine(results_dir, machine)
+    benchmarks = load_benchmarks(results_dir)
+    files = []
+    for path in sorted(machine_dir.glob("*.json")):
+        if path.name != "machine.json":
+            files.append(load_result_file(path))
+            check_values(path, files[-1], benchmarks)
+    if not files:
+        raise ResultsError(f"{machine_dir}: no results recorded")
+    files, notes = order_files(root, files)
+    hashes = load_hashes(root)
+    baselines, baseline_notes = load_baselines(root)
+    return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,
+                    baselines=baselines, notes=tuple(notes + baseline_notes))

@@ -1,0 +1,335 @@
+"""The verdict as text, each line drawn from a finding's JSON record, so the text and ``--json`` always agree
+(its rules: docs/tracking.md, "The verdict"): in full (``-v`` and ``verdict.txt``, :func:`report_lines`), a line
+per finding, its label first and the evidence that decided last, then what was not measured or skipped, the notes
+and a summary; and on one screen, the default output (:func:`screen_lines`), a line per finding that needs action,
+at most :data:`WIDTH` characters, then one summary line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable, Mapping
+
+from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
+from detsim.track.judge.verdict import Judgement, Report
+
+GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line (in full)
+WIDTH = 160  # the longest line of the default output
+GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line (on screen)
+SUBJECT_ROOM = 24  # characters a group line keeps for the subject before it lists fewer names
+NOISE_LABEL = CONFIRMATION_LABELS[Status.NOISE]
+ELLIPSIS = "…"
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A value in its unit, scaled for reading (seconds to ns, bytes in MiB)."""
+    if value is None:
+        return "?"
+    if unit == "seconds":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {name}"
+        return f"{value * 1e9:.3g} ns"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    if unit == "instructions":  # counts: every digit is meaningful (a 2 % rise is a regression)
+        return f"{value:,.0f} instructions"
+    return f"{value:.4g} {unit}".strip()
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: never written raw to a terminal or a text report
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes (ESC as ``\\x1b``): a commit subject cannot
+    move the cursor, recolour, ring or clear the terminal that prints it."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def commit_text(sha: str, subjects: Mapping[str, str]) -> str:
+    subject = printable(subjects.get(sha) or "")
+    return f"{sha[:8]}" + (f' "{subject}"' if subject else "")
+
+
+def since(record: Mapping) -> str:
+    """The words before a finding's first bad commit: since when it holds."""
+    return "since" if record["last_good"] else "at every recorded commit since"
+
+
+def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
+    """Since which commit a finding holds (and the last good one, where there is one)."""
+    last_good = f", last good {commit_text(record['last_good'], subjects)}" if record["last_good"] else ""
+    return f"{since(record)} {commit_text(record['first_bad'], subjects)}{last_good}"
+
+
+def change_text(r: Mapping, sha_digits: int | None = None) -> str:
+    """Old -> new in the family's terms (image hashes cut to ``sha_digits``)."""
+    if r["family"] == "parity":
+        old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
+        return f"r {old} -> {r['new_r']:.9f}"
+    if r["family"] == "determinism":
+        return f"{(r['old_sha256'] or '?')[:sha_digits]} -> {(r['new_sha256'] or '?')[:sha_digits]}"
+    ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
+    return f"{fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}{ratio}"
+
+
+def finding_text(r: Mapping) -> str:
+    """What changed, in the family's own terms (the commits are added by the caller)."""
+    if r["family"] == "parity":
+        return f"parity {r['case']}: {change_text(r)} (1 - r {r['old']} -> {r['new']})"
+    if r["family"] == "reproducibility":
+        return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
+    if r["family"] == "determinism":
+        again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
+        note = f" ({r['note']})" if r.get("note") else ""
+        return f"image hash {r.get('case') or r['benchmark']}: {change_text(r)}{again}{note}"
+    extra = [f"rank test p={r['rank_test_p']:.2g}"] if "rank_test_p" in r else []
+    extra += [r[key] for key in ("evidence", "confirmation_evidence") if key in r]  # a count's, a timing step's
+    evidence = f" ({', '.join(extra)})" if extra else ""
+    return f"{r['family']} {r['benchmark']}{r['params']}: {change_text(r)}{evidence}"
+
+
+def _cases(group: list[Mapping]) -> str:
+    return ", ".join(r.get("case") or r["benchmark"] for r in group)
+
+
+def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> list[str]:
+    """One line per finding, its label first; the non-reproducible cases of one axis and commits as one
+    line, and large groups of image-hash findings of the same commits as one."""
+    irreproducible: dict[tuple, list[Mapping]] = {}
+    hashes: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        if r["family"] == "reproducibility":
+            irreproducible.setdefault((r["axis"], r["first_bad"], r["last_good"]), []).append(r)
+        elif r["family"] == "determinism":
+            hashes.setdefault((r["first_bad"], r["last_good"]), []).append(r)
+    lines = [f"{NONDETERMINISTIC} images of {len(group)} golden case{'s' * (len(group) > 1)} ({_cases(group)}) "
+             f"differ between two runs ({axis}: {group[0]['runs']}), {where_text(group[0], subjects)}"
+             for (axis, _, _), group in irreproducible.items()]
+    lines += [f"{CHANGED} image hash of {len(group)} golden cases ({_cases(group)}), "
+              f"{where_text(group[0], subjects)} (sha256s with --json)"
+              for group in hashes.values() if len(group) > GROUP_HASHES]
+    lines += [f"{r['label']} {finding_text(r)}, {where_text(r, subjects)}" for r in records
+              if r["family"] != "reproducibility"
+              and (r["family"] != "determinism" or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
+    return lines
+
+
+def full_summary_line(report: Report) -> str:
+    """The full report's summary: the regressions by family, the timing steps not confirmed, what was not
+    measured or skipped, and the exit."""
+    verdicts = [f for f in report.regressions if f.is_verdict]
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in verdicts).items()))
+    steps = Counter(f.detail.get("confirmation") for f in report.regressions if not f.is_verdict)
+    unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
+    return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
+            f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
+            f"exit {int(report.exit)}")
+
+
+def header(report: Report) -> str:
+    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows."""
+    return (f"detsim-track: machine {report.machine}, {len(report.commits)} commits recorded "
+            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
+
+
+def _machine_lines(report: Report) -> list[str]:
+    """One machine's whole verdict, line by line."""
+    lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
+    lines += regression_lines([f.record() for f in report.regressions], report.subjects)
+    if report.built:
+        lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
+    lines += [f"skipped at {report.latest[:8]}: {skipped.text()} (the benchmarks in --json)" for skipped in report.skips]
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(full_summary_line(report))
+    return lines
+
+
+def report_lines(judgement: Judgement) -> list[str]:
+    """The whole verdict: each machine's, then, for several, which machines agree, the cross-machine facts and
+    the fleet's exit."""
+    if judgement.single is not None:
+        return _machine_lines(judgement.single)
+    fleet = judgement
+    lines = [line for report in fleet.reports.values() for line in [*_machine_lines(report), ""]]
+    lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
+    lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
+    lines += fleet.agreement
+    lines += [f"note: {fact}" for fact in fleet.facts]
+    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
+    return lines
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+
+
+def fitted(head: str, sha: str, subjects: Mapping[str, str], *, prefix: str = "since", tail: str = "") -> str:
+    """``<head> since <short sha> "<subject>"<tail>``, the subject (then the head) cut to fit :data:`WIDTH`."""
+    where = f" {prefix} {sha[:8]}"
+    head = cut(head, WIDTH - len(where) - len(tail))
+    subject = printable(subjects.get(sha) or "")
+    room = WIDTH - len(head) - len(where) - len(tail) - 3  # a space and two quotes
+    if subject and room > 1:
+        return f'{head}{where} "{cut(subject, room)}"{tail}'
+    return head + where + tail
+
+
+def short_params(params: str) -> str:
+    """asv's parameter text with only the values: ``(workload='P1', dtype='float32')`` -> ``(P1, float32)``."""
+    return re.sub(r"'([\w.@+-]*)'", r"\1", re.sub(r"\b[A-Za-z_]\w*=", "", params))
+
+
+def short_name(record: Mapping) -> str:
+    """A finding's golden case, or its benchmark without the module and its parameters' values only
+    (``PathThroughput.track_ns_per_pixel_step(P1, eager, float32, cpu)``)."""
+    if record.get("case"):
+        return record["case"]
+    module, _, rest = record["benchmark"].partition(".")
+    name = rest if module.startswith("bench") and rest else record["benchmark"]
+    return name + short_params(record.get("params") or "")
+
+
+def case_tag(record: Mapping) -> str:
+    """The shortest name of a finding in a list: a golden case's id up to its first ``_`` (unique, and what
+    ``--case`` accepts), else its short name."""
+    return record["case"].split("_", 1)[0] if record.get("case") else short_name(record)
+
+
+def family_word(record: Mapping) -> str:
+    return "image hash" if record["family"] == "determinism" else record["family"]
+
+
+def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
+    """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
+    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
+    where = len(f" {since(record)} 12345678")
+    name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
+    return fitted(label + name + change, record["first_bad"], subjects, prefix=since(record), tail=tail)
+
+
+def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
+    """``a01, b01, c01, ... +51``: as many of ``names`` as fit in ``room`` characters (one at least), the
+    others counted in ``more``."""
+    for shown in range(len(names), 0, -1):
+        rest = len(names) - shown
+        text = ", ".join(names[:shown]) + (more.format(rest) if rest else "")
+        if len(text) <= room or shown == 1:
+            return text
+    return ""
+
+
+def _group_head(records: list[Mapping], names: str) -> str:
+    first, count = records[0], len(records)
+    family = first["family"]
+    if family == "reproducibility":
+        cases = f"{count} golden cases ({names})" if count > 1 else first.get("case") or first["benchmark"]
+        return f"{first['label']} images of {cases} differ between two runs ({first['axis']})"
+    what = "golden cases" if all(r.get("case") for r in records) else "benchmarks"
+    head = f"{first['label']} {family_word(first)} of {count} {what} ({names})"
+    if family == "parity":
+        return head + f", r down to {min(r['new_r'] for r in records):.9f}"
+    ratios = [r["ratio"] for r in records if r["ratio"] is not None and family != "determinism"]
+    if ratios:
+        low, high = min(ratios), max(ratios)
+        head += f", x{low:.2f}" + (f" to x{high:.2f}" if f"{high:.2f}" != f"{low:.2f}" else "")
+    return head
+
+
+def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
+    """Findings of one label and family between the same commits as one line, naming the first that fit."""
+    where = len(f" {since(records[0])} 12345678") + SUBJECT_ROOM
+    listed = names_fitting([case_tag(r) for r in records], WIDTH - len(_group_head(records, "")) - where)
+    return fitted(_group_head(records, listed), records[0]["first_bad"], subjects, prefix=since(records[0]))
+
+
+def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
+    """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
+    command that decides an undecided step at the end of its line, or, for several, on a line after them."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for finding in findings:
+        if finding.label != NOISE_LABEL:
+            record = finding.record()
+            key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
+            groups.setdefault(key, []).append(record)
+    undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
+    decide = "decide: " + "; ".join(sorted({r["decide_command"] for r in undecided}))
+    lines, told = [], False
+    for group in groups.values():
+        if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
+            lines.append(group_line(group, subjects))
+            continue
+        for record in group:
+            line = finding_line(record, subjects)
+            if len(undecided) == 1 and record.get("decide_command"):
+                with_command = finding_line(record, subjects, f"; {decide}")
+                told = with_command.startswith(line.split(" since ")[0])  # its facts uncut
+                line = with_command if told else line
+            lines.append(line)
+    if undecided and not told:  # after the last undecided step
+        last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
+        lines.insert(last + 1, cut(decide + " (re-measures the undecided steps)", WIDTH))
+    return lines
+
+
+def unmeasured_lines(report: Report) -> list[str]:
+    """The earlier commits that measured nothing, then what failed at the latest commit: nothing at all when it
+    did not build, else the benchmarks."""
+    at = report.latest[:8]
+    earlier = []
+    if report.unbuilt:
+        head = (f"NOT MEASURED: {len(report.unbuilt)} earlier commit{'s' * (len(report.unbuilt) > 1)} measured "
+                "nothing (did not build, or the suite did not import): ")
+        names = [commit_text(c, report.subjects) for c in report.unbuilt]
+        earlier = [cut(head + names_fitting(names, WIDTH - len(head), ", +{} more"), WIDTH)]
+    if not report.built:
+        return [*earlier, f"NOT MEASURED at {at}: nothing (the commit did not build, or its suite did not import)"]
+    labels = list(report.unmeasured)
+    if len(labels) < GROUP_AT:
+        return [*earlier, *[cut(f"NOT MEASURED at {at}: {label} (it failed there)", WIDTH) for label in labels]]
+    head = f"NOT MEASURED at {at}: {len(labels)} benchmarks failed there ("
+    return [*earlier, head + names_fitting(labels, WIDTH - len(head) - 1) + ")"]
+
+
+LABEL_ORDER = (REGRESSED, CHANGED, NONDETERMINISTIC, *CONFIRMATION_LABELS.values())  # the summary's order
+
+
+def to_act(findings: Iterable[Finding], unmeasured: int, failed: bool) -> str:
+    """What needs action, as a summary of either judge says it: ``1 regressed, 2 changed, 3 not measured`` (by
+    label in :data:`LABEL_ORDER`; noise needs none; the unmeasured count where ``failed``)."""
+    labels = Counter(finding.label for finding in findings)
+    act = [f"{labels[label]} {label.lower()}" for label in LABEL_ORDER if labels[label] and label != NOISE_LABEL]
+    return ", ".join(act + [f"{unmeasured} not measured"] * failed) or "nothing to act on"
+
+
+def summary_line(report: Report) -> str:
+    """What needs action, what was measured, what was noise, what was skipped and why (the largest group
+    first, as many reasons as fit, the others counted), and the exit."""
+    act = to_act(report.regressions, len(report.unmeasured), bool(report.unmeasured or not report.built))
+    noise = sum(finding.label == NOISE_LABEL for finding in report.regressions)
+    head = f"summary: {act}; {report.measured} measured, {noise} noise, {report.skipped} skipped"
+    tail = f"; exit {int(report.exit)}"
+    if report.skips:
+        head += ": " + names_fitting([s.text() for s in report.skips], WIDTH - len(head) - len(tail) - 2, ", +{} more")
+    return head + tail
+
+
+def _machine_screen(report: Report) -> list[str]:
+    """One machine's verdict on one screen."""
+    return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
+            *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
+
+
+def screen_lines(judgement: Judgement) -> list[str]:
+    """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
+    if judgement.single is not None:
+        return _machine_screen(judgement.single)
+    fleet = judgement
+    lines = [line for report in fleet.reports.values() for line in _machine_screen(report)]
+    lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
+    lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
+    lines += [cut(line, WIDTH) for line in fleet.agreement]
+    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
+    return lines
