@@ -19,7 +19,7 @@ from detsim.track.runtime.output import REPORTS, OutputError, add_json_option, a
 from detsim.track.base.provenance import repo_root
 from detsim.track.confirm.apply import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.history.jsonc import ResultsError
-from detsim.track.publish.fingerprints import determinism_states
+from detsim.track.report.fingerprints import determinism_states
 from detsim.track.verdict.analysis import Judgement, analyse
 from detsim.track.verdict.lines import report_lines
 from detsim.track.verdict.screen import screen_lines
