@@ -68,19 +68,24 @@ AFTER = re.compile(r'<li id="nav-li-regressions">.*?</li>', re.S)
 LIST_END = re.compile(r'(<ul class="nav navbar-nav[^"]*">.*?)(\s*</ul>)', re.S)
 
 
+def _combination(bench: Mapping, label: str) -> tuple[int | None, tuple] | None:
+    """(position, values) of the parameter combination ``label`` (``"(pixels=128, dtype='float64')"``) among
+    asv's combinations of ``bench``, in asv's order (position None: an unparametrized benchmark, label "");
+    None: no such combination."""
+    if not bench.get("params"):
+        return (None, ()) if label == "" else None
+    labels = param_labels(bench)
+    if label not in labels:
+        return None
+    position = labels.index(label)
+    return position, list(itertools.product(*bench["params"]))[position]
+
+
 def param_values(bench: Mapping, label: str) -> dict[str, str] | None:
-    """Parameter name -> value text of the combination ``label`` (``"(pixels=128, dtype='float64')"``),
-    read from asv's own parameter lists (None: no such combination)."""
-    names, params = bench.get("param_names") or [], bench.get("params") or []
-    if not params:
-        return {} if label == "" else None
-    combos = [[]]
-    for values in params:
-        combos = [c + [v] for c in combos for v in values]
-    for combo, candidate in zip(combos, param_labels(bench)):
-        if candidate == label:
-            return dict(zip(names, map(str, combo)))
-    return None
+    """Parameter name -> value text of the combination ``label``, read from asv's own parameter lists (None:
+    no such combination)."""
+    found = _combination(bench, label)
+    return None if found is None else dict(zip(bench.get("param_names") or [], map(str, found[1])))
 
 
 def graph_url(benchmark: str, params: str, benchmarks: Mapping[str, Mapping], *,
@@ -193,14 +198,11 @@ def entry(record: Mapping, machine: str, index: Mapping, revisions: Mapping[str,
     path = _graph_path(params, record["benchmark"])
     if not (html / path).is_file():
         return None
-    name, position = record["benchmark"], None
-    if bench.get("params"):
-        labels = param_labels(bench)
-        if record["params"] not in labels:
-            return None
-        position = labels.index(record["params"])
-        combo = list(itertools.product(*bench["params"]))[position]
-        name = f"{name}({', '.join(combo)})"
+    found = _combination(bench, record["params"])
+    if found is None:
+        return None
+    position, combo = found
+    name = record["benchmark"] + (f"({', '.join(combo)})" if position is not None else "")
     varying = {k for p in index["graph_param_list"] for k in p
                if len({q.get(k) for q in index["graph_param_list"]}) > 1}
     good = revisions.get(record["last_good"]) if record["last_good"] else None
@@ -240,11 +242,9 @@ def _feed(entries: list[list], texts: list[str], index: Mapping) -> bytes:
         good, bad = jumps[0][0], jumps[0][1]
         benchmark = name.split("(", 1)[0]
         commits = f"{hashes[str(good)]}-{hashes[str(bad)]}" if good is not None else hashes[str(bad)]
-        query = dict(params)  # the graph's address as asv's feed writes it
-        if position is not None:
-            bench = index["benchmarks"][benchmark]
-            combo = list(itertools.product(*bench["params"]))[position]
-            query.update({f"p-{k}": v for k, v in zip(bench["param_names"], combo)})
+        bench = index["benchmarks"][benchmark]  # the graph's address as asv's feed writes it
+        combo = list(itertools.product(*bench["params"]))[position] if position is not None else ()
+        query = {**params, **{f"p-{k}": v for k, v in zip(bench.get("param_names") or [], combo)}}
         link = f"index.html#{benchmark}?{urlencode({**query, 'commits': commits})}"
         when = _dt.datetime.fromtimestamp(dates.get(str(bad), 0) / 1000, _dt.timezone.utc)
         summary = f'<a href="{escape(link)}">{escape(text)}</a>'
