@@ -216,8 +216,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"),
-                                   cwd=folder) for side in (old, new)]
+    texts = [trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"), cwd=folder)
+             for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
     atomic_write_text(folder / "explanation.txt", said + "\n")

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
     (["HEAD~1", "HEAD", "--kind", "nondeterministic", "--case", "a01"],
      "--kind nondeterministic takes one COMMIT and --case (a golden case id)"),
     (["HEAD~1", "HEAD", "--case", "a01", "--axis", "threads"], "--axis goes with --kind nondeterministic"),
+    (["HEAD~1", "HEAD", "--target-results", "port"], "--target-results goes with parity explanations (--case)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path, capsys):
     out = tmp_path / "bundle"
