@@ -1,5 +1,6 @@
-"""What the publish tests start from: a fake cache of the npm tarballs the status page's offline copy is made
-from (no network in tests), and a project whose page ``asv publish`` wrote."""
+"""What the publish and explain tests start from: a fake cache of the npm tarballs the status page's offline copy
+is made from (no network in tests), a project whose page ``asv publish`` wrote, and a target's image that
+departs from its reference at the edges, stored as ``detsim-track record`` stores it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-from detsim.track.publish.vendor import ASSETS, tarball
+import numpy as np
+
+from detsim.track.report.asvpage import ASSETS, tarball
+from detsim.track.target.departure import departure
 
 
 def fake_asset_cache(cache: Path, specs=None) -> None:
@@ -73,3 +77,27 @@ def asv_published(tmp_path: Path) -> Path:
                           env={**env, "HOME": str(tmp_path)}, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return root
+
+
+def edge_departure() -> dict:
+    """Where a 64x64 image whose outer 3 px are 3x too bright departs from its reference: at the edges, the
+    central region passing (r = 1) while the full frame fails (r = 0.893)."""
+    y, x = np.mgrid[0:64, 0:64]
+    reference = np.exp(-((y - 31.5) ** 2 + (x - 31.5) ** 2) / 200) + 0.1
+    image = reference.copy()
+    for band in (np.s_[:3, :], np.s_[-3:, :], np.s_[:, :3], np.s_[:, -3:]):
+        image[band] *= 3
+    return departure(image, reference)
+
+
+def store_departure(results: Path, commit: str, case: str, record: dict) -> None:
+    """A departure record stored for (commit, case) under ``results``, as JSON (the layout :func:`stored_in` reads)."""
+    path = results / "departures" / commit / f"{case}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def stored_in(results: Path, commit: str, case: str) -> dict | None:
+    """``detsim.track.target.departure.stored`` as the tests provide it: what :func:`store_departure` wrote."""
+    path = Path(results) / "departures" / commit / f"{case}.json"
+    return json.loads(path.read_text()) if path.is_file() else None

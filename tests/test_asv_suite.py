@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.publish.vendor import remote_loads
+from detsim.track.report.asvpage import remote_loads
 from planted_history import append as _append, commit as _commit, copy_project, run as _run, start
 
 pytestmark = pytest.mark.slow

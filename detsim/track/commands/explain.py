@@ -18,11 +18,10 @@ from detsim.track.runtime.output import REPORTS, OutputError, add_report_options
     check_new_folder, report_folder
 from detsim.track.base.reproducibility import AXES
 from detsim.track.cost.counting import CountError, not_measured_reason
-from detsim.track.explain import bundle
-from detsim.track.explain.grouping import one_per_cause, with_others
-from detsim.track.explain.jobs import KINDS, Job, explain_job
-from detsim.track.explain.profile import ProfileError
-from detsim.track.explain.sides import SideError
+from detsim.track.report.explain import KINDS, Job, departure_answer, explain_job, one_per_cause, with_others, \
+    write_bundle
+from detsim.track.report.profile import ProfileError
+from detsim.track.report.sides import SideError
 from detsim.track.compare.runs import RecordError
 from detsim.track.judge.finding import flags
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
@@ -47,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
                         help=f"the verdict whose findings to explain (default: {REPORTS}/latest/verdict.json of "
                              "the project, the last one `detsim-track regressions` wrote)")
+    parser.add_argument("--target-results", type=Path, default=None, metavar="DIR",
+                        help="a target's recorded results (what `detsim-track record` wrote; default: the verdict's "
+                             "target_results): a parity finding is explained by where its stored image departs")
     parser.add_argument("--no-bisect", action="store_true", help="explain LAST_GOOD..FIRST_BAD as given")
     parser.add_argument("--top", type=count, default=10, help="entries of the profile and op diffs (default 10)")
     add_report_options(parser, AREA)
@@ -86,27 +88,32 @@ def machine_verdict(path: Path, machine: str | None) -> dict:
     return judged[machine or next(iter(judged))]
 
 
-def jobs_from_verdict(report: dict, golden: Path) -> tuple[list[Job], list[str]]:
+def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple[list[Job], list[str]]:
     """One job per cause among a stored verdict's findings that have a last good commit (and images that do
-    not reproduce); notes for the others (a timing step counts once re-measured and confirmed)."""
+    not reproduce); notes for the others (a timing step counts once re-measured and confirmed). A target's
+    verdict: one job per parity finding (its stored departure), a note for each other finding."""
     jobs, notes = [], []
     for rec in report["regressions"]:
         origin = f"{rec['benchmark']}{rec['params']}"
         if not flags(rec):
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
-            continue
-        if rec["family"] == "reproducibility":
+        elif target:
+            if rec["family"] == "parity" and rec.get("case"):
+                jobs.append(Job("parity", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"], origin))
+            else:
+                notes.append(f"{origin}: a target's {rec['family']} finding; explain measures detsim's own code only "
+                             "(`detsim-track bisect --target` names its first bad commit)")
+        elif rec["family"] == "reproducibility":
             jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
                             origin, axis=rec["axis"]))
-            continue
-        if not rec.get("last_good"):
+        elif not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
-            continue
-        job = _job_for(rec, origin)
-        if job is None:
+        elif (job := _job_for(rec, origin)) is None:
             notes.append(f"{origin}: a {rec['family']} finding has no explanation here")
         else:
             jobs.append(job)
+    if target:
+        return jobs, notes
     jobs, grouped = one_per_cause(jobs, golden)
     return jobs, notes + grouped
 
@@ -136,8 +143,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_new_folder(folder, "--out")
         golden = golden_dir(root)
-        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits else jobs_from_verdict(
-            machine_verdict(args.verdict or latest_file(root / REPORTS), args.machine), golden))
+        report = None if args.commits else machine_verdict(args.verdict or latest_file(root / REPORTS), args.machine)
+        target = args.target_results or ((report or {}).get("target_results") and root / report["target_results"])
+        jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits else
+                       jobs_from_verdict(report, golden, target=bool(target)))
+        if target and any(job.kind != "parity" for job in jobs):
+            raise ValueError("--target-results goes with parity explanations (--case)")
     except (OutputError, ValueError, GoldenError, VerdictError) as exc:
         return refuse(f"explain: {exc}")
     for note in notes:
@@ -149,25 +160,28 @@ def run(args: argparse.Namespace) -> int:
         return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
     argv = ["explain", *args.commits, *(x for option in ("kind", "workload", "case", "axis") if getattr(args, option)
-                                       for x in (f"--{option}", getattr(args, option)))]
+                                       for x in (f"--{option}", getattr(args, option))),
+            *(["--target-results", str(args.target_results)] if args.target_results else [])]
     try:
         with atomic_directory(folder) as tmp:
             for job in jobs:
                 try:
-                    record = _explained(job, root, golden, tmp, bisecting=not args.no_bisect, top=args.top)
-                except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError) as exc:
+                    record = (_departure(job, target) if target else
+                              _explained(job, root, golden, tmp, bisecting=not args.no_bisect, top=args.top))
+                except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError, LookupError) as exc:
                     print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
                     codes.append(ExitCode.UNMEASURED)
                     continue
                 record = with_others(record, job)
                 records.append(record)
                 codes.append(ExitCode.REGRESSED if record["changed"] else ExitCode.OK)
-                for line in record.get("details", {}).get("profile", []) + record.get("details", {}).get("ops", []):
+                details = record.get("details", {})
+                for line in details.get("profile", []) + details.get("ops", []) + details.get("lines", []):
                     print(line)
                 print(record["answer"])
             if not records:
                 raise _NothingExplained
-            bundle.finish(tmp, records, argv, root)
+            write_bundle(tmp, records, argv, root)
     except _NothingExplained:
         return ExitCode.UNMEASURED
     print(f"evidence: {folder}")
@@ -185,6 +199,17 @@ def _explained(job: Job, root: Path, golden: Path, folder: Path, **kw) -> dict:
     flagged = replace(job, workload=job.own, stand_in=False, own=None)
     return {**explain_job(flagged, root, golden, folder / flagged.name, **kw),
             "stand_in": {"workload": job.workload, "answer": record["answer"]}}
+
+
+def _departure(job: Job, results: Path) -> dict:
+    """The explanation of a target's parity finding: where its image departs at the first bad commit, as
+    ``detsim-track record`` stored it in ``results`` (:class:`LookupError`: none stored)."""
+    from detsim.track.target.departure import map_lines, sentence, stored
+
+    record = stored(results, job.first_bad, job.workload)
+    if record is None:
+        raise LookupError(f"no departure of its image stored in {results} at {job.first_bad[:10]}")
+    return departure_answer(job, record, sentence(record), map_lines(record))
 
 
 class _NothingExplained(Exception):

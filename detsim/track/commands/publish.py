@@ -17,19 +17,15 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base.exitcodes import ExitCode, worst
+from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, load_config
 from detsim.track.judge.history import checkout_head
-from detsim.track.publish.fingerprints import State
-from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
-from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
-from detsim.track.publish.regressions_tab import FEED, INDEX, LIST, TabError, has_tab, read_index, tab, tab_json
-from detsim.track.publish.rows import family_rows, presence
-from detsim.track.publish.swap import building, swap_in
-from detsim.track.publish.vendor import vendor_pages
+from detsim.track.report.asvpage import FEED, INDEX, LIST, STATUS_PAGE, TabError, add_status_link, building, \
+    has_tab, read_index, swap_in, tab, tab_json, vendor_pages
+from detsim.track.report.page import is_ours, status_page
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
 HELP = "publish the latest verdict: asv's page, the status page beside it, the folder made offline, swapped in whole"
@@ -47,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", action="append", default=None,
                         help="publish this machine's verdict; repeat for several (default: every machine the "
                              "verdict judged, and which machines agree)")
+    parser.add_argument("--target-results", type=Path, default=None, metavar="DIR",
+                        help="a target's recorded results (what `detsim-track record` wrote; default: the verdict's "
+                             "target_results): the page shows where the image of each parity finding departs")
     parser.add_argument("--assets", type=Path, default=None,
                         help="folder of the npm tarballs of asv's scripts (default: .asv/www-assets of the project)")
 
@@ -106,39 +105,23 @@ def asv_publish(root: Path, dest: Path) -> None:
         raise PageError(f"`asv publish` failed ({lines[-1].strip() if lines else f'exit {done.returncode}'})")
 
 
-def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping]) -> tuple[str, list]:
-    """One machine's section of the page and its rows, from its stored verdict; ``benchmarks``: asv's list
-    (for the links into its graphs)."""
-    note = next((n for n in report["notes"] if n.startswith("image hashes not compared")), None)
-    machine = report["machine"]  # links show this machine's series only
-    rows = family_rows(report, presence(report.get("families") or {}), benchmarks, note, machine)
-    drawn = report.get("history") or {}
-    history = History(
-        parity=[(case, bench, [(commit, float(v) if isinstance(v, str) else v) for commit, v in points])
-                for case, bench, points in drawn.get("parity", [])],  # "nan": skipped there
-        determinism={case: [State(*s) for s in states] for case, states in (drawn.get("determinism") or {}).items()},
-        determinism_benchmarks=drawn.get("determinism_benchmarks") or {})
-    section = machine_section(report, rows, history,
-                              lambda bench: graph_url(bench, "", benchmarks, machine=machine))
-    return section, rows
+def departures(report: Mapping, results: Path | None, root: Path) -> list[dict]:
+    """Where the image of each parity finding of a target's verdict ``report`` departs, as ``detsim-track
+    record`` stored it in ``results`` (default: the verdict's ``target_results``, under ``root``); none for
+    detsim's own verdict. Each record gets the finding's ``case`` and first bad ``commit``, and its sentence."""
+    results = results or (root / report["target_results"] if report.get("target_results") else None)
+    if results is None:
+        return []
+    from detsim.track.target.departure import sentence, stored
 
-
-def page_text(verdict: Mapping, picked: Mapping[str, dict], benchmarks: Mapping) -> tuple[str, list[str]]:
-    """The status page and one summary per machine (``family verdict, ...``)."""
-    if len(picked) == 1:
-        [(machine, report)] = picked.items()
-        section, rows = machine_page(report, benchmarks)
-        return single_page(report["latest"], section), [", ".join(f"{r.family} {r.verdict}" for r in rows)]
-    sections, summaries = [], []
-    for machine, report in picked.items():
-        section, rows = machine_page(report, benchmarks)
-        sections.append(section)
-        summaries.append(f"{machine}: " + ", ".join(f"{r.family} {r.verdict}" for r in rows))
-    whole = set(picked) == set(machines_of(verdict))  # the agreement is the whole fleet's
-    code = verdict["exit"] if whole else int(worst(*(r["exit"] for r in picked.values())))
-    fleet = {"machines": picked, "exit": code,
-             **({key: verdict.get(key) for key in ("agreement", "facts", "not_judged")} if whole else {})}
-    return fleet_html(fleet, sections), summaries
+    found = []
+    for finding in report.get("regressions", []):
+        if finding.get("family") == "parity" and finding.get("case") and finding.get("first_bad"):
+            record = stored(results, finding["first_bad"], finding["case"])
+            if record is not None:
+                found.append({**record, "case": finding["case"], "commit": finding["first_bad"],
+                              "sentence": sentence(record)})
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -154,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with building(html) as new:
             asv_publish(root, new)
-            said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html)
+            said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html,
+                               departed=lambda report: departures(report, args.target_results, root))
             swap_in(new, html)
     except (PageError, TabError) as exc:
         return refuse(f"detsim-track publish: the page was not written: {exc}")
@@ -167,12 +151,14 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path, shown: Path) -> list[str]:
+def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path, shown: Path,
+                departed) -> list[str]:
     """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``
-    (``shown``: where it will be); the lines to print, the last the page's summary."""
+    (``shown``: where it will be; ``departed(report)``: a machine's departures); the lines to print, the last
+    the page's summary."""
     index = read_index(html) if has_tab(html) else None
     benchmarks = (index or {}).get("benchmarks") or _benchmarks(html)
-    text, summaries = page_text(verdict, picked, benchmarks)
+    text, summaries = status_page(verdict, picked, benchmarks, departed)
     listed = tab(picked, index, html) if index is not None else None
     said = []
     atomic_write_text(html / STATUS_PAGE, text)

@@ -18,5 +18,5 @@ the first divergent event of two records and why, with its victims (:mod:`.first
 
 Not here: the reproducibility axes and cases (``detsim/track/base/reproducibility.py``: the asv suite loads
 ``base`` from the working tree beside any commit, without torch) and the status page's commit-to-commit
-image states (``detsim/track/publish/fingerprints.py``, drawn from the recorded history).
+image states (``detsim/track/report/fingerprints.py``, drawn from the recorded history).
 """

@@ -5,7 +5,7 @@ A hash change compares two commits' op streams with call sites stripped of line 
 (:func:`~detsim.track.compare.firstdiff.compare_commits`); images that do not reproduce compare two runs of
 one commit along a reproducibility axis (:data:`detsim.track.base.reproducibility.AXES`), line numbers kept
 (:func:`~detsim.track.compare.firstdiff.compare_records`). Each stream is recorded in a side's package
-(anything with the ``package_dir`` and ``python`` of ``detsim.track.explain.sides.Side``) in a fresh
+(anything with the ``package_dir`` and ``python`` of ``detsim.track.report.sides.Side``) in a fresh
 interpreter (float64, CPU).
 """
 

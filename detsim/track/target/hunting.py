@@ -16,7 +16,7 @@ from typing import Callable
 
 from detsim.track.base.commits import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
-from detsim.track.explain.sides import SideError, commits_between, subject
+from detsim.track.report.sides import SideError, commits_between, subject
 from detsim.track.target.bisection import FirstBad, Step, bisect
 from detsim.track.target.criteria import Criterion, Marking, Kind, Mark
 from detsim.track.target.departure import departure

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
     (["HEAD~1", "HEAD", "--kind", "nondeterministic", "--case", "a01"],
      "--kind nondeterministic takes one COMMIT and --case (a golden case id)"),
     (["HEAD~1", "HEAD", "--case", "a01", "--axis", "threads"], "--axis goes with --kind nondeterministic"),
+    (["HEAD~1", "HEAD", "--target-results", "port"], "--target-results goes with parity explanations (--case)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path, capsys):
     out = tmp_path / "bundle"
@@ -306,3 +307,34 @@ def test_a_stand_in_that_does_not_show_the_change_gives_way_to_the_flagged_workl
     assert captured.out.splitlines()[-2:] == ["P2@256 rose.", f"evidence: {out}"]
     [record] = json.loads((out / "explain.json").read_text())["explanations"]
     assert record["job"]["workload"] == "P2@256" and record["stand_in"]["workload"] == "P2@32"
+
+
+def test_a_targets_parity_finding_is_explained_by_where_its_image_departs(tmp_path, monkeypatch, capsys):
+    from publish_assets import edge_departure, store_departure, stored_in
+
+    monkeypatch.setattr("detsim.track.target.departure.stored", stored_in, raising=False)
+    case, bad = "a01_cubic_mosflm_center", "b" * 40
+    findings = [_Finding({"family": "parity", "benchmark": "target.parity", "params": f"(case='{case}')", "case": case,
+                          "last_good": "a" * 40, "first_bad": bad}),
+                _Finding({"family": "timing", "benchmark": "target.seconds", "params": f"(case='{case}')",
+                          "last_good": "a" * 40, "first_bad": bad})]
+    verdict = Path(_verdict(tmp_path, findings))
+    verdict.write_text(json.dumps({**json.loads(verdict.read_text()), "target_results": str(tmp_path / "target")}))
+    out = tmp_path / "bundle"
+    assert main(["explain", "--root", str(ROOT), "--verdict", str(verdict), "--out", str(out)]) == 2  # none stored
+    assert f"no departure of its image stored in {tmp_path / 'target'} at bbbbbbbbbb" in capsys.readouterr().err
+    assert not out.exists()
+    store_departure(tmp_path / "target", bad, case, edge_departure())
+    assert main(["explain", "--root", str(ROOT), "--verdict", str(verdict), "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "target.seconds(case='a01_cubic_mosflm_center'): a target's timing finding; explain measures detsim's" \
+        in captured.err
+    lines = captured.out.splitlines()
+    assert lines[:2] == ["+" + "-" * 16 + "+", "|" + "#" * 16 + "|"]  # the map: the edge band
+    assert "full frame r = 0.89331296 (fails); central region rows 16-48, cols 16-48 r = 1.00000000 (passes); the " \
+           "difference sits: edges" in lines
+    assert "  (s=2, f=2): 0.901496 against 0.100166 (ratio 9)" in lines
+    assert lines[-2].startswith(f"the image of {case} at bbbbbbbb departs from the reference: the images part at the "
+                                "edges") and "the central region passes" in lines[-2]
+    [record] = json.loads((out / "explain.json").read_text())["explanations"]
+    assert record["details"]["departure"]["where"] == "edges" and record["job"]["first_bad"] == bad

@@ -19,11 +19,11 @@ import pytest
 
 from detsim.track.cli import main
 from detsim.track.commands import publish
-from detsim.track.publish.links import ITEM
-from detsim.track.publish.page import COLOURS, is_ours
-from detsim.track.publish.rows import GREEN, GREY, RED
-from detsim.track.publish.vendor import remote_loads
-from publish_assets import asv_published, fake_asset_cache
+from detsim.track.report.asvpage import ITEM
+from detsim.track.report.page import COLOURS, is_ours
+from detsim.track.report.page import GREEN, GREY, RED
+from detsim.track.report.asvpage import remote_loads
+from publish_assets import asv_published, edge_departure, fake_asset_cache, store_departure, stored_in
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 _real_asv_publish = publish.asv_publish
@@ -415,9 +415,23 @@ def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(
         browser.close()
 
 
-def test_a_skipped_parity_point_is_a_gap_and_a_failed_one_a_cross():
-    report = {"machine": "m", "notes": [], "regressions": [], "commits": ["c1", "c2", "c3"], "latest": "c3",
-              "families": {}, "history": {"parity": [["a01", "bench_parity.track_parity_a01",
-                                                      [["c1", 0.0], ["c2", "nan"], ["c3", None]]]]}}
-    section, _ = publish.machine_page(report, {})
-    assert section.count('class="pt ') == 1 and section.count('class="failed"') == 1
+def test_a_targets_parity_finding_shows_where_its_image_departs(project, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("detsim.track.target.departure.stored", stored_in, raising=False)
+    path = project / "reports" / "latest" / "verdict.json"
+    verdict = json.loads(path.read_text())
+    [parity] = [f for f in verdict["regressions"] if f["family"] == "parity"]
+    store_departure(project / "results" / "target", parity["first_bad"], parity["case"], edge_departure())
+    cache = tmp_path / "cache"
+    fake_asset_cache(cache)
+    assert _publish(project, "--assets", str(cache)) == 0  # detsim's own verdict: no departure
+    assert 'class="departure"' not in (project / "reports" / "html" / "status.html").read_text()
+    path.write_text(json.dumps({**verdict, "target_results": "results/target"}))
+    assert _publish(project, "--assets", str(cache)) == 0
+    page = (project / "reports" / "html" / "status.html").read_text()
+    assert f'<div class="departure" data-case="{parity["case"]}">' in page
+    assert "the images part at the edges: 100% of the difference in the outer 3 px" in page
+    assert "the central region passes (r = 1.00000000) while the full frame fails" in page
+    assert "<td>(2, 2)</td><td>0.901496</td><td>0.100166</td><td>9</td>" in page  # the worst pixel, both values
+    path.write_text(json.dumps(verdict))  # the flag names the results where the verdict does not
+    assert _publish(project, "--assets", str(cache), "--target-results", str(project / "results" / "target")) == 0
+    assert page == (project / "reports" / "html" / "status.html").read_text()

@@ -1,28 +1,35 @@
-"""One explanation, from two commits to an answer: measure, bisect what was not recorded, explain.
+"""One explanation, from two commits to an answer: measure, bisect what was not recorded, explain; one
+explanation per cause; the evidence bundle.
 
-The steps and what each kind measures are docs/explain.md's ("How a commit is measured"). A
-``nondeterministic`` job is one commit's: its case rendered twice at the first bad commit along the job's
-reproducibility axis, the two runs compared op by op.
+The steps and what each kind measures are docs/explain.md's ("How a commit is measured"), the bundle's files
+its "The bundle". A ``nondeterministic`` job is one commit's: its case rendered twice at the first bad commit
+along the job's reproducibility axis, the two runs compared op by op.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
+import shlex
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-from detsim.track.base.golden import find_case
+from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
+from detsim.track.base.workloads import reduced
 from detsim.track.compare import op_streams
 from detsim.track.compare.firstdiff import compare_commits, compare_records
-from detsim.track.explain import parity_trace, profile
-from detsim.track.explain.sides import Side, commits_between, count_at, image_at, one_minus_r, prepare_side, \
-    run_side_job, subject
+from detsim.track.report import profile
+from detsim.track.evidence.manifest import write_manifest
+from detsim.track.report.sides import Side, commits_between, count_at, first_change, image_at, one_minus_r, \
+    prepare_side, run_side_job, subject, trace_at, trace_sentence, worst_pixel
+from detsim.track.report.page import departure_facts, number_text
 from detsim.track.runtime.output import atomic_write_text, write_json
+from detsim.track.runtime.process import environment
 from detsim.track.judge.thresholds import COST_THRESHOLD
 
 KINDS = ("cost", "parity", "hash", "nondeterministic")
@@ -36,7 +43,7 @@ class Job:
     workload: str  # P1@64-style workload or a golden case id
     origin: str = "command line"  # or the verdict's finding it comes from
     axis: str | None = None  # nondeterministic jobs: the reproducibility axis whose two runs differ
-    also: tuple[str, ...] = ()  # the other findings of the same cause it explains (grouping.one_per_cause)
+    also: tuple[str, ...] = ()  # the other findings of the same cause it explains (:func:`one_per_cause`)
     stand_in: bool = False  # counts another workload or measure than the flagged benchmark's (a timing's, a memory's)
     own: str | None = None  # a stand-in's flagged workload, countable itself, where it differs from ``workload``
 
@@ -208,11 +215,11 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
-    pixel = parity_trace.worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [parity_trace.trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"),
-                                   cwd=folder) for side in (old, new)]
-    change = parity_trace.first_change(*texts, old_name=old.short, new_name=new.short)
-    said = parity_trace.sentence(new.commit, change, pixel)
+    pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
+    texts = [trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"), cwd=folder)
+             for side in (old, new)]
+    change = first_change(*texts, old_name=old.short, new_name=new.short)
+    said = trace_sentence(new.commit, change, pixel)
     atomic_write_text(folder / "explanation.txt", said + "\n")
     return {"pixel": list(pixel), "first_change": change}, said
 
@@ -247,3 +254,119 @@ def _answer(job: Job, record: dict, finding: str, old, new, bisection: Bisection
     return (f"{found}{_what(job)} changes at {pair['new'][:8]} (\"{pair['subject']}\", parent {pair['old'][:8]}): "
             f"{change}. {finding[:1].upper() + finding[1:] if finding else 'No single place explains it.'}. "
             f"Next: {act}.")
+
+
+def departure_answer(job: Job, record: Mapping, sentence: str, map_lines: list[str]) -> dict:
+    """The explanation of a target's parity finding, from where its image departs from the reference at the
+    first bad commit (``record``: as ``detsim.track.target.departure.departure`` makes it, stored when the
+    commit was recorded; ``sentence`` and ``map_lines``: that module's words and map of it)."""
+    worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} (ratio {number_text(w['ratio'])})"
+             for w in record["worst"]]
+    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": job.first_bad, "workload": job.workload,
+                    "origin": job.origin}, "commits_between": [], "changed": True,
+            "details": {"departure": dict(record),
+                        "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):", *worst]},
+            "answer": f"the image of {job.workload} at {job.first_bad[:8]} departs from the reference: {sentence}. "
+                      "Next: trace the quantities of one of the worst pixels in both programs."}
+
+
+# ---- one explanation per cause ----
+# One explanation per cause: the findings one change made are explained once, on the cheapest of them.
+#
+# Jobs of one kind between the same two commits (for images that do not reproduce: along one axis at one
+# commit) are one cause. The job kept is the one whose workload is cheapest to render (pixel·steps) among
+# those that measure what the verdict flagged (a cost finding's own count); a stand-in (the count standing for a
+# timing or memory finding) only where the cause has nothing else, since a stand-in need not show the change.
+# Its ``also`` names the others, and its answer ends with them.
+
+NAMED = 5  # the others an answer names before it counts the rest
+
+
+def render_cost(workload: str, golden: Path) -> float:
+    """Pixel·steps of one render of ``workload`` (a reduced reference workload or a golden case); infinite
+    where unknown, so that a known one is preferred."""
+    reference = reduced(workload)
+    if reference is not None:
+        return reference.pixel_steps
+    try:
+        return find_case(workload, golden).pixel_steps or math.inf
+    except GoldenError:
+        return math.inf
+
+
+def _cause(job: Job) -> tuple:
+    """What one change shares: the kind and both commits, or, for images that do not reproduce (one commit's
+    finding), the axis and that commit."""
+    return (job.kind, job.axis, job.first_bad) if job.axis else (job.kind, job.last_good, job.first_bad)
+
+
+def _name(job: Job) -> str:
+    """How an answer names a finding it also explains: a golden case by its id, else the finding's benchmark."""
+    return job.origin if reduced(job.workload) is not None else job.workload
+
+
+def one_per_cause(jobs: list[Job], golden: Path) -> tuple[list[Job], list[str]]:
+    """One job per cause (see the section's comment), in the order of the first job of each, and one note per
+    cause that stood for several findings."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(_cause(job), []).append(job)
+    kept, notes = [], []
+    for group in groups.values():
+        if len(group) == 1:
+            kept.append(group[0])
+            continue
+        flagged = [job for job in group if not job.stand_in] or group  # what the verdict flagged, measured itself
+        chosen = min(flagged, key=lambda job: render_cost(job.workload, golden))  # the first of the cheapest
+        others = tuple(dict.fromkeys(_name(job) for job in group if job is not chosen))
+        kept.append(replace(chosen, also=others))
+        where = (f"at {chosen.first_bad[:8]} along {chosen.axis}" if chosen.axis
+                 else f"between {chosen.last_good[:8]} and {chosen.first_bad[:8]}")
+        which = "the cheapest flagged count" if len(flagged) < len(group) else "the cheapest to render"
+        notes.append(f"{len(group)} {chosen.kind} findings {where}: one cause, explained once, on {chosen.workload} "
+                     f"({which}); its answer names the others")
+    return kept, notes
+
+
+def short(name: str) -> str:
+    """A golden case id up to its first ``_`` (``b01``: unique, and what ``--case`` accepts); any other name whole."""
+    head, sep, _ = name.partition("_")
+    return head if sep and len(head) == 3 and head[0].isalpha() and head[1:].isdigit() else name
+
+
+def also_text(also: tuple[str, ...]) -> str:
+    """``Also explains: b01, c02, d01, d02, e01, ... (47 more).``"""
+    shown = ", ".join(short(name) for name in also[:NAMED])
+    rest = len(also) - NAMED
+    return f"Also explains: {shown}" + (f", ... ({rest} more)" if rest > 0 else "") + "."
+
+
+def with_others(record: dict, job: Job) -> dict:
+    """An explanation's record naming the findings its job also stands for (unchanged for a job alone)."""
+    if not job.also:
+        return record
+    return {**record, "job": {**record["job"], "also": list(job.also)},
+            "answer": f"{record['answer']} {also_text(job.also)}"}
+
+
+# ---- the bundle ----
+def answer_text(records: list[dict]) -> str:
+    """``answer.md``: one heading and paragraph per explanation."""
+    parts = ["# What changed, where, since which commit", ""]
+    for record in records:
+        job = record["job"]
+        where = (f"at {job['first_bad'][:8]}, {job['axis']}" if job.get("axis")
+                 else f"{job['last_good'][:8]}..{job['first_bad'][:8]}")
+        parts += [f"## {job['kind']} of {job['workload']} ({where}, from {job['origin']})", "", record["answer"], ""]
+    return "\n".join(parts)
+
+
+def write_bundle(folder: Path, records: list[dict], argv: list[str], root: Path) -> None:
+    """Write the bundle's shared files into ``folder`` (the temporary one) and its manifest last."""
+    write_json(folder / "explain.json", {"report": "explain", "explanations": records})
+    commits = sorted({c for r in records for c in r.get("commits_between", []) + [r["job"]["last_good"]] if c})
+    atomic_write_text(folder / "commands.txt", f"# run from: {root}\n{shlex.join(['detsim-track', *argv])}\n"
+                      + "".join(f"# commit {c}\n" for c in commits))
+    write_json(folder / "env.json", environment())
+    atomic_write_text(folder / "answer.md", answer_text(records))
+    write_manifest(folder)

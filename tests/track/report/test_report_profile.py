@@ -7,7 +7,7 @@ import xml.dom.minidom
 
 import torch
 
-from detsim.track.explain.profile import count_ops, diff_ops, diff_profiles, format_op_changes, format_profile_diff, \
+from detsim.track.report.profile import count_ops, diff_ops, diff_profiles, format_op_changes, format_profile_diff, \
     parse_annotate, short_name, short_site, site_key, svg_bars
 
 OLD = """\

@@ -1,1 +1,0 @@
-"""``detsim-track publish``: asv's published folder readable at a glance and offline (docs/tracking.md)."""

@@ -1,0 +1,198 @@
+"""One side of a cross-commit comparison: a commit's ``detsim`` core with this checkout's suite over it, and
+the flagged benchmark measured there (an instruction count, 1 - r, an image, a pixel's trace).
+
+The core never imports the suite, so the core measured is the commit's own while the measuring code is the
+same on both sides. A side's jobs (:func:`do_job`) run in a fresh interpreter (``python -P``, the side first
+on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each writing ``job["out"]``: ``image`` (the float64 CPU
+eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops
+per call site, :mod:`.profile`, as JSON) and ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)). A
+parity change is explained by the first traced quantity that changed between two commits, at the pixel that
+changed most (:func:`first_change`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from detsim.track.base.commits import PACKAGE, benchmark_python, export_package, resolve
+from detsim.track.base.fresh import PINNED, ChildError, run_job
+from detsim.track.base.git import GitError, git
+from detsim.track.base.golden import find_case
+from detsim.track.base.metrics import pearson_r
+from detsim.track.base.workloads import reduced
+from detsim.track.compare.traces import compare_traces, parse_trace
+from detsim.track.cost.counting import Count
+from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.report.profile import count_ops
+from detsim.track.judge.text import printable
+
+SUITE = Path(__file__).resolve().parents[1]  # this checkout's detsim/track
+SIDE_JOB = "detsim.track.report.sides:do_job"
+
+
+class SideError(RuntimeError):
+    """A side that could not be prepared or whose process failed (one line)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    commit: str  # full sha
+    package_dir: Path  # holds detsim/ (the commit's core, this checkout's detsim/track)
+    python: str
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+
+def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None) -> Side:
+    """Export ``commit``'s package into ``dest`` (new) with this checkout's suite laid over it."""
+    sha = resolve(root, commit)
+    export_package(root, sha, dest)
+    track = dest / PACKAGE / "track"
+    shutil.rmtree(track, ignore_errors=True)
+    shutil.copytree(SUITE, track, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return Side(sha, dest, python or benchmark_python(root))
+
+
+def run_side_job(side: Side, job: dict, *, cwd: Path, timeout: float = 900) -> None:
+    """Do ``job`` (:func:`do_job`) at ``side`` (run in ``cwd``); raises :class:`SideError`, one line."""
+    try:
+        run_job(SIDE_JOB, job, python=side.python, path=(side.package_dir,), cwd=cwd, timeout=timeout,
+                env=PINNED, what=f"{job['job']} {job['workload']}")
+    except ChildError as exc:
+        raise SideError(f"{side.short}: {exc}") from None
+
+
+def commits_between(root: Path, last_good: str, first_bad: str) -> list[str]:
+    """The commits after ``last_good`` up to and including ``first_bad``, oldest first (first-parent order)."""
+    good, bad = resolve(root, last_good), resolve(root, first_bad)
+    try:
+        commits = git(root, "rev-list", "--reverse", "--first-parent", f"{good}..{bad}").split()
+    except GitError as exc:
+        raise SideError(str(exc)) from None
+    if not commits or commits[-1] != bad:
+        raise SideError(f"{bad[:8]} is not a descendant of {good[:8]}")
+    return commits
+
+
+def subject(root: Path, commit: str) -> str:
+    """``commit``'s subject line, its control characters escaped (it is printed)."""
+    try:
+        return printable(git(root, "log", "-1", "--format=%s", commit).strip())
+    except GitError:
+        return ""
+
+
+def count_at(side: Side, workload: str, golden: Path, out_dir: Path) -> Count:
+    """The instructions of one render of ``workload`` at ``side`` (the callgrind file kept in ``out_dir``)."""
+    return count_spec(CostSpec(workload), root=golden.parent.parent, out_dir=out_dir, package_dir=side.package_dir,
+                      cwd=out_dir)
+
+
+def image_at(side: Side, workload: str, golden: Path, out: Path, cwd: Path) -> np.ndarray:
+    """The float64 image of ``workload`` rendered by ``side``'s core, saved to ``out`` (.npy)."""
+    run_side_job(side, {"job": "image", "workload": workload, "out": str(out), "golden_dir": str(golden)}, cwd=cwd)
+    return np.load(out)
+
+
+def one_minus_r(image: np.ndarray, workload: str, golden: Path) -> float:
+    """1 - Pearson r of ``image`` against the golden case's nanoBragg image."""
+    r = pearson_r(image, find_case(workload, golden).reference(image.shape))
+    return float("nan") if r is None else 1.0 - r
+
+
+# ---- in the side's fresh interpreter ----
+JOBS = ("image", "ops", "trace")
+
+
+def config_of(workload: str, golden: Path | None):
+    """The configuration of a reduced reference workload (``P1@64``) or of a golden case id."""
+    from detsim.commandline.to_config import config_from_argv
+
+    reference = reduced(workload)
+    if reference is not None:
+        return reference.config(config_from_argv)
+    return find_case(workload, golden).config(config_from_argv)
+
+
+def render(config):
+    import torch
+
+    import detsim
+
+    torch.set_num_threads(1)
+    return detsim.simulate(config, device="cpu", dtype=torch.float64)
+
+
+def do_job(job: dict) -> dict:
+    """Do ``job`` (see the module docstring); the file written."""
+    golden = job.get("golden_dir")
+    config = config_of(job["workload"], Path(golden) if golden else None)
+    out = Path(job["out"])
+    if job["job"] == "image":
+        np.save(out, render(config).detach().cpu().numpy())
+    elif job["job"] == "ops":
+        render(config)  # warm-up: lazy imports and caches are not counted
+        out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")
+    elif job["job"] == "trace":
+        from detsim.diagnostics.pixel_trace import trace_pixels
+
+        with open(out, "w") as handle:
+            trace_pixels(config, [tuple(job["pixel"])], out=handle)
+    else:
+        raise ValueError(f"no side job {job['job']!r} (one of {', '.join(JOBS)})")
+    return {"out": str(out)}
+
+
+# ---- a parity change's first traced quantity ----
+RTOL, ATOL = 1e-12, 0.0  # the same program at two commits: anything beyond rounding of the printout
+
+
+def worst_pixel(old: np.ndarray, new: np.ndarray, reference: np.ndarray | None = None) -> tuple[int, int]:
+    """(slow, fast) of the largest |new - old|; if the images are equal, of the largest |new - reference|."""
+    delta = np.abs(new.astype(np.float64) - old.astype(np.float64))
+    if not delta.any() and reference is not None:
+        delta = np.abs(new.astype(np.float64) - reference.astype(np.float64))
+    s, f = np.unravel_index(int(np.argmax(delta)), delta.shape)
+    return int(s), int(f)
+
+
+def trace_at(side: Side, workload: str, pixel: tuple[int, int], golden: Path, out: Path, cwd: Path) -> str:
+    """The ``TRACE_PY:`` lines of ``pixel`` at ``side`` (also written to ``out``)."""
+    run_side_job(side, {"job": "trace", "workload": workload, "pixel": list(pixel), "out": str(out),
+                        "golden_dir": str(golden)}, cwd=cwd)
+    return out.read_text()
+
+
+def _values(values) -> str:
+    return " ".join(f"{v:.17g}" for v in values) or "(no values)"
+
+
+def first_change(old_text: str, new_text: str, old_name: str = "old", new_name: str = "new") -> dict | None:
+    """The first quantity whose traced value differs: ``{"name", "occurrence", "labels", "old", "new",
+    "rel", "reason", "differing"}`` (differing: the names that differ, in order), or None."""
+    comparison = compare_traces(parse_trace(old_text, old_name), parse_trace(new_text, new_name), rtol=RTOL, atol=ATOL)
+    first = comparison.first
+    if first is None:
+        return None
+    names = list(dict.fromkeys(d.name for d in comparison.differences))
+    return {"name": first.name, "occurrence": first.occurrence,
+            "labels": " ".join(f"{k}={v}" for k, v in first.a.labels),
+            "old": _values(first.a.values), "new": _values(first.b.values), "rel": first.rel,
+            "reason": first.reason, "differing": names, "compared": comparison.compared}
+
+
+def trace_sentence(commit: str, change: dict | None, pixel: tuple[int, int]) -> str:
+    """``the parity change at <commit> starts at `<quantity>`, old -> new`` (or that no trace differs)."""
+    if change is None:
+        return (f"the traces of pixel (s={pixel[0]}, f={pixel[1]}) agree at both commits: the change is not "
+                "in a traced quantity of that pixel")
+    where = f" [{change['labels']}]" if change["labels"] else ""
+    return (f"the parity change at {commit[:8]} starts at `{change['name']}`{where} of pixel "
+            f"(s={pixel[0]}, f={pixel[1]}), {change['old']} -> {change['new']}")
