@@ -200,3 +200,12 @@ def test_the_thresholds_reference_names_every_row_of_the_table():
             for line in doc.splitlines() if line.startswith("| `")}
     for row in thresholds.TABLE:
         assert (row.family, row.judge, f"{row.value:g}") in rows, f"docs/thresholds.md lacks {row}"
+
+
+def test_the_readmes_exit_codes_are_the_suites_exit_codes():
+    from detsim.track.base.exitcodes import ExitCode
+
+    table = re.search(r"^\| exit \| meaning \|\n((?:\|.*\n)+)", (ROOT / "README.md").read_text(), re.M)
+    assert table, "README.md has no exit-code table"
+    shown = {int(code) for row in table[1].splitlines()[1:] for code in re.findall(r"\d+", row.split("|")[1])}
+    assert shown == {int(code) for code in ExitCode}
