@@ -13,10 +13,10 @@ EXTRA_WORK = ("detsim/rendering/engine.py", "        return paths.chunk_values(c
               "        return paths.chunk_values(chunk)\n")
 PHYSICS = ("detsim/model/physics.py", "    factor = 1.0 + cos2t_sq\n", "    factor = 1.0 + 0.9 * cos2t_sq  # planted\n")
 REORDER = ("detsim/model/geometry.py",
-           "    pos = torch.addcmul(layer_origin[None, :, None, :], fdet[:, None, :, None], geom.fdet)\n"
-           "    pos = pos.addcmul_(sdet[:, None, :, None], geom.sdet)\n",
-           "    pos = torch.addcmul(layer_origin[None, :, None, :], sdet[:, None, :, None], geom.sdet)\n"
-           "    pos = pos.addcmul_(fdet[:, None, :, None], geom.fdet)\n")
+           "    pos = (fdet[:, None, :, None] * geom.fdet + sdet[:, None, :, None] * geom.sdet\n"
+           "           + (layer_offsets_m[:, None] * geom.odet)[None, :, None, :] + geom.pix0_m)\n",
+           "    pos = (fdet[:, None, :, None] * geom.fdet + (sdet[:, None, :, None] * geom.sdet + geom.pix0_m)\n"
+           "           + (layer_offsets_m[:, None] * geom.odet)[None, :, None, :])\n")
 
 
 def git(repo: Path, *args: str) -> str:
