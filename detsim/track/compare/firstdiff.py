@@ -18,9 +18,9 @@ from typing import Callable
 import torch
 from torch.utils._pytree import tree_map_only
 
-from detsim.track.compare.diagnosis import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, base_name, explain,
-                                          leak_text, operands_text, uninitialized_text)
-from detsim.track.compare.divergences import ROOT_ROLES, Divergence, RecordComparison, ref_text
+from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, ROOT_ROLES, Divergence,
+                                              RecordComparison, base_name, explain, leak_text, operands_text,
+                                              ref_text, uninitialized_text)
 from detsim.track.compare.record import Event, RunRecord, TensorInfo
 from detsim.track.compare.recorder import record
 from detsim.track.runtime.process import thread_count

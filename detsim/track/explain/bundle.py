@@ -7,7 +7,7 @@ from pathlib import Path
 
 from detsim.track.runtime.output import atomic_write_text, write_json
 from detsim.track.runtime.process import environment
-from detsim.track.evidence.manifest import write_manifest
+from detsim.track.compare.manifest import write_manifest
 
 
 def answer_text(records: list[dict]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from detsim.track.evidence.manifest import check_bundle
+from detsim.track.compare.manifest import check_bundle
 from detsim.track.explain.bundle import answer_text, finish
 
 RECORD = {"job": {"kind": "cost", "workload": "P1@64", "last_good": "a" * 40, "first_bad": "b" * 40,

@@ -12,11 +12,10 @@ from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.runtime.output import utc_stamp
-from detsim.track.evidence import pytest_results as pr
-from detsim.track.evidence.durations import HISTORY, judge_durations
-from detsim.track.evidence.manifest import check_bundle
-from detsim.track.evidence.run_context import RETIME_HEADER
-from detsim.track.evidence.records import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
+from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare.durations import HISTORY, judge_durations
+from detsim.track.compare.manifest import check_bundle
+from detsim.track.compare.outcomes import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
@@ -115,7 +114,7 @@ def stable_text(name: str, data: bytes) -> str:
     if name == "collect.log":
         return pr.normalised_collect_log(text)
     if name == "commands.txt":
-        commands = text.split(RETIME_HEADER, 1)[0]
+        commands = text.split(pr.RETIME_HEADER, 1)[0]
         return "".join(line for line in commands.splitlines(keepends=True) if not line.startswith("#"))
     return text
 
