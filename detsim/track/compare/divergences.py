@@ -181,7 +181,7 @@ class RecordComparison:
         lines += [f"ERROR    run {run} raised: {error.strip().splitlines()[-1]}" for run, error in self.errors.items()]
         if self.result_differences:
             diffs = ", ".join(f"{d['name']} holds {d.get('note') or str(d['unwritten']) + ' never-written element(s)'}"
-                              if d.get("unwritten")
+                              if d.get("unwritten") else f"{d['name']} {d['note']}" if d.get("note")
                               else f"{d['name']} A {short(d['hash_a'])} vs B {short(d['hash_b'])}"
                               for d in self.result_differences)
             lines.append(f"RESULTS  differ: {diffs}")

@@ -219,7 +219,7 @@ def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: b
         with recorder:
             result = fn(*args, **kwargs)
     except Exception:
-        rec.error = traceback.format_exc()
+        rec.error, rec.status = traceback.format_exc(), "crashed"
     rec.results = []
     for name, t in _flatten("result", result):
         info = tensor_info(name, t, run=fill)
