@@ -22,6 +22,7 @@ from detsim.track.compare.manifest import write_manifest
 from detsim.track.compare.outcomes import (BadInput, BundleResults, CollectResult, Comparison, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
+from detsim.track.compare.record import RunStatus
 from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
 from detsim.track.compare.summary import render_summary
 from detsim.track.runtime.output import REPORTS, atomic_write_text, write_json
@@ -67,13 +68,13 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
     status, why = exit_status(result, request.timeout)
     text = (folder / command.log).read_text(errors="replace")
     nodeids = pr.collected_nodeids(text)
-    if status == "nothing collected" or result.exit_code == 4:
+    if status == RunStatus.NOTHING_COLLECTED or result.exit_code == 4:
         tail = "\n".join(text.rstrip().splitlines()[-8:])
-        what = "the selection matched no tests" if status == "nothing collected" else "pytest refused the selection"
+        what = "the selection matched no tests" if status == RunStatus.NOTHING_COLLECTED else "pytest refused the selection"
         if "unrecognized arguments: --device" in text:
             what += _device_option_hint(request.selection, request.cwd)
         raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
-    if status == "ok":
+    if status == RunStatus.OK:
         why = f"pytest exit {result.exit_code}"
     elif pr.first_error(text):
         why = f"{why}: {pr.first_error(text)}"
@@ -94,8 +95,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
                nodeids: list[str]) -> tuple[DeviceRun, list[TestResult], Command | None]:
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
-    if collect.status != "ok":
-        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), "not run", "collection did not complete"), [], None
+    if collect.status != RunStatus.OK:
+        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), RunStatus.NOT_RUN, "collection did not complete"), [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")
@@ -107,8 +108,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     try:
         records = pr.read_junit(folder / junit, nodeids, root)
     except pr.UNREADABLE as exc:
-        if status == "ok":
-            status, why = "crashed", f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
+        if status == RunStatus.OK:
+            status, why = RunStatus.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
     why = _crash_detail(status, why, result, text)
     tests = [TestResult.from_junit(record, device) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
@@ -121,9 +122,9 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
 def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -> str:
     """``why`` of a crashed run, with the test it was running when killed, or the error it died of."""
     running, error = pr.running_at_end(log_text), pr.first_error(log_text)
-    if status == "crashed" and running:
+    if status == RunStatus.CRASHED and running:
         return f"{why} while running {running}"
-    if status == "crashed" and error and result.exit_code not in (0, 1):
+    if status == RunStatus.CRASHED and error and result.exit_code not in (0, 1):
         return f"{why}: {error}"
     return why
 
@@ -138,7 +139,7 @@ def retime_suspects(request: Request, folder: Path, runs: dict[str, DeviceRun], 
     timings: dict[Key, list[tuple[float, float]]] = {}  # (seconds, load factor) per re-timing
     for device, run in runs.items():
         plan = retime_plan(tests, previous.outcomes.tests, device)
-        if run.status != "ok" or plan is None or not run.rootdir:
+        if run.status != RunStatus.OK or plan is None or not run.rootdir:
             continue
         _progress(f"re-timing {len(plan.suspects)} test(s) on {device} that look slower than last time, "
                   f"with {len(plan.controls)} control test(s)")
@@ -162,7 +163,7 @@ def _retime_once(request: Request, folder: Path, plan: RetimePlan, root: Path,
     command = Command(pytest_argv("-q", f"--rootdir={root}", f"--junitxml={BUNDLE}/{name}.xml",
                                   "--device", plan.device, *(_absolute(i, root) for i in order)), f"{name}.log")
     result = command.execute(folder, request.timeout)
-    if exit_status(result, request.timeout)[0] != "ok":
+    if exit_status(result, request.timeout)[0] != RunStatus.OK:
         return command, None
     try:
         records = pr.read_junit(folder / f"{name}.xml", order, root)

@@ -19,8 +19,10 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.compare.firstdiff import compare_records
-from detsim.track.compare.record import RunConfig, RunRecord
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus
 from detsim.track.runtime.output import json_number
+
+OK, CRASHED, SKIPPED = RunStatus.OK, RunStatus.CRASHED, RunStatus.SKIPPED
 
 def _row(run: RunRecord) -> dict:
     """A run as matrix.json lists it."""
@@ -114,8 +116,8 @@ class Matrix:
         self._comparisons: list[OutputComparison] | None = None
 
     def add(self, run: RunRecord) -> None:
-        first = next((r for r in self.runs if r.config == run.config and r.status == "ok"), None)
-        if run.status == "ok" and first is not None and first.key() == run.key():
+        first = next((r for r in self.runs if r.config == run.config and r.status == OK), None)
+        if run.status == OK and first is not None and first.key() == run.key():
             run = dataclasses.replace(run, tensors={})  # an identical repeat: no diff needs its tensors
         self.runs.append(run)
         self._comparisons = None
@@ -131,7 +133,7 @@ class Matrix:
     def _compare_all(self):
         firsts, unstable = {}, set()
         for run in self.runs:
-            if run.status != "ok":
+            if run.status != OK:
                 continue
             if run.config in firsts:
                 comparison = compare_runs("repeat", firsts[run.config], run)
@@ -159,17 +161,17 @@ class Matrix:
         return [c for c in self.comparisons() if not c.identical and not _must_agree(c, strict)]
 
     def crashed(self) -> list[RunRecord]:
-        return [r for r in self.runs if r.status == "crashed"]
+        return [r for r in self.runs if r.status == CRASHED]
 
     def exit_code(self, strict: bool = False) -> ExitCode:
         if self.failures(strict):
             return ExitCode.REGRESSED
-        if self.crashed() or not any(r.status == "ok" for r in self.runs):
+        if self.crashed() or not any(r.status == OK for r in self.runs):
             return ExitCode.UNMEASURED
         return ExitCode.OK
 
     def verdict(self, strict: bool = False) -> str:
-        ok = sum(r.status == "ok" for r in self.runs)
+        ok = sum(r.status == OK for r in self.runs)
         failures = self.failures(strict)
         if failures:
             configs = {c.b.config for c in failures}
@@ -189,7 +191,7 @@ class Matrix:
         """A letter per distinct set of output hashes of a target, in order of first appearance."""
         names: dict[tuple, str] = {}
         for run in self.runs:
-            if run.config.target == target and run.status == "ok" and run.key() not in names:
+            if run.config.target == target and run.status == OK and run.key() not in names:
                 names[run.key()] = _letter(len(names))
         return names
 
@@ -206,7 +208,7 @@ class Matrix:
             crashes.setdefault(key, []).append(f"threads={r.config.threads} repeat {r.repeat}")
         lines += [f"CRASH    {t} {where} ({', '.join(runs)}): {error}" for (t, where, error), runs in crashes.items()]
         skips: dict[tuple, set[str]] = {}
-        for r in (r for r in self.runs if r.status == "skipped"):
+        for r in (r for r in self.runs if r.status == SKIPPED):
             where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
                 f"{r.config.device}/{r.config.mode}"
             skips.setdefault((where, r.reason or "not run"), set()).add(r.config.target)
@@ -220,7 +222,7 @@ class Matrix:
     def _render_target(self, target: str) -> list[str]:
         runs = [r for r in self.runs if r.config.target == target]
         letters = self.letters(target)
-        ok = next((r for r in runs if r.status == "ok"), None)
+        ok = next((r for r in runs if r.status == OK), None)
         shapes = ", ".join(f"{n} {'x'.join(map(str, h['shape'])) or 'scalar'}" for n, h in _hashes(ok).items()) \
             if ok else "no completed run"
         lines = [f"{target}  ({shapes}; {self.repeats} repeat(s) per cell, one letter per run, "
@@ -228,7 +230,7 @@ class Matrix:
         rows: dict[tuple, dict[int, list[str]]] = {}
         for r in runs:
             row = rows.setdefault((r.config.device, r.config.dtype, r.config.mode), {})
-            mark = {"ok": None, "crashed": "!", "skipped": "-"}[r.status] or letters[r.key()]
+            mark = "!" if r.status == CRASHED else "-" if r.status == SKIPPED else letters[r.key()]
             row.setdefault(r.config.threads, []).append(mark)
         w_dev = max([6] + [len(k[0]) for k in rows])
         w_mode = max([4] + [len(k[2]) for k in rows])
@@ -240,11 +242,11 @@ class Matrix:
             cells = "  ".join(f"{' '.join(row.get(t, ['-'])):<{cell_w}}" for t in self.threads)
             lines.append(f"  {device:<{w_dev}}  {dtype:<8} {mode:<{w_mode}}  {cells}".rstrip())
         for key, letter in letters.items():
-            run = next(r for r in runs if r.status == "ok" and r.key() == key)
+            run = next(r for r in runs if r.status == OK and r.key() == key)
             hashes = "  ".join(f"{n} {h['sha256'][:12]} (native {h['sha256_native'][:12]})"
                                for n, h in _hashes(run).items())
             lines.append(f"  {letter} = {hashes}")
-        legend = [text for status, text in (("crashed", "! = crashed"), ("skipped", "- = not run"))
+        legend = [text for status, text in ((CRASHED, "! = crashed"), (SKIPPED, "- = not run"))
                   if any(r.status == status for r in runs)]
         if legend:
             lines.append("  " + ", ".join(legend))

@@ -1,7 +1,7 @@
 """The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds, and its verdict.
 
-A **status** (of the collection or a device's run) is ``"ok"`` (ran to completion), ``"crashed"``,
-``"nothing collected"`` or ``"not run"``. Records of an earlier bundle are read back with
+A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.RunStatus`:
+``ok`` (ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read back with
 ``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
+from detsim.track.compare.record import RunStatus
 
 FORMAT = 1  # the version of results.json's layout
 
@@ -38,7 +39,7 @@ class Request:
 
 @dataclass(frozen=True)
 class CollectResult(ProcessResult):
-    status: str
+    status: RunStatus
     why: str
     collected: int  # node ids listed
     log: str
@@ -64,7 +65,7 @@ class DeviceRun:
     log: str
     junit: str
     counts: Mapping[str, int]  # outcome -> tests, in pytest_runs.OUTCOMES order
-    status: str
+    status: RunStatus
     why: str
     warnings: tuple[LoggedWarning, ...] = ()
     rootdir: str | None = None
@@ -75,7 +76,7 @@ class DeviceRun:
     @classmethod
     def from_record(cls, m: Mapping) -> "DeviceRun":
         return cls(log=m.get("log", ""), junit=m.get("junit", ""), counts=dict(m.get("counts", {})),
-                   status=m.get("status", "not run"), why=m.get("why", ""),
+                   status=RunStatus(m.get("status", RunStatus.NOT_RUN)), why=m.get("why", ""),
                    warnings=tuple(LoggedWarning.from_record(w) for w in m.get("warnings", [])),
                    rootdir=m.get("rootdir"), exit_code=m.get("exit_code"), wall_s=m.get("wall_s"),
                    timed_out=m.get("timed_out"))
@@ -146,7 +147,7 @@ class Outcomes:
 
     def status(self, device: str) -> str:
         run = self.runs.get(device)
-        return run.status if run else "not run"
+        return run.status if run else RunStatus.NOT_RUN
 
     def warning_texts(self) -> dict[str, WarningText]:
         """The warning texts of every run, keyed by text with memory addresses blanked."""
@@ -264,7 +265,7 @@ class BundleResults:
     @property
     def measured(self) -> bool:
         """At least one device ran to completion."""
-        return any(r.status == "ok" for r in self.outcomes.runs.values())
+        return any(r.status == RunStatus.OK for r in self.outcomes.runs.values())
 
     def exit_code(self) -> ExitCode:
         """2 when something was not measured, else 1 on new failures (all, without a previous bundle), else 0."""
@@ -278,9 +279,9 @@ class BundleResults:
         failing = [t for t in self.outcomes.tests if t.failing]
         new = self.comparison.new_failures if self.comparison else failing
         news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
-        broken = [d for d, r in runs.items() if r.status != "ok"]
-        if collect.status != "ok" or broken:
-            what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != "ok" else \
+        broken = [d for d, r in runs.items() if r.status != RunStatus.OK]
+        if collect.status != RunStatus.OK or broken:
+            what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != RunStatus.OK else \
                 [f"{d}: {runs[d].status}, {runs[d].why}" for d in broken]
             return ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else "")
         if new:

@@ -26,7 +26,7 @@ import torch
 
 from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
 from detsim.track.compare.matrix import Matrix
-from detsim.track.compare.record import RunConfig, RunRecord, ended_record, output_record
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
 from detsim.track.compare.recorder import record
 from detsim.track.runtime.output import atomic_write_text
 from detsim.track.runtime.process import thread_count
@@ -72,7 +72,7 @@ def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeat
             config = RunConfig(target.name, device, dtype, mode, n)
             skip = device_unavailable(device) or target.unavailable(device, mode)
             if skip:
-                matrix.add(ended_record(config, repeat, "skipped", reason=skip))
+                matrix.add(ended_record(config, repeat, RunStatus.SKIPPED, reason=skip))
             elif isolate is not None:
                 matrix.add(run_isolated(target, config, repeat, deterministic, isolate))
             else:
@@ -101,7 +101,7 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
                 torch.cuda.synchronize()
             outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
     except Exception:
-        return ended_record(config, repeat, "crashed", seconds=time.perf_counter() - start,
+        return ended_record(config, repeat, RunStatus.CRASHED, seconds=time.perf_counter() - start,
                             error=traceback.format_exc())
     return output_record(config, repeat, outputs, time.perf_counter() - start)
 
@@ -120,7 +120,7 @@ def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: 
         seconds = time.perf_counter() - start
         if done.result is None:
             error = done.stderr or f"worker exited with status {done.returncode} and no output"
-            return ended_record(config, repeat, "crashed", seconds=seconds,
+            return ended_record(config, repeat, RunStatus.CRASHED, seconds=seconds,
                                 error=f"[isolated worker, exit status {done.returncode}]\n{error}")
         outputs = torch.load(saved, weights_only=True)
     return output_record(config, repeat, outputs, seconds)

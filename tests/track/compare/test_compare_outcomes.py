@@ -6,9 +6,12 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
                                            Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult)
+from detsim.track.compare.record import RunStatus
 
 REQUEST = Request(area="parity", selection=("tests/a.py", "-k", "x"), devices=("cpu",), cwd=Path("/src"),
                   asked_devices=(), out_root=Path("reports"), timeout=None, retime=3)
@@ -41,7 +44,10 @@ def test_a_run_that_never_started_has_no_timed_out_key():
                                    "status": "not run", "why": "collection did not complete", "warnings": (),
                                    "rootdir": None, "exit_code": None, "wall_s": None}
     assert DeviceRun.from_record(ran) == _run()
-    assert DeviceRun.from_record({}).status == "not run"
+    assert DeviceRun.from_record({}).status is RunStatus.NOT_RUN
+    assert DeviceRun.from_record({"status": "crashed"}).status is RunStatus.CRASHED
+    with pytest.raises(ValueError):  # a corrupt previous bundle is refused, not compared
+        DeviceRun.from_record({"status": "fine"})
 
 
 def test_warning_texts_merge_devices_and_blank_addresses():
