@@ -145,7 +145,7 @@ class Outcomes:
         return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
                    {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
-    def status(self, device: str) -> str:
+    def status(self, device: str) -> RunStatus:
         run = self.runs.get(device)
         return run.status if run else RunStatus.NOT_RUN
 
@@ -191,8 +191,8 @@ class OutcomeChange(Fixed):
 @dataclass(frozen=True)
 class RunChange:
     device: str
-    now: str  # status
-    was: str
+    now: RunStatus
+    was: RunStatus
 
 
 @dataclass(frozen=True)
