@@ -1,5 +1,5 @@
 """``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle
-(docs/evidence.md); the steps are :mod:`detsim.track.evidence.bundle`'s."""
+(docs/evidence.md); the steps are :mod:`detsim.track.compare.bundle`'s."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from detsim.fileio.bounded_read import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, OutputError, atomic_directory, check_place
-from detsim.track.evidence.bundle import make_bundle
-from detsim.track.evidence.durations import RETIMES
-from detsim.track.evidence.manifest import MANIFEST, check_bundle, listed_count
-from detsim.track.evidence.previous import free_stamp, history
-from detsim.track.evidence.records import BadInput, Request
-from detsim.track.evidence.summary import console_report
+from detsim.track.compare.bundle import make_bundle
+from detsim.track.compare.durations import RETIMES
+from detsim.track.compare.manifest import MANIFEST, check_bundle, listed_count
+from detsim.track.compare.previous import free_stamp, history
+from detsim.track.compare.outcomes import BadInput, Request
+from detsim.track.compare.summary import console_report
 
 HELP = "run tests on every device and archive logs, environment, hashes and a verdict compared with last time"
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return refuse(f"evidence: {exc}")
     final = area_dir / stamp  # printed relative to the working directory when under it
     print(console_report(results, final.relative_to(request.cwd) if final.is_relative_to(request.cwd) else final))
-    return results.verdict.exit_code
+    return results.exit_code()
 
 
 def _request(args: argparse.Namespace) -> Request:

@@ -1,4 +1,6 @@
-"""The determinism matrix: run records, bit-for-bit comparisons, and how they are shown.
+"""The determinism matrix: its runs (run records without events, one per cell and repeat), their
+bit-for-bit comparisons (through the one comparer, :func:`~detsim.track.compare.firstdiff.compare_records`),
+and how they are shown.
 
 Agreement is judged on the native bytes of every output (a float64 image that differs only below float32
 precision still differs); the float32 hash is what ``-floatfile`` would write. Repeats of one
@@ -10,48 +12,28 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
+from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus
 from detsim.track.runtime.output import json_number
 
-@dataclass(frozen=True)
-class RunConfig:
-    """One configuration of the matrix (a row and column of it)."""
+OK, CRASHED, SKIPPED = RunStatus.OK, RunStatus.CRASHED, RunStatus.SKIPPED
 
-    target: str
-    device: str
-    dtype: str
-    mode: str
-    threads: int
-
-    def label(self) -> str:
-        return f"{self.device}/{self.dtype}/{self.mode}/threads={self.threads}"
+def _row(run: RunRecord) -> dict:
+    """A run as matrix.json lists it."""
+    return {**dataclasses.asdict(run.config), "repeat": run.repeat, "status": run.status,
+            "seconds": round(run.seconds, 4), "hashes": _hashes(run), "error": run.error, "reason": run.reason}
 
 
-@dataclass(frozen=True)
-class MatrixRun:
-    """One run: its hashes (``status == "ok"``), its traceback (``"crashed"``) or why it did not run."""
-
-    config: RunConfig
-    repeat: int
-    status: str  # "ok", "crashed", "skipped"
-    seconds: float = 0.0
-    hashes: dict = field(default_factory=dict)  # output -> {"sha256", "sha256_native", "shape", "dtype"}
-    error: str | None = None
-    reason: str | None = None
-    outputs: dict = field(default_factory=dict, repr=False)  # output -> CPU tensor (kept for diffs)
-
-    def key(self) -> tuple:
-        """What must be equal for two runs to agree: the native hash of every output."""
-        return tuple(sorted((name, h["sha256_native"]) for name, h in self.hashes.items()))
-
-    def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self.config), "repeat": self.repeat, "status": self.status,
-                "seconds": round(self.seconds, 4), "hashes": self.hashes, "error": self.error, "reason": self.reason}
+def _hashes(run: RunRecord) -> dict:
+    """Output -> its float32 and native digests, shape and dtype."""
+    return {t.name: {"sha256": t.float32, "sha256_native": t.hash, "shape": t.shape, "dtype": t.dtype}
+            for t in run.results}
 
 
 def tensor_difference(a: torch.Tensor, b: torch.Tensor) -> dict:
@@ -79,8 +61,8 @@ class OutputComparison:
     """Two runs compared output by output."""
 
     kind: str  # "repeat", or the axis that varies: "threads", "mode", "device"
-    a: MatrixRun
-    b: MatrixRun
+    a: RunRecord
+    b: RunRecord
     identical: bool
     outputs: dict  # output -> tensor_difference(...) (only for outputs whose hashes differ)
 
@@ -101,7 +83,7 @@ class OutputComparison:
                 "outputs": self.outputs}
 
 
-def _ref(run: MatrixRun) -> dict:
+def _ref(run: RunRecord) -> dict:
     return {**dataclasses.asdict(run.config), "repeat": run.repeat}
 
 
@@ -109,18 +91,15 @@ def _num(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def compare_runs(kind: str, a: MatrixRun, b: MatrixRun) -> OutputComparison:
+def compare_runs(kind: str, a: RunRecord, b: RunRecord) -> OutputComparison:
+    """Two runs of the matrix compared by the one comparer; differing outputs sized when both runs kept them."""
     if a.key() == b.key():
         return OutputComparison(kind, a, b, True, {})
     outputs = {}
-    for name in sorted(set(a.hashes) | set(b.hashes)):
-        ha, hb = a.hashes.get(name), b.hashes.get(name)
-        if ha and hb and ha["sha256_native"] == hb["sha256_native"]:
-            continue
-        if name in a.outputs and name in b.outputs:
-            outputs[name] = tensor_difference(a.outputs[name], b.outputs[name])
-        else:
-            outputs[name] = {"comparable": False, "note": "output present in one run only"}
+    for d in compare_records(a, b).result_differences:
+        name = d["name"]
+        outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) \
+            if name in a.tensors and name in b.tensors else {"comparable": False, "note": "output present in one run only"}
     return OutputComparison(kind, a, b, False, outputs)
 
 
@@ -132,14 +111,14 @@ class Matrix:
         self.repeats = repeats
         self.deterministic = deterministic
         self.targets: dict = {}
-        self.runs: list[MatrixRun] = []
+        self.runs: list[RunRecord] = []
         self.notes: list[str] = []
         self._comparisons: list[OutputComparison] | None = None
 
-    def add(self, run: MatrixRun) -> None:
-        first = next((r for r in self.runs if r.config == run.config and r.status == "ok"), None)
-        if run.status == "ok" and first is not None and first.key() == run.key():
-            run = dataclasses.replace(run, outputs={})  # an identical repeat: no diff needs its tensors
+    def add(self, run: RunRecord) -> None:
+        first = next((r for r in self.runs if r.config == run.config and r.status == OK), None)
+        if run.status == OK and first is not None and first.key() == run.key():
+            run = dataclasses.replace(run, tensors={})  # an identical repeat: no diff needs its tensors
         self.runs.append(run)
         self._comparisons = None
 
@@ -154,7 +133,7 @@ class Matrix:
     def _compare_all(self):
         firsts, unstable = {}, set()
         for run in self.runs:
-            if run.status != "ok":
+            if run.status != OK:
                 continue
             if run.config in firsts:
                 comparison = compare_runs("repeat", firsts[run.config], run)
@@ -166,7 +145,7 @@ class Matrix:
         # a configuration whose repeats already disagree says nothing about threads, modes or devices
         firsts = {c: r for c, r in firsts.items() if c not in unstable}
         for axis, preferred in (("threads", None), ("mode", "eager"), ("device", "cpu")):
-            groups: dict[tuple, list[MatrixRun]] = {}
+            groups: dict[tuple, list[RunRecord]] = {}
             for config, run in firsts.items():
                 groups.setdefault(dataclasses.replace(config, **{axis: None}), []).append(run)
             for runs in groups.values():
@@ -181,18 +160,18 @@ class Matrix:
     def findings(self, strict: bool = False) -> list[OutputComparison]:
         return [c for c in self.comparisons() if not c.identical and not _must_agree(c, strict)]
 
-    def crashed(self) -> list[MatrixRun]:
-        return [r for r in self.runs if r.status == "crashed"]
+    def crashed(self) -> list[RunRecord]:
+        return [r for r in self.runs if r.status == CRASHED]
 
     def exit_code(self, strict: bool = False) -> ExitCode:
         if self.failures(strict):
             return ExitCode.REGRESSED
-        if self.crashed() or not any(r.status == "ok" for r in self.runs):
+        if self.crashed() or not any(r.status == OK for r in self.runs):
             return ExitCode.UNMEASURED
         return ExitCode.OK
 
     def verdict(self, strict: bool = False) -> str:
-        ok = sum(r.status == "ok" for r in self.runs)
+        ok = sum(r.status == OK for r in self.runs)
         failures = self.failures(strict)
         if failures:
             configs = {c.b.config for c in failures}
@@ -212,7 +191,7 @@ class Matrix:
         """A letter per distinct set of output hashes of a target, in order of first appearance."""
         names: dict[tuple, str] = {}
         for run in self.runs:
-            if run.config.target == target and run.status == "ok" and run.key() not in names:
+            if run.config.target == target and run.status == OK and run.key() not in names:
                 names[run.key()] = _letter(len(names))
         return names
 
@@ -229,7 +208,7 @@ class Matrix:
             crashes.setdefault(key, []).append(f"threads={r.config.threads} repeat {r.repeat}")
         lines += [f"CRASH    {t} {where} ({', '.join(runs)}): {error}" for (t, where, error), runs in crashes.items()]
         skips: dict[tuple, set[str]] = {}
-        for r in (r for r in self.runs if r.status == "skipped"):
+        for r in (r for r in self.runs if r.status == SKIPPED):
             where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
                 f"{r.config.device}/{r.config.mode}"
             skips.setdefault((where, r.reason or "not run"), set()).add(r.config.target)
@@ -243,15 +222,15 @@ class Matrix:
     def _render_target(self, target: str) -> list[str]:
         runs = [r for r in self.runs if r.config.target == target]
         letters = self.letters(target)
-        ok = next((r for r in runs if r.status == "ok"), None)
-        shapes = ", ".join(f"{n} {'x'.join(map(str, h['shape'])) or 'scalar'}" for n, h in ok.hashes.items()) \
+        ok = next((r for r in runs if r.status == OK), None)
+        shapes = ", ".join(f"{n} {'x'.join(map(str, h['shape'])) or 'scalar'}" for n, h in _hashes(ok).items()) \
             if ok else "no completed run"
         lines = [f"{target}  ({shapes}; {self.repeats} repeat(s) per cell, one letter per run, "
                  "equal letters = identical bits)"]
         rows: dict[tuple, dict[int, list[str]]] = {}
         for r in runs:
             row = rows.setdefault((r.config.device, r.config.dtype, r.config.mode), {})
-            mark = {"ok": None, "crashed": "!", "skipped": "-"}[r.status] or letters[r.key()]
+            mark = "!" if r.status == CRASHED else "-" if r.status == SKIPPED else letters[r.key()]
             row.setdefault(r.config.threads, []).append(mark)
         w_dev = max([6] + [len(k[0]) for k in rows])
         w_mode = max([4] + [len(k[2]) for k in rows])
@@ -263,11 +242,11 @@ class Matrix:
             cells = "  ".join(f"{' '.join(row.get(t, ['-'])):<{cell_w}}" for t in self.threads)
             lines.append(f"  {device:<{w_dev}}  {dtype:<8} {mode:<{w_mode}}  {cells}".rstrip())
         for key, letter in letters.items():
-            run = next(r for r in runs if r.status == "ok" and r.key() == key)
+            run = next(r for r in runs if r.status == OK and r.key() == key)
             hashes = "  ".join(f"{n} {h['sha256'][:12]} (native {h['sha256_native'][:12]})"
-                               for n, h in run.hashes.items())
+                               for n, h in _hashes(run).items())
             lines.append(f"  {letter} = {hashes}")
-        legend = [text for status, text in (("crashed", "! = crashed"), ("skipped", "- = not run"))
+        legend = [text for status, text in ((CRASHED, "! = crashed"), (SKIPPED, "- = not run"))
                   if any(r.status == status for r in runs)]
         if legend:
             lines.append("  " + ", ".join(legend))
@@ -281,7 +260,7 @@ class Matrix:
             "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
                                "letters": {letter: dict(key) for key, letter in self.letters(name).items()}}
                         for name, t in self.targets.items()},
-            "runs": [r.to_dict() for r in self.runs],
+            "runs": [_row(r) for r in self.runs],
             "comparisons": [c.to_dict() for c in self.comparisons()],
             "failures": [c.to_dict() for c in self.failures(strict)],
             "findings": [c.to_dict() for c in self.findings(strict)],
@@ -293,9 +272,9 @@ class Matrix:
         for r in self.runs:
             c = r.config
             head = f"{c.target}\t{c.device}\t{c.dtype}\t{c.mode}\t{c.threads}\t{r.repeat}\t{r.status}\t{r.seconds:.4f}"
-            if not r.hashes:
+            if not r.results:
                 lines.append(f"{head}\t-\t-\t-\t-")
-            for name, h in r.hashes.items():
+            for name, h in _hashes(r).items():
                 shape = "x".join(map(str, h["shape"]))
                 lines.append(f"{head}\t{name}\t{shape}\t{h['sha256']}\t{h['sha256_native']}")
         return "\n".join(lines) + "\n"

@@ -1,20 +1,23 @@
 """The one record format of a run: tensor digests, events (one aten op or Triton launch each) and the
-:class:`RunRecord` of one run, which round-trips through JSON so that runs recorded apart compare.
+:class:`RunRecord` of one run (what ran, where, its results' digests, the events it did when recorded op by
+op, how it ended), which round-trips through JSON so that runs recorded apart compare. A run of the
+determinism matrix is a record without events, its :class:`RunConfig` naming the cell it fills.
 
 A digest is the sha256 of a tensor's native bytes; never-written memory is left out of it: like
 ``torch.utils.deterministic.fill_uninitialized_memory``, but run A and run B fill it with different
 sentinels (large finite values of opposite signs, with a mantissa no computation is likely to produce
 exactly), so an op that reads it gives different outputs while its inputs hash the same. Dtypes without a
 value that rare (bool, 8-bit types, unsigned integers wider than 8 bits) are zeroed in both runs. The
-determinism matrix digests its outputs here too, adding the sha256 of their float32 bytes (what
-``-floatfile`` writes)."""
+determinism matrix digests its outputs here too (:func:`output_record`), adding the sha256 of their float32
+bytes (what ``-floatfile`` writes)."""
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,7 @@ class TensorInfo:
     stats: dict | None = None  # {"sum": float, "absmax": float} of the values, as float64
     written: bool = True  # kernel arguments: whether the launch changed the content
     unwritten: int = 0  # elements never written (still holding the run's fill), left out of the hash
+    float32: str | None = None  # a matrix run's output: the sha256 of its float32 bytes (what -floatfile writes)
 
 
 @dataclass
@@ -118,9 +122,40 @@ class Event:
         return f"#{self.index} {self.kind} {self.name}" + (f" at {self.where}" if self.where else "")
 
 
+class RunStatus(str, enum.Enum):
+    """How a run ended: a matrix cell's, a recorded run's, an evidence bundle's collection or device run (its
+    value is what the JSON records store)."""
+
+    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
+        return self.value
+
+    OK = "ok"  # ran to completion
+    CRASHED = "crashed"  # raised, exited non-zero, was killed or timed out
+    SKIPPED = "skipped"  # a matrix cell that cannot run here (the reason says why)
+    NOTHING_COLLECTED = "nothing collected"  # a pytest selection that matched no test
+    NOT_RUN = "not run"  # a device's pytest run, when the collection did not complete
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Where a target ran: one device, dtype, mode and thread count (a row and column of the matrix)."""
+
+    target: str
+    device: str
+    dtype: str
+    mode: str
+    threads: int
+
+    def label(self) -> str:
+        return f"{self.device}/{self.dtype}/{self.mode}/threads={self.threads}"
+
+
 @dataclass
 class RunRecord:
-    """Everything one run did, in order, plus the hashes of its inputs and results (built while it runs)."""
+    """One run: what ran (``label``; ``config`` and ``repeat`` for a cell of the determinism matrix) and where
+    (``threads``, ``settings``), its inputs' and results' digests, the events it did in order (when recorded
+    op by op), and how it ended: ``status`` ``ok``, ``crashed`` (``error``: the traceback) or ``skipped``
+    (``reason``). ``tensors`` keeps a matrix run's outputs in memory for diffs; it is never serialised."""
 
     label: str
     events: list[Event] = field(default_factory=list)
@@ -129,9 +164,17 @@ class RunRecord:
     error: str | None = None
     threads: int = 0
     settings: dict = field(default_factory=dict)
+    config: RunConfig | None = None
+    repeat: int = 0
+    status: RunStatus = RunStatus.OK
+    seconds: float = 0.0
+    reason: str | None = None
+    tensors: dict = field(default_factory=dict, repr=False)  # output name -> CPU tensor
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, allow_nan=False, default=str)
+        data = asdict(replace(self, tensors={}))
+        del data["tensors"]
+        return json.dumps(data, sort_keys=True, allow_nan=False, default=str)
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunRecord":
@@ -140,7 +183,9 @@ class RunRecord:
 
         events = [Event(**{**e, "inputs": infos(e["inputs"]), "outputs": infos(e["outputs"])})
                   for e in data["events"]]
-        return cls(**{**data, "events": events, "inputs": infos(data["inputs"]), "results": infos(data["results"])})
+        config = RunConfig(**data["config"]) if data.get("config") else None
+        return cls(**{**data, "events": events, "inputs": infos(data["inputs"]), "results": infos(data["results"]),
+                      "config": config, "status": RunStatus(data.get("status", RunStatus.OK))})
 
     @classmethod
     def load(cls, path: Path) -> "RunRecord":
@@ -149,16 +194,25 @@ class RunRecord:
     def counts(self) -> dict[str, int]:
         return {"op": sum(e.kind == "op" for e in self.events), "kernel": sum(e.kind == "kernel" for e in self.events)}
 
+    def key(self) -> tuple:
+        """What must be equal for two runs to agree: the digest of every result."""
+        return tuple(sorted((t.name, t.hash) for t in self.results))
 
-def digest_outputs(outputs: dict[str, torch.Tensor]) -> dict:
-    """Per output: the sha256 of its float32 bytes (what -floatfile writes) and of its native bytes (the
-    digest :func:`tensor_info` gives a tensor without never-written elements), its shape and dtype."""
-    digests = {}
+
+def output_record(config: RunConfig, repeat: int, outputs: dict[str, torch.Tensor], seconds: float) -> RunRecord:
+    """A completed run of the matrix: per output the digest of its native bytes (the digest :func:`tensor_info`
+    gives a tensor without never-written elements) and of its float32 bytes; the tensors are kept."""
+    results = []
     for name, t in outputs.items():
         as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
-        digests[name] = {"sha256": tensor_sha256(as32), "sha256_native": tensor_sha256(t),
-                         "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-    return digests
+        results.append(replace(tensor_info(name, t), float32=tensor_sha256(as32)))
+    return RunRecord(config.target, results=results, threads=config.threads, config=config, repeat=repeat,
+                     seconds=seconds, tensors=outputs)
+
+
+def ended_record(config: RunConfig, repeat: int, status: RunStatus, **fields) -> RunRecord:
+    """A run of the matrix that did not complete: ``crashed`` (with its ``error``) or ``skipped`` (``reason``)."""
+    return RunRecord(config.target, threads=config.threads, config=config, repeat=repeat, status=status, **fields)
 
 
 def tensor_info(name: str, t: torch.Tensor, *, compare: bool = True, note: str | None = None,

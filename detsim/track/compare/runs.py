@@ -1,7 +1,7 @@
 """Running a target, in this process or in a fresh interpreter, into the records compared here.
 
 * The determinism matrix: every target in every configuration, each run's outputs digested
-  (:class:`~detsim.track.compare.matrix.MatrixRun`); isolated, a fresh interpreter per run (a non-zero exit,
+  (a :class:`~detsim.track.compare.record.RunRecord` without events); isolated, a fresh interpreter per run (a non-zero exit,
   even a segfault, is a crash carrying the child's stderr).
 * One run recorded op by op (:class:`~detsim.track.compare.record.RunRecord`) of a target given as
   ``detsim-track diverge``'s options name it (``case``, ``nanobragg``, ``call``, ``module`` or ``script``),
@@ -25,8 +25,8 @@ from typing import Callable, Iterator, Mapping, Sequence
 import torch
 
 from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
-from detsim.track.compare.matrix import Matrix, MatrixRun, RunConfig
-from detsim.track.compare.record import RunRecord, digest_outputs
+from detsim.track.compare.matrix import Matrix
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
 from detsim.track.compare.recorder import record
 from detsim.track.runtime.output import atomic_write_text
 from detsim.track.runtime.process import thread_count
@@ -72,7 +72,7 @@ def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeat
             config = RunConfig(target.name, device, dtype, mode, n)
             skip = device_unavailable(device) or target.unavailable(device, mode)
             if skip:
-                matrix.add(MatrixRun(config, repeat, "skipped", reason=skip))
+                matrix.add(ended_record(config, repeat, RunStatus.SKIPPED, reason=skip))
             elif isolate is not None:
                 matrix.add(run_isolated(target, config, repeat, deterministic, isolate))
             else:
@@ -91,7 +91,7 @@ def device_unavailable(device: str) -> str | None:
     return None
 
 
-def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool) -> MatrixRun:
+def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool) -> RunRecord:
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
@@ -101,12 +101,12 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
                 torch.cuda.synchronize()
             outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
     except Exception:
-        return MatrixRun(config, repeat, "crashed", seconds=time.perf_counter() - start, error=traceback.format_exc())
-    return MatrixRun(config, repeat, "ok", seconds=time.perf_counter() - start, hashes=digest_outputs(outputs),
-                     outputs=outputs)
+        return ended_record(config, repeat, RunStatus.CRASHED, seconds=time.perf_counter() - start,
+                            error=traceback.format_exc())
+    return output_record(config, repeat, outputs, time.perf_counter() - start)
 
 
-def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> MatrixRun:
+def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunRecord:
     """One run in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its stderr."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
@@ -120,10 +120,10 @@ def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: 
         seconds = time.perf_counter() - start
         if done.result is None:
             error = done.stderr or f"worker exited with status {done.returncode} and no output"
-            return MatrixRun(config, repeat, "crashed", seconds=seconds,
-                             error=f"[isolated worker, exit status {done.returncode}]\n{error}")
+            return ended_record(config, repeat, RunStatus.CRASHED, seconds=seconds,
+                                error=f"[isolated worker, exit status {done.returncode}]\n{error}")
         outputs = torch.load(saved, weights_only=True)
-    return MatrixRun(config, repeat, "ok", seconds=seconds, hashes=digest_outputs(outputs), outputs=outputs)
+    return output_record(config, repeat, outputs, seconds)
 
 
 def job_target(target: dict) -> Target:

@@ -1,9 +1,12 @@
-"""compare.divergences: how each kind of divergence reads, and the comparison's verdicts and exit codes."""
+"""compare.divergences: how each kind of divergence reads, the comparison's verdicts and exit codes, and the
+reason and the knob for each kind of culprit and divergence."""
 
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.divergences import Divergence, RecordComparison, ref_text
+from detsim.track.compare.divergences import (Divergence, RecordComparison, base_name, explain, leak_text,
+                                              operands_text, ref_text, uninitialized_text)
+from detsim.track.compare.record import Event, TensorInfo
 
 
 def report(**kw) -> RecordComparison:
@@ -48,3 +51,32 @@ def test_nothing_recorded_and_nothing_returned_is_unmeasured():
     assert empty.verdict().startswith("NOTHING TO COMPARE: the target produced no tensor output and recorded no")
     returned = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
     assert not returned.nothing_recorded and returned.exit_code() is ExitCode.OK
+
+
+def op(name: str, inputs=()) -> Event:
+    return Event(0, "op", name, "model.py:1 in step", list(inputs), [])
+
+
+def test_explain_names_the_knob_for_each_kind_of_culprit():
+    rand = op("aten.rand.default")
+    assert "manual_seed" in explain(rand, rand, {}, False, "cpu")[1]
+    add = op("aten.add.Tensor")
+    assert "set_num_threads" in explain(add, add, {}, True, "cpu")[1]
+    assert "use_deterministic_algorithms" in explain(add, add, {}, False, "cuda")[1]
+    assert "`alpha`: 1 vs 2" in explain(add, add, {"alpha": ["1", "2"]}, False, "cpu")[0]
+    custom = op("planted.drift.default")
+    assert "custom op (planted)" in explain(custom, custom, {}, False, "cpu")[0]
+
+
+def test_a_kernel_whose_write_only_argument_held_never_written_memory_mentions_it():
+    out = TensorInfo("out_ptr", "a" * 64, [4], "float32", "cpu", compare=False, unwritten=4)
+    kernel = Event(0, "kernel", "my_kernel", "", [out], [])
+    assert "never-written contents of `out_ptr`" in explain(kernel, kernel, {}, False, "cpu")[0]
+
+
+def test_the_other_findings_have_their_own_texts():
+    assert "fill_uninitialized_memory" in uninitialized_text("self")[1]
+    reason, fix = leak_text("other", {"index": 4, "name": "aten.lerp_.Scalar"}, True)
+    assert "run A's #4 aten.lerp_.Scalar left it (in place)" in reason and "clone" in fix
+    assert "sorted(" in operands_text("self")[1]
+    assert base_name("aten.add_.Tensor") == "add_" and base_name("my_kernel") == "my_kernel"

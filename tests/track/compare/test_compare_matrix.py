@@ -7,12 +7,12 @@ import json
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.matrix import Matrix, MatrixRun, RunConfig, _letter, compare_runs, tensor_difference
-from detsim.track.compare.record import digest_outputs
+from detsim.track.compare.matrix import Matrix, _letter, compare_runs, tensor_difference
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
 
 
-def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> MatrixRun:
-    return MatrixRun(config, repeat, "ok", hashes=digest_outputs({"out": out}), outputs={"out": out})
+def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> RunRecord:
+    return output_record(config, repeat, {"out": out}, 0.0)
 
 
 def test_tensor_difference_counts_elements_and_treats_nan_as_equal(device, dtype):
@@ -32,7 +32,7 @@ def test_identical_repeats_keep_no_tensors_and_differing_ones_are_failures():
     matrix = Matrix(threads=[1], repeats=3)
     matrix.add(ok_run(config, 0, torch.ones(4, dtype=torch.float64)))
     matrix.add(ok_run(config, 1, torch.ones(4, dtype=torch.float64)))
-    assert matrix.runs[0].outputs and matrix.runs[1].outputs == {}  # the identical repeat drops its tensors
+    assert matrix.runs[0].tensors and matrix.runs[1].tensors == {}  # the identical repeat drops its tensors
     matrix.add(ok_run(config, 2, torch.full((4,), 2.0, dtype=torch.float64)))
     (failure,) = matrix.failures()
     assert failure.kind == "repeat" and failure.outputs["out"]["differing"] == 4
@@ -55,14 +55,17 @@ def test_thread_differences_are_findings_unless_strict_and_modes_compare_against
 
 def test_a_matrix_without_a_completed_run_is_unmeasured():
     matrix = Matrix(threads=[1], repeats=1)
-    matrix.add(MatrixRun(RunConfig("t", "cuda", "float64", "eager", 1), 0, "skipped", reason="no GPU"))
+    matrix.add(ended_record(RunConfig("t", "cuda", "float64", "eager", 1), 0, RunStatus.SKIPPED, reason="no GPU"))
     assert matrix.exit_code() is ExitCode.UNMEASURED and matrix.verdict() == "UNMEASURED: no run completed"
 
 
-def test_compare_of_identical_runs_lists_no_outputs():
+def test_compare_of_identical_runs_lists_no_outputs_and_an_output_of_one_run_is_not_comparable():
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     a, b = ok_run(config, 0, torch.ones(2)), ok_run(config, 1, torch.ones(2))
     assert compare_runs("repeat", a, b).identical and compare_runs("repeat", a, b).outputs == {}
+    extra = output_record(config, 2, {"out": torch.ones(2), "grad": torch.zeros(2)}, 0.0)
+    assert compare_runs("repeat", a, extra).outputs == {"grad": {"comparable": False,
+                                                                 "note": "output present in one run only"}}
 
 
 def test_letters_run_past_z_like_spreadsheet_columns():
@@ -73,7 +76,7 @@ def test_runs_tsv_has_one_row_per_output_and_a_dash_row_for_runs_without_outputs
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     matrix = Matrix(threads=[1], repeats=2)
     matrix.add(ok_run(config, 0, torch.ones(2, 3)))
-    matrix.add(MatrixRun(config, 1, "crashed", error="Traceback ...\nValueError: boom"))
+    matrix.add(ended_record(config, 1, RunStatus.CRASHED, error="Traceback ...\nValueError: boom"))
     header, ok, crashed = matrix.runs_tsv().splitlines()
     assert header.split("\t")[-2:] == ["sha256_float32", "sha256_native"]
     assert ok.split("\t")[8:10] == ["out", "2x3"] and crashed.split("\t")[-4:] == ["-"] * 4

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from detsim.track.compare.firstdiff import compare_records
-from detsim.track.compare.record import RunRecord, argument_tensors, call_site, canonical, digest_outputs, fill, \
-    scalar_text, sentinel, storage_key, tensor_info
+from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, argument_tensors, call_site, canonical, fill, \
+    output_record, scalar_text, sentinel, storage_key, tensor_info
 from detsim.track.compare.recorder import record
 from detsim.track.runtime.tensors import tensor_sha256
 
@@ -46,15 +46,20 @@ def test_tensor_info_is_the_native_hash_with_float64_statistics(device, dtype):
     assert (tensor_info("z", t, compare=False, note="n").compare, tensor_info("z", t, note="n").note) == (False, "n")
 
 
-def test_digest_outputs_hashes_the_float32_bytes_and_the_native_bytes(device, dtype):
+def test_a_matrix_run_hashes_the_float32_bytes_and_the_native_bytes_and_survives_json(device, dtype):
     image = torch.linspace(0, 1, 12, device=device, dtype=dtype).reshape(3, 4) / 3
-    (digest,) = digest_outputs({"image": image}).values()
-    assert digest["sha256"] == tensor_sha256(image.to("cpu", torch.float32))
-    assert digest["sha256_native"] == tensor_sha256(image) == tensor_info("image", image).hash  # one digest
-    assert (digest["sha256"] == digest["sha256_native"]) == (dtype == torch.float32)
-    assert digest["shape"] == [3, 4] and digest["dtype"] == str(dtype).replace("torch.", "")
+    config = RunConfig("t", device, str(dtype).replace("torch.", ""), "eager", 1)
+    run = output_record(config, 1, {"image": image}, 0.5)
+    (digest,) = run.results
+    assert digest.float32 == tensor_sha256(image.to("cpu", torch.float32))
+    assert digest.hash == tensor_sha256(image) == tensor_info("image", image).hash  # one digest
+    assert (digest.float32 == digest.hash) == (dtype == torch.float32)
+    assert digest.shape == [3, 4] and digest.dtype == str(dtype).replace("torch.", "")
     counts = torch.arange(3, device=device)  # integers are hashed as they are, not as float32
-    assert digest_outputs({"n": counts})["n"]["sha256"] == tensor_sha256(counts)
+    assert output_record(config, 0, {"n": counts}, 0.0).results[0].float32 == tensor_sha256(counts)
+    again = RunRecord.from_dict(json.loads(run.to_json()))
+    assert again.config == config and again.key() == run.key() and again.tensors == {} and run.tensors
+    assert again.status is RunStatus.OK and json.loads(run.to_json())["status"] == "ok"
 
 
 def test_tensors_that_cannot_be_read_are_kept_unhashed():

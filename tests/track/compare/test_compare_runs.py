@@ -15,8 +15,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.firstdiff import compare_commits
-from detsim.track.compare.matrix import RunConfig
-from detsim.track.compare.record import RunRecord
+from detsim.track.compare.record import RunConfig, RunRecord
 from detsim.track.compare.runs import ISOLATED_RUN, RECORD_RUN, EndedWithoutRecord, RecordError, build_call, \
     deterministic_mode, device_unavailable, isolated_job, job_target, record_at, record_job, record_run, \
     run_isolated, run_matrix, run_once, set_interpreter
@@ -50,7 +49,7 @@ def test_detsim_repeats_bit_for_bit_across_threads_and_hashes_the_floatfile_byte
     image = target.run("cpu", torch.float32, "eager")["image"]
     floatfile_sha = hashlib.sha256(image.numpy().astype("<f4").tobytes()).hexdigest()
     f32 = [r for r in matrix.runs if r.config.dtype == "float32"]
-    assert {r.hashes["image"]["sha256"] for r in f32} == {floatfile_sha}
+    assert {r.results[0].float32 for r in f32} == {floatfile_sha}
     rows = matrix.render().splitlines()
     assert any(line.split()[:3] == ["cpu", "float64", "eager"] and line.split()[3:] == ["A", "A", "A", "A"]
                for line in rows)
@@ -150,7 +149,7 @@ def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_
     target = planted("crashes_in_float32")
     ran = run_isolated(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False, isolate)
     here = run_once(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False)
-    assert ran.status == "ok" and ran.hashes == here.hashes and torch.equal(ran.outputs["out"], here.outputs["out"])
+    assert ran.status == "ok" and ran.results == here.results and torch.equal(ran.tensors["out"], here.tensors["out"])
     crashed = run_isolated(target, RunConfig(target.name, "cpu", "float32", "eager", 1), 0, False, isolate)
     assert crashed.status == "crashed" and crashed.error.startswith("[isolated worker, exit status 1]\n")
     assert "Traceback (most recent call last)" in crashed.error  # the child's stderr whole, not one line
@@ -160,7 +159,7 @@ def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_
 def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
     config = RunConfig("t", "cpu", "float32", "eager", 1)
     result = run_once(planted("crashes_in_float32"), config, 0, False)
-    assert result.status == "crashed" and "planted failure" in result.error and result.hashes == {}
+    assert result.status == "crashed" and "planted failure" in result.error and result.results == []
     matrix = matrix_of([planted("crashes_in_float32")], dtypes=["float32"], threads=[1], repeats=1)
     assert matrix.exit_code() is ExitCode.UNMEASURED
 
@@ -200,7 +199,7 @@ def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
     assert isolated_job(job) == {"saved": ["out"]}
     saved = torch.load(tmp_path / "out.pt", weights_only=True)
     here = run_once(resolve_callable(job["call"]), RunConfig(job["call"], "cpu", "float64", "eager", 1), 0, False)
-    assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.outputs["out"])
+    assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.tensors["out"])
     golden = job_target({**job, "call": None, "case": "c02"})
     assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from detsim.track.evidence import pytest_results as pr
-from detsim.track.evidence.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
-from detsim.track.evidence.records import BundleResults, Comparison, DeviceRun, DurationMove, TestResult
+from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare.record import RunStatus
+from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
+from detsim.track.compare.outcomes import BundleResults, Comparison, DeviceRun, DurationMove, TestResult
 
 SLOWEST = 10  # tests in summary.md's slowest-tests table
 LISTED = 10  # items shown per listing of the change list
@@ -19,7 +20,7 @@ def run_line(run: DeviceRun) -> str:
     """One device's run in a line: counts, wall time, and the status when it is not ``ok``."""
     counts = ", ".join(f"{n} {o}" for o, n in run.counts.items() if n) or "no tests"
     wall = f" in {run.wall_s:.1f} s" if run.wall_s is not None else ""
-    return f"{counts}{wall}" + ("" if run.status == "ok" else f" [{run.status.upper()}: {run.why}]")
+    return f"{counts}{wall}" + ("" if run.status == RunStatus.OK else f" [{run.status.upper()}: {run.why}]")
 
 
 def _code(text: str, markdown: bool) -> str:
@@ -104,7 +105,7 @@ def console_report(results: BundleResults, shown: object) -> str:
     lines = [f"evidence {results.request.area}: {shown}"]
     lines += [f"  {d}: {run_line(r)}" for d, r in results.outcomes.runs.items()]
     lines += comparison_lines(results.comparison, markdown=False)
-    lines.append(f"verdict: {results.verdict.text} (exit {int(results.verdict.exit_code)})")
+    lines.append(f"verdict: {results.verdict()} (exit {int(results.exit_code())})")
     return "\n".join(lines)
 
 
@@ -116,7 +117,7 @@ def render_summary(results: BundleResults, env: dict) -> str:
     warnings = results.outcomes.warning_texts()
     slowest = sorted(tests, key=lambda t: -t.duration_s)[:SLOWEST]
     lines = [f"# Evidence: {results.request.area}, {results.stamp}", "",
-             f"**Verdict: {results.verdict.text}** (exit {int(results.verdict.exit_code)})", "",
+             f"**Verdict: {results.verdict()}** (exit {int(results.exit_code())})", "",
              "## " + comparison[0][0].upper() + comparison[0][1:], *comparison[1:], ""]
     lines += _section("Runs", _runs(results, env))
     lines += _section(f"Failures ({len(failing)})", [

@@ -1,25 +1,35 @@
-"""Making one evidence bundle, step by step, in the order of docs/evidence.md ("What runs", "The bundle");
-progress goes to stderr as each pytest process starts."""
+"""Making one evidence bundle, step by step, in the order of docs/evidence.md ("What runs", "The bundle"),
+with how it was made: ``env.json`` (where it ran) and ``commands.txt`` (what ran, as a re-runnable shell
+script); progress goes to stderr as each pytest process starts."""
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.evidence import pytest_results as pr
-from detsim.track.evidence.durations import RetimePlan, retime_plan
-from detsim.track.evidence.manifest import write_manifest
-from detsim.track.evidence.previous import PastBundle, compare_with
-from detsim.track.evidence.run_context import bundle_environment, commands_text
-from detsim.track.evidence.records import (BadInput, BundleResults, CollectResult, Comparison, DeviceRun, Key,
-                                           LoggedWarning, Outcomes, ProcessResult, Request, TestResult, Verdict)
-from detsim.track.evidence.pytest_runs import BUNDLE, Command, exit_status, pytest_argv
-from detsim.track.evidence.summary import render_summary
+from detsim.track.base.fresh import ChildError, run
+from detsim.track.base.git import GitError, output
+from detsim.track.base.hashing import sha256_bytes
+from detsim.track.base.provenance import ENV_VARS
+from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
+from detsim.track.compare.manifest import write_manifest
+from detsim.track.compare.outcomes import (BadInput, BundleResults, CollectResult, Comparison, DeviceRun, Key,
+                                           LoggedWarning, Outcomes, Request, TestResult)
+from detsim.track.compare.previous import PastBundle, compare_with
+from detsim.track.compare.record import RunStatus
+from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
+from detsim.track.compare.summary import render_summary
+from detsim.track.runtime.output import REPORTS, atomic_write_text, write_json
+from detsim.track.runtime.process import environment
+
+COMMAND_ENV = ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+               "PY_COLORS", "FORCE_COLOR", *ENV_VARS)  # what changes what a pytest run does
 
 
 def make_bundle(request: Request, folder: Path, stamp: str, history: Sequence[PastBundle]) -> BundleResults:
@@ -37,7 +47,7 @@ def make_bundle(request: Request, folder: Path, stamp: str, history: Sequence[Pa
     atomic_write_text(folder / "commands.txt", commands_text(request, commands, retimings))
     outcomes = Outcomes(tuple(sorted(tests, key=lambda t: t.key)), runs)
     comparison = compare_with(previous, outcomes, folder, history) if previous else None
-    results = BundleResults(request, stamp, collect, outcomes, verdict(collect, outcomes, comparison), comparison)
+    results = BundleResults(request, stamp, collect, outcomes, comparison)
     write_json(folder / "results.json", results.as_record())
     atomic_write_text(folder / "summary.md", render_summary(results, env))
     write_manifest(folder)
@@ -58,13 +68,13 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
     status, why = exit_status(result, request.timeout)
     text = (folder / command.log).read_text(errors="replace")
     nodeids = pr.collected_nodeids(text)
-    if status == "nothing collected" or result.exit_code == 4:
+    if status == RunStatus.NOTHING_COLLECTED or result.exit_code == 4:
         tail = "\n".join(text.rstrip().splitlines()[-8:])
-        what = "the selection matched no tests" if status == "nothing collected" else "pytest refused the selection"
+        what = "the selection matched no tests" if status == RunStatus.NOTHING_COLLECTED else "pytest refused the selection"
         if "unrecognized arguments: --device" in text:
             what += _device_option_hint(request.selection, request.cwd)
         raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
-    if status == "ok":
+    if status == RunStatus.OK:
         why = f"pytest exit {result.exit_code}"
     elif pr.first_error(text):
         why = f"{why}: {pr.first_error(text)}"
@@ -85,8 +95,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
                nodeids: list[str]) -> tuple[DeviceRun, list[TestResult], Command | None]:
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
-    if collect.status != "ok":
-        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), "not run", "collection did not complete"), [], None
+    if collect.status != RunStatus.OK:
+        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), RunStatus.NOT_RUN, "collection did not complete"), [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")
@@ -98,8 +108,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     try:
         records = pr.read_junit(folder / junit, nodeids, root)
     except pr.UNREADABLE as exc:
-        if status == "ok":
-            status, why = "crashed", f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
+        if status == RunStatus.OK:
+            status, why = RunStatus.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
     why = _crash_detail(status, why, result, text)
     tests = [TestResult.from_junit(record, device) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
@@ -112,9 +122,9 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
 def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -> str:
     """``why`` of a crashed run, with the test it was running when killed, or the error it died of."""
     running, error = pr.running_at_end(log_text), pr.first_error(log_text)
-    if status == "crashed" and running:
+    if status == RunStatus.CRASHED and running:
         return f"{why} while running {running}"
-    if status == "crashed" and error and result.exit_code not in (0, 1):
+    if status == RunStatus.CRASHED and error and result.exit_code not in (0, 1):
         return f"{why}: {error}"
     return why
 
@@ -129,7 +139,7 @@ def retime_suspects(request: Request, folder: Path, runs: dict[str, DeviceRun], 
     timings: dict[Key, list[tuple[float, float]]] = {}  # (seconds, load factor) per re-timing
     for device, run in runs.items():
         plan = retime_plan(tests, previous.outcomes.tests, device)
-        if run.status != "ok" or plan is None or not run.rootdir:
+        if run.status != RunStatus.OK or plan is None or not run.rootdir:
             continue
         _progress(f"re-timing {len(plan.suspects)} test(s) on {device} that look slower than last time, "
                   f"with {len(plan.controls)} control test(s)")
@@ -153,7 +163,7 @@ def _retime_once(request: Request, folder: Path, plan: RetimePlan, root: Path,
     command = Command(pytest_argv("-q", f"--rootdir={root}", f"--junitxml={BUNDLE}/{name}.xml",
                                   "--device", plan.device, *(_absolute(i, root) for i in order)), f"{name}.log")
     result = command.execute(folder, request.timeout)
-    if exit_status(result, request.timeout)[0] != "ok":
+    if exit_status(result, request.timeout)[0] != RunStatus.OK:
         return command, None
     try:
         records = pr.read_junit(folder / f"{name}.xml", order, root)
@@ -173,24 +183,87 @@ def _with_retimings(test: TestResult, timings: list[tuple[float, float]]) -> Tes
     return replace(test, retimed_s=tuple(t for t, _ in timings), retime_factors=tuple(f for _, f in timings))
 
 
-def verdict(collect: CollectResult, outcomes: Outcomes, comparison: Comparison | None) -> Verdict:
-    """Exit 2 when something was not measured, else 1 on new failures (all, without a previous bundle), else 0."""
-    failing = [t for t in outcomes.tests if t.failing]
-    new = comparison.new_failures if comparison else failing
-    news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
-    broken = [d for d, r in outcomes.runs.items() if r.status != "ok"]
-    if collect.status != "ok" or broken:
-        what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != "ok" else \
-            [f"{d}: {outcomes.runs[d].status}, {outcomes.runs[d].why}" for d in broken]
-        return Verdict(ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else ""))
-    if new:
-        return Verdict(ExitCode.REGRESSED, news)
-    return Verdict(ExitCode.OK, f"ok: no new failures ({len(failing)} known)" if failing else "ok")
-
-
 def _usual_permissions(folder: Path) -> None:
     """Give the bundle the modes of ordinarily created files (temporary files are private)."""
     umask = os.umask(0)
     os.umask(umask)
     for path in [folder, *folder.rglob("*")]:
         os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
+
+
+# -- how the bundle was made ----------------------------------------------------------------------------
+
+
+def bundle_environment(cwd: Path) -> dict:
+    """runtime.process.environment() plus pytest, the interpreter and the state of the code."""
+    env = environment(cwd)
+    try:
+        import pytest
+        env["pytest"] = pytest.__version__
+    except ImportError:
+        env["pytest"] = None
+    env["python_executable"] = sys.executable
+    env["cwd"] = str(cwd)
+    env["git_diff_sha256"] = _git_diff_sha256(cwd)
+    env["nvidia_smi"] = _nvidia_smi()
+    env["env"] = {k: os.environ[k] for k in COMMAND_ENV if k in os.environ}
+    return env
+
+
+def _git_diff_sha256(cwd: Path) -> str | None:
+    """Hash of the uncommitted changes to tracked files (None when there are none or no git)."""
+    try:
+        diff = output(cwd, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff")
+    except GitError:
+        return None
+    return sha256_bytes(diff) if diff else None
+
+
+def _nvidia_smi() -> dict:
+    """GPU name and driver from nvidia-smi, or why there is none."""
+    argv = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
+    record = {"command": shlex.join(argv)}
+    if shutil.which(argv[0]) is None:
+        return {**record, "exit_code": None, "output": "nvidia-smi not found on PATH"}
+    try:
+        done = run(argv, timeout=60)
+    except ChildError as exc:
+        return {**record, "exit_code": None, "output": str(exc)}
+    return {**record, "exit_code": done.returncode, "output": (done.stdout + done.stderr).strip()}
+
+
+def invocation(request: Request) -> str:
+    """The detsim-track command line that made the bundle (options in canonical form)."""
+    words, positional = ["detsim-track", "evidence"], list(request.selection)
+    options = ["--area", request.area]
+    if request.out_root != REPORTS:
+        options += ["--out-root", str(request.out_root)]
+    for device in request.asked_devices:
+        options += ["--device", device]
+    if request.timeout is not None:
+        options += ["--timeout", f"{request.timeout:g}"]
+    if request.retime != RETIMES:
+        options += ["--retime", str(request.retime)]
+    if any(a.startswith("-") for a in positional):
+        return shlex.join(words + options + ["--", *positional])
+    return shlex.join(words + positional + options)
+
+
+def commands_text(request: Request, commands: Sequence[Command], retimings: Sequence[Command]) -> str:
+    """commands.txt: every command in the order run, as a re-runnable shell script."""
+    lines = [
+        f"# Commands run by `{invocation(request)}` for this bundle, in order.",
+        "# Re-run them with `BUNDLE=<empty folder> bash commands.txt`; during the run BUNDLE was the",
+        "# temporary folder that was renamed to this bundle when complete.",
+        'BUNDLE="${BUNDLE:?set BUNDLE to the folder that receives the logs}"',
+        f"cd {shlex.quote(str(request.cwd))}",
+    ]
+    present = [k for k in COMMAND_ENV if k in os.environ]
+    absent = [k for k in COMMAND_ENV if k not in os.environ]
+    lines += [f"export {k}={shlex.quote(os.environ[k])}" for k in present]
+    if absent:
+        lines.append("unset " + " ".join(absent))
+    lines += [c.shell() for c in commands]
+    if retimings:
+        lines += [RETIME_HEADER, 'mkdir -p "$BUNDLE/retime"'] + [c.shell() for c in retimings]
+    return "\n".join(lines) + "\n"

@@ -12,11 +12,11 @@ from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.runtime.output import utc_stamp
-from detsim.track.evidence import pytest_results as pr
-from detsim.track.evidence.durations import HISTORY, judge_durations
-from detsim.track.evidence.manifest import check_bundle
-from detsim.track.evidence.run_context import RETIME_HEADER
-from detsim.track.evidence.records import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
+from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare.durations import HISTORY, judge_durations
+from detsim.track.compare.manifest import check_bundle
+from detsim.track.compare.record import RunStatus
+from detsim.track.compare.outcomes import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
@@ -94,14 +94,14 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
             fixed.append(Fixed(*key, test.outcome, before))
         elif before is not None and before != test.outcome:
             changed.append(OutcomeChange(*key, test.outcome, before, test.skip_reason))
-    measured = {d for d, r in previous.runs.items() if r.status == "ok"}
+    measured = {d for d, r in previous.runs.items() if r.status == RunStatus.OK}
     warnings_now, warnings_was = current.warning_texts(), previous.warning_texts()
     run_changes = [RunChange(d, current.status(d), previous.status(d))
                    for d in sorted(set(current.runs) | set(previous.runs))]
     return Comparison(
         new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
         added=tuple(TestPresence(d, n) for d, n in sorted(set(now) - set(was)) if d in measured),
-        removed=tuple(TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == "ok"),
+        removed=tuple(TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == RunStatus.OK),
         new_warnings=tuple(w for k, w in warnings_now.items() if k not in warnings_was),
         gone_warnings=tuple(w for k, w in warnings_was.items() if k not in warnings_now),
         run_changes=tuple(c for c in run_changes if c.now != c.was),
@@ -115,7 +115,7 @@ def stable_text(name: str, data: bytes) -> str:
     if name == "collect.log":
         return pr.normalised_collect_log(text)
     if name == "commands.txt":
-        commands = text.split(RETIME_HEADER, 1)[0]
+        commands = text.split(pr.RETIME_HEADER, 1)[0]
         return "".join(line for line in commands.splitlines(keepends=True) if not line.startswith("#"))
     return text
 

@@ -1,7 +1,7 @@
-"""The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds.
+"""The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds, and its verdict.
 
-A **status** (of the collection or a device's run) is ``"ok"`` (ran to completion), ``"crashed"``,
-``"nothing collected"`` or ``"not run"``. Records of an earlier bundle are read back with
+A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.RunStatus`:
+``ok`` (ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read back with
 ``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.evidence.pytest_results import FAILING, warning_key
+from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
+from detsim.track.compare.record import RunStatus
 
 FORMAT = 1  # the version of results.json's layout
 
@@ -37,15 +38,8 @@ class Request:
 
 
 @dataclass(frozen=True)
-class ProcessResult:
-    exit_code: int  # negative: killed by that signal
-    timed_out: bool
-    wall_s: float
-
-
-@dataclass(frozen=True)
 class CollectResult(ProcessResult):
-    status: str
+    status: RunStatus
     why: str
     collected: int  # node ids listed
     log: str
@@ -70,8 +64,8 @@ class DeviceRun:
 
     log: str
     junit: str
-    counts: Mapping[str, int]  # outcome -> tests, in pytest_results.OUTCOMES order
-    status: str
+    counts: Mapping[str, int]  # outcome -> tests, in pytest_runs.OUTCOMES order
+    status: RunStatus
     why: str
     warnings: tuple[LoggedWarning, ...] = ()
     rootdir: str | None = None
@@ -82,7 +76,7 @@ class DeviceRun:
     @classmethod
     def from_record(cls, m: Mapping) -> "DeviceRun":
         return cls(log=m.get("log", ""), junit=m.get("junit", ""), counts=dict(m.get("counts", {})),
-                   status=m.get("status", "not run"), why=m.get("why", ""),
+                   status=RunStatus(m.get("status", RunStatus.NOT_RUN)), why=m.get("why", ""),
                    warnings=tuple(LoggedWarning.from_record(w) for w in m.get("warnings", [])),
                    rootdir=m.get("rootdir"), exit_code=m.get("exit_code"), wall_s=m.get("wall_s"),
                    timed_out=m.get("timed_out"))
@@ -102,7 +96,7 @@ class TestResult:
 
     device: str
     nodeid: str
-    outcome: str  # one of pytest_results.OUTCOMES
+    outcome: str  # one of pytest_runs.OUTCOMES
     duration_s: float  # wall time, setup to teardown
     skip_reason: str | None = None  # skips and xfails
     message: str | None = None  # first line of a failure or error
@@ -119,7 +113,7 @@ class TestResult:
 
     @classmethod
     def from_junit(cls, record: Mapping, device: str) -> "TestResult":
-        """From a record of :func:`~detsim.track.evidence.pytest_results.read_junit`."""
+        """From a record of :func:`~detsim.track.compare.pytest_runs.read_junit`."""
         return cls(device, record["nodeid"], record["outcome"], record["duration_s"], record["skip_reason"],
                    record["message"])
 
@@ -151,9 +145,9 @@ class Outcomes:
         return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
                    {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
-    def status(self, device: str) -> str:
+    def status(self, device: str) -> RunStatus:
         run = self.runs.get(device)
-        return run.status if run else "not run"
+        return run.status if run else RunStatus.NOT_RUN
 
     def warning_texts(self) -> dict[str, WarningText]:
         """The warning texts of every run, keyed by text with memory addresses blanked."""
@@ -197,8 +191,8 @@ class OutcomeChange(Fixed):
 @dataclass(frozen=True)
 class RunChange:
     device: str
-    now: str  # status
-    was: str
+    now: RunStatus
+    was: RunStatus
 
 
 @dataclass(frozen=True)
@@ -259,12 +253,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    exit_code: ExitCode
-    text: str
-
-
-@dataclass(frozen=True)
 class BundleResults:
     """A whole bundle's results: ``results.json``."""
 
@@ -272,20 +260,40 @@ class BundleResults:
     stamp: str
     collect: CollectResult
     outcomes: Outcomes  # tests sorted by (device, node id)
-    verdict: Verdict
     comparison: Comparison | None
 
     @property
     def measured(self) -> bool:
         """At least one device ran to completion."""
-        return any(r.status == "ok" for r in self.outcomes.runs.values())
+        return any(r.status == RunStatus.OK for r in self.outcomes.runs.values())
+
+    def exit_code(self) -> ExitCode:
+        """2 when something was not measured, else 1 on new failures (all, without a previous bundle), else 0."""
+        return self._judgement()[0]
+
+    def verdict(self) -> str:
+        return self._judgement()[1]
+
+    def _judgement(self) -> tuple[ExitCode, str]:
+        collect, runs = self.collect, self.outcomes.runs
+        failing = [t for t in self.outcomes.tests if t.failing]
+        new = self.comparison.new_failures if self.comparison else failing
+        news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
+        broken = [d for d, r in runs.items() if r.status != RunStatus.OK]
+        if collect.status != RunStatus.OK or broken:
+            what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != RunStatus.OK else \
+                [f"{d}: {runs[d].status}, {runs[d].why}" for d in broken]
+            return ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else "")
+        if new:
+            return ExitCode.REGRESSED, news
+        return ExitCode.OK, f"ok: no new failures ({len(failing)} known)" if failing else "ok"
 
     def as_record(self) -> dict:
         request = self.request
         return {
             "format": FORMAT, "stamp": self.stamp, "area": request.area, "cwd": str(request.cwd),
             "selection": list(request.selection), "devices": list(request.devices),
-            "measured": self.measured, "verdict": self.verdict.text, "exit_code": int(self.verdict.exit_code),
+            "measured": self.measured, "verdict": self.verdict(), "exit_code": int(self.exit_code()),
             "collect": asdict(self.collect),
             "runs": {d: r.as_record() for d, r in self.outcomes.runs.items()},
             "tests": [asdict(t) for t in self.outcomes.tests],

@@ -1,12 +1,61 @@
-"""Reading what a pytest run left behind: node ids, junit XML, warning summaries, the end of a killed log."""
+"""compare.pytest_runs: exit statuses, re-runnable shell lines, logs kept whole, time-outs and Ctrl-C; reading what
+a pytest run left behind: node ids, junit XML, warning summaries, the end of a killed log."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
-from detsim.track.evidence import pytest_results as pr
+from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare.pytest_runs import BUNDLE, Command, ProcessResult, exit_status, pytest_argv
+
+
+def test_pytest_runs_in_this_interpreter_unbuffered_without_cache_or_colour():
+    assert pytest_argv("-q", "a.py") == (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider",
+                                         "-p", "detsim.track.compare.plugin", "--color=no", "-q", "a.py")
+
+
+def test_shell_line_quotes_words_and_stands_bundle_for_the_folder(tmp_path):
+    command = Command(("python", "a b.py::t[x]", f"--junitxml={BUNDLE}/j $x.xml"), "retime/cpu-1.log")
+    assert command.shell() == ("python 'a b.py::t[x]' \"--junitxml=$BUNDLE/j \\$x.xml\" "
+                               "> \"$BUNDLE/retime/cpu-1.log\" 2>&1")
+    assert command.resolved(tmp_path) == ["python", "a b.py::t[x]", f"--junitxml={tmp_path}/j $x.xml"]
+    out = subprocess.run(["bash", "-c", f"BUNDLE={tmp_path}; printf '%s\\n' {command.shell().split(' > ')[0]}"],
+                         capture_output=True, text=True).stdout
+    assert out.splitlines() == command.resolved(tmp_path)  # the shell gives back the exact argv
+
+
+def test_execute_writes_the_whole_output_to_its_log(tmp_path):
+    script = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+    result = Command((sys.executable, "-c", script), "logs/run.log").execute(tmp_path, timeout=60)
+    assert (result.exit_code, result.timed_out) == (3, False) and result.wall_s >= 0
+    assert sorted((tmp_path / "logs" / "run.log").read_text().split()) == ["err", "out"]
+
+
+def test_a_process_past_its_timeout_is_killed_and_keeps_its_log(tmp_path):
+    script = "import time; print('started', flush=True); time.sleep(60)"
+    result = Command((sys.executable, "-u", "-c", script), "run.log").execute(tmp_path, timeout=1.0)
+    assert (result.exit_code, result.timed_out) == (-9, True)
+    assert (tmp_path / "run.log").read_text() == "started\n"
+
+
+def test_an_interrupt_kills_the_process_and_goes_on(tmp_path, monkeypatch):
+    started = []
+    real_wait = subprocess.Popen.wait
+
+    def interrupted_wait(self, timeout=None):
+        if not started:
+            started.append(self)
+            raise KeyboardInterrupt  # Ctrl-C while waiting for pytest
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
+    with pytest.raises(KeyboardInterrupt):
+        Command((sys.executable, "-c", "import time; time.sleep(60)"), "run.log").execute(tmp_path, timeout=None)
+    assert started[0].returncode == -9  # killed, not left running
 
 
 def test_junit_addresses_match_pytest_mangling():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.evidence import previous as prev
-from detsim.track.evidence.manifest import write_manifest
-from detsim.track.evidence.run_context import RETIME_HEADER
-from detsim.track.evidence.records import BadInput, Outcomes
+from detsim.track.compare import previous as prev
+from detsim.track.compare.manifest import write_manifest
+from detsim.track.compare.bundle import RETIME_HEADER
+from detsim.track.compare.outcomes import BadInput, Outcomes
 
 
 def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):

@@ -6,9 +6,12 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.evidence.records import (FORMAT, BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
-                                           Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult, Verdict)
+from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+                                           Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult)
+from detsim.track.compare.record import RunStatus
 
 REQUEST = Request(area="parity", selection=("tests/a.py", "-k", "x"), devices=("cpu",), cwd=Path("/src"),
                   asked_devices=(), out_root=Path("reports"), timeout=None, retime=3)
@@ -41,7 +44,10 @@ def test_a_run_that_never_started_has_no_timed_out_key():
                                    "status": "not run", "why": "collection did not complete", "warnings": (),
                                    "rootdir": None, "exit_code": None, "wall_s": None}
     assert DeviceRun.from_record(ran) == _run()
-    assert DeviceRun.from_record({}).status == "not run"
+    assert DeviceRun.from_record({}).status is RunStatus.NOT_RUN
+    assert DeviceRun.from_record({"status": "crashed"}).status is RunStatus.CRASHED
+    with pytest.raises(ValueError):  # a corrupt previous bundle is refused, not compared
+        DeviceRun.from_record({"status": "fine"})
 
 
 def test_warning_texts_merge_devices_and_blank_addresses():
@@ -70,15 +76,14 @@ def test_a_comparison_is_one_flat_record_with_its_changed_flag():
 def test_bundle_results_record():
     collect = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 2, "collect.log")
     tests = (TestResult("cpu", "a.py::t", "passed", 0.1), TestResult("cpu", "a.py::u", "failed", 0.2))
-    results = BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tests, {"cpu": _run()}),
-                            Verdict(ExitCode.REGRESSED, "1 new failure"), None)
+    results = BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tests, {"cpu": _run()}), None)
     record = json.loads(json.dumps(results.as_record()))
+    assert (results.exit_code(), results.verdict()) == (ExitCode.REGRESSED, "1 new failure")
     assert record["exit_code"] == 1 and type(record["exit_code"]) is int
     assert (record["format"], record["area"], record["cwd"], record["selection"], record["devices"]) == (
         FORMAT, "parity", "/src", ["tests/a.py", "-k", "x"], ["cpu"])
     assert record["measured"] is True and record["comparison"] is None and record["verdict"] == "1 new failure"
     assert [t["nodeid"] for t in record["tests"]] == ["a.py::t", "a.py::u"]
     assert record["collect"]["collected"] == 2 and record["runs"]["cpu"]["status"] == "ok"
-    crashed = BundleResults(REQUEST, "s", collect, Outcomes((), {"cpu": _run(status="crashed")}),
-                            Verdict(ExitCode.UNMEASURED, "not measured"), None)
+    crashed = BundleResults(REQUEST, "s", collect, Outcomes((), {"cpu": _run(status="crashed")}), None)
     assert crashed.measured is False

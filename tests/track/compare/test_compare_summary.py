@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.base.exitcodes import ExitCode
-from detsim.track.evidence import summary
-from detsim.track.evidence.records import (BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+from detsim.track.compare import summary
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
                                            Durations, LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
-                                           TestResult, Verdict)
+                                           TestResult)
 
 REQUEST = Request(area="parity", selection=(), devices=("cpu",), cwd=Path("/src"), asked_devices=(),
                   out_root=Path("reports"), timeout=None, retime=3)
@@ -17,12 +16,11 @@ ENV = {"commit": "0123456789abcdef", "branch": "main", "dirty": True, "python": 
 COUNTS = {"passed": 12, "failed": 1, "error": 0, "skipped": 2, "xfailed": 0}
 
 
-def _results(tests=(), comparison=None, verdict=Verdict(ExitCode.OK, "ok"), status="ok") -> BundleResults:
+def _results(tests=(), comparison=None, status="ok") -> BundleResults:
     run = DeviceRun("pytest-cpu.log", "junit-cpu.xml", COUNTS, status, "pytest exit 1 (some tests failed)",
                     (LoggedWarning("UserWarning: w", "a.py:3", ("a.py::t",)),), "/src", 1, 12.34, False)
     collect = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 15, "collect.log")
-    return BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tuple(tests), {"cpu": run}), verdict,
-                         comparison)
+    return BundleResults(REQUEST, "20260101T000000Z", collect, Outcomes(tuple(tests), {"cpu": run}), comparison)
 
 
 def test_summary_opens_with_verdict_and_comparison_then_runs():
@@ -90,8 +88,8 @@ def test_an_unchanged_comparison_says_so():
 
 
 def test_console_report_lists_runs_comparison_and_verdict():
-    results = _results(verdict=Verdict(ExitCode.UNMEASURED, "not measured: cpu: crashed, killed"), status="crashed")
+    results = _results(status="crashed")
     report = summary.console_report(results, Path("reports/parity/20260101T000000Z")).splitlines()
     assert report[0] == "evidence parity: reports/parity/20260101T000000Z"
     assert report[1] == "  cpu: 12 passed, 1 failed, 2 skipped in 12.3 s [CRASHED: pytest exit 1 (some tests failed)]"
-    assert report[-1] == "verdict: not measured: cpu: crashed, killed (exit 2)"
+    assert report[-1] == "verdict: not measured: cpu: crashed, pytest exit 1 (some tests failed) (exit 2)"

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from detsim.track.evidence.records import DurationMove, Durations, Key, TestResult
+from detsim.track.compare.outcomes import DurationMove, Durations, Key, TestResult
 
 MOVE_RATIO = 2.0  # a move exceeds this factor...
 MOVE_FLOOR_S = 0.5  # ...and this many seconds
@@ -21,7 +21,12 @@ FACTOR_MIN_S = 0.05  # tests shorter than this before do not measure the load
 FACTOR_MIN_TESTS = 3  # tests needed for a load factor other than 1
 
 
-class Move(enum.StrEnum):
+class Move(str, enum.Enum):
+    """Which way a test's time moved beyond the noise (its value is what the comparison's words use)."""
+
+    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
+        return self.value
+
     SLOWER = "slower"
     FASTER = "faster"
 

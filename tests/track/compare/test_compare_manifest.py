@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from detsim.track.evidence import manifest
+from detsim.track.compare import manifest
 
 
 @pytest.fixture

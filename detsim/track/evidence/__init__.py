@@ -1,1 +1,0 @@
-"""Hashed evidence bundles of test runs (``detsim-track evidence``, docs/evidence.md)."""
