@@ -16,7 +16,7 @@ the first divergent event of two records and why, with its victims (:mod:`.first
 (:mod:`.traces`). The matrix and the two comparisons each carry a verdict line and an exit code (0 agree,
 1 differ, 2 nothing comparable or a run crashed).
 
-Not here: the reproducibility axes and cases (``detsim/track/base/reproducibility.py``: the asv suite loads
+Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``: the asv suite loads
 ``base`` from the working tree beside any commit, without torch) and the status page's commit-to-commit
 image states (``detsim/track/publish/fingerprints.py``, drawn from the recorded history).
 """

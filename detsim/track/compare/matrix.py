@@ -16,7 +16,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
-from detsim.track.runtime.output import json_number
+from detsim.track.base.output import json_number
 
 @dataclass(frozen=True)
 class RunConfig:

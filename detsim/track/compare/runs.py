@@ -28,9 +28,9 @@ from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
 from detsim.track.compare.matrix import Matrix, MatrixRun, RunConfig
 from detsim.track.compare.record import RunRecord, digest_outputs
 from detsim.track.compare.recorder import record
-from detsim.track.runtime.output import atomic_write_text
-from detsim.track.runtime.process import thread_count
-from detsim.track.runtime.targets import DTYPES, Target, load_callable, resolve_callable, resolve_case, \
+from detsim.track.base.output import atomic_write_text
+from detsim.track.base.runtime import thread_count
+from detsim.track.base.targets import DTYPES, Target, load_callable, resolve_callable, resolve_case, \
     resolve_command_line
 
 ISOLATED_RUN = "detsim.track.compare.runs:isolated_job"  # the job of an isolated matrix run

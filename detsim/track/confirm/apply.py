@@ -17,8 +17,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from detsim.track.base.commits import benchmark_python, package_tree
-from detsim.track.runtime.output import write_json
+from detsim.track.base.git import benchmark_python, package_tree
+from detsim.track.base.output import write_json
 from detsim.track.confirm.decision import Confirmation, decide, extra_rounds
 from detsim.track.confirm.remeasure import RemeasureError, Target, remeasure
 from detsim.track.history.asvresults import load_benchmarks

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from detsim.track.base.commits import CommitError, benchmark_python, export_package
+from detsim.track.base.git import CommitError, benchmark_python, export_package
 from detsim.track.base.fresh import ChildError, Conversation
 
 FORK_SERVER = Path(__file__).with_name("fork_server.py")

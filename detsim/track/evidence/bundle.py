@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.output import atomic_write_text, write_json
+from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.evidence import pytest_results as pr
 from detsim.track.evidence.durations import RetimePlan, retime_plan
 from detsim.track.evidence.manifest import write_manifest

@@ -13,9 +13,9 @@ from typing import Sequence
 from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, output
 from detsim.track.base.hashing import sha256_bytes
-from detsim.track.runtime.output import REPORTS
+from detsim.track.base.output import REPORTS
 from detsim.track.base.provenance import ENV_VARS
-from detsim.track.runtime.process import environment
+from detsim.track.base.runtime import environment
 from detsim.track.evidence.durations import RETIMES
 from detsim.track.evidence.records import Request
 from detsim.track.evidence.pytest_runs import Command

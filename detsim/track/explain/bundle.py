@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.runtime.process import environment
+from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.base.runtime import environment
 from detsim.track.evidence.manifest import write_manifest
 
 

@@ -22,7 +22,7 @@ from detsim.track.compare.firstdiff import compare_commits, compare_records
 from detsim.track.explain import parity_trace, profile
 from detsim.track.explain.sides import Side, commits_between, count_at, image_at, one_minus_r, prepare_side, \
     run_side_job, subject
-from detsim.track.runtime.output import atomic_write_text, write_json
+from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.verdict.thresholds import COST_THRESHOLD
 
 KINDS = ("cost", "parity", "hash", "nondeterministic")

@@ -1,7 +1,7 @@
 """What a project has recorded (:func:`load_recorded`): asv's benchmark list and the results of one machine
 (``<results_dir>/<machine>/``, asv's format version 2) in commit order, the per-commit image hashes earlier
 versions of the suite wrote (``results/hashes/<commit>.json``), and every machine class's golden baseline
-(:mod:`detsim.track.base.baseline_file`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
+(:mod:`detsim.track.base.golden`). Every unusable file raises :class:`~.jsonc.ResultsError` naming it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.base.baseline_file import BaselineError, stored
+from detsim.track.base.golden import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
 from detsim.track.history.ordering import order_files
 from detsim.track.history.series import cell, family_of

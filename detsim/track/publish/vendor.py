@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.fresh import ChildError, last_line, run
-from detsim.track.runtime.output import atomic_write_bytes, atomic_write_text
+from detsim.track.base.output import atomic_write_bytes, atomic_write_text
 
 # the CDN address asv 0.6.6's page names -> (npm package release, file in its tarball)
 ASSETS = {

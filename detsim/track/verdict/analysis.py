@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.runtime.output import json_number, utc_stamp
+from detsim.track.base.output import json_number, utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
-from detsim.track.base.reproducibility import EAGER_AXES
+from detsim.track.base.golden import EAGER_AXES
 from detsim.track.history.asvresults import load_recorded, recorded_machines
 from detsim.track.verdict.detection import Finding, class_cut, detect
 from detsim.track.verdict.skips import Skipped, group_skips

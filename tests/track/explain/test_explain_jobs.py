@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from detsim.track.base.commits import resolve
+from detsim.track.base.git import resolve
 from detsim.track.explain import jobs
 from detsim.track.explain.jobs import Job, bisect, explain_job, is_bad
 from detsim.track.explain.sides import Side

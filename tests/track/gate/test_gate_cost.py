@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from detsim.track.cost.counting import not_measured_reason
-from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.measure.cost import not_measured_reason
+from detsim.track.measure.cost import CostSpec, count_spec
 from detsim.track.gate.checks import GateLine, cost_check, judge
 from detsim.track.gate.results import Benchmark
 from detsim.track.verdict.finding import Finding

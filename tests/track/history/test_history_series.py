@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.runtime.process import thread_count
+from detsim.track.base.runtime import thread_count
 from detsim.track.history.jsonc import ResultsError
 from detsim.track.history.series import (
     DEFAULT_THRESHOLD, FAMILY_ORDER, Point, Series, build_series, case_of, family_of, param_labels, threshold_for,

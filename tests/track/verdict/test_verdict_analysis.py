@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.runtime.output import json_text
+from detsim.track.base.output import json_text
 from detsim.track.history.series import Point, Series
 from detsim.track.verdict.analysis import Report, analyse, determinism_note, judge
 
