@@ -1,4 +1,5 @@
-"""runtime.targets: golden cases, nanoBragg command lines and callables as targets of (device, dtype, mode)."""
+"""detsim.track.base.targets: golden cases, nanoBragg command lines and callables resolved into computations of
+(device, dtype, mode)."""
 
 from __future__ import annotations
 
