@@ -16,7 +16,7 @@ prove it fails when it should):
 
 Instruction counts: each CPU benchmark also records ``extra_info["instructions"]``, the instructions of
 one run of its measured region (or of a small variant of it, named in ``instructions_workload``) counted
-under valgrind (:mod:`detsim.track.cost`), once per benchmark and not per round, in a separate process.
+under valgrind (:mod:`detsim.track.measure`), once per benchmark and not per round, in a separate process.
 Where it cannot be counted, ``instructions_note`` says why in one line. ``DETSIM_BENCH_COUNT=0`` skips
 the counts (a quick local run); the gate then notes them as not compared.
 """
@@ -39,9 +39,9 @@ from detsim.model.config import SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass, cpu_class
-from detsim.track.cost.counting import CountError, not_measured_reason
-from detsim.track.cost.counting import count as count_region
-from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.measure.cost import CountError, not_measured_reason
+from detsim.track.measure.cost import count as count_region
+from detsim.track.measure.cost import CostSpec, count_spec
 
 THREADS = 1  # one torch thread: on small shared runners timings are far steadier (docs/bench-gate.md)
 ROOT = Path(__file__).resolve().parents[1]  # the project, whose tests/golden holds the cases
@@ -139,7 +139,7 @@ def record_instructions(benchmark, key: str, setup: str | None = None, region: s
                         *, spec: CostSpec | None = None, note: str | None = None) -> None:
     """Record the instructions of one run of a benchmark's counted region in its ``extra_info``.
 
-    ``spec`` names a detsim render (:mod:`detsim.track.cost.specs`); otherwise ``setup`` and
+    ``spec`` names a detsim render (:mod:`detsim.track.measure.cost`); otherwise ``setup`` and
     ``region`` are the code to count. ``note`` records why a region is not counted. Each ``key`` is
     counted once per session (a count is a fresh ~15 s valgrind process).
     """

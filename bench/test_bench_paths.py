@@ -20,7 +20,7 @@ import torch
 
 import detsim
 from conftest import Rounds, apply_fault, record_instructions, run_info, synchronized
-from detsim.track.cost.specs import CostSpec
+from detsim.track.measure.cost import CostSpec
 from detsim.commandline.to_config import config_from_argv
 from detsim.rendering.engine import MODES, available_modes
 from detsim.track.base.hashing import image_sha256

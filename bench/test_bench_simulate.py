@@ -19,7 +19,7 @@ import pytest
 
 import detsim
 from conftest import Rounds, apply_fault, load_workload, record_instructions, run_info, synchronized
-from detsim.track.cost.specs import CostSpec
+from detsim.track.measure.cost import CostSpec
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
 

@@ -2,7 +2,7 @@
 stored baseline.
 
 What each track records and how ``detsim-track`` and asv's Regressions tab read it is docs/tracking.md's
-("Benchmark grid", ``bench_determinism``); the baseline files are ``detsim/track/base/baseline_file.py``'s.
+("Benchmark grid", ``bench_determinism``); the baseline files are ``detsim/track/base/golden.py``'s.
 A fingerprint is the first 13 hex digits of the float64 image's sha256 as a number (exact in float64); its
 graph jumps arbitrarily when the image changes, so asv's Regressions tab ignores it
 (``regressions_first_commits`` null in asv.conf.json). On a class with no stored baseline
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from .common import (
-    REPO_ROOT, Skip, baseline_file, case_result, compiled_golden_runs, define_case_tracks, golden_renders, hashing,
+    REPO_ROOT, Skip, case_result, compiled_golden_runs, define_case_tracks, golden, golden_renders, hashing,
     provenance,
 )
 
@@ -28,7 +28,7 @@ FINGERPRINT_UNIT = "sha256[:13] as a number"
 
 def _check_holds(baseline: dict, here: dict) -> None:
     stored = baseline.get("holds_for", {})
-    differing = baseline_file.differing_fields(provenance.MachineClass(**here), stored)
+    differing = golden.differing_fields(provenance.MachineClass(**here), stored)
     if differing:
         raise Skip(
             "the golden baseline holds for " + ", ".join(f"{k}={stored.get(k)}" for k in differing)
@@ -38,11 +38,11 @@ def _check_holds(baseline: dict, here: dict) -> None:
 
 def _class_baseline(here: dict) -> dict:
     """This machine class's stored baseline; a skip naming how the stored classes differ where none is."""
-    found = baseline_file.for_class(REPO_ROOT, provenance.MachineClass(**here))
+    found = golden.for_class(REPO_ROOT, provenance.MachineClass(**here))
     if found is not None:
         return found[1]
     others = []
-    for baseline in baseline_file.stored(REPO_ROOT).values():
+    for baseline in golden.stored(REPO_ROOT).values():
         try:
             _check_holds(baseline, here)
         except Skip as exc:

@@ -1,6 +1,6 @@
 """Reproducibility per commit: does the same input give the same bits, run after run?
 
-``track_runs_differ`` per axis and checked golden case (``detsim/track/base/reproducibility.py``: the axes
+``track_runs_differ`` per axis and checked golden case (``detsim/track/base/golden.py``: the axes
 and ``CASES``): 0 when the two runs of the axis gave the same sha256, 1 when they did not. What is hashed is
 the case's float64 image and, for a case that writes a noise image from a fixed ``-seed``, that file too.
 
@@ -17,7 +17,7 @@ run of 1s; the image-hash tracks of such a commit are not judged as changes. asv
 
 from __future__ import annotations
 
-from .common import compiled_golden_runs, reproducibility, reproducibility_runs, runs_differ
+from .common import compiled_golden_runs, golden, reproducibility_runs, runs_differ
 
 UNIT = "runs differ (0/1)"
 VERSION = "1"
@@ -26,8 +26,8 @@ VERSION = "1"
 class Reproducibility:
     """The eager float64 images, along the process and threads axes."""
 
-    params = ([name for name, axis in reproducibility.AXES.items() if axis.mode == "eager"],
-              list(reproducibility.CASES))
+    params = ([name for name, axis in golden.AXES.items() if axis.mode == "eager"],
+              list(golden.CHECKED_CASES))
     param_names = ["axis", "case"]
     unit, version, timeout = UNIT, VERSION, 600
     pretty_name = "runs of one input differ (eager)"
@@ -42,7 +42,7 @@ class Reproducibility:
 class CompiledReproducibility:
     """The compiled path's images, rendered in two processes."""
 
-    params = (["compiled"], list(reproducibility.COMPILED_CASES))
+    params = (["compiled"], list(golden.CHECKED_COMPILED_CASES))
     param_names = ["axis", "case"]
     unit, version, timeout = UNIT, VERSION, 900
     pretty_name = "runs of one input differ (compiled)"

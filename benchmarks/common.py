@@ -87,9 +87,8 @@ def base_module(name: str) -> ModuleType:
     return importlib.import_module(f"{load_base(REPO_ROOT).__name__}.{name}")
 
 
-baseline_file, callgrind, fresh, golden, hashing, metrics, provenance, reproducibility, workloads = map(base_module, (
-    "baseline_file", "callgrind", "fresh", "golden", "hashing", "metrics", "provenance", "reproducibility",
-    "workloads"))
+callgrind, fresh, golden, hashing, metrics, provenance, workloads = map(base_module, (
+    "callgrind", "fresh", "golden", "hashing", "metrics", "provenance", "workloads"))
 
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order
@@ -393,8 +392,8 @@ def compiled_golden_runs() -> dict:
         pin_threads()
         if not reads_arguments() or "compiled" not in available_modes(GOLDEN_DEVICE):
             raise NotImplementedError("this commit has no compiled path")
-        checked = reproducibility.COMPILED_CASES
-        [threads] = {n for axis in reproducibility.AXES.values() if axis.mode == "compiled" for n in axis.threads}
+        checked = golden.CHECKED_COMPILED_CASES
+        [threads] = {n for axis in golden.AXES.values() if axis.mode == "compiled" for n in axis.threads}
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # run B waits on its own process meanwhile
             there = pool.submit(second_run, checked, "compiled", (threads,), other_hash_seed())
             out = {"holds_for": holds_for(), "cases": {}}
@@ -519,7 +518,7 @@ def other_hash_seed() -> str:
 
 
 def reproducibility_runs() -> dict:
-    """Two runs of each checked golden case (``reproducibility.CASES``) per eager axis: ``{"runs": axis ->
+    """Two runs of each checked golden case (``golden.CHECKED_CASES``) per eager axis: ``{"runs": axis ->
     (bits of run A, bits of run B), "errors": case -> one line}``.
 
     Run A of the process axis is this process (one thread), run B the same renders in a fresh interpreter
@@ -531,9 +530,9 @@ def reproducibility_runs() -> dict:
         pin_threads()
         if not reads_arguments():
             raise NotImplementedError("this commit cannot render golden cases")
-        axes = [name for name, axis in reproducibility.AXES.items() if axis.mode == "eager"]
-        cases = reproducibility.CASES
-        threads = sorted({n for name in axes for n in reproducibility.AXES[name].threads})
+        axes = [name for name, axis in golden.AXES.items() if axis.mode == "eager"]
+        cases = golden.CHECKED_CASES
+        threads = sorted({n for name in axes for n in golden.AXES[name].threads})
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # run B waits on its own process meanwhile
             second = pool.submit(second_run, cases, "eager", tuple(threads), other_hash_seed())
             here = bits_of(cases, "eager", THREADS)
@@ -542,7 +541,7 @@ def reproducibility_runs() -> dict:
         errors = {**here["errors"], **{c: why for run in there.values() for c, why in run["errors"].items()}}
         runs = {}
         for name in axes:
-            a, b = reproducibility.AXES[name].threads
+            a, b = golden.AXES[name].threads
             first = here if name != "threads" else there[str(a)]
             runs[name] = (first["bits"], there[str(b)]["bits"])
         return {"runs": runs, "errors": errors}

@@ -11,7 +11,7 @@ ones, each on top of the one before:
 and the two deciding steps of the verdict are run on it the way ``detsim-track`` runs them, each commit
 measured as its own exported package:
 
-* the **instruction count** (``detsim.track.cost``): the planted computation is flagged at ``cost3``
+* the **instruction count** (``detsim.track.measure``): the planted computation is flagged at ``cost3``
   in 5 of 5 repeats (a rise over the 2 % threshold), and no unchanged commit is;
 * the **timing confirmation** (``detsim.track.judge``): re-measuring ``cost3`` against ``slow10``
   confirms the 10 % slowdown in at least 4 of 5 repeats, against ``slow20`` in 5 of 5, and an unchanged
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.commits import export_package
+from detsim.track.base.git import export_package
 from detsim.track.judge.confirm import Status, decide, extra_rounds
 from detsim.track.judge.confirm import Target, remeasure
-from detsim.track.cost.counting import not_measured_reason
-from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.measure.cost import not_measured_reason
+from detsim.track.measure.cost import CostSpec, count_spec
 from detsim.track.judge.history import threshold_for
 from detsim.track.judge.history import load_config
 

@@ -27,8 +27,8 @@ from detsim.track.base.golden import find_case, golden_dir, load_cases
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity, pearson_r
 from detsim.track.base.provenance import MachineClass
-from detsim.track.cost.counting import count
-from detsim.track.cost.specs import CostSpec
+from detsim.track.measure.cost import count
+from detsim.track.measure.cost import CostSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_CASE = "a01_cubic_mosflm_center"  # no input files
@@ -286,9 +286,9 @@ def test_every_checked_case_and_axis_has_a_reproducibility_track():
     module = _import("benchmarks.bench_reproducibility")
     common = _import("benchmarks.common")
     eager, compiled = module.Reproducibility, module.CompiledReproducibility
-    assert set(eager.params[0]) | set(compiled.params[0]) == set(common.reproducibility.AXES)
-    assert eager.params[1] == list(common.reproducibility.CASES)
-    assert compiled.params[1] == list(common.reproducibility.COMPILED_CASES)
+    assert set(eager.params[0]) | set(compiled.params[0]) == set(common.golden.AXES)
+    assert eager.params[1] == list(common.golden.CHECKED_CASES)
+    assert compiled.params[1] == list(common.golden.CHECKED_COMPILED_CASES)
     assert eager.param_names == compiled.param_names == ["axis", "case"]
 
 

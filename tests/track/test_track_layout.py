@@ -6,8 +6,10 @@
 * every suite module has a test file of its own, mirroring its place in the package;
 * the suite's areas form an acyclic graph of imports (lazy imports inside functions included), and no
   area imports the command layer (:mod:`detsim.track.commands`, :mod:`detsim.track.cli`);
-* the base imports only the standard library, numpy and itself, relatively (lazy imports included): the
-  asv suite loads it from the working tree under a name of its own beside any commit's ``detsim``.
+* the modules of the base the asv suite loads (and what they import) import only the standard library, numpy
+  and the base, relatively (lazy imports included): the suite loads them from the working tree under a name
+  of its own beside any commit's ``detsim``; ``recording.py``, which ``.ci/track`` runs by path, only the
+  standard library.
 """
 
 from __future__ import annotations
@@ -189,10 +191,39 @@ def _outside_base(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", sorted(BASE.glob("*.py")), ids=lambda p: p.name)
-def test_the_base_imports_only_the_standard_library_numpy_and_itself(module):
-    outside = _outside_base(module)
-    assert not outside, f"{module.relative_to(ROOT)} imports {outside}"
+def _loaded_by_the_asv_suite() -> set[str]:
+    """The base modules ``benchmarks/`` loads (``base_module`` names and the tuple mapped over it in
+    ``benchmarks/common.py``), and every base module those import, relatively, at any depth."""
+    common = ast.parse((ROOT / "benchmarks" / "common.py").read_text())
+    named = {node.value for call in ast.walk(common) if isinstance(call, ast.Call)
+             and getattr(call.func, "id", None) in ("base_module", "map")
+             for node in ast.walk(call) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    found, todo = set(), [name for name in named if (BASE / f"{name}.py").is_file()]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        for node in ast.walk(ast.parse((BASE / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                todo += [node.module] if node.module else [alias.name for alias in node.names]
+    return found
+
+
+def test_the_asv_suite_loads_the_base_modules_it_needs():
+    assert {"golden", "hashing", "metrics", "provenance", "callgrind", "fresh", "workloads"} <= _loaded_by_the_asv_suite()
+
+
+@pytest.mark.parametrize("module", sorted(_loaded_by_the_asv_suite()))
+def test_the_base_the_asv_suite_loads_imports_only_the_standard_library_numpy_and_itself(module):
+    path = BASE / f"{module}.py"
+    outside = _outside_base(path)
+    assert not outside, f"{path.relative_to(ROOT)} imports {outside}"
+
+
+def test_the_recording_steps_need_only_the_standard_library():
+    outside = sorted(name for name in _imports(BASE / "recording.py") if name.split(".")[0] not in sys.stdlib_module_names)
+    assert not outside, f"detsim/track/base/recording.py imports {outside}"
 
 
 def test_the_base_rule_sees_lazy_absolute_and_parent_imports(tmp_path):

@@ -19,7 +19,7 @@ from typing import Mapping
 from .git import query
 from .hashing import fingerprint, sha256_bytes
 
-ENV_VARS = (  # the environment variables a result depends on (recorded by runtime.process.environment)
+ENV_VARS = (  # the environment variables a result depends on (recorded by runtime.environment)
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
     "TRITON_INTERPRET", "TORCHINDUCTOR_DETERMINISTIC", "TORCHINDUCTOR_CACHE_DIR", "PYTHONHASHSEED",
     "ATEN_CPU_CAPABILITY", "MKL_CBWR",

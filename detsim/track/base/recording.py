@@ -27,22 +27,25 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__:
-    from .machines import validate_machine_name
-else:  # run by path: the sibling file, without importing the package around it (the code measured)
-    import importlib.util
-
-    _spec = importlib.util.spec_from_file_location("machines", Path(__file__).with_name("machines.py"))
-    _machines = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_machines)
-    validate_machine_name = _machines.validate_machine_name
-
 CONFIG = "asv.conf.json"
 NOT_RESULTS = ("machine.json", "benchmarks.json")  # asv's files in a results folder that record no commit
 SAME = ("commit_hash", "env_name", "result_columns", "version")  # what two parts of one recording share
 MERGED = ("results", "durations")  # the per-benchmark maps that are joined
 FORKSERVER_PREFIX = "asv-forkserver-"  # asv 0.6.6's folder for a fork server's socket (runner.ForkServer)
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
+
+
+# a host name's letters (and asv's own default, the host name, fits): one path component, never "." or ".."
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def validate_machine_name(name: str) -> str:
+    """``name`` when it can name a machine's folder, else ValueError saying what is allowed."""
+    if not _NAME.fullmatch(name):
+        shown = name.encode("unicode_escape").decode("ascii")
+        raise ValueError(f"machine name '{shown}' refused: use 1-64 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit (it names a folder of results/asv)")
+    return name
 
 
 class RecordingError(Exception):

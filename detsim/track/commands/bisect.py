@@ -12,7 +12,7 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.golden import GoldenError
 from detsim.track.commands import refuse
-from detsim.track.runtime.output import OutputError, add_json_option, check_output_file, write_json
+from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.target.build import scratch_folder
 from detsim.track.target.cases import target_case
 from detsim.track.target.criteria import PARITY_FACTOR, Criterion, Kind

@@ -12,11 +12,11 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, case_ids
-from detsim.track.base.counts import positive_int
-from detsim.track.runtime.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
+from detsim.track.commands import positive_int
+from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.runtime.process import environment
-from detsim.track.runtime.targets import DTYPES, Target, TargetError, resolve_callable, resolve_case, \
+from detsim.track.base.runtime import environment
+from detsim.track.base.targets import DTYPES, Computation, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
 from detsim.track.compare.matrix import Matrix
 from detsim.track.compare.runs import run_matrix
@@ -96,7 +96,7 @@ def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
         "modes": args.modes or list(MODES)})
 
 
-def build_targets(args: argparse.Namespace) -> list[Target]:
+def build_targets(args: argparse.Namespace) -> list[Computation]:
     """The targets the arguments name; raises TargetError."""
     grads = tuple(args.grad)
     if args.call and grads:

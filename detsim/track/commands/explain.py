@@ -9,15 +9,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from detsim.track.base.commits import CommitError
+from detsim.track.base.git import CommitError
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
-from detsim.track.base.counts import count
-from detsim.track.runtime.output import REPORTS, OutputError, add_report_options, atomic_directory, \
+from detsim.track.commands import count
+from detsim.track.base.output import REPORTS, OutputError, add_report_options, atomic_directory, \
     check_new_folder, report_folder
-from detsim.track.base.reproducibility import AXES
-from detsim.track.cost.counting import CountError, not_measured_reason
+from detsim.track.base.golden import AXES
+from detsim.track.measure.cost import CountError, not_measured_reason
 from detsim.track.report.explain import KINDS, Job, departure_answer, explain_job, one_per_cause, with_others, \
     write_bundle
 from detsim.track.report.profile import ProfileError

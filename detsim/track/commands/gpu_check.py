@@ -20,7 +20,7 @@ from detsim.track.commands import refuse
 from detsim.track.gpu.check import STEP_KINDS, Options, run_check
 from detsim.track.gpu.plan import DRY_BUDGET_S, FULL_BUDGET_S, PATHS, dry_plan, full_plan, path_named
 from detsim.track.gpu.summary import summary
-from detsim.track.runtime.output import OutputError, atomic_write_text, check_output_file, check_place, write_json
+from detsim.track.base.output import OutputError, atomic_write_text, check_output_file, check_place, write_json
 
 HELP = "the device check: every path's tests, parity, determinism and speed on CUDA (--dry-run: on the CPU)"
 REPORT = "gpu-check"  # the record's "report" field: a gpu.json this command may replace

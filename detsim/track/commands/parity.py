@@ -12,16 +12,16 @@ import numpy as np
 import torch
 
 from detsim.fileio.bounded_read import DIRECTORY, what_is
-from detsim.track.runtime.devices import device_problem
+from detsim.track.base.runtime import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.runtime.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
+from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
-from detsim.track.runtime.process import environment
-from detsim.track.parity import report
-from detsim.track.parity.compare import CaseRun, next_steps, run_case, worst_pixel_trace
+from detsim.track.base.runtime import environment
+from detsim.track.measure import parity
+from detsim.track.measure.parity import CaseRun, next_steps, run_case, worst_pixel_trace
 
 HELP = "run detsim on golden (or your own) cases and report r, errors, worst pixel and pictures"
 CASE_FILES = ("args.txt", "image.bin")
@@ -41,13 +41,13 @@ def default_cases_dir() -> Path | None:
 
 
 def _write_pictures(folder: Path, ours: np.ndarray, reference: np.ndarray, result: dict) -> None:
-    scale = report.IntensityScale.of(reference)
-    floor = report.difference_floor(reference, ours)
-    diff_rgb, top = report.difference_picture(ours - reference, floor)
+    scale = parity.IntensityScale.of(reference)
+    floor = parity.difference_floor(reference, ours)
+    diff_rgb, top = parity.difference_picture(ours - reference, floor)
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(folder / "reference.png", report.encode_png(report.intensity_picture(reference, scale)))
-    atomic_write_bytes(folder / "detsim.png", report.encode_png(report.intensity_picture(ours, scale)))
-    atomic_write_bytes(folder / "difference.png", report.encode_png(diff_rgb))
+    atomic_write_bytes(folder / "reference.png", parity.encode_png(parity.intensity_picture(reference, scale)))
+    atomic_write_bytes(folder / "detsim.png", parity.encode_png(parity.intensity_picture(ours, scale)))
+    atomic_write_bytes(folder / "difference.png", parity.encode_png(diff_rgb))
     rel = f"cases/{folder.name}"
     result["pictures"] = {k: f"{rel}/{k}.png" for k in ("reference", "detsim", "difference")}
     result["scale"] = {"knee": scale.knee, "vmax": scale.vmax, "floor": floor, "max_abs": top}
@@ -123,8 +123,8 @@ def run(args) -> int:
         results = _run_cases(selected, args, tmp, final)
         summary = _summary(stamp, args, cases_dir, results)
         write_json(tmp / "parity.json", summary)
-        atomic_write_text(tmp / "summary.md", report.markdown(summary))
-        atomic_write_text(tmp / "index.html", report.index_html(summary))
+        atomic_write_text(tmp / "summary.md", parity.markdown(summary))
+        atomic_write_text(tmp / "index.html", parity.index_html(summary))
     _print_outcome(results, summary["counts"], args, final)
     return ExitCode.OK if summary["counts"]["pass"] == len(results) else ExitCode.REGRESSED
 
@@ -150,7 +150,7 @@ def _run_cases(cases: list[GoldenCase], args, tmp: Path, final: Path) -> list[di
 
 
 def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None:
-    print(report.text_table(results))
+    print(parity.text_table(results))
     print(f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error of {counts['total']} cases "
           f"(r >= {args.min_r}, {args.dtype} on {args.device})")
     print(f"report: {final / 'index.html'}")

@@ -19,7 +19,7 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
-from detsim.track.runtime.output import REPORTS, atomic_write_bytes, atomic_write_text
+from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, load_config
 from detsim.track.judge.history import checkout_head

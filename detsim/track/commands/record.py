@@ -9,11 +9,11 @@ import socket
 import sys
 from pathlib import Path
 
-from detsim.track.base.counts import positive_int
+from detsim.track.commands import positive_int
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import refuse
-from detsim.track.runtime.output import OutputError, check_output_file, write_json
+from detsim.track.base.output import OutputError, check_output_file, write_json
 from detsim.track.target.build import scratch_folder
 from detsim.track.target.cases import target_cases
 from detsim.track.target.merge import merge_rows

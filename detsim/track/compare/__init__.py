@@ -23,7 +23,7 @@ evidence bundle of a pytest run (logs, junit XML, ``env.json``, ``commands.txt``
 :mod:`.durations`). Each comparison carries a verdict line and an exit code (0 agree, 1 differ, 2 nothing
 comparable or a run crashed).
 
-Not here: the reproducibility axes and cases (``detsim/track/base/reproducibility.py``: the asv suite loads
+Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``: the asv suite loads
 ``base`` from the working tree beside any commit, without torch) and the status page's commit-to-commit
 image states (``detsim/track/report/fingerprints.py``, drawn from the recorded history).
 """

@@ -25,8 +25,8 @@ from detsim.track.compare.previous import PastBundle, compare_with
 from detsim.track.compare.record import RunStatus
 from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
 from detsim.track.compare.summary import render_summary
-from detsim.track.runtime.output import REPORTS, atomic_write_text, write_json
-from detsim.track.runtime.process import environment
+from detsim.track.base.output import REPORTS, atomic_write_text, write_json
+from detsim.track.base.runtime import environment
 
 COMMAND_ENV = ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
                "PY_COLORS", "FORCE_COLOR", *ENV_VARS)  # what changes what a pytest run does

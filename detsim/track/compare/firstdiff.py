@@ -23,7 +23,7 @@ from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RA
                                               ref_text, uninitialized_text)
 from detsim.track.compare.record import Event, RunRecord, TensorInfo
 from detsim.track.compare.recorder import record
-from detsim.track.runtime.process import thread_count
+from detsim.track.base.runtime import thread_count
 
 _LINE = re.compile(r":\d+(?= in )")
 SAME = "identical in both runs"  # the role of an event whose inputs and outputs matched

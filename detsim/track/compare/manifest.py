@@ -8,7 +8,7 @@ from pathlib import Path
 
 from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.hashing import sha256_file
-from detsim.track.runtime.output import atomic_write_text
+from detsim.track.base.output import atomic_write_text
 
 MANIFEST = "sha256.txt"
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")  # sha256sum's text or binary mode

@@ -20,7 +20,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.compare.firstdiff import compare_records
 from detsim.track.compare.record import RunConfig, RunRecord, RunStatus
-from detsim.track.runtime.output import json_number
+from detsim.track.base.output import json_number
 
 OK, CRASHED, SKIPPED = RunStatus.OK, RunStatus.CRASHED, RunStatus.SKIPPED
 

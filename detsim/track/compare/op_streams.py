@@ -3,7 +3,7 @@
 
 A hash change compares two commits' op streams with call sites stripped of line numbers
 (:func:`~detsim.track.compare.firstdiff.compare_commits`); images that do not reproduce compare two runs of
-one commit along a reproducibility axis (:data:`detsim.track.base.reproducibility.AXES`), line numbers kept
+one commit along a reproducibility axis (:data:`detsim.track.base.golden.AXES`), line numbers kept
 (:func:`~detsim.track.compare.firstdiff.compare_records`). Each stream is recorded in a side's package
 (anything with the ``package_dir`` and ``python`` of ``detsim.track.report.sides.Side``) in a fresh
 interpreter (float64, CPU).
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from detsim.track.base.fresh import PINNED, thread_vars
-from detsim.track.base.reproducibility import AXES, Axis
+from detsim.track.base.golden import AXES, Axis
 from detsim.track.compare.divergences import RecordComparison
 from detsim.track.compare.record import RunRecord
 from detsim.track.compare.runs import record_at

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
-from detsim.track.runtime.output import utc_stamp
+from detsim.track.base.output import utc_stamp
 from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle

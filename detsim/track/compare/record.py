@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from detsim.track.base.hashing import sha256_bytes
-from detsim.track.runtime.output import json_number
-from detsim.track.runtime.tensors import tensor_bytes, tensor_sha256
+from detsim.track.base.output import json_number
+from detsim.track.base.runtime import tensor_bytes, tensor_sha256
 
 _FLOAT = (float.fromhex("-0x1.5a5a5a5a5a5a5p+99"), float.fromhex("0x1.a5a5a5a5a5a5ap+98"))
 _HALF = (float.fromhex("-0x1.5a4p+14"), float.fromhex("0x1.a58p+13"))  # float16 tops out at 65504

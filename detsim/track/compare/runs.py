@@ -28,9 +28,9 @@ from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
 from detsim.track.compare.matrix import Matrix
 from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
 from detsim.track.compare.recorder import record
-from detsim.track.runtime.output import atomic_write_text
-from detsim.track.runtime.process import thread_count
-from detsim.track.runtime.targets import DTYPES, Target, load_callable, resolve_callable, resolve_case, \
+from detsim.track.base.output import atomic_write_text
+from detsim.track.base.runtime import thread_count
+from detsim.track.base.targets import DTYPES, Computation, load_callable, resolve_callable, resolve_case, \
     resolve_command_line
 
 ISOLATED_RUN = "detsim.track.compare.runs:isolated_job"  # the job of an isolated matrix run
@@ -56,7 +56,7 @@ def deterministic_mode(enabled: bool) -> Iterator[None]:
         inductor_config.deterministic = before[2]
 
 
-def run_matrix(targets: list[Target], *, devices, dtypes, modes, threads, repeats: int,
+def run_matrix(targets: list[Computation], *, devices, dtypes, modes, threads, repeats: int,
                deterministic: bool = False, isolate: dict | None = None) -> Matrix:
     """Run every configuration ``repeats`` times; crashes and unavailable devices are recorded, not raised.
     ``isolate``: the job fields of :func:`isolated_job` besides the configuration (run each repeat there)."""
@@ -91,7 +91,7 @@ def device_unavailable(device: str) -> str | None:
     return None
 
 
-def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool) -> RunRecord:
+def run_once(target: Computation, config: RunConfig, repeat: int, deterministic: bool) -> RunRecord:
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
@@ -106,7 +106,7 @@ def run_once(target: Target, config: RunConfig, repeat: int, deterministic: bool
     return output_record(config, repeat, outputs, time.perf_counter() - start)
 
 
-def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunRecord:
+def run_isolated(target: Computation, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunRecord:
     """One run in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its stderr."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
@@ -126,7 +126,7 @@ def run_isolated(target: Target, config: RunConfig, repeat: int, deterministic: 
     return output_record(config, repeat, outputs, seconds)
 
 
-def job_target(target: dict) -> Target:
+def job_target(target: dict) -> Computation:
     """The detsim simulation (``case``, ``nanobragg``) or callable (``call``, run as ``f(device=, dtype=)``)
     that a target dict names, with its ``grads``, ``chunk_pixels`` and ``golden_dir``; raises TargetError."""
     grads, chunk, golden = tuple(target.get("grads", ())), target.get("chunk_pixels"), target.get("golden_dir")

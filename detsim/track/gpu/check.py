@@ -24,7 +24,7 @@ from detsim.track.gpu.nanobragg import skipped as nanobragg_skipped
 from detsim.track.gpu.nanobragg import time_nanobragg
 from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, CheckPlan
 from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command, run_job_step
-from detsim.track.runtime.output import utc_stamp
+from detsim.track.base.output import utc_stamp
 
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",

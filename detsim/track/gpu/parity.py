@@ -19,7 +19,7 @@ from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.gpu.plan import GpuPath
 from detsim.track.gpu.renders import fused, ready, render, workload_config
 from detsim.track.gpu.steps import StepStatus, keep_partial
-from detsim.track.parity.compare import image_metrics
+from detsim.track.measure.parity import image_metrics
 
 ENTRY = "detsim.track.gpu.parity:parity_job"
 

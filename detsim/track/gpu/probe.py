@@ -1,5 +1,5 @@
 """The machine the check runs on, asked in a child process as every step is: the suite's record of the
-environment (:func:`detsim.track.runtime.process.environment`) and, on CUDA, the device's name, capability,
+environment (:func:`detsim.track.base.runtime.environment`) and, on CUDA, the device's name, capability,
 multiprocessors and memory."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def probe_job(job: dict) -> dict:
     """``job``: {"root": the checkout}. ``cuda`` is None where torch sees no CUDA device."""
     import torch
 
-    from detsim.track.runtime.process import environment
+    from detsim.track.base.runtime import environment
 
     env = environment(Path(job["root"]))
     cuda = None

@@ -34,13 +34,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from detsim.track.base.commits import CommitError, benchmark_python, export_package, package_tree
+from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Status
 from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
-from detsim.track.runtime.output import write_json
+from detsim.track.base.output import write_json
 
 FORK_SERVER = Path(__file__).with_name("fork_server.py")
 ROUNDS = 16  # rounds, before any extension: 8 blocks of two, the fewest that let p < 0.01 with room

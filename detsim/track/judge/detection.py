@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.base.reproducibility import AXES
+from detsim.track.base.golden import AXES
 from detsim.track.judge.finding import REMEASURED, Finding, Status
 from detsim.track.judge.history import Point, Series, param_values
 from detsim.track.judge.thresholds import ALPHA

@@ -2,7 +2,7 @@
 allows), asv's benchmark list and the results of one machine (``<results_dir>/<machine>/``, asv's format version 2)
 in commit order (HEAD's git history, else the commit dates asv stored), the per-commit image hashes earlier versions
 of the suite wrote (``results/hashes/<commit>.json``) and every machine class's golden baseline
-(:mod:`detsim.track.base.baseline_file`); then the history of every benchmark (:func:`build_series`): one
+(:mod:`detsim.track.base.golden`); then the history of every benchmark (:func:`build_series`): one
 :class:`Series` of :class:`Point` per environment, benchmark and parameter combination, with what the benchmark
 says about itself: its family (:func:`family_of`; how each is judged: docs/tracking.md), unit, golden case and
 regression threshold. Every unusable file raises :class:`ResultsError` naming it.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from detsim.track.base import recording
-from detsim.track.base.baseline_file import BaselineError, stored
+from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
 from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
 

@@ -21,12 +21,12 @@ from typing import Callable, Iterable, Mapping
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.provenance import MachineClass, class_fingerprint
-from detsim.track.base.reproducibility import EAGER_AXES
+from detsim.track.base.golden import EAGER_AXES
 from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import Finding
 from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
     first_commit_cut, load_recorded, param_values, recorded_machines, resolve_first_commits, subjects
-from detsim.track.runtime.output import json_number, utc_stamp
+from detsim.track.base.output import json_number, utc_stamp
 
 HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
 # are judged as determinism where none is stored)

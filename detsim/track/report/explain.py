@@ -28,8 +28,8 @@ from detsim.track.compare.manifest import write_manifest
 from detsim.track.report.sides import Side, commits_between, count_at, first_change, image_at, one_minus_r, \
     prepare_side, run_side_job, subject, trace_at, trace_sentence, worst_pixel
 from detsim.track.report.page import departure_facts, number_text
-from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.runtime.process import environment
+from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.base.runtime import environment
 from detsim.track.judge.thresholds import COST_THRESHOLD
 
 KINDS = ("cost", "parity", "hash", "nondeterministic")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from detsim.track.base.reproducibility import EAGER_AXES
+from detsim.track.base.golden import EAGER_AXES
 from detsim.track.judge.history import load_hashes
 from detsim.track.judge.history import Series, param_values
 

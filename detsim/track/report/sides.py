@@ -19,15 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from detsim.track.base.commits import PACKAGE, benchmark_python, export_package, resolve
+from detsim.track.base.git import PACKAGE, benchmark_python, export_package, resolve
 from detsim.track.base.fresh import PINNED, ChildError, run_job
 from detsim.track.base.git import GitError, git
 from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
 from detsim.track.base.workloads import reduced
 from detsim.track.compare.traces import compare_traces, parse_trace
-from detsim.track.cost.counting import Count
-from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.measure.cost import Count
+from detsim.track.measure.cost import CostSpec, count_spec
 from detsim.track.report.profile import count_ops
 from detsim.track.judge.text import printable
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.base.commits import resolve
+from detsim.track.base.git import resolve
 from detsim.track.base.fresh import ChildError, pinned_env, run
 from detsim.track.base.git import GitError, git
 from detsim.track.target.reuse import installed_fingerprint

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from detsim.track.base.commits import CommitError, resolve
+from detsim.track.base.git import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.report.sides import SideError, commits_between, subject
 from detsim.track.target.bisection import FirstBad, Step, bisect

@@ -24,8 +24,8 @@ import numpy as np
 from detsim.track.base.fresh import ChildError, TimedOut, run, thread_vars
 from detsim.track.base.golden import GoldenCase, GoldenError
 from detsim.track.base.hashing import image_sha256
-from detsim.track.base.reproducibility import AXES
-from detsim.track.parity.compare import image_metrics
+from detsim.track.base.golden import AXES
+from detsim.track.measure.parity import image_metrics
 from detsim.track.target.outcome import CaseOutcome, Ending
 from detsim.track.target.spec import TargetSpec
 

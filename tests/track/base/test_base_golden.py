@@ -1,10 +1,13 @@
 """detsim.track.base.golden: finding golden cases, building their configurations in their folders,
-loading nanoBragg's images."""
+loading nanoBragg's images; the baseline files (validation, lookup by machine class, fields that differ from
+holds_for); the reproducibility axes and the golden cases checked along them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +15,14 @@ import pytest
 
 from conftest import GOLDEN_DIR, MANIFEST
 from detsim.commandline.to_config import config_from_argv, read_matrix_file
+from detsim.track.base import golden
 from detsim.track.base.golden import (
-    ENV_VAR, GoldenCase, GoldenError, case_ids, discover, find_case, golden_dir, load_cases, working_directory,
+    AXES, BASELINE, CHECKED_CASES, CHECKED_COMPILED_CASES, EAGER_AXES, ENV_VAR, GoldenCase, GoldenError, case_ids,
+    class_path, differing_fields, discover, find_case, for_class, golden_dir, load_cases, problems,
+    working_directory,
 )
+from detsim.track.base.provenance import MachineClass
+
 
 ROOT = GOLDEN_DIR.parent.parent
 MATRIX_CASE = "f01_matrix_own"  # reads A.mat, relative to its folder
@@ -156,3 +164,75 @@ def test_discover_one_case_a_manifest_folder_or_any_folder(tmp_path):
     found = discover(loose)
     assert [c.id for c in found] == ["a", "b", "c_link"]  # by name; a linked folder keeps its own name
     assert all(c.shape is None and c.args == ("-detpixels", "2") for c in found)
+
+
+# ---- baseline files
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
+HERE = MachineClass(cpu_class="x86_64 AuthenticAMD AVX512", torch="2.13.0+cpu", threads=1, dtype="float64", device="cpu")
+
+
+def test_baseline_files_are_validated(tmp_path):
+    with pytest.raises(golden.BaselineError, match="no baseline file"):
+        golden.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "holds_for": {}, "cases": {"a": "not-a-hash"}}')
+    with pytest.raises(golden.BaselineError, match="malformed baseline"):
+        golden.load(bad)
+    assert golden.load(DATA / "good" / "results" / "baselines" / "golden_hashes.json")["schema"] == 1
+
+
+def test_every_problem_is_named(tmp_path):
+    sha = "a" * 64
+    assert problems({"schema": 1, "holds_for": {}, "cases": {"a": sha}}) == []  # cases_compiled is optional
+    assert problems({"schema": 2}) == ["schema is not 1"]
+    assert problems({"schema": 1, "cases": {"a": sha.upper()}, "cases_compiled": []}) == [
+        "no holds_for record", "cases is not a map of case id -> sha256 hex digest",
+        "cases_compiled is not a map of case id -> sha256 hex digest"]
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"schema": ')
+    with pytest.raises(golden.BaselineError, match="not readable JSON"):
+        golden.load(cut)
+
+
+def test_differing_fields_compare_machine_classes():
+    record = HERE.as_record()
+    assert differing_fields(HERE, record) == []
+    assert differing_fields(HERE, {**record, "cpu_class": "x86_64 GenuineIntel AVX2", "threads": 2}) == [
+        "cpu_class", "threads"]
+    assert differing_fields(HERE, {"torch": "2.13.0+cpu"}) == ["cpu_class", "device", "dtype", "threads"]
+
+
+def _write(root: Path, path: Path, machine: MachineClass, digit: str) -> None:
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(json.dumps({"schema": 1, "holds_for": machine.as_record(), "cases": {"a": digit * 64}}))
+
+
+def test_for_class_finds_a_class_own_file_before_the_single_file_of_earlier_versions(tmp_path):
+    intel = replace(HERE, cpu_class="x86_64 GenuineIntel AVX512")
+    assert for_class(tmp_path, HERE) is None
+    _write(tmp_path, BASELINE, HERE, "1")
+    assert for_class(tmp_path, HERE) == (BASELINE, json.loads((tmp_path / BASELINE).read_text()))
+    assert for_class(tmp_path, intel) is None
+    _write(tmp_path, class_path(intel), intel, "2")
+    _write(tmp_path, class_path(HERE), HERE, "3")
+    assert for_class(tmp_path, HERE)[1]["cases"] == {"a": "3" * 64}
+    assert for_class(tmp_path, intel) == (class_path(intel), json.loads((tmp_path / class_path(intel)).read_text()))
+    _write(tmp_path, class_path(intel), HERE, "2")  # a file named for one class holding another's hashes
+    with pytest.raises(golden.BaselineError, match="holds_for does not describe"):
+        for_class(tmp_path, HERE)
+
+
+# ---- reproducibility axes
+
+def test_every_axis_varies_one_thing_between_its_two_runs():
+    for axis in AXES.values():
+        varied = [axis.threads[0] != axis.threads[1], axis.hash_seeds[0] != axis.hash_seeds[1]]
+        assert sum(varied) == 1, axis.name
+    assert EAGER_AXES == ("process", "threads") and AXES["compiled"].mode == "compiled"
+
+
+def test_the_checked_cases_are_golden_cases_and_one_has_a_seeded_noise_image():
+    cases = {case.id: case for case in load_cases(golden_dir(ROOT))}
+    assert set(CHECKED_CASES) <= set(cases) and set(CHECKED_COMPILED_CASES) <= set(CHECKED_CASES)
+    assert any("-seed" in cases[c].args and "-noisefile" in cases[c].args for c in CHECKED_CASES)

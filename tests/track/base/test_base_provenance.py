@@ -54,7 +54,7 @@ def test_provenance_is_the_working_directorys_checkout_and_takes_no_lock_in_the_
     (here / "src" / "notes.txt").write_text("the user's work\n")
     package_commit, here_commit = _checkout(package), _checkout(here)
     indexes = {p: (p / ".git" / "index").stat().st_mtime_ns for p in (package, here)}
-    code = ("import json; from detsim.track.base.provenance import repo_root; from detsim.track.runtime.process import environment; "
+    code = ("import json; from detsim.track.base.provenance import repo_root; from detsim.track.base.runtime import environment; "
             "print(json.dumps([environment(), str(repo_root())]))")
     done = run([sys.executable, "-P", "-c", code], cwd=here / "src", env=pinned_env(package)).check("python")
     env, root = json.loads(done.stdout.splitlines()[-1])

@@ -1,6 +1,8 @@
 """The tracking run's recording steps: a record is complete or absent (the plan), a commit recorded in parts by
-two asv processes becomes one results file (the merge), what the run writes is checked before it records, and
-what asv leaves running is stopped."""
+two asv processes becomes one results file (the merge), what the run writes is checked before it records,
+what asv leaves running is stopped, and a machine name from outside names one folder of results/asv or is
+refused in one line.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base import recording
-from detsim.track.base.recording import RecordingError, merge_results
+from detsim.track.base.recording import RecordingError, merge_results, validate_machine_name
 from detsim.track.judge.history import load_result_file
+
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]
 HEAD = {"commit_hash": "a" * 40, "env_name": "virtualenv-py3.11", "date": 1, "params": {"machine": "m"},
@@ -211,3 +214,18 @@ def test_a_run_that_ends_stops_every_process_below_it(tmp_path):
     assert not recording._alive(child)
     parent.kill()
     parent.wait()
+
+
+# ---- machine names
+
+@pytest.mark.parametrize("name", ["vm", "ci-cpu", "runner_7.example", "A1"])
+def test_host_names_and_ci_names_pass_unchanged(name):
+    assert validate_machine_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["../evil", "..", ".", "", "a/b", ".hidden", "-x", "x y", "tab\tname",
+                                  "esc\x1b[31m", "a" * 65])
+def test_names_that_would_leave_results_asv_or_garble_a_terminal_are_refused_in_one_line(name):
+    with pytest.raises(ValueError) as raised:
+        validate_machine_name(name)
+    assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from detsim.track import cli
-from detsim.track.baselines import golden_hashes
+from detsim.track.base import golden_hashes
 from detsim.track.commands import baselines as cmd_baselines
 from detsim.track.base.provenance import MachineClass
-from detsim.track.base.baseline_file import BASELINE, BASELINE_DIR, class_path
+from detsim.track.base.golden import BASELINE, BASELINE_DIR, class_path
 from detsim.track.base.golden import golden_dir, load_cases
-from detsim.track.baselines.golden_hashes import GoldenHashes
+from detsim.track.base.golden_hashes import GoldenHashes
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = ("a01_cubic_mosflm_center", "o01_polar_0.9")

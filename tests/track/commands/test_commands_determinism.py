@@ -89,7 +89,7 @@ def test_list_cases_prints_the_manifest_ids(capsys):
 
 
 def test_a_bare_out_is_a_stamped_folder_under_reports():
-    from detsim.track.runtime.output import report_folder
+    from detsim.track.base.output import report_folder
 
     folder = report_folder(parse("--out"), cmd_determinism.AREA, base=Path())
     assert folder.parts[0] == "reports" and folder.parts[2] == "determinism" and folder.parts[1].endswith("Z")
@@ -98,7 +98,7 @@ def test_a_bare_out_is_a_stamped_folder_under_reports():
 
 
 def test_build_targets_defaults_to_two_golden_cases_and_refuses_grads_of_callables():
-    from detsim.track.runtime.targets import TargetError
+    from detsim.track.base.targets import TargetError
 
     given = parse()
     defaults = cmd_determinism.with_defaults(given)

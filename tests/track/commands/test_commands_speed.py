@@ -17,7 +17,7 @@ from detsim.track.base.provenance import cpu_model, vector_flags
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cli import main
 from detsim.track.commands import speed
-from detsim.track.speed import measure
+from detsim.track.measure import speed as measure
 
 P1_12 = WORKLOADS["P1"].resized(12)  # what _run measures
 
@@ -190,7 +190,7 @@ def test_an_existing_report_folder_is_refused_before_any_run(tmp_path, capsys):
 
 
 def test_the_default_report_folder_is_under_the_projects_reports(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr("detsim.track.runtime.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
     monkeypatch.setattr(speed, "repo_root", lambda: tmp_path)
     taken = tmp_path / "reports" / "20000101T000000Z" / "speed"
     taken.mkdir(parents=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from detsim.track.base.reproducibility import AXES
+from detsim.track.base.golden import AXES
 from detsim.track.compare.firstdiff import compare_commits, compare_records
 from detsim.track.compare.recorder import record
 from detsim.track.compare.op_streams import axis_named, first_record, hash_sentence, in_package, runs_sentence, target

@@ -14,7 +14,7 @@ from detsim.track.compare.firstdiff import compare_records
 from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, argument_tensors, call_site, canonical, fill, \
     output_record, scalar_text, sentinel, storage_key, tensor_info
 from detsim.track.compare.recorder import record
-from detsim.track.runtime.tensors import tensor_sha256
+from detsim.track.base.runtime import tensor_sha256
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 sys.path.insert(0, str(DATA))

@@ -19,7 +19,7 @@ from detsim.track.compare.record import RunConfig, RunRecord
 from detsim.track.compare.runs import ISOLATED_RUN, RECORD_RUN, EndedWithoutRecord, RecordError, build_call, \
     deterministic_mode, device_unavailable, isolated_job, job_target, record_at, record_job, record_run, \
     run_isolated, run_matrix, run_once, set_interpreter
-from detsim.track.runtime.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.base.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ROOT = DATA.parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 from detsim.track.base.golden import golden_dir
 from detsim.track.gpu.check import STEP_KINDS, Options, child_env, run_check
 from detsim.track.gpu.plan import GpuPath, dry_plan
-from detsim.track.runtime.output import json_text
+from detsim.track.base.output import json_text
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE = "c02_xds_xbeam_quirk"

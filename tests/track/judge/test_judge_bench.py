@@ -12,8 +12,8 @@ import pytest
 from _tolerances import PARITY_MIN_R
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.provenance import MachineClass
-from detsim.track.cost.counting import not_measured_reason
-from detsim.track.cost.specs import CostSpec, count_spec
+from detsim.track.measure.cost import not_measured_reason
+from detsim.track.measure.cost import CostSpec, count_spec
 from detsim.track.judge.bench import BaselineVerdict, Benchmark, GateInputError, GateLine, calibration_times, \
     cost_check, finding, finding_line, hash_check, hash_facts, judge, load_results, parse_benchmark
 from detsim.track.judge.finding import Finding

@@ -20,7 +20,7 @@ from detsim.track.judge.history import DEFAULT_THRESHOLD, FAMILY_ORDER, Point, R
     case_of, checkout_head, choose_machine, family_of, first_commit_cut, load_baselines, load_config, load_hashes, \
     load_recorded, load_result_file, order_files, param_labels, read_json, resolve_first_commits, subjects, \
     threshold_for
-from detsim.track.runtime.process import thread_count
+from detsim.track.base.runtime import thread_count
 
 
 ROOT = Path(__file__).resolve().parents[3]

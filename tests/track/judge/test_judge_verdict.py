@@ -13,7 +13,7 @@ from detsim.track.judge.history import Point, Series
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, NO_BASELINE, NO_CUDA, NO_VALGRIND, Report, \
     TRITON_ON_CPU, UNKNOWN, VerdictError, analyse, check_latest, determinism_note, group_skips, judge, latest_file, \
     machines_of, point_latest, read_verdict, skip_reason
-from detsim.track.runtime.output import json_text
+from detsim.track.base.output import json_text
 
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.commits import resolve
+from detsim.track.base.git import resolve
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.report import explain as jobs
 from detsim.track.report.explain import NAMED, Job, also_text, answer_text, bisect, departure_answer, explain_job, \

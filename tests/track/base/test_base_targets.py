@@ -1,4 +1,5 @@
-"""runtime.targets: golden cases, nanoBragg command lines and callables as targets of (device, dtype, mode)."""
+"""detsim.track.base.targets: golden cases, nanoBragg command lines and callables resolved into computations of
+(device, dtype, mode)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from detsim.track.base.golden import find_case
-from detsim.track.runtime.targets import DTYPES, TargetError, load_callable, named_tensors, resolve_callable, \
+from detsim.track.base.targets import DTYPES, TargetError, load_callable, named_tensors, resolve_callable, \
     resolve_case, resolve_command_line
 
 PLANTED = Path(__file__).resolve().parents[2] / "data" / "planted_ops.py"

@@ -1,8 +1,12 @@
-"""Count the instructions of a measured region under valgrind's callgrind, in a fresh process.
+"""Deterministic cost: the instructions executed in a workload's measured region, counted under valgrind's
+callgrind in a fresh process (docs/bench-gate.md, "Instruction counts").
 
-The script, command and total are :mod:`detsim.track.base.callgrind`'s; the callgrind file is kept
-(``callgrind_annotate <file>``: a profile to diff). Under valgrind torch sees at most AVX2, so a count is a
-cost model of the AVX2 kernels, not the native instruction stream.
+Inputs: the code to count (or a :class:`CostSpec`: ``P1@64``, ``P1@128``, ``P2@32`` or a golden case id, eager on
+the CPU). Outputs: a :class:`Count` (the total, and the callgrind file kept for ``callgrind_annotate``, a
+profile to diff), or :class:`CountError` in one line. The script, command and total are
+:mod:`detsim.track.base.callgrind`'s. Counted workloads are small variants of the timed ones, since valgrind
+runs about 25 M instructions per second; under valgrind torch sees at most AVX2, so a count is a cost model
+of the AVX2 kernels, not the native instruction stream.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from pathlib import Path
 
 from detsim.track.base.callgrind import COUNT_ENV, CountError, command, harness, not_measured_reason, parse_total
 from detsim.track.base.fresh import ChildError, pinned_env, run
+from detsim.track.base.golden import golden_dir
+from detsim.track.base.workloads import reduced
+
 
 UNIT = "instructions"
 
@@ -63,3 +70,40 @@ def _discard(out_file: Path, out_dir: Path | None) -> None:
     out_file.unlink(missing_ok=True)
     if out_dir is None:
         shutil.rmtree(out_file.parent, ignore_errors=True)
+
+
+# ---- the counted workloads
+
+DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """One counted region: ``detsim.simulate`` of ``workload`` (``P1@64`` or a golden case id) on the CPU
+    in ``dtype``, eager (the compiled path is not counted: inductor under valgrind takes minutes)."""
+
+    workload: str
+    dtype: str = "float64"
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} cpu {self.dtype} eager"
+
+    def setup(self, root: Path | None = None) -> str:
+        """Python code that builds ``_config`` (uncounted)."""
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        read = "import detsim\nfrom detsim.commandline.to_config import config_from_argv\n"
+        if reduced(self.workload) is not None:
+            return (f"{read}from detsim.track.base.workloads import reduced\n"
+                    f"_config = reduced({self.workload!r}).config(config_from_argv)")
+        return (f"{read}from pathlib import Path\nfrom detsim.track.base.golden import find_case\n"
+                f"_config = find_case({self.workload!r}, Path({str(golden_dir(root))!r})).config(config_from_argv)")
+
+    def region(self) -> str:
+        return f"detsim.simulate(_config, device='cpu', dtype=torch.{self.dtype})"
+
+
+def count_spec(spec: CostSpec, *, root: Path | None = None, **kwargs) -> Count:
+    """The instructions of one render of ``spec`` (:func:`~detsim.track.measure.cost.count`)."""
+    return count(spec.setup(root), spec.region(), **kwargs)

@@ -11,9 +11,9 @@ import torch
 
 from detsim.track.base.golden import GoldenCase, find_case
 from detsim.track.base import hashing
-from detsim.track.runtime.process import thread_count
-from detsim.track.baselines import golden_hashes
-from detsim.track.baselines.golden_hashes import failure_text, machine_class, render_hashes
+from detsim.track.base.runtime import thread_count
+from detsim.track.base import golden_hashes
+from detsim.track.base.golden_hashes import failure_text, machine_class, render_hashes
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"

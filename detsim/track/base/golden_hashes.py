@@ -11,7 +11,7 @@ from typing import Iterable, Mapping
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
-from detsim.track.runtime.process import thread_count
+from detsim.track.base.runtime import thread_count
 
 THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
 DTYPE = "float64"

@@ -1,4 +1,4 @@
-"""detsim.track.base.counts: counts refused at parse time, naming the reason."""
+"""detsim.track.commands: counts refused at parse time, naming the reason."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from detsim.track.base.counts import count, positive_int
+from detsim.track.commands import count, positive_int
 
 
 @pytest.mark.parametrize("check, text, value", [(positive_int, "1", 1), (positive_int, "64", 64),

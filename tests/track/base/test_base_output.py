@@ -1,4 +1,4 @@
-"""detsim.track.runtime.output: atomic files and folders, strict JSON, the output-option convention."""
+"""detsim.track.base.output: atomic files and folders, strict JSON, the output-option convention."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.runtime.output import (
+from detsim.track.base.output import (
     REPORTS, OutputError, add_json_option, add_report_options, atomic_directory, atomic_write_bytes,
     atomic_write_text, check_new_folder, check_output_file, is_report_of, json_text, report_folder, utc_stamp,
     write_json,
@@ -116,7 +116,7 @@ def test_json_option():
 
 
 def test_report_folder_from_out_or_out_root(tmp_path, monkeypatch):
-    monkeypatch.setattr("detsim.track.runtime.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
     assert report_folder(_parse([]), "speed", tmp_path) == tmp_path / REPORTS / "20000101T000000Z" / "speed"
     assert report_folder(_parse(["--out-root", "r"]), "speed") == Path("r/20000101T000000Z/speed")
     assert report_folder(_parse(["--out", "x/{stamp}"]), "speed") == Path("x/20000101T000000Z")
@@ -126,7 +126,7 @@ def test_report_folder_from_out_or_out_root(tmp_path, monkeypatch):
 
 
 def test_an_optional_report_is_written_only_when_asked_for(tmp_path, monkeypatch):
-    monkeypatch.setattr("detsim.track.runtime.output.utc_stamp", lambda: "20000101T000000Z")
+    monkeypatch.setattr("detsim.track.base.output.utc_stamp", lambda: "20000101T000000Z")
     assert report_folder(_parse([], optional=True), "speed", tmp_path) is None
     assert report_folder(_parse(["--out"], optional=True), "speed", tmp_path) == \
         tmp_path / REPORTS / "20000101T000000Z" / "speed"

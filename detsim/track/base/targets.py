@@ -1,9 +1,10 @@
-"""What the determinism and divergence commands run: a :class:`Target` turns (device, dtype, mode) into named
-output tensors.
+"""What the determinism and divergence commands run: a target given on their command line, resolved into a
+:class:`Computation` that turns (device, dtype, mode) into named output tensors.
 
-A target is a golden case id (input files relative to the case folder), a nanoBragg command line (relative to
-the working directory) or a callable ``module:function`` / ``path/to/file.py:function`` called as
-``function(device=..., dtype=...)``. A simulation can also return gradients of ``image.sum()`` with respect to
+Inputs: a target. Outputs: a :class:`Computation` (or :class:`TargetError`, one line); a computation's outputs,
+``{name: tensor}``. A target is a golden case id (input files relative to the case folder), a nanoBragg command
+line (relative to the working directory) or a callable ``module:function`` / ``path/to/file.py:function`` called
+as ``function(device=..., dtype=...)``. A simulation can also return gradients of ``image.sum()`` with respect to
 configuration scalars (``--grad detector.distance_mm``, ``--grad crystal.cell[0]``): outputs ``grad:<param>``.
 """
 
@@ -32,9 +33,9 @@ class TargetError(ValueError):
 
 
 @dataclass(frozen=True)
-class Target:
-    """A computation with a name, run as ``outputs = target.run(device, dtype, mode)``; ``spec`` is how it was
-    given on the command line."""
+class Computation:
+    """A named computation, run as ``outputs = computation.run(device, dtype, mode)``; ``spec`` is the target
+    it was resolved from, as given on the command line."""
 
     name: str
     kind: str  # "golden", "nanobragg" or "callable"
@@ -62,7 +63,7 @@ class Target:
 
 
 def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
-                 directory: Path | None = None) -> Target:
+                 directory: Path | None = None) -> Computation:
     """A golden case by id or unique prefix (``c02``), in ``directory`` (default: the project's golden folder)."""
     try:
         case = find_case(case_id, directory)
@@ -72,7 +73,7 @@ def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | 
 
 
 def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
-                         name: str | None = None) -> Target:
+                         name: str | None = None) -> Computation:
     """A nanoBragg command line (with or without a leading program name); files relative to the cwd."""
     args = shlex.split(command_line)
     if args and not args[0].startswith("-"):
@@ -82,7 +83,7 @@ def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_p
 
 
 def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
-                       grads: tuple[str, ...], chunk_pixels: int | None) -> Target:
+                       grads: tuple[str, ...], chunk_pixels: int | None) -> Computation:
     from detsim.commandline.to_config import config_from_argv
     from detsim.rendering.engine import MODES
 
@@ -108,7 +109,7 @@ def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_di
             outputs.update({f"grad:{p}": g.detach() for p, g in zip(params, values)})
         return outputs
 
-    return Target(name=name, kind=kind, spec=spec, modes=tuple(MODES), runner=run)
+    return Computation(name=name, kind=kind, spec=spec, modes=tuple(MODES), runner=run)
 
 
 _PARAM = re.compile(r"^(crystal|detector|beam|sampling)\.(\w+)(?:\[(\d)\])?$")
@@ -182,14 +183,14 @@ def load_callable(spec: str) -> Callable:
     return obj
 
 
-def resolve_callable(spec: str) -> Target:
+def resolve_callable(spec: str) -> Computation:
     """A user function ``f(device=..., dtype=...)`` returning tensors, as a target."""
     fn = load_callable(spec)
 
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
         return named_tensors(fn(device=device, dtype=dtype))
 
-    return Target(name=spec, kind="callable", spec=spec, modes=("eager",), runner=run)
+    return Computation(name=spec, kind="callable", spec=spec, modes=("eager",), runner=run)
 
 
 def named_tensors(result) -> dict[str, torch.Tensor]:

@@ -4,8 +4,9 @@ Files are written beside their destination and renamed over it once complete; re
 temporary folder and renamed into place, and an unfinished one takes the parent folders made for it along.
 A command writing one machine-readable file takes ``--json PATH``, one writing a report folder ``--out DIR``
 (new) or ``--out-root DIR`` (``<DIR>/<UTC stamp>/<area>``). Outputs are checked before the work: a bad one is
-an :class:`OutputError`, one line naming the option and the path. An existing ``--json`` file is replaced
-only when it is a previous report of the same command (its ``"report"`` field).
+the core's :class:`~detsim.fileio.safe_write.OutputError` (an output that cannot be written), one line naming the option
+and the path. An existing ``--json`` file is replaced only when it is a previous report of the same command
+(its ``"report"`` field).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from detsim.fileio.safe_write import atomic_write
+from detsim.fileio.safe_write import OutputError, atomic_write
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
@@ -94,10 +95,6 @@ def _remove_empty(folders: list[Path]) -> None:
             os.rmdir(folder)
         except OSError:
             return
-
-
-class OutputError(Exception):
-    """An output the command cannot write; its message is one line naming the option and the path."""
 
 
 def _probe(folder: Path) -> str | None:

@@ -1,4 +1,6 @@
-"""Counting a region's instructions in a fresh valgrind process: what a count sees, keeps and leaves.
+"""detsim.track.measure.cost: counting a region's instructions in a fresh valgrind process (what a count sees,
+keeps and leaves), and the counted workloads (the code a count runs builds the configuration the timed
+workloads use).
 
 Each real count spends about 10 s importing torch under valgrind, so the default run counts once without
 the harness (:func:`test_valgrind_counts_what_runs_between_the_hooks_and_nothing_before`: valgrind, the
@@ -14,9 +16,15 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-from detsim.track.base.callgrind import HOOKS_MODULE, CountError, command, not_measured_reason, parse_total
-from detsim.track.cost.counting import count
+import detsim
+from detsim.commandline.to_config import config_from_argv
+from detsim.track.base.callgrind import CountError, HOOKS_MODULE, command, not_measured_reason, parse_total
+from detsim.track.base.golden import find_case
+from detsim.track.base.workloads import WORKLOADS
+from detsim.track.measure.cost import CostSpec, count
+
 
 CAN_COUNT = not_measured_reason() is None
 needs_valgrind = pytest.mark.skipif(not CAN_COUNT, reason=str(not_measured_reason()))
@@ -118,3 +126,33 @@ def test_a_count_that_keeps_nothing_leaves_nothing_and_runs_outside_the_checkout
     made = count("import detsim", "detsim.__name__", keep=False)
     assert made.instructions > 0 and made.callgrind_file is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["detsim"]
+
+
+# ---- the counted workloads
+
+def _config_of(spec: CostSpec):
+    namespace = {"torch": torch}
+    exec(spec.setup(), namespace)  # noqa: S102 - the code a count runs, without valgrind
+    return namespace
+
+
+def test_a_reference_workload_is_the_resized_timed_one():
+    assert _config_of(CostSpec("P2@32"))["_config"] == WORKLOADS["P2"].resized(32).config(config_from_argv)
+
+
+def test_a_golden_case_is_its_own_configuration():
+    ours = detsim.simulate(_config_of(CostSpec("g01_hkl_nointerp"))["_config"], dtype=torch.float64)
+    timed = detsim.simulate(find_case("g01_hkl_nointerp").config(config_from_argv), dtype=torch.float64)
+    assert torch.equal(ours, timed)  # configurations hold arrays: equal images say they are the same
+
+
+def test_the_region_renders_in_the_spec_dtype():
+    namespace = _config_of(CostSpec("P1@16", "float32"))
+    namespace["detsim"] = detsim
+    image = eval(CostSpec("P1@16", "float32").region(), namespace)  # noqa: S307
+    assert image.dtype == torch.float32 and tuple(image.shape) == (16, 16)
+
+
+def test_an_unknown_dtype_is_refused():
+    with pytest.raises(ValueError, match="dtype"):
+        CostSpec("P1@64", "float16").setup()

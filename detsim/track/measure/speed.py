@@ -1,0 +1,316 @@
+"""detsim's execution paths against nanoBragg.c on the reference workloads (``detsim-track speed``; the scopes:
+README.md, "Against nanoBragg.c"): each run measured in a fresh process, its row, and the report as text.
+
+Inputs: workloads, modes, dtypes, thread counts, optionally a nanoBragg.c executable. Outputs: **rows**, the
+JSON-ready record of one run each (``speed.json`` stores them in order): ``workload`` (``P2@256`` when
+resized), ``pixels``, ``steps`` (per pixel), ``program`` ("nanoBragg.c" or "detsim <mode>"), ``scope``,
+``threads``, ``mode`` (detsim only), ``dtype``, ``command`` (thread variable first); then either ``error`` (the
+last line the run printed) or ``wall_s`` (the best repeat) and ``cpu_s`` (that repeat's), ``wall_all``,
+``cpu_all``, ``clock``, ``rate`` (pixel·steps per wall second) and, for render rows, ``peak_rss_mb`` and
+``chunk_pixels``; :func:`compare_images` adds ``r`` and ``r_against``, :func:`add_ratios` ``vs_nanobragg`` and
+``vs_nanobragg_cpu``. Then the markdown table of rows (printed and in ``summary.md``; undefined cells are
+"–", a failed run shows its error across the row).
+
+The jobs (each a fresh process, :func:`detsim.track.base.fresh.run_job`): :func:`process_job` times a whole
+program as a user runs it: ``repeats`` runs, blocked in ``wait4`` (so it takes no CPU from the program and
+sees its end at once), in the job's process group (a kill of the group ends it too). Per run: ``wall_s``
+(start to exit, interpreter start included), ``cpu_s`` (user + system of the program and its children, all
+threads), ``returncode`` and ``stderr_tail``; it stops at the first run that fails. ``job["output"]`` is
+removed before each run, so that what is read back is the last run's. :func:`render_job` times detsim's
+render: it sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path),
+times ``repeats`` renders (prepare included; CPU seconds of every thread and of the worker processes a render
+forks) and saves the last image as raw float32 (slow, fast).
+
+No peak memory is read from outside: a child's ``ru_maxrss`` starts from its parent's high-water mark (Linux
+carries it across fork and exec); the detsim render job reads its own ``VmHWM`` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from detsim.track.base.fresh import run_job, thread_vars
+from detsim.track.base.metrics import pearson_r
+from detsim.track.base.workloads import Workload
+
+
+NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
+PROCESS, RENDER = "process", "render"  # the scopes of a row
+RENDER_JOB = "detsim.track.measure.speed:render_job"  # what a detsim render run executes in its own process
+PROCESS_JOB = "detsim.track.measure.speed:process_job"  # the timer of a whole program
+DETSIM_COMMAND = [sys.executable, "-m", "detsim.commandline.command"]  # the ``detsim`` command, run by this interpreter
+
+
+def _row(workload: Workload, program: str, scope: str, threads: int, dtype: str, command: list[str],
+         mode: str | None = None) -> dict:
+    row = {"workload": workload.name, "pixels": workload.pixels, "steps": workload.steps, "program": program,
+           "scope": scope, "threads": threads, "dtype": dtype,
+           "command": [f"OMP_NUM_THREADS={threads}", *command]}
+    if mode is not None:
+        row["mode"] = mode
+    return row
+
+
+def _best(row: dict, workload: Workload, walls: list[float], cpus: list[float], clock: str) -> None:
+    """The row's timing: the repeat with the least wall time, and that repeat's CPU seconds."""
+    best = min(range(len(walls)), key=walls.__getitem__)
+    row.update(wall_s=walls[best], cpu_s=cpus[best], wall_all=walls, cpu_all=cpus, clock=clock)
+    row["rate"] = workload.pixel_steps / walls[best]
+
+
+def _timed_process(argv: list[str], threads: int, repeats: int, output: Path, cwd: Path) -> tuple[list, str | None]:
+    """The runs of a whole program (:func:`.jobs.process_job`) and, when one failed, why (one line)."""
+    job = {"argv": argv, "env": thread_vars(threads), "cwd": str(cwd), "repeats": repeats, "output": str(output)}
+    m = run_job(PROCESS_JOB, job, cwd=cwd, check=False)
+    if m.result is None:
+        return [], m.last_line() or f"the timer exited {m.returncode}"
+    runs = m.result["runs"]
+    if runs[-1]["returncode"] != 0:
+        last = runs[-1]["stderr_tail"]
+        return runs, f"exited {runs[-1]['returncode']}" + (f": {last}" if last else "")
+    return runs, None
+
+
+def nanobragg_row(binary: Path, workload: Workload, repeats: int, threads: int,
+                  scratch: Path) -> tuple[dict, np.ndarray | None]:
+    """nanoBragg.c's row for ``workload`` on ``threads`` OpenMP threads (best of ``repeats`` whole runs)
+    and its image."""
+    row = _row(workload, NANOBRAGG, PROCESS, threads, "float64", [str(binary), *workload.argv()])
+    image = scratch / f"{workload.name}-nanobragg-{threads}.bin"
+    runs, failed = _timed_process([str(binary), *workload.argv(), "-floatfile", str(image)], threads, repeats, image,
+                                  scratch)
+    if failed:
+        row["error"] = f"nanoBragg {failed}"
+        return row, None
+    problem = image_problem(image, workload)
+    if problem:
+        row["error"] = f"{binary}: {problem}"
+        return row, None
+    _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
+    reference = read_image(image, workload)
+    image.unlink()
+    return row, reference
+
+
+def image_problem(path: Path, workload: Workload) -> str | None:
+    """Why ``path`` is not a float image of ``workload`` (None: it is one)."""
+    expected = workload.pixels * workload.pixels * 4
+    if not path.is_file():
+        return f"wrote no image to {path.name} (-floatfile)"
+    size = path.stat().st_size
+    if size != expected:
+        return f"-floatfile {path.name} holds {size} bytes, not the {expected} of a {workload.pixels}² float32 image"
+    return None
+
+
+def detsim_process_row(workload: Workload, mode: str, dtype: str, threads: int, repeats: int,
+                       scratch: Path, device: str = "cpu") -> tuple[dict, Path | None]:
+    """The whole ``detsim`` command's row for one path on ``threads`` threads (``OMP_NUM_THREADS``, as for
+    nanoBragg), and where its image is."""
+    argv = [*workload.argv(), "-mode", mode, "-dtype", dtype, *(["-device", device] if device != "cpu" else [])]
+    row = _row(workload, f"detsim {mode}", PROCESS, threads, dtype, ["detsim", *argv], mode)
+    image = scratch / f"{workload.name}-{mode}-{dtype}-process-{threads}.bin"
+    runs, failed = _timed_process([*DETSIM_COMMAND, *argv, "-floatfile", str(image)], threads, repeats, image,
+                                  scratch)
+    if failed:
+        row["error"] = f"detsim {failed}"
+        return row, None
+    _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
+    return row, image
+
+
+def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:
+    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own (``job``: ``device``,
+    ``repeats``, ``threads``, also OpenMP's and MKL's), and where its image is."""
+    row = _row(workload, f"detsim {mode}", RENDER, job["threads"], dtype,
+               ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype], mode)
+    image = scratch / f"{workload.name}-{mode}-{dtype}-render-{job['threads']}.bin"
+    job = {"workload": asdict(workload), "mode": mode, "dtype": dtype, **job, "image": str(image)}
+    m = run_job(RENDER_JOB, job, cwd=scratch, env=thread_vars(job["threads"]), check=False)
+    if m.result is None:
+        row["error"] = m.last_line() or f"exit {m.returncode}"
+        return row, None
+    result = dict(m.result)
+    _best(row, workload, result.pop("wall_s_all"), result.pop("cpu_s_all"), result.pop("clock"))
+    row.update(result)
+    return row, image
+
+
+def compare_images(pairs: list[tuple[dict, Path]], workload: Workload, reference: np.ndarray | None) -> None:
+    """Pearson r of each detsim image of ``workload`` (``pairs``: its row and image file) against
+    nanoBragg's, else against the first eager float64 one; None where r is undefined."""
+    against = NANOBRAGG
+    if reference is None:
+        eager64 = [image for row, image in pairs if row.get("mode") == "eager" and row["dtype"] == "float64"]
+        if not eager64:
+            return
+        reference = read_image(eager64[0], workload)
+        against = "detsim eager float64"
+    for row, image in pairs:
+        row["r"] = pearson_r(read_image(image, workload), reference)
+        row["r_against"] = against
+
+
+def read_image(path: Path, workload: Workload) -> np.ndarray:
+    """A raw float32 image of ``workload`` (slow, fast)."""
+    return np.fromfile(path, dtype="<f4").reshape(workload.pixels, workload.pixels)
+
+
+def add_ratios(rows: list[dict]) -> None:
+    """``vs_nanobragg`` (wall) and ``vs_nanobragg_cpu``: nanoBragg.c's seconds on the same workload at the
+    same thread count over each measured row's (above 1: detsim is faster)."""
+    reference = {(r["workload"], r["threads"]): r for r in rows if r["program"] == NANOBRAGG and "wall_s" in r}
+    for row in rows:
+        ref = reference.get((row["workload"], row.get("threads")))
+        if "wall_s" in row and ref is not None:
+            row["vs_nanobragg"] = ref["wall_s"] / row["wall_s"]
+            row["vs_nanobragg_cpu"] = ref["cpu_s"] / row["cpu_s"] if row["cpu_s"] > 0 else None
+
+
+# ---- the jobs, each in a process of its own
+
+TAIL_BYTES = 4096  # of the program's stderr kept for the last line
+WARM_UP_PIXELS = 64  # detector side of the warm-up render
+
+
+def process_job(job: dict) -> dict:
+    """Inside the timer's process: run ``job["argv"]`` ``job["repeats"]`` times; ``{"runs": [record...]}``."""
+    runs = []
+    for _ in range(job.get("repeats", 1)):
+        runs.append(_timed(job))
+        if runs[-1]["returncode"] != 0:
+            break
+    return {"runs": runs}
+
+
+def _timed(job: dict) -> dict:
+    """One run of the program, timed."""
+    env = {**os.environ, **job.get("env", {})}
+    if job.get("output"):
+        Path(job["output"]).unlink(missing_ok=True)
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(job["argv"], cwd=job.get("cwd"), env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(max(0, err.seek(0, os.SEEK_END) - TAIL_BYTES))
+        tail = err.read().decode(errors="replace").strip().splitlines()
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "returncode": process.returncode,
+            "stderr_tail": tail[-1] if tail else ""}
+
+
+def cpu_seconds() -> float:
+    """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
+    (:mod:`detsim.host.processes`) are reaped before it returns."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory since it started (``VmHWM``), or None where not reported."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def render_job(job: dict) -> dict:
+    """Inside the measured process: warm up, time the renders, save the image as raw float32."""
+    import torch
+
+    import detsim
+    from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import prepare, render
+    from detsim.track.base.workloads import Workload
+
+    torch.set_num_threads(job["threads"])
+    dtype = getattr(torch, job["dtype"])
+    device = torch.device(job["device"])
+    workload = Workload(**job["workload"])
+    config = workload.config(config_from_argv)
+    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv), device=device,
+                    dtype=dtype, mode=job["mode"])  # compiles, for the compiled path
+    gpu = device.type == "cuda"
+    walls, cpus = [], []
+    for _ in range(job["repeats"]):
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        with torch.no_grad():
+            image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
+        if gpu:
+            torch.cuda.synchronize(device)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(cpu_seconds() - cpu)
+    image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
+    return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
+            "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}
+
+
+# ---- the report as text
+
+HEADER = ("| workload | program | scope | threads | dtype | wall s | CPU s | × nanoBragg.c wall | × nanoBragg.c CPU "
+          "| pixel·steps/s | peak RSS MB | r |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _maybe(value, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def machine_line(env: dict) -> str:
+    """The CPU a table was measured on, which every speed table names: its model, torch's kernel level and the
+    vector flags (docs/tracking.md, "Speed": which of detsim's speed moves with them)."""
+    return (f"CPU: {env.get('cpu')}, {env.get('cpu_count')} logical CPUs; torch kernels: "
+            f"{env.get('cpu_capability')}; vector flags: {env.get('cpu_flags') or 'none read'}")
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = [HEADER]
+    for r in rows:
+        head = f"| {r['workload']} | {r['program']} | {r['scope']} | {r['threads']} | {r['dtype']} |"
+        if r.get("error"):
+            lines.append(f"{head} failed: {r['error']} | | | | | | |")
+            continue
+        lines.append(f"{head} {r['wall_s']:.3f} | {r['cpu_s']:.3f} | {_maybe(r.get('vs_nanobragg'), '.3g')} "
+                     f"| {_maybe(r.get('vs_nanobragg_cpu'), '.3g')} | {r['rate']:.3g} "
+                     f"| {_maybe(r.get('peak_rss_mb'), '.0f')} | {_maybe(r.get('r'), '.8f')} |")
+    return "\n".join(lines)
+
+
+def summary_markdown(rows: list[dict], table: str, workloads: list[Workload], *, threads: list[int], device: str,
+                     env: dict) -> str:
+    """``summary.md``: the conditions (``env`` is :func:`~detsim.track.base.runtime.environment`'s
+    record), what the numbers mean, the table and the command lines."""
+    against = sorted({r["r_against"] for r in rows if "r_against" in r})
+    lines = [
+        "# detsim speed", "",
+        f"{machine_line(env)}; threads: {', '.join(map(str, threads))}; "
+        f"device: {device}; detsim commit {(env.get('commit') or 'unknown')[:12]}"
+        f"{' (dirty)' if env.get('dirty') else ''}.", "",
+        "Every run is a fresh process. Scope `process`: the whole program as a user runs it, with "
+        "`OMP_NUM_THREADS` set to the thread count (for `detsim`, interpreter start, torch import and the "
+        "written files included). Scope `render`: detsim's prepare + render after import and a warm-up on a "
+        f"{WARM_UP_PIXELS}² detector, torch's thread count set. wall s: wall-clock seconds, what a user waits; "
+        "CPU s: user + system seconds of all threads together (on an idle machine, CPU ≈ threads × wall for a "
+        "run that uses its threads). Best wall time of the repeats, with that repeat's CPU time. "
+        "× nanoBragg.c: nanoBragg.c's seconds over the row's, at the same thread count. "
+        f"r: Pearson r of the image against {', '.join(against) or 'nothing (no reference run)'}.", "",
+        table, "", "## Command lines (nanoBragg.c and `detsim`, plus `-mode M -dtype D` for detsim)", "",
+    ]
+    for w in workloads:
+        lines.append(f"* {w.name} ({w.pixels}², {w.steps} step{'' if w.steps == 1 else 's'} per pixel): "
+                     f"`{' '.join(w.argv())}`")
+    return "\n".join(lines) + "\n"

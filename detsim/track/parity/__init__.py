@@ -1,1 +1,0 @@
-"""detsim against the reference images (docs/parity.md)."""

@@ -1,1 +1,0 @@
-"""detsim's execution paths against nanoBragg.c on the reference workloads: ``detsim-track speed``."""
