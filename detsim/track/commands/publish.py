@@ -22,7 +22,7 @@ from detsim.track.commands import refuse
 from detsim.track.runtime.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.history.jsonc import ResultsError, load_config
-from detsim.track.history.ordering import checkout_head
+from detsim.track.history.ordering import checkout_head, project_repo
 from detsim.track.publish.fingerprints import State
 from detsim.track.publish.links import STATUS_PAGE, add_status_link, graph_url
 from detsim.track.publish.page import History, fleet_html, is_ours, machine_section, single_page
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         html = args.html or root / load_config(root).get("html_dir", "reports/html")
         path = args.verdict or latest_file(root / REPORTS)
         verdict = read_verdict(path)
-        picked = chosen(verdict, path, args.machine, checkout_head(root))
+        picked = chosen(verdict, path, args.machine, checkout_head(project_repo(root, load_config(root))))
         check_html(html)
     except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")

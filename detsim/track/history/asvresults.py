@@ -14,7 +14,7 @@ from pathlib import Path
 
 from detsim.track.base.baseline_file import BaselineError, stored
 from detsim.track.history.jsonc import ResultsError, load_config, read_json
-from detsim.track.history.ordering import order_files
+from detsim.track.history.ordering import order_files, project_repo
 from detsim.track.history.series import cell, family_of
 
 HASHES = Path("results") / "hashes"  # one file per commit, relative to the project
@@ -158,7 +158,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
             check_values(path, files[-1], benchmarks)
     if not files:
         raise ResultsError(f"{machine_dir}: no results recorded")
-    files, notes = order_files(root, files)
+    files, notes = order_files(project_repo(root, conf), files)
     hashes = load_hashes(root)
     baselines, baseline_notes = load_baselines(root)
     return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,

@@ -12,6 +12,12 @@ from detsim.track.base.git import query
 from detsim.track.history.jsonc import CONFIG, ResultsError
 
 
+def project_repo(root: Path, conf: Mapping) -> Path:
+    """The git repository asv.conf.json's ``repo`` names (relative to the project): the project itself for
+    detsim, another repository for a target's recording (docs/targets.md)."""
+    return (Path(root) / conf.get("repo", ".")).resolve()
+
+
 def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     """Results files in commit order, and notes on what was left out or how they were ordered."""
     history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split()

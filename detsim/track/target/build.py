@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.commits import resolve
-from detsim.track.base.fresh import ChildError, pinned_env, run
+from detsim.track.base.fresh import HERE, ChildError, pinned_env, run
 from detsim.track.base.git import GitError, git
 from detsim.track.target.reuse import installed_fingerprint
 from detsim.track.target.spec import TargetSpec
@@ -44,9 +44,10 @@ class Installation:
 
 
 def heavy_paths() -> list[str]:
-    """This interpreter's site-packages folders: the layer every throwaway venv sees."""
+    """This interpreter's site-packages folders and detsim's own package folder (asv's suite for a target
+    imports detsim): the layer every throwaway venv sees."""
     paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
 
 
 class Builder:
@@ -56,13 +57,15 @@ class Builder:
     def __init__(self, spec: TargetSpec, scratch: Path):
         self.spec, self.scratch = spec, Path(scratch)
 
-    def install(self, commit: str) -> Installation:
+    def install(self, commit: str, folder: Path | None = None) -> Installation:
+        """Install ``commit`` into ``folder`` (default: a folder of its own under ``scratch``), replacing
+        whatever is there: the tracking run keeps one folder, so that asv sees one interpreter path."""
         began = time.perf_counter()
         try:
             sha = resolve(self.spec.root, commit)
         except Exception as exc:  # noqa: BLE001 - CommitError or GitError: one line either way
             raise BuildError(str(exc)) from None
-        folder = self.scratch / sha[:12]
+        folder = Path(folder) if folder is not None else self.scratch / sha[:12]
         if folder.exists():
             shutil.rmtree(folder)
         try:

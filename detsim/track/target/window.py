@@ -26,9 +26,6 @@ from detsim.track.target.render import CaseRender
 from detsim.track.target.spec import TargetSpec
 
 JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
-RUNS = 2  # processes per render: the second must reproduce the first's hash
-NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
-                "own, and a target's command is a process to the suite")
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,7 @@ class Window:
     already: int = 0  # commits taken from the earlier record
 
     def record(self) -> dict:
-        return {"report": "record", "target": self.target, "rows": self.rows, "not_measured": NOT_MEASURED,
+        return {"report": "record", "target": self.target, "rows": self.rows,
                 "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
                 "reused": self.reused, "already_recorded": self.already,
                 "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
@@ -101,45 +98,6 @@ def _reused_line(rows: Sequence[Mapping]) -> str:
     span = first["commit"][:8] + ("" if len(rows) == 1 else f"..{last['commit'][:8]}")
     return (f"{'':10} {'':10} {len(rows)} commit(s) {span}: the results of {first['reused_from'][:8]} "
             f"(same {first['reused_by']})")
-
-
-def record_window(spec: TargetSpec, commits: Sequence[str], cases: Sequence[GoldenCase], scratch: Path,
-                  earlier: Sequence[Mapping] = (), say: Callable[[str], None] = lambda line: None,
-                  machine: str = "") -> Window:
-    """Measure ``cases`` at every commit of ``commits`` (see the module docstring)."""
-    prober = Prober(spec, cases, RUNS, scratch)
-    known = {row["commit"]: row for row in earlier}
-    for row in earlier:
-        if not row["build_error"]:
-            rendered = {case: CaseRender(CaseOutcome.from_record(o), None, None, 0) for case, o in row["cases"].items()}
-            prober.recorded(row["commit"], row["keys"], rendered)
-    window = Window(spec.name)
-    for i, commit in enumerate(commits, 1):
-        if commit in known:
-            window.rows.append(dict(known[commit]))
-            window.already += 1
-            say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
-            continue
-        probe = prober.at(commit)
-        row = _row(spec.root, commit, probe, machine)
-        window.rows.append(row)
-        how = (f"does not build: {probe.build_error}" if probe.build_error
-               else f"reused from {probe.reused_from[:8]} ({probe.reused_by})" if probe.reused_from
-               else f"built in {probe.build_s:.1f} s, {len(row['cases'])} case(s) rendered")
-        say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
-    history, _ = merge_rows(spec.root, [{"target": spec.name, "rows": window.rows},
-                                         {"target": spec.name, "rows": list(earlier)}])
-    window.turns = [t for t in turns(history) if t.commit in set(commits)]  # the window's first commit too
-    window.builds, window.renders, window.reused = prober.builds, prober.renders, prober.reuse.reused
-    return window
-
-
-def _row(root: Path, commit: str, probe, machine: str) -> dict:
-    return {"commit": commit, "machine": machine, "date": query(root, "log", "-1", "--format=%cI", commit) or "",
-            "subject": query(root, "log", "-1", "--format=%s", commit) or "",
-            "build_error": probe.build_error, "reused_from": probe.reused_from, "reused_by": probe.reused_by,
-            "keys": list(probe.keys),
-            "cases": {} if probe.rendered is None else {c: r.outcome.record() for c, r in probe.rendered.items()}}
 
 
 def turns(rows: Sequence[Mapping]) -> list[Turn]:

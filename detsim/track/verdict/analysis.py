@@ -22,7 +22,8 @@ from detsim.track.verdict.detection import Finding, class_cut, detect
 from detsim.track.verdict.skips import Skipped, group_skips
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.history.jsonc import ResultsError
-from detsim.track.history.ordering import checkout_head, first_commit_cut, resolve_first_commits, subjects
+from detsim.track.history.ordering import checkout_head, first_commit_cut, project_repo, resolve_first_commits, \
+    subjects
 from detsim.track.history.series import FAMILY_ORDER, Series, build_series, param_values
 
 
@@ -256,13 +257,14 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     series = build_series(files, recorded.benchmarks, recorded.config)
     order = list(dict.fromkeys(f["commit_hash"] for f in files))
     latest = order[-1]
-    required = checkout_head(root)
+    repo = project_repo(root, recorded.config)
+    required = checkout_head(repo)
     if required and required != latest:
-        raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
+        raise ResultsError(f"HEAD {required[:8]} was not measured: {repo} has no results for it on machine "
                            f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first "
                            "(`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
-            "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
+            "regressions_first_commits": resolve_first_commits(repo, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
@@ -275,11 +277,11 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     notes += [f"commit {c[:8]} did not build or its suite did not import: nothing was measured"
               for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
-        notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
+        notes.append(f"{repo.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
     code = exit_code(regressions, judged.unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
-        commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
+        commits=tuple(order), latest=latest, subjects=subjects(repo, order), regressions=tuple(regressions),
         unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
         unbuilt=unbuilt,
         machine_class=machine_class, measured=judged.measured,

@@ -1,19 +1,10 @@
-"""detsim.track.target.window: where each case turns bad along a recorded window, and an earlier record's
-commits (and their twins) taken without a build."""
+"""detsim.track.target.window: where each case turns bad along a recorded window, and the window's table."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from detsim.track.base.golden import find_case
 from detsim.track.target.criteria import Kind
 from detsim.track.target.outcome import CaseOutcome, Ending
-from detsim.track.target.reuse import source_key
-from detsim.track.target.spec import load_spec
-from detsim.track.target.window import Window, record_window, turns
-from planted_port import CASE, make_port
-
-GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+from detsim.track.target.window import Window, turns
 
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
@@ -50,21 +41,3 @@ def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones
                            "sources)"]
     assert second.split()[2:4] == ["0/1", "0"] and second.endswith("broken c02")
     assert "1 commit(s) eeeeeeee: the results of aaaaaaaa" in last
-
-
-def test_an_earlier_records_commits_and_their_twins_are_not_measured_again(tmp_path):
-    port = make_port(tmp_path, GOLDEN, render="copy")
-    spec = load_spec(port.root)
-    base = port.commits["base"]
-    earlier = [{**_row("x", _image()), "commit": base, "cases": {CASE: _image()},
-                "keys": [source_key(port.root, base, spec.export)]}]
-    said = []
-    window = record_window(spec, [port.commits["docs1"], port.commits["edge"]], [find_case(CASE, GOLDEN)],
-                           tmp_path / "scratch", earlier, said.append)
-    assert (window.builds, window.renders, window.already, window.reused) == (1, 2, 0, 1)
-    assert window.rows[0]["reused_from"] == base and window.rows[0]["cases"][CASE]["hashes"] == ["a" * 64] * 2
-    assert "reused from" in said[0] and "built in" in said[1]
-    assert [(t.kind, t.commit, t.previous) for t in window.turns] == [(Kind.PARITY, port.commits["edge"],
-                                                                      port.commits["docs1"])]
-    again = record_window(spec, [base, port.commits["docs1"]], [find_case(CASE, GOLDEN)], tmp_path / "s2", earlier)
-    assert (again.already, again.builds) == (1, 0) and again.rows[0] == earlier[0]

@@ -1,0 +1,99 @@
+"""detsim.track.target.recording: a target's asv project (its config names the target, the suite for targets
+and the thresholds table's rows), a twin commit taking the measured commit's asv results under its own hash
+and date, the rows read back, and asv's suite for targets turning an outcome into tracks (a failed case
+fails its parity track with its ending, skips the rest). The recording through asv itself:
+tests/track/commands/test_commands_record.py (slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from detsim.track.base.hashing import fingerprint
+from detsim.track.target.asvsuite import bench_target
+from detsim.track.target.departure import departure, stored
+from detsim.track.target.outcome import CaseOutcome, Ending
+from detsim.track.target.recording import SUITE_DIR, Project, Recorder
+from detsim.track.target.spec import load_spec
+from detsim.track.verdict.thresholds import TARGET_MEMORY, TARGET_TIMING
+from planted_history import git
+from planted_port import CASE, make_port
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+ENV = "existing-py_x_bin_python"
+
+
+def test_the_project_names_the_target_the_suite_and_the_tables_thresholds(tmp_path):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    spec = load_spec(port.root)
+    project = Project.of(spec, tmp_path / "detsim")
+    project.write(spec, tmp_path / "detsim")
+    conf = json.loads(project.config.read_text())
+    assert project.folder == (tmp_path / "detsim" / "results" / "targets" / "port").resolve()
+    assert (conf["repo"], conf["benchmark_dir"], conf["environment_type"], conf["branches"]) == (
+        str(port.root.resolve()), str(SUITE_DIR), "existing", ["main"])
+    assert sorted(conf["regressions_thresholds"].values()) == sorted([TARGET_MEMORY.value, TARGET_TIMING.value])
+    suite = json.loads((project.folder / "suite.json").read_text())
+    assert suite["target"] == str(port.root.resolve()) and suite["spec"] == str(port.root / "detsim-target.toml")
+
+
+def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_date(tmp_path):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    spec = load_spec(port.root)
+    base, docs = port.commits["base"], port.commits["docs1"]
+    project = Project.of(spec, tmp_path)
+    results = project.results("m1")
+    results.mkdir(parents=True)
+    asv_file = {"version": 2, "commit_hash": base, "env_name": ENV, "date": 1, "result_columns": ["result"],
+                "results": {"bench_target.Case.track_sum_ratio": [[1.0]]}}
+    (results / f"{base[:8]}-{ENV}.json").write_text(json.dumps(asv_file))
+    image = CaseOutcome(CASE, Ending.IMAGE, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
+    recorder = Recorder(spec, project, tmp_path, "m1")
+    measured = recorder._store(base, {"build_error": None, "keys": ["k"], "cases": {CASE: image}})
+    row = recorder._reused(docs, (base, measured), "sources", ["k"])
+    twin = json.loads((results / f"{docs[:8]}-{ENV}.json").read_text())
+    assert twin["commit_hash"] == docs and twin["results"] == asv_file["results"]
+    assert twin["date"] == int(git(port.root, "log", "-1", "--format=%ct", docs)) * 1000
+    assert (row["reused_from"], row["reused_by"], row["cases"]) == (base, "sources", {CASE: image})
+    assert recorder.recorded(docs) == row and recorder.recorded(port.commits["edge"]) is None
+    assert sorted(r["commit"] for r in project.rows("m1")) == sorted([base, docs])
+    again = Recorder(spec, project, tmp_path, "m1")  # a later run's table of twins holds what was measured
+    assert again.reuse.get("k")[0] == base
+
+
+def test_a_departing_image_is_stored_and_read_back_by_commit_and_case(tmp_path):
+    reference = 1.0 + np.random.default_rng(1).random((32, 32))
+    image = reference.copy()
+    image[:2, :] *= 1.5
+    record = departure(image, reference)
+    folder = Project(tmp_path).outcomes("m1")
+    folder.mkdir(parents=True)
+    (folder / f"{'c' * 40}.json").write_text(json.dumps({"commit": "c" * 40, "cases": {
+        CASE: {"status": "image", "departure": record}, "other": {"status": "crashed"}}}))
+    assert stored(tmp_path, "c" * 40, CASE) == record and stored(tmp_path, "cccccccc", CASE)["where"] == "edges"
+    assert stored(tmp_path, "c" * 40, "other") is None and stored(tmp_path, "d" * 40, CASE) is None
+    (folder / f"{'e' * 40}.json").write_text("{")
+    with pytest.raises(ValueError, match="not a readable row"):
+        stored(tmp_path, "e" * 40, CASE)
+
+
+def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_track_alone():
+    image = CaseOutcome(CASE, Ending.IMAGE, sha256="ab" * 32, hashes=("ab" * 32, "cd" * 32), peak_mb=250.0,
+                        parity={"r": 1 - 3.21e-6, "max_rel": 0.02, "sum_ratio": 1.001}).record()
+    crash = CaseOutcome("k", Ending.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).record()
+    cache = {CASE: image, "k": crash}
+    case, reproduced = bench_target.Case(), bench_target.Reproducibility()
+    assert case.track_parity_one_minus_r(cache, CASE) == 3.21e-6
+    assert case.track_fingerprint(cache, CASE) == fingerprint("ab" * 32)
+    assert (case.track_max_relative_error(cache, CASE), case.track_sum_ratio(cache, CASE),
+            case.track_peak_memory(cache, CASE)) == (0.02, 1.001, 250.0)
+    assert reproduced.track_runs_differ(cache, "process", CASE) == 1.0
+    with pytest.raises(RuntimeError, match="k: crashed: exited 1: boom RuntimeError: boom"):
+        case.track_parity_one_minus_r(cache, "k")
+    with pytest.raises(bench_target.Skip):
+        case.track_fingerprint(cache, "k")
+
+
