@@ -14,11 +14,9 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import refuse
 from detsim.track.runtime.output import OutputError, check_output_file, write_json
-from detsim.track.target.cases import target_cases
-from detsim.track.target.merge import merge_rows
-from detsim.track.target.recording import NOT_MEASURED, Project, RecordingError, merge_slices, record_window
-from detsim.track.target.spec import load_spec
-from detsim.track.target.window import Window, turns
+from detsim.track.target.recording import (NOT_MEASURED, Project, RecordingError, Window, merge_rows, merge_slices,
+                                           record_window, turns)
+from detsim.track.target.spec import load_spec, target_cases
 
 HELP = "record a window of a target repository's history with asv (per commit and case parity, image hash, a " \
        "second process's hash, seconds and peak memory) and judge it as detsim's own history"
@@ -100,11 +98,13 @@ def run(args: argparse.Namespace) -> int:
 def _print(window: Window, commits: int, project: Project) -> None:
     for line in window.table():
         print(line)
-    for row in window.rows:
+    for row in (r for r in window.rows if not r["reused_from"]):  # each failure once, at the commit measured
         for case, outcome in row["cases"].items():
-            if outcome["status"] != "image" and outcome.get("stderr_tail"):
-                print(f"{row['commit'][:10]} {case} {outcome['status']}: last lines of its stderr:")
-                print("\n".join(f"    {line}" for line in outcome["stderr_tail"]))
+            if outcome["status"] != "image":
+                tail = outcome.get("stderr_tail") or []
+                print(f"{row['commit'][:10]} {case} {outcome['status']}: {outcome.get('detail', '')}"
+                      + (": the last lines of its stderr:" if tail else ""))
+                print("".join(f"    {line}\n" for line in tail), end="")
     for turn in window.turns:
         print(f"{turn.kind.value.upper()}: {turn.case} at {turn.commit[:10]}"
               + (f" (against {turn.previous[:10]})" if turn.previous else "") + f": {turn.why}")

@@ -4,14 +4,20 @@ Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checko
 target's project folder (``results/targets/<target>/`` of detsim's checkout: :class:`Project`) holds an
 asv.conf.json made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
 ``environment_type: existing``), asv's results of each machine (``results/<machine>/``, asv's own format,
-written by asv), and per machine and commit the row :mod:`.window` reads (``outcomes/<machine>/<commit>.json``:
-each case's outcome, with where its image departs, and how the commit was measured).
+written by asv), and per machine and commit a row (``outcomes/<machine>/<commit>.json``: each case's outcome,
+with where its image departs, and how the commit was measured).
 
 Each commit is installed into the project's one build venv (:class:`~.build.Builder`; one interpreter path,
 so asv keeps one series) and measured by ``asv run --environment existing:<its python> --set-commit-hash
-<commit>``. A commit whose exported sources or installed files equal a measured commit's (:mod:`.reuse`)
-takes that commit's results: its asv file is the twin's under its own hash and date. ``detsim-track
+<commit>``. A commit whose exported sources or installed files equal a measured commit's (:mod:`.build`'s
+reuse rule) takes that commit's results: its asv file is the twin's under its own hash and date. ``detsim-track
 regressions --repo <project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
+
+The rows also give the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case
+turns bad against the last commit before it that rendered it reproducibly: BROKEN, PARITY, CHANGED,
+IRREPRODUCIBLE, by :mod:`.criteria`), and slices recorded on several machines merge into one history
+(:func:`merge_slices`, :func:`merge_rows`: in the repository's order, a note for each commit two slices both
+measured whose image hashes disagree).
 """
 
 from __future__ import annotations
@@ -20,18 +26,17 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.fresh import ChildError, run
-from detsim.track.base.git import query
+from detsim.track.base.git import GitError, git, query
 from detsim.track.runtime.output import atomic_write_text, write_json
-from detsim.track.target.build import Builder, BuildError
-from detsim.track.target.reuse import Reuse, source_key
+from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.criteria import Criterion, Kind, Mark
+from detsim.track.target.render import CaseOutcome
 from detsim.track.target.spec import TargetSpec
-from detsim.track.target.merge import merge_rows
-from detsim.track.target.window import Window, turns
 from detsim.track.verdict.thresholds import TARGET_MEMORY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
@@ -113,9 +118,9 @@ class Recorder:
         self.reuse: Reuse[dict] = Reuse()
         self.builds = self.measured = self.renders = 0
         self.home = project.folder / ".asv-home"  # asv's machine file lives in $HOME: this one, not the user's
-        for row in project.rows(machine):
+        for row in project.rows(machine):  # a twin's keys lead to the commit it took its results from
             if not row["build_error"]:
-                self.reuse.put(row["commit"], row, *row["keys"])
+                self.reuse.put(row["reused_from"] or row["commit"], row, *row["keys"])
 
     def asv(self, *args: str, timeout: float = 600, commit: str = ""):
         env = {**os.environ, "HOME": str(self.home), SUITE_VAR: str(self.project.folder), COMMIT_VAR: commit}
@@ -261,3 +266,136 @@ def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
                         notes.append(f"{path.stem[:10]} {case}: image {str(ours.get('sha256'))[:12]} here, "
                                      f"{str(outcome.get('sha256'))[:12]} in {other} ({machine})")
     return notes
+
+
+JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A case that turns bad at ``commit`` against the commit recorded before it."""
+
+    kind: Kind
+    case: str
+    commit: str
+    previous: str | None  # None: a render that is not reproduced needs no previous commit
+    why: str
+
+    def record(self) -> dict:
+        return {"kind": self.kind.value, "case": self.case, "commit": self.commit, "previous": self.previous,
+                "why": self.why}
+
+
+@dataclass
+class Window:
+    target: str
+    rows: list[dict] = field(default_factory=list)  # oldest first (:func:`_row`)
+    turns: list[Turn] = field(default_factory=list)
+    builds: int = 0
+    renders: int = 0
+    reused: int = 0
+    already: int = 0  # commits taken from the earlier record
+
+    def record(self) -> dict:
+        return {"report": "record", "target": self.target, "rows": self.rows,
+                "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
+                "reused": self.reused, "already_recorded": self.already,
+                "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
+
+    def table(self) -> list[str]:
+        """commit, date, cases rendered, cases at parity, min r, seconds: a line per measured commit or commit
+        where a case turns; a run of other commits that took another's results is one line."""
+        lines = [f"{'commit':<10} {'date':<10} {'rendered':>8} {'parity':>6} {'min r':>12} {'seconds':>8}  note"]
+        turned = {t.commit for t in self.turns}
+        quiet: list[dict] = []
+        for row in self.rows:
+            if row["reused_from"] and row["commit"] not in turned:
+                if quiet and quiet[-1]["reused_from"] != row["reused_from"]:
+                    lines.append(_reused_line(quiet))
+                    quiet = []
+                quiet.append(row)
+                continue
+            if quiet:
+                lines.append(_reused_line(quiet))
+                quiet = []
+            lines.append(self._line(row))
+        if quiet:
+            lines.append(_reused_line(quiet))
+        return lines
+
+    def _line(self, row: Mapping) -> str:
+        outcomes = [CaseOutcome.from_record(o) for o in row["cases"].values()]
+        images = [o for o in outcomes if not o.status.is_failure]
+        rs = [o.r for o in images if o.r is not None]
+        seconds = sum(o.seconds for o in images if o.seconds is not None)
+        note = (f"does not build: {row['build_error']}" if row["build_error"]
+                else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else "")
+        note += "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
+        return (f"{row['commit'][:10]:<10} {row['date'][:10]:<10} {len(images):>5}/{len(outcomes):<2} "
+                f"{sum(o.at_parity for o in outcomes):>6} {min(rs) if rs else float('nan'):>12.8f} "
+                f"{seconds:>8.1f}  {note.lstrip('; ')}")
+
+
+def _reused_line(rows: Sequence[Mapping]) -> str:
+    first, last = rows[0], rows[-1]
+    span = first["commit"][:8] + ("" if len(rows) == 1 else f"..{last['commit'][:8]}")
+    return (f"{'':10} {'':10} {len(rows)} commit(s) {span}: the results of {first['reused_from'][:8]} "
+            f"(same {first['reused_by']})")
+
+
+def turns(rows: Sequence[Mapping]) -> list[Turn]:
+    """Where each case turns bad along ``rows``: wherever a second process does not reproduce its image, and
+    against the last commit before that rendered it reproducibly (BROKEN, PARITY, CHANGED: the first that
+    turns; an image that does not reproduce has no hash to compare, and is no commit to compare with)."""
+    found: list[Turn] = []
+    last: dict[str, tuple[str, CaseOutcome]] = {}  # case -> the latest commit and outcome that built
+    for row in rows:
+        for case, rec in row["cases"].items():
+            now = CaseOutcome.from_record(rec)
+            steady = now.reproduced is not False
+            if not steady:
+                found.append(Turn(Kind.IRREPRODUCIBLE, case, row["commit"], None,
+                                  f"hashes {', '.join(h[:12] for h in now.hashes)}"))
+            if case in last:
+                previous, before = last[case]
+                for kind in JUDGED if steady else JUDGED[:-1]:
+                    criterion = Criterion(kind, case)
+                    if criterion.unusable_good(before) is None:
+                        judged = criterion.judge(before, now)
+                        if judged.mark is Mark.BAD:
+                            found.append(Turn(kind, case, row["commit"], previous, judged.why))
+                            break
+            if steady:
+                last[case] = (row["commit"], now)
+    return found
+
+
+class MergeError(ValueError):
+    """Slices that cannot be merged (one line)."""
+
+
+def merge_rows(root: Path, records: Sequence[Mapping]) -> tuple[list[dict], list[str]]:
+    """The rows of ``records`` as one history of ``root`` (see the module docstring)."""
+    targets = {rec.get("target") for rec in records}
+    if len(targets) != 1:
+        raise MergeError(f"the slices are records of different targets: {', '.join(sorted(map(str, targets)))}")
+    by_commit: dict[str, dict] = {}
+    notes = []
+    for rec in records:
+        for row in rec["rows"]:
+            have = by_commit.setdefault(row["commit"], row)
+            if have is row:
+                continue
+            for case, outcome in row["cases"].items():
+                other = have["cases"].get(case)
+                if other and other.get("sha256") != outcome.get("sha256"):
+                    notes.append(f"{row['commit'][:10]} {case}: image {str(other.get('sha256'))[:12]} on "
+                                 f"{have.get('machine')}, {str(outcome.get('sha256'))[:12]} on {row.get('machine')}")
+    if not by_commit:
+        return [], notes
+    try:
+        order = git(root, "rev-list", "--reverse", "--topo-order", *by_commit).split()
+    except GitError as exc:
+        raise MergeError(f"the slices name commits {root} does not have ({exc})") from None
+    position = {commit: i for i, commit in enumerate(order)}
+    return sorted(by_commit.values(), key=lambda row: position[row["commit"]]), notes

@@ -22,11 +22,10 @@ import os
 from pathlib import Path
 
 from detsim.track.base.hashing import fingerprint
-from detsim.track.target.cases import target_cases
 from detsim.track.target.departure import departure
 from detsim.track.target.recording import COMMIT_VAR, SUITE, SUITE_VAR
 from detsim.track.target.render import render_case
-from detsim.track.target.spec import load_spec
+from detsim.track.target.spec import load_spec, target_cases
 
 try:
     from asv_runner.benchmarks.mark import SkipNotImplemented as Skip
