@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from asv.environment import get_env_name
+
 from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.runtime.output import atomic_write_text, write_json
@@ -66,6 +68,11 @@ class Project:
     @property
     def config(self) -> Path:
         return self.folder / "asv.conf.json"
+
+    @property
+    def build(self) -> Path:
+        """The one folder each commit is installed into (its interpreter path names asv's series)."""
+        return self.folder / "build"
 
     def results(self, machine: str) -> Path:
         return self.folder / "results" / machine
@@ -155,7 +162,7 @@ class Recorder:
             return self._reused(commit, hit, "sources", (source,))
         self.builds += 1
         try:
-            installed = self.builder.install(commit, folder=self.project.folder / "build")
+            installed = self.builder.install(commit, folder=self.project.build)
         except BuildError as exc:
             return self._store(commit, {"build_error": str(exc), "keys": [], "cases": {}})
         keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
@@ -206,7 +213,7 @@ class Recorder:
 
     def close(self) -> None:
         """Remove the build venv (the results stay)."""
-        shutil.rmtree(self.project.folder / "build", ignore_errors=True)
+        shutil.rmtree(self.project.build, ignore_errors=True)
 
 
 def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine: str,
@@ -240,7 +247,8 @@ def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine:
 
 def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
     """Copy into ``project`` what other machines recorded in their copies of it (``slices``: project folders):
-    asv's results and the rows, per machine, where the project has none for that commit; a note for each
+    asv's results (under this project's environment name: each slice's names its own build venv's path) and
+    the rows, per machine, where the project has none for that commit; a note for each
     commit two of them measured whose image hashes disagree (the project's, or the first slice's, is kept)."""
     notes = []
     for other in map(Path, slices):
@@ -251,8 +259,17 @@ def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
             mine = project.results(machine)
             mine.mkdir(parents=True, exist_ok=True)
             for path in sorted(machine_dir.glob("*.json")):
-                if not (mine / path.name).exists():
-                    shutil.copy2(path, mine / path.name)
+                if path.name == "machine.json":
+                    if not (mine / path.name).exists():
+                        shutil.copy2(path, mine / path.name)
+                    continue
+                data = json.loads(path.read_text())  # one series: the interpreter is this project's build venv
+                python = str(project.build / "venv" / "bin" / "python")
+                data.update(env_name=get_env_name("existing", python, {}, {}), python=python,
+                            params={**data.get("params", {}), "python": python})
+                copy = mine / f"{path.name.split('-', 1)[0]}-{data['env_name']}.json"
+                if not copy.exists():
+                    atomic_write_text(copy, json.dumps(data))
             for path in sorted((other / "outcomes" / machine).glob("*.json")):
                 have = project.outcomes(machine) / path.name
                 if not have.exists():
