@@ -1,7 +1,7 @@
 """detsim.track.target.recording: a target's asv project (its config names the target, the suite for targets
 and the thresholds table's rows), a twin commit taking the measured commit's asv results under its own hash
 and date, the rows read back, and asv's suite for targets turning an outcome into tracks (a failed case
-fails its parity track with its ending, skips the rest). The recording through asv itself:
+fails its parity track with its ending, skips the rest: tests/track/asvsuite/). The recording through asv itself:
 tests/track/commands/test_commands_record.py (slow).
 
 Also where each case turns bad along a recorded window, and the window's table.
@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detsim.track.base.hashing import fingerprint
-from detsim.track.target.asvsuite import bench_target
 from detsim.track.target.criteria import Kind
 from detsim.track.target.departure import departure, stored
 from detsim.track.target.recording import MergeError, Project, Recorder, SUITE_DIR, Window, merge_rows, turns
@@ -86,22 +84,6 @@ def test_a_departing_image_is_stored_and_read_back_by_commit_and_case(tmp_path):
     with pytest.raises(ValueError, match="not a readable row"):
         stored(tmp_path, "e" * 40, CASE)
 
-
-def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_track_alone():
-    image = CaseOutcome(CASE, Ending.IMAGE, sha256="ab" * 32, hashes=("ab" * 32, "cd" * 32), peak_mb=250.0,
-                        parity={"r": 1 - 3.21e-6, "max_rel": 0.02, "sum_ratio": 1.001}).record()
-    crash = CaseOutcome("k", Ending.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).record()
-    cache = {CASE: image, "k": crash}
-    case, reproduced = bench_target.Case(), bench_target.Reproducibility()
-    assert case.track_parity_one_minus_r(cache, CASE) == 3.21e-6
-    assert case.track_fingerprint(cache, CASE) == fingerprint("ab" * 32)
-    assert (case.track_max_relative_error(cache, CASE), case.track_sum_ratio(cache, CASE),
-            case.track_peak_memory(cache, CASE)) == (0.02, 1.001, 250.0)
-    assert reproduced.track_runs_differ(cache, "process", CASE) == 1.0
-    with pytest.raises(RuntimeError, match="k: crashed: exited 1: boom RuntimeError: boom"):
-        case.track_parity_one_minus_r(cache, "k")
-    with pytest.raises(bench_target.Skip):
-        case.track_fingerprint(cache, "k")
 
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
