@@ -94,8 +94,9 @@ class Project:
                 raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
         return rows
 
-    def write(self, spec: TargetSpec, root: Path) -> None:
-        """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's)."""
+    def write(self, spec: TargetSpec, root: Path, machine: str) -> None:
+        """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's, and where
+        ``machine``'s rows go)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
         conf = {
@@ -112,15 +113,14 @@ class Project:
         write_json(self.config, conf)
         write_json(self.folder / SUITE, {
             "target": str(Path(spec.root).resolve()), "spec": str(spec.source) if spec.source else None,
-            "root": str(Path(root).resolve()), "outcomes": None})
+            "root": str(Path(root).resolve()), "outcomes": str(self.outcomes(machine))})
 
 
 class Recorder:
     """Records commits of ``spec.root`` on ``machine`` into ``project`` (see the module docstring)."""
 
-    def __init__(self, spec: TargetSpec, project: Project, root: Path, machine: str,
-                 say: Callable[[str], None] = lambda line: None):
-        self.spec, self.project, self.root, self.machine, self.say = spec, project, Path(root), machine, say
+    def __init__(self, spec: TargetSpec, project: Project, root: Path, machine: str):
+        self.spec, self.project, self.root, self.machine = spec, project, Path(root), machine
         self.builder = Builder(spec, project.folder)
         self.reuse: Reuse[dict] = Reuse()
         self.builds = self.measured = self.renders = 0
@@ -139,9 +139,7 @@ class Recorder:
             raise RecordingError(str(exc)) from None
 
     def start(self) -> None:
-        self.project.write(self.spec, self.root)
-        suite = json.loads((self.project.folder / SUITE).read_text())
-        write_json(self.project.folder / SUITE, {**suite, "outcomes": str(self.project.outcomes(self.machine))})
+        self.project.write(self.spec, self.root, self.machine)
         self.home.mkdir(exist_ok=True)
         done = self.asv("machine", "--yes", "--machine", self.machine)
         if done.returncode != 0:
@@ -190,7 +188,7 @@ class Recorder:
     def _reused(self, commit: str, hit: tuple[str, dict], by: str, keys: Sequence[str],
                 build_s: float | None = None) -> dict:
         twin, row = hit
-        date = query(self.spec.root, "log", "-1", "--format=%ct", commit)
+        date = query(self.spec.root, "log", "-1", "--format=%at", commit)  # as asv dates a commit: author time
         for path in self.project.results(self.machine).glob(f"{twin[:8]}-*.json"):
             data = json.loads(path.read_text())
             if data.get("commit_hash") != twin:
@@ -221,7 +219,7 @@ def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine:
     """Record ``commits`` (oldest first) on ``machine`` into the target's project folder; the window's rows,
     its turns (against the rows recorded before it on this machine) and the counts."""
     project = Project.of(spec, root)
-    recorder = Recorder(spec, project, root, machine, say)
+    recorder = Recorder(spec, project, root, machine)
     recorder.start()
     window = Window(spec.name)
     try:

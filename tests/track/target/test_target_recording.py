@@ -35,7 +35,7 @@ def test_the_project_names_the_target_the_suite_and_the_tables_thresholds(tmp_pa
     port = make_port(tmp_path, GOLDEN, render="copy")
     spec = load_spec(port.root)
     project = Project.of(spec, tmp_path / "detsim")
-    project.write(spec, tmp_path / "detsim")
+    project.write(spec, tmp_path / "detsim", "m1")
     conf = json.loads(project.config.read_text())
     assert project.folder == (tmp_path / "detsim" / "results" / "targets" / "port").resolve()
     assert (conf["repo"], conf["benchmark_dir"], conf["environment_type"], conf["branches"]) == (
@@ -43,6 +43,7 @@ def test_the_project_names_the_target_the_suite_and_the_tables_thresholds(tmp_pa
     assert sorted(conf["regressions_thresholds"].values()) == sorted([TARGET_MEMORY.value, TARGET_TIMING.value])
     suite = json.loads((project.folder / "suite.json").read_text())
     assert suite["target"] == str(port.root.resolve()) and suite["spec"] == str(port.root / "detsim-target.toml")
+    assert suite["outcomes"] == str(project.folder / "outcomes" / "m1")
 
 
 def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_date(tmp_path):
@@ -61,7 +62,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
     row = recorder._reused(docs, (base, measured), "sources", ["k"])
     twin = json.loads((results / f"{docs[:8]}-{ENV}.json").read_text())
     assert twin["commit_hash"] == docs and twin["results"] == asv_file["results"]
-    assert twin["date"] == int(git(port.root, "log", "-1", "--format=%ct", docs)) * 1000
+    assert twin["date"] == int(git(port.root, "log", "-1", "--format=%at", docs)) * 1000
     assert (row["reused_from"], row["reused_by"], row["cases"]) == (base, "sources", {CASE: image})
     assert recorder.recorded(docs) == row and recorder.recorded(port.commits["edge"]) is None
     assert sorted(r["commit"] for r in project.rows("m1")) == sorted([base, docs])
