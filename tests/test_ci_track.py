@@ -275,14 +275,20 @@ def test_a_commit_that_breaks_the_package_is_recorded_and_ends_not_measured_in_o
                                             "commit (ImportError: cannot import name 'nothing')")
 
 
-def test_a_target_is_recorded_by_detsim_track_record_with_its_verdict_and_no_asv(checkout, tmp_path):
+def test_a_target_is_recorded_by_detsim_track_record_then_judged_and_published_as_detsims(checkout, tmp_path):
     port = tmp_path / "port"
     port.mkdir()
     done = _track(checkout, TARGET=str(port), FAKE_VERDICT="1")
     calls = _calls(checkout)
-    assert done.returncode == 1, done.stderr  # record's own verdict
-    assert ["detsim-track", "record", "--target", str(port), "--recent", "3", "--machine", MACHINE] in calls
-    assert not [call for call in calls if call[0] == "asv"]
+    assert done.returncode == 1, done.stderr  # the verdict's
+    project = "results/targets/port"
+    steps = [call for call in calls if call[0] == "detsim-track"]
+    assert steps == [["detsim-track", "record", "--target", str(port), "--recent", "3", "--machine", MACHINE,
+                      "--no-judge"],
+                     ["detsim-track", "regressions", "--repo", project, "--machine", MACHINE, "--remeasure", "0"],
+                     ["detsim-track", "publish", "--repo", project, "--machine", MACHINE, "--assets",
+                      ".asv/www-assets"]]
+    assert not [call for call in calls if call[0] == "asv"]  # detsim's own asv run is not started
     assert not (checkout / "results" / "asv").exists() or not any((checkout / "results" / "asv").rglob("*.json"))
 
 

@@ -14,11 +14,10 @@ from detsim.track.base.golden import GoldenError
 from detsim.track.commands import refuse
 from detsim.track.base.output import OutputError, add_json_option, check_output_file, write_json
 from detsim.track.target.build import scratch_folder
-from detsim.track.target.cases import target_case
 from detsim.track.target.criteria import PARITY_FACTOR, Criterion, Kind
 from detsim.track.target.departure import map_lines
 from detsim.track.target.hunting import HuntError, hunt
-from detsim.track.target.spec import SpecError, detsim_spec, load_spec
+from detsim.track.target.spec import SpecError, detsim_spec, load_spec, target_case
 
 HELP = "find the first commit (of detsim or of a target repository) where a golden case's parity, hash, " \
        "reproducibility, time or rendering turns bad"

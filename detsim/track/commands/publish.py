@@ -21,8 +21,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.judge.history import ResultsError, load_config
-from detsim.track.judge.history import checkout_head
+from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
 from detsim.track.report.asvpage import FEED, INDEX, LIST, STATUS_PAGE, TabError, add_status_link, building, \
     has_tab, read_index, swap_in, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         html = args.html or root / load_config(root).get("html_dir", "reports/html")
         path = args.verdict or latest_file(root / REPORTS)
         verdict = read_verdict(path)
-        picked = chosen(verdict, path, args.machine, checkout_head(root))
+        picked = chosen(verdict, path, args.machine, checkout_head(project_repo(root, load_config(root))))
         check_html(html)
     except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")

@@ -1,28 +1,25 @@
-"""``detsim-track record --target DIR``: a window of a target's history recorded (each commit built in a
-throwaway venv, twins reused), its table printed and the commits where a case turns bad named (docs/targets.md)."""
+"""``detsim-track record --target DIR``: a window of a target's history recorded with asv (each commit built
+into the project's venv and measured by asv's suite for targets; twins reused), its table printed and the
+commits where a case turns bad named, then judged by ``detsim-track regressions`` (docs/targets.md)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import sys
 from pathlib import Path
 
 from detsim.track.commands import positive_int
-from detsim.track.base.exitcodes import ExitCode, worst
+from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
-from detsim.track.target.build import scratch_folder
-from detsim.track.target.cases import target_cases
-from detsim.track.target.merge import merge_rows
-from detsim.track.target.spec import load_spec
-from detsim.track.target.window import Window, record_window, turns
+from detsim.track.target.recording import (NOT_MEASURED, Project, RecordingError, Window, merge_rows, merge_slices,
+                                           record_window, turns)
+from detsim.track.target.spec import load_spec, target_cases
 
-HELP = "record a window of a target repository's history: per commit and case parity, image hash, a second " \
-       "process's hash, seconds and peak memory; the commits where a case turns bad"
-RESULTS = Path("results") / "targets"  # default: results/targets/<target>.json under --root
+HELP = "record a window of a target repository's history with asv (per commit and case parity, image hash, a " \
+       "second process's hash, seconds and peak memory) and judge it as detsim's own history"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,15 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the target's spec (default: DIR/detsim-target.toml)")
     parser.add_argument("--recent", type=positive_int, default=10, metavar="N",
                         help="without RANGE: the N latest commits")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="detsim's checkout (default: here)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(),
+                        help="detsim's checkout (default: here); the recording goes to its results/targets/<target>/")
     parser.add_argument("--machine", default=socket.gethostname(),
-                        help="the name the rows of this run carry (default: the host name)")
+                        help="asv's machine name of this recording (default: the host name)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="SLICE",
-                        help="merge these records of the target (slices made on several machines) into --json "
-                             "instead of recording; the turns are found over the whole history")
+                        help="instead of recording, merge these copies of the target's results/targets/<target>/ "
+                             "(slices recorded on several machines) into this one; turns and verdict over the whole")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help="the record, read first (its commits are not measured again) and rewritten "
-                             f"(default: {RESULTS}/<target>.json under --root)")
+                        help="also write the window's record (rows, turns, counts) to PATH")
+    parser.add_argument("--no-judge", action="store_true",
+                        help="record only (the tracking run judges with `detsim-track regressions --repo "
+                             "results/targets/<target>` itself)")
 
 
 def _commits(spec, rev_range: str | None, recent: int) -> list[str]:
@@ -56,66 +56,70 @@ def _commits(spec, rev_range: str | None, recent: int) -> list[str]:
     return commits
 
 
-def _earlier(path: Path, target: str, missing_ok: bool = True) -> list[dict]:
-    """The rows of the record at ``path`` (none where there is no file and ``missing_ok``)."""
-    if not path.is_file():
-        if missing_ok:
-            return []
-        raise ValueError(f"{path}: no such record")
-    try:
-        data = json.loads(path.read_text())
-        rows = data["rows"] if data.get("report") == "record" and data.get("target") == target else None
-    except (OSError, ValueError, KeyError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a readable record ({exc})") from None
-    if rows is None:
-        raise ValueError(f"{path}: not a record of {target}; refusing to replace it")
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     try:
         spec = load_spec(args.target.resolve(), args.spec)
-        out = args.json or root / RESULTS / f"{spec.name}.json"
-        check_output_file(out, "--json", "record")
+        if args.json is not None:
+            check_output_file(args.json, "--json", "record")
+        project = Project.of(spec, root)
+        cases = target_cases(spec, root)
         if args.merge:
             if args.range:
                 raise ValueError("--merge takes no RANGE: the slices hold their commits")
-            slices = [_earlier(path, spec.name, missing_ok=False) for path in args.merge]
-            rows, notes = merge_rows(spec.root, [{"target": spec.name, "rows": rows} for rows in slices])
-            window = Window(spec.name, rows=rows, turns=turns(rows), already=len(rows))
-            for note in notes:
+            for note in merge_slices(project, args.merge):
                 print(f"record: the slices disagree: {note}", file=sys.stderr)
-            return _finish(window, out, [], len(rows), spec.root)
-        earlier = _earlier(out, spec.name)
-        cases = target_cases(spec, root)
-        commits = _commits(spec, args.range, args.recent)
-    except (ValueError, OutputError) as exc:  # SpecError, GoldenError and MergeError are ValueErrors
+            rows = merge_rows(spec.root, [{"target": spec.name, "rows": project.rows(args.machine)}])[0]
+            window = Window(spec.name, rows=rows, turns=turns(rows), already=len(rows))
+            commits = [row["commit"] for row in rows]
+        else:
+            commits = _commits(spec, args.range, args.recent)
+    except (ValueError, OutputError, RecordingError) as exc:  # SpecError, GoldenError, MergeError: ValueErrors
         return refuse(f"record: {exc}")
-    print(f"record: {len(commits)} commit(s) of {spec.name}, {len(cases)} case(s) each", file=sys.stderr)
+    if not args.merge:
+        print(f"record: {len(commits)} commit(s) of {spec.name}, {len(cases)} case(s) each, with asv into "
+              f"{project.folder}", file=sys.stderr)
 
-    def say(line: str) -> None:
-        print(f"record: {line}", file=sys.stderr, flush=True)
+        def say(line: str) -> None:
+            print(f"record: {line}", file=sys.stderr, flush=True)
 
-    with scratch_folder() as scratch:
-        window = record_window(spec, commits, cases, Path(scratch), earlier, say, args.machine)
-    return _finish(window, out, earlier, len(commits), spec.root)
+        try:
+            window = record_window(spec, commits, root, args.machine, say)
+        except RecordingError as exc:
+            return refuse(f"record: {exc}")
+    _print(window, len(commits), project)
+    if args.json is not None:
+        write_json(args.json, {**window.record(), "not_measured": NOT_MEASURED, "project": str(project.folder)})
+    if args.no_judge:
+        return ExitCode.OK
+    return _judge(project, args.machine)
 
 
-def _finish(window: Window, out: Path, earlier: list[dict], commits: int, root: Path) -> int:
-    """Write the record (its window's rows with the earlier rows, in the repository's order; the turns are
-    the window's), print the window's table and turns."""
-    record = window.record()
-    record["rows"] = merge_rows(root, [{"target": window.target, "rows": window.rows},
-                                       {"target": window.target, "rows": earlier}])[0]
-    write_json(out, record)
+def _print(window: Window, commits: int, project: Project) -> None:
     for line in window.table():
         print(line)
+    for row in (r for r in window.rows if not r["reused_from"]):  # each failure once, at the commit measured
+        for case, outcome in row["cases"].items():
+            if outcome["status"] != "image":
+                tail = outcome.get("stderr_tail") or []
+                print(f"{row['commit'][:10]} {case} {outcome['status']}: {outcome.get('detail', '')}"
+                      + (": the last lines of its stderr:" if tail else ""))
+                print("".join(f"    {line}\n" for line in tail), end="")
     for turn in window.turns:
         print(f"{turn.kind.value.upper()}: {turn.case} at {turn.commit[:10]}"
               + (f" (against {turn.previous[:10]})" if turn.previous else "") + f": {turn.why}")
-    print(f"skipped for a target: {record['not_measured']}")
-    print(f"{commits} commits: {window.builds} built, {window.renders} renders, {window.reused} reused, "
-          f"{window.already} recorded before; record: {out}")
-    unbuilt = ExitCode.UNMEASURED if record["unbuilt"] else ExitCode.OK
-    return worst(unbuilt, ExitCode.REGRESSED if window.turns else ExitCode.OK)
+    print(f"skipped for a target: {NOT_MEASURED}")
+    print(f"{commits} commits: {window.builds} built, {window.renders} renders, {window.reused} reused (the same "
+          f"installed files as a recorded commit), {window.already} recorded before; asv results: {project.folder}")
+
+
+def _judge(project: Project, machine: str) -> int:
+    """``detsim-track regressions`` on the target's project: its verdict and exit status (timing steps are
+    reported as suspects, never re-measured: re-measuring runs detsim's own suite)."""
+    from detsim.track.commands import regressions
+
+    parser = argparse.ArgumentParser(prog="detsim-track regressions")
+    regressions.add_arguments(parser)
+    sys.stdout.flush()
+    return regressions.run(parser.parse_args(["--repo", str(project.folder), "--machine", machine,
+                                              "--remeasure", "0"]))

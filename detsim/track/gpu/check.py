@@ -18,10 +18,10 @@ from detsim.track.base.exitcodes import worst
 from detsim.track.base.fresh import pinned_env
 from detsim.track.gpu import atomics, benchmarks, parity, probe, speed
 from detsim.track.gpu.comparisons import cuda_matches_cpu, determinism
-from detsim.track.gpu.culprit import diverge_argv, read_report
-from detsim.track.gpu.devicetests import pytest_argv, read_collection, read_run
-from detsim.track.gpu.nanobragg import skipped as nanobragg_skipped
-from detsim.track.gpu.nanobragg import time_nanobragg
+from detsim.track.gpu.comparisons import diverge_argv, read_report
+from detsim.track.gpu.programs import pytest_argv, read_collection, read_run
+from detsim.track.gpu.programs import skipped as nanobragg_skipped
+from detsim.track.gpu.programs import time_nanobragg
 from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, CheckPlan
 from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command, run_job_step
 from detsim.track.base.output import utc_stamp

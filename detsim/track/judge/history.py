@@ -208,6 +208,12 @@ def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[
     return [replace(head, points=tuple(points[key])) for key, head in heads.items()]
 
 
+def project_repo(root: Path, conf: Mapping) -> Path:
+    """The git repository asv.conf.json's ``repo`` names (relative to the project): the project itself for
+    detsim, another repository for a target's recording (docs/targets.md)."""
+    return (Path(root) / conf.get("repo", ".")).resolve()
+
+
 def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     """Results files in commit order, and notes on what was left out or how they were ordered."""
     history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split()
@@ -405,7 +411,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
             check_values(path, files[-1], benchmarks)
     if not files:
         raise ResultsError(f"{machine_dir}: no results recorded")
-    files, notes = order_files(root, files)
+    files, notes = order_files(project_repo(root, conf), files)
     hashes = load_hashes(root)
     baselines, baseline_notes = load_baselines(root)
     return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,

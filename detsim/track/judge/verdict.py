@@ -25,7 +25,7 @@ from detsim.track.base.golden import EAGER_AXES
 from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import Finding
 from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
-    first_commit_cut, load_recorded, param_values, recorded_machines, resolve_first_commits, subjects
+    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects
 from detsim.track.base.output import json_number, utc_stamp
 
 HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
@@ -312,13 +312,14 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     series = build_series(files, recorded.benchmarks, recorded.config)
     order = list(dict.fromkeys(f["commit_hash"] for f in files))
     latest = order[-1]
-    required = checkout_head(root)
+    repo = project_repo(root, recorded.config)
+    required = checkout_head(repo)
     if required and required != latest:
-        raise ResultsError(f"HEAD {required[:8]} was not measured: {root} has no results for it on machine "
+        raise ResultsError(f"HEAD {required[:8]} was not measured: {repo} has no results for it on machine "
                            f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first "
                            "(`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
     conf = {**recorded.config,
-            "regressions_first_commits": resolve_first_commits(root, recorded.config, order)}
+            "regressions_first_commits": resolve_first_commits(repo, recorded.config, order)}
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
@@ -331,11 +332,11 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     notes += [f"commit {c[:8]} did not build or its suite did not import: nothing was measured"
               for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
-        notes.append(f"{root.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
+        notes.append(f"{repo.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
     code = exit_code(regressions, judged.unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
-        commits=tuple(order), latest=latest, subjects=subjects(root, order), regressions=tuple(regressions),
+        commits=tuple(order), latest=latest, subjects=subjects(repo, order), regressions=tuple(regressions),
         unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
         unbuilt=unbuilt,
         machine_class=machine_class, measured=judged.measured,

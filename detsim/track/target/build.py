@@ -6,7 +6,13 @@ partial copy missing blobs outside those paths still exports) and pip installs t
 ``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
 site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
 again. Output: an :class:`Installation` (the folder of its commands and the fingerprint of its installed
-files, :mod:`.reuse`'s key), or a :class:`BuildError` naming the commit.
+files), or a :class:`BuildError` naming the commit.
+
+The reuse rule (written once; bisection and the tracking run both use it): a commit whose installed files
+are byte-identical to an already measured commit's takes that commit's results. Its keys: the fingerprint of
+the installed files (:func:`installed_fingerprint`: sha256 of the sorted paths and contents, pip's
+bookkeeping and byte code left out) or, before any build, the git trees of the spec's ``export`` paths
+(:func:`source_key`); :class:`Reuse` maps them to the commit that was measured and its results.
 """
 
 from __future__ import annotations
@@ -17,13 +23,14 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Sequence, TypeVar
 
 from detsim.track.base.git import resolve
-from detsim.track.base.fresh import ChildError, pinned_env, run
-from detsim.track.base.git import GitError, git
-from detsim.track.target.reuse import installed_fingerprint
+from detsim.track.base.fresh import HERE, ChildError, pinned_env, run
+from detsim.track.base.git import GitError, git, query
+from detsim.track.base.hashing import sha256_bytes, sha256_file
 from detsim.track.target.spec import TargetSpec
 
 LAYER = "_detsim_heavy_layer.pth"  # the venv's line to this interpreter's site-packages
@@ -39,14 +46,15 @@ class Installation:
     commit: str  # full sha
     bin_dir: Path  # its commands
     site_packages: Path  # where its files went (only its own: the layer is a .pth line)
-    fingerprint: str  # of its installed files (.reuse.installed_fingerprint)
+    fingerprint: str  # of its installed files (installed_fingerprint)
     seconds: float  # export + venv + install, wall
 
 
 def heavy_paths() -> list[str]:
-    """This interpreter's site-packages folders: the layer every throwaway venv sees."""
+    """This interpreter's site-packages folders and detsim's own package folder (asv's suite for a target
+    imports detsim): the layer every throwaway venv sees."""
     paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
 
 
 class Builder:
@@ -56,13 +64,15 @@ class Builder:
     def __init__(self, spec: TargetSpec, scratch: Path):
         self.spec, self.scratch = spec, Path(scratch)
 
-    def install(self, commit: str) -> Installation:
+    def install(self, commit: str, folder: Path | None = None) -> Installation:
+        """Install ``commit`` into ``folder`` (default: a folder of its own under ``scratch``), replacing
+        whatever is there: the tracking run keeps one folder, so that asv sees one interpreter path."""
         began = time.perf_counter()
         try:
             sha = resolve(self.spec.root, commit)
         except Exception as exc:  # noqa: BLE001 - CommitError or GitError: one line either way
             raise BuildError(str(exc)) from None
-        folder = self.scratch / sha[:12]
+        folder = Path(folder) if folder is not None else self.scratch / sha[:12]
         if folder.exists():
             shutil.rmtree(folder)
         try:
@@ -129,3 +139,55 @@ class Builder:
 def scratch_folder() -> tempfile.TemporaryDirectory:
     """A temporary folder for the builds of one run (removed with it)."""
     return tempfile.TemporaryDirectory(prefix="detsim-builds-", dir=os.environ.get("DETSIM_BUILD_DIR"))
+
+
+# files of a dist-info folder that differ between two installs of the same files
+BOOKKEEPING = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"})
+
+T = TypeVar("T")
+
+
+def installed_fingerprint(site_packages: Path, ignore: Sequence[str] = ()) -> str:
+    """sha256 over every installed file's path and contents under ``site_packages`` (byte code, pip's
+    bookkeeping and the names in ``ignore`` left out): equal for two commits exactly when they installed the
+    same bytes."""
+    site_packages = Path(site_packages)
+    lines = []
+    for path in sorted(p for p in site_packages.rglob("*") if p.is_file()):
+        rel = path.relative_to(site_packages)
+        if rel.as_posix() in ignore or "__pycache__" in rel.parts or path.suffix == ".pyc":
+            continue
+        if rel.parent.name.endswith(".dist-info") and rel.name in BOOKKEEPING:
+            continue
+        lines.append(f"{sha256_file(path)}  {rel.as_posix()}\n")
+    return sha256_bytes("".join(lines).encode())
+
+
+def source_key(root: Path, commit: str, export: Sequence[str] | None) -> str | None:
+    """The git trees of ``commit``'s ``export`` paths, joined: two commits with the same key install the same
+    files without building either (None: no ``export`` paths, or one missing at that commit)."""
+    if not export:
+        return None
+    trees = [query(root, "rev-parse", "--verify", "--quiet", f"{commit}:{path}") for path in export]
+    return None if None in trees else " ".join(trees)
+
+
+@dataclass
+class Reuse(Generic[T]):
+    """Results by key (a fingerprint or a source key), with the commit each was measured at."""
+
+    measured: dict[str, tuple[str, T]] = field(default_factory=dict)
+    reused: int = 0  # lookups answered from the table
+
+    def get(self, *keys: str | None) -> tuple[str, T] | None:
+        """The (commit, results) stored under the first of ``keys`` that has some, counted as a reuse."""
+        for key in keys:
+            if key is not None and key in self.measured:
+                self.reused += 1
+                return self.measured[key]
+        return None
+
+    def put(self, commit: str, results: T, *keys: str | None) -> None:
+        for key in keys:
+            if key is not None:
+                self.measured.setdefault(key, (commit, results))

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
-from detsim.track.target.outcome import CaseOutcome
+from detsim.track.target.render import CaseOutcome
 from detsim.track.judge.thresholds import TARGET_PARITY
 
 PARITY_FACTOR = TARGET_PARITY.value  # 1 - r growing by this factor is a change

@@ -6,14 +6,18 @@ Input: two images of the same shape (a target's and the reference), float. Outpu
 of the central region against the full frame's (does the centre pass while the frame fails?), the worst
 pixels with both values and their ratio, and a coarse map of the largest relative difference per block
 (:func:`map_lines` draws it; a pixel fainter than a thousandth of the peak counts relative to that). The
-rings are centred on the image's middle: a foreign case's beam centre is not known here.
+rings are centred on the image's middle: a foreign case's beam centre is not known here. A target's recording
+stores each departing image's record (:func:`stored` reads it back).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from detsim.track.base.metrics import passes_parity, pearson_r
+from detsim.track.target.recording import Project
 
 HOLDS = 0.8  # a region "holds" the disagreement when it has this share of the total absolute difference
 EDGE_FRACTION = 0.05  # the edge band: this fraction of the shorter side, at least one pixel
@@ -181,3 +185,15 @@ def map_lines(record: dict) -> list[str]:
               "':' <= 1e-4, '+' <= 1e-2, '#' more")
     return ["+" + "-" * len(lines[0]) + "+", *(f"|{line}|" for line in lines), "+" + "-" * len(lines[0]) + "+",
             legend]
+
+
+def stored(results_dir: Path, commit: str, case: str) -> dict | None:
+    """Where ``case``'s image departs from its reference at ``commit`` (a full hash or a unique prefix), as a
+    target's recording stored it (``results_dir``: the folder ``detsim-track record`` writes for that target,
+    ``results/targets/<target>/``; the first machine that has it); None where the image does not depart, the
+    case rendered no image, or the commit is not recorded. ValueError: an unreadable stored row."""
+    for row in Project(Path(results_dir)).rows_of(commit):
+        found = (row.get("cases", {}).get(case) or {}).get("departure")
+        if found:
+            return found
+    return None

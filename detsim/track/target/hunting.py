@@ -1,5 +1,12 @@
-"""Hunting the first bad commit of a target: each probed commit measured (:mod:`.probing`) and judged, the
-bisection driven to its end, and where the first bad image departs.
+"""Hunting the first bad commit of a target: each probed commit measured and judged, the bisection driven to
+its end, and where the first bad image departs.
+
+Measuring (:class:`Prober`): golden cases at any commit, built in a throwaway venv, or its results reused from a
+commit with the same sources or installed files (:mod:`.build`'s reuse rule); a :class:`Probe` per commit.
+Bisecting (:func:`bisect`): over commits whose ends are judged (good at the first, bad at the last), with a
+probe that judges one commit good, bad or skip (it does not build, or cannot be judged), probes nearest the
+middle of what is left: about log2(N) probes for N commits, plus one per skipped commit; a :class:`FirstBad`
+names the last good and first bad commit, every step, and the candidates left when skips hide the exact one.
 
 Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and
 BAD. Output: a :class:`Hunt` (JSON: :meth:`Hunt.record`) with every step, the counts of builds, renders and
@@ -12,16 +19,131 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.git import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.report.sides import SideError, commits_between, subject
-from detsim.track.target.bisection import FirstBad, Step, bisect
-from detsim.track.target.criteria import Criterion, Marking, Kind, Mark
+from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.criteria import Criterion, Kind, Mark, Marking
 from detsim.track.target.departure import departure
-from detsim.track.target.probing import Probe, Prober
+from detsim.track.target.render import CaseRender, render_case
 from detsim.track.target.spec import TargetSpec
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One commit's measurement: rendered, reused from another commit, or not built."""
+
+    commit: str
+    rendered: Mapping[str, CaseRender] | None = None  # case id -> what it came to; None: not built
+    reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
+    reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
+    build_error: str | None = None
+    build_s: float | None = None
+    keys: tuple[str, ...] = ()  # its reuse keys: the sources' (when the spec exports paths), the installed files'
+
+
+class Prober:
+    """Measures ``cases`` at any commit of ``spec.root``, building each in a throwaway venv under ``scratch``
+    and reusing results across commits with the same sources or installed files. With ``in_turns`` the first
+    commit measured stays installed and every later render is timed in turns with it."""
+
+    def __init__(self, spec: TargetSpec, cases: Sequence[GoldenCase], runs: int, scratch: Path,
+                 in_turns: bool = False):
+        self.spec, self.cases, self.runs, self.in_turns = spec, list(cases), runs, in_turns
+        self.baseline: Path | None = None  # the first commit's command folder, kept installed when in_turns
+        self.builder = Builder(spec, scratch)
+        self.reuse: Reuse[Mapping[str, CaseRender]] = Reuse()
+        self.builds = self.renders = 0
+        self.rendered: dict[str, Mapping[str, CaseRender]] = {}  # commit -> what it came to, reused or not
+
+    def recorded(self, commit: str, keys: Sequence[str], rendered: Mapping[str, CaseRender]) -> None:
+        """What an earlier run measured at ``commit`` under ``keys``: its twins here take it, unmeasured."""
+        self.reuse.put(commit, rendered, *keys)
+
+    def at(self, commit: str) -> Probe:
+        probe = self._measure(commit)
+        if probe.rendered is not None:
+            self.rendered[probe.commit] = probe.rendered
+        return probe
+
+    def _measure(self, commit: str) -> Probe:
+        source = source_key(self.spec.root, commit, self.spec.export)
+        hit = self.reuse.get(source)
+        if hit is not None:
+            return Probe(commit, hit[1], reused_from=hit[0], reused_by="sources", keys=(source,))
+        self.builds += 1
+        try:
+            installed = self.builder.install(commit)
+        except BuildError as exc:
+            return Probe(commit, build_error=str(exc))
+        keep = self.in_turns and self.baseline is None
+        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
+        try:
+            hit = self.reuse.get(installed.fingerprint)
+            if hit is not None:
+                self.reuse.put(hit[0], hit[1], source)
+                return Probe(installed.commit, hit[1], reused_from=hit[0], reused_by="installed files",
+                             build_s=installed.seconds, keys=keys)
+            rendered = {case.id: render_case(self.spec, case, installed.bin_dir, runs=self.runs,
+                                             baseline=self.baseline) for case in self.cases}
+            self.renders += sum(r.runs for r in rendered.values())
+            self.reuse.put(installed.commit, rendered, *keys)
+            return Probe(installed.commit, rendered, build_s=installed.seconds, keys=keys)
+        finally:
+            if keep:
+                self.baseline = installed.bin_dir
+            else:
+                self.builder.discard(installed)
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    position: int  # its index in the commits bisected (0: the good end)
+    judgement: Marking
+
+
+@dataclass(frozen=True)
+class FirstBad:
+    last_good: str
+    first_bad: str
+    steps: tuple[Step, ...]
+    candidates: tuple[str, ...]  # the commits the first bad one is among: (first_bad,) unless skips hid it
+
+    @property
+    def exact(self) -> bool:
+        return len(self.candidates) == 1
+
+
+def bisect(commits: Sequence[str], probe: Callable[[str], Marking],
+           on_step: Callable[[Step, int], None] | None = None) -> FirstBad:
+    """The first bad commit of ``commits``: ``commits[0]`` is good and ``commits[-1]`` bad, both already
+    judged; ``on_step(step, left)`` is told each probe and how many commits are still in question."""
+    if len(commits) < 2:
+        raise ValueError("bisecting needs a good and a bad commit")
+    lo, hi = 0, len(commits) - 1
+    skipped: set[int] = set()
+    steps = []
+    while True:
+        open_ = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not open_:
+            break
+        middle = (lo + hi) / 2
+        i = min(open_, key=lambda k: (abs(k - middle), k))
+        judgement = probe(commits[i])
+        step = Step(commits[i], i, judgement)
+        steps.append(step)
+        if judgement.mark is Mark.BAD:
+            hi = i
+        elif judgement.mark is Mark.GOOD:
+            lo = i
+        else:
+            skipped.add(i)
+        if on_step is not None:
+            on_step(step, hi - lo - 1 - sum(lo < k < hi for k in skipped))
+    return FirstBad(commits[lo], commits[hi], tuple(steps), tuple(commits[lo + 1:hi + 1]))
 
 
 class HuntError(RuntimeError):

@@ -10,7 +10,10 @@ Input: ``detsim-target.toml`` in the target repository's root (or a file given b
     export = ["src", "pyproject.toml"]          # optional: the paths of a commit that the install needs
 
 Output: a frozen :class:`TargetSpec`. A malformed file is a :class:`SpecError`, one line naming it. detsim
-itself is the target when there is no file (:func:`detsim_spec`).
+itself is the target when there is no file (:func:`detsim_spec`). The cases a target is rendered on
+(:func:`target_cases`): its spec's folder of cases, or detsim's golden cases (its spec's subset, or all),
+each with a reference image read, or a :class:`~detsim.track.base.golden.GoldenError` naming what is
+missing, before anything is built.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
+
+from detsim.track.base.fresh import HERE
+from detsim.track.base.golden import GoldenCase, GoldenError, discover, find_case, golden_dir, load_cases
+
 
 FILE = "detsim-target.toml"
 DEFAULT_TIMEOUT_S = 300.0  # per render: a port with its compiler off takes 7-15 s a golden case
@@ -124,3 +131,40 @@ def _inside(path: str) -> bool:
     """Whether ``path`` is relative and stays inside the repository."""
     p = PurePosixPath(path)
     return bool(path) and not p.is_absolute() and ".." not in p.parts
+
+
+def golden_folder(root: Path) -> Path:
+    """detsim's golden cases: of ``root``, else as :func:`~detsim.track.base.golden.golden_dir` finds them,
+    else beside this package."""
+    for where in (root, None, HERE):
+        try:
+            return golden_dir(where)
+        except GoldenError:
+            continue
+    raise GoldenError(f"no golden cases found in {root} (run from detsim's checkout or give --root)")
+
+
+def target_cases(spec: TargetSpec, root: Path) -> list[GoldenCase]:
+    """Every case the target is rendered on, each with a readable reference image of a known shape."""
+    if spec.case_folder is not None:
+        cases = discover(spec.case_folder)
+    else:
+        folder = golden_folder(root)
+        cases = [find_case(c, folder) for c in spec.cases] if spec.cases else load_cases(folder)
+    for case in cases:
+        case.reference()
+    return cases
+
+
+def target_case(spec: TargetSpec, case_id: str, root: Path) -> GoldenCase:
+    """One case by id or unique prefix: of the spec's folder, else a golden case (any: a criterion may name a
+    case outside the spec's subset)."""
+    if spec.case_folder is None:
+        case = find_case(case_id, golden_folder(root))
+    else:
+        matches = [c for c in discover(spec.case_folder) if c.id == case_id or c.id.startswith(case_id)]
+        if len(matches) != 1:
+            raise GoldenError(f"{case_id!r} is {'ambiguous' if matches else 'not a case'} in {spec.case_folder}")
+        case = matches[0]
+    case.reference()
+    return case

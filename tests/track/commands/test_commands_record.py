@@ -1,16 +1,19 @@
 """``detsim-track record --target``: bad input refused in one line with exit 2 before any build, and (slow)
-a planted target's window recorded: every fault at its commit, a second run measuring nothing."""
+a planted target's history recorded with asv and judged by ``detsim-track regressions``: every fault found by
+the verdict at its commit, a second run measuring nothing, slices of two machines merged."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from detsim.track.cli import main
 from detsim.track.target.spec import FILE
-from planted_port import make_port
+from planted_history import git
+from planted_port import CASE, make_port
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
@@ -22,54 +25,81 @@ def test_a_target_without_a_spec_a_foreign_json_or_a_bad_range_is_one_line(tmp_p
                                                "(write one: docs/targets.md)")
     (tmp_path / FILE).write_text('command = "nanoBragg"\ncases = ["c02"]\n')
     foreign = tmp_path / "mine.json"
-    foreign.write_text('{"report": "record", "target": "another"}')
-    assert main(["record", "--target", str(tmp_path), "--root", str(ROOT), "--json", str(foreign)]) == 2
-    assert "not a record of" in capsys.readouterr().err and json.loads(foreign.read_text())["target"] == "another"
-    assert main(["record", "HEAD~3..HEAD", "--target", str(tmp_path), "--root", str(ROOT),
+    foreign.write_text('{"report": "bisect"}')
+    assert main(["record", "--target", str(tmp_path), "--root", str(tmp_path), "--json", str(foreign)]) == 2
+    assert "refusing to replace it" in capsys.readouterr().err and json.loads(foreign.read_text()) == {"report": "bisect"}
+    assert main(["record", "HEAD~3..HEAD", "--target", str(tmp_path), "--root", str(tmp_path),
                  "--json", str(tmp_path / "new.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("record: HEAD~3..HEAD: not a range of") and not (tmp_path / "new.json").exists()
+    assert not (tmp_path / "results").exists()  # nothing written before the input was checked
+
+
+def _verdict(root: Path) -> dict:
+    return json.loads((root / "results" / "targets" / "port" / "reports" / "latest" / "verdict.json").read_text())
+
+
+def _found(root: Path, names: dict) -> set:
+    """The verdict's findings (timing suspects left out: whole-process seconds under a shared load step by chance,
+    and a suspect is no verdict)."""
+    return {(f["family"], names.get(f["first_bad"], f["first_bad"])) for f in _verdict(root)["regressions"]
+            if f["family"] != "timing"}
 
 
 @pytest.mark.slow
-def test_a_planted_window_is_recorded_every_fault_at_its_commit(tmp_path, capsys):
+def test_a_planted_history_recorded_with_asv_is_judged_by_the_verdict_every_fault_at_its_commit(tmp_path, capsys):
     port = make_port(tmp_path, GOLDEN, render="copy")
-    out = tmp_path / "record.json"
-    argv = ["record", "--target", str(port.root), "--recent", "15", "--root", str(ROOT), "--json", str(out)]
-    assert main(argv) == 1
     names = {sha: name for name, sha in port.commits.items()}
-    record = json.loads(out.read_text())
-    assert [(t["kind"], names[t["commit"]]) for t in record["turns"]] == [
-        ("parity", "edge"), ("broken", "shrink"), ("broken", "crash"), ("irreproducible", "varies")]
-    assert record["builds"] == 6 and record["reused"] == 9  # docs commits and steady (edge's twin) by their sources
-    printed = capsys.readouterr().out
-    assert "15 commits: 6 built" in printed and printed.count("\n") >= 16
-    assert main(argv) == 1
-    again = json.loads(out.read_text())
-    assert (again["builds"], again["already_recorded"], again["rows"]) == (0, 15, record["rows"])
+    root = tmp_path / "detsim"  # where the recording goes: results/targets/port/ (the golden cases are detsim's)
+    root.mkdir()
+
+    def record_at(name: str, recent: int) -> tuple[int, str]:
+        git(port.root, "checkout", "-q", port.commits[name])
+        code = main(["record", "--target", str(port.root), "--recent", str(recent), "--root", str(root),
+                     "--machine", "m1", "--json", str(tmp_path / "record.json")])
+        return code, capsys.readouterr().out
+
+    code, out = record_at("edge", 3)  # base, docs1, edge
+    assert code == 1 and _found(root, names) == {("parity", "edge"), ("determinism", "edge")}
+    assert "3 commits: 2 built" in out and "1 reused" in out  # docs1 takes base's results
+    code, out = record_at("shrink", 3)  # docs2, docs3 take edge's results (recorded before); shrink writes 127x127
+    assert code == 2 and f"bench_target.Case.track_parity_one_minus_r(case='{CASE}')" in _verdict(root)["unmeasured"]
+    assert "wrong size: wrote 64516 bytes" in out and "3 commits: 1 built, 1 renders, 2 reused" in out
+    code, out = record_at("crash", 3)  # unshrink, docs4, crash
+    assert code == 2 and "RuntimeError: planted crash" in out  # the last lines of its stderr, printed
+    code, out = record_at("varies", 2)  # uncrash, varies: a second process does not reproduce the image
+    assert code == 1 and ("reproducibility", "varies") in _found(root, names)
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert [(t["kind"], names[t["commit"]]) for t in record["turns"]] == [("irreproducible", "varies")]
+    code, out = record_at("docs6", 15)  # the whole history: nothing measured again but steady..docs6
+    assert "15 commits: 1 built" in out and "11 recorded before" in out  # steady by its sources: edge's twin
+    assert ("parity", "edge") in _found(root, names)  # the edge fault stays to the tip
+    assert _verdict(root)["families"]["timing"]["measured"] == 1  # the whole process timed by asv at the tip
+    code, again = record_at("docs6", 15)
+    assert "0 built" in again and "15 recorded before" in again
 
 
-def test_slices_from_two_machines_merge_into_one_record(tmp_path, capsys):
+@pytest.mark.slow
+def test_slices_from_two_machines_merge_into_one_history(tmp_path, capsys):
     port = make_port(tmp_path, GOLDEN, render="copy")
-    c = port.commits
-    row = {"date": "", "subject": "", "build_error": None, "reused_from": None, "reused_by": None, "keys": []}
-    image = {"case": "c02", "status": "image", "seconds": 1.0, "sha256": "a" * 64, "hashes": ["a" * 64] * 2,
-             "parity": {"r": 1.0}}
-    wrong = {"case": "c02", "status": "wrong size", "detail": "wrote 4 bytes"}
-    slices = []
-    for machine, rows in (("m1", [(c["base"], image)]), ("m2", [(c["docs1"], image), (c["shrink"], wrong)])):
-        path = tmp_path / f"{machine}.json"
-        path.write_text(json.dumps({"report": "record", "target": "port", "rows": [
-            {**row, "commit": commit, "machine": machine, "cases": {"c02_xds_xbeam_quirk": o}} for commit, o in rows]}))
-        slices.append(str(path))
-    out = tmp_path / "merged.json"
-    argv = ["record", "--target", str(port.root), "--root", str(ROOT), "--json", str(out), "--merge", *slices]
-    assert main(argv) == 1
-    merged = json.loads(out.read_text())
-    assert [r["machine"] for r in merged["rows"]] == ["m1", "m2", "m2"]
-    assert [(t["kind"], t["commit"]) for t in merged["turns"]] == [("broken", c["shrink"])]
+    roots = [tmp_path / "a", tmp_path / "b"]
+    git(port.root, "checkout", "-q", port.commits["docs1"])
+    assert main(["record", "--target", str(port.root), "--recent", "2", "--root", str(roots[0]), "--machine", "m1",
+                 "--no-judge"]) == 0
+    git(port.root, "checkout", "-q", port.commits["edge"])
+    assert main(["record", "HEAD^..HEAD", "--target", str(port.root), "--root", str(roots[1]), "--machine", "m1",
+                 "--no-judge"]) == 0
+    capsys.readouterr()
+    slice_b = roots[1] / "results" / "targets" / "port"
+    assert main(["record", "--target", str(port.root), "--root", str(roots[0]), "--machine", "m1",
+                 "--merge", str(slice_b)]) == 1
     printed = capsys.readouterr().out
     assert "3 commits: 0 built" in printed and printed.count("skipped for a target: instruction counts") == 1
-    assert main(["record", "HEAD~1..HEAD", "--target", str(port.root), "--root", str(ROOT), "--json", str(out),
-                 "--merge", slices[0]]) == 2
+    # judged across the seam: base and docs1 recorded here, edge in the other slice
+    assert _found(roots[0], {}) == {("parity", port.commits["edge"]), ("determinism", port.commits["edge"])}
+    assert main(["record", "HEAD~1..HEAD", "--target", str(port.root), "--root", str(roots[0]),
+                 "--merge", str(slice_b)]) == 2
     assert "--merge takes no RANGE" in capsys.readouterr().err
+    shutil.rmtree(slice_b / "results")
+    assert main(["record", "--target", str(port.root), "--root", str(roots[0]), "--merge", str(slice_b)]) == 2
+    assert "not a target's recording" in capsys.readouterr().err

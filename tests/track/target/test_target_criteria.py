@@ -7,7 +7,7 @@ import pytest
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.target.criteria import ONE_MINUS_R_FLOOR, Criterion, Kind, Mark
-from detsim.track.target.outcome import CaseOutcome, Ending
+from detsim.track.target.render import CaseOutcome, Ending
 
 
 def _image(one_minus_r=0.0, sha="a", seconds=1.0, hashes=None, cpu_s=None, **turns) -> CaseOutcome:

@@ -2,20 +2,31 @@
 every fault found at its commit in at most log2(N) + 3 builds, twins of measured commits reused.
 
 The default run uses the port whose command copies the case's reference (no torch in its processes); the
-slow tests render with detsim's CLI under the wrapper, as a real port would."""
+slow tests render with detsim's CLI under the wrapper, as a real port would.
+
+Also the first bad commit in about log2(N) probes, skipped commits stepped
+around, and the candidates named when skips hide the exact one.
+
+Also cases measured at commits of a planted target (tests/planted_port.py), twins
+reused by their sources without a build, a commit that does not build reported, never raised. Slow: the
+default run builds and probes through test_target_hunting and test_target_build."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 from _tolerances import FLOAT32_PIXEL_REL
 from detsim.track.base.golden import find_case
-from detsim.track.target.criteria import Criterion, Kind
-from detsim.track.target.hunting import HuntError, hunt
+from detsim.track.target.criteria import Criterion, Kind, Mark, Marking
+from detsim.track.target.hunting import HuntError, Prober, bisect, hunt
+from detsim.track.target.render import Ending
 from detsim.track.target.spec import load_spec
+from planted_history import commit
 from planted_port import CASE, make_port
+
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
@@ -105,3 +116,78 @@ def test_through_detsims_cli_the_edge_change_is_found_and_twins_are_reused_by_th
 def test_through_detsims_cli_a_15_percent_slowdown_is_found(rendering, tmp_path):
     record, first_bad, _ = _hunt(rendering, Kind.SLOWER, "steady", "docs6", tmp_path, percent=7)
     assert first_bad == "slow"
+
+
+def _probe(first_bad: int, unbuildable=(), seen=None):
+    def probe(commit: str) -> Marking:
+        i = int(commit)
+        if seen is not None:
+            seen.append(i)
+        if i in unbuildable:
+            return Marking(Mark.SKIP, "does not build")
+        return Marking(Mark.BAD if i >= first_bad else Mark.GOOD, str(i))
+    return probe
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 1000, 4000])
+def test_every_first_bad_commit_is_found_in_about_log2_n_probes(n):
+    commits = [str(i) for i in range(n)]
+    for first_bad in sorted({1, 2, n // 3, n // 2, n - 2, n - 1} - {0} & set(range(1, n))):
+        seen = []
+        found = bisect(commits, _probe(first_bad, seen=seen))
+        assert (found.first_bad, found.last_good, found.exact) == (str(first_bad), str(first_bad - 1), True)
+        assert len(seen) <= math.ceil(math.log2(n)) and len(set(seen)) == len(seen)
+        assert 0 not in seen and n - 1 not in seen  # the ends are the caller's
+
+
+def test_an_unbuildable_commit_is_stepped_around():
+    commits = [str(i) for i in range(32)]
+    found = bisect(commits, _probe(20, unbuildable={16, 20}))
+    assert found.first_bad == "21" or found.candidates == ("20", "21")
+    assert found.candidates == ("20", "21") and not found.exact  # 20 could not say whether it is the first
+    assert [s.judgement.mark for s in found.steps].count(Mark.SKIP) >= 1
+
+
+def test_skips_away_from_the_turn_cost_one_probe_each_and_hide_nothing():
+    commits = [str(i) for i in range(64)]
+    found = bisect(commits, _probe(40, unbuildable={32, 8}))
+    assert found.exact and found.first_bad == "40"
+    assert len(found.steps) <= math.ceil(math.log2(64)) + 1
+
+
+def test_each_step_is_told_with_what_is_left():
+    told = []
+    bisect([str(i) for i in range(9)], _probe(5), on_step=lambda step, left: told.append((step.position, left)))
+    assert told[0] == (4, 3) and told[-1][1] == 0 and len(told) == 3
+
+
+def test_two_commits_need_no_probe_and_fewer_are_refused():
+    found = bisect(["a", "b"], _probe(1))
+    assert (found.last_good, found.first_bad, found.steps) == ("a", "b", ())
+    with pytest.raises(ValueError):
+        bisect(["a"], _probe(1))
+
+
+@pytest.mark.slow
+def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tmp_path):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    cases = [find_case(CASE, GOLDEN), find_case("o01", GOLDEN)]
+    prober = Prober(load_spec(port.root), cases, runs=2, scratch=tmp_path / "scratch")
+    base, docs, shrink = (prober.at(port.commits[name]) for name in ("base", "docs1", "shrink"))
+    assert set(base.rendered) == {CASE, "o01_polar_0.9"} and base.reused_from is None
+    assert all(r.outcome.status is Ending.IMAGE and r.outcome.reproduced for r in base.rendered.values())
+    assert docs.rendered is base.rendered and (docs.reused_from, docs.reused_by) == (base.commit, "sources")
+    assert shrink.rendered[CASE].outcome.status is Ending.WRONG_SIZE
+    assert (prober.builds, prober.renders, prober.reuse.reused) == (2, 2 * 2 + 2 * 1, 1)  # a failed run ends one
+    assert set(prober.rendered) == {base.commit, docs.commit, shrink.commit}
+
+
+@pytest.mark.slow
+def test_a_commit_that_does_not_build_is_a_probe_with_its_reason(tmp_path):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    (port.root / "pyproject.toml").write_text("[project\n")
+    broken = commit(port.root, "a broken pyproject")
+    prober = Prober(load_spec(port.root), [find_case(CASE, GOLDEN)], runs=1, scratch=tmp_path / "scratch")
+    probe = prober.at(broken)
+    assert probe.rendered is None and probe.build_error.startswith(f"{broken[:8]}: does not install")
+    assert broken not in prober.rendered and prober.builds == 1

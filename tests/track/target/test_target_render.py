@@ -1,8 +1,11 @@
 """detsim.track.target.render: a case rendered by a foreign command in a folder of its own, every way it can
-end typed (a tiny 4x4 case and a stand-in command: no torch is imported by the children)."""
+end typed (a tiny 4x4 case and a stand-in command: no torch is imported by the children).
+
+Also a render's outcome, typed, summarised in one line and stored as JSON."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,9 +14,9 @@ import pytest
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.target.outcome import Ending
-from detsim.track.target.render import output_name, render_case
+from detsim.track.target.render import CaseOutcome, Ending, output_name, render_case
 from detsim.track.target.spec import TargetSpec
+
 
 REFERENCE = np.arange(1, 17, dtype="<f4").reshape(4, 4)
 
@@ -141,3 +144,31 @@ def test_with_a_baseline_each_run_is_timed_in_turns_with_the_baselines(tmp_path,
 def test_a_case_without_a_floatfile_gets_one():
     assert output_name(("-N", "5")) == (("-N", "5", "-floatfile", "image.bin"), "image.bin")
     assert output_name(("-floatfile", "f.bin", "-N", "5")) == (("-floatfile", "f.bin", "-N", "5"), "f.bin")
+
+
+PARITY = {"r": 0.999, "max_rel": 0.25, "sum_ratio": 1.01, "shape": [4, 4]}
+
+
+def test_an_image_knows_its_parity_and_whether_a_second_process_reproduced_it():
+    once = CaseOutcome("a01", Ending.IMAGE, seconds=1.5, sha256="a" * 64, hashes=("a" * 64,), parity=PARITY)
+    twice = CaseOutcome("a01", Ending.IMAGE, seconds=1.5, sha256="a" * 64, hashes=("a" * 64, "b" * 64), parity=PARITY)
+    assert once.reproduced is None and twice.reproduced is False
+    assert abs(once.one_minus_r - 0.001) < 1e-12 and not once.at_parity
+    assert "NOT reproduced" in twice.summary() and "1 - r = 0.001" in once.summary()
+
+
+def test_a_failure_is_its_own_kind_and_never_at_parity():
+    crash = CaseOutcome("a01", Ending.CRASHED, "exited 1: boom", stderr_tail=("Traceback", "boom"))
+    assert crash.status.is_failure and not crash.at_parity and crash.reproduced is None and crash.r is None
+    assert crash.summary() == "crashed: exited 1: boom"
+    assert not Ending.IMAGE.is_failure and all(s.is_failure for s in Ending if s is not Ending.IMAGE)
+
+
+def test_the_record_is_strict_json_and_reads_back_the_same():
+    for outcome in (CaseOutcome("a01", Ending.IMAGE, seconds=2.0, peak_mb=300.0, sha256="c" * 64,
+                                hashes=("c" * 64, "c" * 64), parity=PARITY),
+                    CaseOutcome("b01", Ending.WRONG_SIZE, "wrote 4 bytes", seconds=1.0)):
+        record = json.loads(json.dumps(outcome.record(), allow_nan=False))
+        again = CaseOutcome.from_record(record)
+        assert again == outcome and again.parity == outcome.parity
+        assert record["status"] == outcome.status.value and record["reproduced"] == outcome.reproduced

@@ -1,0 +1,181 @@
+"""asv's benchmarks of a target: each golden case rendered by the target's command (docs/targets.md).
+
+asv runs this suite in the target's built environment (``environment_type: existing``, the venv
+:mod:`detsim.track.target.recording` installed the commit into), its results saved under the commit with
+``--set-commit-hash``. The suite's facts come from ``suite.json`` in the folder ``DETSIM_TARGET_SUITE_DIR`` names
+(the recording sets it: asv passes its environment on): the target, its spec, detsim's checkout and the folder
+of per-commit outcomes.
+
+``setup_cache`` renders every case twice, each in a fresh process (:func:`~detsim.track.target.render.render_case`),
+and writes each case's outcome (and, for an image that departs from its reference, where it departs) to
+``outcomes/<commit>.json``. The tracks read it, named as detsim's own so that the verdict judges them alike:
+parity 1 - r, the image's fingerprint (its hash, judged commit to commit), whether a second process
+reproduces it, max relative error and sum ratio (drawn, not judged: 1 - r judges parity), peak memory; and
+``time_render`` times one more whole process. A case that fails (crashed, timed out, no image, wrong size)
+fails its parity track with its ending and its last stderr line, and skips the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from detsim.track.base.hashing import fingerprint
+from detsim.track.target.departure import departure
+from detsim.track.target.recording import COMMIT_VAR, SUITE, SUITE_VAR
+from detsim.track.target.render import render_case
+from detsim.track.target.spec import load_spec, target_cases
+
+try:
+    from asv_runner.benchmarks.mark import SkipNotImplemented as Skip
+except ImportError:  # pragma: no cover - asv's runner is in every environment asv runs
+    Skip = NotImplementedError
+
+PARITY_DECIMALS = 9  # as detsim's own parity tracks: float noise never moves 1 - r, a physics change does
+RUNS = 2  # processes per render in setup_cache: the second must reproduce the first's hash
+VERSION = "1"
+
+
+def _suite() -> dict:
+    if not os.environ.get(SUITE_VAR):
+        raise KeyError(f"{SUITE_VAR} is not set: not a recording")
+    return json.loads((Path(os.environ[SUITE_VAR]) / SUITE).read_text())
+
+
+def _setup():
+    suite = _suite()
+    spec = load_spec(Path(suite["target"]), Path(suite["spec"]) if suite["spec"] else None)
+    return suite, spec, target_cases(spec, Path(suite["root"]))
+
+
+try:
+    CASE_IDS = [case.id for case in _setup()[2]]
+except (OSError, ValueError, KeyError):  # imported outside a recording (asv check, a test): no cases
+    CASE_IDS = []
+
+
+def bin_dir() -> Path:
+    """The commands of the environment asv runs this suite in: the target's built commit."""
+    import sys
+
+    return Path(sys.executable).parent
+
+
+def renders() -> dict:
+    """Every case rendered ``RUNS`` times at this commit: case id -> its outcome's record (with its
+    departure where it has an image that differs from the reference), also written to the outcomes file."""
+    suite, spec, cases = _setup()
+    out = {}
+    for case in cases:
+        rendered = render_case(spec, case, bin_dir(), runs=RUNS)
+        record = rendered.outcome.record()
+        if rendered.image is not None and record["parity"].get("max_abs") != 0:
+            record["departure"] = departure(rendered.image, rendered.reference)
+        out[case.id] = record
+    commit = os.environ.get(COMMIT_VAR)
+    if commit:
+        folder = Path(suite["outcomes"])
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{commit}.json.tmp"
+        tmp.write_text(json.dumps({"commit": commit, "cases": out}, indent=1))
+        tmp.replace(folder / f"{commit}.json")
+    return out
+
+
+def _image(cache: dict, case: str) -> dict:
+    record = cache.get(case)
+    if record is None:
+        raise RuntimeError(f"{case}: not rendered")
+    if record["status"] != "image":
+        raise Skip(f"{case}: {record['status']}")
+    return record
+
+
+class Case:
+    """Per golden case: what its image came to."""
+
+    params = (CASE_IDS,)
+    param_names = ["case"]
+    version = VERSION
+    timeout = 3600
+
+    setup_cache = staticmethod(renders)  # one setup_cache for the suite: asv runs it once per commit
+
+    def track_parity_one_minus_r(self, cache, case):
+        record = cache.get(case) or {}
+        if record.get("status") != "image":  # the case's own finding: it failed, and says how
+            tail = record.get("stderr_tail") or [""]
+            raise RuntimeError(f"{case}: {record.get('status', 'not rendered')}: {record.get('detail', '')} {tail[-1]}")
+        r = record["parity"]["r"]
+        if r is None:
+            raise RuntimeError(f"{case}: Pearson r undefined")
+        return round(1.0 - r, PARITY_DECIMALS)
+
+    track_parity_one_minus_r.unit = "1 - r"
+    track_parity_one_minus_r.pretty_name = "parity 1 - r"
+
+    def track_fingerprint(self, cache, case):
+        return fingerprint(_image(cache, case)["sha256"])
+
+    track_fingerprint.unit = "image fingerprint"
+
+    def track_max_relative_error(self, cache, case):
+        value = _image(cache, case)["parity"].get("max_rel")
+        if value is None:
+            raise Skip(f"{case}: max relative error undefined (non-finite pixels)")
+        return value
+
+    track_max_relative_error.unit = "|a - b| / max(|a|, |b|)"
+
+    def track_sum_ratio(self, cache, case):
+        value = _image(cache, case)["parity"].get("sum_ratio")
+        if value is None:
+            raise Skip(f"{case}: sum ratio undefined")
+        return value
+
+    track_sum_ratio.unit = "sum / reference sum"
+
+    def track_peak_memory(self, cache, case):
+        value = _image(cache, case).get("peak_mb")
+        if value is None:
+            raise Skip(f"{case}: no peak memory reported")
+        return value
+
+    track_peak_memory.unit = "MB"
+
+
+class Reproducibility:
+    """Whether a second process reproduces the first's image, bit for bit (as detsim's process axis)."""
+
+    params = (["process"], CASE_IDS)
+    param_names = ["axis", "case"]
+    version = VERSION
+    timeout = 3600
+    pretty_name = "runs of one input differ (a second process)"
+
+    setup_cache = staticmethod(renders)
+
+    def track_runs_differ(self, cache, axis, case):
+        return float(len(set(_image(cache, case)["hashes"])) > 1)
+
+    track_runs_differ.unit = "runs that differ"
+
+
+class Timing:
+    """One more whole process of the target's command per case, timed by asv (wall seconds)."""
+
+    params = (CASE_IDS,)
+    param_names = ["case"]
+    version = VERSION
+    number, repeat, rounds, min_run_count, warmup_time = 1, 1, 1, 1, 0.0
+    timeout = 3600
+    setup_cache = staticmethod(renders)
+
+    def setup(self, cache, case):
+        _image(cache, case)  # a case that failed is not timed
+        _, self.spec, cases = _setup()
+        self.case = next(c for c in cases if c.id == case)
+
+    def time_render(self, cache, case):
+        render_case(self.spec, self.case, bin_dir(), runs=1)

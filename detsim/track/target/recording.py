@@ -1,0 +1,416 @@
+"""Recording a window of a target's history with asv, as detsim's own tracking run records detsim.
+
+Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checkout, a machine name. The
+target's project folder (``results/targets/<target>/`` of detsim's checkout: :class:`Project`) holds an
+asv.conf.json made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
+``environment_type: existing``), asv's results of each machine (``results/<machine>/``, asv's own format,
+written by asv), and per machine and commit a row (``outcomes/<machine>/<commit>.json``: each case's outcome,
+with where its image departs, and how the commit was measured).
+
+Each commit is installed into the project's one build venv (:class:`~.build.Builder`; one interpreter path,
+so asv keeps one series) and measured by ``asv run --environment existing:<its python> --set-commit-hash
+<commit>``. A commit whose exported sources or installed files equal a measured commit's (:mod:`.build`'s
+reuse rule) takes that commit's results: its asv file is the twin's under its own hash and date. ``detsim-track
+regressions --repo <project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
+
+The rows also give the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case
+turns bad against the last commit before it that rendered it reproducibly: BROKEN, PARITY, CHANGED,
+IRREPRODUCIBLE, by :mod:`.criteria`), and slices recorded on several machines merge into one history
+(:func:`merge_slices`, :func:`merge_rows`: in the repository's order, a note for each commit two slices both
+measured whose image hashes disagree).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from asv.environment import get_env_name
+
+from detsim.track.base.fresh import ChildError, run
+from detsim.track.base.git import GitError, git, query
+from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.criteria import Criterion, Kind, Mark
+from detsim.track.target.render import CaseOutcome
+from detsim.track.target.spec import TargetSpec
+from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
+
+SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
+SUITE = "suite.json"  # the suite's facts, in the project folder
+SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # names that folder to the suite (asv passes its environment on)
+COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
+TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
+ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout
+NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
+                "own, and a target's command is a process to the suite")
+
+
+class RecordingError(RuntimeError):
+    """The recording cannot go on (asv does not start, a results folder cannot be written): one line."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """A target's asv project folder."""
+
+    folder: Path
+
+    @classmethod
+    def of(cls, spec: TargetSpec, root: Path) -> "Project":
+        return cls(Path(root).resolve() / TARGETS / spec.name)
+
+    @property
+    def config(self) -> Path:
+        return self.folder / "asv.conf.json"
+
+    @property
+    def build(self) -> Path:
+        """The one folder each commit is installed into (its interpreter path names asv's series)."""
+        return self.folder / "build"
+
+    def results(self, machine: str) -> Path:
+        return self.folder / "results" / machine
+
+    def outcomes(self, machine: str) -> Path:
+        return self.folder / "outcomes" / machine
+
+    def rows(self, machine: str) -> list[dict]:
+        """The rows recorded on ``machine`` (any order)."""
+        return [json.loads(p.read_text()) for p in sorted(self.outcomes(machine).glob("*.json"))]
+
+    def rows_of(self, commit: str) -> list[dict]:
+        """The rows of ``commit`` (a full hash or a prefix) on every machine (ValueError: an unreadable row)."""
+        rows = []
+        for path in sorted(self.folder.glob(f"outcomes/*/{commit}*.json")):
+            try:
+                rows.append(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
+        return rows
+
+    def write(self, spec: TargetSpec, root: Path, machine: str) -> None:
+        """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's, and where
+        ``machine``'s rows go)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
+        conf = {
+            "version": 1, "project": spec.name, "repo": str(Path(spec.root).resolve()), "dvcs": "git",
+            "branches": [branch.strip()], "environment_type": "existing",
+            "benchmark_dir": str(SUITE_DIR), "results_dir": "results", "html_dir": "html",
+            "launch_method": "forkserver", "default_benchmark_timeout": 3600,
+            # 1 - r, the image fingerprint and reproducibility are exact (detsim's own rules); max relative
+            # error and sum ratio are drawn, not judged (1 - r judges parity)
+            "regressions_thresholds": {r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
+                                       r"bench_target\.Timing\.": TARGET_TIMING.value},
+            "regressions_first_commits": {r"bench_target\.Case\.track_(max_relative_error|sum_ratio)": None},
+        }
+        write_json(self.config, conf)
+        write_json(self.folder / SUITE, {
+            "target": str(Path(spec.root).resolve()), "spec": str(spec.source) if spec.source else None,
+            "root": str(Path(root).resolve()), "outcomes": str(self.outcomes(machine))})
+
+
+class Recorder:
+    """Records commits of ``spec.root`` on ``machine`` into ``project`` (see the module docstring)."""
+
+    def __init__(self, spec: TargetSpec, project: Project, root: Path, machine: str):
+        self.spec, self.project, self.root, self.machine = spec, project, Path(root), machine
+        self.builder = Builder(spec, project.folder)
+        self.reuse: Reuse[dict] = Reuse()
+        self.builds = self.measured = self.renders = 0
+        self.home = project.folder / ".asv-home"  # asv's machine file lives in $HOME: this one, not the user's
+        for row in project.rows(machine):  # a twin's keys lead to the commit it took its results from
+            if not row["build_error"]:
+                self.reuse.put(row["reused_from"] or row["commit"], row, *row["keys"])
+
+    def asv(self, *args: str, timeout: float = 600, commit: str = ""):
+        env = {**os.environ, "HOME": str(self.home), SUITE_VAR: str(self.project.folder), COMMIT_VAR: commit}
+        env.pop("PYTHONPATH", None)
+        try:
+            return run([sys.executable, "-m", "asv", "--config", str(self.project.config), *args], env=env,
+                       cwd=self.project.folder, timeout=timeout, what="asv")
+        except ChildError as exc:
+            raise RecordingError(str(exc)) from None
+
+    def start(self) -> None:
+        self.project.write(self.spec, self.root, self.machine)
+        self.home.mkdir(exist_ok=True)
+        done = self.asv("machine", "--yes", "--machine", self.machine)
+        if done.returncode != 0:
+            raise RecordingError(f"asv machine: {done.last_line()}")
+
+    def recorded(self, commit: str) -> dict | None:
+        """The row of ``commit`` when it was recorded on this machine before (asv results and all)."""
+        path = self.project.outcomes(self.machine) / f"{commit}.json"
+        if not path.is_file() or not list(self.project.results(self.machine).glob(f"{commit[:8]}-*.json")):
+            return None
+        return json.loads(path.read_text())
+
+    def record(self, commit: str) -> dict:
+        """Measure ``commit`` (or take a twin's results) and store its row."""
+        source = source_key(self.spec.root, commit, self.spec.export)
+        hit = self.reuse.get(source)
+        if hit is not None:
+            return self._reused(commit, hit, "sources", (source,))
+        self.builds += 1
+        try:
+            installed = self.builder.install(commit, folder=self.project.build)
+        except BuildError as exc:
+            return self._store(commit, {"build_error": str(exc), "keys": [], "cases": {}})
+        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
+        hit = self.reuse.get(installed.fingerprint)
+        if hit is not None:
+            self.reuse.put(hit[0], hit[1], source)
+            return self._reused(commit, hit, "installed files", keys, installed.seconds)
+        outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
+        outcome_file.unlink(missing_ok=True)
+        done = self.asv("run", "--environment", f"existing:{installed.bin_dir / 'python'}", "--set-commit-hash",
+                        commit, "--machine", self.machine, "--record-samples", "--show-stderr",
+                        timeout=ASV_TIMEOUT_S, commit=commit)
+        self.measured += 1
+        if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
+            return self._store(commit, {"build_error": f"asv measured nothing (exit {done.returncode}: "
+                                                      f"{done.last_line()})", "keys": [], "cases": {}})
+        cases = json.loads(outcome_file.read_text())["cases"]
+        # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
+        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == "image" else 1 for o in cases.values())
+        row = self._store(commit, {"build_error": None, "keys": list(keys), "cases": cases,
+                                   "build_s": installed.seconds})
+        self.reuse.put(commit, row, *keys)
+        return row
+
+    def _reused(self, commit: str, hit: tuple[str, dict], by: str, keys: Sequence[str],
+                build_s: float | None = None) -> dict:
+        twin, row = hit
+        date = query(self.spec.root, "log", "-1", "--format=%at", commit)  # as asv dates a commit: author time
+        for path in self.project.results(self.machine).glob(f"{twin[:8]}-*.json"):
+            data = json.loads(path.read_text())
+            if data.get("commit_hash") != twin:
+                continue
+            data["commit_hash"] = commit
+            if date:
+                data["date"] = int(date) * 1000
+            # asv's own encoding (a single sample's interval is written -Infinity, Infinity)
+            atomic_write_text(path.with_name(f"{commit[:8]}-{path.name.split('-', 1)[1]}"), json.dumps(data))
+        return self._store(commit, {"build_error": None, "keys": list(keys), "cases": row["cases"],
+                                    "reused_from": twin, "reused_by": by, "build_s": build_s})
+
+    def _store(self, commit: str, fields: dict) -> dict:
+        row = {"commit": commit, "machine": self.machine,
+               "date": query(self.spec.root, "log", "-1", "--format=%cI", commit) or "",
+               "subject": query(self.spec.root, "log", "-1", "--format=%s", commit) or "",
+               "reused_from": None, "reused_by": None, **fields}
+        write_json(self.project.outcomes(self.machine) / f"{commit}.json", row)
+        return row
+
+    def close(self) -> None:
+        """Remove the build venv (the results stay)."""
+        shutil.rmtree(self.project.build, ignore_errors=True)
+
+
+def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine: str,
+                  say: Callable[[str], None] = lambda line: None) -> Window:
+    """Record ``commits`` (oldest first) on ``machine`` into the target's project folder; the window's rows,
+    its turns (against the rows recorded before it on this machine) and the counts."""
+    project = Project.of(spec, root)
+    recorder = Recorder(spec, project, root, machine)
+    recorder.start()
+    window = Window(spec.name)
+    try:
+        for i, commit in enumerate(commits, 1):
+            row = recorder.recorded(commit)
+            if row is not None:
+                window.already += 1
+                say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
+            else:
+                row = recorder.record(commit)
+                how = (f"does not build: {row['build_error']}" if row["build_error"]
+                       else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"]
+                       else f"built in {row['build_s']:.1f} s, measured by asv")
+                say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
+            window.rows.append(row)
+    finally:
+        recorder.close()
+    history, _ = merge_rows(spec.root, [{"target": spec.name, "rows": project.rows(machine)}])
+    window.turns = [t for t in turns(history) if t.commit in set(commits)]
+    window.builds, window.renders, window.reused = recorder.builds, recorder.renders, recorder.reuse.reused
+    return window
+
+
+def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
+    """Copy into ``project`` what other machines recorded in their copies of it (``slices``: project folders):
+    asv's results (under this project's environment name: each slice's names its own build venv's path) and
+    the rows, per machine, where the project has none for that commit; a note for each
+    commit two of them measured whose image hashes disagree (the project's, or the first slice's, is kept)."""
+    notes = []
+    for other in map(Path, slices):
+        if not (other / "results").is_dir():
+            raise RecordingError(f"{other}: not a target's recording (no results folder)")
+        for machine_dir in sorted(p for p in (other / "results").iterdir() if p.is_dir()):
+            machine = machine_dir.name
+            mine = project.results(machine)
+            mine.mkdir(parents=True, exist_ok=True)
+            for path in sorted(machine_dir.glob("*.json")):
+                if path.name == "machine.json":
+                    if not (mine / path.name).exists():
+                        shutil.copy2(path, mine / path.name)
+                    continue
+                data = json.loads(path.read_text())  # one series: the interpreter is this project's build venv
+                python = str(project.build / "venv" / "bin" / "python")
+                data.update(env_name=get_env_name("existing", python, {}, {}), python=python,
+                            params={**data.get("params", {}), "python": python})
+                copy = mine / f"{path.name.split('-', 1)[0]}-{data['env_name']}.json"
+                if not copy.exists():
+                    atomic_write_text(copy, json.dumps(data))
+            for path in sorted((other / "outcomes" / machine).glob("*.json")):
+                have = project.outcomes(machine) / path.name
+                if not have.exists():
+                    project.outcomes(machine).mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, have)
+                    continue
+                kept, theirs = json.loads(have.read_text()), json.loads(path.read_text())
+                for case, outcome in theirs["cases"].items():
+                    ours = kept["cases"].get(case)
+                    if ours and ours.get("sha256") != outcome.get("sha256"):
+                        notes.append(f"{path.stem[:10]} {case}: image {str(ours.get('sha256'))[:12]} here, "
+                                     f"{str(outcome.get('sha256'))[:12]} in {other} ({machine})")
+    return notes
+
+
+JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A case that turns bad at ``commit`` against the commit recorded before it."""
+
+    kind: Kind
+    case: str
+    commit: str
+    previous: str | None  # None: a render that is not reproduced needs no previous commit
+    why: str
+
+    def record(self) -> dict:
+        return {"kind": self.kind.value, "case": self.case, "commit": self.commit, "previous": self.previous,
+                "why": self.why}
+
+
+@dataclass
+class Window:
+    target: str
+    rows: list[dict] = field(default_factory=list)  # oldest first (:func:`_row`)
+    turns: list[Turn] = field(default_factory=list)
+    builds: int = 0
+    renders: int = 0
+    reused: int = 0
+    already: int = 0  # commits taken from the earlier record
+
+    def record(self) -> dict:
+        return {"report": "record", "target": self.target, "rows": self.rows,
+                "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
+                "reused": self.reused, "already_recorded": self.already,
+                "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
+
+    def table(self) -> list[str]:
+        """commit, date, cases rendered, cases at parity, min r, seconds: a line per measured commit or commit
+        where a case turns; a run of other commits that took another's results is one line."""
+        lines = [f"{'commit':<10} {'date':<10} {'rendered':>8} {'parity':>6} {'min r':>12} {'seconds':>8}  note"]
+        turned = {t.commit for t in self.turns}
+        quiet: list[dict] = []
+        for row in self.rows:
+            if row["reused_from"] and row["commit"] not in turned:
+                if quiet and quiet[-1]["reused_from"] != row["reused_from"]:
+                    lines.append(_reused_line(quiet))
+                    quiet = []
+                quiet.append(row)
+                continue
+            if quiet:
+                lines.append(_reused_line(quiet))
+                quiet = []
+            lines.append(self._line(row))
+        if quiet:
+            lines.append(_reused_line(quiet))
+        return lines
+
+    def _line(self, row: Mapping) -> str:
+        outcomes = [CaseOutcome.from_record(o) for o in row["cases"].values()]
+        images = [o for o in outcomes if not o.status.is_failure]
+        rs = [o.r for o in images if o.r is not None]
+        seconds = sum(o.seconds for o in images if o.seconds is not None)
+        note = (f"does not build: {row['build_error']}" if row["build_error"]
+                else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else "")
+        note += "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
+        return (f"{row['commit'][:10]:<10} {row['date'][:10]:<10} {len(images):>5}/{len(outcomes):<2} "
+                f"{sum(o.at_parity for o in outcomes):>6} {min(rs) if rs else float('nan'):>12.8f} "
+                f"{seconds:>8.1f}  {note.lstrip('; ')}")
+
+
+def _reused_line(rows: Sequence[Mapping]) -> str:
+    first, last = rows[0], rows[-1]
+    span = first["commit"][:8] + ("" if len(rows) == 1 else f"..{last['commit'][:8]}")
+    return (f"{'':10} {'':10} {len(rows)} commit(s) {span}: the results of {first['reused_from'][:8]} "
+            f"(same {first['reused_by']})")
+
+
+def turns(rows: Sequence[Mapping]) -> list[Turn]:
+    """Where each case turns bad along ``rows``: wherever a second process does not reproduce its image, and
+    against the last commit before that rendered it reproducibly (BROKEN, PARITY, CHANGED: the first that
+    turns; an image that does not reproduce has no hash to compare, and is no commit to compare with)."""
+    found: list[Turn] = []
+    last: dict[str, tuple[str, CaseOutcome]] = {}  # case -> the latest commit and outcome that built
+    for row in rows:
+        for case, rec in row["cases"].items():
+            now = CaseOutcome.from_record(rec)
+            steady = now.reproduced is not False
+            if not steady:
+                found.append(Turn(Kind.IRREPRODUCIBLE, case, row["commit"], None,
+                                  f"hashes {', '.join(h[:12] for h in now.hashes)}"))
+            if case in last:
+                previous, before = last[case]
+                for kind in JUDGED if steady else JUDGED[:-1]:
+                    criterion = Criterion(kind, case)
+                    if criterion.unusable_good(before) is None:
+                        judged = criterion.judge(before, now)
+                        if judged.mark is Mark.BAD:
+                            found.append(Turn(kind, case, row["commit"], previous, judged.why))
+                            break
+            if steady:
+                last[case] = (row["commit"], now)
+    return found
+
+
+class MergeError(ValueError):
+    """Slices that cannot be merged (one line)."""
+
+
+def merge_rows(root: Path, records: Sequence[Mapping]) -> tuple[list[dict], list[str]]:
+    """The rows of ``records`` as one history of ``root`` (see the module docstring)."""
+    targets = {rec.get("target") for rec in records}
+    if len(targets) != 1:
+        raise MergeError(f"the slices are records of different targets: {', '.join(sorted(map(str, targets)))}")
+    by_commit: dict[str, dict] = {}
+    notes = []
+    for rec in records:
+        for row in rec["rows"]:
+            have = by_commit.setdefault(row["commit"], row)
+            if have is row:
+                continue
+            for case, outcome in row["cases"].items():
+                other = have["cases"].get(case)
+                if other and other.get("sha256") != outcome.get("sha256"):
+                    notes.append(f"{row['commit'][:10]} {case}: image {str(other.get('sha256'))[:12]} on "
+                                 f"{have.get('machine')}, {str(outcome.get('sha256'))[:12]} on {row.get('machine')}")
+    if not by_commit:
+        return [], notes
+    try:
+        order = git(root, "rev-list", "--reverse", "--topo-order", *by_commit).split()
+    except GitError as exc:
+        raise MergeError(f"the slices name commits {root} does not have ({exc})") from None
+    position = {commit: i for i, commit in enumerate(order)}
+    return sorted(by_commit.values(), key=lambda row: position[row["commit"]]), notes
