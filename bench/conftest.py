@@ -34,8 +34,7 @@ import numpy as np
 import pytest
 import torch
 
-from detsim.commandline.to_config import config_from_argv
-from detsim.model.config import SimulationConfig
+from detsim import config_from_argv, SimulationConfig
 from detsim.track.base.golden import GoldenCase, find_case, golden_dir
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass, cpu_class

@@ -21,8 +21,7 @@ import torch
 import detsim
 from conftest import Rounds, apply_fault, record_instructions, run_info, synchronized
 from detsim.track.measure.cost import CostSpec
-from detsim.commandline.to_config import config_from_argv
-from detsim.rendering.engine import MODES, available_modes
+from detsim import config_from_argv, MODES, available_modes
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity, pearson_r
 from detsim.track.base.workloads import WORKLOADS

@@ -40,7 +40,7 @@ def render(case: GoldenCase, mode: str = EAGER):
     import torch
 
     import detsim
-    from detsim.commandline.to_config import config_from_argv
+    from detsim import config_from_argv
 
     return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=torch.float64, mode=mode)
 

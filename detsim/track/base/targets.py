@@ -84,8 +84,7 @@ def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_p
 
 def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
                        grads: tuple[str, ...], chunk_pixels: int | None) -> Computation:
-    from detsim.commandline.to_config import config_from_argv
-    from detsim.rendering.engine import MODES
+    from detsim import config_from_argv, MODES
 
     try:
         with working_directory(case_dir):
@@ -96,7 +95,7 @@ def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_di
         _read_param(config, path)  # fail early on a bad parameter name
 
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
-        from detsim.rendering.engine import simulate
+        from detsim import simulate
 
         cfg, params = config, {}
         for path in grads:

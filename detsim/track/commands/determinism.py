@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     """A copy of ``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
-    from detsim.rendering.engine import MODES
+    from detsim import MODES
 
     no_targets = not args.cases and not args.nanobragg and not args.call
     return argparse.Namespace(**{

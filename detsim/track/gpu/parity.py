@@ -28,7 +28,7 @@ def parity_job(job: dict) -> dict:
     """``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
     name or None, "threads" (CPU only), "deadline_s"}. Cases not started before the deadline are listed under
     ``not_run``."""
-    from detsim.commandline.to_config import config_from_argv
+    from detsim import config_from_argv
 
     started = time.monotonic()
     path = GpuPath(*job["path"])

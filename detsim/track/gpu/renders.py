@@ -40,15 +40,14 @@ def synchronize(device: torch.device) -> None:
 
 def workload_config(name: str):
     """The configuration the ``detsim`` command reads from a workload's nanoBragg command line."""
-    from detsim.commandline.to_config import config_from_argv
+    from detsim import config_from_argv
 
     return workload(name).config(config_from_argv)
 
 
 def render(config, path: GpuPath, device: torch.device) -> PathRender:
     """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
-    from detsim.rendering.engine import prepare
-    from detsim.rendering.engine import render as engine_render
+    from detsim import prepare, render as engine_render
 
     started = time.perf_counter()
     with torch.no_grad():
@@ -62,7 +61,7 @@ def render(config, path: GpuPath, device: torch.device) -> PathRender:
 def fused(config, path: GpuPath, device: torch.device) -> bool:
     """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work)."""
     from detsim.rendering import paths as render_paths
-    from detsim.rendering.engine import prepare
+    from detsim import prepare
 
     return path.mode != "eager" and render_paths.fusable(prepare(config, device=device, dtype=DTYPES[path.dtype]))
 

@@ -77,8 +77,7 @@ class CaseRun:
 def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseRun:
     """Render one case and compare it with its reference; any exception while reading or rendering it makes
     it an "error" case (the report goes on)."""
-    from detsim.commandline.to_config import config_from_argv
-    from detsim.rendering.engine import prepare, render
+    from detsim import config_from_argv, prepare, render
 
     result: dict = {"id": case.id, "dir": str(case.folder), "args": list(case.args)}
     try:

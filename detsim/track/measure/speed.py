@@ -233,8 +233,7 @@ def render_job(job: dict) -> dict:
     import torch
 
     import detsim
-    from detsim.commandline.to_config import config_from_argv
-    from detsim.rendering.engine import prepare, render
+    from detsim import config_from_argv, prepare, render
     from detsim.track.base.workloads import Workload
 
     torch.set_num_threads(job["threads"])

@@ -113,7 +113,7 @@ JOBS = ("image", "ops", "trace")
 
 def config_of(workload: str, golden: Path | None):
     """The configuration of a reduced reference workload (``P1@64``) or of a golden case id."""
-    from detsim.commandline.to_config import config_from_argv
+    from detsim import config_from_argv
 
     reference = reduced(workload)
     if reference is not None:
