@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
 from detsim.track.judge.verdict import Judgement, Report
+from detsim.track.judge.confirm import REMEASURES
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line (in full)
 WIDTH = 160  # the longest line of the default output
@@ -129,9 +130,11 @@ def full_summary_line(report: Report) -> str:
 
 
 def header(report: Report) -> str:
-    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows."""
+    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows (a target's
+    recording also says how many of them took a twin's results)."""
+    reused = "" if report.reused is None else f"; {len(report.reused)} reused a twin's results"
     return (f"detsim-track: machine {report.machine}, {len(report.commits)} commits recorded "
-            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
+            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}{reused}),")
 
 
 def _machine_lines(report: Report) -> list[str]:
@@ -270,7 +273,8 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines.insert(last + 1, cut(decide + " (re-measures the undecided steps)", WIDTH))
+        does = sorted({r.get("decide_does") or REMEASURES for r in undecided})
+        lines.insert(last + 1, cut(f"{decide} ({'; '.join(does)})", WIDTH))
     return lines
 
 
