@@ -250,7 +250,8 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
     """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
-    command that decides an undecided step at the end of its line, or, for several, on a line after them."""
+    command that decides an undecided step at the end of its line, or, for several, on a line after them (a
+    line per command where each step has its own, as a target's do)."""
     groups: dict[tuple, list[Mapping]] = {}
     for finding in findings:
         if finding.label != NOISE_LABEL:
@@ -258,7 +259,8 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
-    decide = "decide: " + "; ".join(sorted({r["decide_command"] for r in undecided}))
+    does = {r["decide_command"]: r.get("decide_does") or REMEASURES for r in undecided}  # command -> what it does
+    decide = "decide: " + "; ".join(sorted(does))
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
@@ -273,8 +275,7 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        does = sorted({r.get("decide_does") or REMEASURES for r in undecided})
-        lines.insert(last + 1, cut(f"{decide} ({'; '.join(does)})", WIDTH))
+        lines[last + 1:last + 1] = [cut(f"decide: {command} ({does[command]})", WIDTH) for command in sorted(does)]
     return lines
 
 

@@ -119,3 +119,13 @@ def test_publish_and_explain_show_a_targets_departure_with_no_flag(recorded, cap
     assert f"the image of {CASE} at {port.commits['edge'][:8]} departs from the reference: the images part at the " \
            "edges" in said.out
     assert "time_render(case='c02_xds_xbeam_quirk'): a timing step not confirmed (undecided)" in said.err
+
+
+def test_an_unreadable_row_of_the_recording_is_one_line_naming_it(recorded, capsys):
+    port, project = recorded
+    row = project.outcomes(MACHINE) / f"{port.commits['docs1']}.json"
+    row.write_text("{")
+    assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"detsim-track: {row}: not a readable row of a target's recording") and "\n" not in err
+    assert not (project.folder / "reports" / "latest").exists()
