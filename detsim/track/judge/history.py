@@ -424,6 +424,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
         raise ResultsError(f"{machine_dir}: no results recorded")
     files, notes = order_files(project_repo(root, conf), files)
     hashes = load_hashes(root)
-    baselines, baseline_notes = load_baselines(root)
+    # a target's images are compared commit to commit: detsim's golden baselines are not its own
+    baselines, baseline_notes = ({}, []) if target_results(root, conf) else load_baselines(root)
     return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,
                     baselines=baselines, notes=tuple(notes + baseline_notes))

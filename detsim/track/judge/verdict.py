@@ -241,10 +241,10 @@ def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
 
 
 def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
-                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None) -> str | None:
+                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None, target: bool = False) -> str | None:
     """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
     applied: commit to commit from the class's first recorded commit, and how the stored classes
-    differ (facts, never failures)."""
+    differ (facts, never failures); a ``target``'s images have no stored baseline to store."""
     if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
         return None
     here = (hashes.get(latest) or {}).get("holds_for")
@@ -262,6 +262,9 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
         first = next((p.commit for p in points[cut:] if p.measured), latest)
+        if target:
+            return (f"image hashes: compared commit to commit from the first recorded commit, {first[:8]} (a "
+                    "target's images have no stored baseline)")
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
@@ -342,7 +345,8 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
     regressions, withheld = without_irreproducible(judged.findings, series)
-    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
+    target = target_results(root, recorded.config)
+    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen, target=target is not None)
     notes = [*recorded.notes, *filter(None, (withheld, note))]
     measured_at = {p.commit for s in series for p in s.points if p.value is not None}
     built = latest in measured_at
@@ -351,7 +355,6 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
               for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
         notes.append(f"{repo.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
-    target = target_results(root, recorded.config)
     rows = twins(target, recorded.machine) if target and twins else None
     reused = None if rows is None else tuple(c for c in order if rows.get(c))
     if reused is not None:

@@ -31,6 +31,7 @@ BENCHMARKS = {  # name -> (asv type, unit), as asv lists the suite for targets
     "bench_target.Case.track_parity_one_minus_r": ("track", "1 - r"),
     "bench_target.Case.track_peak_memory": ("track", "MB"),
     "bench_target.Timing.time_render": ("time", "seconds"),
+    "bench_target.Case.track_fingerprint": ("track", "image fingerprint"),
 }
 
 
@@ -67,7 +68,8 @@ def recorded(tmp_path, monkeypatch):
         commit = port.commits[name]
         _asv_file(results, commit, 1_700_000_000_000 + i * 1000, {
             "bench_target.Case.track_parity_one_minus_r": one_minus_r,
-            "bench_target.Case.track_peak_memory": 300.0, "bench_target.Timing.time_render": seconds})
+            "bench_target.Case.track_peak_memory": 300.0, "bench_target.Timing.time_render": seconds,
+            "bench_target.Case.track_fingerprint": 0.5 if departs is None else 0.25})
         case = {"status": "image", **({"departure": departs} if departs else {})}
         (outcomes / f"{commit}.json").write_text(json.dumps({
             "commit": commit, "machine": MACHINE, "reused_from": port.commits[twin] if twin else None,
@@ -89,6 +91,9 @@ def test_a_targets_verdict_names_its_recording_counts_reuse_and_advises_bisect(r
     assert "1 of the 3 commits judged took the results of a commit with the same exported sources or installed " \
            "files (not built or measured again; `detsim-track record` reuses them), 2 measured" in verdict["notes"]
     assert verdict["families"]["memory"] == {"measured": 1, "failed": [], "skipped": 0}
+    assert f"image hashes: compared commit to commit from the first recorded commit, {port.commits['base'][:8]} " \
+           "(a target's images have no stored baseline)" in verdict["notes"]
+    assert not any("baselines --refresh" in note or "no golden baseline" in note for note in verdict["notes"])
     assert "track" not in verdict["families"]
     [timing] = [f for f in verdict["regressions"] if f["family"] == "timing"]
     good, bad = port.commits["docs1"], port.commits["edge"]
