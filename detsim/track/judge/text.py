@@ -275,8 +275,15 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines[last + 1:last + 1] = [cut(f"decide: {command} ({does[command]})", WIDTH) for command in sorted(does)]
+        lines[last + 1:last + 1] = [_decide_line(command, does[command]) for command in sorted(does)]
     return lines
+
+
+def _decide_line(command: str, does: str) -> str:
+    """``decide: COMMAND (what it does)``; what it does left out where the line would not fit, the command
+    never cut (it is copied and run: a target's names the target's path)."""
+    line = f"decide: {command} ({does})"
+    return line if len(line) <= WIDTH else f"decide: {command}"
 
 
 def unmeasured_lines(report: Report) -> list[str]:

@@ -82,6 +82,8 @@ def _verdict(project: Project) -> dict:
 
 
 def test_a_targets_verdict_names_its_recording_counts_reuse_and_advises_bisect(recorded, capsys):
+    """(The command is never cut, however long the target's path: ``tmp_path`` under xdist makes it over the
+    screen's width.)"""
     port, project = recorded
     assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE]) == 1
     screen = capsys.readouterr().out
