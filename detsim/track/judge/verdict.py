@@ -303,8 +303,8 @@ Twins = Callable[[Path, str], Mapping[str, str | None] | None]
 def reuse_note(commits: tuple[str, ...], reused: tuple[str, ...]) -> str:
     """How many of a target's judged ``commits`` took a twin's results instead of being measured."""
     return (f"{len(reused)} of the {len(commits)} commits judged took the results of a commit with the same "
-            f"exported sources or installed files (not built or measured again; `detsim-track record` reuses "
-            f"them), {len(commits) - len(reused)} measured")
+            "exported sources or installed files (not built or measured again; `detsim-track record` reuses "
+            "them)")
 
 
 def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
