@@ -57,6 +57,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
+    """A target's commits and the commit whose results each took, as its recording holds them."""
+    from detsim.track.target.recording import Project
+
+    try:
+        return Project(folder).twins(machine)
+    except ValueError as exc:
+        raise ResultsError(str(exc)) from None
+
+
 def report_files(folder: Path) -> tuple[Path, Path]:
     """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
     report of this command (a rerun within the same second); anything else there is never replaced."""
@@ -75,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
-        judgement = confirm(analyse(root, args.machine, determinism_states), root, limit=args.remeasure,
+        judgement = confirm(analyse(root, args.machine, determinism_states, _twins), root, limit=args.remeasure,
                             budget_s=args.remeasure_budget)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")

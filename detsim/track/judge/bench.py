@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
 from detsim.track.judge.finding import Finding, Status
 from detsim.track.judge.history import Series
@@ -151,10 +151,10 @@ class BaselineVerdict:
 
     @property
     def exit(self) -> ExitCode:
-        """REGRESSED when something regressed, else UNMEASURED when something could not be measured, else OK."""
-        if any(f.is_verdict for f in self.findings):
-            return ExitCode.REGRESSED
-        return ExitCode.UNMEASURED if self.of("not measured") else ExitCode.OK
+        """UNMEASURED when something could not be measured (2 wins over 1, as for every command), else
+        REGRESSED when something regressed, else OK."""
+        return worst(*[ExitCode.REGRESSED] * any(f.is_verdict for f in self.findings),
+                     *[ExitCode.UNMEASURED] * bool(self.of("not measured")))
 
 
 @dataclass(frozen=True)

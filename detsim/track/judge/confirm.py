@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Status
-from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels
+from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels, project_repo
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 from detsim.track.base.output import write_json
@@ -276,17 +276,38 @@ def _same_package(finding: Finding) -> Finding:
 
 
 DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
+REMEASURES = "re-measures the undecided steps"  # what the command that decides detsim's steps does
+TARGET_NOT_REMEASURED = ("a target's timing is its command's whole-process seconds, recorded once per commit; "
+                         "re-measuring runs detsim's own package, so a target's step is never re-measured")
+TARGET_DECIDES = "times the two commits side by side"
 
 
-def _undecided(machine: str, finding: Finding, why: str) -> Finding:
-    """``finding`` left undecided: why it was not re-measured, and the one command that decides it (each
-    decided step is kept in :data:`CACHE`, so later runs reuse it)."""
+def _left_undecided(finding: Finding, why: str, command: str | None, does: str | None) -> Finding:
+    """``finding`` left undecided: why it was not re-measured, the one command that decides it (None: none
+    can) and what that command does."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
     return replace(finding, detail={**finding.detail, "confirmation": Status.UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
                                                              f"not re-measured: {why}",
-                                    "decide_command": f"detsim-track regressions --machine {machine} "
-                                                      f"--remeasure-budget {DECIDE_BUDGET_S}"})
+                                    "decide_command": command, "decide_does": does})
+
+
+def _undecided(machine: str, finding: Finding, why: str) -> Finding:
+    """A step of detsim's left undecided, decided by re-measuring (each decided step is kept in :data:`CACHE`,
+    so later runs reuse it)."""
+    return _left_undecided(finding, why, f"detsim-track regressions --machine {machine} "
+                                         f"--remeasure-budget {DECIDE_BUDGET_S}", REMEASURES)
+
+
+def _target_undecided(finding: Finding, root: Path) -> Finding:
+    """A target's timing suspect: never re-measured; decided by ``detsim-track bisect --slower`` between its
+    last good and first bad commits (docs/targets.md), which needs both."""
+    if finding.last_good is None or not finding.series.case:
+        return _left_undecided(finding, f"{TARGET_NOT_REMEASURED}; no earlier commit recorded", None, None)
+    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target "
+               f"{project_repo(root, load_config(root))} --slower {finding.series.case} "
+               f"{round(finding.series.threshold * 100)}")
+    return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
 
 
 def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Confirmation]:
@@ -314,6 +335,10 @@ def _confirm_machine(report: Report, root: Path, *, limit: int = MAX_REMEASURED,
     originals = [f for f in report.regressions if f.detail.get("confirmation") == Status.SUSPECT]
     if not originals:
         return report
+    if report.target_results:
+        findings = tuple(_target_undecided(f, root) if f.detail.get("confirmation") == Status.SUSPECT else f
+                         for f in report.regressions)
+        return replace(report, regressions=findings)
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
     tree = functools.cache(lambda commit: package_tree(root, commit))  # suspects share their commits

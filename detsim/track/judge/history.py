@@ -90,6 +90,7 @@ NAMED_FAMILIES = (
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
 TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
+MEMORY_UNITS = ("bytes", "MB")  # a track in one of these is a peak memory (a target's command's own: docs/targets.md)
 TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
 
 
@@ -129,6 +130,8 @@ def family_of(name: str, bench: Mapping) -> str:
     kind = bench.get("type") or next((t for p, t in PREFIX_TYPES.items() if method.startswith(p)), None)
     if kind in TYPE_FAMILIES:
         return TYPE_FAMILIES[kind]
+    if str(bench.get("unit", "")) in MEMORY_UNITS:
+        return "memory"
     if str(bench.get("unit", "")) == COST_UNIT:
         return "cost"
     if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
@@ -212,6 +215,14 @@ def project_repo(root: Path, conf: Mapping) -> Path:
     """The git repository asv.conf.json's ``repo`` names (relative to the project): the project itself for
     detsim, another repository for a target's recording (docs/targets.md)."""
     return (Path(root) / conf.get("repo", ".")).resolve()
+
+
+def target_results(root: Path, conf: Mapping) -> Path | None:
+    """The project folder where its asv.conf.json names another repository than the project itself: a
+    target's recording (``detsim-track record``'s ``results/targets/<target>/``, which also holds where each
+    image departs), whose commits are another repository's (never re-measured with detsim's package); None
+    for a project that records itself (detsim)."""
+    return Path(root).resolve() if project_repo(root, conf) != Path(root).resolve() else None
 
 
 def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
@@ -413,6 +424,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
         raise ResultsError(f"{machine_dir}: no results recorded")
     files, notes = order_files(project_repo(root, conf), files)
     hashes = load_hashes(root)
-    baselines, baseline_notes = load_baselines(root)
+    # a target's images are compared commit to commit: detsim's golden baselines are not its own
+    baselines, baseline_notes = ({}, []) if target_results(root, conf) else load_baselines(root)
     return Recorded(config=conf, machine=machine_dir.name, benchmarks=benchmarks, files=files, hashes=hashes,
                     baselines=baselines, notes=tuple(notes + baseline_notes))

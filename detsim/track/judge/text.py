@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
 from detsim.track.judge.verdict import Judgement, Report
+from detsim.track.judge.confirm import REMEASURES
 
 GROUP_HASHES = 5  # more image-hash findings than this at one commit print as one line (in full)
 WIDTH = 160  # the longest line of the default output
@@ -129,9 +130,11 @@ def full_summary_line(report: Report) -> str:
 
 
 def header(report: Report) -> str:
-    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows."""
+    """``detsim-track: machine M, N commits recorded (first .. last),``: the latest commit follows (a target's
+    recording also says how many of them took a twin's results)."""
+    reused = "" if report.reused is None else f"; {len(report.reused)} reused a twin's results"
     return (f"detsim-track: machine {report.machine}, {len(report.commits)} commits recorded "
-            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}),")
+            f"({report.commits[0][:8]} .. {report.commits[-1][:8]}{reused}),")
 
 
 def _machine_lines(report: Report) -> list[str]:
@@ -247,7 +250,8 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
     """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
-    command that decides an undecided step at the end of its line, or, for several, on a line after them."""
+    command that decides an undecided step at the end of its line, or, for several, on a line after them (a
+    line per command where each step has its own, as a target's do)."""
     groups: dict[tuple, list[Mapping]] = {}
     for finding in findings:
         if finding.label != NOISE_LABEL:
@@ -255,7 +259,8 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
-    decide = "decide: " + "; ".join(sorted({r["decide_command"] for r in undecided}))
+    does = {r["decide_command"]: r.get("decide_does") or REMEASURES for r in undecided}  # command -> what it does
+    decide = "decide: " + "; ".join(sorted(does))
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
@@ -270,8 +275,15 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines.insert(last + 1, cut(decide + " (re-measures the undecided steps)", WIDTH))
+        lines[last + 1:last + 1] = [_decide_line(command, does[command]) for command in sorted(does)]
     return lines
+
+
+def _decide_line(command: str, does: str) -> str:
+    """``decide: COMMAND (what it does)``; what it does left out where the line would not fit, the command
+    never cut (it is copied and run: a target's names the target's path)."""
+    line = f"decide: {command} ({does})"
+    return line if len(line) <= WIDTH else f"decide: {command}"
 
 
 def unmeasured_lines(report: Report) -> list[str]:

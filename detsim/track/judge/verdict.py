@@ -25,7 +25,8 @@ from detsim.track.base.golden import EAGER_AXES
 from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import Finding
 from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
-    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects
+    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, \
+    target_results
 from detsim.track.base.output import json_number, utc_stamp
 
 HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
@@ -108,6 +109,8 @@ class Report:
     unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
     families: Mapping[str, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
+    target_results: str | None = None  # a target's recording: its project folder (history.target_results)
+    reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
 
     def as_json(self) -> dict:
         return {
@@ -118,6 +121,8 @@ class Report:
             "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
             "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
             "unbuilt": list(self.unbuilt), "families": dict(self.families), "history": dict(self.history),
+            **({"target_results": self.target_results} if self.target_results else {}),
+            **({"reused": list(self.reused)} if self.reused is not None else {}),
         }
 
 
@@ -236,10 +241,10 @@ def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
 
 
 def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
-                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None) -> str | None:
+                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None, target: bool = False) -> str | None:
     """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
     applied: commit to commit from the class's first recorded commit, and how the stored classes
-    differ (facts, never failures)."""
+    differ (facts, never failures); a ``target``'s images have no stored baseline to store."""
     if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
         return None
     here = (hashes.get(latest) or {}).get("holds_for")
@@ -257,6 +262,9 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
         first = next((p.commit for p in points[cut:] if p.measured), latest)
+        if target:
+            return (f"image hashes: compared commit to commit from the first recorded commit, {first[:8]} (a "
+                    "target's images have no stored baseline)")
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
@@ -287,6 +295,16 @@ def families_at(series: list[Series], latest: str) -> dict[str, dict]:
 
 # (root, series, commits) -> golden case -> its image's states at each commit (each with .commit, .state, .why)
 ImageStates = Callable[[Path, list[Series], list[str]], Mapping[str, list]]
+# (a target's project folder, machine) -> commit -> the commit whose results it took, for every commit the
+# recording holds on that machine (None: it holds none there)
+Twins = Callable[[Path, str], Mapping[str, str | None] | None]
+
+
+def reuse_note(commits: tuple[str, ...], reused: tuple[str, ...]) -> str:
+    """How many of a target's judged ``commits`` took a twin's results instead of being measured."""
+    return (f"{len(reused)} of the {len(commits)} commits judged took the results of a commit with the same "
+            "exported sources or installed files (not built or measured again; `detsim-track record` reuses "
+            "them)")
 
 
 def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
@@ -305,8 +323,11 @@ def page_history(root: Path, series: list[Series], commits: list[str], image_sta
             "determinism_benchmarks": {s.case: s.name for s in series if s.family == "determinism" and s.case}}
 
 
-def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None) -> Report:
-    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files)."""
+def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None,
+                     twins: Twins | None = None) -> Report:
+    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files); a target's
+    recording (:func:`~.history.target_results`) names its folder, and with ``twins`` how many of its commits
+    took a twin's results."""
     recorded = load_recorded(root, machine)
     files = recorded.files
     series = build_series(files, recorded.benchmarks, recorded.config)
@@ -324,7 +345,8 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
     regressions, withheld = without_irreproducible(judged.findings, series)
-    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen)
+    target = target_results(root, recorded.config)
+    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen, target=target is not None)
     notes = [*recorded.notes, *filter(None, (withheld, note))]
     measured_at = {p.commit for s in series for p in s.points if p.value is not None}
     built = latest in measured_at
@@ -333,6 +355,10 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
               for c in (*unbuilt, *[latest] * (not built))]
     if required is None:
         notes.append(f"{repo.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
+    rows = twins(target, recorded.machine) if target and twins else None
+    reused = None if rows is None else tuple(c for c in order if rows.get(c))
+    if reused is not None:
+        notes.append(reuse_note(tuple(order), reused))
     code = exit_code(regressions, judged.unmeasured, built)
     return Report(
         generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
@@ -344,6 +370,7 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
         families=families_at(series, latest), history=page_history(root, series, order, image_states),
+        target_results=str(target) if target else None, reused=reused,
     )
 
 
@@ -425,17 +452,19 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
     return facts
 
 
-def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None) -> Judgement:
+def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None,
+            twins: Twins | None = None) -> Judgement:
     """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
     and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
     named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
     ``image_states``: how each golden case's image stands at each commit, for the page (given by the caller,
-    as the areas that compare images sit above this one)."""
+    as the areas that compare images sit above this one); ``twins``: a target's commits that took another's
+    results (:data:`Twins`, given by the caller as the target area sits above this one)."""
     machines = machines or recorded_machines(root) or [None]
     reports, failed = {}, {}
     for machine in machines:
         try:
-            report = _analyse_machine(root, machine, image_states)
+            report = _analyse_machine(root, machine, image_states, twins)
         except ResultsError as exc:
             if len(machines) == 1:
                 raise

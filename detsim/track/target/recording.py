@@ -84,6 +84,19 @@ class Project:
         """The rows recorded on ``machine`` (any order)."""
         return [json.loads(p.read_text()) for p in sorted(self.outcomes(machine).glob("*.json"))]
 
+    def twins(self, machine: str) -> dict[str, str | None] | None:
+        """Commit -> the commit whose results it took (None: measured, or it did not build), for every row
+        recorded on ``machine``; None where none is (ValueError: an unreadable row). The one record of reuse:
+        what a verdict counts, whichever run or slice recorded the commit."""
+        found = {}
+        for path in sorted(self.outcomes(machine).glob("*.json")):
+            try:
+                row = json.loads(path.read_text())
+                found[row["commit"]] = row.get("reused_from")
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
+        return found or None
+
     def rows_of(self, commit: str) -> list[dict]:
         """The rows of ``commit`` (a full hash or a prefix) on every machine (ValueError: an unreadable row)."""
         rows = []

@@ -79,6 +79,15 @@ def test_missing_calibration_is_unmeasured_in_the_verdict(capsys):
     assert capsys.readouterr().out.splitlines()[-1] == "summary: 5 not measured; 4 benchmarks gated; exit 2"
 
 
+def test_a_regression_beside_a_benchmark_not_measured_exits_2_as_every_command(tmp_path, capsys):
+    def drop_one(data):
+        data["benchmarks"] = [b for b in data["benchmarks"] if b["name"] != SIMULATE[0]]
+    assert run_gate(write_variant(tmp_path, drop_one, source="slower_2x.json")) == ExitCode.UNMEASURED
+    out = capsys.readouterr().out.splitlines()
+    assert f"NOT MEASURED {SIMULATE[0]}: " in "\n".join(out) and any(line.startswith("REGRESSED timing") for line in out)
+    assert out[-1].endswith("1 not measured; 4 benchmarks gated; exit 2")
+
+
 def test_thresholds_accept_percentages(capsys):
     assert run_gate(DATA / "slower_2x.json", BASELINE, "--threshold", "150%", "--suite-threshold", "1.5") == 0
     assert "+150% per benchmark, +150% suite mean" in capsys.readouterr().out

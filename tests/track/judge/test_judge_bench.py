@@ -288,10 +288,11 @@ def _finding(family: str) -> Finding:
 @pytest.mark.parametrize("kinds, families, code", [
     (["passed", "note"], [], ExitCode.OK),
     (["passed", "not measured"], [], ExitCode.UNMEASURED),
-    (["not measured"], ["determinism"], ExitCode.REGRESSED),
+    (["not measured"], ["determinism"], ExitCode.UNMEASURED),
+    (["passed"], ["timing", "parity"], ExitCode.REGRESSED),
     ([], ["parity"], ExitCode.REGRESSED),
 ])
-def test_exit_code_regressed_wins_over_unmeasured(kinds, families, code):
+def test_exit_code_unmeasured_wins_over_regressed_as_for_every_command(kinds, families, code):
     verdict = BaselineVerdict(tuple(map(_finding, families)), tuple(GateLine(k, "x", "") for k in kinds), 1)
     assert verdict.exit == code
 

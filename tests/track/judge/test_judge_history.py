@@ -347,6 +347,9 @@ def test_families_follow_name_prefix_and_unit_without_module_names():
     assert family_of("other.track_count", {"type": "track", "unit": "cases"}) == "track"
     assert family_of("other.track_cost", {"type": "track", "unit": "ns/pixel-step"}) == "timing"
     assert family_of("other.track_parity_a01", {"type": "track", "unit": "1 - r"}) == "parity"
+    # a track in a unit of memory is a peak memory (a target's command's own, reported by the suite for targets)
+    assert family_of("bench_target.Case.track_peak_memory", {"type": "track", "unit": "MB"}) == "memory"
+    assert family_of("other.track_rss", {"type": "track", "unit": "bytes"}) == "memory"
 
 
 def test_case_and_threshold_come_from_the_benchmark_and_the_config():
