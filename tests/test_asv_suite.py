@@ -266,11 +266,29 @@ return {title: document.title, coloured: coloured,
 """
 
 
-def _wait_for_graph(browser: _WebDriver, min_coloured: int, timeout: float = 60) -> dict:
+# the graph drawn last is erased before the next page opens: on a busy machine the old drawing is still there
+# while the new page's data is fetched, and would be counted as the new page's series
+ERASE_GRAPHS = """
+for (const c of document.querySelectorAll('canvas.flot-base')) {
+  const x = c.getContext('2d');
+  x.save(); x.setTransform(1, 0, 0, 1, 0, 0); x.clearRect(0, 0, c.width, c.height); x.restore();
+}
+"""
+
+
+def _graph_data_loaded(state: dict, benchmark: str) -> bool:
+    return any("/machine-" in url and url.split("?")[0].endswith(f"/{benchmark}.json") for url in state["loaded"])
+
+
+def _wait_for_graph(browser: _WebDriver, min_coloured: int, benchmark: str | None = None,
+                    timeout: float = 60) -> dict:
+    """The page's state once ``min_coloured`` pixels of series are drawn (and ``benchmark``'s graph data was
+    fetched), or at ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
         state = browser.run(GRAPH_STATE)
-        if state["coloured"] >= min_coloured or time.monotonic() > deadline:
+        ready = state["coloured"] >= min_coloured and (benchmark is None or _graph_data_loaded(state, benchmark))
+        if ready or time.monotonic() > deadline:
             return state
         time.sleep(0.5)
 
@@ -317,13 +335,13 @@ def _check_pixels(driver: str, chromium: str, site: str, tmp_path: Path) -> None
         for benchmark in PAGES:
             # the browser keeps 250 resource timings by default; the grid's own fetches can fill that, and
             # later ones are dropped: keep room, and list only what opening this benchmark fetches
-            browser.run("performance.setResourceTimingBufferSize(100000); performance.clearResourceTimings();")
+            browser.run("performance.setResourceTimingBufferSize(100000); performance.clearResourceTimings();"
+                        + ERASE_GRAPHS)
             browser.get(f"{site}#{benchmark}")
-            state = _wait_for_graph(browser, min_coloured=200)
+            state = _wait_for_graph(browser, min_coloured=200, benchmark=benchmark)
             browser.screenshot(tmp_path / f"{benchmark}.png")
             assert benchmark in state["text"], f"{benchmark}: page did not open ({state['title']})"
-            assert any("/machine-" in url and url.split("?")[0].endswith(f"/{benchmark}.json") for url in state["loaded"]), \
-                f"{benchmark}: its graph data was never loaded"
+            assert _graph_data_loaded(state, benchmark), f"{benchmark}: its graph data was never loaded: {state['loaded']}"
             assert state["coloured"] >= 200, f"{benchmark}: no series drawn ({state['coloured']} coloured px)"
     finally:
         browser.close()
