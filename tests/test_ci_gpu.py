@@ -18,6 +18,7 @@ def _dry_run(out: Path, *argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # the slow job runs the whole dry run
 def test_the_dry_run_renders_measures_and_compares_a_path_and_prints_its_summary(tmp_path):
     done = _dry_run(tmp_path, "--steps", "speed,parity,determinism", "--paths", "eager-float32", "--cases",
                     "c02_xds_xbeam_quirk")

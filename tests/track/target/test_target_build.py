@@ -37,6 +37,7 @@ def repo(tmp_path_factory) -> tuple[Path, dict]:
     return root, shas
 
 
+@pytest.mark.slow  # the slow record and bisect tests install every planted commit this way
 def test_a_commit_installs_with_its_command_and_the_heavy_layer(repo, tmp_path):
     root, shas = repo
     builder = Builder(TargetSpec("tinyport", root, ("tiny-nb",)), tmp_path)

@@ -48,6 +48,7 @@ def _hunt(port, kind: Kind, good: str, bad: str, tmp_path: Path, **criterion):
     return record, names.get(record["first_bad"]), said
 
 
+@pytest.mark.slow  # test_each_planted_fault_is_found_at_its_commit finds the same edge fault in the slow job
 def test_a_parity_change_at_the_edge_is_found_at_its_commit_and_located(copying, tmp_path):
     record, first_bad, said = _hunt(copying, Kind.PARITY, "base", "docs6", tmp_path)
     assert first_bad == "edge" and record["exact"]
