@@ -105,6 +105,10 @@ def _shown_in(shown: tuple[str, ...], output: list[str]) -> str | None:
 
 
 def _scratch(tmp_path: Path) -> Path:
+    stamp = Path(sys.prefix) / ".installed"  # make venv's stamp, when make made this environment
+    if stamp.exists() and stamp.stat().st_mtime < (ROOT / "pyproject.toml").stat().st_mtime:
+        # a block's `make venv` (.ci/gpu's) would reinstall it from the scratch folder, which has no package
+        pytest.fail(f"{sys.prefix} is older than pyproject.toml: run `make venv` first", pytrace=False)
     for name in SCRATCH_LINKS:
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # the environment running the tests, as .venv
