@@ -13,6 +13,11 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143  # stopped by SIGTERM (128 + SIGTERM), after the same clean-up as Ctrl-C
 
 
+class BadInput(Exception):
+    """Input a command cannot use (a file, a selection, conflicting options): one line naming it, exit 2
+    (UNMEASURED), before anything is written."""
+
+
 def worst(*codes: int) -> ExitCode:
     """The code of a run made of several verdicts: TERMINATED over INTERRUPTED over UNMEASURED over
     REGRESSED over OK."""

@@ -15,7 +15,8 @@ from detsim.track.compare.bundle import make_bundle
 from detsim.track.compare.durations import RETIMES
 from detsim.track.compare.manifest import MANIFEST, check_bundle, listed_count
 from detsim.track.compare.previous import free_stamp, history
-from detsim.track.compare.outcomes import BadInput, Request
+from detsim.track.base.exitcodes import BadInput
+from detsim.track.compare.outcomes import Request
 from detsim.track.compare.summary import console_report
 
 HELP = "run tests on every device and archive logs, environment, hashes and a verdict compared with last time"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
@@ -47,10 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "target_results): the page shows where the image of each parity finding departs")
     parser.add_argument("--assets", type=Path, default=None,
                         help="folder of the npm tarballs of asv's scripts (default: .asv/www-assets of the project)")
-
-
-class BadInput(Exception):
-    """One line naming the input; exit 2 before anything is written."""
 
 
 class PageError(Exception):

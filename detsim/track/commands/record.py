@@ -14,7 +14,8 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
-from detsim.track.target.recording import (NOT_MEASURED, Project, RecordingError, Window, merge_rows, merge_slices,
+from detsim.track.base.recording import RecordingError
+from detsim.track.target.recording import (NOT_MEASURED, Project, Window, merge_rows, merge_slices,
                                            record_window, turns)
 from detsim.track.target.spec import load_spec, target_cases
 

@@ -19,10 +19,6 @@ FORMAT = 1  # the version of results.json's layout
 Key = tuple[str, str]  # (device, node id): one test on one device
 
 
-class BadInput(Exception):
-    """The selection or the options cannot produce a bundle; nothing is written."""
-
-
 @dataclass(frozen=True)
 class Request:
     """One ``detsim-track evidence`` call: what to run, where, and how the bundle is judged."""

@@ -16,7 +16,8 @@ from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.compare.record import RunStatus
-from detsim.track.compare.outcomes import (ArtifactChange, BadInput, Comparison, Fixed, NewFailure,
+from detsim.track.base.exitcodes import BadInput
+from detsim.track.compare.outcomes import (ArtifactChange, Comparison, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")

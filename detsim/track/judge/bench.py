@@ -158,7 +158,7 @@ class BaselineVerdict:
 
 
 @dataclass(frozen=True)
-class Timing:
+class CalibratedTiming:
     """A benchmark's min time in the baseline and in the run, each over its device's calibration min."""
 
     old: Benchmark
@@ -203,10 +203,10 @@ def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
     base_cal, run_cal = calibration_times(baseline), calibration_times(run)
     out: list[Finding | GateLine] = [calibration_line(device, base_cal.get(device), run_cal.get(device))
                                  for device in sorted(set(base_cal) | set(run_cal))]
-    timings = {name: Timing(old, run[name], (base_cal[old.device], run_cal[run[name].device]))
+    timings = {name: CalibratedTiming(old, run[name], (base_cal[old.device], run_cal[run[name].device]))
                for name, old in sorted(baseline.items()) if not old.is_calibration and name in run
                and old.device in base_cal and run[name].device in run_cal}
-    suites: dict[str, list[Timing]] = {}
+    suites: dict[str, list[CalibratedTiming]] = {}
     for timing in timings.values():
         suites.setdefault(timing.old.device, []).append(timing)
     slow = {device for device, group in suites.items() if _geomean(t.change for t in group) > 1 + suite_threshold}
@@ -228,7 +228,7 @@ def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
                            sum(1 for b in baseline.values() if not b.is_calibration))
 
 
-def _benchmark_checks(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
+def _benchmark_checks(old: Benchmark, new: Benchmark, timing: CalibratedTiming | None, limit: float,
                       threshold: float) -> list[Finding | GateLine]:
     """The time, parity, cost, reproducibility and hash checks of one benchmark; the passes as one line, unless
     another check found something or could not be made."""
@@ -246,7 +246,7 @@ def _geomean(values: Iterable[float]) -> float:
     return math.exp(sum(logs) / len(logs))
 
 
-def _suite_check(device: str, group: list[Timing], suite_threshold: float) -> Finding | GateLine:
+def _suite_check(device: str, group: list[CalibratedTiming], suite_threshold: float) -> Finding | GateLine:
     """A device's suite: the geometric mean of its benchmarks' changes, each listed."""
     change, name = _geomean(t.change for t in group), f"suite[{device}]"
     listed = ", ".join(f"{t.old.name} x{t.change:.2f}" for t in group)
@@ -269,7 +269,7 @@ def calibration_line(device: str, old: float | None, new: float | None) -> GateL
                 "the runner's speed now)")
 
 
-def time_check(old: Benchmark, new: Benchmark, timing: Timing | None, limit: float,
+def time_check(old: Benchmark, new: Benchmark, timing: CalibratedTiming | None, limit: float,
                threshold: float) -> Finding | GateLine | str:
     """Regressed when the calibrated time grew beyond ``limit`` (a factor); not measured without a calibration."""
     if timing is None:

@@ -35,6 +35,7 @@ from asv.environment import get_env_name
 from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.base.recording import RecordingError
 from detsim.track.target.build import BuildError, Builder, Reuse, source_key
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
@@ -49,10 +50,6 @@ TARGETS = Path("results") / "targets"  # under detsim's checkout: one project fo
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout
 NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
                 "own, and a target's command is a process to the suite")
-
-
-class RecordingError(RuntimeError):
-    """The recording cannot go on (asv does not start, a results folder cannot be written): one line."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ class Project:
             "root": str(Path(root).resolve()), "outcomes": str(self.outcomes(machine))})
 
 
-class Recorder:
+class TargetRecorder:
     """Records commits of ``spec.root`` on ``machine`` into ``project`` (see the module docstring)."""
 
     def __init__(self, spec: TargetSpec, project: Project, root: Path, machine: str):
@@ -232,7 +229,7 @@ def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine:
     """Record ``commits`` (oldest first) on ``machine`` into the target's project folder; the window's rows,
     its turns (against the rows recorded before it on this machine) and the counts."""
     project = Project.of(spec, root)
-    recorder = Recorder(spec, project, root, machine)
+    recorder = TargetRecorder(spec, project, root, machine)
     recorder.start()
     window = Window(spec.name)
     try:

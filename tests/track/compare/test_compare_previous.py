@@ -10,7 +10,8 @@ import pytest
 from detsim.track.compare import previous as prev
 from detsim.track.compare.manifest import write_manifest
 from detsim.track.compare.bundle import RETIME_HEADER
-from detsim.track.compare.outcomes import BadInput, Outcomes
+from detsim.track.base.exitcodes import BadInput
+from detsim.track.compare.outcomes import Outcomes
 
 
 def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import pytest
 
 from detsim.track.target.criteria import Kind
 from detsim.track.target.departure import departure, stored
-from detsim.track.target.recording import MergeError, Project, Recorder, SUITE_DIR, Window, merge_rows, turns
+from detsim.track.target.recording import MergeError, Project, TargetRecorder, SUITE_DIR, Window, merge_rows, turns
 from detsim.track.target.render import CaseOutcome, Ending
 from detsim.track.target.spec import load_spec
 from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
@@ -57,7 +57,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
                 "results": {"bench_target.Case.track_sum_ratio": [[1.0]]}}
     (results / f"{base[:8]}-{ENV}.json").write_text(json.dumps(asv_file))
     image = CaseOutcome(CASE, Ending.IMAGE, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
-    recorder = Recorder(spec, project, tmp_path, "m1")
+    recorder = TargetRecorder(spec, project, tmp_path, "m1")
     measured = recorder._store(base, {"build_error": None, "keys": ["k"], "cases": {CASE: image}})
     row = recorder._reused(docs, (base, measured), "sources", ["k"])
     twin = json.loads((results / f"{docs[:8]}-{ENV}.json").read_text())
@@ -66,7 +66,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
     assert (row["reused_from"], row["reused_by"], row["cases"]) == (base, "sources", {CASE: image})
     assert recorder.recorded(docs) == row and recorder.recorded(port.commits["edge"]) is None
     assert sorted(r["commit"] for r in project.rows("m1")) == sorted([base, docs])
-    again = Recorder(spec, project, tmp_path, "m1")  # a later run's table of twins holds what was measured
+    again = TargetRecorder(spec, project, tmp_path, "m1")  # a later run's table of twins holds what was measured
     assert again.reuse.get("k")[0] == base
 
 
