@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from detsim.commandline.arguments import ArgumentError, Arguments
-from detsim.commandline.flags import HELP_FLAGS, help_text
+from detsim.commandline.usage import HELP_FLAGS, help_text
 from detsim.commandline.to_config import InputError, build_config, parse_with_headers, time_seed
 from detsim.diagnostics.pixel_trace import trace_pixels
 from detsim.fileio import images as image_files, safe_write

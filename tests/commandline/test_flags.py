@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from detsim.commandline.flags import HANDLERS, HELP_FLAGS, OVERVIEW, ArgumentError, parse_argv, usage, usage_all
+from detsim.commandline.flags import HANDLERS, ArgumentError, parse_argv
+from detsim.commandline.usage import HELP_FLAGS, OVERVIEW, usage, usage_all
 from detsim.model.config import Convention, CrystalShape, Pivot
 
 BASE = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100"]
