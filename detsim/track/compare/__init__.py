@@ -25,5 +25,5 @@ comparable or a run crashed).
 
 Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``: the asv suite loads
 ``base`` from the working tree beside any commit, without torch) and the status page's commit-to-commit
-image states (``detsim/track/report/fingerprints.py``, drawn from the recorded history).
+image states (``detsim/track/judge/fingerprints.py``, drawn from the recorded history).
 """
