@@ -141,6 +141,11 @@ class Outcomes:
         return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
                    {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
+    def outputs(self) -> dict[Key, TestResult]:
+        """Its tests by (device, node id), in that order: the named outputs :func:`~.outputs.compare_outputs`
+        pairs."""
+        return dict(sorted({t.key: t for t in self.tests}.items()))
+
     def status(self, device: str) -> RunStatus:
         run = self.runs.get(device)
         return run.status if run else RunStatus.NOT_RUN

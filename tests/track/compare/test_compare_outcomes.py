@@ -87,3 +87,11 @@ def test_bundle_results_record():
     assert record["collect"]["collected"] == 2 and record["runs"]["cpu"]["status"] == "ok"
     crashed = BundleResults(REQUEST, "s", collect, Outcomes((), {"cpu": _run(status="crashed")}), None)
     assert crashed.measured is False
+
+
+def test_a_bundles_named_outputs_are_its_tests_by_device_and_node_id_in_order():
+    tests = (TestResult("cuda", "a.py::t", "passed", 0.1), TestResult("cpu", "b.py::t", "failed", 0.2),
+             TestResult("cpu", "a.py::t", "skipped", 0.0))
+    outputs = Outcomes(tests, {}).outputs()
+    assert list(outputs) == [("cpu", "a.py::t"), ("cpu", "b.py::t"), ("cuda", "a.py::t")]
+    assert outputs["cpu", "b.py::t"] is tests[1]
