@@ -14,14 +14,14 @@ adds its float32 bytes' sha256 and keeps the tensors for diffs) and, when record
 :class:`~.record.RunRecord` round-trips through JSON, so runs recorded apart compare.
 
 One comparer, :func:`~.outputs.compare_outputs`, answers "is each named output the same in both, and which
-differs first?" for every record here, each read as named outputs: a run's results (the divergence finder's
-:func:`~.firstdiff.compare_records`, which the matrix's cells go through too), a trace's quantities per pixel
-(:mod:`.traces`), an evidence bundle's tests, warnings, runs and stable artifacts against the previous
-bundle's (:mod:`.previous`). Three things are other questions and keep their own rules: the op-stream walk
-over a recorded run's events (:mod:`.firstdiff`: which event departs first and who produced its inputs, the
-causal path inside a run, not an output-by-output comparison); a bundle's test times, judged against a noisy
-history (:mod:`.durations`); and a bundle checked against its own ``sha256.txt`` (:mod:`.manifest`: one
-bundle's integrity, not two runs).
+differs first?" for every record here, each read as named outputs: a run's results
+(:func:`~.firstdiff.compare_results`: the matrix's cells, and the divergence finder's
+:func:`~.firstdiff.compare_records`), a trace's quantities per pixel (:mod:`.traces`), an evidence bundle's
+tests, warnings, runs and stable artifacts against the previous bundle's (:mod:`.previous`). Three things are
+other questions and keep their own rules: the op-stream walk over a recorded run's events (:mod:`.firstdiff`:
+which event departs first and who produced its inputs, the causal path inside a run, not an output-by-output
+comparison); a bundle's test times, judged against a noisy history (:mod:`.durations`); and a bundle checked
+against its own ``sha256.txt`` (:mod:`.manifest`: one bundle's integrity, not two runs).
 
 Outputs: which runs agree bit for bit across repeats, threads, dtypes, devices and modes (:mod:`.matrix`);
 the first divergent event of two records and why, with its victims (:mod:`.firstdiff`, :mod:`.divergences`),

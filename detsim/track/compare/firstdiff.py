@@ -21,7 +21,7 @@ from torch.utils._pytree import tree_map_only
 from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, ROOT_ROLES, Divergence,
                                               RecordComparison, base_name, explain, leak_text, operands_text,
                                               ref_text, uninitialized_text)
-from detsim.track.compare.outputs import compare_outputs
+from detsim.track.compare.outputs import OutputDiff, compare_outputs
 from detsim.track.compare.record import Event, RunRecord, TensorInfo
 from detsim.track.compare.recorder import record
 from detsim.track.base.runtime import thread_count
@@ -100,10 +100,15 @@ def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: s
     return report
 
 
+def compare_results(a: RunRecord, b: RunRecord) -> OutputDiff[str, TensorInfo]:
+    """Two runs' results paired by name: those whose digest, shape or dtype differ, that hold never-written
+    elements, or that one run alone returned."""
+    return compare_outputs(a.outputs(), b.outputs(), lambda x, y: _differs(x, y) or x.unwritten or y.unwritten)
+
+
 def _compare_results(report: RecordComparison, a: RunRecord, b: RunRecord) -> None:
-    """Results paired by name: those whose digest, shape or dtype differ, that hold never-written elements,
-    or that one run alone returned."""
-    found = compare_outputs(a.outputs(), b.outputs(), lambda x, y: _differs(x, y) or x.unwritten or y.unwritten)
+    """:func:`compare_results` as the report lists them."""
+    found = compare_results(a, b)
     report.results_compared = found.compared
     for d in found.differences:
         x, y = d.a, d.b
