@@ -225,8 +225,9 @@ class Durations:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle")."""
+class BundleChanges:
+    """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle"): the
+    differences :func:`~.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
 
     new_failures: tuple[NewFailure, ...] = ()
     fixed: tuple[Fixed, ...] = ()
@@ -261,7 +262,7 @@ class BundleResults:
     stamp: str
     collect: CollectResult
     outcomes: Outcomes  # tests sorted by (device, node id)
-    comparison: Comparison | None
+    comparison: BundleChanges | None
 
     @property
     def measured(self) -> bool:

@@ -18,7 +18,7 @@ from detsim.track.compare.manifest import check_bundle
 from detsim.track.compare.outputs import compare_outputs
 from detsim.track.compare.record import RunStatus
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (ArtifactChange, Comparison, Fixed, NewFailure,
+from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
@@ -84,7 +84,7 @@ def history(area_dir: Path, stamp: str) -> list[PastBundle]:
     return found
 
 
-def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> Comparison:
+def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> BundleChanges:
     """What changed from ``previous`` to ``current`` (durations are also judged against ``history``): their
     tests, warnings and runs compared by :func:`~.outputs.compare_outputs` (run A: now, run B: before)."""
     tests = compare_outputs(current.outputs(), previous.outputs(), lambda now, was: now.outcome != was.outcome)
@@ -103,7 +103,7 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
     warnings = compare_outputs(current.warning_texts(), previous.warning_texts(), lambda now, was: False)
     devices = sorted(set(current.runs) | set(previous.runs))
     runs = compare_outputs({d: current.status(d) for d in devices}, {d: previous.status(d) for d in devices})
-    return Comparison(
+    return BundleChanges(
         new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
         added=tuple(TestPresence(*d.name) for d in tests.differences if d.only == "A" and d.name[0] in measured),
         removed=tuple(TestPresence(*d.name) for d in tests.differences
@@ -162,7 +162,7 @@ def changed_artifacts(previous: Path, current: Path) -> tuple[ArtifactChange, ..
     return tuple(out)
 
 
-def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> Comparison:
+def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> BundleChanges:
     """:func:`compare`, plus the artifacts changed since ``previous`` and its problems against its sha256.txt."""
     comparison = compare(current, previous.outcomes, [b.outcomes.tests for b in older])
     return replace(comparison, previous=previous.name, changed_artifacts=changed_artifacts(previous.path, folder),
