@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.golden import load_cases
-from detsim.track.judge import confirm as confirm_apply
+from detsim.track.judge import confirm
 from detsim.track.judge.confirm import decide
 from detsim.track.judge.confirm import ROUNDS, Remeasurement
 
@@ -114,8 +114,8 @@ def remeasured_as(monkeypatch):
                 ratio = next((r for key, r in (ratios or {}).items() if key in target.label), default)
                 return decide(_fake_remeasurement(ratio, commit_a, commit_b), threshold)
             return measure
-        monkeypatch.setattr(confirm_apply, "default_measure", measure_factory)
-        monkeypatch.setattr(confirm_apply, "machines_here", lambda: None)
+        monkeypatch.setattr(confirm, "default_measure", measure_factory)
+        monkeypatch.setattr(confirm, "machines_here", lambda: None)
         return measured
 
     return install

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from detsim.commandline.to_config import config_from_argv as config_from_args  # noqa: F401 - the command's argv -> config
+from detsim.commandline.to_config import config_from_argv  # noqa: F401 - the command's argv -> config
 from detsim.model.config import BeamConfig, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig
 from detsim.track.base.metrics import pearson_r  # noqa: F401 - the one Pearson r (None where undefined)
 

@@ -17,7 +17,7 @@ from _tolerances import F64_ROUNDING, FLOAT32_PIXEL_REL
 from detsim.model.config import ConfigError
 from detsim.rendering.engine import prepare, render
 from detsim.track.compare.traces import compare_traces, load_trace, parse_trace
-from helpers import config_from_args
+from helpers import config_from_argv
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "trace.md"
 
@@ -29,12 +29,12 @@ RICH = ("-default_F 50 -cell 30 32 34 90 90 90 -misset 10 20 30 -N 3 -mosaic 1 -
 
 def _trace(args, pixels):
     buf = io.StringIO()
-    trace.trace_pixels(config_from_args(args), pixels, out=buf)
+    trace.trace_pixels(config_from_argv(args), pixels, out=buf)
     return buf.getvalue()
 
 
 def _records(args, pixel):
-    [(_, records)] = list(trace.trace_records(config_from_args(args), [pixel]))
+    [(_, records)] = list(trace.trace_records(config_from_argv(args), [pixel]))
     return records
 
 
@@ -44,7 +44,7 @@ def _one(records, name):
 
 
 def _image(args, dtype=torch.float64):
-    image, _ = render(prepare(config_from_args(args), dtype=dtype))
+    image, _ = render(prepare(config_from_argv(args), dtype=dtype))
     return image.numpy()
 
 
@@ -111,7 +111,7 @@ def test_pixel_outside_the_roi_is_reported_as_not_rendered():
 def test_pixel_outside_the_detector_is_refused_before_printing():
     buf = io.StringIO()
     with pytest.raises(ConfigError, match="-trace_pixel 5 0"):
-        trace.trace_pixels(config_from_args(RICH), [(1, 1), (5, 0)], out=buf)
+        trace.trace_pixels(config_from_argv(RICH), [(1, 1), (5, 0)], out=buf)
     assert buf.getvalue() == ""
 
 
@@ -138,7 +138,7 @@ def test_interpolation_switched_off_earlier_in_the_image_is_off_in_the_trace(tmp
     monkeypatch.chdir(tmp_path)
     args = ("-hkl small.hkl -interpolate -cell 60 60 60 90 90 90 -misset 20 -15 35 -lambda 1.5 -N 3 "
             "-distance 80 -pixel 0.8 -detpixels 24").split()
-    setup = prepare(config_from_args(args))
+    setup = prepare(config_from_argv(args))
     image, info = render(setup)
     assert info.interpolation_switched_off_at is not None
     s0, f0 = info.interpolation_switched_off_at
@@ -170,7 +170,7 @@ def test_lines_are_prefixed_and_parse_back_exactly():
 def test_json_holds_the_same_records(tmp_path):
     out = tmp_path / "trace.json"
     buf = io.StringIO()
-    trace.trace_pixels(config_from_args(RICH), [(2, 3)], out=buf, json_path=out)
+    trace.trace_pixels(config_from_argv(RICH), [(2, 3)], out=buf, json_path=out)
     data = json.loads(out.read_text())
     assert data["format"] == "detsim-trace" and data["dtype"] == "float64" and data["device"] == "cpu"
     assert "torch" in data["environment"] and data["roi"] == [1, 4, 0, 3]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from detsim.fileio.safe_write import OutputError, atomic_write
+from detsim.track.base.recording import NOT_A_FOLDER, why_unwritable
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
@@ -97,30 +98,17 @@ def _remove_empty(folders: list[Path]) -> None:
             return
 
 
-def _probe(folder: Path) -> str | None:
-    """Why nothing can be created in ``folder`` (None: a file could be). Really tries: root ignores modes."""
-    try:
-        handle, name = tempfile.mkstemp(prefix=".detsim-track-probe-", dir=folder)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    os.close(handle)
-    os.unlink(name)
-    return None
-
-
 def check_place(folder: Path, option: str, shown: Path | str | None = None) -> None:
     """Files can be created inside ``folder`` (made when missing): its nearest existing ancestor is a
-    folder we can write in. Raises :class:`OutputError` naming ``option`` and ``shown`` (default ``folder``)."""
+    folder we can write in (:func:`~detsim.track.base.recording.why_unwritable`). Raises
+    :class:`OutputError` naming ``option`` and ``shown`` (default ``folder``)."""
     shown = folder if shown is None else shown
     if not str(shown):
         raise OutputError(f"{option} '': an empty path")
-    ancestor = Path(os.path.abspath(folder))
-    while not os.path.lexists(ancestor):
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
+    ancestor, why = why_unwritable(Path(os.path.abspath(folder)))
+    if why == NOT_A_FOLDER:
         raise OutputError(f"{option} {shown}: {ancestor} is not a folder")
-    why = _probe(ancestor)
-    if why:
+    if why is not None:
         raise OutputError(f"{option} {shown}: cannot write in {ancestor} ({why})")
 
 

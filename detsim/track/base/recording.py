@@ -202,21 +202,35 @@ def merge_results(source: Path, target: Path) -> list[Path]:
 # ---- what the run writes, checked before it records
 
 
-def check_writable(folder: Path) -> None:
-    """:class:`RecordingError` unless files can be made in ``folder`` (or, where it does not exist yet, in the
-    folder it would be made in): a file is made there and removed, since a permission test cannot tell root
-    from a read-only disk. Nothing is left behind."""
+NOT_A_FOLDER = "not a folder"  # why_unwritable: the nearest existing path is a file (or other non-folder)
+
+
+def why_unwritable(folder: Path) -> tuple[Path, str | None]:
+    """The nearest existing path of ``folder`` (itself, else the folder it would be made in) and why no file
+    can be made there: :data:`NOT_A_FOLDER`, the operating system's reason, or None (it can). A file is made
+    there and removed, since a permission test cannot tell root from a read-only disk; nothing is left behind.
+    The one probe of writability (``base/output.py`` asks it too)."""
     existing = folder
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise RecordingError(f"{folder}: cannot be written ({existing} is not a folder)")
+        return existing, NOT_A_FOLDER
     try:
         handle, probe = tempfile.mkstemp(dir=existing, prefix=".write-test.")
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:
-        raise RecordingError(f"{folder}: cannot be written ({exc.strerror or exc})") from None
+        return existing, exc.strerror or str(exc)
+    return existing, None
+
+
+def check_writable(folder: Path) -> None:
+    """:class:`RecordingError` unless files can be made in ``folder`` (or, where it does not exist yet, in the
+    folder it would be made in): :func:`why_unwritable`."""
+    existing, why = why_unwritable(folder)
+    if why is not None:
+        reason = f"{existing} is not a folder" if why == NOT_A_FOLDER else why
+        raise RecordingError(f"{folder}: cannot be written ({reason})")
 
 
 # ---- processes asv leaves behind

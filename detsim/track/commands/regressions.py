@@ -19,7 +19,7 @@ from detsim.track.base.output import REPORTS, OutputError, add_json_option, atom
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
-from detsim.track.report.fingerprints import determinism_states
+from detsim.track.judge.fingerprints import determinism_states
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, analyse, check_latest, \
     point_latest

@@ -20,7 +20,7 @@ from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
 from detsim.track.compare.manifest import write_manifest
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, Comparison, DeviceRun, Key,
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
 from detsim.track.compare.record import RunStatus

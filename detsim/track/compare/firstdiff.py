@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_map_only
 from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, ROOT_ROLES, Divergence,
                                               RecordComparison, base_name, explain, leak_text, operands_text,
                                               ref_text, uninitialized_text)
+from detsim.track.compare.outputs import OutputDiff, compare_outputs
 from detsim.track.compare.record import Event, RunRecord, TensorInfo
 from detsim.track.compare.recorder import record
 from detsim.track.base.runtime import thread_count
@@ -99,21 +100,25 @@ def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: s
     return report
 
 
+def compare_results(a: RunRecord, b: RunRecord) -> OutputDiff[str, TensorInfo]:
+    """Two runs' results paired by name: those whose digest, shape or dtype differ, that hold never-written
+    elements, or that one run alone returned."""
+    return compare_outputs(a.outputs(), b.outputs(), lambda x, y: _differs(x, y) or x.unwritten or y.unwritten)
+
+
 def _compare_results(report: RecordComparison, a: RunRecord, b: RunRecord) -> None:
-    """Results paired by name: those whose digest, shape or dtype differ, that hold never-written elements,
-    or that one run alone returned."""
-    xs, ys = {t.name: t for t in a.results}, {t.name: t for t in b.results}
-    for name in dict.fromkeys([*xs, *ys]):
-        x, y = xs.get(name), ys.get(name)
-        if x is None or y is None:
-            report.result_differences.append({"name": name, "hash_a": x and x.hash, "hash_b": y and y.hash,
-                                              "note": f"returned by run {'A' if y is None else 'B'} only"})
+    """:func:`compare_results` as the report lists them."""
+    found = compare_results(a, b)
+    report.results_compared = found.compared
+    for d in found.differences:
+        x, y = d.a, d.b
+        if d.only:
+            report.result_differences.append({"name": d.name, "hash_a": x and x.hash, "hash_b": y and y.hash,
+                                              "note": f"returned by run {d.only} only"})
             continue
-        report.results_compared += 1
-        if _differs(x, y) or x.unwritten or y.unwritten:
-            extra = {"unwritten": max(x.unwritten, y.unwritten), "note": y.note or x.note} \
-                if x.unwritten or y.unwritten else {}
-            report.result_differences.append({"name": x.name, "hash_a": x.hash, "hash_b": y.hash, **extra})
+        extra = {"unwritten": max(x.unwritten, y.unwritten), "note": y.note or x.note} \
+            if x.unwritten or y.unwritten else {}
+        report.result_differences.append({"name": x.name, "hash_a": x.hash, "hash_b": y.hash, **extra})
 
 
 class _Walk:

@@ -1,6 +1,6 @@
 """The determinism matrix: its runs (run records without events, one per cell and repeat), their
-bit-for-bit comparisons (through the one comparer, :func:`~detsim.track.compare.firstdiff.compare_records`),
-and how they are shown.
+bit-for-bit comparisons (results paired by :func:`~detsim.track.compare.firstdiff.compare_results`, through
+the one comparer of :mod:`~detsim.track.compare.outputs`), and how they are shown.
 
 Agreement is judged on the native bytes of every output (a float64 image that differs only below float32
 precision still differs); the float32 hash is what ``-floatfile`` would write. Repeats of one
@@ -18,7 +18,7 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
-from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.firstdiff import compare_results
 from detsim.track.compare.record import RunConfig, RunRecord, RunStatus
 from detsim.track.base.output import json_number
 
@@ -96,8 +96,7 @@ def compare_runs(kind: str, a: RunRecord, b: RunRecord) -> OutputComparison:
     if a.key() == b.key():
         return OutputComparison(kind, a, b, True, {})
     outputs = {}
-    for d in compare_records(a, b).result_differences:
-        name = d["name"]
+    for name in (d.name for d in compare_results(a, b).differences):
         outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) \
             if name in a.tensors and name in b.tensors else {"comparable": False, "note": "output present in one run only"}
     return OutputComparison(kind, a, b, False, outputs)

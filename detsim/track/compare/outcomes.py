@@ -141,6 +141,11 @@ class Outcomes:
         return cls(tuple(TestResult.from_record(t) for t in results.get("tests", [])),
                    {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
+    def outputs(self) -> dict[Key, TestResult]:
+        """Its tests by (device, node id), in that order: the named outputs :func:`~.outputs.compare_outputs`
+        pairs."""
+        return dict(sorted({t.key: t for t in self.tests}.items()))
+
     def status(self, device: str) -> RunStatus:
         run = self.runs.get(device)
         return run.status if run else RunStatus.NOT_RUN
@@ -220,8 +225,9 @@ class Durations:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle")."""
+class BundleChanges:
+    """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle"): the
+    differences :func:`~.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
 
     new_failures: tuple[NewFailure, ...] = ()
     fixed: tuple[Fixed, ...] = ()
@@ -256,7 +262,7 @@ class BundleResults:
     stamp: str
     collect: CollectResult
     outcomes: Outcomes  # tests sorted by (device, node id)
-    comparison: Comparison | None
+    comparison: BundleChanges | None
 
     @property
     def measured(self) -> bool:

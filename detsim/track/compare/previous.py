@@ -15,9 +15,10 @@ from detsim.track.base.output import utc_stamp
 from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle
+from detsim.track.compare.outputs import compare_outputs
 from detsim.track.compare.record import RunStatus
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (ArtifactChange, Comparison, Fixed, NewFailure,
+from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
@@ -83,29 +84,33 @@ def history(area_dir: Path, stamp: str) -> list[PastBundle]:
     return found
 
 
-def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> Comparison:
-    """What changed from ``previous`` to ``current`` (durations are also judged against ``history``)."""
-    now, was = {t.key: t for t in current.tests}, {t.key: t for t in previous.tests}
+def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> BundleChanges:
+    """What changed from ``previous`` to ``current`` (durations are also judged against ``history``): their
+    tests, warnings and runs compared by :func:`~.outputs.compare_outputs` (run A: now, run B: before)."""
+    tests = compare_outputs(current.outputs(), previous.outputs(), lambda now, was: now.outcome != was.outcome)
     new_failures, fixed, changed = [], [], []
-    for key, test in sorted(now.items()):
-        before = was[key].outcome if key in was else None
+    for d in tests.differences:
+        if d.only == "B":
+            continue  # removed, below
+        test, before = d.a, d.b and d.b.outcome
         if test.failing and before not in pr.FAILING:
-            new_failures.append(NewFailure(*key, test.outcome, test.message, before))
+            new_failures.append(NewFailure(*d.name, test.outcome, test.message, before))
         elif before in pr.FAILING and not test.failing:
-            fixed.append(Fixed(*key, test.outcome, before))
-        elif before is not None and before != test.outcome:
-            changed.append(OutcomeChange(*key, test.outcome, before, test.skip_reason))
+            fixed.append(Fixed(*d.name, test.outcome, before))
+        elif before is not None:
+            changed.append(OutcomeChange(*d.name, test.outcome, before, test.skip_reason))
     measured = {d for d, r in previous.runs.items() if r.status == RunStatus.OK}
-    warnings_now, warnings_was = current.warning_texts(), previous.warning_texts()
-    run_changes = [RunChange(d, current.status(d), previous.status(d))
-                   for d in sorted(set(current.runs) | set(previous.runs))]
-    return Comparison(
+    warnings = compare_outputs(current.warning_texts(), previous.warning_texts(), lambda now, was: False)
+    devices = sorted(set(current.runs) | set(previous.runs))
+    runs = compare_outputs({d: current.status(d) for d in devices}, {d: previous.status(d) for d in devices})
+    return BundleChanges(
         new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
-        added=tuple(TestPresence(d, n) for d, n in sorted(set(now) - set(was)) if d in measured),
-        removed=tuple(TestPresence(d, n) for d, n in sorted(set(was) - set(now)) if current.status(d) == RunStatus.OK),
-        new_warnings=tuple(w for k, w in warnings_now.items() if k not in warnings_was),
-        gone_warnings=tuple(w for k, w in warnings_was.items() if k not in warnings_now),
-        run_changes=tuple(c for c in run_changes if c.now != c.was),
+        added=tuple(TestPresence(*d.name) for d in tests.differences if d.only == "A" and d.name[0] in measured),
+        removed=tuple(TestPresence(*d.name) for d in tests.differences
+                      if d.only == "B" and current.status(d.name[0]) == RunStatus.OK),
+        new_warnings=tuple(d.a for d in warnings.differences if d.only == "A"),
+        gone_warnings=tuple(d.b for d in warnings.differences if d.only == "B"),
+        run_changes=tuple(RunChange(d.name, d.a, d.b) for d in runs.differences),
         durations=judge_durations(current.tests, previous.tests, history),
     )
 
@@ -141,23 +146,23 @@ def _differences(name: str, old: str, new: str) -> list[str]:
 
 
 def changed_artifacts(previous: Path, current: Path) -> tuple[ArtifactChange, ...]:
-    """The stable artifacts whose normalised content differs, with the differing keys or lines."""
+    """The stable artifacts whose normalised content differs (or that one bundle lacks), with the differing
+    keys or lines (run A: now, run B: before, as in :func:`compare`)."""
+    now, was = ({name: stable_text(name, (folder / name).read_bytes()) if (folder / name).is_file() else None
+                 for name in STABLE_ARTIFACTS} for folder in (current, previous))
     out = []
-    for name in STABLE_ARTIFACTS:
-        old_path, new_path = previous / name, current / name
-        if not old_path.is_file() or not new_path.is_file():
-            if old_path.is_file() != new_path.is_file():
-                missing = "missing in the previous bundle" if new_path.is_file() else "missing now"
-                out.append(ArtifactChange(name, None, None, (missing,)))
-            continue
-        old, new = stable_text(name, old_path.read_bytes()), stable_text(name, new_path.read_bytes())
-        if old != new:
-            out.append(ArtifactChange(name, sha256_bytes(old.encode()), sha256_bytes(new.encode()),
-                                      tuple(_differences(name, old, new)[:DETAIL_LINES])))
+    for d in compare_outputs(now, was).differences:
+        new, old = d.a, d.b
+        if old is None or new is None:
+            missing = "missing now" if new is None else "missing in the previous bundle"
+            out.append(ArtifactChange(d.name, None, None, (missing,)))
+        else:
+            out.append(ArtifactChange(d.name, sha256_bytes(old.encode()), sha256_bytes(new.encode()),
+                                      tuple(_differences(d.name, old, new)[:DETAIL_LINES])))
     return tuple(out)
 
 
-def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> Comparison:
+def compare_with(previous: PastBundle, current: Outcomes, folder: Path, older: Sequence[PastBundle]) -> BundleChanges:
     """:func:`compare`, plus the artifacts changed since ``previous`` and its problems against its sha256.txt."""
     comparison = compare(current, previous.outcomes, [b.outcomes.tests for b in older])
     return replace(comparison, previous=previous.name, changed_artifacts=changed_artifacts(previous.path, folder),

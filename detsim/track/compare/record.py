@@ -194,6 +194,10 @@ class RunRecord:
     def counts(self) -> dict[str, int]:
         return {"op": sum(e.kind == "op" for e in self.events), "kernel": sum(e.kind == "kernel" for e in self.events)}
 
+    def outputs(self) -> dict[str, TensorInfo]:
+        """Its results by name: the named outputs :func:`~.outputs.compare_outputs` pairs."""
+        return {t.name: t for t in self.results}
+
     def key(self) -> tuple:
         """What must be equal for two runs to agree: the digest of every result."""
         return tuple(sorted((t.name, t.hash) for t in self.results))

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.record import RunStatus
 from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
-from detsim.track.compare.outcomes import BundleResults, Comparison, DeviceRun, DurationMove, TestResult
+from detsim.track.compare.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
 
 SLOWEST = 10  # tests in summary.md's slowest-tests table
 LISTED = 10  # items shown per listing of the change list
@@ -49,7 +49,7 @@ def _timing(t: DurationMove) -> str:
     return f"{t.was_s:.3f} s -> {t.now_s:.3f} s ({t.ratio:g}x)"
 
 
-def _sections(comparison: Comparison, markdown: bool) -> list[tuple[str, list[Item]]]:
+def _sections(comparison: BundleChanges, markdown: bool) -> list[tuple[str, list[Item]]]:
     """The change list's sections, in the order of docs/evidence.md."""
     rule = f"> {MOVE_RATIO:g}x and > {MOVE_FLOOR_S:g} s"
     return [
@@ -74,7 +74,7 @@ def _sections(comparison: Comparison, markdown: bool) -> list[tuple[str, list[It
     ]
 
 
-def _notes(comparison: Comparison) -> list[str]:
+def _notes(comparison: BundleChanges) -> list[str]:
     """What the change list adds below it: a busy machine, unjudged faster tests, a bad previous bundle."""
     notes = [f"{device}: the tests took a median {factor:g}x their previous time (a busier machine, or a "
              f"change that slows every test alike); per-test moves are judged after dividing it out"
@@ -88,7 +88,7 @@ def _notes(comparison: Comparison) -> list[str]:
     return notes
 
 
-def comparison_lines(comparison: Comparison | None, markdown: bool) -> list[str]:
+def comparison_lines(comparison: BundleChanges | None, markdown: bool) -> list[str]:
     """The change list printed by the command and placed at the top of summary.md."""
     if comparison is None:
         return ["no previous bundle of this area: nothing to compare with (every failure counts as new)"]

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from detsim.track.compare.outputs import compare_outputs
+
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-6, 1e-12
 
 _PREFIXED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$")
@@ -53,6 +55,16 @@ class Trace:
     def sequence(self, pixel) -> list[Line]:
         """The lines that describe ``pixel``: the shared lines, then the pixel's own."""
         return self.blocks.get(SHARED, []) + (self.blocks.get(pixel, []) if pixel is not SHARED else [])
+
+    def outputs(self, pixel) -> dict[tuple[str, int], Line]:
+        """The lines of ``pixel`` by (name, n): the n-th line of that name, in order; the named outputs
+        :func:`~.outputs.compare_outputs` pairs."""
+        seen: Counter = Counter()
+        named = {}
+        for line in self.sequence(pixel):
+            seen[line.name] += 1
+            named[line.name, seen[line.name]] = line
+        return named
 
 
 def _detect_prefix(lines: list[str]) -> str | None:
@@ -229,32 +241,19 @@ def _pair_pixels(a: Trace, b: Trace) -> tuple[list, list, list]:
     return pairs, [p for p in pa if p not in pb], [p for p in pb if p not in pa]
 
 
-def _numbered(lines: list[Line]):
-    """(name, n) -> the n-th line of that name, in order."""
-    seen: Counter = Counter()
-    for line in lines:
-        seen[line.name] += 1
-        yield (line.name, seen[line.name]), line
-
-
 def compare_traces(a: Trace, b: Trace, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> TraceComparison:
     """Align the two traces by pixel, name and occurrence, and list every disagreement in A's order."""
     result = TraceComparison(a=a, b=b, rtol=rtol, atol=atol)
     result.pairs, result.pixels_only_a, result.pixels_only_b = _pair_pixels(a, b)
     for pixel_a, pixel_b in result.pairs:
         pixel = pixel_a if pixel_a is not SHARED else pixel_b
-        index_b = dict(_numbered(b.sequence(pixel_b)))
-        for key, line in _numbered(a.sequence(pixel_a)):
-            partner = index_b.pop(key, None)
-            if partner is None:
-                result.only_a[line.name] += 1
-                continue
-            result.compared += 1
-            found = _compare_values(line, partner, rtol, atol)
-            if found is not None:
-                result.differences.append(LineDifference(pixel, line.name, key[1], line, partner, *found))
-        for name, _ in index_b:
-            result.only_b[name] += 1
+        found = compare_outputs(a.outputs(pixel_a), b.outputs(pixel_b), lambda x, y: _compare_values(x, y, rtol, atol))
+        result.compared += found.compared
+        for d in found.differences:
+            if d.only:
+                (result.only_a if d.only == "A" else result.only_b)[d.name[0]] += 1
+            else:
+                result.differences.append(LineDifference(pixel, *d.name, d.a, d.b, *d.detail))
     return result
 
 

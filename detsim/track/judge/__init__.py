@@ -5,5 +5,6 @@ Inputs: the asv history a project recorded (``asv.conf.json``, ``results/asv/<ma
 Output: one typed judgement (:class:`~.verdict.Judgement` of :class:`~.verdict.Report`\\ s of
 :class:`~.finding.Finding`\\ s; ``verdict.json`` is its serialised form, which every view reads), judged by one
 thresholds table (:mod:`.thresholds`) and the rules of :mod:`.detection`, its timing suspects confirmed by
-re-measuring (:mod:`.confirm`), and printed in one set of words (:mod:`.text`).
+re-measuring (:mod:`.confirm`), each golden case's image state per commit (same, changed, not reproducible,
+not comparable: :mod:`.fingerprints`), and printed in one set of words (:mod:`.text`).
 """

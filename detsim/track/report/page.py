@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 from detsim.track.base.exitcodes import ExitCode, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
-from detsim.track.report.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
+from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.judge.finding import Status
 from detsim.track.judge.text import change_text
 from detsim.track.judge.verdict import machines_of

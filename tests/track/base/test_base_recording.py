@@ -165,6 +165,13 @@ def test_a_folder_that_cannot_be_written_is_named_in_one_line(tmp_path, capsys):
     assert sorted(tmp_path.iterdir()) == [tmp_path / "results"]  # nothing made, nothing left
 
 
+def test_the_writability_probe_names_the_nearest_existing_path_and_why(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    assert recording.why_unwritable(tmp_path / "file" / "x") == (tmp_path / "file", recording.NOT_A_FOLDER)
+    assert recording.why_unwritable(tmp_path / "new" / "deeper") == (tmp_path, None)
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "file"]  # the probe file is gone
+
+
 def test_a_machine_name_from_outside_is_refused_by_the_step_in_one_line(capsys):
     assert recording.main(["machine", "../evil"]) == 2
     assert capsys.readouterr().err.count("\n") == 1

@@ -25,7 +25,7 @@ import pytest
 from detsim.track import cli
 from detsim.track.base.golden import load_cases
 from detsim.track.commands import regressions
-from detsim.track.judge import confirm as apply
+from detsim.track.judge import confirm
 from detsim.track.judge.text import WIDTH
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
@@ -41,9 +41,9 @@ def _no_measuring_here(monkeypatch, tmp_path):
         def measure(*args):
             raise AssertionError("a suspect was re-measured for real; use the remeasured_as fixture")
         return measure
-    monkeypatch.setattr(apply, "default_measure", refuse)
-    monkeypatch.setattr(apply, "machines_here", lambda: None)
-    monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
+    monkeypatch.setattr(confirm, "default_measure", refuse)
+    monkeypatch.setattr(confirm, "machines_here", lambda: None)
+    monkeypatch.setattr(confirm, "CACHE", tmp_path / "confirmations.json")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 
 from detsim.track.cli import main
 from detsim.track.commands import publish
-from detsim.track.judge import confirm as apply
+from detsim.track.judge import confirm
 from detsim.track.target.recording import Project
 from detsim.track.target.spec import load_spec
 from planted_history import git
@@ -47,8 +47,8 @@ def recorded(tmp_path, monkeypatch):
     """A planted port's first three commits recorded on m1: base measured, docs1 taking base's results (the
     same sources), edge measured, its image departing at the frame's edge (1 - r x1e5) and its whole
     process x1.5 slower; the port checked out at edge."""
-    monkeypatch.setattr(apply, "default_measure", lambda root: pytest.fail("a target's step was re-measured"))
-    monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
+    monkeypatch.setattr(confirm, "default_measure", lambda root: pytest.fail("a target's step was re-measured"))
+    monkeypatch.setattr(confirm, "CACHE", tmp_path / "confirmations.json")
     port = make_port(tmp_path, GOLDEN, render="copy")
     git(port.root, "checkout", "-q", port.commits["edge"])
     spec = load_spec(port.root)

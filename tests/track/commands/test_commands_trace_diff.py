@@ -10,7 +10,7 @@ import pytest
 import detsim.rendering.engine
 import detsim.diagnostics.pixel_trace as trace
 from detsim.track.cli import main as track_main
-from helpers import config_from_args
+from helpers import config_from_argv
 
 ARGS = ("-default_F 50 -cell 30 32 34 90 90 90 -misset 10 20 30 -N 3 -mosaic 1 -mosaic_dom 2 -hdivrange 4 "
         "-hdivsteps 2 -detpixels_f 6 -detpixels_s 5 -pixel 4 -distance 40 -oversample 2 -phi 3 -osc 2 "
@@ -20,7 +20,7 @@ PIXEL = (2, 3)
 
 def _log(prefix: str = "TRACE_PY", args=ARGS, pixels=(PIXEL,)) -> str:
     buf = io.StringIO()
-    trace.trace_pixels(config_from_args(args), list(pixels), out=buf)
+    trace.trace_pixels(config_from_argv(args), list(pixels), out=buf)
     return buf.getvalue().replace("TRACE_PY:", f"{prefix}:")
 
 

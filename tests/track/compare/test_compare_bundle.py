@@ -12,7 +12,7 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare import bundle
 from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, Comparison, DeviceRun, NewFailure, Outcomes,
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, NewFailure, Outcomes,
                                            Request, TestResult)
 from detsim.track.compare.previous import PastBundle
 from detsim.track.compare.pytest_runs import Command, ProcessResult
@@ -29,7 +29,7 @@ def _outcomes(*outcomes: str, runs=None) -> Outcomes:
     return Outcomes(tests, runs or {"cpu": _run()})
 
 
-def verdict(collect: CollectResult, outcomes: Outcomes, comparison: Comparison | None) -> tuple:
+def verdict(collect: CollectResult, outcomes: Outcomes, comparison: BundleChanges | None) -> tuple:
     """(exit code, verdict) of a bundle with these results."""
     results = BundleResults(_request(), "20260101T000000Z", collect, outcomes, comparison)
     return results.exit_code(), results.verdict()
@@ -42,9 +42,9 @@ def test_verdict_with_no_previous_bundle_counts_every_failure_as_new():
 
 
 def test_verdict_against_a_previous_bundle_forgives_known_failures():
-    known = verdict(OK_COLLECT, _outcomes("failed"), Comparison())
+    known = verdict(OK_COLLECT, _outcomes("failed"), BundleChanges())
     assert known == (ExitCode.OK, "ok: no new failures (1 known)")
-    new = Comparison(new_failures=(NewFailure("cpu", "a.py::t0", "failed", None, "passed"),))
+    new = BundleChanges(new_failures=(NewFailure("cpu", "a.py::t0", "failed", None, "passed"),))
     assert verdict(OK_COLLECT, _outcomes("failed"), new) == (ExitCode.REGRESSED, "1 new failure")
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.firstdiff import compare_records, find_divergence, without_lines
+from detsim.track.compare.firstdiff import compare_records, compare_results, find_divergence, without_lines
 from detsim.track.compare.record import Event, RunRecord, TensorInfo
 from detsim.track.compare.recorder import record
 
@@ -337,3 +337,17 @@ def test_without_lines_keeps_file_and_function_and_drops_views():
     assert "aten.unsqueeze.default" in [e.name for e in rec.events]
     assert [e.index for e in computing.events] == list(range(len(computing.events)))
     assert rec.events[0].where and ":" in rec.events[0].where  # the original is left alone
+
+
+def test_results_differ_by_digest_shape_or_dtype_or_never_written_elements_and_pair_by_name():
+    def run(*results):
+        return RunRecord("x", results=list(results))
+
+    image = TensorInfo("image", "h1", [2, 3], "float64", "cpu")
+    same_bytes_other_shape = TensorInfo("image", "h1", [3, 2], "float64", "cpu")
+    holed = TensorInfo("total", "h2", [], "float64", "cpu", unwritten=1)
+    found = compare_results(run(image, holed, TensorInfo("extra", "h3", [1], "int64", "cpu")),
+                            run(TensorInfo("total", "h2", [], "float64", "cpu"), same_bytes_other_shape))
+    assert [(d.name, d.only) for d in found.differences] == [("image", None), ("total", None), ("extra", "A")]
+    assert found.compared == 2
+    assert compare_results(run(image), run(image)).differences == ()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
                                            Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.record import RunStatus
 
@@ -60,17 +60,17 @@ def test_warning_texts_merge_devices_and_blank_addresses():
 
 
 def test_a_comparison_is_one_flat_record_with_its_changed_flag():
-    empty = Comparison(previous="20260101T000000Z")
+    empty = BundleChanges(previous="20260101T000000Z")
     record = empty.as_record()
     assert set(record) == {"new_failures", "fixed", "outcome_changes", "added", "removed", "new_warnings",
                            "gone_warnings", "run_changes", "slower", "faster", "faster_unjudged", "load_factors",
                            "previous", "changed_artifacts", "previous_problems", "changed"}
     assert record["changed"] is False and record["slower"] == () and record["load_factors"] == {}
     slower = Durations(slower=(DurationMove("cpu", "a.py::t", 0.2, 2.0, 10.0, 2),))
-    assert Comparison(durations=slower).changed
-    assert Comparison(fixed=(Fixed("cpu", "a.py::t", "passed", "failed"),)).as_record()["fixed"] == (
+    assert BundleChanges(durations=slower).changed
+    assert BundleChanges(fixed=(Fixed("cpu", "a.py::t", "passed", "failed"),)).as_record()["fixed"] == (
         {"device": "cpu", "nodeid": "a.py::t", "now": "passed", "was": "failed"},)
-    assert not Comparison(durations=Durations(faster_unjudged=3, load_factors={"cpu": 4.0})).changed  # notes only
+    assert not BundleChanges(durations=Durations(faster_unjudged=3, load_factors={"cpu": 4.0})).changed  # notes only
 
 
 def test_bundle_results_record():
@@ -87,3 +87,11 @@ def test_bundle_results_record():
     assert record["collect"]["collected"] == 2 and record["runs"]["cpu"]["status"] == "ok"
     crashed = BundleResults(REQUEST, "s", collect, Outcomes((), {"cpu": _run(status="crashed")}), None)
     assert crashed.measured is False
+
+
+def test_a_bundles_named_outputs_are_its_tests_by_device_and_node_id_in_order():
+    tests = (TestResult("cuda", "a.py::t", "passed", 0.1), TestResult("cpu", "b.py::t", "failed", 0.2),
+             TestResult("cpu", "a.py::t", "skipped", 0.0))
+    outputs = Outcomes(tests, {}).outputs()
+    assert list(outputs) == [("cpu", "a.py::t"), ("cpu", "b.py::t"), ("cuda", "a.py::t")]
+    assert outputs["cpu", "b.py::t"] is tests[1]

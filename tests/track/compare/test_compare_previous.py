@@ -134,6 +134,18 @@ def test_changed_artifacts_name_the_differing_keys_and_lines(tmp_path):
     assert changes["env.json"].was != changes["env.json"].now
 
 
+def test_artifacts_one_bundle_lacks_are_named_in_the_order_of_the_bundle_files(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    (old / "collect.log").write_text("a.py::t\n")
+    (new / "commands.txt").write_text("cd /x\n")
+    (old / "env.json").write_text("{}")
+    (new / "env.json").write_text("{}")
+    changes = prev.changed_artifacts(old, new)
+    assert [(c.file, c.detail) for c in changes] == [("collect.log", ("missing now",)),
+                                                     ("commands.txt", ("missing in the previous bundle",))]
+
+
 def test_compare_with_reports_a_previous_bundle_that_no_longer_verifies(tmp_path):
     before = _bundle(tmp_path, "20260101T000000Z")
     write_manifest(before)

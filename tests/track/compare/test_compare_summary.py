@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from detsim.track.compare import summary
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, Comparison, DeviceRun, DurationMove,
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
                                            Durations, LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
                                            TestResult)
 
@@ -64,7 +64,7 @@ def test_comparison_lists_changes_in_order_and_cuts_long_lists():
     failures = tuple(NewFailure("cpu", f"a.py::t{i:02}", "failed", None if i else "E: x", None if i else "passed")
                      for i in range(12))
     slower = DurationMove("cpu", "a.py::slow", 0.2, 2.0, 10.0, 4)
-    comparison = Comparison(new_failures=failures, removed=(TestPresence("cpu", "a.py::gone"),),
+    comparison = BundleChanges(new_failures=failures, removed=(TestPresence("cpu", "a.py::gone"),),
                             durations=Durations(slower=(slower,), faster_unjudged=2, load_factors={"cpu": 2.5}),
                             previous="20251231T000000Z", previous_problems=("modified: summary.md",))
     lines = summary.comparison_lines(comparison, markdown=False)
@@ -84,7 +84,7 @@ def test_comparison_lists_changes_in_order_and_cuts_long_lists():
 
 
 def test_an_unchanged_comparison_says_so():
-    assert summary.comparison_lines(Comparison(previous="X"), markdown=True) == ["compared with X: no change"]
+    assert summary.comparison_lines(BundleChanges(previous="X"), markdown=True) == ["compared with X: no change"]
 
 
 def test_console_report_lists_runs_comparison_and_verdict():

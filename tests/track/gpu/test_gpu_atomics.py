@@ -10,7 +10,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
-from detsim.rendering import lattice_factor_triton as triton_kernels  # noqa: E402
+from detsim.rendering import lattice_factor_triton  # noqa: E402
 from detsim.track.gpu.atomics import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge  # noqa: E402
 from detsim.track.gpu.steps import StepStatus  # noqa: E402
 
@@ -30,8 +30,8 @@ def test_a_planted_atomic_is_found_in_the_ir_and_the_ptx():
 
 
 def test_the_kernel_compiles_to_ptx_without_an_atomic():
-    asm = compile_for(triton_kernels._square_lattice_kernel, "fp32",
-                      {"J": 3, "BLOCK_P": triton_kernels.BLOCK_P, "BLOCK_L": triton_kernels.BLOCK_L},
+    asm = compile_for(lattice_factor_triton._square_lattice_kernel, "fp32",
+                      {"J": 3, "BLOCK_P": lattice_factor_triton.BLOCK_P, "BLOCK_L": lattice_factor_triton.BLOCK_L},
                       GPUTarget(*DRY_TARGET))
     assert asm["ptx"].count("\n") > 100 and atomic_operations(asm) == []
 

@@ -12,8 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from detsim.track.judge import confirm as apply
-from detsim.track.judge.confirm import confirm
+from detsim.track.judge import confirm
 from detsim.track.report import asvpage
 from detsim.track.report.asvpage import ASSETS, ITEM, LIST, NPM_CACHE, TabError, _graph_path, add_status_link, \
     building, fetch_missing, flagged, graph_url, has_tab, local_path, param_values, read_index, remote_loads, \
@@ -95,13 +94,13 @@ def published(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _outcomes_kept_per_test(monkeypatch, tmp_path):
     """Each test re-measures afresh: the outcomes go to its own folder, never into the shared project."""
-    monkeypatch.setattr(apply, "CACHE", tmp_path / "confirmations.json")
+    monkeypatch.setattr(confirm, "CACHE", tmp_path / "confirmations.json")
 
 
 def _verdict(root: Path, remeasured_as, ratio: float):
     """The one machine's verdict, and all machines' as ``verdict.json`` stores them (machine -> verdict)."""
     remeasured_as(default=ratio)
-    judgement = confirm(analyse(root), root)
+    judgement = confirm.confirm(analyse(root), root)
     return judgement.single, {m: r.as_json() for m, r in judgement.reports.items()}
 
 
@@ -184,7 +183,7 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     html = root / "reports" / "html"
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
-    judgement = confirm(analyse(root), root)
+    judgement = confirm.confirm(analyse(root), root)
     listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html), html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)

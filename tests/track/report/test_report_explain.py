@@ -10,7 +10,7 @@ import pytest
 
 from detsim.track.base.git import resolve
 from detsim.track.compare.manifest import check_bundle
-from detsim.track.report import explain as jobs
+from detsim.track.report import explain
 from detsim.track.report.explain import NAMED, Job, also_text, answer_text, bisect, departure_answer, explain_job, \
     is_bad, one_per_cause, render_cost, short, with_others, write_bundle
 from detsim.track.report.sides import Side
@@ -74,9 +74,9 @@ def history(tmp_path, monkeypatch):
         measured.append(side.commit)
         return values[side.commit], {}
 
-    monkeypatch.setattr(jobs, "prepare_side", lambda root, commit, dest: Side(resolve(root, commit), dest, "python"))
-    monkeypatch.setattr(jobs, "_measure", measure)
-    monkeypatch.setattr(jobs, "_explain_cost", lambda *a: ({"profile": ["x"]}, "+0.05 M Ir (100% of the change) in k"))
+    monkeypatch.setattr(explain, "prepare_side", lambda root, commit, dest: Side(resolve(root, commit), dest, "python"))
+    monkeypatch.setattr(explain, "_measure", measure)
+    monkeypatch.setattr(explain, "_explain_cost", lambda *a: ({"profile": ["x"]}, "+0.05 M Ir (100% of the change) in k"))
     return repo, shas, values, measured
 
 

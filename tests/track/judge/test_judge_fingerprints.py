@@ -6,7 +6,7 @@ from pathlib import Path
 
 from detsim.track.judge.history import load_recorded
 from detsim.track.judge.history import build_series
-from detsim.track.report.fingerprints import CHANGED, NOT_COMPARABLE, SAME, compare_case, determinism_states
+from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, SAME, compare_case, determinism_states
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 INTEL = {"cpu_class": "x86_64 GenuineIntel AVX512", "threads": 1}
@@ -86,7 +86,7 @@ def _runs_differ(case: str, axis: str, values):
 
 
 def test_a_commit_whose_images_do_not_reproduce_is_marked_so_not_as_changed():
-    from detsim.track.report.fingerprints import NOT_REPRODUCIBLE, irreproducible_cases, mark_irreproducible
+    from detsim.track.judge.fingerprints import NOT_REPRODUCIBLE, irreproducible_cases, mark_irreproducible
 
     found = irreproducible_cases([_runs_differ("a01", "process", [0.0, 1.0, 0.0]),
                                   _runs_differ("a01", "compiled", [1.0, 0.0, 0.0])])

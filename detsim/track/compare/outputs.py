@@ -1,0 +1,66 @@
+"""The one comparer of two records: is each named output the same in both, and which one differs first?
+
+A record, to this comparer, is its named outputs in order (a mapping, name -> value); its owner keeps the
+provenance beside it:
+
+* a run (:meth:`.record.RunRecord.outputs`): result name -> its tensor's digest, shape and dtype;
+  provenance: label, configuration, threads, settings;
+* a per-pixel trace (:meth:`.traces.Trace.outputs`): per pixel, (quantity, occurrence) -> the traced
+  values; provenance: its path and prefix;
+* an evidence bundle (:meth:`.outcomes.Outcomes.outputs`, and in :mod:`.previous` its warnings, runs and
+  stable artifacts): (device, node id) -> the test's outcome, warning text -> where it was logged, device ->
+  how its run ended, artifact -> its run-to-run stable text; provenance: the bundle's name and ``env.json``.
+
+:func:`compare_outputs` pairs two such mappings by name: an :class:`OutputDiff` of how many names both hold
+and every difference (held by both and different, or held by one only), the first one first. What an owner
+concludes from it (a result that differs, a trace line beyond tolerance, a new failure) is its own.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Mapping, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class Difference(Generic[K, V]):
+    """One output that differs: held by both runs (``detail``: what the test found) or by one only."""
+
+    name: K
+    a: V | None  # its value in run A (None: only run B holds it)
+    b: V | None
+    detail: Any = None
+    only: str | None = None  # "A" or "B": the one run that holds it
+
+
+@dataclass(frozen=True)
+class OutputDiff(Generic[K, V]):
+    """Two records compared output by output: in run A's order, then what run B alone holds."""
+
+    compared: int  # names both runs hold
+    differences: tuple[Difference[K, V], ...] = ()
+
+    @property
+    def first(self) -> Difference[K, V] | None:
+        return self.differences[0] if self.differences else None
+
+
+def compare_outputs(a: Mapping[K, V], b: Mapping[K, V],
+                    differ: Callable[[V, V], Any] = operator.ne) -> OutputDiff[K, V]:
+    """Pair ``a`` and ``b`` by name; an output both hold differs where ``differ(value_a, value_b)`` is truthy
+    (what it returns is the difference's ``detail``)."""
+    differences, compared = [], 0
+    for name, x in a.items():
+        if name not in b:
+            differences.append(Difference(name, x, None, only="A"))
+            continue
+        compared += 1
+        detail = differ(x, b[name])
+        if detail:
+            differences.append(Difference(name, x, b[name], detail))
+    differences += [Difference(name, None, y, only="B") for name, y in b.items() if name not in a]
+    return OutputDiff(compared, tuple(differences))
