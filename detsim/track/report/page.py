@@ -38,6 +38,10 @@ HIDDEN = ("reference", "machine class")  # the machine's own speed and class: co
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
 UNDECIDED = (Status.SUSPECT, Status.UNDECIDED)  # timing confirmations of a step not re-measured
 NOT_COUNTED = (*UNDECIDED, Status.NOISE)  # timing confirmations that do not make a row red
+NOTHING_RECORDED = "no benchmark of this family recorded"
+# a target's cost row where its recording has no instruction counts: what was not asked for (docs/targets.md)
+TARGET_UNCOUNTED = ("not counted for this target: its spec's count_instructions is off (true counts each case's "
+                    "whole process under callgrind: docs/targets.md)")
 
 
 @dataclass
@@ -146,7 +150,8 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
                 (f"; {here.measured} measured" if here.measured else "")
         elif not here.measured:
             status, verdict = GREY, "not measured"
-            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else "no benchmark of this family recorded"
+            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else \
+                TARGET_UNCOUNTED if family == "cost" and report.get("target_results") else NOTHING_RECORDED
         else:
             status, verdict = GREEN, "ok"
             summary = f"{here.measured} measured, none regressed" + (f" ({here.skipped} skipped)" if here.skipped else "")
