@@ -60,7 +60,7 @@ TARGET_TIMING = Threshold("timing", "target", 0.25, "a target's whole process (i
                           "render), as detsim's command: a step is a suspect, never re-measured for a target")
 TARGET_COST = Threshold("cost", "target", 0.02, "a target's whole process counted by callgrind, judged as detsim's "
                         "counts: an unchanged build, and a separate build of the same files, count the same "
-                        "instructions exactly (docs/targets.md), so +2 % is a change of the code, never load")
+                        "instructions exactly (docs/target-counts.md), so +2 % is a change of the code, never load")
 
 TABLE = (COST, PARITY_LINE, PARITY, DETERMINISM, REPRODUCIBILITY, ENGINE_TIMING, MEMORY, CLI_TIMING, ASV_DEFAULT,
          BENCH_TIMING, BENCH_SUITE, TARGET_PARITY, TARGET_MEMORY, TARGET_TIMING, TARGET_COST)

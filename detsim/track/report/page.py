@@ -39,9 +39,9 @@ GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
 UNDECIDED = (Status.SUSPECT, Status.UNDECIDED)  # timing confirmations of a step not re-measured
 NOT_COUNTED = (*UNDECIDED, Status.NOISE)  # timing confirmations that do not make a row red
 NOTHING_RECORDED = "no benchmark of this family recorded"
-# a target's cost row where its recording has no instruction counts: what was not asked for (docs/targets.md)
+# a target's cost row where its recording has no instruction counts: what was not asked for (docs/target-counts.md)
 TARGET_UNCOUNTED = ("not counted for this target: its spec's count_instructions is off (true counts each case's "
-                    "whole process under callgrind: docs/targets.md)")
+                    "whole process under callgrind: docs/target-counts.md)")
 
 
 @dataclass

@@ -8,7 +8,7 @@ and the system's on ``PATH``, ``HOME``, one locale, one thread for OpenMP, MKL a
 code written, then the spec's ``env``. Output: the instructions of every process, summed (an int), or a
 :class:`~detsim.track.base.callgrind.CountError` in one line.
 
-Why each pin (docs/targets.md, "Instruction counts"): numpy's OpenBLAS starts a thread per core, which runs
+Why each pin (docs/target-counts.md): numpy's OpenBLAS starts a thread per core, which runs
 its own start-up; the hash seed orders sets and dicts; an inherited environment (asv's variables, the commit
 being measured) and a randomly named folder move the interpreter's strings and stack; a process writing byte
 code does work the next one does not. With them, one build counts the same instructions every time and two

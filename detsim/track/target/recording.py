@@ -58,7 +58,7 @@ def not_measured(spec: TargetSpec) -> str:
     """What a recording of ``spec``'s target leaves out, and why, in one line (said once per run)."""
     if not spec.count_instructions:
         where = spec.source or FILE
-        counts = f"instruction counts (off in {where}; count_instructions = true turns them on: docs/targets.md)"
+        counts = f"instruction counts (off in {where}; count_instructions = true turns them on: docs/target-counts.md)"
     else:
         reason = not_counted_reason()
         counts = f"instruction counts ({reason})" if reason else None

@@ -37,7 +37,7 @@ FILE = "detsim-target.toml"
 DEFAULT_TIMEOUT_S = 300.0  # per render: a port with its compiler off takes 7-15 s a golden case
 KEYS = ("command", "env", "cases", "timeout_s", "install", "export", "count_instructions")
 # off unless asked for: under valgrind a render takes about 50 times as long (a port's torch render of one
-# golden case about 2 min), for every case at every measured commit (docs/targets.md, "Instruction counts")
+# golden case about 2 min), for every case at every measured commit (docs/target-counts.md)
 COUNT_DEFAULT = False
 
 

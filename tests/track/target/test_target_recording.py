@@ -161,3 +161,16 @@ def test_slices_of_other_targets_or_commits_are_refused(port):
     with pytest.raises(MergeError, match="does not have"):
         merge_rows(port.root, [{"target": "port", "rows": [_machine_row("f" * 40, "m1")]}])
     assert merge_rows(port.root, [{"target": "port", "rows": []}]) == ([], [])
+
+
+def test_what_a_recording_leaves_out_says_why_the_counts_are_missing(tmp_path, monkeypatch):
+    from detsim.track.target import recording
+
+    off = load_spec(make_port(tmp_path / "off", GOLDEN, render="copy", count=False).root)
+    on = load_spec(make_port(tmp_path / "on", GOLDEN, render="copy").root)
+    monkeypatch.setattr(recording, "not_counted_reason", lambda: None)
+    assert recording.not_measured(off).startswith(f"instruction counts (off in {off.source}; count_instructions = "
+                                                  "true turns them on")
+    assert recording.not_measured(on) == recording.PATHS_NOT_MEASURED
+    monkeypatch.setattr(recording, "not_counted_reason", lambda: "valgrind is not installed")
+    assert recording.not_measured(on) == f"instruction counts (valgrind is not installed); {recording.PATHS_NOT_MEASURED}"

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from detsim.track.base.callgrind import CountError
 from detsim.track.base.hashing import fingerprint
+from detsim.track.base.metrics import PARITY_DECIMALS
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.target.count import count_render, not_counted_reason
 from detsim.track.target.departure import departure
@@ -42,7 +43,6 @@ try:
 except ImportError:  # pragma: no cover - asv's runner is in every environment asv runs
     Skip = NotImplementedError
 
-PARITY_DECIMALS = 9  # as detsim's own parity tracks: float noise never moves 1 - r, a physics change does
 RUNS = 2  # processes per render in setup_cache: the second must reproduce the first's hash
 VERSION = "1"
 
