@@ -49,7 +49,8 @@ SUITE = "suite.json"  # the suite's facts, in the project folder
 SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # names that folder to the suite (asv passes its environment on)
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
-ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout
+ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times (and counted once where the spec
+# asks: about 50 renders' time), each within the spec's timeout
 PATHS_NOT_MEASURED = ("the compiled and Triton paths (detsim's engine's own: a target's command is a process to the "
                       "suite)")
 

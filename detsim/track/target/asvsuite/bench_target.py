@@ -34,7 +34,7 @@ from detsim.track.base.metrics import PARITY_DECIMALS
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.target.count import count_render, not_counted_reason
 from detsim.track.target.departure import departure
-from detsim.track.target.recording import COMMIT_VAR, SUITE, SUITE_VAR, Project
+from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, SUITE, SUITE_VAR, Project
 from detsim.track.target.render import Ending, render_case
 from detsim.track.target.spec import load_spec, target_cases
 
@@ -99,6 +99,11 @@ def renders() -> dict:
         tmp.write_text(json.dumps({"commit": commit, "cases": out}, indent=1))
         tmp.replace(folder / f"{commit}.json")
     return out
+
+
+# asv's limit on setup_cache (else the classes' 3600 s): counted renders of a port's cases may take longer; the
+# recording's limit on one commit's asv run bounds it
+renders.timeout = ASV_TIMEOUT_S
 
 
 def _image(cache: dict, case: str) -> dict:
