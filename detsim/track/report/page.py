@@ -148,10 +148,11 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             command = undecided[0].get("decide_command")
             summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
                 (f"; {here.measured} measured" if here.measured else "")
+        elif not here.measured and family == "cost" and report.get("target_results") and not here.skipped:
+            status, verdict, summary = GREY, "not counted", TARGET_UNCOUNTED  # not asked for: nothing failed
         elif not here.measured:
             status, verdict = GREY, "not measured"
-            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else \
-                TARGET_UNCOUNTED if family == "cost" and report.get("target_results") else NOTHING_RECORDED
+            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else NOTHING_RECORDED
         else:
             status, verdict = GREEN, "ok"
             summary = f"{here.measured} measured, none regressed" + (f" ({here.skipped} skipped)" if here.skipped else "")
