@@ -217,7 +217,8 @@ def project_repo(root: Path, conf: Mapping) -> Path:
     return (Path(root) / conf.get("repo", ".")).resolve()
 
 
-TARGET_SPEC = "detsim_target_spec"  # a target's asv.conf.json: the spec file it is recorded with (asv keeps unknown keys)
+# a key of a target's asv.conf.json: the spec file it is recorded with (asv keeps keys it does not know)
+TARGET_SPEC = "detsim_target_spec"
 
 
 def target_spec(conf: Mapping) -> Path | None:

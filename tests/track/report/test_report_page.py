@@ -77,7 +77,8 @@ def test_rows_from_a_regressed_report():
     assert by["cost"].summary == NOTHING_RECORDED
     target = {r.family: r for r in family_rows({**_report(FINDINGS, [MEMORY.label]), "target_results": "/t"},
                                                presence(families_at([SLOW, PARITY], C3)), BENCHMARKS)}
-    assert (target["cost"].status, target["cost"].verdict, target["cost"].summary) == (GREY, "not counted", TARGET_UNCOUNTED)
+    cost = target["cost"]
+    assert (cost.status, cost.verdict, cost.summary) == (GREY, "not counted", TARGET_UNCOUNTED)
     assert target["memory"].summary == NOTHING_RECORDED
 
 

@@ -173,4 +173,5 @@ def test_what_a_recording_leaves_out_says_why_the_counts_are_missing(tmp_path, m
                                                   "true turns them on")
     assert recording.not_measured(on) == recording.PATHS_NOT_MEASURED
     monkeypatch.setattr(recording, "not_counted_reason", lambda: "valgrind is not installed")
-    assert recording.not_measured(on) == f"instruction counts (valgrind is not installed); {recording.PATHS_NOT_MEASURED}"
+    said = recording.not_measured(on)
+    assert said == f"instruction counts (valgrind is not installed); {recording.PATHS_NOT_MEASURED}"
