@@ -93,7 +93,7 @@ callgrind, fresh, golden, hashing, metrics, provenance, workloads = map(base_mod
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order
 
-PARITY_DECIMALS = 9  # 1 - r is recorded to 1e-9: float noise (~1e-15) never moves it, a physics change does
+PARITY_DECIMALS = metrics.PARITY_DECIMALS  # the base's one definition (a target's suite reads it too)
 GOLDEN_DTYPE = "float64"
 GOLDEN_DEVICE = "cpu"
 

@@ -85,12 +85,13 @@ def _faults(root: Path, **changes) -> None:
     (root / "fakeport" / "faults.py").write_text("".join(lines))
 
 
-def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool = True) -> Port:
+def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool = True, count: bool = True) -> Port:
     """The history (name: what the commit does): base (no fault), docs1, edge (a 2 % change of the outer 3
     pixels, kept from here on), docs2, docs3, shrink (a 127x127 image), unshrink, docs4, crash, uncrash,
     varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (15 %
     more CPU time, kept), docs6. With ``export`` the spec names the package's paths (docs commits are reused
-    unbuilt), else every commit is built and compared by its installed files."""
+    unbuilt), else every commit is built and compared by its installed files. With ``count`` its spec turns
+    instruction counts on (each rendered case counted under callgrind by a recording)."""
     FAULTS.update(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
     root = work / "port"
     (root / "fakeport").mkdir(parents=True)
@@ -98,7 +99,8 @@ def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool 
     reference = "" if render == "detsim" else str(golden)
     (root / "detsim-target.toml").write_text(
         f'command = "fake-nanobragg"\ncases = ["{CASE}"]\ntimeout_s = 120\n'
-        + ('export = ["fakeport", "pyproject.toml"]\n' if export else "") +
+        + ('export = ["fakeport", "pyproject.toml"]\n' if export else "")
+        + f"count_instructions = {str(count).lower()}\n" +
         f'env = {{ PYTHONPATH = "{HERE}", FAKEPORT_GOLDEN = "{reference}" }}\n')
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "fakeport" / "__init__.py").write_text("")

@@ -7,6 +7,7 @@ import numpy as np
 
 PARITY_MIN_R = 0.9995  # acceptance threshold of every golden case, float64 and float32 alike
 PARITY_MAX_ONE_MINUS_R = 5e-4  # the same line on the 1 - r scale the histories use
+PARITY_DECIMALS = 9  # histories record 1 - r to 1e-9: float noise (~1e-15) never moves it, a physics change does
 
 
 def pearson_r(a, b) -> float | None:

@@ -126,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         path = args.verdict or latest_file(root / REPORTS)
         verdict = read_verdict(path)
         picked = chosen(verdict, path, args.machine, checkout_head(project_repo(root, load_config(root))))
+        if args.target_results is not None:  # the flag names a target's recording: its page reads as a target's
+            picked = {machine: {**report, "target_results": str(args.target_results)}
+                      for machine, report in picked.items()}
         check_html(html)
     except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")

@@ -15,8 +15,8 @@ from detsim.track.base.git import GitError, git
 from detsim.track.commands import refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
 from detsim.track.base.recording import RecordingError
-from detsim.track.target.recording import (NOT_MEASURED, Project, Window, merge_rows, merge_slices,
-                                           record_window, turns)
+from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,
+                                           not_measured, record_window, turns)
 from detsim.track.target.spec import load_spec, target_cases
 
 HELP = "record a window of a target repository's history with asv (per commit and case parity, image hash, a " \
@@ -88,15 +88,15 @@ def run(args: argparse.Namespace) -> int:
             window = record_window(spec, commits, root, args.machine, say)
         except RecordingError as exc:
             return refuse(f"record: {exc}")
-    _print(window, len(commits), project)
+    _print(window, len(commits), project, not_measured(spec))
     if args.json is not None:
-        write_json(args.json, {**window.record(), "not_measured": NOT_MEASURED, "project": str(project.folder)})
+        write_json(args.json, {**window.record(), "not_measured": not_measured(spec), "project": str(project.folder)})
     if args.no_judge:
         return ExitCode.OK
     return _judge(project, args.machine)
 
 
-def _print(window: Window, commits: int, project: Project) -> None:
+def _print(window: Window, commits: int, project: Project, skipped: str) -> None:
     for line in window.table():
         print(line)
     for row in (r for r in window.rows if not r["reused_from"]):  # each failure once, at the commit measured
@@ -109,7 +109,7 @@ def _print(window: Window, commits: int, project: Project) -> None:
     for turn in window.turns:
         print(f"{turn.kind.value.upper()}: {turn.case} at {turn.commit[:10]}"
               + (f" (against {turn.previous[:10]})" if turn.previous else "") + f": {turn.why}")
-    print(f"skipped for a target: {NOT_MEASURED}")
+    print(f"skipped for a target: {skipped}")
     print(f"{commits} commits: {window.builds} built, {window.renders} renders, {window.reused} reused (the same "
           f"installed files as a recorded commit), {window.already} recorded before; asv results: {project.folder}")
 

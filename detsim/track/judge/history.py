@@ -217,6 +217,16 @@ def project_repo(root: Path, conf: Mapping) -> Path:
     return (Path(root) / conf.get("repo", ".")).resolve()
 
 
+# a key of a target's asv.conf.json: the spec file it is recorded with (asv keeps keys it does not know)
+TARGET_SPEC = "detsim_target_spec"
+
+
+def target_spec(conf: Mapping) -> Path | None:
+    """The spec file a target's recording was made with (None: detsim's own project, or an older recording)."""
+    spec = conf.get(TARGET_SPEC)
+    return Path(spec) if spec else None
+
+
 def target_results(root: Path, conf: Mapping) -> Path | None:
     """The project folder where its asv.conf.json names another repository than the project itself: a
     target's recording (``detsim-track record``'s ``results/targets/<target>/``, which also holds where each

@@ -38,6 +38,10 @@ HIDDEN = ("reference", "machine class")  # the machine's own speed and class: co
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
 UNDECIDED = (Status.SUSPECT, Status.UNDECIDED)  # timing confirmations of a step not re-measured
 NOT_COUNTED = (*UNDECIDED, Status.NOISE)  # timing confirmations that do not make a row red
+NOTHING_RECORDED = "no benchmark of this family recorded"
+# a target's cost row where its recording has no instruction counts: what was not asked for (docs/target-counts.md)
+TARGET_UNCOUNTED = ("not counted for this target: its spec's count_instructions is off (true counts each case's "
+                    "whole process under callgrind: docs/target-counts.md)")
 
 
 @dataclass
@@ -144,9 +148,11 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             command = undecided[0].get("decide_command")
             summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
                 (f"; {here.measured} measured" if here.measured else "")
+        elif not here.measured and family == "cost" and report.get("target_results") and not here.skipped:
+            status, verdict, summary = GREY, "not counted", TARGET_UNCOUNTED  # not asked for: nothing failed
         elif not here.measured:
             status, verdict = GREY, "not measured"
-            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else "no benchmark of this family recorded"
+            summary = f"{here.skipped} skipped at the latest commit" if here.skipped else NOTHING_RECORDED
         else:
             status, verdict = GREEN, "ok"
             summary = f"{here.measured} measured, none regressed" + (f" ({here.skipped} skipped)" if here.skipped else "")

@@ -39,17 +39,31 @@ from detsim.track.base.recording import RecordingError
 from detsim.track.target.build import BuildError, Builder, Reuse, source_key
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
-from detsim.track.target.spec import TargetSpec
-from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
+from detsim.track.target.count import not_counted_reason
+from detsim.track.target.spec import FILE, TargetSpec
+from detsim.track.judge.history import TARGET_SPEC
+from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
 SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # names that folder to the suite (asv passes its environment on)
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
-ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout
-NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
-                "own, and a target's command is a process to the suite")
+ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times (and counted once where the spec
+# asks: about 50 renders' time), each within the spec's timeout
+PATHS_NOT_MEASURED = ("the compiled and Triton paths (detsim's engine's own: a target's command is a process to the "
+                      "suite)")
+
+
+def not_measured(spec: TargetSpec) -> str:
+    """What a recording of ``spec``'s target leaves out, and why, in one line (said once per run)."""
+    if not spec.count_instructions:
+        where = spec.source or FILE
+        counts = f"instruction counts (off in {where}; count_instructions = true turns them on: docs/target-counts.md)"
+    else:
+        reason = not_counted_reason()
+        counts = f"instruction counts ({reason})" if reason else None
+    return "; ".join(filter(None, [counts, PATHS_NOT_MEASURED]))
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,11 @@ class Project:
 
     def outcomes(self, machine: str) -> Path:
         return self.folder / "outcomes" / machine
+
+    @property
+    def count_work(self) -> Path:
+        """Where a counted render runs: one path for every commit, as a count depends on its folder's name."""
+        return self.folder / "count"
 
     def rows(self, machine: str) -> list[dict]:
         """The rows recorded on ``machine`` (any order)."""
@@ -117,13 +136,22 @@ class Project:
             # 1 - r, the image fingerprint and reproducibility are exact (detsim's own rules); max relative
             # error and sum ratio are drawn, not judged (1 - r judges parity)
             "regressions_thresholds": {r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
-                                       r"bench_target\.Timing\.": TARGET_TIMING.value},
+                                       r"bench_target\.Timing\.": TARGET_TIMING.value,
+                                       r"bench_target\.Cost\.": TARGET_COST.value},
             "regressions_first_commits": {r"bench_target\.Case\.track_(max_relative_error|sum_ratio)": None},
+            TARGET_SPEC: _given_spec(spec),  # the verdict's bisect advice names it
         }
         write_json(self.config, conf)
         write_json(self.folder / SUITE, {
             "target": str(Path(spec.root).resolve()), "spec": str(spec.source) if spec.source else None,
             "root": str(Path(root).resolve()), "outcomes": str(self.outcomes(machine))})
+
+
+def _given_spec(spec: TargetSpec) -> str | None:
+    """The spec file, where it is not the repository's own ``detsim-target.toml`` (``--spec`` must name it)."""
+    if spec.source is None or Path(spec.source).resolve() == (Path(spec.root) / FILE).resolve():
+        return None
+    return str(Path(spec.source).resolve())
 
 
 class TargetRecorder:

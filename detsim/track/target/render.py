@@ -62,6 +62,8 @@ class CaseOutcome:
     stderr_tail: tuple[str, ...] = ()  # the last lines of a failed run's stderr
     baseline_s: float | None = None  # another commit's seconds, timed in turns with these runs (render_case)
     baseline_cpu_s: float | None = None  # ... and its CPU seconds
+    instructions: int | None = None  # one more process counted by callgrind (target.count), when the spec asks
+    not_counted: str = ""  # why a count the spec asks for was not made (one line)
 
     @property
     def reproduced(self) -> bool | None:
@@ -106,7 +108,8 @@ class CaseOutcome:
                    seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
                    hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
                    stderr_tail=tuple(rec.get("stderr_tail", ())), cpu_s=rec.get("cpu_s"),
-                   baseline_s=rec.get("baseline_s"), baseline_cpu_s=rec.get("baseline_cpu_s"))
+                   baseline_s=rec.get("baseline_s"), baseline_cpu_s=rec.get("baseline_cpu_s"),
+                   instructions=rec.get("instructions"), not_counted=rec.get("not_counted", ""))
 
 
 def _g(x) -> str:

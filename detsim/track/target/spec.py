@@ -8,6 +8,7 @@ Input: ``detsim-target.toml`` in the target repository's root (or a file given b
     timeout_s = 120                             # optional: per render
     install = "."                               # optional: what pip installs of each commit (a path in it)
     export = ["src", "pyproject.toml"]          # optional: the paths of a commit that the install needs
+    count_instructions = true                   # optional (default false): count each render under callgrind
 
 Output: a frozen :class:`TargetSpec`. A malformed file is a :class:`SpecError`, one line naming it. detsim
 itself is the target when there is no file (:func:`detsim_spec`). The cases a target is rendered on
@@ -34,7 +35,10 @@ from detsim.track.base.golden import GoldenCase, GoldenError, discover, find_cas
 
 FILE = "detsim-target.toml"
 DEFAULT_TIMEOUT_S = 300.0  # per render: a port with its compiler off takes 7-15 s a golden case
-KEYS = ("command", "env", "cases", "timeout_s", "install", "export")
+KEYS = ("command", "env", "cases", "timeout_s", "install", "export", "count_instructions")
+# off unless asked for: under valgrind a render takes about 50 times as long (a port's torch render of one
+# golden case about 2 min), for every case at every measured commit (docs/target-counts.md)
+COUNT_DEFAULT = False
 
 
 class SpecError(ValueError):
@@ -54,6 +58,7 @@ class TargetSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     install: str = "."
     export: tuple[str, ...] | None = None  # None: the whole tree of a commit
+    count_instructions: bool = COUNT_DEFAULT  # each case's render counted by callgrind (target.count)
     source: Path | None = None
 
 
@@ -109,9 +114,13 @@ def parse(data: Mapping, path: Path, target: Path) -> TargetSpec:
     if export is not None and (not isinstance(export, list) or not export
                                or not all(isinstance(p, str) and _inside(p) for p in export)):
         raise bad("'export' must be a non-empty list of relative paths inside the repository")
+    counted = data.get("count_instructions", COUNT_DEFAULT)
+    if not isinstance(counted, bool):
+        raise bad(f"'count_instructions' must be true or false, not {counted!r}")
     return TargetSpec(name=target.resolve().name, root=target, command=argv, env=dict(env), cases=cases,
                       case_folder=case_folder, timeout_s=float(timeout), install=install,
-                      export=None if export is None else tuple(export), source=path)
+                      export=None if export is None else tuple(export), count_instructions=counted,
+                      source=path)
 
 
 def _cases(value, target: Path, bad) -> tuple[tuple[str, ...] | None, Path | None]:

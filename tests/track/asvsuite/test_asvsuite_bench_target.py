@@ -5,12 +5,21 @@ line of its stderr, and skips the others."""
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
 import pytest
 
 from detsim.track.base.hashing import fingerprint
 from detsim.track.target.asvsuite import bench_target
 from detsim.track.target.render import CaseOutcome, Ending
-from planted_port import CASE
+from detsim.track.judge.history import COST_UNIT
+from detsim.track.target.recording import SUITE_VAR, Project
+from detsim.track.target.spec import load_spec
+from planted_port import CASE, make_port
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = ROOT / "tests" / "golden"
 
 
 def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_track_alone():
@@ -28,3 +37,37 @@ def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_tr
         case.track_parity_one_minus_r(cache, "k")
     with pytest.raises(bench_target.Skip):
         case.track_fingerprint(cache, "k")
+
+
+def test_a_count_is_a_cost_track_skipped_without_valgrind_and_failed_when_it_failed(monkeypatch):
+    counted = CaseOutcome(CASE, Ending.IMAGE, sha256="ab" * 32, hashes=("ab" * 32,) * 2, parity={"r": 1.0},
+                          instructions=374_434_551).record()
+    failed = {**counted, "instructions": None, "not_counted": "the counted render exited 1: boom"}
+    crash = CaseOutcome("k", Ending.CRASHED, "exited 1: boom").record()
+    cache = {CASE: counted, "f": failed, "k": crash}
+    assert bench_target.instructions(cache, CASE) == 374_434_551
+    assert CaseOutcome.from_record(counted).instructions == 374_434_551
+    with pytest.raises(RuntimeError, match="f: the counted render exited 1: boom"):
+        bench_target.instructions(cache, "f")
+    with pytest.raises(bench_target.Skip):  # a failed case is its parity track's finding, not its count's
+        bench_target.instructions(cache, "k")
+    monkeypatch.setattr(bench_target, "not_counted_reason", lambda: "valgrind is not installed")
+    with pytest.raises(bench_target.Skip, match="f: not counted: valgrind is not installed"):
+        bench_target.instructions(cache, "f")
+
+
+@pytest.mark.parametrize("count", [True, False])
+def test_the_cost_benchmark_exists_only_where_the_spec_turns_counts_on(tmp_path, monkeypatch, count):
+    port = make_port(tmp_path, GOLDEN, render="copy", count=count)
+    spec = load_spec(port.root)
+    project = Project.of(spec, tmp_path / "detsim")
+    project.write(spec, ROOT, "m1")
+    monkeypatch.setenv(SUITE_VAR, str(project.folder))
+    try:
+        suite = importlib.reload(bench_target)
+        assert suite.CASE_IDS == [CASE] and hasattr(suite, "Cost") is count
+        if count:
+            assert suite.Cost.params == ([CASE],) and suite.Cost.track_instructions.unit == COST_UNIT
+    finally:
+        monkeypatch.delenv(SUITE_VAR)
+        importlib.reload(bench_target)

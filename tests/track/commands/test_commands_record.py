@@ -94,7 +94,7 @@ def test_slices_from_two_machines_merge_into_one_history(tmp_path, capsys):
     assert main(["record", "--target", str(port.root), "--root", str(roots[0]), "--machine", "m1",
                  "--merge", str(slice_b)]) == 1
     printed = capsys.readouterr().out
-    assert "3 commits: 0 built" in printed and printed.count("skipped for a target: instruction counts") == 1
+    assert "3 commits: 0 built" in printed and printed.count("skipped for a target: ") == 1
     # judged across the seam: base and docs1 recorded here, edge in the other slice
     assert _found(roots[0], {}) == {("parity", port.commits["edge"]), ("determinism", port.commits["edge"])}
     assert main(["record", "HEAD~1..HEAD", "--target", str(port.root), "--root", str(roots[0]),

@@ -136,3 +136,14 @@ def test_an_unreadable_row_of_the_recording_is_one_line_naming_it(recorded, caps
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"detsim-track: {row}: not a readable row of a target's recording") and "\n" not in err
     assert not (project.folder / "reports" / "latest").exists()
+
+
+def test_the_bisect_advice_names_a_spec_that_lives_elsewhere(recorded, capsys, tmp_path):
+    port, project = recorded
+    elsewhere = tmp_path / "specs" / "port.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text((port.root / "detsim-target.toml").read_text())
+    project.write(load_spec(port.root, elsewhere), tmp_path / "detsim", MACHINE)
+    assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE]) == 1
+    [timing] = [f for f in _verdict(project)["regressions"] if f["family"] == "timing"]
+    assert f"--target {port.root.resolve()} --spec {elsewhere.resolve()} --slower {CASE} 25" in timing["decide_command"]

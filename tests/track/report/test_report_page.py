@@ -15,7 +15,7 @@ from detsim.track.judge.history import Point, Series
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.report.page import ACCEPT, AMBER, COLOURS, FLOOR, GENERATOR, GREEN, GREY, MARK, RED, ROWS, \
     SERVE_HINT, TICKS, Frame, History, Item, Row, document, family_rows, fmt, is_ours, log_y, machine_page, \
-    machine_section, parity_svg, presence, worst_case, x_of
+    machine_section, parity_svg, presence, worst_case, x_of, NOTHING_RECORDED, TARGET_UNCOUNTED
 from detsim.track.judge.verdict import Report, families_at
 from detsim.track.judge.finding import Finding
 
@@ -74,7 +74,12 @@ def test_rows_from_a_regressed_report():
     assert by["determinism"].items[0].text == f"w03: image sha256 {'a' * 12} -> {'b' * 12}"
     assert by["memory"].verdict == "not measured" and by["memory"].summary == "1 failed at the latest commit"
     assert by["memory"].items[0].href == "index.html#bench_engine.EngineMemory.peakmem_simulate"
-    assert by["cost"].summary == "no benchmark of this family recorded"
+    assert by["cost"].summary == NOTHING_RECORDED
+    target = {r.family: r for r in family_rows({**_report(FINDINGS, [MEMORY.label]), "target_results": "/t"},
+                                               presence(families_at([SLOW, PARITY], C3)), BENCHMARKS)}
+    cost = target["cost"]
+    assert (cost.status, cost.verdict, cost.summary) == (GREY, "not counted", TARGET_UNCOUNTED)
+    assert target["memory"].summary == NOTHING_RECORDED
 
 
 def test_confirmations_are_shown_and_undecided_or_noise_neither_make_a_row_red_nor_amber():

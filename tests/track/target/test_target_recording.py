@@ -22,7 +22,8 @@ from detsim.track.target.departure import departure, stored
 from detsim.track.target.recording import MergeError, Project, TargetRecorder, SUITE_DIR, Window, merge_rows, turns
 from detsim.track.target.render import CaseOutcome, Ending
 from detsim.track.target.spec import load_spec
-from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
+from detsim.track.judge.history import TARGET_SPEC
+from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
 from planted_history import git
 from planted_port import CASE, make_port
 
@@ -40,10 +41,18 @@ def test_the_project_names_the_target_the_suite_and_the_tables_thresholds(tmp_pa
     assert project.folder == (tmp_path / "detsim" / "results" / "targets" / "port").resolve()
     assert (conf["repo"], conf["benchmark_dir"], conf["environment_type"], conf["branches"]) == (
         str(port.root.resolve()), str(SUITE_DIR), "existing", ["main"])
-    assert sorted(conf["regressions_thresholds"].values()) == sorted([TARGET_MEMORY.value, TARGET_TIMING.value])
+    assert conf["regressions_thresholds"] == {r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
+                                              r"bench_target\.Timing\.": TARGET_TIMING.value,
+                                              r"bench_target\.Cost\.": TARGET_COST.value}
+    assert conf[TARGET_SPEC] is None  # the repository's own spec: bisect finds it without --spec
     suite = json.loads((project.folder / "suite.json").read_text())
     assert suite["target"] == str(port.root.resolve()) and suite["spec"] == str(port.root / "detsim-target.toml")
     assert suite["outcomes"] == str(project.folder / "outcomes" / "m1")
+    elsewhere = tmp_path / "specs" / "port.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text((port.root / "detsim-target.toml").read_text())
+    project.write(load_spec(port.root, elsewhere), tmp_path / "detsim", "m1")
+    assert json.loads(project.config.read_text())[TARGET_SPEC] == str(elsewhere.resolve())
 
 
 def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_date(tmp_path):
@@ -152,3 +161,17 @@ def test_slices_of_other_targets_or_commits_are_refused(port):
     with pytest.raises(MergeError, match="does not have"):
         merge_rows(port.root, [{"target": "port", "rows": [_machine_row("f" * 40, "m1")]}])
     assert merge_rows(port.root, [{"target": "port", "rows": []}]) == ([], [])
+
+
+def test_what_a_recording_leaves_out_says_why_the_counts_are_missing(tmp_path, monkeypatch):
+    from detsim.track.target import recording
+
+    off = load_spec(make_port(tmp_path / "off", GOLDEN, render="copy", count=False).root)
+    on = load_spec(make_port(tmp_path / "on", GOLDEN, render="copy").root)
+    monkeypatch.setattr(recording, "not_counted_reason", lambda: None)
+    assert recording.not_measured(off).startswith(f"instruction counts (off in {off.source}; count_instructions = "
+                                                  "true turns them on")
+    assert recording.not_measured(on) == recording.PATHS_NOT_MEASURED
+    monkeypatch.setattr(recording, "not_counted_reason", lambda: "valgrind is not installed")
+    said = recording.not_measured(on)
+    assert said == f"instruction counts (valgrind is not installed); {recording.PATHS_NOT_MEASURED}"

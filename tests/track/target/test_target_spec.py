@@ -24,11 +24,12 @@ def _write(folder: Path, text: str) -> Path:
 def test_the_issue_form_parses_into_a_frozen_spec(tmp_path):
     spec = load_spec(_write(tmp_path, 'command = "nanoBragg --quiet"\nenv = { NANOBRAGG_DISABLE_COMPILE = "1" }\n'
                                       'cases = ["a01_cubic_mosflm_center", "e01_triclinic_misset"]\ntimeout_s = 120\n'
-                                      'export = ["src", "pyproject.toml"]\n'))
+                                      'export = ["src", "pyproject.toml"]\ncount_instructions = true\n'))
     assert spec.command == ("nanoBragg", "--quiet")
     assert dict(spec.env) == {"NANOBRAGG_DISABLE_COMPILE": "1"}
     assert spec.cases == ("a01_cubic_mosflm_center", "e01_triclinic_misset") and spec.case_folder is None
     assert (spec.timeout_s, spec.install, spec.export) == (120.0, ".", ("src", "pyproject.toml"))
+    assert spec.count_instructions is True
     assert spec.source == tmp_path / FILE and spec.root == tmp_path and spec.name == tmp_path.name
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.timeout_s = 1
@@ -41,6 +42,7 @@ def test_only_the_command_is_required_and_a_spec_may_live_elsewhere(tmp_path):
     spec = load_spec(tmp_path, other)
     assert spec.command == ("port-render",) and spec.env == {} and spec.timeout_s == DEFAULT_TIMEOUT_S
     assert spec.cases is None and spec.case_folder == tmp_path / "my_cases" and spec.export is None
+    assert spec.count_instructions is False  # off unless asked for: a count takes ~50x a render
 
 
 def test_detsim_is_the_default_target_without_a_file(tmp_path):
@@ -61,6 +63,8 @@ def test_detsim_is_the_default_target_without_a_file(tmp_path):
     ('command = "x"\ntimeout_s = nan\n', "'timeout_s' must be a positive number"),
     ('command = "x"\ninstall = "/abs"\n', "'install' must be a relative path"),
     ('command = "x"\nexport = ["../up"]\n', "'export' must be a non-empty list"),
+    ('command = "x"\ncount_instructions = "yes"\n', "'count_instructions' must be true or false, not 'yes'"),
+    ('command = "x"\ncount_instructions = 1\n', "'count_instructions' must be true or false, not 1"),
     ('command = "x\n', "not valid TOML"),
 ])
 def test_a_bad_file_is_one_line_naming_it(tmp_path, text, says):

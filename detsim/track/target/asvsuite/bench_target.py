@@ -13,18 +13,29 @@ parity 1 - r, the image's fingerprint (its hash, judged commit to commit), wheth
 reproduces it, max relative error and sum ratio (drawn, not judged: 1 - r judges parity), peak memory; and
 ``time_render`` times one more whole process. A case that fails (crashed, timed out, no image, wrong size)
 fails its parity track with its ending and its last stderr line, and skips the others.
+
+Where the spec turns ``count_instructions`` on, ``setup_cache`` also counts one more process of each case that
+rendered an image under callgrind (:mod:`detsim.track.target.count`), and ``Cost.track_instructions`` records it
+in detsim's unit of instruction counts, so the verdict judges it by the cost rule (its row: TARGET_COST). Where
+it is off there is no ``Cost`` benchmark at all (nothing skipped: nothing was asked for); where valgrind is
+missing every count is skipped, with the reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
+from detsim.track.base.callgrind import CountError
 from detsim.track.base.hashing import fingerprint
+from detsim.track.base.metrics import PARITY_DECIMALS
+from detsim.track.judge.history import COST_UNIT
+from detsim.track.target.count import count_render, not_counted_reason
 from detsim.track.target.departure import departure
-from detsim.track.target.recording import COMMIT_VAR, SUITE, SUITE_VAR
-from detsim.track.target.render import render_case
+from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, SUITE, SUITE_VAR, Project
+from detsim.track.target.render import Ending, render_case
 from detsim.track.target.spec import load_spec, target_cases
 
 try:
@@ -32,7 +43,6 @@ try:
 except ImportError:  # pragma: no cover - asv's runner is in every environment asv runs
     Skip = NotImplementedError
 
-PARITY_DECIMALS = 9  # as detsim's own parity tracks: float noise never moves 1 - r, a physics change does
 RUNS = 2  # processes per render in setup_cache: the second must reproduce the first's hash
 VERSION = "1"
 
@@ -50,9 +60,10 @@ def _setup():
 
 
 try:
-    CASE_IDS = [case.id for case in _setup()[2]]
+    _, _SPEC, _CASES = _setup()
+    CASE_IDS, COUNTED = [case.id for case in _CASES], _SPEC.count_instructions
 except (OSError, ValueError, KeyError):  # imported outside a recording (asv check, a test): no cases
-    CASE_IDS = []
+    CASE_IDS, COUNTED = [], False
 
 
 def bin_dir() -> Path:
@@ -69,7 +80,14 @@ def renders() -> dict:
     out = {}
     for case in cases:
         rendered = render_case(spec, case, bin_dir(), runs=RUNS)
-        record = rendered.outcome.record()
+        outcome = rendered.outcome
+        if spec.count_instructions and outcome.status is Ending.IMAGE:
+            try:
+                outcome = replace(outcome, instructions=count_render(spec, case, bin_dir(),
+                                                                     Project(Path(os.environ[SUITE_VAR])).count_work))
+            except CountError as exc:
+                outcome = replace(outcome, not_counted=str(exc))
+        record = outcome.record()
         if rendered.image is not None and record["parity"].get("max_abs") != 0:
             record["departure"] = departure(rendered.image, rendered.reference)
         out[case.id] = record
@@ -81,6 +99,11 @@ def renders() -> dict:
         tmp.write_text(json.dumps({"commit": commit, "cases": out}, indent=1))
         tmp.replace(folder / f"{commit}.json")
     return out
+
+
+# asv's limit on setup_cache (else the classes' 3600 s): counted renders of a port's cases may take longer; the
+# recording's limit on one commit's asv run bounds it
+renders.timeout = ASV_TIMEOUT_S
 
 
 def _image(cache: dict, case: str) -> dict:
@@ -143,6 +166,38 @@ class Case:
         return value
 
     track_peak_memory.unit = "MB"
+
+
+def instructions(cache: dict, case: str) -> int:
+    """The case's counted instructions: skipped where valgrind is missing, failed where the count failed."""
+    record = _image(cache, case)
+    if record.get("instructions") is None:
+        reason = not_counted_reason()
+        if reason:
+            raise Skip(f"{case}: not counted: {reason}")
+        raise RuntimeError(f"{case}: {record.get('not_counted') or 'not counted'}")
+    return record["instructions"]
+
+
+class Cost:
+    """Per case: the instructions of one whole process of the target's command, counted by callgrind."""
+
+    params = (CASE_IDS,)
+    param_names = ["case"]
+    version = VERSION
+    timeout = 3600
+
+    setup_cache = staticmethod(renders)
+
+    def track_instructions(self, cache, case):
+        return instructions(cache, case)
+
+    track_instructions.unit = COST_UNIT
+    track_instructions.pretty_name = "instructions of one render (callgrind, whole process)"
+
+
+if not COUNTED:  # the spec leaves counts off: no benchmark, rather than one skipped at every commit
+    del Cost
 
 
 class Reproducibility:
