@@ -30,6 +30,7 @@ from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity
 from detsim.track.base.golden import AXES
 from detsim.track.measure.parity import image_metrics
+from detsim.track.target.build import tree_of
 from detsim.track.target.spec import TargetSpec
 
 class Ending(enum.Enum):
@@ -199,10 +200,23 @@ class _Run:
     peak_mb: float | None = None
 
 
+def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> list[str] | None:
+    """The spec's command as it runs at the commit installed in ``bin_dir``: a word that is a relative path
+    (``./nb.py``, ``python tools/nb.py``) names a file of that commit's exported tree when there is one; the
+    program is then found as ``PATH`` finds it (None: it is not found, or not executable)."""
+    tree = tree_of(bin_dir)
+    words = [str(tree / word) if tree is not None and "/" in word and not os.path.isabs(word)
+             and (tree / word).exists() else word for word in spec.command]
+    program = shutil.which(words[0], path=path)
+    return None if program is None else [program, *words[1:]]
+
+
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
-    program = shutil.which(spec.command[0], path=command_env(spec, bin_dir, seed).get("PATH"))
-    if program is None:
-        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"))
+    words = command_words(spec, bin_dir, command_env(spec, bin_dir, seed).get("PATH"))
+    if words is None:
+        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"
+                                + (" (a script must be executable, or run as: python SCRIPT)"
+                                   if "/" in spec.command[0] else "")))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
         work = Path(tmp)
         for item in case.folder.iterdir():
@@ -210,7 +224,7 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
                 shutil.copy2(item, work / item.name)
         peak_file = work / ".detsim-peak-kb"  # written once the command has ended
         try:
-            done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), program, *spec.command[1:], *args],
+            done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), *words, *args],
                        cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
             return _Run(CaseOutcome(case.id, Ending.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
