@@ -110,7 +110,9 @@ class Project:
         self.folder.mkdir(parents=True, exist_ok=True)
         branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
         conf = {
-            "version": 1, "project": spec.name, "repo": str(Path(spec.root).resolve()), "dvcs": "git",
+            # the repository's top folder: asv clones it (a target may be a folder inside its repository)
+            "version": 1, "project": spec.name, "repo": query(spec.root, "rev-parse", "--show-toplevel")
+            or str(Path(spec.root).resolve()), "dvcs": "git",
             "branches": [branch.strip()], "environment_type": "existing",
             "benchmark_dir": str(SUITE_DIR), "results_dir": "results", "html_dir": "html",
             "launch_method": "forkserver", "default_benchmark_timeout": 3600,

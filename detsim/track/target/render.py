@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import os
 import shutil
+import string
 import sys
 import sysconfig
 import tempfile
@@ -144,12 +145,15 @@ def output_name(args: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
 
 def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, str]:
     """The environment of a render: this one without the suite's Python variables, ``bin_dir`` first on
-    ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``."""
+    ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``
+    (``$NAME`` and ``${NAME}`` in its values read from what comes before it)."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARS}
     scripts = sysconfig.get_path("scripts")
     folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), scripts]
     env["PATH"] = os.pathsep.join(filter(None, folders))
-    return {**env, **thread_vars(1), "PYTHONHASHSEED": seed, **spec.env}
+    env = {**env, **thread_vars(1), "PYTHONHASHSEED": seed}
+    # a value may use the others as a shell would: PATH = "/opt/tools/bin:$PATH" keeps the commit's commands
+    return {**env, **{name: string.Template(value).safe_substitute(env) for name, value in spec.env.items()}}
 
 
 def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
@@ -202,11 +206,17 @@ class _Run:
 
 def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> list[str] | None:
     """The spec's command as it runs at the commit installed in ``bin_dir``: a word that is a relative path
-    (``./nb.py``, ``python tools/nb.py``) names a file of that commit's exported tree when there is one; the
-    program is then found as ``PATH`` finds it (None: it is not found, or not executable)."""
+    to a file of that commit's exported tree (``./nb.py``, ``python tools/nb.py``, ``python nb.py``; the program
+    only when it has a ``/``, as a shell reads it) names that file; the program is then found as ``PATH``
+    finds it (None: it is not found, or not executable)."""
     tree = tree_of(bin_dir)
-    words = [str(tree / word) if tree is not None and "/" in word and not os.path.isabs(word)
-             and (tree / word).exists() else word for word in spec.command]
+
+    def in_tree(word: str, first: bool) -> str:
+        if tree is None or os.path.isabs(word) or (first and "/" not in word):  # a bare program: as PATH finds it
+            return word
+        return str(tree / word) if (tree / word).is_file() else word  # not a folder: python -m pkg stays
+
+    words = [in_tree(word, i == 0) for i, word in enumerate(spec.command)]
     program = shutil.which(words[0], path=path)
     return None if program is None else [program, *words[1:]]
 
