@@ -37,6 +37,7 @@ from detsim.track.base.hashing import sha256_bytes, sha256_file
 from detsim.track.target.spec import FILE, TargetSpec
 
 LAYER = "_detsim_heavy_layer.pth"  # the venv's line to this interpreter's site-packages
+SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # set in the processes of a recording's asv suite (names its project folder)
 INSTALL_TIMEOUT_S = 900
 TREE, VENV = "src", "venv"  # an installation's folders: the commit's exported tree, its venv
 PROJECT_FILES = ("pyproject.toml", "setup.py")  # what makes a folder something pip installs
@@ -62,6 +63,14 @@ def heavy_paths() -> list[str]:
     imports detsim): the layer every throwaway venv sees."""
     paths = sysconfig.get_paths()
     return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
+
+
+def layer_lines() -> str:
+    """The venv's ``.pth`` file: the layer's folders, and in the processes of a recording's asv suite (only
+    there) detsim's own package first: a commit that installs a package named ``detsim`` must not replace the
+    suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    first = f"import os, sys; os.environ.get({SUITE_VAR!r}) and sys.path.insert(0, {str(HERE)!r})\n"
+    return "".join(f"{p}\n" for p in heavy_paths()) + first
 
 
 class Builder:
@@ -102,7 +111,7 @@ class Builder:
         except ChildError as exc:
             raise BuildError(f"{sha[:8]}: the virtual environment does not run: {exc}") from None
         site.mkdir(parents=True, exist_ok=True)
-        (site / LAYER).write_text("".join(f"{p}\n" for p in heavy_paths()))
+        (site / LAYER).write_text(layer_lines())
         target = source / self.spec.install
         if not any((target / name).is_file() for name in PROJECT_FILES):
             # nothing to install (a command that is a script in the repository): the commit is its tree

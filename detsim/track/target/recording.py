@@ -36,7 +36,7 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.recording import RecordingError
-from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Reuse, source_key
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.spec import TargetSpec
@@ -44,7 +44,6 @@ from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
-SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # names that folder to the suite (asv passes its environment on)
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout

@@ -31,7 +31,7 @@ from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity
 from detsim.track.base.golden import AXES
 from detsim.track.measure.parity import image_metrics
-from detsim.track.target.build import tree_of
+from detsim.track.target.build import SUITE_VAR, tree_of
 from detsim.track.target.spec import TargetSpec
 
 class Ending(enum.Enum):
@@ -118,7 +118,7 @@ def _g(x) -> str:
 FLOATFILE = "-floatfile"
 STDERR_LINES = 5  # the last lines of stderr a failure keeps
 SEEDS = AXES["process"].hash_seeds  # the hash seeds of the first and the second process
-DROPPED_VARS = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")  # the suite's own; the spec's env may set them
+DROPPED_VARS = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", SUITE_VAR)  # the suite's own; the spec's env may set them
 # argv: PEAK_FILE PROGRAM ARGS...; spawns PROGRAM, writes its peak resident kB, exits with its status
 LAUNCHER = ("import os, sys\n"
             "pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)\n"
