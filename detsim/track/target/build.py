@@ -5,10 +5,10 @@ unpacked with ``git archive`` (the repository is only read; an archive is judged
 partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
 ``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
 site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
-again (a build backend that is not there, hatchling say, is fetched by pip for an isolated build of the commit;
-a folder with neither pyproject.toml nor setup.py is not installed at all: its command is a script of the
-exported tree, :func:`tree_of`). Output: an :class:`Installation` (the folder of its commands and the fingerprint of its installed
-files), or a :class:`BuildError` naming the commit.
+again (a build backend that is not there, hatchling say, is fetched by pip for an isolated build of the
+commit; a folder with neither pyproject.toml nor setup.py is not installed at all: its command is a script of
+the exported tree, :func:`tree_of`). Output: an :class:`Installation` (the folder of its commands and the
+fingerprint of its installed files), or a :class:`BuildError` naming the commit.
 
 The reuse rule (written once; bisection and the tracking run both use it): a commit whose installed files
 are byte-identical to an already measured commit's takes that commit's results. Its keys: the fingerprint of

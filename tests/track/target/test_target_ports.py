@@ -129,7 +129,8 @@ def test_a_pip_failure_is_its_reason_not_pips_framing():
             "metadata-generation-failed\n\n× Encountered error while generating package metadata.\n╰─> See above "
             "for output.\n\nnote: This is an issue with the package mentioned above, not pip.\nhint: See above for "
             "details.\n")
-    assert pip_reason(flat) == "error: Multiple top-level packages discovered in a flat-layout: ['mycases', 'flatport']."
+    why = "error: Multiple top-level packages discovered in a flat-layout: ['mycases', 'flatport']."
+    assert pip_reason(flat) == why
     backend = ("ERROR: Exception:\nTraceback (most recent call last):\n  File \"/x/pip/_internal/cli.py\", line 1\n"
                "    status = run()\npip._vendor.pyproject_hooks._impl.BackendUnavailable: Traceback (most recent "
                "call last):\n  File \"<frozen importlib._bootstrap>\", line 1\nModuleNotFoundError: No module "
