@@ -253,7 +253,9 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
         flat = np.fromfile(written, dtype="<f4")
         if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
             side = int(round(flat.size ** 0.5))
-            guess = f" ({side}x{side}?)" if side * side == flat.size else ""
+            guess = (" (the reference's pixels as float64? nanoBragg's -floatfile is float32)"
+                     if written.stat().st_size == 8 * shape[0] * shape[1]
+                     else f" ({side}x{side}?)" if side * side == flat.size else "")
             return _Run(CaseOutcome(case.id, Ending.WRONG_SIZE,
                                     f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
                                     f"the reference is {shape[0]}x{shape[1]}", **cost))

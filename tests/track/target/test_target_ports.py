@@ -238,3 +238,10 @@ def test_a_setup_py_package_named_detsim_is_the_commands_and_never_the_suites(tm
     assert suite.stdout == "the suite\n"
     spec = TargetSpec("fork", root, ("python",))
     assert SUITE_VAR not in command_env(spec, installed.bin_dir, "0")  # so the command's own python sees the fork
+
+
+def test_an_image_written_as_float64_is_the_wrong_size_and_says_so(tmp_path, case):
+    program = tmp_path / "nb64.py"
+    program.write_text(SCRIPT.replace('dtype="<f4"', 'dtype="<f8"'))
+    out = render_case(TargetSpec("p", tmp_path, (sys.executable, str(program))), case).outcome
+    assert out.status is Ending.WRONG_SIZE and "as float64?" in out.detail, out.detail
