@@ -105,13 +105,21 @@ class Project:
 
     def write(self, spec: TargetSpec, root: Path, machine: str) -> None:
         """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's, and where
-        ``machine``'s rows go)."""
+        ``machine``'s rows go). A folder that records another repository (two targets whose folders have one
+        name) is a :class:`RecordingError`, before anything is written."""
+        # the repository's top folder: asv clones it (a target may be a folder inside its repository)
+        repo = query(spec.root, "rev-parse", "--show-toplevel") or str(Path(spec.root).resolve())
+        try:
+            recorded = json.loads(self.config.read_text()).get("repo") if self.config.is_file() else None
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+        if recorded not in (None, repo):
+            raise RecordingError(f"{self.folder} records another repository, {recorded} (not {repo}): move that "
+                                 f"recording, or give this target a folder of another name")
         self.folder.mkdir(parents=True, exist_ok=True)
         branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
         conf = {
-            # the repository's top folder: asv clones it (a target may be a folder inside its repository)
-            "version": 1, "project": spec.name, "repo": query(spec.root, "rev-parse", "--show-toplevel")
-            or str(Path(spec.root).resolve()), "dvcs": "git",
+            "version": 1, "project": spec.name, "repo": repo, "dvcs": "git",
             "branches": [branch.strip()], "environment_type": "existing",
             "benchmark_dir": str(SUITE_DIR), "results_dir": "results", "html_dir": "html",
             "launch_method": "forkserver", "default_benchmark_timeout": 3600,

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from detsim.track.base.golden import GoldenCase, GoldenError
+from detsim.track.base.recording import RecordingError
 from detsim.track.cli import main
 from detsim.track.target.build import (SUITE_VAR, BuildError, Builder, installed_fingerprint, pip_reason, source_key,
                                        tree_of)
@@ -245,3 +246,15 @@ def test_an_image_written_as_float64_is_the_wrong_size_and_says_so(tmp_path, cas
     program.write_text(SCRIPT.replace('dtype="<f4"', 'dtype="<f8"'))
     out = render_case(TargetSpec("p", tmp_path, (sys.executable, str(program))), case).outcome
     assert out.status is Ending.WRONG_SIZE and "as float64?" in out.detail, out.detail
+
+
+def test_two_targets_whose_folders_share_a_name_never_share_a_recording(tmp_path):
+    one = _repo(tmp_path / "a" / "port", {"README.md": ""})
+    two = _repo(tmp_path / "b" / "port", {"README.md": ""})
+    project = Project(tmp_path / "results" / "targets" / "port")
+    project.write(TargetSpec("port", one, ("nb",)), ROOT, "m1")
+    before = project.config.read_text()
+    with pytest.raises(RecordingError, match=f"records another repository, {one.resolve()} \\(not {two.resolve()}\\)"):
+        project.write(TargetSpec("port", two, ("nb",)), ROOT, "m1")
+    assert project.config.read_text() == before
+    project.write(TargetSpec("port", one, ("nb",)), ROOT, "m1")  # its own target records on
