@@ -45,6 +45,7 @@ from detsim.track.judge.thresholds import TARGET_MEMORY, TARGET_TIMING
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
+CHECKED_ROWS = 20  # rows whose commits must be the target's before a recording goes on (Project.check)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times, each within the spec's timeout
 NOT_MEASURED = ("instruction counts and the compiled and Triton paths are not measured: they are detsim's engine's "
@@ -103,19 +104,27 @@ class Project:
                 raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
         return rows
 
+    def check(self, spec: TargetSpec) -> str:
+        """The repository asv is to clone for ``spec``: its top folder (a target may be a folder inside its
+        repository); a :class:`RecordingError` where this folder records commits that repository does not have
+        (two targets whose folders have one name), before anything is written. Another clone of the same
+        history may go on with a recording."""
+        repo = query(spec.root, "rev-parse", "--show-toplevel") or str(Path(spec.root).resolve())
+        foreign = [path.stem for path in sorted(self.folder.glob("outcomes/*/*.json"))[:CHECKED_ROWS]
+                   if query(spec.root, "cat-file", "-e", f"{path.stem}^{{commit}}") is None]
+        if foreign:
+            try:
+                recorded = json.loads(self.config.read_text()).get("repo")
+            except (OSError, ValueError, AttributeError):
+                recorded = "another repository"
+            raise RecordingError(f"{self.folder} records commits {repo} does not have (e.g. {foreign[0][:10]}, of "
+                                 f"{recorded}): move that recording, or give this target a folder of another name")
+        return repo
+
     def write(self, spec: TargetSpec, root: Path, machine: str) -> None:
         """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's, and where
-        ``machine``'s rows go). A folder that records another repository (two targets whose folders have one
-        name) is a :class:`RecordingError`, before anything is written."""
-        # the repository's top folder: asv clones it (a target may be a folder inside its repository)
-        repo = query(spec.root, "rev-parse", "--show-toplevel") or str(Path(spec.root).resolve())
-        try:
-            recorded = json.loads(self.config.read_text()).get("repo") if self.config.is_file() else None
-        except (OSError, ValueError, AttributeError):
-            recorded = None
-        if recorded not in (None, repo):
-            raise RecordingError(f"{self.folder} records another repository, {recorded} (not {repo}): move that "
-                                 f"recording, or give this target a folder of another name")
+        ``machine``'s rows go); :meth:`check` first."""
+        repo = self.check(spec)
         self.folder.mkdir(parents=True, exist_ok=True)
         branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
         conf = {

@@ -250,11 +250,15 @@ def test_an_image_written_as_float64_is_the_wrong_size_and_says_so(tmp_path, cas
 
 def test_two_targets_whose_folders_share_a_name_never_share_a_recording(tmp_path):
     one = _repo(tmp_path / "a" / "port", {"README.md": ""})
-    two = _repo(tmp_path / "b" / "port", {"README.md": ""})
+    two = _repo(tmp_path / "b" / "port", {"README.md": "another history\n"})
     project = Project(tmp_path / "results" / "targets" / "port")
     project.write(TargetSpec("port", one, ("nb",)), ROOT, "m1")
+    project.outcomes("m1").mkdir(parents=True)
+    (project.outcomes("m1") / f"{git(one, 'rev-parse', 'HEAD')}.json").write_text("{}")
     before = project.config.read_text()
-    with pytest.raises(RecordingError, match=f"records another repository, {one.resolve()} \\(not {two.resolve()}\\)"):
+    with pytest.raises(RecordingError, match=f"records commits {two.resolve()} does not have .*of {one.resolve()}"):
         project.write(TargetSpec("port", two, ("nb",)), ROOT, "m1")
     assert project.config.read_text() == before
-    project.write(TargetSpec("port", one, ("nb",)), ROOT, "m1")  # its own target records on
+    clone = tmp_path / "c" / "port"
+    git(tmp_path, "clone", "-q", str(one), str(clone))
+    project.write(TargetSpec("port", clone, ("nb",)), ROOT, "m1")  # the same history from another clone goes on
