@@ -292,6 +292,18 @@ def test_a_target_is_recorded_by_detsim_track_record_then_judged_and_published_a
     assert not (checkout / "results" / "asv").exists() or not any((checkout / "results" / "asv").rglob("*.json"))
 
 
+def test_a_relative_target_is_the_callers_and_a_missing_one_is_refused_in_one_line(checkout, tmp_path):
+    (tmp_path / "port").mkdir()
+    elsewhere = subprocess.run(["bash", str(checkout / ".ci" / "track")], cwd=tmp_path, capture_output=True, text=True,
+                               env=_env(checkout, TARGET="port", FAKE_VERDICT="0"), timeout=60, start_new_session=True)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    record = [call for call in _calls(checkout) if call[:2] == ["detsim-track", "record"]]
+    assert record and record[0][3] == str((tmp_path / "port").resolve())
+    refused = _track(checkout, TARGET="no/such/port")
+    assert (refused.returncode, refused.stderr) == (2, "tracking run: TARGET=no/such/port: not a folder\n")
+    assert _calls(checkout) == []
+
+
 def test_a_fresh_clone_installs_the_asv_that_pyproject_pins_before_the_rest(checkout):
     python = checkout / ".venv" / "bin" / "python"
     python.unlink()

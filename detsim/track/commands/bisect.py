@@ -17,7 +17,7 @@ from detsim.track.target.build import scratch_folder
 from detsim.track.target.criteria import PARITY_FACTOR, Criterion, Kind
 from detsim.track.target.departure import map_lines
 from detsim.track.target.hunting import HuntError, hunt
-from detsim.track.target.spec import SpecError, detsim_spec, load_spec, target_case
+from detsim.track.target.spec import SpecError, detsim_spec, load_spec, target_case, target_cases
 
 HELP = "find the first commit (of detsim or of a target repository) where a golden case's parity, hash, " \
        "reproducibility, time or rendering turns bad"
@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         criterion = criterion_from(args)
         spec = load_spec(args.target.resolve(), args.spec) if args.target else detsim_spec(root)
+        if spec.source is not None:
+            target_cases(spec, root)  # a spec's cases are checked as record checks them, though one is probed
         case = target_case(spec, criterion.case, root)
         criterion = Criterion(criterion.kind, case.id, criterion.factor, criterion.percent)
         if args.json is not None:

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json is not None:
             check_output_file(args.json, "--json", "record")
         project = Project.of(spec, root)
+        project.check(spec)
         cases = target_cases(spec, root)
         if args.merge:
             if args.range:

@@ -5,8 +5,10 @@ unpacked with ``git archive`` (the repository is only read; an archive is judged
 partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
 ``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
 site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
-again. Output: an :class:`Installation` (the folder of its commands and the fingerprint of its installed
-files), or a :class:`BuildError` naming the commit.
+again (a build backend that is not there, hatchling say, is fetched by pip for an isolated build of the
+commit; a folder with neither pyproject.toml nor setup.py is not installed at all: its command is a script of
+the exported tree, :func:`tree_of`). Output: an :class:`Installation` (the folder of its commands and the
+fingerprint of its installed files), or a :class:`BuildError` naming the commit.
 
 The reuse rule (written once; bisection and the tracking run both use it): a commit whose installed files
 are byte-identical to an already measured commit's takes that commit's results. Its keys: the fingerprint of
@@ -18,6 +20,7 @@ bookkeeping and byte code left out) or, before any build, the git trees of the s
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -31,10 +34,15 @@ from detsim.track.base.git import resolve
 from detsim.track.base.fresh import HERE, ChildError, pinned_env, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.hashing import sha256_bytes, sha256_file
-from detsim.track.target.spec import TargetSpec
+from detsim.track.target.spec import FILE, TargetSpec
 
 LAYER = "_detsim_heavy_layer.pth"  # the venv's line to this interpreter's site-packages
+SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # set in the processes of a recording's asv suite (names its project folder)
 INSTALL_TIMEOUT_S = 900
+TREE, VENV = "src", "venv"  # an installation's folders: the commit's exported tree, its venv
+PROJECT_FILES = ("pyproject.toml", "setup.py")  # what makes a folder something pip installs
+# pip's word for a build backend that cannot be imported from detsim's venv (hatchling, flit_core, ...)
+BACKEND_MISSING = "BackendUnavailable"
 
 
 class BuildError(RuntimeError):
@@ -55,6 +63,14 @@ def heavy_paths() -> list[str]:
     imports detsim): the layer every throwaway venv sees."""
     paths = sysconfig.get_paths()
     return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
+
+
+def layer_lines() -> str:
+    """The venv's ``.pth`` file: the layer's folders, and in the processes of a recording's asv suite (only
+    there) detsim's own package first: a commit that installs a package named ``detsim`` must not replace the
+    suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    first = f"import os, sys; os.environ.get({SUITE_VAR!r}) and sys.path.insert(0, {str(HERE)!r})\n"
+    return "".join(f"{p}\n" for p in heavy_paths()) + first
 
 
 class Builder:
@@ -82,7 +98,7 @@ class Builder:
             raise
 
     def _install(self, sha: str, folder: Path, began: float) -> Installation:
-        source, venv = folder / "src", folder / "venv"
+        source, venv = folder / TREE, folder / VENV
         self._export(sha, source)
         try:
             run([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120).check("venv")
@@ -95,18 +111,32 @@ class Builder:
         except ChildError as exc:
             raise BuildError(f"{sha[:8]}: the virtual environment does not run: {exc}") from None
         site.mkdir(parents=True, exist_ok=True)
-        (site / LAYER).write_text("".join(f"{p}\n" for p in heavy_paths()))
+        (site / LAYER).write_text(layer_lines())
         target = source / self.spec.install
+        if not any((target / name).is_file() for name in PROJECT_FILES):
+            # nothing to install (a command that is a script in the repository): the commit is its tree
+            return Installation(sha, venv / "bin", site, installed_fingerprint(source, ignore=(FILE,)),
+                                round(time.perf_counter() - began, 3))
         argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
                 "--no-deps", "--no-build-isolation", "--no-index", "--disable-pip-version-check", str(target)]
-        try:
-            done = run(argv, timeout=INSTALL_TIMEOUT_S, what="pip install")
-        except ChildError as exc:
-            raise BuildError(f"{sha[:8]}: {exc}") from None
+        done = self._pip(sha, argv)
+        if done.returncode != 0 and BACKEND_MISSING in done.stdout + done.stderr:
+            # a backend detsim's venv lacks: pip fetches the build's own requirements into an isolated build
+            # (the package's dependencies are still never installed: --no-deps)
+            done = self._pip(sha, [a for a in argv if a not in ("--no-build-isolation", "--no-index")])
+            if done.returncode != 0:
+                raise BuildError(f"{sha[:8]}: does not install (its build backend is not in detsim's venv and an "
+                                 f"isolated build failed): {pip_reason(done.stderr + done.stdout)}")
         if done.returncode != 0:
-            raise BuildError(f"{sha[:8]}: does not install: {done.last_line() or f'pip exited {done.returncode}'}")
+            raise BuildError(f"{sha[:8]}: does not install: {pip_reason(done.stderr + done.stdout)}")
         return Installation(sha, venv / "bin", site, installed_fingerprint(site, ignore=(LAYER,)),
                             round(time.perf_counter() - began, 3))
+
+    def _pip(self, sha: str, argv: list[str]):
+        try:
+            return run(argv, timeout=INSTALL_TIMEOUT_S, what="pip install")
+        except ChildError as exc:
+            raise BuildError(f"{sha[:8]}: {exc}") from None
 
     def _export(self, sha: str, dest: Path) -> None:
         dest.mkdir(parents=True)
@@ -130,10 +160,54 @@ class Builder:
                 raise BuildError(f"{sha[:8]}: cannot export {what}: {exc}") from None
         if not (dest / self.spec.install).exists():
             raise BuildError(f"{sha[:8]}: has no {self.spec.install} to install")
+        self._drop_cases(dest)
+
+    def _drop_cases(self, dest: Path) -> None:
+        """Remove the spec's own folder of cases from the exported tree ``dest``: they are read from the working
+        tree, never built, and a folder of them beside a flat-layout package would be one more top-level package
+        to setuptools' discovery."""
+        cases, root = self.spec.case_folder, Path(self.spec.root).resolve()
+        if cases is None or not Path(cases).resolve().is_relative_to(root):
+            return
+        inside = dest / Path(cases).resolve().relative_to(root)
+        if inside == dest or (dest / self.spec.install).resolve().is_relative_to(inside.resolve()):
+            return
+        shutil.rmtree(inside, ignore_errors=True)
+        for parent in inside.parents:  # and the folders it leaves empty
+            if parent == dest or not parent.is_dir() or any(parent.iterdir()):
+                break
+            parent.rmdir()
 
     def discard(self, installation: Installation) -> None:
         """Remove an installation's folders (its results are kept by whoever measured it)."""
         shutil.rmtree(self.scratch / installation.commit[:12], ignore_errors=True)
+
+
+def tree_of(bin_dir: Path | None) -> Path | None:
+    """The exported tree of the commit whose venv's commands are in ``bin_dir`` (None: not a venv that
+    :class:`Builder` made): where a command that is a script of the repository is found."""
+    if bin_dir is None:
+        return None
+    tree = Path(bin_dir).parent.parent / TREE
+    return tree if Path(bin_dir).parent.name == VENV and tree.is_dir() else None
+
+
+PIP_NOISE = ("note:", "hint:", "×", "╰─>", "│", "[end of output]", "error: subprocess-exited-with-error",
+             "error: metadata-generation-failed", "ERROR: Exception:", "Traceback (most recent call last)")
+
+
+def pip_reason(output: str) -> str:
+    """The line of a failed pip install that says why: the build's own ``error:`` line, else the last
+    exception raised, else the last line that is not pip's framing."""
+    lines = [line.strip() for line in output.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(PIP_NOISE) and not line.startswith("File ")]
+    for line in lines:
+        if line.startswith("error:"):
+            return line
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", line):
+            return line
+    return lines[-1] if lines else "pip gave no reason"
 
 
 def scratch_folder() -> tempfile.TemporaryDirectory:
@@ -148,9 +222,9 @@ T = TypeVar("T")
 
 
 def installed_fingerprint(site_packages: Path, ignore: Sequence[str] = ()) -> str:
-    """sha256 over every installed file's path and contents under ``site_packages`` (byte code, pip's
-    bookkeeping and the names in ``ignore`` left out): equal for two commits exactly when they installed the
-    same bytes."""
+    """sha256 over every installed file's path, contents and executable bit under ``site_packages`` (byte
+    code, pip's bookkeeping and the names in ``ignore`` left out): equal for two commits exactly when they
+    installed the same bytes."""
     site_packages = Path(site_packages)
     lines = []
     for path in sorted(p for p in site_packages.rglob("*") if p.is_file()):
@@ -159,7 +233,8 @@ def installed_fingerprint(site_packages: Path, ignore: Sequence[str] = ()) -> st
             continue
         if rel.parent.name.endswith(".dist-info") and rel.name in BOOKKEEPING:
             continue
-        lines.append(f"{sha256_file(path)}  {rel.as_posix()}\n")
+        executable = " (executable)" if os.access(path, os.X_OK) else ""  # a script's mode decides if it runs
+        lines.append(f"{sha256_file(path)}  {rel.as_posix()}{executable}\n")
     return sha256_bytes("".join(lines).encode())
 
 
@@ -168,7 +243,8 @@ def source_key(root: Path, commit: str, export: Sequence[str] | None) -> str | N
     files without building either (None: no ``export`` paths, or one missing at that commit)."""
     if not export:
         return None
-    trees = [query(root, "rev-parse", "--verify", "--quiet", f"{commit}:{path}") for path in export]
+    # ``./``: the path is the spec's, relative to the target's folder (which may be a subfolder of its repository)
+    trees = [query(root, "rev-parse", "--verify", "--quiet", f"{commit}:./{path}") for path in export]
     return None if None in trees else " ".join(trees)
 
 

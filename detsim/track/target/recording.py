@@ -36,7 +36,7 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.recording import RecordingError
-from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Reuse, source_key
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
@@ -46,8 +46,8 @@ from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIM
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
-SUITE_VAR = "DETSIM_TARGET_SUITE_DIR"  # names that folder to the suite (asv passes its environment on)
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
+CHECKED_ROWS = 20  # rows whose commits must be the target's before a recording goes on (Project.check)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times (and counted once where the spec
 # asks: about 50 renders' time), each within the spec's timeout
@@ -123,13 +123,31 @@ class Project:
                 raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
         return rows
 
+    def check(self, spec: TargetSpec) -> str:
+        """The repository asv is to clone for ``spec``: its top folder (a target may be a folder inside its
+        repository); a :class:`RecordingError` where this folder records commits that repository does not have
+        (two targets whose folders have one name), before anything is written. Another clone of the same
+        history may go on with a recording."""
+        repo = query(spec.root, "rev-parse", "--show-toplevel") or str(Path(spec.root).resolve())
+        foreign = [path.stem for path in sorted(self.folder.glob("outcomes/*/*.json"))[:CHECKED_ROWS]
+                   if query(spec.root, "cat-file", "-e", f"{path.stem}^{{commit}}") is None]
+        if foreign:
+            try:
+                recorded = json.loads(self.config.read_text()).get("repo")
+            except (OSError, ValueError, AttributeError):
+                recorded = "another repository"
+            raise RecordingError(f"{self.folder} records commits {repo} does not have (e.g. {foreign[0][:10]}, of "
+                                 f"{recorded}): move that recording, or give this target a folder of another name")
+        return repo
+
     def write(self, spec: TargetSpec, root: Path, machine: str) -> None:
         """asv.conf.json and suite.json, rewritten every run (they hold paths: the target's, detsim's, and where
-        ``machine``'s rows go)."""
+        ``machine``'s rows go); :meth:`check` first."""
+        repo = self.check(spec)
         self.folder.mkdir(parents=True, exist_ok=True)
         branch = query(spec.root, "rev-parse", "--abbrev-ref", "HEAD") or "HEAD"
         conf = {
-            "version": 1, "project": spec.name, "repo": str(Path(spec.root).resolve()), "dvcs": "git",
+            "version": 1, "project": spec.name, "repo": repo, "dvcs": "git",
             "branches": [branch.strip()], "environment_type": "existing",
             "benchmark_dir": str(SUITE_DIR), "results_dir": "results", "html_dir": "html",
             "launch_method": "forkserver", "default_benchmark_timeout": 3600,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import os
 import shutil
+import string
 import sys
 import sysconfig
 import tempfile
@@ -30,6 +31,7 @@ from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity
 from detsim.track.base.golden import AXES
 from detsim.track.measure.parity import image_metrics
+from detsim.track.target.build import SUITE_VAR, tree_of
 from detsim.track.target.spec import TargetSpec
 
 class Ending(enum.Enum):
@@ -119,7 +121,7 @@ def _g(x) -> str:
 FLOATFILE = "-floatfile"
 STDERR_LINES = 5  # the last lines of stderr a failure keeps
 SEEDS = AXES["process"].hash_seeds  # the hash seeds of the first and the second process
-DROPPED_VARS = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")  # the suite's own; the spec's env may set them
+DROPPED_VARS = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", SUITE_VAR)  # the suite's own; the spec's env may set them
 # argv: PEAK_FILE PROGRAM ARGS...; spawns PROGRAM, writes its peak resident kB, exits with its status
 LAUNCHER = ("import os, sys\n"
             "pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)\n"
@@ -146,12 +148,15 @@ def output_name(args: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
 
 def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, str]:
     """The environment of a render: this one without the suite's Python variables, ``bin_dir`` first on
-    ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``."""
+    ``PATH`` (None: this interpreter's scripts last), one thread, the hash ``seed``, then the spec's ``env``
+    (``$NAME`` and ``${NAME}`` in its values read from what comes before it)."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARS}
     scripts = sysconfig.get_path("scripts")
     folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), scripts]
     env["PATH"] = os.pathsep.join(filter(None, folders))
-    return {**env, **thread_vars(1), "PYTHONHASHSEED": seed, **spec.env}
+    env = {**env, **thread_vars(1), "PYTHONHASHSEED": seed}
+    # a value may use the others as a shell would: PATH = "/opt/tools/bin:$PATH" keeps the commit's commands
+    return {**env, **{name: string.Template(value).safe_substitute(env) for name, value in spec.env.items()}}
 
 
 def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None, *, runs: int = 1,
@@ -202,10 +207,29 @@ class _Run:
     peak_mb: float | None = None
 
 
+def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> list[str] | None:
+    """The spec's command as it runs at the commit installed in ``bin_dir``: a word that is a relative path
+    to a file of that commit's exported tree (``./nb.py``, ``python tools/nb.py``, ``python nb.py``; the program
+    only when it has a ``/``, as a shell reads it) names that file; the program is then found as ``PATH``
+    finds it (None: it is not found, or not executable)."""
+    tree = tree_of(bin_dir)
+
+    def in_tree(word: str, first: bool) -> str:
+        if tree is None or os.path.isabs(word) or (first and "/" not in word):  # a bare program: as PATH finds it
+            return word
+        return str(tree / word) if (tree / word).is_file() else word  # not a folder: python -m pkg stays
+
+    words = [in_tree(word, i == 0) for i, word in enumerate(spec.command)]
+    program = shutil.which(words[0], path=path)
+    return None if program is None else [program, *words[1:]]
+
+
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
-    program = shutil.which(spec.command[0], path=command_env(spec, bin_dir, seed).get("PATH"))
-    if program is None:
-        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"))
+    words = command_words(spec, bin_dir, command_env(spec, bin_dir, seed).get("PATH"))
+    if words is None:
+        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"
+                                + (" (a script must be executable, or run as: python SCRIPT)"
+                                   if "/" in spec.command[0] else "")))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
         work = Path(tmp)
         for item in case.folder.iterdir():
@@ -213,7 +237,7 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
                 shutil.copy2(item, work / item.name)
         peak_file = work / ".detsim-peak-kb"  # written once the command has ended
         try:
-            done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), program, *spec.command[1:], *args],
+            done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), *words, *args],
                        cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
             return _Run(CaseOutcome(case.id, Ending.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
@@ -232,7 +256,9 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
         flat = np.fromfile(written, dtype="<f4")
         if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
             side = int(round(flat.size ** 0.5))
-            guess = f" ({side}x{side}?)" if side * side == flat.size else ""
+            guess = (" (the reference's pixels as float64? nanoBragg's -floatfile is float32)"
+                     if written.stat().st_size == 8 * shape[0] * shape[1]
+                     else f" ({side}x{side}?)" if side * side == flat.size else "")
             return _Run(CaseOutcome(case.id, Ending.WRONG_SIZE,
                                     f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
                                     f"the reference is {shape[0]}x{shape[1]}", **cost))

@@ -20,7 +20,7 @@ missing, before anything is built.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
@@ -132,6 +132,9 @@ def _cases(value, target: Path, bad) -> tuple[tuple[str, ...] | None, Path | Non
             raise bad(f"'cases' names the folder {folder}, which does not exist")
         return None, folder
     if isinstance(value, list) and value and all(isinstance(c, str) and c for c in value):
+        twice = sorted({c for c in value if value.count(c) > 1})
+        if twice:
+            raise bad(f"'cases' names {twice[0]!r} more than once")
         return tuple(value), None
     raise bad("'cases' must be a non-empty list of golden case ids or a folder of cases")
 
@@ -154,15 +157,39 @@ def golden_folder(root: Path) -> Path:
 
 
 def target_cases(spec: TargetSpec, root: Path) -> list[GoldenCase]:
-    """Every case the target is rendered on, each with a readable reference image of a known shape."""
-    if spec.case_folder is not None:
-        cases = discover(spec.case_folder)
-    else:
-        folder = golden_folder(root)
-        cases = [find_case(c, folder) for c in spec.cases] if spec.cases else load_cases(folder)
-    for case in cases:
-        case.reference()
+    """Every case the target is rendered on, each with a readable reference image of a known shape (a
+    :class:`GoldenError` naming the spec file where its ``cases`` are wrong)."""
+    try:
+        if spec.case_folder is not None:
+            cases = [_shaped(case) for case in discover(spec.case_folder)]
+            if not cases:
+                raise GoldenError(f"{spec.case_folder} holds no case (a folder with args.txt and image.bin)")
+        else:
+            folder = golden_folder(root)
+            cases = [find_case(c, folder) for c in spec.cases] if spec.cases else load_cases(folder)
+        twice = sorted({c.id for c in cases if [d.id for d in cases].count(c.id) > 1})
+        if twice:
+            raise GoldenError(f"{twice[0]!r} is named more than once")
+        for case in cases:
+            case.reference()
+    except GoldenError as exc:
+        raise GoldenError(f"{spec.source}: 'cases': {exc}" if spec.source else str(exc)) from None
     return cases
+
+
+def _shaped(case: GoldenCase) -> GoldenCase:
+    """``case`` with its image shape: its manifest's, else the detector's pixels its arguments give (read as
+    the ``detsim`` command reads them)."""
+    if case.shape is not None:
+        return case
+    from detsim.commandline.to_config import config_from_argv  # imports torch: only for a case without a manifest
+
+    try:
+        detector = case.config(config_from_argv).detector
+    except (ValueError, OSError) as exc:
+        raise GoldenError(f"{case.id}: the image shape is unknown: no manifest gives it, and its arguments "
+                          f"in {case.folder / 'args.txt'} do not ({exc})") from None
+    return replace(case, shape=(int(detector.spixels), int(detector.fpixels)))
 
 
 def target_case(spec: TargetSpec, case_id: str, root: Path) -> GoldenCase:
@@ -171,7 +198,7 @@ def target_case(spec: TargetSpec, case_id: str, root: Path) -> GoldenCase:
     if spec.case_folder is None:
         case = find_case(case_id, golden_folder(root))
     else:
-        matches = [c for c in discover(spec.case_folder) if c.id == case_id or c.id.startswith(case_id)]
+        matches = [_shaped(c) for c in discover(spec.case_folder) if c.id == case_id or c.id.startswith(case_id)]
         if len(matches) != 1:
             raise GoldenError(f"{case_id!r} is {'ambiguous' if matches else 'not a case'} in {spec.case_folder}")
         case = matches[0]
