@@ -25,7 +25,7 @@ from pathlib import Path
 from detsim.track.base.callgrind import VALGRIND_PACKAGE, CountError, parse_total
 from detsim.track.base.fresh import PINNED, ChildError, TimedOut, run
 from detsim.track.base.golden import GoldenCase
-from detsim.track.target.render import output_name
+from detsim.track.target.render import command_words, output_name, with_spec_env
 from detsim.track.target.spec import TargetSpec
 
 SLOWDOWN = 60  # a process under callgrind takes up to this many times its native time: its timeout's factor
@@ -45,7 +45,7 @@ def not_counted_reason() -> str | None:
 def count_env(spec: TargetSpec, bin_dir: Path) -> dict[str, str]:
     """The environment of a counted render (see the module docstring)."""
     home = {"HOME": os.environ["HOME"]} if "HOME" in os.environ else {}
-    return {"PATH": os.pathsep.join([str(bin_dir), SYSTEM_PATH]), **home, **PINNED_ENV, **spec.env}
+    return with_spec_env(spec, {"PATH": os.pathsep.join([str(bin_dir), SYSTEM_PATH]), **home, **PINNED_ENV})
 
 
 def count_render(spec: TargetSpec, case: GoldenCase, bin_dir: Path, work: Path) -> int:
@@ -55,8 +55,8 @@ def count_render(spec: TargetSpec, case: GoldenCase, bin_dir: Path, work: Path) 
     if reason:
         raise CountError(f"not counted: {reason}")
     env = count_env(spec, bin_dir)
-    program = shutil.which(spec.command[0], path=env["PATH"])
-    if program is None:
+    words = command_words(spec, bin_dir, env["PATH"])  # as the render runs it: a script of the commit's tree too
+    if words is None:
         raise CountError(f"not counted: command not found: {spec.command[0]}")
     work = Path(work)
     shutil.rmtree(work, ignore_errors=True)
@@ -66,7 +66,7 @@ def count_render(spec: TargetSpec, case: GoldenCase, bin_dir: Path, work: Path) 
         if item.name not in ("image.bin", out_name, "stdout.txt") and item.is_file():
             shutil.copy2(item, work / "case" / item.name)
     argv = ["valgrind", "--tool=callgrind", "--trace-children=yes",
-            f"--callgrind-out-file={work / OUT.format(pid='%p')}", program, *spec.command[1:], *args]
+            f"--callgrind-out-file={work / OUT.format(pid='%p')}", *words, *args]
     try:
         done = run(argv, cwd=work / "case", env=env, timeout=spec.timeout_s * SLOWDOWN, what="the counted render")
         done.check("the counted render")

@@ -154,8 +154,12 @@ def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, 
     scripts = sysconfig.get_path("scripts")
     folders = [str(bin_dir), env.get("PATH")] if bin_dir is not None else [env.get("PATH"), scripts]
     env["PATH"] = os.pathsep.join(filter(None, folders))
-    env = {**env, **thread_vars(1), "PYTHONHASHSEED": seed}
-    # a value may use the others as a shell would: PATH = "/opt/tools/bin:$PATH" keeps the commit's commands
+    return with_spec_env(spec, {**env, **thread_vars(1), "PYTHONHASHSEED": seed})
+
+
+def with_spec_env(spec: TargetSpec, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the spec's ``env`` set over it; a value may use the others as a shell would
+    (``$NAME``, ``${NAME}``): PATH = "/opt/tools/bin:$PATH" keeps the commit's commands first."""
     return {**env, **{name: string.Template(value).safe_substitute(env) for name, value in spec.env.items()}}
 
 

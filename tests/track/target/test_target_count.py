@@ -9,6 +9,7 @@ no torch), so the fixture is what a recording writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -49,6 +50,18 @@ def test_a_counted_render_runs_in_an_environment_of_its_own(tmp_path, monkeypatc
     assert env["PATH"].split(":")[0] == str(tmp_path / "bin") and "DETSIM_TARGET_COMMIT" not in env
     assert (env["PYTHONHASHSEED"], env["OMP_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"]) == ("0", "1", "1")
     assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["FAKEPORT_GOLDEN"] == str(GOLDEN)  # the spec's env
+
+
+def test_a_counted_render_reads_the_specs_env_and_command_as_the_render_does(tmp_path, monkeypatch):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    spec = dataclasses.replace(load_spec(port.root), env={"PATH": "/opt/port/bin:$PATH"}, command=("./nb.py",))
+    env = count_env(spec, tmp_path / "bin")
+    assert env["PATH"].split(":")[:2] == ["/opt/port/bin", str(tmp_path / "bin")]  # $PATH expanded, not kept
+    seen = []
+    monkeypatch.setattr(counting, "command_words", lambda spec, bin_dir, path: seen.append(path))  # not found
+    with pytest.raises(CountError, match=r"^not counted: command not found: \./nb\.py$"):
+        count_render(spec, find_case(CASE, GOLDEN), tmp_path / "bin", tmp_path / "work")
+    assert seen == [env["PATH"]]  # the script is looked up as the render looks it up, in the commit's tree
 
 
 def test_without_valgrind_a_count_is_refused_in_one_line(tmp_path, monkeypatch):
