@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Status
-from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels, project_repo, \
+from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels, target_folder, \
     target_spec
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
@@ -308,7 +308,7 @@ def _target_undecided(finding: Finding, root: Path) -> Finding:
     conf = load_config(root)
     spec = target_spec(conf)  # the spec the recording was made with, wherever it lives
     command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target "
-               f"{project_repo(root, conf)}{f' --spec {spec}' if spec else ''} --slower {finding.series.case} "
+               f"{target_folder(root, conf)}{f' --spec {spec}' if spec else ''} --slower {finding.series.case} "
                f"{round(finding.series.threshold * 100)}")
     return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
 

@@ -221,6 +221,17 @@ def project_repo(root: Path, conf: Mapping) -> Path:
 TARGET_SPEC = "detsim_target_spec"
 
 
+# a key of a target's asv.conf.json: the target's folder, the one holding its spec (asv's ``repo`` is the
+# repository's top folder, which is another where the target is a subfolder of its repository)
+TARGET_FOLDER = "detsim_target"
+
+
+def target_folder(root: Path, conf: Mapping) -> Path:
+    """The folder ``--target`` names for this recording: the target's own (its spec's), else the repository."""
+    folder = conf.get(TARGET_FOLDER)
+    return Path(folder) if folder else project_repo(root, conf)
+
+
 def target_spec(conf: Mapping) -> Path | None:
     """The spec file a target's recording was made with (None: detsim's own project, or an older recording)."""
     spec = conf.get(TARGET_SPEC)

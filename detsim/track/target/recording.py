@@ -41,7 +41,7 @@ from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
 from detsim.track.target.spec import FILE, TargetSpec
-from detsim.track.judge.history import TARGET_SPEC
+from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
@@ -157,7 +157,8 @@ class Project:
                                        r"bench_target\.Timing\.": TARGET_TIMING.value,
                                        r"bench_target\.Cost\.": TARGET_COST.value},
             "regressions_first_commits": {r"bench_target\.Case\.track_(max_relative_error|sum_ratio)": None},
-            TARGET_SPEC: _given_spec(spec),  # the verdict's bisect advice names it
+            TARGET_FOLDER: str(Path(spec.root).resolve()),  # the verdict's bisect advice names these two
+            TARGET_SPEC: _given_spec(spec),
         }
         write_json(self.config, conf)
         write_json(self.folder / SUITE, {

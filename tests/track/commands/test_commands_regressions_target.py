@@ -147,3 +147,15 @@ def test_the_bisect_advice_names_a_spec_that_lives_elsewhere(recorded, capsys, t
     assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE]) == 1
     [timing] = [f for f in _verdict(project)["regressions"] if f["family"] == "timing"]
     assert f"--target {port.root.resolve()} --spec {elsewhere.resolve()} --slower {CASE} 25" in timing["decide_command"]
+
+
+def test_the_bisect_advice_names_the_targets_folder_not_its_repositorys_top(recorded, capsys):
+    port, project = recorded
+    conf = json.loads(project.config.read_text())
+    assert conf["detsim_target"] == str(port.root.resolve())  # written by the recording
+    # a target whose spec sits in a subfolder of its repository: asv's repo is the top, --target the subfolder
+    conf["detsim_target"] = str(port.root.resolve() / "python")
+    project.config.write_text(json.dumps(conf))
+    assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE]) == 1
+    [timing] = [f for f in _verdict(project)["regressions"] if f["family"] == "timing"]
+    assert f"--target {port.root.resolve() / 'python'} --slower {CASE} 25" in timing["decide_command"]
