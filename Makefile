@@ -43,9 +43,11 @@ run: venv
 # in addopts: `python -m pytest PATH` runs in one process, and so do the pytest runs of detsim-track evidence.
 # The checkout's modules are byte-compiled first, on every core: the tests start ~130 fresh interpreters,
 # and where PYTHONDONTWRITEBYTECODE is set (it is on the machines docs/tracking.md was measured on) each
-# would otherwise compile again what it imports from the checkout.
+# would otherwise compile again what it imports from the checkout. Then pytest's cache of the test modules
+# with their asserts rewritten (tests/rewritten_asserts.py): each worker would otherwise rewrite them all.
 test: venv
 	$(PY) -m compileall -q -j0 detsim benchmarks tests
+	$(PY) tests/rewritten_asserts.py
 	$(PY) -m pytest -q -n logical --dist worksteal
 
 test-slow: venv-slow

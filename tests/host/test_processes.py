@@ -25,7 +25,7 @@ def _wait_until(condition) -> bool:
     while not condition():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.001)
+        time.sleep(0.01)  # a condition may scan /proc (~2 ms a scan): faster, it would take a core from the child
     return True
 
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ ONE_HOME = {
 SUITE_ONLY = {"exit-code constants"}
 
 
+@functools.cache  # each fact's test reads every module of the package: parsed once per process
 def _code(path: Path) -> str:
     """The module's source without docstrings and comments (facts may be *mentioned* in prose)."""
     tree = ast.parse(path.read_text())
@@ -52,7 +54,8 @@ def _code(path: Path) -> str:
     return ast.unparse(tree)
 
 
-def _imports(path: Path, root: Path = ROOT) -> set[str]:
+@functools.cache  # the import graph's tests read every module of the suite: parsed once per process
+def _imports(path: Path, root: Path = ROOT) -> frozenset[str]:
     """Every module ``path`` imports, at any depth of its code (relative imports resolved from ``root``)."""
     package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
     names = set()
@@ -66,7 +69,7 @@ def _imports(path: Path, root: Path = ROOT) -> set[str]:
                 module = ".".join([*base, *([module] if module else [])])
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 COMMAND_LAYER = {"commands", "cli"}

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from detsim.commandline.command import main as detsim_main
+from detsim.track.base.fresh import Finished
 from detsim.track.base.provenance import cpu_model, vector_flags
 from detsim.track.base.workloads import WORKLOADS
 from detsim.track.cli import main
@@ -35,10 +36,20 @@ def p1_image(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def one_render_row(tmp_path_factory):
-    """One real eager float64 render row of P1 at 12² (its own process, as the command runs it) and its image,
-    for the tests about nanoBragg's side, where detsim's render is not what they check."""
+    """One real eager float64 render row of P1 at 12² and its image, for the tests about nanoBragg's side, where
+    detsim's render is not what they check: the command's render job, run in this process (a fresh interpreter
+    would only add torch's import; the job in its own process is test_speed_run_reports_wall_and_cpu_rates_...'s
+    and tests/track/measure/test_measure_speed.py's)."""
     scratch = tmp_path_factory.mktemp("render")
-    row, image = measure.detsim_row(P1_12, "eager", "float64", {"device": "cpu", "repeats": 1, "threads": 1}, scratch)
+
+    def in_this_process(entry, job, **_):
+        assert entry == measure.RENDER_JOB
+        return Finished(0, b"", b"", 0.0, result=measure.render_job(job))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(measure, "run_job", in_this_process)
+        row, image = measure.detsim_row(P1_12, "eager", "float64", {"device": "cpu", "repeats": 1, "threads": 1},
+                                        scratch)
     assert image is not None, row.get("error")
     return row, image
 
