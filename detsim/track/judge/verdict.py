@@ -16,7 +16,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Collection, Iterable, Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
@@ -44,16 +44,21 @@ NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine
 NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
 TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
 NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
+CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
 UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
 
 
-def skip_reason(series: Series, class_baseline: bool) -> Reason:
-    """Why ``series`` was skipped; ``class_baseline``: whether a baseline of this machine's class is stored."""
+def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[str] = ()) -> Reason:
+    """Why ``series`` was skipped; ``class_baseline``: whether a baseline of this machine's class is stored;
+    ``failed_cases``: the cases with a series that failed at the same commit (the rest of a case's tracks are
+    skipped when its render fails)."""
     params = param_values(series.params)
     if params.get("device") == "cuda":
         return NO_CUDA
     if params.get("mode") == "triton":
         return TRITON_ON_CPU
+    if series.case and series.case in failed_cases:
+        return CASE_FAILED
     if series.family in HASH_FAMILIES and not class_baseline:
         return NO_BASELINE
     if series.family == "cost":
@@ -77,11 +82,12 @@ class Skipped:
         return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
 
 
-def group_skips(skipped: Iterable[Series], class_baseline: bool) -> tuple[Skipped, ...]:
-    """The skipped series by reason, the largest group first (the unknown reason last)."""
+def group_skips(skipped: Iterable[Series], class_baseline: bool,
+                failed_cases: Collection[str] = ()) -> tuple[Skipped, ...]:
+    """The skipped series by reason (:func:`skip_reason`), the largest group first (the unknown reason last)."""
     groups: dict[Reason, list[str]] = {}
     for series in skipped:
-        groups.setdefault(skip_reason(series, class_baseline), []).append(series.label)
+        groups.setdefault(skip_reason(series, class_baseline, failed_cases), []).append(series.label)
     ordered = sorted(groups.items(), key=lambda item: (item[0] == UNKNOWN, -len(item[1]), item[0].many))
     return tuple(Skipped(reason, tuple(labels)) for reason, labels in ordered)
 
@@ -366,7 +372,8 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
         unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
         unbuilt=unbuilt,
         machine_class=machine_class, measured=judged.measured,
-        skips=group_skips(judged.skipped, class_baseline=chosen is not None),
+        skips=group_skips(judged.skipped, class_baseline=chosen is not None,
+                          failed_cases={s.case for s in series if s.case and s.label in judged.unmeasured}),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
         families=families_at(series, latest), history=page_history(root, series, order, image_states),

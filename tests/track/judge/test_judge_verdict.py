@@ -10,9 +10,9 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge.history import Point, Series
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, NO_BASELINE, NO_CUDA, NO_VALGRIND, Report, \
-    TRITON_ON_CPU, UNKNOWN, VerdictError, analyse, check_latest, determinism_note, group_skips, judge, latest_file, \
-    machines_of, point_latest, read_verdict, skip_reason
+from detsim.track.judge.verdict import CASE_FAILED, COMMAND, JSON_FILE, LATEST, NO_BASELINE, NO_CUDA, NO_VALGRIND, \
+    Report, TRITON_ON_CPU, UNKNOWN, VerdictError, analyse, check_latest, determinism_note, group_skips, judge, \
+    latest_file, machines_of, point_latest, read_verdict, skip_reason
 from detsim.track.base.output import json_text
 
 
@@ -157,6 +157,15 @@ def test_each_skip_is_given_the_reason_its_benchmark_skips_for():
         == [NO_CUDA, NO_CUDA, TRITON_ON_CPU, NO_BASELINE, NO_BASELINE, NO_VALGRIND, UNKNOWN]
     # with a baseline of this machine's class stored, a skipped hash is not for want of one
     assert skip_reason(HASH, class_baseline=True) == UNKNOWN
+
+
+def test_the_other_tracks_of_a_case_that_failed_are_skipped_for_that_reason():
+    parity_b01 = _skip_series("bench_target.Case.track_fingerprint", "fingerprint", "(case='b01')", case="b01")
+    timing_b01 = _skip_series("bench_target.Timing.time_render", "timing", "(case='b01')", case="b01")
+    timing_a01 = _skip_series("bench_target.Timing.time_render", "timing", "(case='a01')", case="a01")
+    groups = group_skips([parity_b01, timing_b01, timing_a01, CUDA], class_baseline=True, failed_cases={"b01"})
+    assert [(g.reason, len(g.labels)) for g in groups] == [(CASE_FAILED, 2), (NO_CUDA, 1), (UNKNOWN, 1)]
+    assert groups[0].text() == "2 tracks of failed cases (their case failed: see NOT MEASURED)"
 
 
 def test_skips_are_grouped_by_reason_largest_first_the_unknown_last():
