@@ -4,8 +4,10 @@ perturbs the image, with one fault planted per commit and docs-only commits betw
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from detsim.track.base.fresh import HERE
 from planted_history import commit, git
@@ -120,3 +122,28 @@ def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool 
             _faults(root, **change)
         commits[name] = commit(root, name)
     return Port(root, commits)
+
+
+# -- a target's recording as stored, written by hand (what `detsim-track record` writes through asv) --------
+
+RECORDED_ENV = "existing-py_x_bin_python"  # asv's name of the one interpreter a target's recording uses
+CASE_PARAMS = [[f"'{CASE}'"]]  # asv's parameters of a benchmark recorded for CASE alone
+
+
+def start_results(results: Path, machine: str, benchmarks: Mapping[str, tuple[str, str]]) -> None:
+    """``results`` (a recording's folder for ``machine``) with asv's machine file, and asv's list of the
+    ``benchmarks`` (name -> (asv type, unit)) beside it, each with the one parameter case = CASE."""
+    results.mkdir(parents=True)
+    (results / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
+    (results.parent / "benchmarks.json").write_text(json.dumps({"version": 2, **{
+        name: {"name": name, "param_names": ["case"], "params": CASE_PARAMS, "type": kind, "unit": unit,
+               "version": "1"} for name, (kind, unit) in benchmarks.items()}}))
+
+
+def write_results(results: Path, machine: str, commit: str, date: int, values: Mapping[str, float]) -> None:
+    """One commit's asv results file in ``results``: each benchmark's value for CASE (``date`` in ms)."""
+    data = {"version": 2, "commit_hash": commit, "env_name": RECORDED_ENV, "date": date,
+            "params": {"machine": machine}, "python": "3.11", "requirements": {}, "env_vars": {}, "durations": {},
+            "result_columns": ["result", "params", "version", "started_at", "duration"],
+            "results": {name: [[value], CASE_PARAMS, "1", date, 1.0] for name, value in values.items()}}
+    (results / f"{commit[:8]}-{RECORDED_ENV}.json").write_text(json.dumps(data))

@@ -18,28 +18,18 @@ from detsim.track.judge import confirm
 from detsim.track.target.recording import Project
 from detsim.track.target.spec import load_spec
 from planted_history import git
-from planted_port import CASE, make_port
+from planted_port import CASE, make_port, start_results, write_results
 from publish_assets import edge_departure, fake_asset_cache
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
 MACHINE = "m1"
-ENV = "existing-py_x_bin_python"
-COLUMNS = ["result", "params", "version", "started_at", "duration"]
-PARAMS = [[f"'{CASE}'"]]
 BENCHMARKS = {  # name -> (asv type, unit), as asv lists the suite for targets
     "bench_target.Case.track_parity_one_minus_r": ("track", "1 - r"),
     "bench_target.Case.track_peak_memory": ("track", "MB"),
     "bench_target.Timing.time_render": ("time", "seconds"),
     "bench_target.Case.track_fingerprint": ("track", "image fingerprint"),
 }
-
-
-def _asv_file(folder: Path, commit: str, date: int, values: dict) -> None:
-    data = {"version": 2, "commit_hash": commit, "env_name": ENV, "date": date, "params": {"machine": MACHINE},
-            "python": "3.11", "requirements": {}, "env_vars": {}, "durations": {}, "result_columns": COLUMNS,
-            "results": {name: [[values[name]], PARAMS, "1", date, 1.0] for name in BENCHMARKS}}
-    (folder / f"{commit[:8]}-{ENV}.json").write_text(json.dumps(data))
 
 
 @pytest.fixture
@@ -55,18 +45,14 @@ def recorded(tmp_path, monkeypatch):
     project = Project.of(spec, tmp_path / "detsim")
     project.write(spec, tmp_path / "detsim", MACHINE)
     results = project.results(MACHINE)
-    results.mkdir(parents=True)
-    (results / "machine.json").write_text(json.dumps({"machine": MACHINE, "version": 1}))
-    (results.parent / "benchmarks.json").write_text(json.dumps({"version": 2, **{
-        name: {"name": name, "param_names": ["case"], "params": PARAMS, "type": kind, "unit": unit, "version": "1"}
-        for name, (kind, unit) in BENCHMARKS.items()}}))
+    start_results(results, MACHINE, BENCHMARKS)
     outcomes = project.outcomes(MACHINE)
     outcomes.mkdir(parents=True)
     plan = [("base", None, 1e-9, 1.0, None), ("docs1", "base", 1e-9, 1.0, None),
             ("edge", None, 1e-4, 1.5, edge_departure())]
     for i, (name, twin, one_minus_r, seconds, departs) in enumerate(plan):
         commit = port.commits[name]
-        _asv_file(results, commit, 1_700_000_000_000 + i * 1000, {
+        write_results(results, MACHINE, commit, 1_700_000_000_000 + i * 1000, {
             "bench_target.Case.track_parity_one_minus_r": one_minus_r,
             "bench_target.Case.track_peak_memory": 300.0, "bench_target.Timing.time_render": seconds,
             "bench_target.Case.track_fingerprint": 0.5 if departs is None else 0.25})

@@ -26,14 +26,11 @@ from detsim.track.target.count import count_env, count_render
 from detsim.track.target.recording import Project
 from detsim.track.target.spec import load_spec
 from planted_history import git
-from planted_port import CASE, make_port
+from planted_port import CASE, make_port, start_results, write_results
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
 MACHINE = "m1"
-ENV = "existing-py_x_bin_python"
-COLUMNS = ["result", "params", "version", "started_at", "duration"]
-PARAMS = [[f"'{CASE}'"]]
 COST = "bench_target.Cost.track_instructions"
 PARITY = "bench_target.Case.track_parity_one_minus_r"
 # copy mode, counted as the slow tests count them (separate builds): base; edge and every commit after it that keeps
@@ -81,24 +78,15 @@ def _history(tmp_path: Path, tip: str) -> tuple:
     project = Project.of(spec, tmp_path / "detsim")
     project.write(spec, tmp_path / "detsim", MACHINE)
     results, outcomes = project.results(MACHINE), project.outcomes(MACHINE)
-    results.mkdir(parents=True)
+    start_results(results, MACHINE, {COST: ("track", "instructions"), PARITY: ("track", "1 - r")})
     outcomes.mkdir(parents=True)
-    (results / "machine.json").write_text(json.dumps({"machine": MACHINE, "version": 1}))
-    units = {COST: "instructions", PARITY: "1 - r"}
-    (results.parent / "benchmarks.json").write_text(json.dumps({"version": 2, **{
-        name: {"name": name, "param_names": ["case"], "params": PARAMS, "type": "track", "unit": unit,
-               "version": "1"} for name, unit in units.items()}}))
     plan = [("base", None, UNCHANGED), ("docs1", "base", UNCHANGED), ("edge", None, EDGE), ("steady", None, EDGE),
             ("docs5", "steady", EDGE), ("slow", None, SLOW), ("docs6", "slow", SLOW)]
     names = [name for name, _, _ in plan]
     for i, (name, twin, instructions) in enumerate(plan[:names.index(tip) + 1]):
         commit = port.commits[name]
-        data = {"version": 2, "commit_hash": commit, "env_name": ENV, "date": 1_700_000_000_000 + i * 1000,
-                "params": {"machine": MACHINE}, "python": "3.11", "requirements": {}, "env_vars": {}, "durations": {},
-                "result_columns": COLUMNS, "results": {
-                    COST: [[instructions], PARAMS, "1", 0, 1.0],
-                    PARITY: [[0.0 if name in ("base", "docs1") else 1e-5], PARAMS, "1", 0, 1.0]}}
-        (results / f"{commit[:8]}-{ENV}.json").write_text(json.dumps(data))
+        write_results(results, MACHINE, commit, 1_700_000_000_000 + i * 1000, {
+            COST: instructions, PARITY: 0.0 if name in ("base", "docs1") else 1e-5})
         (outcomes / f"{commit}.json").write_text(json.dumps({
             "commit": commit, "machine": MACHINE, "reused_from": port.commits[twin] if twin else None,
             "reused_by": "sources" if twin else None, "build_error": None, "keys": [],
