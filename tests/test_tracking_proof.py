@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.git import export_package
-from detsim.track.judge.confirm import Status, decide, extra_rounds
+from detsim.track.judge.confirm import Confirmation, decide, extra_rounds
 from detsim.track.judge.confirm import Target, remeasure
 from detsim.track.measure.cost import not_measured_reason
 from detsim.track.measure.cost import CostSpec, count_spec
@@ -132,14 +132,14 @@ def _confirmations(history: dict, a: str, b: str) -> list:
 
 def test_an_unchanged_commit_is_never_confirmed_slower(history):
     outcomes = _confirmations(history, "same3", "same4")
-    assert [c.status for c in outcomes] == [Status.NOISE] * REPEATS, [c.evidence for c in outcomes]
+    assert [c.status for c in outcomes] == [Confirmation.NOISE] * REPEATS, [c.evidence for c in outcomes]
 
 
 def test_a_ten_percent_slowdown_is_confirmed_at_least_four_times_in_five(history):
     outcomes = _confirmations(history, "cost3", "slow10")
-    assert sum(c.status is Status.CONFIRMED for c in outcomes) >= 4, [c.evidence for c in outcomes]
+    assert sum(c.status is Confirmation.CONFIRMED for c in outcomes) >= 4, [c.evidence for c in outcomes]
 
 
 def test_a_twenty_percent_slowdown_is_always_confirmed(history):
     outcomes = _confirmations(history, "cost3", "slow20")  # slow20's plant replaces slow10's
-    assert [c.status for c in outcomes] == [Status.CONFIRMED] * REPEATS, [c.evidence for c in outcomes]
+    assert [c.status for c in outcomes] == [Confirmation.CONFIRMED] * REPEATS, [c.evidence for c in outcomes]

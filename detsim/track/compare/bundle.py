@@ -23,7 +23,8 @@ from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
 from detsim.track.compare.summary import render_summary
 from detsim.track.base.output import REPORTS, atomic_write_text, write_json
@@ -69,13 +70,13 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
     status, why = exit_status(result, request.timeout)
     text = (folder / command.log).read_text(errors="replace")
     nodeids = pr.collected_nodeids(text)
-    if status == RunStatus.NOTHING_COLLECTED or result.exit_code == 4:
+    if status == Status.NOTHING_COLLECTED or result.exit_code == 4:
         tail = "\n".join(text.rstrip().splitlines()[-8:])
-        what = "the selection matched no tests" if status == RunStatus.NOTHING_COLLECTED else "pytest refused the selection"
+        what = "the selection matched no tests" if status == Status.NOTHING_COLLECTED else "pytest refused the selection"
         if "unrecognized arguments: --device" in text:
             what += _device_option_hint(request.selection, request.cwd)
         raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
-    if status == RunStatus.OK:
+    if status == Status.OK:
         why = f"pytest exit {result.exit_code}"
     elif pr.first_error(text):
         why = f"{why}: {pr.first_error(text)}"
@@ -96,8 +97,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
                nodeids: list[str]) -> tuple[DeviceRun, list[TestResult], Command | None]:
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
-    if collect.status != RunStatus.OK:
-        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), RunStatus.NOT_RUN, "collection did not complete"), [], None
+    if collect.status != Status.OK:
+        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), Status.NOT_RUN, "collection did not complete"), [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")
@@ -109,8 +110,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     try:
         records = pr.read_junit(folder / junit, nodeids, root)
     except pr.UNREADABLE as exc:
-        if status == RunStatus.OK:
-            status, why = RunStatus.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
+        if status == Status.OK:
+            status, why = Status.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
     why = _crash_detail(status, why, result, text)
     tests = [TestResult.from_junit(record, device) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
@@ -123,9 +124,9 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
 def _crash_detail(status: str, why: str, result: ProcessResult, log_text: str) -> str:
     """``why`` of a crashed run, with the test it was running when killed, or the error it died of."""
     running, error = pr.running_at_end(log_text), pr.first_error(log_text)
-    if status == RunStatus.CRASHED and running:
+    if status == Status.CRASHED and running:
         return f"{why} while running {running}"
-    if status == RunStatus.CRASHED and error and result.exit_code not in (0, 1):
+    if status == Status.CRASHED and error and result.exit_code not in (0, 1):
         return f"{why}: {error}"
     return why
 
@@ -140,7 +141,7 @@ def retime_suspects(request: Request, folder: Path, runs: dict[str, DeviceRun], 
     timings: dict[Key, list[tuple[float, float]]] = {}  # (seconds, load factor) per re-timing
     for device, run in runs.items():
         plan = retime_plan(tests, previous.outcomes.tests, device)
-        if run.status != RunStatus.OK or plan is None or not run.rootdir:
+        if run.status != Status.OK or plan is None or not run.rootdir:
             continue
         _progress(f"re-timing {len(plan.suspects)} test(s) on {device} that look slower than last time, "
                   f"with {len(plan.controls)} control test(s)")
@@ -164,7 +165,7 @@ def _retime_once(request: Request, folder: Path, plan: RetimePlan, root: Path,
     command = Command(pytest_argv("-q", f"--rootdir={root}", f"--junitxml={BUNDLE}/{name}.xml",
                                   "--device", plan.device, *(_absolute(i, root) for i in order)), f"{name}.log")
     result = command.execute(folder, request.timeout)
-    if exit_status(result, request.timeout)[0] != RunStatus.OK:
+    if exit_status(result, request.timeout)[0] != Status.OK:
         return command, None
     try:
         records = pr.read_junit(folder / f"{name}.xml", order, root)

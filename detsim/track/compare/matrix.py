@@ -19,10 +19,11 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.compare.firstdiff import compare_results
-from detsim.track.compare.record import RunConfig, RunRecord, RunStatus
+from detsim.track.compare.record import RunConfig, RunRecord
+from detsim.track.base.status import Status
 from detsim.track.base.output import json_number
 
-OK, CRASHED, SKIPPED = RunStatus.OK, RunStatus.CRASHED, RunStatus.SKIPPED
+OK, CRASHED, SKIPPED = Status.OK, Status.CRASHED, Status.SKIPPED
 
 def _row(run: RunRecord) -> dict:
     """A run as matrix.json lists it."""

@@ -1,6 +1,6 @@
 """The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds, and its verdict.
 
-A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.RunStatus`:
+A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.Status`:
 ``ok`` (ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read back with
 ``from_record()``, which tolerates absent optional keys."""
 
@@ -12,7 +12,8 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 
 FORMAT = 1  # the version of results.json's layout
 
@@ -35,7 +36,7 @@ class Request:
 
 @dataclass(frozen=True)
 class CollectResult(ProcessResult):
-    status: RunStatus
+    status: Status
     why: str
     collected: int  # node ids listed
     log: str
@@ -61,7 +62,7 @@ class DeviceRun:
     log: str
     junit: str
     counts: Mapping[str, int]  # outcome -> tests, in pytest_runs.OUTCOMES order
-    status: RunStatus
+    status: Status
     why: str
     warnings: tuple[LoggedWarning, ...] = ()
     rootdir: str | None = None
@@ -72,7 +73,7 @@ class DeviceRun:
     @classmethod
     def from_record(cls, m: Mapping) -> "DeviceRun":
         return cls(log=m.get("log", ""), junit=m.get("junit", ""), counts=dict(m.get("counts", {})),
-                   status=RunStatus(m.get("status", RunStatus.NOT_RUN)), why=m.get("why", ""),
+                   status=Status(m.get("status", Status.NOT_RUN)), why=m.get("why", ""),
                    warnings=tuple(LoggedWarning.from_record(w) for w in m.get("warnings", [])),
                    rootdir=m.get("rootdir"), exit_code=m.get("exit_code"), wall_s=m.get("wall_s"),
                    timed_out=m.get("timed_out"))
@@ -146,9 +147,9 @@ class Outcomes:
         pairs."""
         return dict(sorted({t.key: t for t in self.tests}.items()))
 
-    def status(self, device: str) -> RunStatus:
+    def status(self, device: str) -> Status:
         run = self.runs.get(device)
-        return run.status if run else RunStatus.NOT_RUN
+        return run.status if run else Status.NOT_RUN
 
     def warning_texts(self) -> dict[str, WarningText]:
         """The warning texts of every run, keyed by text with memory addresses blanked."""
@@ -192,8 +193,8 @@ class OutcomeChange(Fixed):
 @dataclass(frozen=True)
 class RunChange:
     device: str
-    now: RunStatus
-    was: RunStatus
+    now: Status
+    was: Status
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ class BundleResults:
     @property
     def measured(self) -> bool:
         """At least one device ran to completion."""
-        return any(r.status == RunStatus.OK for r in self.outcomes.runs.values())
+        return any(r.status == Status.OK for r in self.outcomes.runs.values())
 
     def exit_code(self) -> ExitCode:
         """2 when something was not measured, else 1 on new failures (all, without a previous bundle), else 0."""
@@ -281,9 +282,9 @@ class BundleResults:
         failing = [t for t in self.outcomes.tests if t.failing]
         new = self.comparison.new_failures if self.comparison else failing
         news = f"{len(new)} new failure{'s' if len(new) != 1 else ''}"
-        broken = [d for d, r in runs.items() if r.status != RunStatus.OK]
-        if collect.status != RunStatus.OK or broken:
-            what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != RunStatus.OK else \
+        broken = [d for d, r in runs.items() if r.status != Status.OK]
+        if collect.status != Status.OK or broken:
+            what = [f"collection {collect.status}, {collect.why}; no device ran"] if collect.status != Status.OK else \
                 [f"{d}: {runs[d].status}, {runs[d].why}" for d in broken]
             return ExitCode.UNMEASURED, "not measured: " + "; ".join(what) + (f" (and {news})" if new else "")
         if new:

@@ -16,7 +16,8 @@ from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.compare.outputs import compare_outputs
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
@@ -99,7 +100,7 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
             fixed.append(Fixed(*d.name, test.outcome, before))
         elif before is not None:
             changed.append(OutcomeChange(*d.name, test.outcome, before, test.skip_reason))
-    measured = {d for d, r in previous.runs.items() if r.status == RunStatus.OK}
+    measured = {d for d, r in previous.runs.items() if r.status == Status.OK}
     warnings = compare_outputs(current.warning_texts(), previous.warning_texts(), lambda now, was: False)
     devices = sorted(set(current.runs) | set(previous.runs))
     runs = compare_outputs({d: current.status(d) for d in devices}, {d: previous.status(d) for d in devices})
@@ -107,7 +108,7 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
         new_failures=tuple(new_failures), fixed=tuple(fixed), outcome_changes=tuple(changed),
         added=tuple(TestPresence(*d.name) for d in tests.differences if d.only == "A" and d.name[0] in measured),
         removed=tuple(TestPresence(*d.name) for d in tests.differences
-                      if d.only == "B" and current.status(d.name[0]) == RunStatus.OK),
+                      if d.only == "B" and current.status(d.name[0]) == Status.OK),
         new_warnings=tuple(d.a for d in warnings.differences if d.only == "A"),
         gone_warnings=tuple(d.b for d in warnings.differences if d.only == "B"),
         run_changes=tuple(RunChange(d.name, d.a, d.b) for d in runs.differences),

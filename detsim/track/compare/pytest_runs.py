@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.fresh import start, stop
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 
 FAILING = ("failed", "error")
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
@@ -94,22 +95,22 @@ def _shell_word(arg: str) -> str:
     return f'"{escaped}"'
 
 
-def exit_status(result: ProcessResult, timeout: float | None) -> tuple[RunStatus, str]:
+def exit_status(result: ProcessResult, timeout: float | None) -> tuple[Status, str]:
     """``(status, why)`` of a finished pytest process, before its junit XML is read."""
     code = result.exit_code
     if result.timed_out:
-        return RunStatus.CRASHED, f"killed after {timeout:g} s (--timeout)"
+        return Status.CRASHED, f"killed after {timeout:g} s (--timeout)"
     if code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return RunStatus.CRASHED, f"killed by {name}"
+        return Status.CRASHED, f"killed by {name}"
     if code in (0, 1):
-        return RunStatus.OK, f"pytest exit {code} ({PYTEST_EXIT[code]})"
+        return Status.OK, f"pytest exit {code} ({PYTEST_EXIT[code]})"
     if code == 5:
-        return RunStatus.NOTHING_COLLECTED, "pytest exit 5 (no tests collected)"
-    return RunStatus.CRASHED, f"pytest exit {code} ({PYTEST_EXIT.get(code, 'unexpected exit code')})"
+        return Status.NOTHING_COLLECTED, "pytest exit 5 (no tests collected)"
+    return Status.CRASHED, f"pytest exit {code} ({PYTEST_EXIT.get(code, 'unexpected exit code')})"
 
 
 # -- what a pytest run left behind ----------------------------------------------------------------------

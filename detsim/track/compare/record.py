@@ -13,7 +13,6 @@ bytes (what ``-floatfile`` writes)."""
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import sys
@@ -25,6 +24,7 @@ import torch
 
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.base.output import json_number
+from detsim.track.base.status import Status
 from detsim.track.base.runtime import tensor_bytes, tensor_sha256
 
 _FLOAT = (float.fromhex("-0x1.5a5a5a5a5a5a5p+99"), float.fromhex("0x1.a5a5a5a5a5a5ap+98"))
@@ -122,20 +122,6 @@ class Event:
         return f"#{self.index} {self.kind} {self.name}" + (f" at {self.where}" if self.where else "")
 
 
-class RunStatus(str, enum.Enum):
-    """How a run ended: a matrix cell's, a recorded run's, an evidence bundle's collection or device run (its
-    value is what the JSON records store)."""
-
-    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
-        return self.value
-
-    OK = "ok"  # ran to completion
-    CRASHED = "crashed"  # raised, exited non-zero, was killed or timed out
-    SKIPPED = "skipped"  # a matrix cell that cannot run here (the reason says why)
-    NOTHING_COLLECTED = "nothing collected"  # a pytest selection that matched no test
-    NOT_RUN = "not run"  # a device's pytest run, when the collection did not complete
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """Where a target ran: one device, dtype, mode and thread count (a row and column of the matrix)."""
@@ -166,7 +152,7 @@ class RunRecord:
     settings: dict = field(default_factory=dict)
     config: RunConfig | None = None
     repeat: int = 0
-    status: RunStatus = RunStatus.OK
+    status: Status = Status.OK
     seconds: float = 0.0
     reason: str | None = None
     tensors: dict = field(default_factory=dict, repr=False)  # output name -> CPU tensor
@@ -185,7 +171,7 @@ class RunRecord:
                   for e in data["events"]]
         config = RunConfig(**data["config"]) if data.get("config") else None
         return cls(**{**data, "events": events, "inputs": infos(data["inputs"]), "results": infos(data["results"]),
-                      "config": config, "status": RunStatus(data.get("status", RunStatus.OK))})
+                      "config": config, "status": Status(data.get("status", Status.OK))})
 
     @classmethod
     def load(cls, path: Path) -> "RunRecord":
@@ -214,7 +200,7 @@ def output_record(config: RunConfig, repeat: int, outputs: dict[str, torch.Tenso
                      seconds=seconds, tensors=outputs)
 
 
-def ended_record(config: RunConfig, repeat: int, status: RunStatus, **fields) -> RunRecord:
+def ended_record(config: RunConfig, repeat: int, status: Status, **fields) -> RunRecord:
     """A run of the matrix that did not complete: ``crashed`` (with its ``error``) or ``skipped`` (``reason``)."""
     return RunRecord(config.target, threads=config.threads, config=config, repeat=repeat, status=status, **fields)
 

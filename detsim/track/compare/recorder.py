@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from detsim.track.compare.record import Event, RunRecord, RunStatus, TensorInfo, argument_tensors, call_site, fill, \
+from detsim.track.base.status import Status
+from detsim.track.compare.record import Event, RunRecord, TensorInfo, argument_tensors, call_site, fill, \
     scalar_text, storage_key, tensor_info
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
@@ -219,7 +220,7 @@ def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: b
         with recorder:
             result = fn(*args, **kwargs)
     except Exception:
-        rec.error, rec.status = traceback.format_exc(), RunStatus.CRASHED
+        rec.error, rec.status = traceback.format_exc(), Status.CRASHED
     rec.results = []
     for name, t in _flatten("result", result):
         info = tensor_info(name, t, run=fill)

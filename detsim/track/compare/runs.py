@@ -26,7 +26,8 @@ import torch
 
 from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
 from detsim.track.compare.matrix import Matrix
-from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
+from detsim.track.compare.record import RunConfig, RunRecord, ended_record, output_record
+from detsim.track.base.status import Status
 from detsim.track.compare.recorder import record
 from detsim.track.base.output import atomic_write_text
 from detsim.track.base.runtime import thread_count
@@ -72,7 +73,7 @@ def run_matrix(targets: list[Computation], *, devices, dtypes, modes, threads, r
             config = RunConfig(target.name, device, dtype, mode, n)
             skip = device_unavailable(device) or target.unavailable(device, mode)
             if skip:
-                matrix.add(ended_record(config, repeat, RunStatus.SKIPPED, reason=skip))
+                matrix.add(ended_record(config, repeat, Status.SKIPPED, reason=skip))
             elif isolate is not None:
                 matrix.add(run_isolated(target, config, repeat, deterministic, isolate))
             else:
@@ -101,7 +102,7 @@ def run_once(target: Computation, config: RunConfig, repeat: int, deterministic:
                 torch.cuda.synchronize()
             outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
     except Exception:
-        return ended_record(config, repeat, RunStatus.CRASHED, seconds=time.perf_counter() - start,
+        return ended_record(config, repeat, Status.CRASHED, seconds=time.perf_counter() - start,
                             error=traceback.format_exc())
     return output_record(config, repeat, outputs, time.perf_counter() - start)
 
@@ -120,7 +121,7 @@ def run_isolated(target: Computation, config: RunConfig, repeat: int, determinis
         seconds = time.perf_counter() - start
         if done.result is None:
             error = done.stderr or f"worker exited with status {done.returncode} and no output"
-            return ended_record(config, repeat, RunStatus.CRASHED, seconds=seconds,
+            return ended_record(config, repeat, Status.CRASHED, seconds=seconds,
                                 error=f"[isolated worker, exit status {done.returncode}]\n{error}")
         outputs = torch.load(saved, weights_only=True)
     return output_record(config, repeat, outputs, seconds)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
 from detsim.track.compare.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
 
@@ -20,7 +21,7 @@ def run_line(run: DeviceRun) -> str:
     """One device's run in a line: counts, wall time, and the status when it is not ``ok``."""
     counts = ", ".join(f"{n} {o}" for o, n in run.counts.items() if n) or "no tests"
     wall = f" in {run.wall_s:.1f} s" if run.wall_s is not None else ""
-    return f"{counts}{wall}" + ("" if run.status == RunStatus.OK else f" [{run.status.upper()}: {run.why}]")
+    return f"{counts}{wall}" + ("" if run.status == Status.OK else f" [{run.status.upper()}: {run.why}]")
 
 
 def _code(text: str, markdown: bool) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from detsim.track.gpu.steps import StepStatus
+
+from detsim.track.base.status import Status
 
 ENTRY = "detsim.track.gpu.atomics:atomics_job"
 PTX_ATOMIC = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:atom|red)\.[\w.]+)", re.M)  # atomic and reduction instructions
@@ -94,12 +95,12 @@ def launched(fn, launch) -> list[dict]:
     return found
 
 
-def judge(data: dict) -> tuple[StepStatus, str]:
+def judge(data: dict) -> tuple[Status, str]:
     if not data["variants"] or any(not v["ptx_lines"] for v in data["variants"].values()):
         why = "; ".join(data.get("errors", [])[:2])
-        return StepStatus.ERROR, "no PTX was searched for some variant" + (f" ({why})" if why else "")
+        return Status.CRASHED, "no PTX was searched for some variant" + (f" ({why})" if why else "")
     found = {name: v["atomics"] for name, v in data["variants"].items() if v["atomics"]}
     if found:
-        return StepStatus.FAILED, "atomics in the Triton kernel: " + "; ".join(f"{k}: {', '.join(v)}"
+        return Status.FAILED, "atomics in the Triton kernel: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                               for k, v in found.items())
-    return StepStatus.OK, ""
+    return Status.OK, ""

@@ -11,7 +11,8 @@ import itertools
 import sys
 import time
 
-from detsim.track.gpu.steps import StepStatus, keep_partial
+from detsim.track.gpu.steps import keep_partial
+from detsim.track.base.status import Status
 
 ENTRY = "detsim.track.gpu.benchmarks:benchmarks_job"
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -44,9 +45,9 @@ def benchmarks_job(job: dict) -> dict:
     return out
 
 
-def judge(data: dict) -> tuple[StepStatus, str]:
+def judge(data: dict) -> tuple[Status, str]:
     if data["not_run"]:
-        return StepStatus.TIMED_OUT, f"{len(data['not_run'])} benchmark(s) not run before the job's deadline"
+        return Status.TIMED_OUT, f"{len(data['not_run'])} benchmark(s) not run before the job's deadline"
     if not any("value" in r for r in data["results"]):
-        return StepStatus.ERROR, "no benchmark measured anything"
-    return StepStatus.OK, ""
+        return Status.CRASHED, "no benchmark measured anything"
+    return Status.OK, ""

@@ -23,7 +23,8 @@ from detsim.track.gpu.programs import pytest_argv, read_collection, read_run
 from detsim.track.gpu.programs import skipped as nanobragg_skipped
 from detsim.track.gpu.programs import time_nanobragg
 from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, CheckPlan
-from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command, run_job_step
+from detsim.track.gpu.steps import Budget, StepResult, run_command, run_job_step
+from detsim.track.base.status import Status
 from detsim.track.base.output import utc_stamp
 
 SCHEMA = 1
@@ -64,7 +65,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                             root=options.root, env=child_env(plan, path, options.root))
 
     def unwanted(name: str) -> StepResult:
-        return StepResult(name, StepStatus.SKIPPED, reason="not among the steps asked for (--steps)")
+        return StepResult(name, Status.SKIPPED, reason="not among the steps asked for (--steps)")
 
     boxes, threads = plan.boxes, 1 if plan.dry_run else None
     machine = add(job("probe", probe, {"root": str(options.root)}, boxes.probe) if wanted("probe")
@@ -89,7 +90,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                              "hash_workload": None}, boxes.cpu_reference))
         add(cuda_matches_cpu(parities[REFERENCE_PATH], reference))
     else:
-        add(StepResult("cuda float64 eager vs cpu", StepStatus.SKIPPED,
+        add(StepResult("cuda float64 eager vs cpu", Status.SKIPPED,
                        reason="no CUDA device (a dry run compares nothing with itself)" if plan.device != "cuda"
                        else "the parity steps were not asked for"))
     differing = []
@@ -99,7 +100,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
             add(unwanted(name))
             continue
         result = add(determinism(path, plan.determinism_workload, speeds[path], parities[path]))
-        if result.status is StepStatus.FAILED:
+        if result.status is Status.FAILED:
             differing.append((path, result.data.get("in_process", True)))
     for path, in_process in differing:
         name = f"divergence {path.name}"
@@ -112,7 +113,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                                                 env=child_env(plan, path, options.root))
         add(unfinished or read_report(name, done.returncode, done.stdout, done.stderr, seconds))
     if not differing:
-        add(StepResult("divergence", StepStatus.SKIPPED, reason="no path's images differed from run to run"))
+        add(StepResult("divergence", Status.SKIPPED, reason="no path's images differed from run to run"))
     add(job("asv benchmarks", benchmarks, benchmarks_spec(plan, options), boxes.benchmarks)
         if wanted("benchmarks") else unwanted("asv benchmarks"))
     if not wanted("nanobragg"):

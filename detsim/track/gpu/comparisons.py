@@ -10,7 +10,8 @@ import shlex
 import sys
 
 from detsim.track.gpu.plan import GpuPath, workload
-from detsim.track.gpu.steps import StepResult, StepStatus, tail
+from detsim.track.gpu.steps import StepResult, tail
+from detsim.track.base.status import Status
 
 
 def determinism(path: GpuPath, workload: str, speed: StepResult, parity: StepResult) -> StepResult:
@@ -19,18 +20,18 @@ def determinism(path: GpuPath, workload: str, speed: StepResult, parity: StepRes
     hashes = speed.data.get("workloads", {}).get(workload, {}).get("sha256")
     other = (parity.data.get("hash") or {}).get("sha256")
     if not hashes:
-        return StepResult(name, StepStatus.ERROR,
+        return StepResult(name, Status.CRASHED,
                           reason=f"the speed step did not render {workload} ({speed.status.value})")
     data = {"workload": workload, "in_process": hashes[0] == hashes[1],
             "across_processes": None if other is None else hashes[0] == other, "streams": 1}
     if other is None:
         reason = f"the parity step did not render {workload} ({parity.status.value}): one process only"
-        return StepResult(name, StepStatus.OK if data["in_process"] else StepStatus.FAILED, reason=reason, data=data)
+        return StepResult(name, Status.OK if data["in_process"] else Status.FAILED, reason=reason, data=data)
     if data["in_process"] and data["across_processes"]:
-        return StepResult(name, StepStatus.OK, data=data)
+        return StepResult(name, Status.OK, data=data)
     where = [w for w, same in (("in one process", data["in_process"]), ("across processes", data["across_processes"]))
              if not same]
-    return StepResult(name, StepStatus.FAILED, reason=f"{workload}'s image differs {' and '.join(where)}", data=data)
+    return StepResult(name, Status.FAILED, reason=f"{workload}'s image differs {' and '.join(where)}", data=data)
 
 
 def cuda_matches_cpu(cuda: StepResult, cpu: StepResult) -> StepResult:
@@ -40,11 +41,11 @@ def cuda_matches_cpu(cuda: StepResult, cpu: StepResult) -> StepResult:
     ours, theirs = cuda.data.get("cases", {}), cpu.data.get("cases", {})
     both = sorted(cid for cid in ours if "sha256" in ours[cid] and "sha256" in theirs.get(cid, {}))
     if not both:
-        return StepResult(name, StepStatus.ERROR, reason=f"no case rendered on both (cuda: {cuda.status.value}, "
+        return StepResult(name, Status.CRASHED, reason=f"no case rendered on both (cuda: {cuda.status.value}, "
                                                           f"cpu: {cpu.status.value})")
     same = [cid for cid in both if ours[cid]["sha256"] == theirs[cid]["sha256"]]
     data = {"compared": len(both), "identical": len(same), "differing": [cid for cid in both if cid not in same]}
-    return StepResult(name, StepStatus.OK, data=data)
+    return StepResult(name, Status.OK, data=data)
 
 
 def diverge_argv(path: GpuPath, workload_name: str, device: str, across_processes: bool) -> list[str]:
@@ -73,9 +74,9 @@ def read_report(name: str, returncode: int, stdout: str, stderr: str, seconds: f
             first.append(line.strip())
     data = {"exit": returncode, "verdict": verdict, "culprit": first[0] if first else None, "first_divergence": first}
     if returncode == 1:
-        return StepResult(name, StepStatus.FAILED, seconds, f"culprit: {data['culprit'] or verdict}", data)
+        return StepResult(name, Status.FAILED, seconds, f"culprit: {data['culprit'] or verdict}", data)
     if returncode == 0:
-        return StepResult(name, StepStatus.OK, seconds, "the finder's two runs did not differ: " + verdict, data)
+        return StepResult(name, Status.OK, seconds, "the finder's two runs did not differ: " + verdict, data)
     data["log"] = tail(stderr or stdout)
-    return StepResult(name, StepStatus.ERROR, seconds, f"the finder exited {returncode}: "
+    return StepResult(name, Status.CRASHED, seconds, f"the finder exited {returncode}: "
                       + (data["log"][-1] if data["log"] else "no output"), data)

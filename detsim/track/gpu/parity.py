@@ -18,7 +18,8 @@ from detsim.track.base.golden import load_cases
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.gpu.plan import GpuPath
 from detsim.track.gpu.renders import fused, ready, render, workload_config
-from detsim.track.gpu.steps import StepStatus, keep_partial
+from detsim.track.gpu.steps import keep_partial
+from detsim.track.base.status import Status
 from detsim.track.measure.parity import image_metrics
 
 ENTRY = "detsim.track.gpu.parity:parity_job"
@@ -74,7 +75,7 @@ def summarize(cases: dict) -> dict:
             "rendered": len(rendered), "eager_code": sum(1 for c in cases.values() if c.get("eager_code"))}
 
 
-def judge(data: dict) -> tuple[StepStatus, str]:
+def judge(data: dict) -> tuple[Status, str]:
     problems = []
     if data["below_line"]:
         problems.append(f"r under {PARITY_MIN_R} in {len(data['below_line'])} case(s): "
@@ -82,9 +83,9 @@ def judge(data: dict) -> tuple[StepStatus, str]:
     if data["errors"]:
         problems.append(f"{len(data['errors'])} case(s) did not render: {', '.join(data['errors'][:5])}")
     if problems:
-        return StepStatus.FAILED, "; ".join(problems)
+        return Status.FAILED, "; ".join(problems)
     if not data["rendered"] and not data["eager_code"]:
-        return StepStatus.ERROR, "no case was rendered"
+        return Status.CRASHED, "no case was rendered"
     if data["not_run"]:
-        return StepStatus.TIMED_OUT, f"{len(data['not_run'])} case(s) not rendered before the job's deadline"
-    return StepStatus.OK, ""
+        return Status.TIMED_OUT, f"{len(data['not_run'])} case(s) not rendered before the job's deadline"
+    return Status.OK, ""

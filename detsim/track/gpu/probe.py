@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.gpu.steps import StepStatus
+
+from detsim.track.base.status import Status
 
 ENTRY = "detsim.track.gpu.probe:probe_job"
 
@@ -27,5 +28,5 @@ def probe_job(job: dict) -> dict:
     return {"environment": env, "cuda": cuda}
 
 
-def judge(data: dict) -> tuple[StepStatus, str]:
-    return StepStatus.OK, ""
+def judge(data: dict) -> tuple[Status, str]:
+    return Status.OK, ""

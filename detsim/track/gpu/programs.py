@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from detsim.track.gpu.plan import workload
-from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command, tail
+from detsim.track.gpu.steps import Budget, StepResult, run_command, tail
+from detsim.track.base.status import Status
 
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
@@ -43,12 +44,12 @@ def read_run(name: str, returncode: int, stdout: str, seconds: float) -> StepRes
                 if line.startswith(("FAILED ", "ERROR "))]
     data = {"counts": counts, "failures": failures, "exit": returncode}
     if returncode == 0 and counts.get("passed"):
-        return StepResult(name, StepStatus.OK, seconds, data=data)
+        return StepResult(name, Status.OK, seconds, data=data)
     if returncode == 1 or failures:
-        return StepResult(name, StepStatus.FAILED, seconds, f"{len(failures)} failing: {', '.join(failures[:5])}",
+        return StepResult(name, Status.FAILED, seconds, f"{len(failures)} failing: {', '.join(failures[:5])}",
                           data)
     data["log"] = tail(stdout)
-    return StepResult(name, StepStatus.ERROR, seconds, f"pytest exited {returncode}: "
+    return StepResult(name, Status.CRASHED, seconds, f"pytest exited {returncode}: "
                       + (data["log"][-1] if data["log"] else "no output"), data)
 
 
@@ -58,12 +59,12 @@ def read_collection(name: str, returncode: int, stdout: str, seconds: float, why
     found = COLLECTED.search(stdout)
     broken = [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines() if line.startswith("ERROR ")]
     if found and int(found[1]) > 0 and broken:
-        return StepResult(name, StepStatus.FAILED, seconds, f"{len(broken)} test module(s) could not be collected: "
+        return StepResult(name, Status.FAILED, seconds, f"{len(broken)} test module(s) could not be collected: "
                           f"{', '.join(broken[:4])}", {"collected": int(found[1]), "collection_errors": broken})
     if returncode == 0 and found and int(found[1]) > 0:
-        return StepResult(name, StepStatus.SKIPPED, seconds, f"{why_not_run}: {found[1]} tests collected, not run",
+        return StepResult(name, Status.SKIPPED, seconds, f"{why_not_run}: {found[1]} tests collected, not run",
                           {"collected": int(found[1])})
-    return StepResult(name, StepStatus.ERROR, seconds, f"collecting the cuda tests failed (pytest exited "
+    return StepResult(name, Status.CRASHED, seconds, f"collecting the cuda tests failed (pytest exited "
                       f"{returncode}): {(tail(stdout) or ['no output'])[-1]}", {"log": tail(stdout)})
 
 
@@ -92,13 +93,13 @@ def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, 
             if unfinished is not None:
                 return StepResult(name, unfinished.status, seconds, f"{wname}: {unfinished.reason}", data)
             if done.returncode != 0:
-                return StepResult(name, StepStatus.ERROR, seconds, f"{wname}: exited {done.returncode}: "
+                return StepResult(name, Status.CRASHED, seconds, f"{wname}: exited {done.returncode}: "
                                   f"{(tail(done.stderr or done.stdout) or ['no output'])[-1]}", data)
             data["workloads"][wname] = {"wall_s": round(seconds, 4), "pixel_steps": load.pixel_steps,
                                         "pixel_steps_per_s": load.pixel_steps / seconds}
-    return StepResult(name, StepStatus.OK, sum(w["wall_s"] for w in data["workloads"].values()), data=data)
+    return StepResult(name, Status.OK, sum(w["wall_s"] for w in data["workloads"].values()), data=data)
 
 
 def skipped() -> StepResult:
-    return StepResult("nanobragg", StepStatus.SKIPPED,
+    return StepResult("nanobragg", Status.SKIPPED,
                       reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")

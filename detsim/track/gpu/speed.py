@@ -12,7 +12,8 @@ import torch
 
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.renders import fused, launches, ready, render, workload_config
-from detsim.track.gpu.steps import StepStatus, keep_partial
+from detsim.track.gpu.steps import keep_partial
+from detsim.track.base.status import Status
 
 ENTRY = "detsim.track.gpu.speed:speed_job"
 
@@ -67,8 +68,8 @@ def measure(name: str, path: GpuPath, device: torch.device, warm_calls: int) -> 
     }
 
 
-def judge(data: dict) -> tuple[StepStatus, str]:
+def judge(data: dict) -> tuple[Status, str]:
     """Timings are facts, not verdicts: ok when every workload was measured, else why not."""
     if data["not_measured"]:
-        return StepStatus.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
-    return StepStatus.OK, ""
+        return Status.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
+    return Status.OK, ""

@@ -15,35 +15,15 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import ChildError, Finished, run, run_job
+from detsim.track.base.status import Status
 
 MIN_STEP_S = 5.0  # below this much budget left, a step is not started
 GRACE = 0.85  # a job's soft deadline, as a share of its box: it returns what it has before it is killed
-
-
-class StepStatus(str, Enum):
-    """How a step ended (one word or two, as the summary prints them)."""
-
-    OK = "ok"  # it ran, and what it checks holds
-    FAILED = "failed"  # it ran and found a problem: a failing test, r under the line, runs that differ
-    ERROR = "error"  # it could not run to its end: a crash, an answer it could not read
-    TIMED_OUT = "timed out"  # its child ran past the step's box and was killed
-    SKIPPED = "skipped"  # it does not apply here (the reason says why)
-    NOT_RUN = "not run"  # the budget was spent before its turn
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """The check's exit code this outcome calls for (:func:`detsim.track.base.exitcodes.worst` of all)."""
-        if self is StepStatus.FAILED:
-            return ExitCode.REGRESSED
-        if self in (StepStatus.ERROR, StepStatus.TIMED_OUT, StepStatus.NOT_RUN):
-            return ExitCode.UNMEASURED
-        return ExitCode.OK
 
 
 @dataclass(frozen=True)
@@ -51,7 +31,7 @@ class StepResult:
     """A step's outcome: ``data`` is what it measured (JSON-ready), ``reason`` one line where it was not ok."""
 
     name: str
-    status: StepStatus
+    status: Status
     seconds: float = 0.0
     reason: str = ""
     data: dict = field(default_factory=dict)
@@ -77,11 +57,11 @@ class Budget:
         return None if left < MIN_STEP_S else min(box_s, left)
 
 
-Judge = Callable[[dict], tuple["StepStatus", str]]  # a job's answer -> (status, reason)
+Judge = Callable[[dict], tuple["Status", str]]  # a job's answer -> (status, reason)
 
 
 def not_run(name: str) -> StepResult:
-    return StepResult(name, StepStatus.NOT_RUN, reason="the check's time budget was spent before this step")
+    return StepResult(name, Status.NOT_RUN, reason="the check's time budget was spent before this step")
 
 
 def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: Budget, box_s: float, root: Path,
@@ -106,7 +86,7 @@ def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: B
     seconds = time.monotonic() - started
     if done.returncode != 0 or done.result is None:
         why = done.last_line() or f"exited {done.returncode} without an answer"
-        return StepResult(name, StepStatus.ERROR, seconds, f"the job exited {done.returncode}: {why}")
+        return StepResult(name, Status.CRASHED, seconds, f"the job exited {done.returncode}: {why}")
     status, reason = judge(done.result)
     return StepResult(name, status, seconds, reason, done.result)
 
@@ -138,7 +118,7 @@ def run_command(name: str, argv: Sequence[str], *, budget: Budget, box_s: float,
 
 def _unfinished(name: str, exc: ChildError, seconds: float, box: float) -> StepResult:
     """A child that could not start, or ran past its box (and was killed)."""
-    status = StepStatus.TIMED_OUT if seconds >= box else StepStatus.ERROR
+    status = Status.TIMED_OUT if seconds >= box else Status.CRASHED
     return StepResult(name, status, seconds, str(exc))
 
 

@@ -21,7 +21,7 @@ from typing import Iterable, Mapping, NamedTuple
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
-from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Series
 from detsim.track.judge.text import change_text, family_word, fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
@@ -255,7 +255,7 @@ def _suite_check(device: str, group: list[CalibratedTiming], suite_threshold: fl
         return GateLine("passed", name, f"timing x{change:.2f} ({evidence})")
     before = _geomean(t.ratios[0] for t in group)
     return finding(group[0].old, group[0].new, "timing", before, before * change, CALIBRATIONS, suite_threshold,
-                   name, confirmation=Status.CONFIRMED, evidence=evidence)
+                   name, confirmation=Confirmation.CONFIRMED, evidence=evidence)
 
 
 def calibration_line(device: str, old: float | None, new: float | None) -> GateLine:
@@ -277,7 +277,7 @@ def time_check(old: Benchmark, new: Benchmark, timing: CalibratedTiming | None, 
                     f"min {fmt(old.min_s, 'seconds')} cannot be compared")
     (before, after), change = timing.ratios, timing.change
     if change > limit:
-        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=Status.CONFIRMED,
+        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=Confirmation.CONFIRMED,
                        evidence=timing.evidence(limit))
     faster = "; faster than the baseline, refresh it to keep the gain" if change < 1 / (1 + threshold) else ""
     return (f"timing {fmt(before, CALIBRATIONS)} -> {fmt(after, CALIBRATIONS)}, x{change:.2f} "

@@ -36,7 +36,7 @@ from typing import Callable, Mapping
 
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
-from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels, target_folder, \
     target_spec
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
@@ -135,8 +135,8 @@ EXTRA_ROUNDS = ROUNDS
 
 
 @dataclass(frozen=True)
-class Confirmation:
-    status: Status  # CONFIRMED (slower by more than the threshold, significantly) or NOISE (no such difference)
+class Decision:
+    status: Confirmation  # CONFIRMED (slower by more than the threshold, significantly) or NOISE (no such difference)
     evidence: str  # one line: what decided
     ratio: float | None = None  # median per-round B / A (lower is better: above 1 is slower)
     p_value: float | None = None
@@ -191,16 +191,16 @@ def extra_rounds(threshold: float):
     return more
 
 
-def decide(m: Remeasurement, threshold: float) -> Confirmation:
+def decide(m: Remeasurement, threshold: float) -> Decision:
     """Confirmed or noise, from the paired rounds of ``m`` against the benchmark's ``threshold``."""
     ratio, p = _look(m)
     head = (f"re-measured {m.commit_a[:8]} and {m.commit_b[:8]} in {len(m.a)} rounds of fresh processes sampling "
             f"in turn: x{ratio:.3f}, signed-rank p={p:.2g}")
     if p < ALPHA and ratio > 1 + threshold:
-        return Confirmation(Status.CONFIRMED, f"{head}: slower by more than {threshold:.0%}", ratio, p, len(m.a))
+        return Decision(Confirmation.CONFIRMED, f"{head}: slower by more than {threshold:.0%}", ratio, p, len(m.a))
     why = (f"not significant (p >= {ALPHA})" if p >= ALPHA
            else f"a difference within the {threshold:.0%} threshold")
-    return Confirmation(Status.NOISE, f"{head}: {why}", ratio, p, len(m.a))
+    return Decision(Confirmation.NOISE, f"{head}: {why}", ratio, p, len(m.a))
 
 
 MAX_REMEASURED = 10  # suspects re-measured per run at most, the largest rise first, within BUDGET_S
@@ -249,7 +249,7 @@ def _load_cache(path: Path) -> dict:
     return data
 
 
-def _with(finding: Finding, confirmation: Confirmation) -> Finding:
+def _with(finding: Finding, confirmation: Decision) -> Finding:
     return replace(finding, detail={**finding.detail, **confirmation.record()})
 
 
@@ -273,7 +273,7 @@ def _same_package(finding: Finding) -> Finding:
     evidence = (f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
                 f"detsim package as {finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so "
                 "it can only be the machine")
-    return replace(finding, detail={**finding.detail, "confirmation": Status.NOISE, "confirmation_evidence": evidence})
+    return replace(finding, detail={**finding.detail, "confirmation": Confirmation.NOISE, "confirmation_evidence": evidence})
 
 
 DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
@@ -287,7 +287,7 @@ def _left_undecided(finding: Finding, why: str, command: str | None, does: str |
     """``finding`` left undecided: why it was not re-measured, the one command that decides it (None: none
     can) and what that command does."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
-    return replace(finding, detail={**finding.detail, "confirmation": Status.UNDECIDED,
+    return replace(finding, detail={**finding.detail, "confirmation": Confirmation.UNDECIDED,
                                     "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
                                                              f"not re-measured: {why}",
                                     "decide_command": command, "decide_does": does})
@@ -313,12 +313,12 @@ def _target_undecided(finding: Finding, root: Path) -> Finding:
     return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
 
 
-def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Confirmation]:
+def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Decision]:
     """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
     python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
 
     def measure(target: Target, commit_a: str, commit_b: str, threshold: float,
-                deadline: float | None = None) -> Confirmation:
+                deadline: float | None = None) -> Decision:
         return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold), python=python,
                                 deadline=deadline), threshold)
     return measure
@@ -335,11 +335,11 @@ def _confirm_machine(report: Report, root: Path, *, limit: int = MAX_REMEASURED,
                     budget_s: float = BUDGET_S) -> Report:
     """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
     recomputed."""
-    originals = [f for f in report.regressions if f.detail.get("confirmation") == Status.SUSPECT]
+    originals = [f for f in report.regressions if f.detail.get("confirmation") == Confirmation.SUSPECT]
     if not originals:
         return report
     if report.target_results:
-        findings = tuple(_target_undecided(f, root) if f.detail.get("confirmation") == Status.SUSPECT else f
+        findings = tuple(_target_undecided(f, root) if f.detail.get("confirmation") == Confirmation.SUSPECT else f
                          for f in report.regressions)
         return replace(report, regressions=findings)
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
@@ -390,8 +390,8 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
         key = _cache_key(report, finding)
         if key in outcomes:
             kept = outcomes[key]
-            decided[key_id] = _with(finding, Confirmation(
-                Status(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
+            decided[key_id] = _with(finding, Decision(
+                Confirmation(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
                 kept.get("p_value"), kept.get("rounds", 0)))
             continue
         why = _why_not_measured(report.machine, here, finding, rank, limit, budget_s, deadline)

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.golden import AXES
-from detsim.track.judge.finding import REMEASURED, Finding, Status
+from detsim.track.judge.finding import REMEASURED, Finding, Confirmation
 from detsim.track.judge.history import Point, Series, param_values
 from detsim.track.judge.thresholds import ALPHA
 
@@ -152,7 +152,7 @@ def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | N
     noise = rise <= 1 + threshold
     where = (f"within the {threshold:.0%} threshold of the level just before it" if noise
              else f"above the {threshold:.0%} threshold; not re-measured")
-    detail = {"rise": round(rise, 4), "confirmation": Status.NOISE if noise else Status.SUSPECT,
+    detail = {"rise": round(rise, 4), "confirmation": Confirmation.NOISE if noise else Confirmation.SUSPECT,
               "confirmation_evidence": f"a step of x{rise:.2f} in the recorded history, {where}"}
     if series.family == "throughput":  # judged on its inverse
         old, latest = 1 / old, 1 / latest

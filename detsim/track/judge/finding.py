@@ -1,7 +1,7 @@
 """A finding of the verdict: one series' latest value against its history, with the evidence that decided it.
 
 Its label (docs/tracking.md, "The verdict") is its family's, or, for a timing step (:data:`REMEASURED`), its
-confirmation (a :class:`Status`) in ``detail["confirmation"]``; only a confirmed step is a regression
+confirmation (a :class:`Confirmation`) in ``detail["confirmation"]``; only a confirmed step is a regression
 (:attr:`Finding.is_verdict`). Views that read the serialised verdict tell a flagged finding by its label
 (:func:`flags`).
 """
@@ -17,7 +17,7 @@ from detsim.track.judge.history import Series
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
 
 
-class Status(str, enum.Enum):
+class Confirmation(str, enum.Enum):
     """Where a timing step stands (its value is what the JSON report stores)."""
 
     def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
@@ -33,8 +33,8 @@ NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED
 FLAGGED = (REGRESSED, CHANGED, NONDETERMINISTIC)  # the labels of the findings that are regressions
 FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
                  "hash count": CHANGED}
-CONFIRMATION_LABELS = {Status.SUSPECT: "SUSPECT", Status.NOISE: "NOISE",
-                       Status.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
+CONFIRMATION_LABELS = {Confirmation.SUSPECT: "SUSPECT", Confirmation.NOISE: "NOISE",
+                       Confirmation.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
 
 
 def flags(record: Mapping) -> bool:
@@ -54,7 +54,7 @@ class Finding:
     @property
     def is_verdict(self) -> bool:
         """Whether this finding is a regression (a suspect or a step re-measured as noise is not)."""
-        return self.series.family not in REMEASURED or self.detail.get("confirmation") == Status.CONFIRMED
+        return self.series.family not in REMEASURED or self.detail.get("confirmation") == Confirmation.CONFIRMED
 
     @property
     def label(self) -> str:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
-from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Status
+from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 
@@ -19,7 +19,7 @@ GROUP_HASHES = 5  # more image-hash findings than this at one commit print as on
 WIDTH = 160  # the longest line of the default output
 GROUP_AT = 3  # this many findings of one label and family between the same commits print as one line (on screen)
 SUBJECT_ROOM = 24  # characters a group line keeps for the subject before it lists fewer names
-NOISE_LABEL = CONFIRMATION_LABELS[Status.NOISE]
+NOISE_LABEL = CONFIRMATION_LABELS[Confirmation.NOISE]
 ELLIPSIS = "…"
 
 

@@ -19,7 +19,7 @@ from detsim.track.base.exitcodes import ExitCode, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
-from detsim.track.judge.finding import Status
+from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import change_text
 from detsim.track.judge.verdict import machines_of
 
@@ -36,8 +36,8 @@ MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "d
 DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
 HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
-UNDECIDED = (Status.SUSPECT, Status.UNDECIDED)  # timing confirmations of a step not re-measured
-NOT_COUNTED = (*UNDECIDED, Status.NOISE)  # timing confirmations that do not make a row red
+UNDECIDED = (Confirmation.SUSPECT, Confirmation.UNDECIDED)  # timing confirmations of a step not re-measured
+NOT_COUNTED = (*UNDECIDED, Confirmation.NOISE)  # timing confirmations that do not make a row red
 NOTHING_RECORDED = "no benchmark of this family recorded"
 # a target's cost row where its recording has no instruction counts: what was not asked for (docs/target-counts.md)
 TARGET_UNCOUNTED = ("not counted for this target: its spec's count_instructions is off (true counts each case's "

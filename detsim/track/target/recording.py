@@ -35,6 +35,7 @@ from asv.environment import get_env_name
 from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
+from detsim.track.base.status import Status
 from detsim.track.base.recording import RecordingError
 from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Reuse, source_key
 from detsim.track.target.criteria import Criterion, Kind, Mark
@@ -236,7 +237,7 @@ class TargetRecorder:
                                                       f"{done.last_line()})", "keys": [], "cases": {}})
         cases = json.loads(outcome_file.read_text())["cases"]
         # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
-        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == "image" else 1 for o in cases.values())
+        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == Status.OK else 1 for o in cases.values())
         row = self._store(commit, {"build_error": None, "keys": list(keys), "cases": cases,
                                    "build_s": installed.seconds})
         self.reuse.put(commit, row, *keys)

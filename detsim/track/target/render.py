@@ -6,13 +6,12 @@ on ``PATH``; None: the command as ``PATH`` finds it). The case's input files are
 one thread plus the spec's ``env``. Its peak memory is measured by a small launcher that spawns it: a child
 forked from this (large) process would count this process's memory as its own. Output: a
 :class:`CaseOutcome` (never an exception: a broken commit is a finding, not a stopped run: an image judged
-against its reference, or a failure of its own kind, :class:`Ending`), and the image (float64) when there is
+against its reference, or a failure of its own kind, :class:`Status`), and the image (float64) when there is
 one. With ``runs=2`` a second fresh process with another hash seed must reproduce the image's hash.
 """
 
 from __future__ import annotations
 
-import enum
 import os
 import shutil
 import string
@@ -29,23 +28,11 @@ from detsim.track.base.fresh import ChildError, TimedOut, run, thread_vars
 from detsim.track.base.golden import GoldenCase, GoldenError
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity
+from detsim.track.base.status import Status
 from detsim.track.base.golden import AXES
 from detsim.track.measure.parity import image_metrics
 from detsim.track.target.build import SUITE_VAR, tree_of
 from detsim.track.target.spec import TargetSpec
-
-class Ending(enum.Enum):
-    """How a render ended: an image, or a failure of its own kind."""
-
-    IMAGE = "image"  # an image of the expected size: judged by its parity
-    CRASHED = "crashed"  # exited non-zero, or could not start
-    TIMED_OUT = "timed out"  # killed past the spec's timeout_s
-    NO_IMAGE = "no image"  # exited 0 without writing its float image
-    WRONG_SIZE = "wrong size"  # wrote an image with another number of pixels than the reference's
-
-    @property
-    def is_failure(self) -> bool:
-        return self is not Ending.IMAGE
 
 
 @dataclass(frozen=True)
@@ -53,7 +40,7 @@ class CaseOutcome:
     """One case at one commit: its status, what it cost, its image hash and its parity with the reference."""
 
     case: str
-    status: Ending
+    status: Status
     detail: str = ""  # one line: why it failed, or nothing
     seconds: float | None = None  # whole-process wall seconds, the least of its runs
     cpu_s: float | None = None  # whole-process CPU seconds (user + system), the least of its runs
@@ -85,7 +72,7 @@ class CaseOutcome:
 
     @property
     def at_parity(self) -> bool:
-        return self.status is Ending.IMAGE and passes_parity(self.r)
+        return self.status is Status.OK and passes_parity(self.r)
 
     def summary(self) -> str:
         """One line: what the render came to."""
@@ -106,7 +93,7 @@ class CaseOutcome:
 
     @classmethod
     def from_record(cls, rec: Mapping) -> "CaseOutcome":
-        return cls(case=rec["case"], status=Ending(rec["status"]), detail=rec.get("detail", ""),
+        return cls(case=rec["case"], status=Status(rec["status"]), detail=rec.get("detail", ""),
                    seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
                    hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
                    stderr_tail=tuple(rec.get("stderr_tail", ())), cpu_s=rec.get("cpu_s"),
@@ -192,7 +179,7 @@ def render_case(spec: TargetSpec, case: GoldenCase, bin_dir: Path | None = None,
     metrics = {**image_metrics(image, reference), "shape": list(image.shape)}
     hashes = tuple(image_sha256(r.image) for r in done)
     timed = paired and all(r.failed is None for r in paired)
-    outcome = CaseOutcome(case.id, Ending.IMAGE, seconds=min(r.seconds for r in done),
+    outcome = CaseOutcome(case.id, Status.OK, seconds=min(r.seconds for r in done),
                           cpu_s=min(r.cpu_s for r in done), peak_mb=max(r.peak_mb or 0.0 for r in done),
                           sha256=hashes[0], hashes=hashes, parity=metrics,
                           baseline_s=min(r.seconds for r in paired) if timed else None,
@@ -231,7 +218,7 @@ def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> l
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
     words = command_words(spec, bin_dir, command_env(spec, bin_dir, seed).get("PATH"))
     if words is None:
-        return _Run(CaseOutcome(case.id, Ending.CRASHED, f"command not found: {spec.command[0]}"
+        return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"
                                 + (" (a script must be executable, or run as: python SCRIPT)"
                                    if "/" in spec.command[0] else "")))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
@@ -244,18 +231,18 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
             done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), *words, *args],
                        cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
-            return _Run(CaseOutcome(case.id, Ending.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
+            return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
                                     seconds=spec.timeout_s))
         except ChildError as exc:
-            return _Run(CaseOutcome(case.id, Ending.CRASHED, str(exc)))
+            return _Run(CaseOutcome(case.id, Status.CRASHED, str(exc)))
         cost = dict(seconds=round(done.wall_s, 3), peak_mb=_peak_mb(peak_file))
         tail = tuple(line for line in done.stderr.splitlines() if line.strip())[-STDERR_LINES:]
         if done.returncode != 0:
             why = f"exited {done.returncode}" + (f": {tail[-1].strip()}" if tail else "")
-            return _Run(CaseOutcome(case.id, Ending.CRASHED, why, stderr_tail=tail, **cost))
+            return _Run(CaseOutcome(case.id, Status.CRASHED, why, stderr_tail=tail, **cost))
         written = work / out_name
         if not written.is_file():
-            return _Run(CaseOutcome(case.id, Ending.NO_IMAGE, f"exited 0 without writing {out_name}",
+            return _Run(CaseOutcome(case.id, Status.NO_IMAGE, f"exited 0 without writing {out_name}",
                                     stderr_tail=tail, **cost))
         flat = np.fromfile(written, dtype="<f4")
         if written.stat().st_size % 4 or flat.size != shape[0] * shape[1]:
@@ -263,7 +250,7 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
             guess = (" (the reference's pixels as float64? nanoBragg's -floatfile is float32)"
                      if written.stat().st_size == 8 * shape[0] * shape[1]
                      else f" ({side}x{side}?)" if side * side == flat.size else "")
-            return _Run(CaseOutcome(case.id, Ending.WRONG_SIZE,
+            return _Run(CaseOutcome(case.id, Status.WRONG_SIZE,
                                     f"wrote {written.stat().st_size} bytes, {flat.size} float32 values{guess}, where "
                                     f"the reference is {shape[0]}x{shape[1]}", **cost))
         # the launcher's CPU seconds include the command's (it waited for it); its own are a few ms

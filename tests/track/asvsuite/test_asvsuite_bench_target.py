@@ -12,7 +12,8 @@ import pytest
 
 from detsim.track.base.hashing import fingerprint
 from detsim.track.target.asvsuite import bench_target
-from detsim.track.target.render import CaseOutcome, Ending
+from detsim.track.target.render import CaseOutcome
+from detsim.track.base.status import Status
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.target.recording import SUITE_VAR, Project
 from detsim.track.target.spec import load_spec
@@ -23,9 +24,9 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_track_alone():
-    image = CaseOutcome(CASE, Ending.IMAGE, sha256="ab" * 32, hashes=("ab" * 32, "cd" * 32), peak_mb=250.0,
+    image = CaseOutcome(CASE, Status.OK, sha256="ab" * 32, hashes=("ab" * 32, "cd" * 32), peak_mb=250.0,
                         parity={"r": 1 - 3.21e-6, "max_rel": 0.02, "sum_ratio": 1.001}).record()
-    crash = CaseOutcome("k", Ending.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).record()
+    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).record()
     cache = {CASE: image, "k": crash}
     case, reproduced = bench_target.Case(), bench_target.Reproducibility()
     assert case.track_parity_one_minus_r(cache, CASE) == 3.21e-6
@@ -40,10 +41,10 @@ def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_tr
 
 
 def test_a_count_is_a_cost_track_skipped_without_valgrind_and_failed_when_it_failed(monkeypatch):
-    counted = CaseOutcome(CASE, Ending.IMAGE, sha256="ab" * 32, hashes=("ab" * 32,) * 2, parity={"r": 1.0},
+    counted = CaseOutcome(CASE, Status.OK, sha256="ab" * 32, hashes=("ab" * 32,) * 2, parity={"r": 1.0},
                           instructions=374_434_551).record()
     failed = {**counted, "instructions": None, "not_counted": "the counted render exited 1: boom"}
-    crash = CaseOutcome("k", Ending.CRASHED, "exited 1: boom").record()
+    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom").record()
     cache = {CASE: counted, "f": failed, "k": crash}
     assert bench_target.instructions(cache, CASE) == 374_434_551
     assert CaseOutcome.from_record(counted).instructions == 374_434_551

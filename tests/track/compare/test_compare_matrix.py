@@ -8,7 +8,8 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.matrix import Matrix, _letter, compare_runs, tensor_difference
-from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, ended_record, output_record
+from detsim.track.compare.record import RunConfig, RunRecord, ended_record, output_record
+from detsim.track.base.status import Status
 
 
 def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> RunRecord:
@@ -55,7 +56,7 @@ def test_thread_differences_are_findings_unless_strict_and_modes_compare_against
 
 def test_a_matrix_without_a_completed_run_is_unmeasured():
     matrix = Matrix(threads=[1], repeats=1)
-    matrix.add(ended_record(RunConfig("t", "cuda", "float64", "eager", 1), 0, RunStatus.SKIPPED, reason="no GPU"))
+    matrix.add(ended_record(RunConfig("t", "cuda", "float64", "eager", 1), 0, Status.SKIPPED, reason="no GPU"))
     assert matrix.exit_code() is ExitCode.UNMEASURED and matrix.verdict() == "UNMEASURED: no run completed"
 
 
@@ -76,7 +77,7 @@ def test_runs_tsv_has_one_row_per_output_and_a_dash_row_for_runs_without_outputs
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     matrix = Matrix(threads=[1], repeats=2)
     matrix.add(ok_run(config, 0, torch.ones(2, 3)))
-    matrix.add(ended_record(config, 1, RunStatus.CRASHED, error="Traceback ...\nValueError: boom"))
+    matrix.add(ended_record(config, 1, Status.CRASHED, error="Traceback ...\nValueError: boom"))
     header, ok, crashed = matrix.runs_tsv().splitlines()
     assert header.split("\t")[-2:] == ["sha256_float32", "sha256_native"]
     assert ok.split("\t")[8:10] == ["out", "2x3"] and crashed.split("\t")[-4:] == ["-"] * 4

@@ -11,7 +11,8 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
                                            Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult)
-from detsim.track.compare.record import RunStatus
+
+from detsim.track.base.status import Status
 
 REQUEST = Request(area="parity", selection=("tests/a.py", "-k", "x"), devices=("cpu",), cwd=Path("/src"),
                   asked_devices=(), out_root=Path("reports"), timeout=None, retime=3)
@@ -44,8 +45,8 @@ def test_a_run_that_never_started_has_no_timed_out_key():
                                    "status": "not run", "why": "collection did not complete", "warnings": (),
                                    "rootdir": None, "exit_code": None, "wall_s": None}
     assert DeviceRun.from_record(ran) == _run()
-    assert DeviceRun.from_record({}).status is RunStatus.NOT_RUN
-    assert DeviceRun.from_record({"status": "crashed"}).status is RunStatus.CRASHED
+    assert DeviceRun.from_record({}).status is Status.NOT_RUN
+    assert DeviceRun.from_record({"status": "crashed"}).status is Status.CRASHED
     with pytest.raises(ValueError):  # a corrupt previous bundle is refused, not compared
         DeviceRun.from_record({"status": "fine"})
 

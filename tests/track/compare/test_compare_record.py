@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from detsim.track.compare.firstdiff import compare_records
-from detsim.track.compare.record import RunConfig, RunRecord, RunStatus, argument_tensors, call_site, canonical, fill, \
+from detsim.track.base.status import Status
+from detsim.track.compare.record import RunConfig, RunRecord, argument_tensors, call_site, canonical, fill, \
     output_record, scalar_text, sentinel, storage_key, tensor_info
 from detsim.track.compare.recorder import record
 from detsim.track.base.runtime import tensor_sha256
@@ -59,7 +60,7 @@ def test_a_matrix_run_hashes_the_float32_bytes_and_the_native_bytes_and_survives
     assert output_record(config, 0, {"n": counts}, 0.0).results[0].float32 == tensor_sha256(counts)
     again = RunRecord.from_dict(json.loads(run.to_json()))
     assert again.config == config and again.key() == run.key() and again.tensors == {} and run.tensors
-    assert again.status is RunStatus.OK and json.loads(run.to_json())["status"] == "ok"
+    assert again.status is Status.OK and json.loads(run.to_json())["status"] == "ok"
 
 
 def test_tensors_that_cannot_be_read_are_kept_unhashed():

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from detsim.track.gpu.benchmarks import BENCHMARK, benchmarks_job, judge
-from detsim.track.gpu.steps import StepStatus
+
+from detsim.track.base.status import Status
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -14,9 +15,9 @@ def test_the_device_parameters_alone_are_run_under_asvs_name_and_unit():
     assert data["benchmark"] == BENCHMARK and data["unit"] == "ns/pixel-step"
     [result] = data["results"]
     assert result["params"] == {"workload": "P2", "mode": "eager", "dtype": "float32", "device": "cpu"}
-    assert result["value"] > 0 and judge(data) == (StepStatus.OK, "")
+    assert result["value"] > 0 and judge(data) == (Status.OK, "")
 
 
 def test_a_run_that_measured_nothing_is_an_error():
-    assert judge({"results": [{"params": {}, "skipped": "no CUDA"}], "not_run": []})[0] is StepStatus.ERROR
-    assert judge({"results": [], "not_run": [{}]})[0] is StepStatus.TIMED_OUT
+    assert judge({"results": [{"params": {}, "skipped": "no CUDA"}], "not_run": []})[0] is Status.CRASHED
+    assert judge({"results": [], "not_run": [{}]})[0] is Status.TIMED_OUT

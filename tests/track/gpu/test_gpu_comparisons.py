@@ -11,49 +11,50 @@ import textwrap
 
 from detsim.track.gpu.comparisons import cuda_matches_cpu, determinism, diverge_argv, read_report
 from detsim.track.gpu.plan import GpuPath
-from detsim.track.gpu.steps import Budget, StepResult, StepStatus, run_command
+from detsim.track.gpu.steps import Budget, StepResult, run_command
+from detsim.track.base.status import Status
 
 
 PATH = GpuPath("triton", "float32")
 
 
 def _speed(first, last):
-    return StepResult("speed", StepStatus.OK, data={"workloads": {"P2": {"sha256": [first, last]}}})
+    return StepResult("speed", Status.OK, data={"workloads": {"P2": {"sha256": [first, last]}}})
 
 
 def _parity(sha):
-    return StepResult("parity", StepStatus.OK, data={"hash": {"workload": "P2", "sha256": sha}})
+    return StepResult("parity", Status.OK, data={"hash": {"workload": "P2", "sha256": sha}})
 
 
 def test_identical_runs_are_ok():
     result = determinism(PATH, "P2", _speed("a", "a"), _parity("a"))
-    assert result.status is StepStatus.OK and result.data["in_process"] and result.data["across_processes"]
+    assert result.status is Status.OK and result.data["in_process"] and result.data["across_processes"]
 
 
 def test_a_run_that_differs_in_one_process_or_across_processes_fails_and_says_where():
     within = determinism(PATH, "P2", _speed("a", "b"), _parity("a"))
-    assert within.status is StepStatus.FAILED and "in one process" in within.reason
+    assert within.status is Status.FAILED and "in one process" in within.reason
     across = determinism(PATH, "P2", _speed("a", "a"), _parity("c"))
-    assert across.status is StepStatus.FAILED and across.reason.endswith("across processes")
+    assert across.status is Status.FAILED and across.reason.endswith("across processes")
     assert across.data == {"workload": "P2", "in_process": True, "across_processes": False, "streams": 1}
 
 
 def test_a_missing_render_is_not_taken_for_a_match():
-    missing = determinism(PATH, "P2", StepResult("speed", StepStatus.TIMED_OUT), _parity("a"))
-    assert missing.status is StepStatus.ERROR
-    one_process = determinism(PATH, "P2", _speed("a", "a"), StepResult("parity", StepStatus.TIMED_OUT))
+    missing = determinism(PATH, "P2", StepResult("speed", Status.TIMED_OUT), _parity("a"))
+    assert missing.status is Status.CRASHED
+    one_process = determinism(PATH, "P2", _speed("a", "a"), StepResult("parity", Status.TIMED_OUT))
     assert one_process.data["across_processes"] is None and "one process only" in one_process.reason
 
 
 def test_cuda_against_cpu_counts_the_cases_with_the_same_bits():
-    cuda = StepResult("c", StepStatus.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "2"},
+    cuda = StepResult("c", Status.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "2"},
                                                           "c": {"error": "x"}}})
-    cpu = StepResult("p", StepStatus.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "3"},
+    cpu = StepResult("p", Status.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "3"},
                                                          "c": {"sha256": "4"}}})
     result = cuda_matches_cpu(cuda, cpu)
-    assert result.status is StepStatus.OK
+    assert result.status is Status.OK
     assert result.data == {"compared": 2, "identical": 1, "differing": ["b"]}
-    assert cuda_matches_cpu(cuda, StepResult("p", StepStatus.TIMED_OUT)).status is StepStatus.ERROR
+    assert cuda_matches_cpu(cuda, StepResult("p", Status.TIMED_OUT)).status is Status.CRASHED
 
 
 def test_compiled_code_is_recorded_by_its_kernels_and_a_process_difference_in_fresh_processes():
@@ -76,11 +77,11 @@ def test_the_finder_names_the_culprit_of_a_planted_nondeterministic_op(tmp_path)
     done, unfinished, seconds = run_command("divergence", argv, budget=Budget(120), box_s=100, root=tmp_path)
     assert unfinished is None
     result = read_report("divergence", done.returncode, done.stdout, done.stderr, seconds)
-    assert result.status is StepStatus.FAILED and "rand" in result.data["culprit"]
+    assert result.status is Status.FAILED and "rand" in result.data["culprit"]
 
 
 def test_a_report_without_a_divergence_is_ok_and_a_crash_an_error():
     same = read_report("d", 0, "diverge: x\nVERDICT  NO DIVERGENCE: 9 events\n", "", 1.0)
-    assert same.status is StepStatus.OK and same.data["culprit"] is None
+    assert same.status is Status.OK and same.data["culprit"] is None
     crashed = read_report("d", 2, "", "diverge: --device cuda: no CUDA device on this machine\n", 1.0)
-    assert crashed.status is StepStatus.ERROR and "no CUDA device" in crashed.reason
+    assert crashed.status is Status.CRASHED and "no CUDA device" in crashed.reason

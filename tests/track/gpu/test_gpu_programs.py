@@ -8,7 +8,8 @@ import os
 
 from detsim.track.gpu.plan import workload
 from detsim.track.gpu.programs import pytest_argv, read_collection, read_run, skipped, time_nanobragg
-from detsim.track.gpu.steps import Budget, StepStatus
+from detsim.track.gpu.steps import Budget
+from detsim.track.base.status import Status
 
 
 def test_the_command_selects_the_cuda_parameter_and_collects_only_without_a_run():
@@ -20,18 +21,18 @@ def test_the_command_selects_the_cuda_parameter_and_collects_only_without_a_run(
 
 def test_a_passing_run_is_ok_and_a_failing_one_names_its_failures():
     ok = read_run("t", 0, "....\n160 passed, 2 skipped in 30.1s\n", 31.0)
-    assert ok.status is StepStatus.OK and ok.data["counts"] == {"passed": 160, "skipped": 2}
+    assert ok.status is Status.OK and ok.data["counts"] == {"passed": 160, "skipped": 2}
     failed = read_run("t", 1, "FAILED tests/test_x.py::test_y[cuda] - AssertionError\n"
                               "1 failed, 159 passed in 30.0s\n", 31.0)
-    assert failed.status is StepStatus.FAILED and failed.data["failures"] == ["tests/test_x.py::test_y[cuda]"]
+    assert failed.status is Status.FAILED and failed.data["failures"] == ["tests/test_x.py::test_y[cuda]"]
     broken = read_run("t", 4, "ERROR: usage\n", 1.0)
-    assert broken.status is StepStatus.ERROR
+    assert broken.status is Status.CRASHED
 
 
 def test_a_collection_that_finds_nothing_is_an_error():
     found = read_collection("t", 0, "a\n162/2134 tests collected (1972 deselected) in 5.30s\n", 6.0, "no CUDA")
-    assert found.status is StepStatus.SKIPPED and found.data == {"collected": 162}
-    assert read_collection("t", 5, "no tests collected\n", 6.0, "no CUDA").status is StepStatus.ERROR
+    assert found.status is Status.SKIPPED and found.data == {"collected": 162}
+    assert read_collection("t", 5, "no tests collected\n", 6.0, "no CUDA").status is Status.CRASHED
 
 
 def test_a_module_that_cannot_be_collected_fails_the_step_without_hiding_the_rest():
@@ -39,12 +40,12 @@ def test_a_module_that_cannot_be_collected_fails_the_step_without_hiding_the_res
     out = ("ERROR tests/track/gate/test_gate_checks.py\nERROR tests/track/gate/test_gate_cost.py\n"
            "167/2155 tests collected (1988 deselected), 2 errors in 9.39s\n")
     result = read_collection("t", 1, out, 9.4, "no CUDA")
-    assert result.status is StepStatus.FAILED and result.data["collected"] == 167
+    assert result.status is Status.FAILED and result.data["collected"] == 167
     assert result.data["collection_errors"] == ["tests/track/gate/test_gate_checks.py",
                                                 "tests/track/gate/test_gate_cost.py"]
     ran = read_run("t", 1, out.replace("167/2155 tests collected (1988 deselected), 2 errors",
                                        "165 passed, 2 errors"), 30.0)
-    assert ran.status is StepStatus.FAILED and len(ran.data["failures"]) == 2 and ran.data["counts"]["passed"] == 165
+    assert ran.status is Status.FAILED and len(ran.data["failures"]) == 2 and ran.data["counts"]["passed"] == 165
 
 
 def _binary(tmp_path, body):
@@ -58,7 +59,7 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
     log = tmp_path / "argv.txt"
     binary = _binary(tmp_path, f'echo "$OMP_NUM_THREADS $*" >> {log}')
     result = time_nanobragg(binary, ("P2@32", "P1@8"), budget=Budget(60), box_s=30, root=tmp_path)
-    assert result.status is StepStatus.OK and set(result.data["workloads"]) == {"P2@32", "P1@8"}
+    assert result.status is Status.OK and set(result.data["workloads"]) == {"P2@32", "P1@8"}
     first = log.read_text().splitlines()[0].split()
     assert first[0] == str(os.cpu_count()) and first[1:1 + len(workload("P2@32").argv())] == workload("P2@32").argv()
     rate = result.data["workloads"]["P2@32"]
@@ -68,5 +69,5 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
 def test_a_failing_binary_is_an_error_and_no_binary_a_skip(tmp_path):
     failed = time_nanobragg(_binary(tmp_path, "echo broken >&2; exit 3"), ("P1@8",), budget=Budget(60), box_s=30,
                             root=tmp_path)
-    assert failed.status is StepStatus.ERROR and "exited 3" in failed.reason and "broken" in failed.reason
-    assert skipped().status is StepStatus.SKIPPED
+    assert failed.status is Status.CRASHED and "exited 3" in failed.reason and "broken" in failed.reason
+    assert skipped().status is Status.SKIPPED

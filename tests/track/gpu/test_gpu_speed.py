@@ -1,7 +1,8 @@
 """The speed job on a tiny workload (in this process)."""
 
 from detsim.track.gpu.speed import judge, speed_job
-from detsim.track.gpu.steps import StepStatus
+
+from detsim.track.base.status import Status
 
 
 def _job(**changes):
@@ -17,10 +18,10 @@ def test_each_workload_gets_cold_and_warm_rates_and_two_hashes():
     assert p2["warm_best_s"] <= p2["warm_median_s"]
     assert len(p2["sha256"]) == 2 and p2["sha256"][0] == p2["sha256"][1]
     assert data["overhead"]["workload"] == "P1@8" and data["overhead"]["warm_best_ms"] > 0
-    assert judge(data) == (StepStatus.OK, "")
+    assert judge(data) == (Status.OK, "")
 
 
 def test_past_its_deadline_the_job_measures_nothing_more_and_says_so():
     data = speed_job(_job(deadline_s=0))
     assert data["workloads"] == {} and data["not_measured"] == ["P2@8", "P1@8", "P1@8"]
-    assert judge(data)[0] is StepStatus.TIMED_OUT
+    assert judge(data)[0] is Status.TIMED_OUT

@@ -4,7 +4,8 @@ import sys
 import time
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.gpu.steps import MIN_STEP_S, Budget, StepStatus, run_command, run_job_step, tail
+from detsim.track.gpu.steps import MIN_STEP_S, Budget, run_command, run_job_step, tail
+from detsim.track.base.status import Status
 
 
 class Clock:
@@ -29,7 +30,7 @@ def test_a_hung_command_is_killed_at_its_box_and_recorded_as_timed_out(tmp_path)
     started = time.monotonic()
     done, outcome, seconds = run_command("hang", [sys.executable, "-c", "import time; time.sleep(60)"],
                                          budget=Budget(100), box_s=1.0, root=tmp_path)
-    assert done is None and outcome.status is StepStatus.TIMED_OUT and 1.0 <= seconds < 10
+    assert done is None and outcome.status is Status.TIMED_OUT and 1.0 <= seconds < 10
     assert time.monotonic() - started < 10
 
 
@@ -38,23 +39,23 @@ def test_a_step_is_not_started_once_the_budget_is_spent(tmp_path):
     budget = Budget(10, clock)
     clock.now = 9
     done, outcome, _ = run_command("late", [sys.executable, "-c", "pass"], budget=budget, box_s=5, root=tmp_path)
-    assert done is None and outcome.status is StepStatus.NOT_RUN
+    assert done is None and outcome.status is Status.NOT_RUN
 
 
 def test_a_job_that_raises_is_an_error_and_one_that_answers_is_judged(tmp_path):
-    failed = run_job_step("bad", "json:loads", {}, lambda d: (StepStatus.OK, ""), budget=Budget(60), box_s=30,
+    failed = run_job_step("bad", "json:loads", {}, lambda d: (Status.OK, ""), budget=Budget(60), box_s=30,
                           root=tmp_path)
-    assert failed.status is StepStatus.ERROR and "TypeError" in failed.reason
-    answered = run_job_step("good", "copy:deepcopy", {"x": 1}, lambda d: (StepStatus.FAILED, f"x={d['x']}"),
+    assert failed.status is Status.CRASHED and "TypeError" in failed.reason
+    answered = run_job_step("good", "copy:deepcopy", {"x": 1}, lambda d: (Status.FAILED, f"x={d['x']}"),
                             budget=Budget(60), box_s=30, root=tmp_path)
-    assert answered.status is StepStatus.FAILED and answered.reason == "x=1"
+    assert answered.status is Status.FAILED and answered.reason == "x=1"
     assert answered.data["deadline_s"] < 30  # the job's own soft deadline comes before its box
 
 
 def test_each_outcome_calls_for_its_exit_code():
-    assert StepStatus.OK.exit_code == StepStatus.SKIPPED.exit_code == ExitCode.OK
-    assert StepStatus.FAILED.exit_code == ExitCode.REGRESSED
-    assert {StepStatus.ERROR.exit_code, StepStatus.TIMED_OUT.exit_code, StepStatus.NOT_RUN.exit_code} == \
+    assert Status.OK.exit_code == Status.SKIPPED.exit_code == ExitCode.OK
+    assert Status.FAILED.exit_code == ExitCode.REGRESSED
+    assert {Status.CRASHED.exit_code, Status.TIMED_OUT.exit_code, Status.NOT_RUN.exit_code} == \
         {ExitCode.UNMEASURED}
 
 
@@ -65,6 +66,6 @@ def test_tail_keeps_the_last_non_blank_lines():
 def test_what_a_killed_job_kept_is_its_steps_data(tmp_path):
     (tmp_path / "hangs.py").write_text("import time\nfrom detsim.track.gpu.steps import keep_partial\n"
                                        "def job(spec):\n    keep_partial(spec, {'measured': 1})\n    time.sleep(60)\n")
-    result = run_job_step("hangs", "hangs:job", {}, lambda d: (StepStatus.OK, ""), budget=Budget(60), box_s=3,
+    result = run_job_step("hangs", "hangs:job", {}, lambda d: (Status.OK, ""), budget=Budget(60), box_s=3,
                           root=tmp_path)
-    assert result.status is StepStatus.TIMED_OUT and result.data == {"measured": 1}
+    assert result.status is Status.TIMED_OUT and result.data == {"measured": 1}

@@ -14,7 +14,7 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge import confirm as confirm_module
-from detsim.track.judge.confirm import ALPHA, EXTRA_ROUNDS, ROUNDS, RemeasureError, Remeasurement, Status, Target, \
+from detsim.track.judge.confirm import ALPHA, EXTRA_ROUNDS, ROUNDS, RemeasureError, Remeasurement, Confirmation, Target, \
     confirm, decide, extra_rounds, remeasure, signed_rank_greater, target_of
 from detsim.track.judge.history import load_benchmarks
 from detsim.track.judge.verdict import analyse, judgement_of
@@ -85,19 +85,19 @@ def test_a_doubled_cost_is_measured_interleaved_and_confirmed(project):
     m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["fast"], project["slow"], rounds=16)
     assert (m.commit_a, m.commit_b) == (project["fast"], project["slow"])
     assert len(m.a) == len(m.b) == 16 and m.order == "AB" * 8  # rounds started by A and by B in turn
-    assert decide(m, 0.05).status is Status.CONFIRMED
+    assert decide(m, 0.05).status is Confirmation.CONFIRMED
 
 
 def test_an_unchanged_cost_is_noise(project):
     m = remeasure(project["root"], Target("bench_work.Work.time_work", (1,)), project["slow"], project["same"], rounds=8)
-    assert decide(m, 0.5).status is Status.NOISE
+    assert decide(m, 0.5).status is Confirmation.NOISE
 
 
 def test_a_throughput_is_compared_by_its_inverse(project):
     m = remeasure(project["root"], Target("bench_work.Work.track_rate", (1,), larger_is_better=True),
                   project["fast"], project["slow"], rounds=16)
     assert statistics.median(m.b) > 1.5 * statistics.median(m.a)  # slower commit: more seconds per unit
-    assert decide(m, 0.05).status is Status.CONFIRMED
+    assert decide(m, 0.05).status is Confirmation.CONFIRMED
 
 
 def test_more_rounds_are_taken_when_asked(project):
@@ -151,19 +151,19 @@ def test_signed_rank_with_ties_stays_a_probability_and_orders_evidence():
 
 def test_a_clear_slowdown_is_confirmed_and_an_unchanged_commit_is_noise(fake):
     confirmed = decide(fake(1.2), threshold=0.05)
-    assert confirmed.status is Status.CONFIRMED and confirmed.p_value < ALPHA
+    assert confirmed.status is Confirmation.CONFIRMED and confirmed.p_value < ALPHA
     assert confirmed.ratio == pytest.approx(1.2, rel=0.03) and "slower by more than 5%" in confirmed.evidence
     noise = decide(fake(1.0), threshold=0.05)
-    assert noise.status is Status.NOISE and "not significant" in noise.evidence
+    assert noise.status is Confirmation.NOISE and "not significant" in noise.evidence
 
 
 def test_a_real_but_small_difference_is_noise_against_the_threshold(fake):
     small = decide(fake(1.03), threshold=0.05)
-    assert small.status is Status.NOISE and "within the 5% threshold" in small.evidence
+    assert small.status is Confirmation.NOISE and "within the 5% threshold" in small.evidence
 
 
 def test_a_faster_commit_is_never_confirmed(fake):
-    assert decide(fake(0.7), threshold=0.05).status is Status.NOISE
+    assert decide(fake(0.7), threshold=0.05).status is Confirmation.NOISE
 
 
 def test_an_undecided_first_look_gets_one_extension(fake):

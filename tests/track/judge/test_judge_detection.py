@@ -13,7 +13,7 @@ from detsim.track.base.hashing import fingerprint, fingerprint_hex
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, \
     segments, u_counts
-from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Point, Series, family_of
 from detsim.track.judge.text import finding_text, report_lines
 from detsim.track.judge.verdict import Report, determinism_note, judge, judgement_of
@@ -85,7 +85,7 @@ def test_a_doubling_is_a_suspect_with_its_evidence_never_a_verdict_on_the_histor
     samples = [[v * f for f in (0.98, 1.0, 1.02)] for v in values]
     finding = detect(_series("timing", values, samples=samples), 0, {}, {})
     assert isinstance(finding, Finding) and not finding.is_verdict
-    assert (finding.last_good, finding.first_bad) == (C[2], C[3]) and finding.detail["confirmation"] == Status.SUSPECT
+    assert (finding.last_good, finding.first_bad) == (C[2], C[3]) and finding.detail["confirmation"] == Confirmation.SUSPECT
     assert "a step of x2.01 in the recorded history" in finding.detail["confirmation_evidence"]
     assert 1.9 < finding.ratio < 2.1
 
@@ -96,7 +96,7 @@ def test_samples_taken_at_other_times_never_excuse_a_timing_step_but_do_clear_a_
     values = [1.0, 1.0, 2.0]
     samples = [[0.5, 3.0], [0.5, 3.0], [0.6, 3.1]]
     timing = detect(_series("timing", values, samples=samples), 0, {}, {})
-    assert timing.detail["confirmation"] == Status.SUSPECT
+    assert timing.detail["confirmation"] == Confirmation.SUSPECT
     assert detect(_series("memory", values, samples=samples, unit="bytes"), 0, {}, {}) is None
 
 
@@ -105,7 +105,7 @@ def test_a_creeping_rise_within_the_threshold_of_the_level_before_it_is_noise_wi
     values = [1.0, 1.0, 1.0, 1.03, 1.03, 1.03, 1.07, 1.07]
     samples = [[v * f for f in (0.999, 1.0, 1.001)] for v in values]
     finding = detect(_series("timing", values, samples=samples, threshold=0.05), 0, {}, {})
-    assert finding.detail["confirmation"] == Status.NOISE and not finding.is_verdict
+    assert finding.detail["confirmation"] == Confirmation.NOISE and not finding.is_verdict
     assert "within the 5% threshold of the level just before it" in finding.detail["confirmation_evidence"]
 
 

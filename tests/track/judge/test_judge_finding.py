@@ -3,14 +3,14 @@
 import pytest
 
 from detsim.track.judge.history import Series
-from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.finding import Finding, Confirmation
 
 
 def _series(family: str, case: str | None = None) -> Series:
     return Series(env="env", name="bench.x", params="", family=family, unit="seconds", case=case)
 
 
-@pytest.mark.parametrize("label, counts", [(Status.SUSPECT, False), (Status.NOISE, False), (Status.CONFIRMED, True)])
+@pytest.mark.parametrize("label, counts", [(Confirmation.SUSPECT, False), (Confirmation.NOISE, False), (Confirmation.CONFIRMED, True)])
 def test_a_timing_step_is_a_regression_only_once_confirmed(label, counts):
     finding = Finding(_series("timing"), "a", "b", 1.0, 1.2, {"confirmation": label})
     assert finding.is_verdict is counts

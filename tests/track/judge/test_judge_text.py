@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.judge.finding import Finding, Status
+from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Series
 from detsim.track.judge.text import GROUP_AT, GROUP_HASHES, WIDTH, finding_text, fitted, fmt, names_fitting, \
     report_lines, screen_lines, short_params, summary_line
@@ -149,9 +149,9 @@ def test_many_findings_of_one_cause_are_one_line_naming_the_first_that_fit():
 
 def test_noise_is_only_counted_and_an_undecided_step_shows_the_command_that_decides_it():
     decide = "detsim-track regressions --machine m --remeasure-budget 900"
-    noise = _timing("(pixels=128)", Status.NOISE)
-    undecided = _timing("(n=2)", Status.UNDECIDED, decide_command=decide)
-    confirmed = _timing("(pixels=512)", Status.CONFIRMED)
+    noise = _timing("(pixels=128)", Confirmation.NOISE)
+    undecided = _timing("(n=2)", Confirmation.UNDECIDED, decide_command=decide)
+    confirmed = _timing("(pixels=512)", Confirmation.CONFIRMED)
     lines = _screen(_screen_report([noise, undecided, confirmed]))
     assert not any(line.startswith("NOISE") for line in lines)
     [line] = [line for line in lines if line.startswith("UNDECIDED")]
@@ -159,12 +159,12 @@ def test_noise_is_only_counted_and_an_undecided_step_shows_the_command_that_deci
                            "bbbbbbbb") and line.endswith(f"; decide: {decide}") and len(line) <= WIDTH
     assert any(line.startswith("REGRESSED timing EngineSweep.time_simulate(512)") for line in lines)
     assert lines[-1] == ("summary: 1 regressed, 1 undecided; 40 measured, 1 noise, 0 skipped; exit 1")
-    alone = _timing("(pixels=256, steps_per_pixel=10, dtype='float64', device='cpu')", Status.UNDECIDED, decide_command=decide)
+    alone = _timing("(pixels=256, steps_per_pixel=10, dtype='float64', device='cpu')", Confirmation.UNDECIDED, decide_command=decide)
     lines = _screen(_screen_report([alone]))  # its facts and the command do not fit one line: a line each
     assert lines[1].startswith("UNDECIDED timing EngineSweep.time_simulate(256, 10, float64, cpu): 10 ms -> 20 ms, "
                                "x2.00 since bbbbbbbb")
     assert lines[2] == f"decide: {decide} (re-measures the undecided steps)"
-    several = _screen(_screen_report([undecided, _timing("(pixels=64)", Status.UNDECIDED, decide_command=decide)]))
+    several = _screen(_screen_report([undecided, _timing("(pixels=64)", Confirmation.UNDECIDED, decide_command=decide)]))
     assert [line for line in several if "decide:" in line] == [f"decide: {decide} (re-measures the undecided steps)"]
 
 
@@ -172,7 +172,7 @@ def test_steps_each_decided_by_its_own_command_get_a_line_each_saying_what_it_do
     does = "times the two commits side by side"
     commands = [f"detsim-track bisect aaaaaaaaaa bbbbbbbbbb --target /work/port --slower {case} 25"
                 for case in ("a01_cubic_mosflm_center", "e01_triclinic_misset")]
-    steps = [_timing(f"(case='{case}')", Status.UNDECIDED, decide_command=command, decide_does=does)
+    steps = [_timing(f"(case='{case}')", Confirmation.UNDECIDED, decide_command=command, decide_does=does)
              for case, command in zip(("a01_cubic_mosflm_center", "e01_triclinic_misset"), commands)]
     lines = _screen(_screen_report(steps))
     assert [line for line in lines if "decide:" in line] == [f"decide: {command} ({does})" for command in commands]
@@ -181,7 +181,7 @@ def test_steps_each_decided_by_its_own_command_get_a_line_each_saying_what_it_do
 def test_a_long_benchmark_name_is_cut_before_its_change_and_commit_are():
     params = "(workload='P1', mode='eager', dtype='float32', device='cpu')"
     assert short_params(params) == "(P1, eager, float32, cpu)" and short_params("(case='a@1.5')") == "(a@1.5)"
-    finding = _timing(params, Status.CONFIRMED, name="bench_engine.PathThroughput." + "track_ns_per_pixel_step" * 6)
+    finding = _timing(params, Confirmation.CONFIRMED, name="bench_engine.PathThroughput." + "track_ns_per_pixel_step" * 6)
     [line] = [line for line in _screen(_screen_report([finding])) if line.startswith("REGRESSED")]
     assert len(line) <= WIDTH and "…: 10 ms -> 20 ms, x2.00 since bbbbbbbb" in line
 

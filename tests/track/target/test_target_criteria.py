@@ -7,15 +7,16 @@ import pytest
 
 from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
 from detsim.track.target.criteria import ONE_MINUS_R_FLOOR, Criterion, Kind, Mark
-from detsim.track.target.render import CaseOutcome, Ending
+from detsim.track.target.render import CaseOutcome
+from detsim.track.base.status import Status
 
 
 def _image(one_minus_r=0.0, sha="a", seconds=1.0, hashes=None, cpu_s=None, **turns) -> CaseOutcome:
-    return CaseOutcome("c02", Ending.IMAGE, seconds=seconds, cpu_s=cpu_s, sha256=sha * 64,
+    return CaseOutcome("c02", Status.OK, seconds=seconds, cpu_s=cpu_s, sha256=sha * 64,
                        hashes=tuple(h * 64 for h in (hashes or sha)), parity={"r": 1.0 - one_minus_r}, **turns)
 
 
-CRASH = CaseOutcome("c02", Ending.CRASHED, "exited 1: boom")
+CRASH = CaseOutcome("c02", Status.CRASHED, "exited 1: boom")
 
 
 @pytest.mark.parametrize("good, new, mark", [
@@ -69,5 +70,5 @@ def test_broken_is_any_failure_and_needs_a_good_commit_that_renders():
 def test_a_good_commit_that_cannot_anchor_the_criterion_says_why():
     assert "no image" in Criterion(Kind.PARITY, "c02").unusable_good(CRASH)
     assert "not reproduced" in Criterion(Kind.IRREPRODUCIBLE, "c02").unusable_good(_image(hashes="ab"))
-    undefined = CaseOutcome("c02", Ending.IMAGE, seconds=1.0, sha256="a" * 64, parity={"r": None})
+    undefined = CaseOutcome("c02", Status.OK, seconds=1.0, sha256="a" * 64, parity={"r": None})
     assert "undefined" in Criterion(Kind.PARITY, "c02").unusable_good(undefined)

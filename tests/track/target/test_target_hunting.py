@@ -22,7 +22,8 @@ from _tolerances import FLOAT32_PIXEL_REL
 from detsim.track.base.golden import find_case
 from detsim.track.target.criteria import Criterion, Kind, Mark, Marking
 from detsim.track.target.hunting import HuntError, Prober, bisect, hunt
-from detsim.track.target.render import Ending
+
+from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec
 from planted_history import commit
 from planted_port import CASE, make_port
@@ -176,9 +177,9 @@ def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tm
     prober = Prober(load_spec(port.root), cases, runs=2, scratch=tmp_path / "scratch")
     base, docs, shrink = (prober.at(port.commits[name]) for name in ("base", "docs1", "shrink"))
     assert set(base.rendered) == {CASE, "o01_polar_0.9"} and base.reused_from is None
-    assert all(r.outcome.status is Ending.IMAGE and r.outcome.reproduced for r in base.rendered.values())
+    assert all(r.outcome.status is Status.OK and r.outcome.reproduced for r in base.rendered.values())
     assert docs.rendered is base.rendered and (docs.reused_from, docs.reused_by) == (base.commit, "sources")
-    assert shrink.rendered[CASE].outcome.status is Ending.WRONG_SIZE
+    assert shrink.rendered[CASE].outcome.status is Status.WRONG_SIZE
     assert (prober.builds, prober.renders, prober.reuse.reused) == (2, 2 * 2 + 2 * 1, 1)  # a failed run ends one
     assert set(prober.rendered) == {base.commit, docs.commit, shrink.commit}
 

@@ -25,7 +25,8 @@ from detsim.track.cli import main
 from detsim.track.target.build import (SUITE_VAR, BuildError, Builder, installed_fingerprint, pip_reason, source_key,
                                        tree_of)
 from detsim.track.target.recording import Project
-from detsim.track.target.render import Ending, command_env, command_words, render_case
+from detsim.track.target.render import command_env, command_words, render_case
+from detsim.track.base.status import Status
 from detsim.track.target.spec import FILE, TargetSpec, load_spec, target_cases
 from planted_history import commit, git
 
@@ -70,13 +71,13 @@ def test_a_command_that_is_a_script_of_the_repository_runs_from_the_commits_tree
     assert tree is not None and (tree / "tools" / "nb.py").is_file() and tree_of(tmp_path) is None
     for command in (("./tools/nb.py",), ("python", "tools/nb.py"), ("python", "nb.py")):
         out = render_case(TargetSpec("scripted", root, command), case, installed.bin_dir).outcome
-        assert out.status is Ending.IMAGE and out.r == 1.0, (command, out.summary())
+        assert out.status is Status.OK and out.r == 1.0, (command, out.summary())
     # the working tree is never used: the same script at a commit where it is not executable does not run
     path = command_env(spec, installed.bin_dir, "0")["PATH"]
     plain = Builder(spec, tmp_path / "scratch").install(f"{sha}~1")
     assert command_words(spec, plain.bin_dir, path) is None
     out = render_case(spec, case, plain.bin_dir).outcome
-    assert out.status is Ending.CRASHED and "a script must be executable" in out.detail
+    assert out.status is Status.CRASHED and "a script must be executable" in out.detail
     assert plain.fingerprint != installed.fingerprint  # the mode is part of what the commit runs
 
 
@@ -245,7 +246,7 @@ def test_an_image_written_as_float64_is_the_wrong_size_and_says_so(tmp_path, cas
     program = tmp_path / "nb64.py"
     program.write_text(SCRIPT.replace('dtype="<f4"', 'dtype="<f8"'))
     out = render_case(TargetSpec("p", tmp_path, (sys.executable, str(program))), case).outcome
-    assert out.status is Ending.WRONG_SIZE and "as float64?" in out.detail, out.detail
+    assert out.status is Status.WRONG_SIZE and "as float64?" in out.detail, out.detail
 
 
 def test_two_targets_whose_folders_share_a_name_never_share_a_recording(tmp_path):

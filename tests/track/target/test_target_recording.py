@@ -20,7 +20,8 @@ import pytest
 from detsim.track.target.criteria import Kind
 from detsim.track.target.departure import departure, stored
 from detsim.track.target.recording import MergeError, Project, TargetRecorder, SUITE_DIR, Window, merge_rows, turns
-from detsim.track.target.render import CaseOutcome, Ending
+from detsim.track.target.render import CaseOutcome
+from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec
 from detsim.track.judge.history import TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
@@ -65,7 +66,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
     asv_file = {"version": 2, "commit_hash": base, "env_name": ENV, "date": 1, "result_columns": ["result"],
                 "results": {"bench_target.Case.track_sum_ratio": [[1.0]]}}
     (results / f"{base[:8]}-{ENV}.json").write_text(json.dumps(asv_file))
-    image = CaseOutcome(CASE, Ending.IMAGE, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
+    image = CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
     recorder = TargetRecorder(spec, project, tmp_path, "m1")
     measured = recorder._store(base, {"build_error": None, "keys": ["k"], "cases": {CASE: image}})
     row = recorder._reused(docs, (base, measured), "sources", ["k"])
@@ -97,7 +98,7 @@ def test_a_departing_image_is_stored_and_read_back_by_commit_and_case(tmp_path):
 
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
-    return CaseOutcome("c02", Ending.IMAGE, seconds=1.0, sha256=sha * 64,
+    return CaseOutcome("c02", Status.OK, seconds=1.0, sha256=sha * 64,
                        hashes=tuple(h * 64 for h in hashes or sha * 2), parity={"r": 1 - one_minus_r}).record()
 
 
@@ -107,7 +108,7 @@ def _row(commit: str, outcome: dict | None) -> dict:
 
 
 def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it():
-    crash = CaseOutcome("c02", Ending.CRASHED, "exited 1: boom").record()
+    crash = CaseOutcome("c02", Status.CRASHED, "exited 1: boom").record()
     rows = [_row("a", _image()), _row("b", _image()), _row("c", _image(5e-8, sha="c")), _row("d", crash),
             _row("e", _image(5e-8, sha="c")), _row("f", _image(5e-8, sha="f", hashes="fg")), _row("g", None),
             _row("h", _image(5e-8, sha="h"))]
@@ -120,7 +121,7 @@ def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it(
 
 def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones():
     reused = [{**_row(c, _image()), "reused_from": "a" * 40, "reused_by": "sources"} for c in "cde"]
-    window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Ending.NO_IMAGE, "x")
+    window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Status.NO_IMAGE, "x")
                                                                          .record()), reused[2]])
     window.turns = turns(window.rows)
     head, first, run, second, last = window.table()
@@ -132,7 +133,7 @@ def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones
     assert "1 commit(s) eeeeeeee: the results of aaaaaaaa" in last
 
 
-def _machine_row(commit: str, machine: str, sha: str = "a", status: Ending = Ending.IMAGE) -> dict:
+def _machine_row(commit: str, machine: str, sha: str = "a", status: Status = Status.OK) -> dict:
     outcome = (CaseOutcome("c02", status, "wrote 4 bytes") if status.is_failure else
                CaseOutcome("c02", status, seconds=1.0, sha256=sha * 64, hashes=(sha * 64,) * 2, parity={"r": 1.0}))
     return {"commit": commit, "machine": machine, "date": "", "subject": "", "build_error": None, "reused_from": None,
@@ -146,7 +147,7 @@ def port(tmp_path_factory):
 
 def test_slices_merge_in_history_order_and_turn_across_their_seam(port):
     c = port.commits
-    later = {"target": "port", "rows": [_machine_row(c["docs3"], "m2"), _machine_row(c["shrink"], "m2", status=Ending.WRONG_SIZE)]}
+    later = {"target": "port", "rows": [_machine_row(c["docs3"], "m2"), _machine_row(c["shrink"], "m2", status=Status.WRONG_SIZE)]}
     earlier = {"target": "port", "rows": [_machine_row(c["base"], "m1"), _machine_row(c["docs1"], "m1"), _machine_row(c["docs3"], "m1", "b")]}
     rows, notes = merge_rows(port.root, [later, earlier])
     assert [r["commit"] for r in rows] == [c["base"], c["docs1"], c["docs3"], c["shrink"]]

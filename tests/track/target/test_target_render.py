@@ -14,7 +14,8 @@ import pytest
 
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
-from detsim.track.target.render import CaseOutcome, Ending, output_name, render_case
+from detsim.track.target.render import CaseOutcome, output_name, render_case
+from detsim.track.base.status import Status
 from detsim.track.target.spec import TargetSpec
 
 
@@ -71,7 +72,7 @@ def _spec(tmp_path: Path, mode: str, timeout_s: float = 60) -> TargetSpec:
 def test_an_exact_image_is_judged_and_hashed_and_the_reference_never_reaches_the_command(tmp_path, case):
     rendered = render_case(_spec(tmp_path, "exact"), case)  # "exact" exits early if image.bin was copied
     out = rendered.outcome
-    assert out.status is Ending.IMAGE and out.r == 1.0 and out.parity["max_rel"] == 0.0
+    assert out.status is Status.OK and out.r == 1.0 and out.parity["max_rel"] == 0.0
     assert out.parity["shape"] == [4, 4] and out.sha256 == image_sha256(REFERENCE) and out.reproduced is None
     assert out.seconds > 0 and out.peak_mb > 5
     assert np.array_equal(rendered.image, REFERENCE)
@@ -91,7 +92,7 @@ def test_cpu_seconds_are_the_commands_own_beside_its_wall_seconds(tmp_path, case
 
 def test_an_edge_change_is_a_parity_change_with_its_worst_pixel(tmp_path, case):
     out = render_case(_spec(tmp_path, "edge"), case).outcome
-    assert out.status is Ending.IMAGE and out.one_minus_r > 1e-3 and out.parity["worst"]["s"] == 0
+    assert out.status is Status.OK and out.one_minus_r > 1e-3 and out.parity["worst"]["s"] == 0
 
 
 def test_a_second_process_with_another_hash_seed_must_reproduce_the_image(tmp_path, case):
@@ -101,9 +102,9 @@ def test_a_second_process_with_another_hash_seed_must_reproduce_the_image(tmp_pa
 
 
 @pytest.mark.parametrize("mode, status, says", [
-    ("crash", Ending.CRASHED, "exited 1: ValueError: bad -mat file"),
-    ("nothing", Ending.NO_IMAGE, "exited 0 without writing image.bin"),
-    ("small", Ending.WRONG_SIZE, "wrote 36 bytes, 9 float32 values (3x3?), where the reference is 4x4"),
+    ("crash", Status.CRASHED, "exited 1: ValueError: bad -mat file"),
+    ("nothing", Status.NO_IMAGE, "exited 0 without writing image.bin"),
+    ("small", Status.WRONG_SIZE, "wrote 36 bytes, 9 float32 values (3x3?), where the reference is 4x4"),
 ])
 def test_each_failure_is_its_own_kind_never_an_exception(tmp_path, case, mode, status, says):
     out = render_case(_spec(tmp_path, mode), case).outcome
@@ -114,13 +115,13 @@ def test_each_failure_is_its_own_kind_never_an_exception(tmp_path, case, mode, s
 
 def test_past_its_timeout_a_render_is_timed_out(tmp_path, case):
     out = render_case(_spec(tmp_path, "sleep", timeout_s=1), case).outcome
-    assert out.status is Ending.TIMED_OUT and out.detail == "ran past 1 s"
+    assert out.status is Status.TIMED_OUT and out.detail == "ran past 1 s"
 
 
 def test_a_command_not_installed_is_a_crash_naming_it(tmp_path, case):
     spec = TargetSpec("fake", tmp_path, ("no-such-nanobragg",))
     out = render_case(spec, case, bin_dir=tmp_path).outcome
-    assert (out.status, out.detail) == (Ending.CRASHED, "command not found: no-such-nanobragg")
+    assert (out.status, out.detail) == (Status.CRASHED, "command not found: no-such-nanobragg")
 
 
 def test_with_a_baseline_each_run_is_timed_in_turns_with_the_baselines(tmp_path, case):
@@ -150,24 +151,25 @@ PARITY = {"r": 0.999, "max_rel": 0.25, "sum_ratio": 1.01, "shape": [4, 4]}
 
 
 def test_an_image_knows_its_parity_and_whether_a_second_process_reproduced_it():
-    once = CaseOutcome("a01", Ending.IMAGE, seconds=1.5, sha256="a" * 64, hashes=("a" * 64,), parity=PARITY)
-    twice = CaseOutcome("a01", Ending.IMAGE, seconds=1.5, sha256="a" * 64, hashes=("a" * 64, "b" * 64), parity=PARITY)
+    once = CaseOutcome("a01", Status.OK, seconds=1.5, sha256="a" * 64, hashes=("a" * 64,), parity=PARITY)
+    twice = CaseOutcome("a01", Status.OK, seconds=1.5, sha256="a" * 64, hashes=("a" * 64, "b" * 64), parity=PARITY)
     assert once.reproduced is None and twice.reproduced is False
     assert abs(once.one_minus_r - 0.001) < 1e-12 and not once.at_parity
     assert "NOT reproduced" in twice.summary() and "1 - r = 0.001" in once.summary()
 
 
 def test_a_failure_is_its_own_kind_and_never_at_parity():
-    crash = CaseOutcome("a01", Ending.CRASHED, "exited 1: boom", stderr_tail=("Traceback", "boom"))
+    crash = CaseOutcome("a01", Status.CRASHED, "exited 1: boom", stderr_tail=("Traceback", "boom"))
     assert crash.status.is_failure and not crash.at_parity and crash.reproduced is None and crash.r is None
     assert crash.summary() == "crashed: exited 1: boom"
-    assert not Ending.IMAGE.is_failure and all(s.is_failure for s in Ending if s is not Ending.IMAGE)
+    assert not Status.OK.is_failure and all(s.is_failure for s in (Status.CRASHED, Status.TIMED_OUT, Status.NO_IMAGE,
+                                                                   Status.WRONG_SIZE))
 
 
 def test_the_record_is_strict_json_and_reads_back_the_same():
-    for outcome in (CaseOutcome("a01", Ending.IMAGE, seconds=2.0, peak_mb=300.0, sha256="c" * 64,
+    for outcome in (CaseOutcome("a01", Status.OK, seconds=2.0, peak_mb=300.0, sha256="c" * 64,
                                 hashes=("c" * 64, "c" * 64), parity=PARITY),
-                    CaseOutcome("b01", Ending.WRONG_SIZE, "wrote 4 bytes", seconds=1.0)):
+                    CaseOutcome("b01", Status.WRONG_SIZE, "wrote 4 bytes", seconds=1.0)):
         record = json.loads(json.dumps(outcome.record(), allow_nan=False))
         again = CaseOutcome.from_record(record)
         assert again == outcome and again.parity == outcome.parity

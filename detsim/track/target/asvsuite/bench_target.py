@@ -35,7 +35,8 @@ from detsim.track.judge.history import COST_UNIT
 from detsim.track.target.count import count_render, not_counted_reason
 from detsim.track.target.departure import departure
 from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, SUITE, SUITE_VAR, Project
-from detsim.track.target.render import Ending, render_case
+from detsim.track.target.render import render_case
+from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec, target_cases
 
 try:
@@ -81,7 +82,7 @@ def renders() -> dict:
     for case in cases:
         rendered = render_case(spec, case, bin_dir(), runs=RUNS)
         outcome = rendered.outcome
-        if spec.count_instructions and outcome.status is Ending.IMAGE:
+        if spec.count_instructions and outcome.status is Status.OK:
             try:
                 outcome = replace(outcome, instructions=count_render(spec, case, bin_dir(),
                                                                      Project(Path(os.environ[SUITE_VAR])).count_work))
@@ -110,7 +111,7 @@ def _image(cache: dict, case: str) -> dict:
     record = cache.get(case)
     if record is None:
         raise RuntimeError(f"{case}: not rendered")
-    if record["status"] != "image":
+    if record["status"] != Status.OK:
         raise Skip(f"{case}: {record['status']}")
     return record
 
@@ -127,7 +128,7 @@ class Case:
 
     def track_parity_one_minus_r(self, cache, case):
         record = cache.get(case) or {}
-        if record.get("status") != "image":  # the case's own finding: it failed, and says how
+        if record.get("status") != Status.OK:  # the case's own finding: it failed, and says how
             tail = record.get("stderr_tail") or [""]
             raise RuntimeError(f"{case}: {record.get('status', 'not rendered')}: {record.get('detail', '')} {tail[-1]}")
         r = record["parity"]["r"]
