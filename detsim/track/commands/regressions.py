@@ -2,7 +2,7 @@
 rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
 judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
 replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.judge.verdict`). Here:
-the options, the files and ``--explain``; :mod:`detsim.track.judge.verdict` judges and
+the options, the files and ``--explain``; :mod:`detsim.track.judge.analysis` judges and
 :mod:`detsim.track.judge.confirm` re-measures."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
 from detsim.track.judge.fingerprints import determinism_states
 from detsim.track.judge.text import report_lines, screen_lines
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, analyse, check_latest, \
-    point_latest
+from detsim.track.judge.analysis import analyse
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 

@@ -17,7 +17,8 @@ from detsim.track.judge import confirm as confirm_module
 from detsim.track.judge.confirm import ALPHA, EXTRA_ROUNDS, ROUNDS, RemeasureError, Remeasurement, Confirmation, Target, \
     confirm, decide, extra_rounds, remeasure, signed_rank_greater, target_of
 from detsim.track.judge.history import load_benchmarks
-from detsim.track.judge.verdict import analyse, judgement_of
+from detsim.track.judge.analysis import analyse
+from detsim.track.judge.verdict import judgement_of
 
 
 BENCH = '''
