@@ -152,16 +152,20 @@ def _machine_lines(report: Report) -> list[str]:
 def report_lines(judgement: Judgement) -> list[str]:
     """The whole verdict: each machine's, then, for several, which machines agree, the cross-machine facts and
     the fleet's exit."""
+    return _judgement_lines(judgement, _machine_lines, full=True)
+
+
+def _judgement_lines(judgement: Judgement, machine_lines, *, full: bool) -> list[str]:
+    """The only machine's ``machine_lines``, or each machine's (in ``full``, a blank line after each), then the
+    machines not judged and which agree (cut to the screen, unless ``full``), the facts (in full) and the exit."""
     if judgement.single is not None:
-        return _machine_lines(judgement.single)
-    fleet = judgement
-    lines = [line for report in fleet.reports.values() for line in [*_machine_lines(report), ""]]
-    lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
-    lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
-    lines += fleet.agreement
-    lines += [f"note: {fact}" for fact in fleet.facts]
-    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
-    return lines
+        return machine_lines(judgement.single)
+    lines = [line for report in judgement.reports.values() for line in [*machine_lines(report), *[""] * full]]
+    tail = [*(f"detsim-track: machine {m} not judged: {why}" for m, why in judgement.failed.items()),
+            f"machines: {', '.join([*judgement.reports, *judgement.failed])}", *judgement.agreement]
+    lines += tail if full else [cut(line, WIDTH) for line in tail]
+    lines += [f"note: {fact}" for fact in judgement.facts if full]
+    return [*lines, f"fleet: exit {int(judgement.exit)} (the worst of the machines'; 2 wins)"]
 
 
 def cut(text: str, width: int) -> str:
@@ -336,12 +340,4 @@ def _machine_screen(report: Report) -> list[str]:
 
 def screen_lines(judgement: Judgement) -> list[str]:
     """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
-    if judgement.single is not None:
-        return _machine_screen(judgement.single)
-    fleet = judgement
-    lines = [line for report in fleet.reports.values() for line in _machine_screen(report)]
-    lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
-    lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
-    lines += [cut(line, WIDTH) for line in fleet.agreement]
-    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
-    return lines
+    return _judgement_lines(judgement, _machine_screen, full=False)
