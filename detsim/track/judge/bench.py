@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, NamedTuple
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Series
+from detsim.track.judge.history import COST_UNIT, Series
 from detsim.track.judge.text import change_text, family_word, fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
     REPRODUCIBILITY
@@ -97,7 +97,7 @@ def parse_benchmark(entry, commit: str = "") -> Benchmark | None:
         return None
     fullname, stats, extra = entry.get("fullname"), entry.get("stats"), entry.get("extra_info", {})
     minimum = stats.get("min") if isinstance(stats, dict) else None
-    if not isinstance(fullname, str) or not isinstance(extra, dict) or not _positive(minimum):
+    if not isinstance(fullname, str) or not isinstance(extra, dict) or not (is_number(minimum) and minimum > 0):
         return None
     return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra,
                      commit=commit)
@@ -110,10 +110,6 @@ def _is_real(value) -> bool:
 def is_number(value) -> bool:
     """A finite int or float (not a bool)."""
     return _is_real(value) and math.isfinite(value)
-
-
-def _positive(value) -> bool:
-    return is_number(value) and value > 0
 
 
 def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:
@@ -360,8 +356,8 @@ def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | Non
     change = after / before - 1
     evidence = f"{change:+.2%}, limit +{COST_THRESHOLD:.0%}, counted on {new.extra.get('instructions_workload')}"
     if change > COST_THRESHOLD:
-        return finding(old, new, "cost", before, after, "instructions", COST_THRESHOLD, evidence=evidence)
-    return f"cost {fmt(before, 'instructions')} -> {fmt(after, 'instructions')} ({evidence})"
+        return finding(old, new, "cost", before, after, COST_UNIT, COST_THRESHOLD, evidence=evidence)
+    return f"cost {fmt(before, COST_UNIT)} -> {fmt(after, COST_UNIT)} ({evidence})"
 
 
 def _is_count(value) -> bool:

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
+from detsim.track.judge.history import COST_UNIT
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 
@@ -34,7 +35,7 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value * 1e9:.3g} ns"
     if unit == "bytes":
         return f"{value / 2**20:.1f} MiB"
-    if unit == "instructions":  # counts: every digit is meaningful (a 2 % rise is a regression)
+    if unit == COST_UNIT:  # counts: every digit is meaningful (a 2 % rise is a regression)
         return f"{value:,.0f} instructions"
     return f"{value:.4g} {unit}".strip()
 
