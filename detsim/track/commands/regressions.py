@@ -19,7 +19,6 @@ from detsim.track.base.output import REPORTS, OutputError, add_json_option, atom
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
-from detsim.track.judge.fingerprints import determinism_states
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, point_latest
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
-        judgement = confirm(analyse(root, args.machine, determinism_states, _twins), root, limit=args.remeasure,
+        judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
                             budget_s=args.remeasure_budget)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")

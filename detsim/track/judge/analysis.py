@@ -18,6 +18,7 @@ from detsim.track.base.output import json_number, utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import HASH_FAMILIES, Finding
+from detsim.track.judge.fingerprints import determinism_states
 from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
     first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, \
     target_results
@@ -184,31 +185,28 @@ def families_at(series: list[Series], latest: str) -> dict[str, dict]:
     return out
 
 
-# (root, series, commits) -> golden case -> its image's states at each commit (each with .commit, .state, .why)
-ImageStates = Callable[[Path, list[Series], list[str]], Mapping[str, list]]
 # (a target's project folder, machine) -> commit -> the commit whose results it took, for every commit the
 # recording holds on that machine (None: it holds none there)
 Twins = Callable[[Path, str], Mapping[str, str | None] | None]
 
 
-def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
+def page_history(series: list[Series], commits: list[str], hashes: Mapping[str, dict]) -> dict:
     """What the status page draws besides the verdict: each golden case's parity series (``[case, benchmark,
     [[commit, value], ...]]``, the longest of its environments; a skip's NaN as ``"nan"``, a failure's null
-    as null), its image's state at each commit
-    (``[[commit, state, why], ...]``, from ``image_states``; none without it) and the 0/1 hash track of each case."""
+    as null), its image's state at each commit (``[[commit, state, why], ...]``, :mod:`.fingerprints`) and the
+    0/1 hash track of each case."""
     parity: dict[str, list] = {}
     for s in series:
         if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
             parity[s.case] = [s.case, s.name, [[p.commit, p.value if p.value is None else json_number(p.value)]
                                                for p in s.points]]
-    states = image_states(root, series, commits) if image_states else {}
+    states = determinism_states(hashes, series, commits)
     return {"parity": [parity[c] for c in sorted(parity)],
             "determinism": {case: [[st.commit, st.state, st.why] for st in sts] for case, sts in states.items()},
             "determinism_benchmarks": {s.case: s.name for s in series if s.family == "determinism" and s.case}}
 
 
-def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None,
-                     twins: Twins | None = None) -> Report:
+def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Report:
     """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files); a target's
     recording (:func:`~.history.target_results`) names its folder, and with ``twins`` how many of its commits
     took a twin's results."""
@@ -256,24 +254,22 @@ def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates 
                           failed_cases={s.case for s in series if s.case and s.label in judged.unmeasured}),
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
-        families=families_at(series, latest), history=page_history(root, series, order, image_states),
+        families=families_at(series, latest), history=page_history(series, order, recorded.hashes),
         target_results=str(target) if target else None, reused=reused,
     )
 
 
-def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None,
-            twins: Twins | None = None) -> Judgement:
+def analyse(root: Path, machines: list[str] | None = None, twins: Twins | None = None) -> Judgement:
     """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
     and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
     named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
-    ``image_states``: how each golden case's image stands at each commit, for the page (given by the caller,
-    as the areas that compare images sit above this one); ``twins``: a target's commits that took another's
-    results (:data:`Twins`, given by the caller as the target area sits above this one)."""
+    ``twins``: a target's commits that took another's results (:data:`Twins`, given by the caller as the target
+    area sits above this one)."""
     machines = machines or recorded_machines(root) or [None]
     reports, failed = {}, {}
     for machine in machines:
         try:
-            report = _analyse_machine(root, machine, image_states, twins)
+            report = _analyse_machine(root, machine, twins)
         except ResultsError as exc:
             if len(machines) == 1:
                 raise

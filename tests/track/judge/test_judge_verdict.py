@@ -128,14 +128,14 @@ def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
     assert report.as_json()["skips"] == [skipped.record()]
 
 
-def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure(tmp_path):
+def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure():
     from detsim.track.judge.history import Point, Series
     from detsim.track.judge.analysis import page_history
 
     points = (Point("c1", 0.0), Point("c2", float("nan")), Point("c3", None), Point("c4", 1e-9))
     parity = Series(env="e", name="bench_parity.track_parity_a01", params="", family="parity", unit="1 - r",
                     case="a01", points=points)
-    drawn = json.loads(json_text(page_history(tmp_path, [parity], ["c1", "c2", "c3", "c4"], None)))
+    drawn = json.loads(json_text(page_history([parity], ["c1", "c2", "c3", "c4"], {})))
     assert drawn["parity"] == [["a01", "bench_parity.track_parity_a01",
                                 [["c1", 0.0], ["c2", "nan"], ["c3", None], ["c4", 1e-9]]]]
 
