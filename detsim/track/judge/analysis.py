@@ -7,7 +7,6 @@ machines, where they agree. A single machine is a fleet of one.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -31,8 +30,10 @@ def machine_classes(series: list[Series]) -> dict[str, float]:
     return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
 
 
-def _measured_at(s: Series, latest: str) -> bool:
-    return any(p.commit == latest and p.measured for p in s.points)
+def state_at(s: Series, latest: str) -> str | None:
+    """How ``s`` stands at ``latest``: "failed", "skipped" or "measured" (None: no point there)."""
+    at = [p for p in s.points if p.commit == latest]
+    return None if not at else "failed" if at[-1].value is None else "measured" if at[-1].measured else "skipped"
 
 
 def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[str, dict]:
@@ -62,8 +63,8 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
     judged the same images, and from the first commit asv would judge them, though asv's page never does
     (null in ``regressions_first_commits``)."""
     classes = machine_classes(series)
-    by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
-    count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
+    by_baseline = {s.case for s in series if s.family == "determinism" and state_at(s, latest) == "measured"}
+    count_judged = any(s.family == "hash count" and state_at(s, latest) == "measured" for s in series)
     fingerprint_conf = {**conf, "regressions_first_commits": {
         k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
     hashes = with_fingerprints(series, hashes)
@@ -72,17 +73,17 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
         fingerprint = s.family == "fingerprint"
         if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
             continue  # the stored baseline of this class judged these images
-        at_latest = [p for p in s.points if p.commit == latest]
-        if at_latest and at_latest[-1].value is None:
+        state = state_at(s, latest)
+        if state == "failed":
             unmeasured.append(s.label)
             continue
-        if at_latest and not at_latest[-1].measured:
+        if state == "skipped":
             skipped.append(s)
             continue
-        measured += bool(at_latest)
+        measured += state == "measured"
         start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
                                  [p.commit for p in s.points])
-        if start is None or not at_latest:
+        if start is None or state is None:
             continue
         if fingerprint:
             start = max(start, class_cut(s.points, classes))
@@ -132,8 +133,8 @@ def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
     return None
 
 
-def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
-                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None, target: bool = False) -> str | None:
+def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict], baselines: Mapping[str, dict],
+                     chosen: tuple[str, dict] | None, target: bool = False) -> str | None:
     """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
     applied: commit to commit from the class's first recorded commit, and how the stored classes
     differ (facts, never failures); a ``target``'s images have no stored baseline to store."""
@@ -144,12 +145,13 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     for path, data in baselines.items():
         stored = data.get("holds_for", {})
         differing = sorted(k for k in (here or {}) if stored.get(k) != here[k])
-        others.append(f"{path} holds for " + (", ".join(f"{k}={stored.get(k)}" for k in differing)
-                                               + " where this machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
-                                               if differing else MachineClass.from_record(stored).slug()
-                                               if MachineClass.from_record(stored) else "another class"))
+        machine_class = MachineClass.from_record(stored)
+        others.append(f"{path} holds for " + (", ".join(f"{k}={stored.get(k)}" for k in differing) + " where this "
+                                               "machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
+                                               if differing else machine_class.slug() if machine_class
+                                               else "another class"))
     facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
-    fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
+    fingerprints = [s for s in series if s.family == "fingerprint" and state_at(s, latest) == "measured"]
     if fingerprints:
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
@@ -160,9 +162,8 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
-    if not any(p.commit == latest and p.value is not None and not p.measured
-               for s in series if s.family == "determinism" for p in s.points):  # no hash skipped at the latest
-        return None
+    if not any(s.family == "determinism" and state_at(s, latest) == "skipped" for s in series):
+        return None  # no hash skipped at the latest
     return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
             "store one with `detsim-track baselines --refresh` on this machine class")
 
@@ -172,16 +173,13 @@ def families_at(series: list[Series], latest: str) -> dict[str, dict]:
     (a series without a point there is not counted)."""
     out: dict[str, dict] = {}
     for s in series:
-        at = [p for p in s.points if p.commit == latest]
-        if not at:
-            continue
-        state = out.setdefault(s.family, {"measured": 0, "failed": [], "skipped": 0})
-        if at[-1].value is None:
-            state["failed"].append(s.label)
-        elif math.isnan(at[-1].value):
-            state["skipped"] += 1
-        else:
-            state["measured"] += 1
+        state = state_at(s, latest)
+        if state:
+            counts = out.setdefault(s.family, {"measured": 0, "failed": [], "skipped": 0})
+            if state == "failed":
+                counts["failed"].append(s.label)
+            else:
+                counts[state] += 1
     return out
 
 
