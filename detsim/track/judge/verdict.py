@@ -18,6 +18,7 @@ from typing import Mapping
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.judge.finding import Finding
+from detsim.track.judge.history import FAMILY_ORDER
 from detsim.track.judge.skips import Skipped
 
 
@@ -93,10 +94,6 @@ class Judgement:
                 "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
 
 
-AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
-                      "hash count")
-
-
 def _both(names: list[str]) -> str:
     return "both machines" if len(names) == 2 else f"all {len(names)} machines"
 
@@ -108,7 +105,7 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for m, report in reports.items():
         for f in (f for f in report.regressions if f.is_verdict):
             found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
-    families = [fam for fam in AGREEMENT_FAMILIES if fam in ("timing", "determinism")
+    families = [fam for fam in FAMILY_ORDER if fam in ("timing", "determinism")
                 or any(fam in found[m] for m in machines)]
     lines = []
     for family in families:
