@@ -12,14 +12,13 @@ import numpy as np
 import torch
 
 from detsim.fileio.bounded_read import DIRECTORY, what_is
-from detsim.track.base.runtime import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
-from detsim.track.base.runtime import environment
+from detsim.track.base.runtime import device_problem, environment
 from detsim.track.measure import parity
 from detsim.track.measure.parity import CaseRun, next_steps, run_case, worst_pixel_trace
 

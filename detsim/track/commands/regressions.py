@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
-from detsim.track.commands import count
+from detsim.track.commands import count, refuse
 from detsim.track.base.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root

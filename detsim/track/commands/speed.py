@@ -14,21 +14,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from detsim.track.base.runtime import device_problem
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
-from detsim.track.commands import positive_int
+from detsim.track.commands import positive_int, refuse
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.base.runtime import environment
+from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.workloads import WORKLOADS, Workload
 from detsim.host.threads import MAX_THREADS
-from detsim.track.measure.speed import (
-    PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, nanobragg_row,
-)
-from detsim.track.measure.speed import format_table, machine_line, summary_markdown
+from detsim.track.measure.speed import PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, \
+    format_table, machine_line, nanobragg_row, summary_markdown
 
 HELP = "time detsim's paths and nanoBragg.c on P1, P2 and 4096² workloads, same command lines"
 MODES = ("eager", "compiled")
