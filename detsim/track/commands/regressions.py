@@ -20,7 +20,8 @@ from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, point_latest
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, \
+    point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 

@@ -258,7 +258,8 @@ def calibration_line(device: str, old: float | None, new: float | None) -> GateL
     """The calibration of one device: missing from either file, or its change (information only)."""
     name = f"calibration[{device}]"
     if old is None:
-        return GateLine("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks are gated")
+        return GateLine("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks "
+                        "are gated")
     if new is None:
         return GateLine("not measured", name, f"no calibration benchmark on {device} in the run")
     return GateLine("note", name, f"min {fmt(old, 'seconds')} -> {fmt(new, 'seconds')} (x{new / old:.2f}, "
@@ -306,7 +307,8 @@ def reproducibility_check(old: Benchmark, new: Benchmark) -> Finding | str | Non
         shown = ", ".join(f"{sha[:12]}..." for sha in distinct[:3]) + (", ..." if len(distinct) > 3 else "")
         return finding(old, new, "reproducibility", 1.0, float(len(distinct)), "images",
                        runs=f"the {len(rounds)} rounds of this run", axis="rounds",
-                       evidence=f"{len(distinct)} distinct sha256: {shown}; its hash is not compared with the baseline's")
+                       evidence=f"{len(distinct)} distinct sha256: {shown}; its hash is not compared with the "
+                                "baseline's")
     return f"image reproduced in {len(rounds)} rounds"
 
 
@@ -332,9 +334,9 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[GateLine]:
         why = None if old.extra.get("sha256") is None else _not_comparable(old.machine_class, new.machine_class)
         if why:
             reasons.setdefault(why, []).append(old.name)
-    return [GateLine("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a failure: "
-                 "the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` on this class "
-                 "records them)") for why, names in reasons.items()]
+    return [GateLine("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a "
+                     "failure: the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` "
+                     "on this class records them)") for why, names in reasons.items()]
 
 
 def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | None:

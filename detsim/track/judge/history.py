@@ -323,7 +323,8 @@ def choose_machine(results_dir: Path, requested: str | None) -> Path:
                                f"it; `asv machine --yes --machine {path.parent.name}` writes it again)")
     if requested:
         if requested not in machines:
-            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: {', '.join(machines) or 'none'})")
+            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: "
+                               f"{', '.join(machines) or 'none'})")
         return results_dir / requested
     if len(machines) == 1:
         return results_dir / machines[0]
@@ -353,7 +354,7 @@ def load_result_file(path: Path) -> dict:
     if not isinstance(data.get("commit_hash"), str) or not HEX40.fullmatch(data["commit_hash"]):
         raise ResultsError(f"{path}: commit_hash is not a full git hash")
     for name, row in results.items():
-        if not isinstance(row, list) or not row or len(row) > len(columns) or not isinstance(row[0], (list, type(None))):
+        if not (isinstance(row, list) and row and len(row) <= len(columns) and isinstance(row[0], (list, type(None)))):
             raise ResultsError(f"{path}: malformed row for {name}")
     return data
 

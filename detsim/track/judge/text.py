@@ -144,7 +144,7 @@ def _machine_lines(report: Report) -> list[str]:
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
-    lines += [f"skipped at {report.latest[:8]}: {skipped.text()} (the benchmarks in --json)" for skipped in report.skips]
+    lines += [f"skipped at {report.latest[:8]}: {s.text()} (the benchmarks in --json)" for s in report.skips]
     lines += [f"note: {note}" for note in report.notes]
     lines.append(full_summary_line(report))
     return lines

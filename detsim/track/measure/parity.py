@@ -276,7 +276,8 @@ table { border-collapse: collapse; font-size: 90%; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 td:first-child, th:first-child { text-align: left; }
 tr.fail td, tr.error td { background: #fde2e2; }
-.verdict-pass { color: #176b1d; font-weight: bold; } .verdict-fail, .verdict-error { color: #b00020; font-weight: bold; }
+.verdict-pass { color: #176b1d; font-weight: bold; } \
+.verdict-fail, .verdict-error { color: #b00020; font-weight: bold; }
 figure { display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
 figure img { width: 256px; image-rendering: pixelated; border: 1px solid #999; }
 figcaption { font-size: 80%; max-width: 256px; }
@@ -333,7 +334,8 @@ def _case_section(case: dict) -> str:
         captions = {
             "reference": f"reference (log scale, knee {scale['knee']:.3g}, black at {scale['vmax']:.3g})",
             "detsim": "detsim (same scale)",
-            "difference": f"detsim − reference (white below {scale['floor']:.3g}, full colour at {scale['max_abs']:.3g})",
+            "difference": f"detsim − reference (white below {scale['floor']:.3g}, full colour at "
+                          f"{scale['max_abs']:.3g})",
         }
         for key in ("reference", "detsim", "difference"):
             parts.append(f'<figure><a href="{_e(pics[key])}"><img src="{_e(pics[key])}" alt="{_e(key)}"></a>'
