@@ -419,7 +419,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
     benchmarks = load_benchmarks(results_dir)
     files = []
     for path in sorted(machine_dir.glob("*.json")):
-        if path.name != "machine.json":
+        if path.name != MACHINE_FILE:
             files.append(load_result_file(path))
             check_values(path, files[-1], benchmarks)
     if not files:
