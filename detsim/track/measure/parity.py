@@ -176,7 +176,12 @@ def intensity_picture(image: np.ndarray, scale: IntensityScale) -> np.ndarray:
     v = np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=scale.vmax, neginf=0.0)
     if scale.vmax <= 0:
         return np.full(v.shape, 255, np.uint8)
-    level = np.log10(1.0 + np.clip(v, 0.0, None) / scale.knee) / np.log10(1.0 + scale.vmax / scale.knee)
+    return _fade(np.clip(v, 0.0, None), scale.knee, scale.vmax)
+
+
+def _fade(values: np.ndarray, knee: float, top: float) -> np.ndarray:
+    """uint8 levels on a log scale bent at ``knee``: 255 (white) at 0, 0 (black) from ``top`` up."""
+    level = np.log10(1.0 + values / knee) / np.log10(1.0 + top / knee)
     return (255.0 * (1.0 - np.clip(level, 0.0, 1.0)) + 0.5).astype(np.uint8)
 
 
@@ -195,8 +200,7 @@ def difference_picture(difference: np.ndarray, floor: float) -> tuple[np.ndarray
     top = float(np.abs(d[finite]).max(initial=0.0))
     rgb = np.full(d.shape + (3,), 255, np.uint8)
     if top > floor:
-        level = np.log10(1.0 + np.abs(np.where(finite, d, 0.0)) / floor) / np.log10(1.0 + top / floor)
-        fade = (255.0 * (1.0 - np.clip(level, 0.0, 1.0)) + 0.5).astype(np.uint8)
+        fade = _fade(np.abs(np.where(finite, d, 0.0)), floor, top)
         rgb[..., 1] = fade
         rgb[..., 2] = np.where(d > 0, fade, 255)
         rgb[..., 0] = np.where(d < 0, fade, 255)
@@ -252,7 +256,8 @@ def markdown(summary: dict) -> str:
             p = case["pictures"]
             lines.append(f"![reference]({p['reference']}) ![detsim]({p['detsim']}) ![difference]({p['difference']})")
             lines.append("")
-        lines += _next_steps(case)
+        hints = case.get("next_steps") or []
+        lines += (["Next:", ""] + [f"- {h}" for h in hints] + [""]) if hints else []
     return "\n".join(lines) + "\n"
 
 
@@ -263,11 +268,6 @@ def _run_line(summary: dict) -> str:
     return (f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error of {counts['total']} cases; "
             f"threshold r >= {summary['min_r']}; dtype {summary['dtype']} on {summary['device']}; "
             f"detsim {commit}, torch {env.get('torch')}, Python {env.get('python')}; cases from {summary['cases_dir']}")
-
-
-def _next_steps(case: dict) -> list[str]:
-    hints = case.get("next_steps") or []
-    return (["Next:", ""] + [f"- {h}" for h in hints] + [""]) if hints else []
 
 
 _STYLE = """
