@@ -260,8 +260,9 @@ def _run_at_tip(finding: Finding) -> list[str]:
 
 def _first_changed(finding: Finding, tree: Callable[[str], str | None]) -> str | None:
     """The first commit of the run at the tip whose ``detsim`` package (``tree``) is not the last good
-    commit's, or None when none is (the first bad commit where the last good one's is unknown)."""
-    good = tree(finding.last_good)
+    commit's, or None when none is (the first bad commit where there is no last good one, or its package is
+    unknown)."""
+    good = None if finding.last_good is None else tree(finding.last_good)
     if good is None:
         return finding.first_bad
     return next((c for c in _run_at_tip(finding) if tree(c) != good), None)
@@ -334,7 +335,7 @@ def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float)
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
     tree = functools.cache(lambda commit: package_tree(root, commit))  # suspects share their commits
     for finding in originals:
-        changed = _first_changed(finding, tree) if finding.last_good is not None else finding.first_bad
+        changed = _first_changed(finding, tree)
         if changed is None:  # no commit of its run changed the package
             decided[id(finding)] = _with(finding, confirmation=Confirmation.NOISE, confirmation_evidence=(
                 f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
