@@ -296,10 +296,11 @@ def _target_undecided(finding: Finding, root: Path) -> Finding:
     if finding.last_good is None or not finding.series.case:
         return _left_undecided(finding, f"{TARGET_NOT_REMEASURED}; no earlier commit recorded", None, None)
     conf = load_config(root)
+    folder = Path(conf.get(TARGET_FOLDER) or project_repo(root, conf))  # the target's own, else the repository
     spec = conf.get(TARGET_SPEC)  # the spec the recording was made with, wherever it lives (none: an older one)
-    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target "
-               f"{Path(conf.get(TARGET_FOLDER) or project_repo(root, conf))}{f' --spec {Path(spec)}' if spec else ''} "
-               f"--slower {finding.series.case} {round(finding.series.threshold * 100)}")
+    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target {folder}"
+               f"{f' --spec {Path(spec)}' if spec else ''} --slower {finding.series.case} "
+               f"{round(finding.series.threshold * 100)}")
     return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
 
 
