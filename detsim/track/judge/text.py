@@ -161,11 +161,15 @@ def _judgement_lines(judgement: Judgement, machine_lines, *, full: bool) -> list
     machines not judged and which agree (cut to the screen, unless ``full``), the facts (in full) and the exit."""
     if judgement.single is not None:
         return machine_lines(judgement.single)
-    lines = [line for report in judgement.reports.values() for line in [*machine_lines(report), *[""] * full]]
+    lines = []
+    for report in judgement.reports.values():
+        lines += [*machine_lines(report), ""] if full else machine_lines(report)
     tail = [*(f"detsim-track: machine {m} not judged: {why}" for m, why in judgement.failed.items()),
             f"machines: {', '.join([*judgement.reports, *judgement.failed])}", *judgement.agreement]
-    lines += tail if full else [cut(line, WIDTH) for line in tail]
-    lines += [f"note: {fact}" for fact in judgement.facts if full]
+    if full:
+        lines += [*tail, *(f"note: {fact}" for fact in judgement.facts)]
+    else:
+        lines += [cut(line, WIDTH) for line in tail]
     return [*lines, f"fleet: exit {int(judgement.exit)} (the worst of the machines'; 2 wins)"]
 
 
