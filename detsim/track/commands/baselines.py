@@ -9,15 +9,13 @@ from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
-from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.base.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
 from detsim.track.base.recording import RecordingError, check_writable
-from detsim.track.base.golden import AXES
 from detsim.track.base import golden_hashes
-from detsim.track.base.golden import (BASELINE_DIR, SCHEMA, BaselineError, class_path, differing_fields,
-                                                for_class, stored)
+from detsim.track.base.golden import AXES, BASELINE_DIR, SCHEMA, BaselineError, GoldenError, class_path, \
+    differing_fields, for_class, golden_dir, load_cases, stored
 
 HELP = "show the stored golden-image hashes, or --refresh them deliberately from the checked-out code"
 

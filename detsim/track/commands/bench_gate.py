@@ -44,8 +44,8 @@ def verdict_lines(verdict: BaselineVerdict) -> list[str]:
             *map(finding_line, verdict.findings),
             *(f"NOT MEASURED {name}: {text}" for name, text in unmeasured.items()),
             *(f"note: {line.name}: {line.text}" for line in verdict.lines if line.kind == "note"),
-            f"summary: {to_act(verdict.findings, len(unmeasured), bool(unmeasured))}; {verdict.gated} benchmarks gated; "
-            f"exit {int(verdict.exit)}"]
+            f"summary: {to_act(verdict.findings, len(unmeasured), bool(unmeasured))}; {verdict.gated} benchmarks "
+            f"gated; exit {int(verdict.exit)}"]
 
 
 def run(args: argparse.Namespace) -> int:

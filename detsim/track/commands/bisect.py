@@ -5,6 +5,7 @@ docs/targets.md)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from pathlib import Path
@@ -79,10 +80,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", "bisect")
     except (ValueError, OutputError) as exc:  # SpecError and GoldenError are ValueErrors
         return refuse(f"bisect: {exc}")
-
-    def say(line: str) -> None:
-        print(f"bisect: {line}", file=sys.stderr, flush=True)
-
+    say = functools.partial(print, "bisect:", file=sys.stderr, flush=True)
     try:
         with scratch_folder() as scratch:
             found = hunt(spec, criterion, case, args.good, args.bad, Path(scratch), say)

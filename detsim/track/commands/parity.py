@@ -9,17 +9,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from detsim.fileio.bounded_read import DIRECTORY, what_is
-from detsim.track.base.runtime import device_problem
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json
-from detsim.track.base.runtime import environment
+from detsim.track.base.runtime import device_problem, environment
+from detsim.track.base.targets import DTYPES
 from detsim.track.measure import parity
 from detsim.track.measure.parity import CaseRun, next_steps, run_case, worst_pixel_trace
 
@@ -79,7 +78,7 @@ def add_arguments(parser) -> None:
                              "(default: tests/golden)")
     parser.add_argument("--reports", type=Path, default=Path("reports"),
                         help="where reports/<STAMP>/parity/ goes (default: ./reports)")
-    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="float64")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     parser.add_argument("--min-r", type=_correlation, default=PARITY_MIN_R,
                         help=f"pass threshold on Pearson r (default {PARITY_MIN_R})")
@@ -131,7 +130,7 @@ def run(args) -> int:
 
 def _run_cases(cases: list[GoldenCase], args, tmp: Path, final: Path) -> list[dict]:
     """Run each case, writing its pictures (and a failing case's trace) under ``tmp``; the case results."""
-    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    dtype = DTYPES[args.dtype]
     results = []
     for n, case in enumerate(cases, start=1):
         case_run = run_case(case, dtype=dtype, device=args.device, min_r=args.min_r)

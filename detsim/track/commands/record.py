@@ -5,14 +5,14 @@ commits where a case turns bad named, then judged by ``detsim-track regressions`
 from __future__ import annotations
 
 import argparse
+import functools
 import socket
 import sys
 from pathlib import Path
 
-from detsim.track.commands import positive_int
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
-from detsim.track.commands import refuse
+from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
 from detsim.track.base.recording import RecordingError
 from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,
@@ -82,11 +82,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"record: {len(commits)} commit(s) of {spec.name}, {len(cases)} case(s) each, with asv into "
               f"{project.folder}", file=sys.stderr)
 
-        def say(line: str) -> None:
-            print(f"record: {line}", file=sys.stderr, flush=True)
-
         try:
-            window = record_window(spec, commits, root, args.machine, say)
+            window = record_window(spec, commits, root, args.machine,
+                                   functools.partial(print, "record:", file=sys.stderr, flush=True))
         except RecordingError as exc:
             return refuse(f"record: {exc}")
     _print(window, len(commits), project, not_measured(spec))

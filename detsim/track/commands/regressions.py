@@ -2,7 +2,7 @@
 rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
 judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
 replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.judge.verdict`). Here:
-the options, the files and ``--explain``; :mod:`detsim.track.judge.verdict` judges and
+the options, the files and ``--explain``; :mod:`detsim.track.judge.analysis` judges and
 :mod:`detsim.track.judge.confirm` re-measures."""
 
 from __future__ import annotations
@@ -12,16 +12,15 @@ import sys
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
-from detsim.track.commands import count
+from detsim.track.commands import count, refuse
 from detsim.track.base.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
 from detsim.track.judge.history import ResultsError
-from detsim.track.judge.fingerprints import determinism_states
 from detsim.track.judge.text import report_lines, screen_lines
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, analyse, check_latest, \
+from detsim.track.judge.analysis import analyse
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, \
     point_latest
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
-        judgement = confirm(analyse(root, args.machine, determinism_states, _twins), root, limit=args.remeasure,
+        judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
                             budget_s=args.remeasure_budget)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")

@@ -14,25 +14,22 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from detsim.track.base.runtime import device_problem
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
-from detsim.track.commands import positive_int
+from detsim.track.commands import positive_int, refuse
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.base.runtime import environment
+from detsim.rendering.engine import MODES as ENGINE_MODES
+from detsim.track.base.runtime import device_problem, environment
+from detsim.track.base.targets import DTYPES
 from detsim.track.base.workloads import WORKLOADS, Workload
 from detsim.host.threads import MAX_THREADS
-from detsim.track.measure.speed import (
-    PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, nanobragg_row,
-)
-from detsim.track.measure.speed import format_table, machine_line, summary_markdown
+from detsim.track.measure.speed import PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, \
+    format_table, machine_line, nanobragg_row, summary_markdown
 
 HELP = "time detsim's paths and nanoBragg.c on P1, P2 and 4096² workloads, same command lines"
-MODES = ("eager", "compiled")
-DTYPES = ("float64", "float32")
+MODES = ("eager", "compiled")  # the default: triton is a GPU path
 AREA = "speed"  # the report folder's name under reports/<STAMP>/
 SCOPES = (RENDER, PROCESS)
 
@@ -47,7 +44,7 @@ def thread_count(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=["eager", "compiled", "triton"])
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(ENGINE_MODES))
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
     parser.add_argument("--device", default="cpu", help="torch device of the detsim runs (default cpu)")
     parser.add_argument("--nanobragg", type=Path, default=None,

@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, NamedTuple
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Series
+from detsim.track.judge.history import COST_UNIT, Series
 from detsim.track.judge.text import change_text, family_word, fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
     REPRODUCIBILITY
@@ -97,7 +97,7 @@ def parse_benchmark(entry, commit: str = "") -> Benchmark | None:
         return None
     fullname, stats, extra = entry.get("fullname"), entry.get("stats"), entry.get("extra_info", {})
     minimum = stats.get("min") if isinstance(stats, dict) else None
-    if not isinstance(fullname, str) or not isinstance(extra, dict) or not _positive(minimum):
+    if not isinstance(fullname, str) or not isinstance(extra, dict) or not (is_number(minimum) and minimum > 0):
         return None
     return Benchmark(fullname=fullname, name=str(entry.get("name", fullname)), min_s=float(minimum), extra=extra,
                      commit=commit)
@@ -110,10 +110,6 @@ def _is_real(value) -> bool:
 def is_number(value) -> bool:
     """A finite int or float (not a bool)."""
     return _is_real(value) and math.isfinite(value)
-
-
-def _positive(value) -> bool:
-    return is_number(value) and value > 0
 
 
 def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:
@@ -262,7 +258,8 @@ def calibration_line(device: str, old: float | None, new: float | None) -> GateL
     """The calibration of one device: missing from either file, or its change (information only)."""
     name = f"calibration[{device}]"
     if old is None:
-        return GateLine("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks are gated")
+        return GateLine("note", name, f"no calibration on {device} in the baseline, so none of its benchmarks "
+                        "are gated")
     if new is None:
         return GateLine("not measured", name, f"no calibration benchmark on {device} in the run")
     return GateLine("note", name, f"min {fmt(old, 'seconds')} -> {fmt(new, 'seconds')} (x{new / old:.2f}, "
@@ -310,7 +307,8 @@ def reproducibility_check(old: Benchmark, new: Benchmark) -> Finding | str | Non
         shown = ", ".join(f"{sha[:12]}..." for sha in distinct[:3]) + (", ..." if len(distinct) > 3 else "")
         return finding(old, new, "reproducibility", 1.0, float(len(distinct)), "images",
                        runs=f"the {len(rounds)} rounds of this run", axis="rounds",
-                       evidence=f"{len(distinct)} distinct sha256: {shown}; its hash is not compared with the baseline's")
+                       evidence=f"{len(distinct)} distinct sha256: {shown}; its hash is not compared with the "
+                                "baseline's")
     return f"image reproduced in {len(rounds)} rounds"
 
 
@@ -336,9 +334,9 @@ def hash_facts(pairs: Iterable[tuple[Benchmark, Benchmark]]) -> list[GateLine]:
         why = None if old.extra.get("sha256") is None else _not_comparable(old.machine_class, new.machine_class)
         if why:
             reasons.setdefault(why, []).append(old.name)
-    return [GateLine("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a failure: "
-                 "the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` on this class "
-                 "records them)") for why, names in reasons.items()]
+    return [GateLine("note", "image hashes", f"not compared for {len(names)} benchmark(s), {why} (a fact, not a "
+                     "failure: the baseline holds no hashes of this run's machine class; `bash .ci/bench --refresh` "
+                     "on this class records them)") for why, names in reasons.items()]
 
 
 def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | None:
@@ -360,8 +358,8 @@ def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | Non
     change = after / before - 1
     evidence = f"{change:+.2%}, limit +{COST_THRESHOLD:.0%}, counted on {new.extra.get('instructions_workload')}"
     if change > COST_THRESHOLD:
-        return finding(old, new, "cost", before, after, "instructions", COST_THRESHOLD, evidence=evidence)
-    return f"cost {fmt(before, 'instructions')} -> {fmt(after, 'instructions')} ({evidence})"
+        return finding(old, new, "cost", before, after, COST_UNIT, COST_THRESHOLD, evidence=evidence)
+    return f"cost {fmt(before, COST_UNIT)} -> {fmt(after, COST_UNIT)} ({evidence})"
 
 
 def _is_count(value) -> bool:

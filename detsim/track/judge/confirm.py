@@ -37,8 +37,8 @@ from typing import Callable, Mapping
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels, target_folder, \
-    target_spec
+from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_benchmarks, load_config, \
+    param_labels, project_repo
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 from detsim.track.base.output import write_json
@@ -131,9 +131,6 @@ def _result(commits: dict, figures: dict, order: str) -> Remeasurement:
                          order=order)
 
 
-EXTRA_ROUNDS = ROUNDS
-
-
 @dataclass(frozen=True)
 class Decision:
     status: Confirmation  # CONFIRMED (slower by more than the threshold, significantly) or NOISE (no such difference)
@@ -180,14 +177,15 @@ def _look(m: Remeasurement) -> tuple[float, float]:
 
 
 def extra_rounds(threshold: float):
-    """The ``more`` callback of :func:`remeasure`: :data:`EXTRA_ROUNDS` once for an undecided first
-    look (p between ALPHA and :data:`~.thresholds.EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold and it)."""
+    """The ``more`` callback of :func:`remeasure`: :data:`ROUNDS` more, once, for an undecided first look (p
+    between ALPHA and :data:`~.thresholds.EXTEND_BELOW_P`, or below ALPHA with a ratio between half the threshold
+    and it)."""
     def more(m: Remeasurement) -> int:
         if len(m.a) > ROUNDS:
             return 0
         ratio, p = _look(m)
         undecided = ALPHA <= p < EXTEND_BELOW_P or (p < ALPHA and 1 + threshold / 2 < ratio <= 1 + threshold)
-        return EXTRA_ROUNDS if undecided and ratio > 1 else 0
+        return ROUNDS if undecided and ratio > 1 else 0
     return more
 
 
@@ -249,8 +247,9 @@ def _load_cache(path: Path) -> dict:
     return data
 
 
-def _with(finding: Finding, confirmation: Decision) -> Finding:
-    return replace(finding, detail={**finding.detail, **confirmation.record()})
+def _with(finding: Finding, **detail) -> Finding:
+    """``finding`` with ``detail`` added to its evidence (how its step was decided)."""
+    return replace(finding, detail={**finding.detail, **detail})
 
 
 def _run_at_tip(finding: Finding) -> list[str]:
@@ -261,19 +260,12 @@ def _run_at_tip(finding: Finding) -> list[str]:
 
 def _first_changed(finding: Finding, tree: Callable[[str], str | None]) -> str | None:
     """The first commit of the run at the tip whose ``detsim`` package (``tree``) is not the last good
-    commit's, or None when none is (the first bad commit where the last good one's is unknown)."""
-    good = tree(finding.last_good)
+    commit's, or None when none is (the first bad commit where there is no last good one, or its package is
+    unknown)."""
+    good = None if finding.last_good is None else tree(finding.last_good)
     if good is None:
         return finding.first_bad
     return next((c for c in _run_at_tip(finding) if tree(c) != good), None)
-
-
-def _same_package(finding: Finding) -> Finding:
-    """``finding`` decided as noise: no commit of its run changed the package."""
-    evidence = (f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
-                f"detsim package as {finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so "
-                "it can only be the machine")
-    return replace(finding, detail={**finding.detail, "confirmation": Confirmation.NOISE, "confirmation_evidence": evidence})
 
 
 DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
@@ -287,10 +279,8 @@ def _left_undecided(finding: Finding, why: str, command: str | None, does: str |
     """``finding`` left undecided: why it was not re-measured, the one command that decides it (None: none
     can) and what that command does."""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
-    return replace(finding, detail={**finding.detail, "confirmation": Confirmation.UNDECIDED,
-                                    "confirmation_evidence": f"{history.removesuffix('; not re-measured')}; "
-                                                             f"not re-measured: {why}",
-                                    "decide_command": command, "decide_does": does})
+    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command, decide_does=does,
+                 confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
 
 
 def _undecided(machine: str, finding: Finding, why: str) -> Finding:
@@ -306,9 +296,10 @@ def _target_undecided(finding: Finding, root: Path) -> Finding:
     if finding.last_good is None or not finding.series.case:
         return _left_undecided(finding, f"{TARGET_NOT_REMEASURED}; no earlier commit recorded", None, None)
     conf = load_config(root)
-    spec = target_spec(conf)  # the spec the recording was made with, wherever it lives
-    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target "
-               f"{target_folder(root, conf)}{f' --spec {spec}' if spec else ''} --slower {finding.series.case} "
+    folder = Path(conf.get(TARGET_FOLDER) or project_repo(root, conf))  # the target's own, else the repository
+    spec = conf.get(TARGET_SPEC)  # the spec the recording was made with, wherever it lives (none: an older one)
+    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target {folder}"
+               f"{f' --spec {Path(spec)}' if spec else ''} --slower {finding.series.case} "
                f"{round(finding.series.threshold * 100)}")
     return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
 
@@ -331,8 +322,7 @@ def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, bu
                          for m, r in judgement.reports.items()}, judgement.failed)
 
 
-def _confirm_machine(report: Report, root: Path, *, limit: int = MAX_REMEASURED,
-                    budget_s: float = BUDGET_S) -> Report:
+def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float) -> Report:
     """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
     recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == Confirmation.SUSPECT]
@@ -346,9 +336,12 @@ def _confirm_machine(report: Report, root: Path, *, limit: int = MAX_REMEASURED,
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
     tree = functools.cache(lambda commit: package_tree(root, commit))  # suspects share their commits
     for finding in originals:
-        changed = _first_changed(finding, tree) if finding.last_good is not None else finding.first_bad
-        if changed is None:
-            decided[id(finding)] = _same_package(finding)
+        changed = _first_changed(finding, tree)
+        if changed is None:  # no commit of its run changed the package
+            decided[id(finding)] = _with(finding, confirmation=Confirmation.NOISE, confirmation_evidence=(
+                f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
+                f"detsim package as {finding.last_good[:8]} (its detsim/ tree): the same code on both sides, so "
+                "it can only be the machine"))
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
     decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
@@ -390,9 +383,9 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
         key = _cache_key(report, finding)
         if key in outcomes:
             kept = outcomes[key]
-            decided[key_id] = _with(finding, Decision(
+            decided[key_id] = _with(finding, **Decision(
                 Confirmation(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
-                kept.get("p_value"), kept.get("rounds", 0)))
+                kept.get("p_value"), kept.get("rounds", 0)).record())
             continue
         why = _why_not_measured(report.machine, here, finding, rank, limit, budget_s, deadline)
         if why:
@@ -407,7 +400,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             share = f"{share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget"
             decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})")
             continue
-        decided[key_id] = _with(finding, confirmation)
+        decided[key_id] = _with(finding, **confirmation.record())
         outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}
     if outcomes:
         cache["report"] = "detsim-track confirmations"

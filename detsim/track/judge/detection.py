@@ -29,8 +29,9 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     points = [p for p in series.points[start:] if p.measured]
     if not points or not series.points[-1].measured:
         return None
+    best = min(p.value for p in points)
     if series.family == "parity":
-        return _exact(series, points, absolute=PARITY_MAX_ONE_MINUS_R)
+        return _above(series, points, min(PARITY_MAX_ONE_MINUS_R, best))
     if series.family == "reproducibility":
         return _irreproducible(series, points)
     if series.family == "determinism":
@@ -38,35 +39,25 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
         return fingerprint_finding(series, points)
     if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
-        return _exact(series, points)
-    if series.family == "cost":
-        return _cost(series, points)
+        return _above(series, points, best)
+    if series.family == "cost":  # exact counts: a rise over the best by more than the threshold
+        return _above(series, points, best * (1 + series.threshold), {
+            "evidence": f"instruction count above the best by more than {series.threshold:.0%} (exact: no rank test)"})
     if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
 
 
-def _exact(series: Series, points: list[Point], *, absolute: float = math.inf) -> Finding | None:
-    """Exact values, lower is better: a rise over the best value (or past ``absolute``) counts."""
-    latest, limit = points[-1].value, min(absolute, *(p.value for p in points))
+def _above(series: Series, points: list[Point], limit: float, detail: Mapping | None = None) -> Finding | None:
+    """Exact values, lower is better: the latest above ``limit``, since the first of the run, ending at the
+    latest, that sits above it (a parity never within the acceptance line: since the first point)."""
+    latest = points[-1].value
     if latest <= limit:
         return None
     last = max((i for i, p in enumerate(points) if p.value <= limit), default=None)  # never the latest
     if last is None:
         return Finding(series, None, points[0].commit, None, latest, {"note": "never within the acceptance line here"})
-    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest)
-
-
-def _cost(series: Series, points: list[Point]) -> Finding | None:
-    """Instruction counts: the latest above the best by more than the threshold; the first bad commit is
-    the first of the run, ending at the latest, that sits above that limit."""
-    limit = min(p.value for p in points) * (1 + series.threshold)
-    if points[-1].value <= limit:
-        return None
-    last = max(i for i, p in enumerate(points) if p.value <= limit)  # the best itself is within
-    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, points[-1].value,
-                   {"evidence": f"instruction count above the best by more than {series.threshold:.0%} "
-                                "(exact: no rank test)"})
+    return Finding(series, points[last].commit, points[last + 1].commit, points[last].value, latest, detail or {})
 
 
 def _nonzero_run(points: list[Point]) -> tuple[int, str | None]:

@@ -15,6 +15,8 @@ from typing import Mapping
 from detsim.track.judge.history import Series
 
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
+HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
+# are judged as determinism where none is stored)
 
 
 class Confirmation(str, enum.Enum):

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 from detsim.track.base.golden import EAGER_AXES
-from detsim.track.judge.history import load_hashes
 from detsim.track.judge.history import Series, param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
@@ -102,9 +100,10 @@ def mark_irreproducible(case: str, states: list[State], irreproducible: Mapping[
     return marked
 
 
-def determinism_states(root: Path, series: Sequence[Series], commits: Sequence[str]) -> dict[str, list[State]]:
-    """Golden case -> its :class:`State` at each of ``commits``, from what ``root`` stores (see the module)."""
-    hashes = load_hashes(root)
+def determinism_states(hashes: Mapping[str, dict], series: Sequence[Series],
+                       commits: Sequence[str]) -> dict[str, list[State]]:
+    """Golden case -> its :class:`State` at each of ``commits``, from the per-commit hash records (commit ->
+    record) and the tracks (see the module)."""
     tracks = {s.case: {p.commit: p.value for p in s.points} for s in series if s.family == "determinism" and s.case}
     prints = {s.case: {p.commit: p.value for p in s.points if p.measured}
               for s in series if s.family == "fingerprint" and s.case}

@@ -33,14 +33,9 @@ class ResultsError(ValueError):
     """A stored file that cannot be used; the message names it."""
 
 
-def read_json(path: Path, *, comments: bool = False):
-    """The parsed file (NaN allowed: asv writes it for skips); raises :class:`ResultsError` naming it."""
-    return recording.read_json(path, comments=comments, error=ResultsError)
-
-
 def load_config(root: Path) -> dict:
     """``asv.conf.json`` of the project at ``root``, as a dict."""
-    conf = read_json(root / CONFIG, comments=True)
+    conf = recording.read_json(root / CONFIG, comments=True, error=ResultsError)
     if not isinstance(conf, dict):
         raise ResultsError(f"{root / CONFIG}: not a JSON object")
     check_config(conf, root / CONFIG)
@@ -217,25 +212,10 @@ def project_repo(root: Path, conf: Mapping) -> Path:
     return (Path(root) / conf.get("repo", ".")).resolve()
 
 
-# a key of a target's asv.conf.json: the spec file it is recorded with (asv keeps keys it does not know)
-TARGET_SPEC = "detsim_target_spec"
-
-
-# a key of a target's asv.conf.json: the target's folder, the one holding its spec (asv's ``repo`` is the
-# repository's top folder, which is another where the target is a subfolder of its repository)
-TARGET_FOLDER = "detsim_target"
-
-
-def target_folder(root: Path, conf: Mapping) -> Path:
-    """The folder ``--target`` names for this recording: the target's own (its spec's), else the repository."""
-    folder = conf.get(TARGET_FOLDER)
-    return Path(folder) if folder else project_repo(root, conf)
-
-
-def target_spec(conf: Mapping) -> Path | None:
-    """The spec file a target's recording was made with (None: detsim's own project, or an older recording)."""
-    spec = conf.get(TARGET_SPEC)
-    return Path(spec) if spec else None
+# keys of a target's asv.conf.json (asv keeps keys it does not know): the spec file it is recorded with, and the
+# target's folder, the one holding its spec (asv's ``repo`` is the repository's top folder, which is another where
+# the target is a subfolder of its repository)
+TARGET_SPEC, TARGET_FOLDER = "detsim_target_spec", "detsim_target"
 
 
 def target_results(root: Path, conf: Mapping) -> Path | None:
@@ -343,7 +323,8 @@ def choose_machine(results_dir: Path, requested: str | None) -> Path:
                                f"it; `asv machine --yes --machine {path.parent.name}` writes it again)")
     if requested:
         if requested not in machines:
-            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: {', '.join(machines) or 'none'})")
+            raise ResultsError(f"{results_dir}: no results for machine {requested!r} (recorded: "
+                               f"{', '.join(machines) or 'none'})")
         return results_dir / requested
     if len(machines) == 1:
         return results_dir / machines[0]
@@ -357,14 +338,14 @@ def choose_machine(results_dir: Path, requested: str | None) -> Path:
 
 def load_benchmarks(results_dir: Path) -> dict:
     path = results_dir / "benchmarks.json"
-    data = read_json(path)
+    data = recording.read_json(path, error=ResultsError)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for k, v in data.items() if k != "version"):
         raise ResultsError(f"{path}: not an asv benchmark list")
     return {k: v for k, v in data.items() if k != "version"}
 
 
 def load_result_file(path: Path) -> dict:
-    data = read_json(path)
+    data = recording.read_json(path, error=ResultsError)  # NaN allowed: asv writes it for skips
     if not isinstance(data, dict) or data.get("version") != 2:
         raise ResultsError(f"{path}: not an asv results file (format version 2)")
     columns, results = data.get("result_columns"), data.get("results")
@@ -373,7 +354,7 @@ def load_result_file(path: Path) -> dict:
     if not isinstance(data.get("commit_hash"), str) or not HEX40.fullmatch(data["commit_hash"]):
         raise ResultsError(f"{path}: commit_hash is not a full git hash")
     for name, row in results.items():
-        if not isinstance(row, list) or not row or len(row) > len(columns) or not isinstance(row[0], (list, type(None))):
+        if not (isinstance(row, list) and row and len(row) <= len(columns) and isinstance(row[0], (list, type(None)))):
             raise ResultsError(f"{path}: malformed row for {name}")
     return data
 
@@ -416,7 +397,7 @@ def load_hashes(root: Path) -> dict[str, dict]:
     """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
     hashes = {}
     for path in sorted((root / HASHES).glob("*.json")):
-        data = hashes[path.stem] = read_json(path)
+        data = hashes[path.stem] = recording.read_json(path, error=ResultsError)
         if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
             raise ResultsError(f"{path}: not a per-commit hash record")
     return hashes
@@ -438,7 +419,7 @@ def load_recorded(root: Path, machine: str | None = None) -> Recorded:
     benchmarks = load_benchmarks(results_dir)
     files = []
     for path in sorted(machine_dir.glob("*.json")):
-        if path.name != "machine.json":
+        if path.name != MACHINE_FILE:
             files.append(load_result_file(path))
             check_values(path, files[-1], benchmarks)
     if not files:

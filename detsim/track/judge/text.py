@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
+from detsim.track.judge.history import COST_UNIT
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 
@@ -34,7 +35,7 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value * 1e9:.3g} ns"
     if unit == "bytes":
         return f"{value / 2**20:.1f} MiB"
-    if unit == "instructions":  # counts: every digit is meaningful (a 2 % rise is a regression)
+    if unit == COST_UNIT:  # counts: every digit is meaningful (a 2 % rise is a regression)
         return f"{value:,.0f} instructions"
     return f"{value:.4g} {unit}".strip()
 
@@ -143,7 +144,7 @@ def _machine_lines(report: Report) -> list[str]:
     lines += regression_lines([f.record() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
-    lines += [f"skipped at {report.latest[:8]}: {skipped.text()} (the benchmarks in --json)" for skipped in report.skips]
+    lines += [f"skipped at {report.latest[:8]}: {s.text()} (the benchmarks in --json)" for s in report.skips]
     lines += [f"note: {note}" for note in report.notes]
     lines.append(full_summary_line(report))
     return lines
@@ -152,16 +153,24 @@ def _machine_lines(report: Report) -> list[str]:
 def report_lines(judgement: Judgement) -> list[str]:
     """The whole verdict: each machine's, then, for several, which machines agree, the cross-machine facts and
     the fleet's exit."""
+    return _judgement_lines(judgement, _machine_lines, full=True)
+
+
+def _judgement_lines(judgement: Judgement, machine_lines, *, full: bool) -> list[str]:
+    """The only machine's ``machine_lines``, or each machine's (in ``full``, a blank line after each), then the
+    machines not judged and which agree (cut to the screen, unless ``full``), the facts (in full) and the exit."""
     if judgement.single is not None:
-        return _machine_lines(judgement.single)
-    fleet = judgement
-    lines = [line for report in fleet.reports.values() for line in [*_machine_lines(report), ""]]
-    lines += [f"detsim-track: machine {m} not judged: {why}" for m, why in fleet.failed.items()]
-    lines.append(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}")
-    lines += fleet.agreement
-    lines += [f"note: {fact}" for fact in fleet.facts]
-    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
-    return lines
+        return machine_lines(judgement.single)
+    lines = []
+    for report in judgement.reports.values():
+        lines += [*machine_lines(report), ""] if full else machine_lines(report)
+    tail = [*(f"detsim-track: machine {m} not judged: {why}" for m, why in judgement.failed.items()),
+            f"machines: {', '.join([*judgement.reports, *judgement.failed])}", *judgement.agreement]
+    if full:
+        lines += [*tail, *(f"note: {fact}" for fact in judgement.facts)]
+    else:
+        lines += [cut(line, WIDTH) for line in tail]
+    return [*lines, f"fleet: exit {int(judgement.exit)} (the worst of the machines'; 2 wins)"]
 
 
 def cut(text: str, width: int) -> str:
@@ -336,12 +345,4 @@ def _machine_screen(report: Report) -> list[str]:
 
 def screen_lines(judgement: Judgement) -> list[str]:
     """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
-    if judgement.single is not None:
-        return _machine_screen(judgement.single)
-    fleet = judgement
-    lines = [line for report in fleet.reports.values() for line in _machine_screen(report)]
-    lines += [cut(f"detsim-track: machine {m} not judged: {why}", WIDTH) for m, why in fleet.failed.items()]
-    lines.append(cut(f"machines: {', '.join(list(fleet.reports) + list(fleet.failed))}", WIDTH))
-    lines += [cut(line, WIDTH) for line in fleet.agreement]
-    lines.append(f"fleet: exit {int(fleet.exit)} (the worst of the machines'; 2 wins)")
-    return lines
+    return _judgement_lines(judgement, _machine_screen, full=False)

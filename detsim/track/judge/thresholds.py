@@ -54,8 +54,8 @@ TARGET_PARITY = Threshold("parity", "target", 10.0, "a factor on 1 - r: a port's
                           "inside the acceptance line (the public port's 1 - r grew x14,000 at one commit and never "
                           "crossed it), and an unchanged build repeats its 1 - r exactly")
 
-TARGET_MEMORY = Threshold("memory", "target", 0.25, "a target's peak memory, as detsim's: it moves with the allocator's "
-                          "behaviour, not with load")
+TARGET_MEMORY = Threshold("memory", "target", 0.25, "a target's peak memory, as detsim's: it moves with the "
+                          "allocator's behaviour, not with load")
 TARGET_TIMING = Threshold("timing", "target", 0.25, "a target's whole process (interpreter start, its imports, a "
                           "render), as detsim's command: a step is a suspect, never re-measured for a target")
 TARGET_COST = Threshold("cost", "target", 0.02, "a target's whole process counted by callgrind, judged as detsim's "

@@ -1,95 +1,25 @@
-"""The verdict on a project's stored history, by docs/tracking.md's rules: :func:`analyse` reads what each
-machine recorded (``results/asv/<machine>/``, ``results/hashes/``, ``results/baselines/``) and returns one
-:class:`Judgement`: a :class:`Report` per machine (what regressed at its latest recorded commit, what was
-measured there, why the rest was skipped, and the history the status page draws) and, for several machines,
-where they agree. A single machine is a fleet of one. ``Judgement.as_json()`` is ``verdict.json``, kept at
+"""The verdict: one machine's (:class:`Report`), the machines' together with where they agree
+(:class:`Judgement`), and its stored form. ``Judgement.as_json()`` is ``verdict.json``, kept at
 ``<reports>/<STAMP>/verdict.json`` (with ``verdict.txt`` beside it) and ``<reports>/latest``, a link to the folder
 of the latest verdict, swapped in atomically once both files are written. Views (``detsim-track publish``,
-``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's judgement.
+``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's judgement. The verdict is made
+by :func:`.analysis.analyse`.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Iterable, Mapping
+from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.base.provenance import MachineClass, class_fingerprint
-from detsim.track.base.golden import EAGER_AXES
-from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import Finding
-from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
-    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, \
-    target_results
-from detsim.track.base.output import json_number, utc_stamp
-
-HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
-# are judged as determinism where none is stored)
-
-
-@dataclass(frozen=True)
-class Reason:
-    one: str  # what was skipped, one of them ("image hash")
-    many: str  # ... several ("image hashes")
-    why: str  # why, in a few words
-
-
-NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
-NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
-TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
-NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
-CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
-UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
-
-
-def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[str] = ()) -> Reason:
-    """Why ``series`` was skipped; ``class_baseline``: whether a baseline of this machine's class is stored;
-    ``failed_cases``: the cases with a series that failed at the same commit (the rest of a case's tracks are
-    skipped when its render fails)."""
-    params = param_values(series.params)
-    if params.get("device") == "cuda":
-        return NO_CUDA
-    if params.get("mode") == "triton":
-        return TRITON_ON_CPU
-    if series.case and series.case in failed_cases:
-        return CASE_FAILED
-    if series.family in HASH_FAMILIES and not class_baseline:
-        return NO_BASELINE
-    if series.family == "cost":
-        return NO_VALGRIND
-    return UNKNOWN
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """The series skipped at the latest commit for one reason."""
-
-    reason: Reason
-    labels: tuple[str, ...]  # benchmark and parameters of each
-
-    def text(self) -> str:
-        """``54 image hashes (no baseline for this machine class)``."""
-        count = len(self.labels)
-        return f"{count} {self.reason.one if count == 1 else self.reason.many} ({self.reason.why})"
-
-    def record(self) -> dict:
-        return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
-
-
-def group_skips(skipped: Iterable[Series], class_baseline: bool,
-                failed_cases: Collection[str] = ()) -> tuple[Skipped, ...]:
-    """The skipped series by reason (:func:`skip_reason`), the largest group first (the unknown reason last)."""
-    groups: dict[Reason, list[str]] = {}
-    for series in skipped:
-        groups.setdefault(skip_reason(series, class_baseline, failed_cases), []).append(series.label)
-    ordered = sorted(groups.items(), key=lambda item: (item[0] == UNKNOWN, -len(item[1]), item[0].many))
-    return tuple(Skipped(reason, tuple(labels)) for reason, labels in ordered)
+from detsim.track.judge.history import FAMILY_ORDER
+from detsim.track.judge.skips import Skipped
 
 
 @dataclass(frozen=True)
@@ -140,247 +70,6 @@ def exit_code(findings, unmeasured, built: bool) -> ExitCode:
     return ExitCode.REGRESSED if any(f.is_verdict for f in findings) else ExitCode.OK
 
 
-def machine_classes(series: list[Series]) -> dict[str, float]:
-    """Commit -> the machine-class fingerprint of its golden renders (``track_machine_class``)."""
-    return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
-
-
-def _measured_at(s: Series, latest: str) -> bool:
-    return any(p.commit == latest and p.measured for p in s.points)
-
-
-def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[str, dict]:
-    """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
-    where no record of earlier versions of the suite holds the case."""
-    merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
-    for s in (s for s in series if s.family == "fingerprint" and s.case):
-        for p in (p for p in s.points if p.measured):
-            merged.setdefault(p.commit, {"cases": {}})["cases"].setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
-    return merged
-
-
-@dataclass(frozen=True)
-class AtLatest:
-    """What :func:`judge` found at the latest commit."""
-
-    findings: list[Finding]  # sorted by family, benchmark, parameters
-    unmeasured: list[str]  # labels of the series that failed there
-    skipped: list[Series]  # the series skipped there
-    measured: int  # how many series were measured there
-
-
-def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
-          hashes: Mapping[str, dict]) -> AtLatest:
-    """The findings at ``latest`` and what was measured, failed or skipped there. Image fingerprints are judged
-    commit to commit (within the latest commit's machine class) only where no stored baseline of this class
-    judged the same images, and from the first commit asv would judge them, though asv's page never does
-    (null in ``regressions_first_commits``)."""
-    classes = machine_classes(series)
-    by_baseline = {s.case for s in series if s.family == "determinism" and _measured_at(s, latest)}
-    count_judged = any(s.family == "hash count" and _measured_at(s, latest) for s in series)
-    fingerprint_conf = {**conf, "regressions_first_commits": {
-        k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
-    hashes = with_fingerprints(series, hashes)
-    regressions, unmeasured, skipped, measured = [], [], [], 0
-    for s in series:
-        fingerprint = s.family == "fingerprint"
-        if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
-            continue  # the stored baseline of this class judged these images
-        at_latest = [p for p in s.points if p.commit == latest]
-        if at_latest and at_latest[-1].value is None:
-            unmeasured.append(s.label)
-            continue
-        if at_latest and not at_latest[-1].measured:
-            skipped.append(s)
-            continue
-        measured += bool(at_latest)
-        start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
-                                 [p.commit for p in s.points])
-        if start is None or not at_latest:
-            continue
-        if fingerprint:
-            start = max(start, class_cut(s.points, classes))
-        finding = detect(s, start, baseline.get("cases", {}), hashes)
-        if finding is not None:
-            regressions.append(finding)
-    regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
-    return AtLatest(regressions, unmeasured, skipped, measured)
-
-
-def without_irreproducible(findings: list[Finding], series: list[Series]) -> tuple[list[Finding], str | None]:
-    """The findings less the image-bit changes first seen at a commit where images of their kind did not
-    reproduce (the compiled path's along the compiled axis, per-case eager ones along the eager axes): their
-    hashes differ by chance, not by a change. And one note saying how many were withheld and why."""
-    irreproducible: dict[str, set[str]] = {}  # commit -> the axes along which some golden image did not reproduce
-    for s in series:
-        for p in s.points if s.family == "reproducibility" else ():
-            if p.measured and p.value > 0:
-                irreproducible.setdefault(p.commit, set()).add(param_values(s.params).get("axis", "?"))
-    kept, withheld = [], []
-    for f in findings:
-        axes = irreproducible.get(f.first_bad, set())
-        compiled = not f.series.case  # the compiled path's count and fingerprint; per-case ones are eager
-        by_chance = "compiled" in axes if compiled else bool(axes & set(EAGER_AXES))
-        (withheld if f.series.family in HASH_FAMILIES and by_chance else kept).append(f)
-    if not withheld:
-        return kept, None
-    commits = sorted({f.first_bad[:8] for f in withheld})
-    return kept, (f"{len(withheld)} image-hash change{'s' * (len(withheld) > 1)} not reported (at "
-                  f"{', '.join(commits)}): the images there do not reproduce (NONDETERMINISTIC above), so their "
-                  "hashes differ by chance; fix the reproducibility first, never store them as a baseline")
-
-
-def class_baseline(baselines: Mapping[str, dict], machine_class: float | None,
-                   holds_for: Mapping | None) -> tuple[str, dict] | None:
-    """The stored baseline (path, content) of the recorded machine's class: the one whose class has the
-    recorded class fingerprint, or (results of earlier versions) equals the per-commit record's
-    ``holds_for``; without either, the only stored baseline, as earlier versions read it."""
-    for path, data in baselines.items():
-        if machine_class is not None and class_fingerprint(data["holds_for"]) == machine_class:
-            return path, data
-        if machine_class is None and holds_for and MachineClass.from_record(data["holds_for"]) == \
-                MachineClass.from_record(holds_for):
-            return path, data
-    if machine_class is None and not holds_for and len(baselines) == 1:
-        return next(iter(baselines.items()))
-    return None
-
-
-def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dict],
-                     baselines: Mapping[str, dict], chosen: tuple[str, dict] | None, target: bool = False) -> str | None:
-    """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
-    applied: commit to commit from the class's first recorded commit, and how the stored classes
-    differ (facts, never failures); a ``target``'s images have no stored baseline to store."""
-    if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
-        return None
-    here = (hashes.get(latest) or {}).get("holds_for")
-    others = []
-    for path, data in baselines.items():
-        stored = data.get("holds_for", {})
-        differing = sorted(k for k in (here or {}) if stored.get(k) != here[k])
-        others.append(f"{path} holds for " + (", ".join(f"{k}={stored.get(k)}" for k in differing)
-                                               + " where this machine has " + ", ".join(f"{k}={here[k]}" for k in differing)
-                                               if differing else MachineClass.from_record(stored).slug()
-                                               if MachineClass.from_record(stored) else "another class"))
-    facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
-    fingerprints = [s for s in series if s.family == "fingerprint" and _measured_at(s, latest)]
-    if fingerprints:
-        points = fingerprints[0].points
-        cut = class_cut(points, machine_classes(series))
-        first = next((p.commit for p in points[cut:] if p.measured), latest)
-        if target:
-            return (f"image hashes: compared commit to commit from the first recorded commit, {first[:8]} (a "
-                    "target's images have no stored baseline)")
-        return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
-                f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
-                "`detsim-track baselines --refresh` on this machine class")
-    if not any(p.commit == latest and p.value is not None and not p.measured
-               for s in series if s.family == "determinism" for p in s.points):  # no hash skipped at the latest
-        return None
-    return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
-            "store one with `detsim-track baselines --refresh` on this machine class")
-
-
-def families_at(series: list[Series], latest: str) -> dict[str, dict]:
-    """Family -> how its series stand at ``latest``: ``measured`` and ``skipped`` counts, the ``failed`` labels
-    (a series without a point there is not counted)."""
-    out: dict[str, dict] = {}
-    for s in series:
-        at = [p for p in s.points if p.commit == latest]
-        if not at:
-            continue
-        state = out.setdefault(s.family, {"measured": 0, "failed": [], "skipped": 0})
-        if at[-1].value is None:
-            state["failed"].append(s.label)
-        elif math.isnan(at[-1].value):
-            state["skipped"] += 1
-        else:
-            state["measured"] += 1
-    return out
-
-
-# (root, series, commits) -> golden case -> its image's states at each commit (each with .commit, .state, .why)
-ImageStates = Callable[[Path, list[Series], list[str]], Mapping[str, list]]
-# (a target's project folder, machine) -> commit -> the commit whose results it took, for every commit the
-# recording holds on that machine (None: it holds none there)
-Twins = Callable[[Path, str], Mapping[str, str | None] | None]
-
-
-def reuse_note(commits: tuple[str, ...], reused: tuple[str, ...]) -> str:
-    """How many of a target's judged ``commits`` took a twin's results instead of being measured."""
-    return (f"{len(reused)} of the {len(commits)} commits judged took the results of a commit with the same "
-            "exported sources or installed files (not built or measured again; `detsim-track record` reuses "
-            "them)")
-
-
-def page_history(root: Path, series: list[Series], commits: list[str], image_states: ImageStates | None) -> dict:
-    """What the status page draws besides the verdict: each golden case's parity series (``[case, benchmark,
-    [[commit, value], ...]]``, the longest of its environments; a skip's NaN as ``"nan"``, a failure's null
-    as null), its image's state at each commit
-    (``[[commit, state, why], ...]``, from ``image_states``; none without it) and the 0/1 hash track of each case."""
-    parity: dict[str, list] = {}
-    for s in series:
-        if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
-            parity[s.case] = [s.case, s.name, [[p.commit, p.value if p.value is None else json_number(p.value)]
-                                               for p in s.points]]
-    states = image_states(root, series, commits) if image_states else {}
-    return {"parity": [parity[c] for c in sorted(parity)],
-            "determinism": {case: [[st.commit, st.state, st.why] for st in sts] for case, sts in states.items()},
-            "determinism_benchmarks": {s.case: s.name for s in series if s.family == "determinism" and s.case}}
-
-
-def _analyse_machine(root: Path, machine: str | None, image_states: ImageStates | None,
-                     twins: Twins | None = None) -> Report:
-    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files); a target's
-    recording (:func:`~.history.target_results`) names its folder, and with ``twins`` how many of its commits
-    took a twin's results."""
-    recorded = load_recorded(root, machine)
-    files = recorded.files
-    series = build_series(files, recorded.benchmarks, recorded.config)
-    order = list(dict.fromkeys(f["commit_hash"] for f in files))
-    latest = order[-1]
-    repo = project_repo(root, recorded.config)
-    required = checkout_head(repo)
-    if required and required != latest:
-        raise ResultsError(f"HEAD {required[:8]} was not measured: {repo} has no results for it on machine "
-                           f"{recorded.machine} (the latest recorded commit is {latest[:8]}); record it first "
-                           "(`bash .ci/track`, or `asv run --record-samples HEAD^!`)")
-    conf = {**recorded.config,
-            "regressions_first_commits": resolve_first_commits(repo, recorded.config, order)}
-    machine_class = machine_classes(series).get(latest)
-    chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
-    judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
-    regressions, withheld = without_irreproducible(judged.findings, series)
-    target = target_results(root, recorded.config)
-    note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen, target=target is not None)
-    notes = [*recorded.notes, *filter(None, (withheld, note))]
-    measured_at = {p.commit for s in series for p in s.points if p.value is not None}
-    built = latest in measured_at
-    unbuilt = tuple(c for c in order[:-1] if c not in measured_at)  # wherever they sit in the range
-    notes += [f"commit {c[:8]} did not build or its suite did not import: nothing was measured"
-              for c in (*unbuilt, *[latest] * (not built))]
-    if required is None:
-        notes.append(f"{repo.name} is not a git checkout of its own: judged the latest recorded commit, not a HEAD")
-    rows = twins(target, recorded.machine) if target and twins else None
-    reused = None if rows is None else tuple(c for c in order if rows.get(c))
-    if reused is not None:
-        notes.append(reuse_note(tuple(order), reused))
-    code = exit_code(regressions, judged.unmeasured, built)
-    return Report(
-        generated_at=utc_stamp(), machine=recorded.machine, envs=tuple(sorted({f["env_name"] for f in files})),
-        commits=tuple(order), latest=latest, subjects=subjects(repo, order), regressions=tuple(regressions),
-        unmeasured=tuple(judged.unmeasured), skipped=len(judged.skipped), built=built, notes=tuple(notes), exit=code,
-        unbuilt=unbuilt,
-        machine_class=machine_class, measured=judged.measured,
-        skips=group_skips(judged.skipped, class_baseline=chosen is not None,
-                          failed_cases={s.case for s in series if s.case and s.label in judged.unmeasured}),
-        fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
-                      for p in s.points if p.commit == latest and p.measured},
-        families=families_at(series, latest), history=page_history(root, series, order, image_states),
-        target_results=str(target) if target else None, reused=reused,
-    )
-
-
 @dataclass(frozen=True)
 class Judgement:
     """The verdicts of the machines judged on one history (one machine: a fleet of one), and where they agree."""
@@ -405,10 +94,6 @@ class Judgement:
                 "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
 
 
-AGREEMENT_FAMILIES = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
-                      "hash count")
-
-
 def _both(names: list[str]) -> str:
     return "both machines" if len(names) == 2 else f"all {len(names)} machines"
 
@@ -420,7 +105,7 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for m, report in reports.items():
         for f in (f for f in report.regressions if f.is_verdict):
             found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
-    families = [fam for fam in AGREEMENT_FAMILIES if fam in ("timing", "determinism")
+    families = [fam for fam in FAMILY_ORDER if fam in ("timing", "determinism")
                 or any(fam in found[m] for m in machines)]
     lines = []
     for family in families:
@@ -457,30 +142,6 @@ def fleet_facts(reports: Mapping[str, Report]) -> list[str]:
                          + (f"their images differ in {len(differ)} golden cases ({', '.join(differ[:5])}"
                             f"{', ...' if len(differ) > 5 else ''})" if differ else "their images are identical"))
     return facts
-
-
-def analyse(root: Path, machines: list[str] | None = None, image_states: ImageStates | None = None,
-            twins: Twins | None = None) -> Judgement:
-    """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
-    and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
-    named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
-    ``image_states``: how each golden case's image stands at each commit, for the page (given by the caller,
-    as the areas that compare images sit above this one); ``twins``: a target's commits that took another's
-    results (:data:`Twins`, given by the caller as the target area sits above this one)."""
-    machines = machines or recorded_machines(root) or [None]
-    reports, failed = {}, {}
-    for machine in machines:
-        try:
-            report = _analyse_machine(root, machine, image_states, twins)
-        except ResultsError as exc:
-            if len(machines) == 1:
-                raise
-            failed[machine] = str(exc)
-        else:
-            reports[report.machine] = report
-    if not reports:
-        raise ResultsError("; ".join(f"{m}: {why}" for m, why in failed.items()))
-    return judgement_of(reports, failed)
 
 
 def judgement_of(reports: Mapping[str, Report], failed: Mapping[str, str] | None = None) -> Judgement:

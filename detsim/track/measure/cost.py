@@ -23,7 +23,7 @@ from detsim.track.base.golden import golden_dir
 from detsim.track.base.workloads import reduced
 
 
-UNIT = "instructions"
+TIMEOUT_S = 600  # of one counting process
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,7 @@ class Count:
 
 
 def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = True,
-          package_dir: Path | None = None, env: dict | None = None, timeout: float = 600,
-          cwd: Path | None = None) -> Count:
+          package_dir: Path | None = None, env: dict | None = None, cwd: Path | None = None) -> Count:
     """Count ``region`` after ``setup`` in a fresh valgrind process, pinned to one thread, ``package_dir`` first
     on ``PYTHONPATH``, ``env`` added; :class:`CountError` when valgrind or the hooks are missing, the process
     failed or its file has no total."""
@@ -50,7 +49,7 @@ def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = 
     try:
         # run in the output folder unless told otherwise: ``python -c`` puts its working directory first
         # on sys.path, where a project checkout would shadow the installed detsim
-        run(command(harness(setup, region), out_file), env=pinned, cwd=cwd or directory, timeout=timeout,
+        run(command(harness(setup, region), out_file), env=pinned, cwd=cwd or directory, timeout=TIMEOUT_S,
             what="the counting process").check("the counting process")
         total = parse_total(out_file.read_text())
     except ChildError as exc:
@@ -61,8 +60,7 @@ def count(setup: str, region: str, *, out_dir: Path | None = None, keep: bool = 
         raise
     if not keep:
         _discard(out_file, out_dir)
-        return Count(total, None)
-    return Count(total, out_file)
+    return Count(total, out_file if keep else None)
 
 
 def _discard(out_file: Path, out_dir: Path | None) -> None:

@@ -176,7 +176,12 @@ def intensity_picture(image: np.ndarray, scale: IntensityScale) -> np.ndarray:
     v = np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=scale.vmax, neginf=0.0)
     if scale.vmax <= 0:
         return np.full(v.shape, 255, np.uint8)
-    level = np.log10(1.0 + np.clip(v, 0.0, None) / scale.knee) / np.log10(1.0 + scale.vmax / scale.knee)
+    return _fade(np.clip(v, 0.0, None), scale.knee, scale.vmax)
+
+
+def _fade(values: np.ndarray, knee: float, top: float) -> np.ndarray:
+    """uint8 levels on a log scale bent at ``knee``: 255 (white) at 0, 0 (black) from ``top`` up."""
+    level = np.log10(1.0 + values / knee) / np.log10(1.0 + top / knee)
     return (255.0 * (1.0 - np.clip(level, 0.0, 1.0)) + 0.5).astype(np.uint8)
 
 
@@ -195,8 +200,7 @@ def difference_picture(difference: np.ndarray, floor: float) -> tuple[np.ndarray
     top = float(np.abs(d[finite]).max(initial=0.0))
     rgb = np.full(d.shape + (3,), 255, np.uint8)
     if top > floor:
-        level = np.log10(1.0 + np.abs(np.where(finite, d, 0.0)) / floor) / np.log10(1.0 + top / floor)
-        fade = (255.0 * (1.0 - np.clip(level, 0.0, 1.0)) + 0.5).astype(np.uint8)
+        fade = _fade(np.abs(np.where(finite, d, 0.0)), floor, top)
         rgb[..., 1] = fade
         rgb[..., 2] = np.where(d > 0, fade, 255)
         rgb[..., 0] = np.where(d < 0, fade, 255)
@@ -252,7 +256,8 @@ def markdown(summary: dict) -> str:
             p = case["pictures"]
             lines.append(f"![reference]({p['reference']}) ![detsim]({p['detsim']}) ![difference]({p['difference']})")
             lines.append("")
-        lines += _next_steps(case)
+        hints = case.get("next_steps") or []
+        lines += (["Next:", ""] + [f"- {h}" for h in hints] + [""]) if hints else []
     return "\n".join(lines) + "\n"
 
 
@@ -265,18 +270,14 @@ def _run_line(summary: dict) -> str:
             f"detsim {commit}, torch {env.get('torch')}, Python {env.get('python')}; cases from {summary['cases_dir']}")
 
 
-def _next_steps(case: dict) -> list[str]:
-    hints = case.get("next_steps") or []
-    return (["Next:", ""] + [f"- {h}" for h in hints] + [""]) if hints else []
-
-
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; font-size: 90%; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 td:first-child, th:first-child { text-align: left; }
 tr.fail td, tr.error td { background: #fde2e2; }
-.verdict-pass { color: #176b1d; font-weight: bold; } .verdict-fail, .verdict-error { color: #b00020; font-weight: bold; }
+.verdict-pass { color: #176b1d; font-weight: bold; } \
+.verdict-fail, .verdict-error { color: #b00020; font-weight: bold; }
 figure { display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
 figure img { width: 256px; image-rendering: pixelated; border: 1px solid #999; }
 figcaption { font-size: 80%; max-width: 256px; }
@@ -333,7 +334,8 @@ def _case_section(case: dict) -> str:
         captions = {
             "reference": f"reference (log scale, knee {scale['knee']:.3g}, black at {scale['vmax']:.3g})",
             "detsim": "detsim (same scale)",
-            "difference": f"detsim − reference (white below {scale['floor']:.3g}, full colour at {scale['max_abs']:.3g})",
+            "difference": f"detsim − reference (white below {scale['floor']:.3g}, full colour at "
+                          f"{scale['max_abs']:.3g})",
         }
         for key in ("reference", "detsim", "difference"):
             parts.append(f'<figure><a href="{_e(pics[key])}"><img src="{_e(pics[key])}" alt="{_e(key)}"></a>'

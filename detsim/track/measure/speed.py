@@ -67,17 +67,24 @@ def _best(row: dict, workload: Workload, walls: list[float], cpus: list[float], 
     row["rate"] = workload.pixel_steps / walls[best]
 
 
-def _timed_process(argv: list[str], threads: int, repeats: int, output: Path, cwd: Path) -> tuple[list, str | None]:
-    """The runs of a whole program (:func:`.jobs.process_job`) and, when one failed, why (one line)."""
-    job = {"argv": argv, "env": thread_vars(threads), "cwd": str(cwd), "repeats": repeats, "output": str(output)}
-    m = run_job(PROCESS_JOB, job, cwd=cwd, check=False)
-    if m.result is None:
-        return [], m.last_line() or f"the timer exited {m.returncode}"
-    runs = m.result["runs"]
-    if runs[-1]["returncode"] != 0:
+def _timed_process(row: dict, workload: Workload, argv: list[str], repeats: int, image: Path, scratch: Path,
+                   program: str, whole_image: bool = False) -> bool:
+    """``row`` timed as ``repeats`` runs of a whole program (:func:`process_job`) writing ``image``; False, with
+    ``row["error"]`` (one line), where a run failed or, checked with ``whole_image``, its image is not whole."""
+    job = {"argv": [*argv, "-floatfile", str(image)], "env": thread_vars(row["threads"]), "cwd": str(scratch),
+           "repeats": repeats, "output": str(image)}
+    m = run_job(PROCESS_JOB, job, cwd=scratch, check=False)
+    runs = m.result["runs"] if m.result is not None else None
+    if runs is None:
+        row["error"] = f"{program} {m.last_line() or f'the timer exited {m.returncode}'}"
+    elif runs[-1]["returncode"] != 0:
         last = runs[-1]["stderr_tail"]
-        return runs, f"exited {runs[-1]['returncode']}" + (f": {last}" if last else "")
-    return runs, None
+        row["error"] = f"{program} exited {runs[-1]['returncode']}" + (f": {last}" if last else "")
+    elif whole_image and (problem := image_problem(image, workload)):
+        row["error"] = f"{argv[0]}: {problem}"
+    else:
+        _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
+    return "error" not in row
 
 
 def nanobragg_row(binary: Path, workload: Workload, repeats: int, threads: int,
@@ -86,16 +93,9 @@ def nanobragg_row(binary: Path, workload: Workload, repeats: int, threads: int,
     and its image."""
     row = _row(workload, NANOBRAGG, PROCESS, threads, "float64", [str(binary), *workload.argv()])
     image = scratch / f"{workload.name}-nanobragg-{threads}.bin"
-    runs, failed = _timed_process([str(binary), *workload.argv(), "-floatfile", str(image)], threads, repeats, image,
-                                  scratch)
-    if failed:
-        row["error"] = f"nanoBragg {failed}"
+    if not _timed_process(row, workload, [str(binary), *workload.argv()], repeats, image, scratch, "nanoBragg",
+                          whole_image=True):
         return row, None
-    problem = image_problem(image, workload)
-    if problem:
-        row["error"] = f"{binary}: {problem}"
-        return row, None
-    _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
     reference = read_image(image, workload)
     image.unlink()
     return row, reference
@@ -119,13 +119,8 @@ def detsim_process_row(workload: Workload, mode: str, dtype: str, threads: int, 
     argv = [*workload.argv(), "-mode", mode, "-dtype", dtype, *(["-device", device] if device != "cpu" else [])]
     row = _row(workload, f"detsim {mode}", PROCESS, threads, dtype, ["detsim", *argv], mode)
     image = scratch / f"{workload.name}-{mode}-{dtype}-process-{threads}.bin"
-    runs, failed = _timed_process([*DETSIM_COMMAND, *argv, "-floatfile", str(image)], threads, repeats, image,
-                                  scratch)
-    if failed:
-        row["error"] = f"detsim {failed}"
-        return row, None
-    _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
-    return row, image
+    return row, image if _timed_process(row, workload, [*DETSIM_COMMAND, *argv], repeats, image, scratch,
+                                        "detsim") else None
 
 
 def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:

@@ -623,7 +623,7 @@ sys.exit(main(["regressions", "--repo", {repo!r}, "--out-root", {out!r}]))
 
 
 @pytest.mark.parametrize("module", ["detsim.host.signals", "detsim.track.commands.regressions",
-                                    "detsim.track.judge.verdict"])
+                                    "detsim.track.judge.analysis"])
 def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path, module):
     import sys
 

@@ -14,10 +14,11 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge import confirm as confirm_module
-from detsim.track.judge.confirm import ALPHA, EXTRA_ROUNDS, ROUNDS, RemeasureError, Remeasurement, Confirmation, Target, \
+from detsim.track.judge.confirm import ALPHA, ROUNDS, RemeasureError, Remeasurement, Confirmation, Target, \
     confirm, decide, extra_rounds, remeasure, signed_rank_greater, target_of
 from detsim.track.judge.history import load_benchmarks
-from detsim.track.judge.verdict import analyse, judgement_of
+from detsim.track.judge.analysis import analyse
+from detsim.track.judge.verdict import judgement_of
 
 
 BENCH = '''
@@ -173,7 +174,7 @@ def test_an_undecided_first_look_gets_one_extension(fake):
     ratio_p = decide(undecided, 0.05)
     assert ratio_p.ratio > 1.05 and ALPHA <= ratio_p.p_value < 0.2
     more = extra_rounds(0.05)
-    assert more(undecided) == EXTRA_ROUNDS
+    assert more(undecided) == ROUNDS
     longer = Remeasurement("a" * 40, "b" * 40, a + a, mixed + mixed, "AB" * 2 * ROUNDS)
     assert more(longer) == 0  # at most one extension
     assert more(fake(1.0)) == 0 and more(fake(1.5)) == 0

@@ -16,7 +16,8 @@ from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprin
 from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Point, Series, family_of
 from detsim.track.judge.text import finding_text, report_lines
-from detsim.track.judge.verdict import Report, determinism_note, judge, judgement_of
+from detsim.track.judge.analysis import determinism_note, judge
+from detsim.track.judge.verdict import Report, judgement_of
 
 
 pytest.importorskip("asv", reason="noisy series use asv's step detection (pip install -e '.[dev]')")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.recording import strip_comments
+from detsim.track.base.recording import read_json, strip_comments
 from detsim.track.judge.history import DEFAULT_THRESHOLD, FAMILY_ORDER, Point, ResultsError, Series, build_series, \
     case_of, checkout_head, choose_machine, family_of, first_commit_cut, load_baselines, load_config, load_hashes, \
-    load_recorded, load_result_file, order_files, param_labels, read_json, resolve_first_commits, subjects, \
+    load_recorded, load_result_file, order_files, param_labels, resolve_first_commits, subjects, \
     threshold_for
 from detsim.track.base.runtime import thread_count
 
@@ -46,15 +46,15 @@ def test_trailing_commas_are_not_accepted(tmp_path):
 
 def test_unusable_files_are_named(tmp_path):
     with pytest.raises(ResultsError, match=r"missing\.json: missing"):
-        read_json(tmp_path / "missing.json")
+        read_json(tmp_path / "missing.json", error=ResultsError)
     (tmp_path / "asv.conf.json").write_text("[1, 2] // a list")
     with pytest.raises(ResultsError, match="asv.conf.json: not a JSON object"):
         load_config(tmp_path)
     (tmp_path / "cut.json").write_text('{"a": ')
     with pytest.raises(ResultsError, match=r"cut\.json: corrupt JSON"):
-        read_json(tmp_path / "cut.json")
+        read_json(tmp_path / "cut.json", error=ResultsError)
     (tmp_path / "skips.json").write_text('{"a": NaN}')  # asv writes NaN for skips
-    assert math.isnan(read_json(tmp_path / "skips.json")["a"])
+    assert math.isnan(read_json(tmp_path / "skips.json", error=ResultsError)["a"])
 
 
 def benchmark_names() -> dict[str, str | None]:

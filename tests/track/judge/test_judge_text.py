@@ -7,8 +7,8 @@ from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Series
 from detsim.track.judge.text import GROUP_AT, GROUP_HASHES, WIDTH, finding_text, fitted, fmt, names_fitting, \
     report_lines, screen_lines, short_params, summary_line
-from detsim.track.judge.verdict import Judgement, NO_BASELINE, NO_CUDA, NO_VALGRIND, Report, Skipped, UNKNOWN, \
-    judgement_of
+from detsim.track.judge.skips import NO_BASELINE, NO_CUDA, NO_VALGRIND, Skipped, UNKNOWN
+from detsim.track.judge.verdict import Judgement, Report, judgement_of
 
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
@@ -65,8 +65,6 @@ def test_many_changed_images_of_one_commit_print_as_one_line():
 
 
 def test_the_full_text_names_each_skip_reason_before_the_notes():
-    from detsim.track.judge.verdict import NO_CUDA, Skipped
-
     report = _report([], skipped=2, skips=(Skipped(NO_CUDA, ("t(device='cuda')", "u(device='cuda')")),), notes=("n",))
     assert _full(report)[1:3] == [
         "skipped at cccccccc: 2 CUDA benchmarks (no GPU here) (the benchmarks in --json)", "note: n"]

@@ -1,4 +1,5 @@
-"""detsim.track.judge.verdict: the judgement of a history, why series were skipped, and the stored verdict."""
+"""detsim.track.judge.verdict, .analysis and .skips: the judgement of a history, why series were skipped, and the
+stored verdict."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge.history import Point, Series
-from detsim.track.judge.verdict import CASE_FAILED, COMMAND, JSON_FILE, LATEST, NO_BASELINE, NO_CUDA, NO_VALGRIND, \
-    Report, TRITON_ON_CPU, UNKNOWN, VerdictError, analyse, check_latest, determinism_note, group_skips, judge, \
-    latest_file, machines_of, point_latest, read_verdict, skip_reason
+from detsim.track.judge.analysis import analyse, determinism_note, judge
+from detsim.track.judge.skips import CASE_FAILED, NO_BASELINE, NO_CUDA, NO_VALGRIND, TRITON_ON_CPU, UNKNOWN, \
+    group_skips, skip_reason
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, Report, VerdictError, check_latest, latest_file, \
+    machines_of, point_latest, read_verdict
 from detsim.track.base.output import json_text
 
 
@@ -93,7 +96,7 @@ def _runs_differ(axis: str, case: str, values) -> Series:
 
 
 def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_with_a_note():
-    from detsim.track.judge.verdict import without_irreproducible
+    from detsim.track.judge.analysis import without_irreproducible
 
     series = [_runs_differ("process", "a01", [0.0, 0.0, 1.0]), _runs_differ("compiled", "a01", [0.0, 0.0, 0.0]),
               _series("h1", "determinism", [0.0, 0.0, 1.0], unit="changed (0/1)", case="a01"),
@@ -125,14 +128,14 @@ def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
     assert report.as_json()["skips"] == [skipped.record()]
 
 
-def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure(tmp_path):
+def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure():
     from detsim.track.judge.history import Point, Series
-    from detsim.track.judge.verdict import page_history
+    from detsim.track.judge.analysis import page_history
 
     points = (Point("c1", 0.0), Point("c2", float("nan")), Point("c3", None), Point("c4", 1e-9))
     parity = Series(env="e", name="bench_parity.track_parity_a01", params="", family="parity", unit="1 - r",
                     case="a01", points=points)
-    drawn = json.loads(json_text(page_history(tmp_path, [parity], ["c1", "c2", "c3", "c4"], None)))
+    drawn = json.loads(json_text(page_history([parity], ["c1", "c2", "c3", "c4"], {})))
     assert drawn["parity"] == [["a01", "bench_parity.track_parity_a01",
                                 [["c1", 0.0], ["c2", "nan"], ["c3", None], ["c4", 1e-9]]]]
 

@@ -17,7 +17,7 @@ from detsim.track.report import asvpage
 from detsim.track.report.asvpage import ASSETS, ITEM, LIST, NPM_CACHE, TabError, _graph_path, add_status_link, \
     building, fetch_missing, flagged, graph_url, has_tab, local_path, param_values, read_index, remote_loads, \
     rewrite, swap_in, tab, tab_json, vendor_pages
-from detsim.track.judge.verdict import analyse
+from detsim.track.judge.analysis import analyse
 
 from publish_assets import asv_published, fake_asset_cache
 

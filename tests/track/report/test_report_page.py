@@ -16,7 +16,8 @@ from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODU
 from detsim.track.report.page import ACCEPT, AMBER, COLOURS, FLOOR, GENERATOR, GREEN, GREY, MARK, RED, ROWS, \
     SERVE_HINT, TICKS, Frame, History, Item, Row, document, family_rows, fmt, is_ours, log_y, machine_page, \
     machine_section, parity_svg, presence, worst_case, x_of, NOTHING_RECORDED, TARGET_UNCOUNTED
-from detsim.track.judge.verdict import Report, families_at
+from detsim.track.judge.analysis import families_at
+from detsim.track.judge.verdict import Report
 from detsim.track.judge.finding import Finding
 
 from publish_assets import edge_departure

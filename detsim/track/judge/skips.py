@@ -1,0 +1,71 @@
+"""Why series were skipped at the latest commit: each one's reason (:func:`skip_reason`), and the skipped series
+grouped by reason (:func:`group_skips`) as the verdict lists them: ``54 image hashes (no baseline for this machine
+class)``. Input: the skipped :class:`~.history.Series`; output: :class:`Skipped` groups, the largest first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Iterable
+
+from detsim.track.judge.finding import HASH_FAMILIES
+from detsim.track.judge.history import Series, param_values
+
+
+@dataclass(frozen=True)
+class Reason:
+    one: str  # what was skipped, one of them ("image hash")
+    many: str  # ... several ("image hashes")
+    why: str  # why, in a few words
+
+
+NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
+NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
+TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
+NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
+CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
+UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
+
+
+def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[str] = ()) -> Reason:
+    """Why ``series`` was skipped; ``class_baseline``: whether a baseline of this machine's class is stored;
+    ``failed_cases``: the cases with a series that failed at the same commit (the rest of a case's tracks are
+    skipped when its render fails)."""
+    params = param_values(series.params)
+    if params.get("device") == "cuda":
+        return NO_CUDA
+    if params.get("mode") == "triton":
+        return TRITON_ON_CPU
+    if series.case and series.case in failed_cases:
+        return CASE_FAILED
+    if series.family in HASH_FAMILIES and not class_baseline:
+        return NO_BASELINE
+    if series.family == "cost":
+        return NO_VALGRIND
+    return UNKNOWN
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The series skipped at the latest commit for one reason."""
+
+    reason: Reason
+    labels: tuple[str, ...]  # benchmark and parameters of each
+
+    def text(self) -> str:
+        """``54 image hashes (no baseline for this machine class)``."""
+        count = len(self.labels)
+        return f"{count} {self.reason.one if count == 1 else self.reason.many} ({self.reason.why})"
+
+    def record(self) -> dict:
+        return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
+
+
+def group_skips(skipped: Iterable[Series], class_baseline: bool,
+                failed_cases: Collection[str] = ()) -> tuple[Skipped, ...]:
+    """The skipped series by reason (:func:`skip_reason`), the largest group first (the unknown reason last)."""
+    groups: dict[Reason, list[str]] = {}
+    for series in skipped:
+        groups.setdefault(skip_reason(series, class_baseline, failed_cases), []).append(series.label)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] == UNKNOWN, -len(item[1]), item[0].many))
+    return tuple(Skipped(reason, tuple(labels)) for reason, labels in ordered)
