@@ -22,8 +22,8 @@ from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
-from detsim.track.report.asvpage import FEED, INDEX, LIST, STATUS_PAGE, TabError, add_status_link, building, \
-    has_tab, read_index, swap_in, tab, tab_json, vendor_pages
+from detsim.track.report.asvpage import FEED, INDEX, LIST, STATUS_PAGE, TabError, add_status_link, has_tab, \
+    read_index, replacing, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
@@ -133,11 +133,10 @@ def run(args: argparse.Namespace) -> int:
     except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")
     try:
-        with building(html) as new:
+        with replacing(html) as new:
             asv_publish(root, new)
             said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html,
                                departed=lambda report: departures(report, args.target_results, root))
-            swap_in(new, html)
     except (PageError, TabError) as exc:
         return refuse(f"detsim-track publish: the page was not written: {exc}")
     except OSError as exc:
@@ -174,9 +173,9 @@ def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets
         said.append(f"detsim-track publish: {shown / page.name} has no navigation bar: no link to {STATUS_PAGE} added")
     elif linked != page.read_text(encoding="utf-8"):
         atomic_write_text(page, linked)
-    vendored = vendor_pages(html, assets)
-    if vendored.problem:
-        said.append(f"detsim-track publish: offline copies not made: {vendored.problem}")
+    problem = vendor_pages(html, assets)
+    if problem:
+        said.append(f"detsim-track publish: offline copies not made: {problem}")
     return [*said, "; ".join(summaries)]
 
 

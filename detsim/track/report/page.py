@@ -185,15 +185,13 @@ class Frame:
     bottom: float = HEIGHT - 14
 
 
-def log_y(value: float, frame: Frame = Frame()) -> tuple[float, bool]:
-    """The y of 1 - r = ``value`` on the log axis, and whether it was clamped to the floor (values at or
-    below :data:`FLOOR`, 0 and negatives included) or to the top."""
-    if value <= FLOOR:
-        return frame.bottom, True
-    if value >= TOP:
-        return frame.top, value > TOP
+def log_y(value: float, frame: Frame = Frame()) -> float:
+    """The y of 1 - r = ``value`` on the log axis, clamped to the floor (values at or below :data:`FLOOR`, 0 and
+    negatives included) and to the top."""
+    if value <= FLOOR or value >= TOP:
+        return frame.bottom if value <= FLOOR else frame.top
     share = (math.log10(value) - math.log10(FLOOR)) / (math.log10(TOP) - math.log10(FLOOR))
-    return frame.bottom - share * (frame.bottom - frame.top), False
+    return frame.bottom - share * (frame.bottom - frame.top)
 
 
 def x_of(index: int, count: int, frame: Frame = Frame()) -> float:
@@ -224,11 +222,11 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
         title = f'<a href="{escape(href)}">{title}</a>'
     out.append(f'<text x="{frame.left}" y="12" class="title">{title}</text>')
     for tick in TICKS:
-        y, _ = log_y(tick, frame)
+        y = log_y(tick, frame)
         label = "1" if tick == 1 else f"1e{round(math.log10(tick))}"
         out.append(f'<line x1="{frame.left}" x2="{frame.right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
         out.append(f'<text x="{frame.left - 3}" y="{y + 3:.1f}" class="tick">{"&lt;=" * (tick == FLOOR)}{label}</text>')
-    y, _ = log_y(ACCEPT, frame)
+    y = log_y(ACCEPT, frame)
     out.append(f'<line x1="{frame.left}" x2="{frame.right}" y1="{y:.1f}" y2="{y:.1f}" class="acceptance" '
                f'data-value="{ACCEPT:.6g}"><title>acceptance line: 1 - r = {ACCEPT:.4g} (r &gt;= {PARITY_MIN_R})</title></line>')
     out.append(f'<text x="{frame.left + 3}" y="{y - 3:.1f}" class="accept-label">r &gt;= {PARITY_MIN_R}</text>')
@@ -242,7 +240,7 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
             if value is None:
                 dots.append(f'<text x="{x:.1f}" y="{frame.bottom + 4:.1f}" class="failed">x<title>{where}: failed</title></text>')
             continue
-        y, _ = log_y(value, frame)
+        y = log_y(value, frame)
         lines[-1].append(f"{x:.1f},{y:.1f}")
         kind = "floor" if value <= FLOOR else "bad" if value > ACCEPT else "ok"
         dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" class="pt {kind}">'
