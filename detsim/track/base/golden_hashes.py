@@ -55,11 +55,6 @@ def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:
     return image_sha256(image)
 
 
-def failure_text(exc: BaseException) -> str:
-    """One line naming an exception: ``ErrorType: first line of its message``."""
-    return f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-
 def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
     """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
     (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
@@ -72,8 +67,8 @@ def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int =
         for case in cases:
             try:
                 hashes[case.id] = case_sha256(case, mode)
-            except Exception as exc:  # noqa: BLE001 - reported per case
-                failures[case.id] = failure_text(exc)
+            except Exception as exc:  # noqa: BLE001 - reported per case, in one line: ``ErrorType: message``
+                failures[case.id] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
 
 

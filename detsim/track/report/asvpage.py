@@ -316,7 +316,7 @@ def rewrite(text: str, local: dict[str, str]) -> tuple[str, list[str]]:
     return text, missing
 
 
-def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout: float = 300) -> str | None:
+def fetch_missing(cache: Path, specs: list[str], npm: str | None = None) -> str | None:
     """Fetch the packages of ``specs`` not in ``cache`` yet with ``npm pack``; why not, or None when all are there."""
     missing = [s for s in specs if not tarball(cache, s).is_file()]
     if not missing:
@@ -327,7 +327,7 @@ def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout
     try:
         cache.mkdir(parents=True, exist_ok=True)
         done = run([npm, "pack", "--silent", "--cache", str((cache / NPM_CACHE).resolve()), *missing], cwd=cache,
-                   timeout=timeout, what="npm pack")
+                   timeout=300, what="npm pack")
     except (OSError, ChildError) as exc:
         return f"npm pack {' '.join(missing)} failed ({exc})"
     still = [s for s in missing if not tarball(cache, s).is_file()]

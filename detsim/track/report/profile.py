@@ -50,7 +50,8 @@ def function_counts(callgrind_file: Path) -> dict[str, int]:
 
 
 def short_name(entry: str, width: int = 90) -> str:
-    """A readable name: without the source file and library, a template callback reduced to its kernel."""
+    """A readable name: without the source file and library, a template callback longer than ``width``
+    reduced to its kernel."""
     name = _LIB.sub("", entry)
     head, sep, tail = name.partition(":")
     if sep and not head.endswith(":") and not tail.startswith(":") and ("/" in head or head == "???" or "." in head):
