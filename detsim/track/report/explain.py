@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+import numpy as np
+
 from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.workloads import reduced
@@ -25,8 +27,8 @@ from detsim.track.compare import op_streams
 from detsim.track.compare.firstdiff import compare_commits, compare_records
 from detsim.track.report import profile
 from detsim.track.compare.manifest import write_manifest
-from detsim.track.report.sides import Side, commits_between, count_at, first_change, image_at, one_minus_r, \
-    prepare_side, run_side_job, subject, trace_at, trace_sentence, worst_pixel
+from detsim.track.report.sides import Side, commits_between, count_at, first_change, one_minus_r, prepare_side, \
+    run_side_job, subject, trace_sentence, worst_pixel
 from detsim.track.report.page import departure_facts, number_text
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.runtime import environment
@@ -173,7 +175,8 @@ def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, 
     if job.kind == "cost":
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
-    image = image_at(side, job.workload, golden, _side_file(folder, "images", side, ".npy"), cwd=folder)
+    image = np.load(run_side_job(side, "image", job.workload, golden, _side_file(folder, "images", side, ".npy"),
+                                 cwd=folder))
     if job.kind == "parity":
         return one_minus_r(image, job.workload, golden), {"image": image}
     return image_sha256(image), {"image": image}
@@ -190,13 +193,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     write_json(folder / "profile_diff.json", diff)
     atomic_write_text(folder / "profile_diff.svg", profile.svg_bars(
         diff["rows"], f"Ir change of {job.workload}, {old.short} -> {new.short} (top {top})", top))
-    ops = []
-    for side in (old, new):
-        out = _side_file(folder, "ops", side, ".json")
-        run_side_job(side, {"job": "ops", "workload": job.workload, "out": str(out), "golden_dir": str(golden)},
-                     cwd=folder)
-        ops.append(json.loads(out.read_text()))
-    changes = profile.diff_ops(*ops)
+    changes = profile.diff_ops(*(json.loads(run_side_job(side, "ops", job.workload, golden, _side_file(
+        folder, "ops", side, ".json"), cwd=folder).read_text()) for side in (old, new)))
     write_json(folder / "ops_diff.json", changes)
     op_lines = profile.format_op_changes(changes, top)
     text = ["# instructions per function (callgrind, self Ir), sorted by share of the change", *lines, "",
@@ -216,8 +214,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"), cwd=folder)
-             for side in (old, new)]
+    texts = [run_side_job(side, "trace", job.workload, golden, _side_file(folder, "traces", side, ".log"), cwd=folder,
+                          pixel=list(pixel)).read_text() for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
     atomic_write_text(folder / "explanation.txt", said + "\n")
