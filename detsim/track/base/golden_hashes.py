@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import torch
+
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
@@ -30,15 +32,11 @@ class GoldenHashes:
 
 def machine_class() -> MachineClass:
     """The conditions the golden hashes of this machine hold for."""
-    import torch
-
     return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
 def render(case: GoldenCase, mode: str = EAGER):
     """The case's image, (slow, fast) float64 on the CPU; the caller pins the thread count."""
-    import torch
-
     import detsim
     from detsim import config_from_argv
 

@@ -130,14 +130,16 @@ class Tab:
     missing: tuple[str, ...]  # findings the page has no graph or commit for (named, not listed)
 
 
-def has_tab(html: Path) -> bool:
-    """Whether ``asv publish`` wrote the tab (its list or its feed) into ``html``."""
-    return (html / LIST).exists() or (html / FEED).exists()
-
-
-def read_index(html: Path) -> dict:
-    """asv's ``index.json`` of ``html``, and a check that its ``regressions.json`` is asv's list (never replaced
-    otherwise); :class:`TabError` naming the file."""
+def read_index(html: Path) -> tuple[dict | None, dict]:
+    """asv's ``index.json`` of ``html`` where ``asv publish`` wrote the tab (its list or its feed) there, checked,
+    with its ``regressions.json``, to be asv's (never replaced otherwise; :class:`TabError` naming the file),
+    else None; and asv's benchmark list ({} where the page has none)."""
+    if not ((html / LIST).exists() or (html / FEED).exists()):
+        try:
+            data = json.loads((html / INDEX).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None, {}
+        return None, data.get("benchmarks") or {} if isinstance(data, dict) else {}
     for name, fields in ((INDEX, ("revision_to_hash", "benchmarks", "graph_param_list", "params")),
                          (LIST, ("regressions",))):
         path = html / name
@@ -153,7 +155,7 @@ def read_index(html: Path) -> dict:
             index = data
     if importlib.util.find_spec("asv") is None:  # the feed is written by asv's own writer
         raise TabError(f"{html / FEED}: asv is not installed here to write its feed")
-    return index
+    return index, index["benchmarks"]
 
 
 def _graph_path(params: Mapping[str, object], benchmark: str) -> str:

@@ -53,6 +53,11 @@ class Job:
     def name(self) -> str:
         return f"{self.kind}-{self.workload}" + (f"-{self.axis}" if self.axis else "")
 
+    def as_json(self, **given) -> dict:
+        """The job as its explanation's record names it; ``given``: what the explanation found (the full hashes)."""
+        return {"kind": self.kind, "last_good": self.last_good, "first_bad": self.first_bad,
+                "workload": self.workload, "origin": self.origin, **given}
+
 
 @dataclass
 class Bisection:
@@ -117,8 +122,7 @@ def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, 
     act = ("make that op reproducible (a fixed seed, a fixed summation order, no dependence on the thread count or "
            "on the process: docs/determinism.md); never store these images as a baseline "
            "(`detsim-track baselines --refresh` refuses them)")
-    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": side.commit, "workload": job.workload,
-                    "origin": job.origin, "axis": axis.name},
+    return {"job": job.as_json(first_bad=side.commit, axis=axis.name),
             "pair": {"old": side.commit, "new": side.commit, "subject": subject(root, side.commit)},
             "values": {}, "changed": report.diverged,
             "details": {"verdict": report.verdict(), "first": op_streams.first_record(report)},
@@ -139,8 +143,7 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
 
     good_value, bad_value = value_at(good), value_at(between[-1])
     bad = is_bad(job.kind, good_value)
-    record = {"job": {"kind": job.kind, "last_good": good, "first_bad": between[-1], "workload": job.workload,
-                      "origin": job.origin}, "commits_between": between}
+    record = {"job": job.as_json(last_good=good, first_bad=between[-1]), "commits_between": between}
     if not bad(bad_value):
         record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
         record["answer"] = (f"{_what(job)} does not change from {good[:8]} to {between[-1][:8]} on this machine "
@@ -260,8 +263,7 @@ def departure_answer(job: Job, record: Mapping, sentence: str, map_lines: list[s
     commit was recorded; ``sentence`` and ``map_lines``: that module's words and map of it)."""
     worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} (ratio {number_text(w['ratio'])})"
              for w in record["worst"]]
-    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": job.first_bad, "workload": job.workload,
-                    "origin": job.origin}, "commits_between": [], "changed": True,
+    return {"job": job.as_json(), "commits_between": [], "changed": True,
             "details": {"departure": dict(record),
                         "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):", *worst]},
             "answer": f"the image of {job.workload} at {job.first_bad[:8]} departs from the reference: {sentence}. "

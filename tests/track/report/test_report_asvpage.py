@@ -16,7 +16,7 @@ from detsim.track.judge import confirm
 from detsim.track.judge.finding import flags
 from detsim.track.report import asvpage
 from detsim.track.report.asvpage import ASSETS, ITEM, LIST, NPM_CACHE, TabError, _graph_path, add_status_link, \
-    fetch_missing, graph_url, has_tab, local_path, read_index, remote_loads, replacing, rewrite, tab, tab_json, \
+    fetch_missing, graph_url, local_path, read_index, remote_loads, replacing, rewrite, tab, tab_json, \
     vendor_pages
 from detsim.track.judge.verdict import analyse
 
@@ -117,7 +117,7 @@ def test_graph_paths_are_asvs():
 def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasured_as):
     root, html, asvs = published
     report, stored = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
-    listed = tab(stored, read_index(html), html)
+    listed = tab(stored, read_index(html)[0], html)
     names = [entry[0] for entry in listed.entries]
     flagged = [r for verdict in stored.values() for r in verdict["regressions"] if flags(r)]
     assert len(names) == len(flagged) == sum(f.is_verdict for f in report.regressions) == 6
@@ -136,7 +136,7 @@ def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasu
 def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(published, remeasured_as):
     root, html, asvs = published
     report, stored = _verdict(root, remeasured_as, 1.0)  # re-measuring finds no step: noise
-    listed = tab(stored, read_index(html), html)
+    listed = tab(stored, read_index(html)[0], html)
     assert {e[0] for e in asvs} - {e[0] for e in listed.entries} == {
         "bench_engine.EngineSweep.time_simulate(128, 'float64')", "bench_engine.EngineSweep.time_simulate(256, 'float64')"}
     assert not any(e[0].startswith("bench_engine.") for e in listed.entries)
@@ -148,7 +148,7 @@ def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(publ
 def test_a_finding_the_page_has_no_graph_of_is_named_not_listed(published, remeasured_as, tmp_path):
     root, html, _ = published
     report, stored = _verdict(root, remeasured_as, 1.0)
-    index = read_index(html)
+    index, _ = read_index(html)
     index = {**index, "graph_param_list": [{**p, "machine": "elsewhere"} for p in index["graph_param_list"]]}
     listed = tab(stored, index, html)
     assert listed.entries == () and len(listed.missing) == 3
@@ -164,12 +164,12 @@ def test_files_that_are_not_asvs_are_refused(tmp_path, name, text, message):
     (tmp_path / "index.json").write_text(json.dumps({k: {} for k in ("revision_to_hash", "benchmarks", "params")}
                                                     | {"graph_param_list": []}))
     (tmp_path / "regressions.json").write_text('{"regressions": []}')
-    assert has_tab(tmp_path) and read_index(tmp_path)["graph_param_list"] == []
+    assert read_index(tmp_path)[0]["graph_param_list"] == []
     (tmp_path / name).write_text(text)
     with pytest.raises(TabError) as raised:
         read_index(tmp_path)
     assert message in str(raised.value) and str(tmp_path / name) in str(raised.value)
-    assert not has_tab(tmp_path / "nothing")
+    assert read_index(tmp_path / "nothing") == (None, {})
 
 
 def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_path, remeasured_as):
@@ -188,7 +188,7 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
     judgement = confirm.confirm(analyse(root), root)
-    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html), html)
+    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html)[0], html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)
     for entry in listed.entries:
