@@ -30,23 +30,10 @@ if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also fo
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# subcommand -> module; the first is what a bare ``detsim-track`` runs.
-SUBCOMMANDS = {
-    "regressions": "detsim.track.commands.regressions",
-    "baselines": "detsim.track.commands.baselines",
-    "bench-gate": "detsim.track.commands.bench_gate",
-    "determinism": "detsim.track.commands.determinism",
-    "diverge": "detsim.track.commands.diverge",
-    "trace-diff": "detsim.track.commands.trace_diff",
-    "parity": "detsim.track.commands.parity",
-    "evidence": "detsim.track.commands.evidence",
-    "speed": "detsim.track.commands.speed",
-    "explain": "detsim.track.commands.explain",
-    "bisect": "detsim.track.commands.bisect",
-    "record": "detsim.track.commands.record",
-    "publish": "detsim.track.commands.publish",
-    "gpu-check": "detsim.track.commands.gpu_check",
-}
+# subcommand -> its module, detsim.track.commands.<name with _ for ->; the first is what a bare ``detsim-track`` runs.
+SUBCOMMANDS = {name: f"detsim.track.commands.{name.replace('-', '_')}" for name in (
+    "regressions", "baselines", "bench-gate", "determinism", "diverge", "trace-diff", "parity", "evidence", "speed",
+    "explain", "bisect", "record", "publish", "gpu-check")}
 DEFAULT = "regressions"
 
 
