@@ -101,6 +101,11 @@ def _side_file(folder: Path, kind: str, side: Side, suffix: str) -> Path:
     return out
 
 
+def _at(side: Side, job: Job, what: str, golden: Path, folder: Path, kind: str, suffix: str, **more) -> Path:
+    """The file the side job ``what`` of ``job``'s workload writes at ``side``, kept in ``folder/kind``."""
+    return run_side_job(side, what, job.workload, golden, _side_file(folder, kind, side, suffix), cwd=folder, **more)
+
+
 def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: bool = True, top: int = 10) -> dict:
     """Run ``job``; its outputs go to ``folder``; returns the JSON record, whose ``answer`` is one paragraph."""
     with tempfile.TemporaryDirectory(prefix="detsim-explain-") as scratch:
@@ -178,8 +183,7 @@ def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, 
     if job.kind == "cost":
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
-    image = np.load(run_side_job(side, "image", job.workload, golden, _side_file(folder, "images", side, ".npy"),
-                                 cwd=folder))
+    image = np.load(_at(side, job, "image", golden, folder, "images", ".npy"))
     if job.kind == "parity":
         return one_minus_r(image, job.workload, golden), {"image": image}
     return image_sha256(image), {"image": image}
@@ -196,8 +200,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     write_json(folder / "profile_diff.json", diff)
     atomic_write_text(folder / "profile_diff.svg", profile.svg_bars(
         diff["rows"], f"Ir change of {job.workload}, {old.short} -> {new.short} (top {top})", top))
-    changes = profile.diff_ops(*(json.loads(run_side_job(side, "ops", job.workload, golden, _side_file(
-        folder, "ops", side, ".json"), cwd=folder).read_text()) for side in (old, new)))
+    ops = [json.loads(_at(side, job, "ops", golden, folder, "ops", ".json").read_text()) for side in (old, new)]
+    changes = profile.diff_ops(*ops)
     write_json(folder / "ops_diff.json", changes)
     op_lines = profile.format_op_changes(changes, top)
     text = ["# instructions per function (callgrind, self Ir), sorted by share of the change", *lines, "",
@@ -217,8 +221,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [run_side_job(side, "trace", job.workload, golden, _side_file(folder, "traces", side, ".log"), cwd=folder,
-                          pixel=list(pixel)).read_text() for side in (old, new)]
+    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=list(pixel)).read_text()
+             for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
     atomic_write_text(folder / "explanation.txt", said + "\n")
@@ -261,11 +265,12 @@ def departure_answer(job: Job, record: Mapping, sentence: str, map_lines: list[s
     """The explanation of a target's parity finding, from where its image departs from the reference at the
     first bad commit (``record``: as ``detsim.track.target.departure.departure`` makes it, stored when the
     commit was recorded; ``sentence`` and ``map_lines``: that module's words and map of it)."""
-    worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} (ratio {number_text(w['ratio'])})"
-             for w in record["worst"]]
+    worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} "
+             f"(ratio {number_text(w['ratio'])})" for w in record["worst"]]
     return {"job": job.as_json(), "commits_between": [], "changed": True,
             "details": {"departure": dict(record),
-                        "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):", *worst]},
+                        "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):",
+                                  *worst]},
             "answer": f"the image of {job.workload} at {job.first_bad[:8]} departs from the reference: {sentence}. "
                       "Next: trace the quantities of one of the worst pixels in both programs."}
 
