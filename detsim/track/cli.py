@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import MEANING, ExitCode
 
 
 def _interrupted_while_starting(signum, frame):
@@ -53,8 +53,8 @@ def _available(names=None) -> dict[str, object]:
 def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="detsim-track", description="The tracking suite of detsim: one subcommand per job.",
-        epilog="`detsim-track COMMAND -h` gives a command's options; docs/ the rest. Exit status: 0 all good, "
-               "1 something regressed, 2 something could not be measured.",
+        epilog="`detsim-track COMMAND -h` gives a command's options; docs/ the rest. Exit status: "
+               + ", ".join(f"{int(code)} {words}" for code, words in MEANING.items()) + ".",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=110))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, module in modules.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Mapping, Sequence
 
-from detsim.track.base.exitcodes import ExitCode, worst as worst_exit
+from detsim.track.base.exitcodes import MEANING, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
@@ -424,8 +424,6 @@ def commits_table(commits: Sequence[str], subjects: Mapping[str, str]) -> str:
     return f'<h2>Recorded commits (newest first)</h2><table class="commits">{rows}</table>'
 
 
-VERDICT_WORDS = {ExitCode.OK: "all good", ExitCode.REGRESSED: "something regressed",
-                 ExitCode.UNMEASURED: "something could not be measured"}
 SERVE_HINT = ('<p class="hint">This page needs no network and opens from disk. asv\'s interactive graphs '
               '(<a href="index.html">index.html</a>, and the links below) load their data over HTTP: serve this '
               "folder with <code>.venv/bin/asv preview</code> or <code>python -m http.server -d reports/html "
@@ -448,7 +446,7 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
     return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
             f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
             f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({VERDICT_WORDS.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
+            f"({MEANING.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
             f"{parity_section(history, subjects, graph_href)}"
@@ -496,7 +494,7 @@ def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Map
                      for m, why in ((verdict.get("not_judged") or {}).items() if whole else ()))
     toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in picked)
     body = (f"<h1>detsim: the latest verdict on {len(picked)} machines</h1>"
-            f'<p class="meta">verdict: exit {escape(str(code))} ({VERDICT_WORDS.get(code, "?")}); machines: {toc}</p>'
+            f'<p class="meta">verdict: exit {escape(str(code))} ({MEANING.get(code, "?")}); machines: {toc}</p>'
             + SERVE_HINT + f'<h2>Do the machines agree?</h2><ul class="agreement">{agree}{failed}</ul>'
             + "".join(f'<h2 id="machine-{escape(m)}">Machine {escape(m)}</h2>{section}'
                       for m, section in zip(picked, sections)))
