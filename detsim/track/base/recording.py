@@ -110,10 +110,6 @@ def missing_benchmarks(path: Path, suite: frozenset[str] | None) -> list[str] | 
     return None if suite is None else sorted(suite - set(data["results"]))
 
 
-def commit_files(folder: Path, commit: str) -> list[Path]:
-    return sorted(p for p in folder.glob(f"{commit[:8]}-*.json") if p.name not in NOT_RESULTS)
-
-
 def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
     """(the commits to record, HEAD first; one note per commit recorded again). HEAD is always recorded; an
     older commit of the ``recent`` is recorded unless one of its results files holds every benchmark of the
@@ -125,7 +121,7 @@ def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
     record, notes = [], []
     for commit in commits:
         gaps = []
-        for path in commit_files(folder, commit):
+        for path in sorted(p for p in folder.glob(f"{commit[:8]}-*.json") if p.name not in NOT_RESULTS):
             try:
                 gaps.append(missing_benchmarks(path, suite))
             except RecordingError as exc:
