@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import MEANING, ExitCode
 
 
 def _interrupted_while_starting(signum, frame):
@@ -30,23 +30,10 @@ if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also fo
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# subcommand -> module; the first is what a bare ``detsim-track`` runs.
-SUBCOMMANDS = {
-    "regressions": "detsim.track.commands.regressions",
-    "baselines": "detsim.track.commands.baselines",
-    "bench-gate": "detsim.track.commands.bench_gate",
-    "determinism": "detsim.track.commands.determinism",
-    "diverge": "detsim.track.commands.diverge",
-    "trace-diff": "detsim.track.commands.trace_diff",
-    "parity": "detsim.track.commands.parity",
-    "evidence": "detsim.track.commands.evidence",
-    "speed": "detsim.track.commands.speed",
-    "explain": "detsim.track.commands.explain",
-    "bisect": "detsim.track.commands.bisect",
-    "record": "detsim.track.commands.record",
-    "publish": "detsim.track.commands.publish",
-    "gpu-check": "detsim.track.commands.gpu_check",
-}
+# subcommand -> its module, detsim.track.commands.<name with _ for ->; the first is what a bare ``detsim-track`` runs.
+SUBCOMMANDS = {name: f"detsim.track.commands.{name.replace('-', '_')}" for name in (
+    "regressions", "baselines", "bench-gate", "determinism", "diverge", "trace-diff", "parity", "evidence", "speed",
+    "explain", "bisect", "record", "publish", "gpu-check")}
 DEFAULT = "regressions"
 
 
@@ -66,8 +53,8 @@ def _available(names=None) -> dict[str, object]:
 def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="detsim-track", description="The tracking suite of detsim: one subcommand per job.",
-        epilog="`detsim-track COMMAND -h` gives a command's options; docs/ the rest. Exit status: 0 all good, "
-               "1 something regressed, 2 something could not be measured.",
+        epilog="`detsim-track COMMAND -h` gives a command's options; docs/ the rest. Exit status: "
+               + ", ".join(f"{int(code)} {words}" for code, words in MEANING.items()) + ".",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=110))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, module in modules.items():

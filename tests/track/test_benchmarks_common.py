@@ -26,7 +26,7 @@ from detsim.track.base.callgrind import not_measured_reason
 from detsim.track.base.golden import find_case, golden_dir, load_cases
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity, pearson_r
-from detsim.track.base.provenance import MachineClass
+from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.measure.cost import count
 from detsim.track.measure.cost import CostSpec
 
@@ -208,7 +208,7 @@ def test_the_suite_reads_this_classes_baseline_and_skips_naming_the_others(commo
     assert determinism._hash_changed(renders, "x") == 0
     assert determinism._hash_changed({**renders, "cases": {"x": {"sha256": "3" * 64}}}, "x") == 1
     assert determinism._fingerprint(renders, "x") == float(int("2" * 13, 16))
-    assert determinism.track_machine_class(renders) == MachineClass(**here).fingerprint()
+    assert determinism.track_machine_class(renders) == class_fingerprint(MachineClass(**here).as_record())
 
 
 def test_rendering_the_golden_cases_writes_no_file(common, monkeypatch):

@@ -13,6 +13,11 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143  # stopped by SIGTERM (128 + SIGTERM), after the same clean-up as Ctrl-C
 
 
+# what a run's exit status says, in the words the help and the status page use
+MEANING = {ExitCode.OK: "all good", ExitCode.REGRESSED: "something regressed",
+           ExitCode.UNMEASURED: "something could not be measured"}
+
+
 class BadInput(Exception):
     """Input a command cannot use (a file, a selection, conflicting options): one line naming it, exit 2
     (UNMEASURED), before anything is written."""

@@ -206,9 +206,6 @@ def load(path: Path) -> dict:
 
 def differing_fields(here: MachineClass, holds_for: Mapping) -> list[str]:
     """The fields of ``here`` whose value the stored ``holds_for`` record does not have, sorted."""
-    stored = MachineClass.from_record(holds_for)
-    if stored is not None:
-        return sorted(here.differences(stored))
     return sorted(k for k, v in here.as_record().items() if holds_for.get(k) != v)
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import torch
+
 from detsim.track.base.golden import GoldenCase
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
@@ -30,15 +32,11 @@ class GoldenHashes:
 
 def machine_class() -> MachineClass:
     """The conditions the golden hashes of this machine hold for."""
-    import torch
-
     return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
 def render(case: GoldenCase, mode: str = EAGER):
     """The case's image, (slow, fast) float64 on the CPU; the caller pins the thread count."""
-    import torch
-
     import detsim
     from detsim import config_from_argv
 
@@ -55,11 +53,6 @@ def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:
     return image_sha256(image)
 
 
-def failure_text(exc: BaseException) -> str:
-    """One line naming an exception: ``ErrorType: first line of its message``."""
-    return f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-
 def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
     """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
     (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
@@ -72,8 +65,8 @@ def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int =
         for case in cases:
             try:
                 hashes[case.id] = case_sha256(case, mode)
-            except Exception as exc:  # noqa: BLE001 - reported per case
-                failures[case.id] = failure_text(exc)
+            except Exception as exc:  # noqa: BLE001 - reported per case, in one line: ``ErrorType: message``
+                failures[case.id] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
 
 

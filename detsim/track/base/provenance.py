@@ -118,10 +118,6 @@ class MachineClass:
         name of its golden baseline under ``results/baselines/golden_hashes/``)."""
         return class_slug(self.as_record())
 
-    def fingerprint(self) -> float:
-        """The class as one number, exact in float64 (what the asv suite records per commit)."""
-        return class_fingerprint(self.as_record())
-
 
 def class_slug(record: Mapping) -> str:
     """:meth:`MachineClass.slug` of a ``holds_for`` record (fields outside the class are ignored)."""
@@ -133,7 +129,8 @@ def class_slug(record: Mapping) -> str:
 
 
 def class_fingerprint(record: Mapping) -> float:
-    """:meth:`MachineClass.fingerprint` of a ``holds_for`` record: the
-    :func:`~detsim.track.base.hashing.fingerprint` of the sha256 of its class fields as sorted JSON."""
+    """The machine class of a ``holds_for`` record as one number, exact in float64 (what the asv suite records
+    per commit): the :func:`~detsim.track.base.hashing.fingerprint` of the sha256 of its class fields as sorted
+    JSON."""
     text = json.dumps({f.name: record.get(f.name) for f in fields(MachineClass)}, sort_keys=True)
     return fingerprint(sha256_bytes(text.encode()))

@@ -32,6 +32,7 @@ NOT_RESULTS = ("machine.json", "benchmarks.json")  # asv's files in a results fo
 SAME = ("commit_hash", "env_name", "result_columns", "version")  # what two parts of one recording share
 MERGED = ("results", "durations")  # the per-benchmark maps that are joined
 FORKSERVER_PREFIX = "asv-forkserver-"  # asv 0.6.6's folder for a fork server's socket (runner.ForkServer)
+STALE_S = 60.0  # a fork-server folder with no socket yet is a dead run's once this old (a live one binds it at once)
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"?|//[^\n]*', re.DOTALL)  # a string (to its end) or a comment
 
 
@@ -109,10 +110,6 @@ def missing_benchmarks(path: Path, suite: frozenset[str] | None) -> list[str] | 
     return None if suite is None else sorted(suite - set(data["results"]))
 
 
-def commit_files(folder: Path, commit: str) -> list[Path]:
-    return sorted(p for p in folder.glob(f"{commit[:8]}-*.json") if p.name not in NOT_RESULTS)
-
-
 def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
     """(the commits to record, HEAD first; one note per commit recorded again). HEAD is always recorded; an
     older commit of the ``recent`` is recorded unless one of its results files holds every benchmark of the
@@ -124,7 +121,7 @@ def plan(root: Path, machine: str, recent: int) -> tuple[list[str], list[str]]:
     record, notes = [], []
     for commit in commits:
         gaps = []
-        for path in commit_files(folder, commit):
+        for path in sorted(p for p in folder.glob(f"{commit[:8]}-*.json") if p.name not in NOT_RESULTS):
             try:
                 gaps.append(missing_benchmarks(path, suite))
             except RecordingError as exc:
@@ -325,17 +322,16 @@ def _bound_sockets() -> set[str]:
     return {line.split()[7] for line in lines if len(line.split()) > 7}
 
 
-def clean_up(root: Path, below: int | None = None, *, older_than: float = 60.0) -> list[str]:
+def clean_up(root: Path, below: int | None = None) -> list[str]:
     """Stop the processes below ``below`` (the tracking run's, when it ends), then what recordings of the
     checkout ``root`` left running (:func:`leftovers`: a run killed outright cannot stop them), then remove
     the fork-server folders whose socket no process holds any more (of any run: a dead one's). Returns what
     it did, one line each."""
-    done = []
     if below is not None:
         _stop(descendants(below))
     left = leftovers(root)
     _stop([pid for pid, _ in left])
-    done += [f"stopped process {pid}, left by a run that was killed ({'asv fork server' if folder else 'asv'})"
+    done = [f"stopped process {pid}, left by a run that was killed ({'asv fork server' if folder else 'asv'})"
              for pid, folder in left]
     bound, now = _bound_sockets(), time.time()
     for folder in Path(tempfile.gettempdir()).glob(FORKSERVER_PREFIX + "*"):
@@ -343,7 +339,7 @@ def clean_up(root: Path, below: int | None = None, *, older_than: float = 60.0) 
             socket = folder / "socket"
             held = str(socket) in bound
             dead = folder in {f for _, f in left} or (
-                not held and (socket.exists() or now - folder.stat().st_mtime > older_than))
+                not held and (socket.exists() or now - folder.stat().st_mtime > STALE_S))
             if dead:
                 shutil.rmtree(folder)
                 done.append(f"removed {folder}")

@@ -1,6 +1,6 @@
 """This process and its torch, as the suite's commands and records need them: the environment a result depends
 on, torch's thread count for a block, whether a device named on the command line can be used here (checked
-before any work; ``cpu`` without importing torch), and a tensor's own bytes and their sha256.
+before any work), and a tensor's own bytes and their sha256.
 
 Inputs: the running process, a device name, a tensor. Outputs: the environment record (a dict), a one-line
 reason a device cannot be used, bytes and hex digests. A tensor's hash is in its own dtype (unlike the image
@@ -71,8 +71,6 @@ def device_problem(name: str) -> str | None:
     machine``), or None when it can."""
     if name == "cpu":
         return None
-    import torch
-
     try:
         device = torch.device(name)
     except (RuntimeError, ValueError) as exc:

@@ -41,10 +41,7 @@ class Computation:
     kind: str  # "golden", "nanobragg" or "callable"
     spec: str
     modes: tuple[str, ...]  # detsim's MODES for simulations, ("eager",) for callables
-    runner: Callable[[str, torch.dtype, str], dict[str, torch.Tensor]] = dataclasses.field(repr=False, compare=False)
-
-    def run(self, device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
-        return self.runner(device, dtype, mode)
+    run: Callable[[str, torch.dtype, str], dict[str, torch.Tensor]] = dataclasses.field(repr=False, compare=False)
 
     def unavailable(self, device: str, mode: str) -> str | None:
         """Why ``mode`` cannot run on ``device`` here (None when it can)."""
@@ -72,14 +69,13 @@ def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | 
     return _simulation_target(case.id, "golden", case_id, list(case.args), case.folder, grads, chunk_pixels)
 
 
-def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None,
-                         name: str | None = None) -> Computation:
+def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None
+                         ) -> Computation:
     """A nanoBragg command line (with or without a leading program name); files relative to the cwd."""
     args = shlex.split(command_line)
     if args and not args[0].startswith("-"):
         args = args[1:]
-    label = name or "cmdline:" + " ".join(args)
-    return _simulation_target(label, "nanobragg", command_line, args, None, grads, chunk_pixels)
+    return _simulation_target("cmdline:" + " ".join(args), "nanobragg", command_line, args, None, grads, chunk_pixels)
 
 
 def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
@@ -108,7 +104,7 @@ def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_di
             outputs.update({f"grad:{p}": g.detach() for p, g in zip(params, values)})
         return outputs
 
-    return Computation(name=name, kind=kind, spec=spec, modes=tuple(MODES), runner=run)
+    return Computation(name=name, kind=kind, spec=spec, modes=tuple(MODES), run=run)
 
 
 _PARAM = re.compile(r"^(crystal|detector|beam|sampling)\.(\w+)(?:\[(\d)\])?$")
@@ -189,7 +185,7 @@ def resolve_callable(spec: str) -> Computation:
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
         return named_tensors(fn(device=device, dtype=dtype))
 
-    return Computation(name=spec, kind="callable", spec=spec, modes=("eager",), runner=run)
+    return Computation(name=spec, kind="callable", spec=spec, modes=("eager",), run=run)
 
 
 def named_tensors(result) -> dict[str, torch.Tensor]:

@@ -13,24 +13,18 @@ def refuse(message: str) -> ExitCode:
     return ExitCode.UNMEASURED
 
 
-def _whole_number(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+def _at_least(low: int):
+    """An argparse type: a whole number, ``low`` or more (the reason it is not, as argparse's error)."""
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, got {text}")
+        return value
+
+    return whole_number
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number, 1 or more."""
-    value = _whole_number(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text}")
-    return value
-
-
-def count(text: str) -> int:
-    """An argparse type: a whole number, 0 or more."""
-    value = _whole_number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
+positive_int, count = _at_least(1), _at_least(0)

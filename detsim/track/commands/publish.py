@@ -10,7 +10,6 @@ is judged or re-measured here. What the page shows, what is refused and the exit
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -22,8 +21,8 @@ from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
-from detsim.track.report.asvpage import FEED, INDEX, LIST, STATUS_PAGE, TabError, add_status_link, building, \
-    has_tab, read_index, swap_in, tab, tab_json, vendor_pages
+from detsim.track.report.asvpage import FEED, LIST, STATUS_PAGE, TabError, add_status_link, read_index, replacing, \
+    tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
@@ -133,11 +132,10 @@ def run(args: argparse.Namespace) -> int:
     except (BadInput, ResultsError, VerdictError) as exc:
         return refuse(f"detsim-track publish: {exc}")
     try:
-        with building(html) as new:
+        with replacing(html) as new:
             asv_publish(root, new)
             said = _write_page(new, verdict, picked, args.assets or root / ASSET_CACHE, shown=html,
                                departed=lambda report: departures(report, args.target_results, root))
-            swap_in(new, html)
     except (PageError, TabError) as exc:
         return refuse(f"detsim-track publish: the page was not written: {exc}")
     except OSError as exc:
@@ -154,8 +152,7 @@ def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets
     """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``
     (``shown``: where it will be; ``departed(report)``: a machine's departures); the lines to print, the last
     the page's summary."""
-    index = read_index(html) if has_tab(html) else None
-    benchmarks = (index or {}).get("benchmarks") or _benchmarks(html)
+    index, benchmarks = read_index(html)
     text, summaries = status_page(verdict, picked, benchmarks, departed)
     listed = tab(picked, index, html) if index is not None else None
     said = []
@@ -174,16 +171,7 @@ def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets
         said.append(f"detsim-track publish: {shown / page.name} has no navigation bar: no link to {STATUS_PAGE} added")
     elif linked != page.read_text(encoding="utf-8"):
         atomic_write_text(page, linked)
-    vendored = vendor_pages(html, assets)
-    if vendored.problem:
-        said.append(f"detsim-track publish: offline copies not made: {vendored.problem}")
+    problem = vendor_pages(html, assets)
+    if problem:
+        said.append(f"detsim-track publish: offline copies not made: {problem}")
     return [*said, "; ".join(summaries)]
-
-
-def _benchmarks(html: Path) -> dict:
-    """asv's benchmark list from the page's ``index.json`` ({} where it has none)."""
-    try:
-        data = json.loads((html / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data.get("benchmarks") or {} if isinstance(data, dict) else {}

@@ -26,7 +26,7 @@ pack`` into a cache folder (npm's own cache and logs in its ``.npm-cache``, neve
 attributes dropped (npm's files are not the CDN's bytes). A page is rewritten only when every CDN tag in it
 has a copy.
 
-**Swapped in whole**: built aside (:func:`building`), then swapped in (:func:`swap_in`), so that a reader sees
+**Swapped in whole**: built aside, then swapped in (:func:`replacing`), so that a reader sees
 the old page or the new one, never half of either. Linux exchanges the two folders in one
 ``renameat2(RENAME_EXCHANGE)``; elsewhere the old folder is renamed away and the new one into its place (two
 renames, each atomic, with no half page at any time, only an instant with none).
@@ -81,24 +81,18 @@ def _combination(bench: Mapping, label: str) -> tuple[int | None, tuple] | None:
     return position, list(itertools.product(*bench["params"]))[position]
 
 
-def param_values(bench: Mapping, label: str) -> dict[str, str] | None:
-    """Parameter name -> value text of the combination ``label``, read from asv's own parameter lists (None:
-    no such combination)."""
-    found = _combination(bench, label)
-    return None if found is None else dict(zip(bench.get("param_names") or [], map(str, found[1])))
-
-
 def graph_url(benchmark: str, params: str, benchmarks: Mapping[str, Mapping], *,
-              commits: tuple[str | None, str] | None = None, machine: str | None = None,
-              page: str = "index.html") -> str:
+              commits: tuple[str | None, str] | None = None, machine: str | None = None) -> str:
     """The address of ``benchmark``'s graph with the parameter combination ``params`` selected and, when
     given, the commits ``(last good, first bad)`` highlighted (the first bad alone without a last good) and
-    only ``machine``'s series shown."""
-    url = f"{page}#{quote(benchmark, safe='._-')}"
+    only ``machine``'s series shown; a parameter value is its text in asv's own parameter lists, and a
+    combination asv does not list selects none."""
+    url = f"index.html#{quote(benchmark, safe='._-')}"
     query = [f"machine={quote(machine, safe='')}"] if machine else []
-    values = param_values(benchmarks.get(benchmark) or {}, params) if params else {}
-    for name, value in (values or {}).items():
-        query.append(f"{quote('p-' + name, safe='')}={quote(value, safe='')}")
+    bench = benchmarks.get(benchmark) or {}
+    found = _combination(bench, params) if params else None
+    for name, value in zip(bench.get("param_names") or [], found[1] if found else ()):
+        query.append(f"{quote('p-' + name, safe='')}={quote(str(value), safe='')}")
     if commits:
         good, bad = commits
         query.append("commits=" + (f"{good[:8]}-{bad[:8]}" if good else bad[:8]))
@@ -136,14 +130,16 @@ class Tab:
     missing: tuple[str, ...]  # findings the page has no graph or commit for (named, not listed)
 
 
-def has_tab(html: Path) -> bool:
-    """Whether ``asv publish`` wrote the tab (its list or its feed) into ``html``."""
-    return (html / LIST).exists() or (html / FEED).exists()
-
-
-def read_index(html: Path) -> dict:
-    """asv's ``index.json`` of ``html``, and a check that its ``regressions.json`` is asv's list (never replaced
-    otherwise); :class:`TabError` naming the file."""
+def read_index(html: Path) -> tuple[dict | None, dict]:
+    """asv's ``index.json`` of ``html`` where ``asv publish`` wrote the tab (its list or its feed) there, checked,
+    with its ``regressions.json``, to be asv's (never replaced otherwise; :class:`TabError` naming the file),
+    else None; and asv's benchmark list ({} where the page has none)."""
+    if not ((html / LIST).exists() or (html / FEED).exists()):
+        try:
+            data = json.loads((html / INDEX).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None, {}
+        return None, data.get("benchmarks") or {} if isinstance(data, dict) else {}
     for name, fields in ((INDEX, ("revision_to_hash", "benchmarks", "graph_param_list", "params")),
                          (LIST, ("regressions",))):
         path = html / name
@@ -159,7 +155,7 @@ def read_index(html: Path) -> dict:
             index = data
     if importlib.util.find_spec("asv") is None:  # the feed is written by asv's own writer
         raise TabError(f"{html / FEED}: asv is not installed here to write its feed")
-    return index
+    return index, index["benchmarks"]
 
 
 def _graph_path(params: Mapping[str, object], benchmark: str) -> str:
@@ -212,17 +208,12 @@ def entry(record: Mapping, machine: str, index: Mapping, revisions: Mapping[str,
     return [name, path, {k: v for k, v in params.items() if k in varying}, position, new, old, [jump]]
 
 
-def flagged(verdicts: Mapping[str, Mapping]) -> list[tuple[str, dict]]:
-    """(machine, record) of every finding the verdicts (machine -> its stored verdict) flag, in their order."""
-    return [(machine, record) for machine, verdict in verdicts.items() for record in verdict["regressions"]
-            if flags(record)]
-
-
 def tab(verdicts: Mapping[str, Mapping], index: Mapping, html: Path) -> Tab:
-    """The tab's list and feed from the stored verdicts (machine -> its verdict)."""
+    """The tab's list and feed from the stored verdicts (machine -> its verdict): every finding they flag, in
+    their order."""
     revisions = {commit: int(rev) for rev, commit in index["revision_to_hash"].items()}
     entries, missing, texts = [], [], []
-    for machine, record in flagged(verdicts):
+    for machine, record in ((m, r) for m, verdict in verdicts.items() for r in verdict["regressions"] if flags(r)):
         made = entry(record, machine, index, revisions, html)
         if made is None:
             missing.append(f"{record['benchmark']}{record['params']} on {machine}")
@@ -327,7 +318,7 @@ def rewrite(text: str, local: dict[str, str]) -> tuple[str, list[str]]:
     return text, missing
 
 
-def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout: float = 300) -> str | None:
+def fetch_missing(cache: Path, specs: list[str], npm: str | None = None) -> str | None:
     """Fetch the packages of ``specs`` not in ``cache`` yet with ``npm pack``; why not, or None when all are there."""
     missing = [s for s in specs if not tarball(cache, s).is_file()]
     if not missing:
@@ -338,7 +329,7 @@ def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout
     try:
         cache.mkdir(parents=True, exist_ok=True)
         done = run([npm, "pack", "--silent", "--cache", str((cache / NPM_CACHE).resolve()), *missing], cwd=cache,
-                   timeout=timeout, what="npm pack")
+                   timeout=300, what="npm pack")
     except (OSError, ChildError) as exc:
         return f"npm pack {' '.join(missing)} failed ({exc})"
     still = [s for s in missing if not tarball(cache, s).is_file()]
@@ -348,23 +339,18 @@ def fetch_missing(cache: Path, specs: list[str], npm: str | None = None, timeout
     return None
 
 
-@dataclass(frozen=True)
-class Vendored:
-    pages: tuple[str, ...]  # pages rewritten to load local copies
-    problem: str | None  # one line: why the folder still needs the network (None: it does not)
-
-
-def vendor_pages(html: Path, cache: Path, npm: str | None = None) -> Vendored:
+def vendor_pages(html: Path, cache: Path, npm: str | None = None) -> str | None:
     """Copy the libraries the pages in ``html`` load from CDNs into ``html/vendor`` and point the pages at
-    them. Pages already pointing at local copies are left alone; nothing is written when a copy cannot be had."""
+    them; one line saying why the folder still needs the network (None: it does not). Pages already pointing
+    at local copies are left alone; nothing is written when a copy cannot be had."""
     pages = {p: p.read_text(encoding="utf-8") for p in sorted(html.glob("*.html"))}
     wanted = {address for text in pages.values() for _, address in remote_loads(text)}
     if not wanted:
-        return Vendored((), None)
+        return None
     known = sorted(wanted & ASSETS.keys())
     problem = fetch_missing(cache, sorted({ASSETS[a][0] for a in known}), npm) if known else None
     if problem:
-        return Vendored((), f"{problem}: asv's page still loads its scripts from CDNs")
+        return f"{problem}: asv's page still loads its scripts from CDNs"
     local = {}
     for address in known:
         spec, member = ASSETS[address]
@@ -372,19 +358,17 @@ def vendor_pages(html: Path, cache: Path, npm: str | None = None) -> Vendored:
             with tarfile.open(tarball(cache, spec)) as archive:
                 data = archive.extractfile(member).read()
         except (OSError, tarfile.TarError, KeyError, AttributeError) as exc:
-            return Vendored((), f"{tarball(cache, spec)}: no {member} ({exc}): asv's page still loads its scripts from CDNs")
+            return f"{tarball(cache, spec)}: no {member} ({exc}): asv's page still loads its scripts from CDNs"
         atomic_write_bytes(html / local_path(spec, member), data)
         local[address] = local_path(spec, member)
-    rewritten, unknown = [], []
+    unknown = []
     for page, text in pages.items():
         new, missing = rewrite(text, local)
         if missing:
             unknown.append(f"{page.name} ({', '.join(sorted(set(missing)))})")
         elif new != text:
             atomic_write_text(page, new)
-            rewritten.append(page.name)
-    problem = f"no local copy known for what {'; '.join(unknown)} loads: left as asv wrote it" if unknown else None
-    return Vendored(tuple(rewritten), problem)
+    return f"no local copy known for what {'; '.join(unknown)} loads: left as asv wrote it" if unknown else None
 
 
 # ---- swapped in whole ----
@@ -409,28 +393,22 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 @contextlib.contextmanager
-def building(final: Path) -> Iterator[Path]:
-    """A new empty folder beside ``final`` to build its replacement in; removed on leaving unless
-    :func:`swap_in` took it."""
+def replacing(final: Path) -> Iterator[Path]:
+    """A new empty folder beside ``final`` to build its replacement in: swapped in whole when the block ends
+    (the folder that was there removed after the swap), removed on an exception."""
     final.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{final.name}.new-", dir=final.parent))
     try:
         yield new
+        mask = os.umask(0)
+        os.umask(mask)
+        new.chmod(0o777 & ~mask)  # as a folder made by mkdir, not mkdtemp's private one
+        if not final.exists():
+            os.rename(new, final)
+        elif not _exchange(new, final):  # after an exchange, the old page sits where the new one was built
+            old = new.with_name(new.name.replace(".new-", ".old-"))
+            os.rename(final, old)
+            os.rename(new, final)
+            new = old
     finally:
         shutil.rmtree(new, ignore_errors=True)
-
-
-def swap_in(new: Path, final: Path) -> None:
-    """``new`` (a folder) becomes ``final``; the folder that was there is removed after the swap."""
-    mask = os.umask(0)
-    os.umask(mask)
-    new.chmod(0o777 & ~mask)  # as a folder made by mkdir, not mkdtemp's private one
-    if not final.exists():
-        os.rename(new, final)
-        return
-    old = new  # after an exchange, the old page sits where the new one was built
-    if not _exchange(new, final):
-        old = new.with_name(new.name.replace(".new-", ".old-"))
-        os.rename(final, old)
-        os.rename(new, final)
-    shutil.rmtree(old, ignore_errors=True)

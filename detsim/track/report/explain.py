@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+import numpy as np
+
 from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.workloads import reduced
@@ -25,8 +27,8 @@ from detsim.track.compare import op_streams
 from detsim.track.compare.firstdiff import compare_commits, compare_records
 from detsim.track.report import profile
 from detsim.track.compare.manifest import write_manifest
-from detsim.track.report.sides import Side, commits_between, count_at, first_change, image_at, one_minus_r, \
-    prepare_side, run_side_job, subject, trace_at, trace_sentence, worst_pixel
+from detsim.track.report.sides import Side, commits_between, count_at, first_change, one_minus_r, prepare_side, \
+    run_side_job, subject, trace_sentence, worst_pixel
 from detsim.track.report.page import departure_facts, number_text
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.runtime import environment
@@ -50,6 +52,11 @@ class Job:
     @property
     def name(self) -> str:
         return f"{self.kind}-{self.workload}" + (f"-{self.axis}" if self.axis else "")
+
+    def as_json(self, **given) -> dict:
+        """The job as its explanation's record names it; ``given``: what the explanation found (the full hashes)."""
+        return {"kind": self.kind, "last_good": self.last_good, "first_bad": self.first_bad,
+                "workload": self.workload, "origin": self.origin, **given}
 
 
 @dataclass
@@ -94,6 +101,11 @@ def _side_file(folder: Path, kind: str, side: Side, suffix: str) -> Path:
     return out
 
 
+def _at(side: Side, job: Job, what: str, golden: Path, folder: Path, kind: str, suffix: str, **more) -> Path:
+    """The file the side job ``what`` of ``job``'s workload writes at ``side``, kept in ``folder/kind``."""
+    return run_side_job(side, what, job.workload, golden, _side_file(folder, kind, side, suffix), cwd=folder, **more)
+
+
 def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: bool = True, top: int = 10) -> dict:
     """Run ``job``; its outputs go to ``folder``; returns the JSON record, whose ``answer`` is one paragraph."""
     with tempfile.TemporaryDirectory(prefix="detsim-explain-") as scratch:
@@ -115,8 +127,7 @@ def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, 
     act = ("make that op reproducible (a fixed seed, a fixed summation order, no dependence on the thread count or "
            "on the process: docs/determinism.md); never store these images as a baseline "
            "(`detsim-track baselines --refresh` refuses them)")
-    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": side.commit, "workload": job.workload,
-                    "origin": job.origin, "axis": axis.name},
+    return {"job": job.as_json(first_bad=side.commit, axis=axis.name),
             "pair": {"old": side.commit, "new": side.commit, "subject": subject(root, side.commit)},
             "values": {}, "changed": report.diverged,
             "details": {"verdict": report.verdict(), "first": op_streams.first_record(report)},
@@ -137,8 +148,7 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
 
     good_value, bad_value = value_at(good), value_at(between[-1])
     bad = is_bad(job.kind, good_value)
-    record = {"job": {"kind": job.kind, "last_good": good, "first_bad": between[-1], "workload": job.workload,
-                      "origin": job.origin}, "commits_between": between}
+    record = {"job": job.as_json(last_good=good, first_bad=between[-1]), "commits_between": between}
     if not bad(bad_value):
         record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
         record["answer"] = (f"{_what(job)} does not change from {good[:8]} to {between[-1][:8]} on this machine "
@@ -173,7 +183,7 @@ def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, 
     if job.kind == "cost":
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
-    image = image_at(side, job.workload, golden, _side_file(folder, "images", side, ".npy"), cwd=folder)
+    image = np.load(_at(side, job, "image", golden, folder, "images", ".npy"))
     if job.kind == "parity":
         return one_minus_r(image, job.workload, golden), {"image": image}
     return image_sha256(image), {"image": image}
@@ -190,12 +200,7 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     write_json(folder / "profile_diff.json", diff)
     atomic_write_text(folder / "profile_diff.svg", profile.svg_bars(
         diff["rows"], f"Ir change of {job.workload}, {old.short} -> {new.short} (top {top})", top))
-    ops = []
-    for side in (old, new):
-        out = _side_file(folder, "ops", side, ".json")
-        run_side_job(side, {"job": "ops", "workload": job.workload, "out": str(out), "golden_dir": str(golden)},
-                     cwd=folder)
-        ops.append(json.loads(out.read_text()))
+    ops = [json.loads(_at(side, job, "ops", golden, folder, "ops", ".json").read_text()) for side in (old, new)]
     changes = profile.diff_ops(*ops)
     write_json(folder / "ops_diff.json", changes)
     op_lines = profile.format_op_changes(changes, top)
@@ -216,7 +221,7 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [trace_at(side, job.workload, pixel, golden, _side_file(folder, "traces", side, ".log"), cwd=folder)
+    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=list(pixel)).read_text()
              for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
@@ -260,12 +265,12 @@ def departure_answer(job: Job, record: Mapping, sentence: str, map_lines: list[s
     """The explanation of a target's parity finding, from where its image departs from the reference at the
     first bad commit (``record``: as ``detsim.track.target.departure.departure`` makes it, stored when the
     commit was recorded; ``sentence`` and ``map_lines``: that module's words and map of it)."""
-    worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} (ratio {number_text(w['ratio'])})"
-             for w in record["worst"]]
-    return {"job": {"kind": job.kind, "last_good": job.last_good, "first_bad": job.first_bad, "workload": job.workload,
-                    "origin": job.origin}, "commits_between": [], "changed": True,
+    worst = [f"  (s={w['s']}, f={w['f']}): {number_text(w['target'])} against {number_text(w['reference'])} "
+             f"(ratio {number_text(w['ratio'])})" for w in record["worst"]]
+    return {"job": job.as_json(), "commits_between": [], "changed": True,
             "details": {"departure": dict(record),
-                        "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):", *worst]},
+                        "lines": [*map_lines, departure_facts(record), "worst pixels (target against reference):",
+                                  *worst]},
             "answer": f"the image of {job.workload} at {job.first_bad[:8]} departs from the reference: {sentence}. "
                       "Next: trace the quantities of one of the worst pixels in both programs."}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Mapping, Sequence
 
-from detsim.track.base.exitcodes import ExitCode, worst as worst_exit
+from detsim.track.base.exitcodes import MEANING, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
@@ -185,15 +185,13 @@ class Frame:
     bottom: float = HEIGHT - 14
 
 
-def log_y(value: float, frame: Frame = Frame()) -> tuple[float, bool]:
-    """The y of 1 - r = ``value`` on the log axis, and whether it was clamped to the floor (values at or
-    below :data:`FLOOR`, 0 and negatives included) or to the top."""
-    if value <= FLOOR:
-        return frame.bottom, True
-    if value >= TOP:
-        return frame.top, value > TOP
+def log_y(value: float, frame: Frame = Frame()) -> float:
+    """The y of 1 - r = ``value`` on the log axis, clamped to the floor (values at or below :data:`FLOOR`, 0 and
+    negatives included) and to the top."""
+    if value <= FLOOR or value >= TOP:
+        return frame.bottom if value <= FLOOR else frame.top
     share = (math.log10(value) - math.log10(FLOOR)) / (math.log10(TOP) - math.log10(FLOOR))
-    return frame.bottom - share * (frame.bottom - frame.top), False
+    return frame.bottom - share * (frame.bottom - frame.top)
 
 
 def x_of(index: int, count: int, frame: Frame = Frame()) -> float:
@@ -224,11 +222,11 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
         title = f'<a href="{escape(href)}">{title}</a>'
     out.append(f'<text x="{frame.left}" y="12" class="title">{title}</text>')
     for tick in TICKS:
-        y, _ = log_y(tick, frame)
+        y = log_y(tick, frame)
         label = "1" if tick == 1 else f"1e{round(math.log10(tick))}"
         out.append(f'<line x1="{frame.left}" x2="{frame.right}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
         out.append(f'<text x="{frame.left - 3}" y="{y + 3:.1f}" class="tick">{"&lt;=" * (tick == FLOOR)}{label}</text>')
-    y, _ = log_y(ACCEPT, frame)
+    y = log_y(ACCEPT, frame)
     out.append(f'<line x1="{frame.left}" x2="{frame.right}" y1="{y:.1f}" y2="{y:.1f}" class="acceptance" '
                f'data-value="{ACCEPT:.6g}"><title>acceptance line: 1 - r = {ACCEPT:.4g} (r &gt;= {PARITY_MIN_R})</title></line>')
     out.append(f'<text x="{frame.left + 3}" y="{y - 3:.1f}" class="accept-label">r &gt;= {PARITY_MIN_R}</text>')
@@ -242,7 +240,7 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
             if value is None:
                 dots.append(f'<text x="{x:.1f}" y="{frame.bottom + 4:.1f}" class="failed">x<title>{where}: failed</title></text>')
             continue
-        y, _ = log_y(value, frame)
+        y = log_y(value, frame)
         lines[-1].append(f"{x:.1f},{y:.1f}")
         kind = "floor" if value <= FLOOR else "bad" if value > ACCEPT else "ok"
         dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" class="pt {kind}">'
@@ -426,8 +424,6 @@ def commits_table(commits: Sequence[str], subjects: Mapping[str, str]) -> str:
     return f'<h2>Recorded commits (newest first)</h2><table class="commits">{rows}</table>'
 
 
-VERDICT_WORDS = {ExitCode.OK: "all good", ExitCode.REGRESSED: "something regressed",
-                 ExitCode.UNMEASURED: "something could not be measured"}
 SERVE_HINT = ('<p class="hint">This page needs no network and opens from disk. asv\'s interactive graphs '
               '(<a href="index.html">index.html</a>, and the links below) load their data over HTTP: serve this '
               "folder with <code>.venv/bin/asv preview</code> or <code>python -m http.server -d reports/html "
@@ -450,7 +446,7 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
     return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
             f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
             f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({VERDICT_WORDS.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
+            f"({MEANING.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
             f"{parity_section(history, subjects, graph_href)}"
@@ -498,7 +494,7 @@ def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Map
                      for m, why in ((verdict.get("not_judged") or {}).items() if whole else ()))
     toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in picked)
     body = (f"<h1>detsim: the latest verdict on {len(picked)} machines</h1>"
-            f'<p class="meta">verdict: exit {escape(str(code))} ({VERDICT_WORDS.get(code, "?")}); machines: {toc}</p>'
+            f'<p class="meta">verdict: exit {escape(str(code))} ({MEANING.get(code, "?")}); machines: {toc}</p>'
             + SERVE_HINT + f'<h2>Do the machines agree?</h2><ul class="agreement">{agree}{failed}</ul>'
             + "".join(f'<h2 id="machine-{escape(m)}">Machine {escape(m)}</h2>{section}'
                       for m, section in zip(picked, sections)))

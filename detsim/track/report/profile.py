@@ -50,7 +50,8 @@ def function_counts(callgrind_file: Path) -> dict[str, int]:
 
 
 def short_name(entry: str, width: int = 90) -> str:
-    """A readable name: without the source file and library, a template callback reduced to its kernel."""
+    """A readable name: without the source file and library, a template callback longer than ``width``
+    reduced to its kernel."""
     name = _LIB.sub("", entry)
     head, sep, tail = name.partition(":")
     if sep and not head.endswith(":") and not tail.startswith(":") and ("/" in head or head == "???" or "." in head):
@@ -114,16 +115,13 @@ def svg_bars(rows: list[dict], title: str, top: int = 10) -> str:
     return "\n".join(parts) + "\n"
 
 
-def short_site(where: str) -> str:
-    """``/tmp/x/detsim/rendering/engine.py:12 in render`` -> ``detsim/rendering/engine.py:12 in render``."""
+def short_site(where: str, line: bool = True) -> str:
+    """``/tmp/x/detsim/rendering/engine.py:12 in render`` -> ``detsim/rendering/engine.py:12 in render``; without
+    its ``line`` number (``detsim/rendering/engine.py in render``), what matches a call site across commits."""
     match = SITE.match(where or "")
-    return f"{match[1]}:{match[2]} in {match[3]}" if match else (where or "?")
-
-
-def site_key(where: str) -> str:
-    """A call site without its line number: ``detsim/rendering/engine.py in render``."""
-    match = SITE.match(where or "")
-    return f"{match[1]} in {match[3]}" if match else (where or "?")
+    if not match:
+        return where or "?"
+    return f"{match[1]}:{match[2]} in {match[3]}" if line else f"{match[1]} in {match[3]}"
 
 
 def count_ops(fn: Callable[[], object]) -> list[dict]:
@@ -156,7 +154,7 @@ def diff_ops(old: list[dict], new: list[dict]) -> list[dict]:
     def grouped(rows):
         out: dict[tuple[str, str], dict] = {}
         for row in rows:
-            key = (row["op"], site_key(row["site"]))
+            key = (row["op"], short_site(row["site"], line=False))
             slot = out.setdefault(key, {"site": row["site"], "calls": 0, "elements": 0})
             slot["calls"] += row["calls"]
             slot["elements"] += row["elements"]

@@ -60,13 +60,17 @@ def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None)
     return Side(sha, dest, python or benchmark_python(root))
 
 
-def run_side_job(side: Side, job: dict, *, cwd: Path, timeout: float = 900) -> None:
-    """Do ``job`` (:func:`do_job`) at ``side`` (run in ``cwd``); raises :class:`SideError`, one line."""
+def run_side_job(side: Side, job: str, workload: str, golden: Path | None, out: Path, *, cwd: Path,
+                 timeout: float = 900, **more) -> Path:
+    """Do ``job`` of ``workload`` (:func:`do_job`; ``more``: its other fields) at ``side``, run in ``cwd``; the
+    file it wrote, ``out``. Raises :class:`SideError`, one line."""
+    asked = {"job": job, "workload": workload, "out": str(out), "golden_dir": golden and str(golden), **more}
     try:
-        run_job(SIDE_JOB, job, python=side.python, path=(side.package_dir,), cwd=cwd, timeout=timeout,
-                env=PINNED, what=f"{job['job']} {job['workload']}")
+        run_job(SIDE_JOB, asked, python=side.python, path=(side.package_dir,), cwd=cwd, timeout=timeout,
+                env=PINNED, what=f"{job} {workload}")
     except ChildError as exc:
         raise SideError(f"{side.short}: {exc}") from None
+    return out
 
 
 def commits_between(root: Path, last_good: str, first_bad: str) -> list[str]:
@@ -93,12 +97,6 @@ def count_at(side: Side, workload: str, golden: Path, out_dir: Path) -> Count:
     """The instructions of one render of ``workload`` at ``side`` (the callgrind file kept in ``out_dir``)."""
     return count_spec(CostSpec(workload), root=golden.parent.parent, out_dir=out_dir, package_dir=side.package_dir,
                       cwd=out_dir)
-
-
-def image_at(side: Side, workload: str, golden: Path, out: Path, cwd: Path) -> np.ndarray:
-    """The float64 image of ``workload`` rendered by ``side``'s core, saved to ``out`` (.npy)."""
-    run_side_job(side, {"job": "image", "workload": workload, "out": str(out), "golden_dir": str(golden)}, cwd=cwd)
-    return np.load(out)
 
 
 def one_minus_r(image: np.ndarray, workload: str, golden: Path) -> float:
@@ -161,13 +159,6 @@ def worst_pixel(old: np.ndarray, new: np.ndarray, reference: np.ndarray | None =
         delta = np.abs(new.astype(np.float64) - reference.astype(np.float64))
     s, f = np.unravel_index(int(np.argmax(delta)), delta.shape)
     return int(s), int(f)
-
-
-def trace_at(side: Side, workload: str, pixel: tuple[int, int], golden: Path, out: Path, cwd: Path) -> str:
-    """The ``TRACE_PY:`` lines of ``pixel`` at ``side`` (also written to ``out``)."""
-    run_side_job(side, {"job": "trace", "workload": workload, "pixel": list(pixel), "out": str(out),
-                        "golden_dir": str(golden)}, cwd=cwd)
-    return out.read_text()
 
 
 def _values(values) -> str:

@@ -13,7 +13,7 @@ from detsim.track.base.golden import GoldenCase, find_case
 from detsim.track.base import hashing
 from detsim.track.base.runtime import thread_count
 from detsim.track.base import golden_hashes
-from detsim.track.base.golden_hashes import failure_text, machine_class, render_hashes
+from detsim.track.base.golden_hashes import machine_class, render_hashes
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
@@ -78,8 +78,10 @@ def test_an_unavailable_path_raises():
         render_hashes([], mode="warp")
 
 
-def test_failures_are_one_line_and_the_machine_class_is_the_renders():
-    assert failure_text(ValueError("first\nsecond")) == "ValueError: first"
-    assert failure_text(KeyError()) == "KeyError: "
+def test_failures_are_one_line_and_the_machine_class_is_the_renders(monkeypatch):
+    raised = iter([ValueError("first\nsecond"), KeyError()])
+    monkeypatch.setattr(golden_hashes, "case_sha256", lambda case, mode: (_ for _ in ()).throw(next(raised)))
+    a01, c02 = find_case("a01", GOLDEN), find_case("c02", GOLDEN)
+    assert dict(render_hashes([a01, c02]).failures) == {a01.id: "ValueError: first", c02.id: "KeyError: "}
     here = machine_class()
     assert (here.threads, here.dtype, here.device) == (1, "float64", "cpu") and here.torch == torch.__version__

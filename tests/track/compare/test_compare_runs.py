@@ -114,7 +114,7 @@ def test_every_engine_mode_is_an_axis_and_unavailable_ones_are_skipped():
         calls.append(mode)
         return {"image": torch.zeros(2, 2, dtype=dtype)}
 
-    target = dataclasses.replace(resolve_command_line(TINY), runner=fake)
+    target = dataclasses.replace(resolve_command_line(TINY), run=fake)
     assert target.modes == tuple(MODES)
     matrix = matrix_of([target], modes=list(MODES), dtypes=["float64"], threads=[1], repeats=1)
     ran = {r.config.mode for r in matrix.runs if r.status == "ok"}

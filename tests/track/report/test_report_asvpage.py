@@ -13,10 +13,11 @@ from urllib.parse import unquote
 import pytest
 
 from detsim.track.judge import confirm
+from detsim.track.judge.finding import flags
 from detsim.track.report import asvpage
 from detsim.track.report.asvpage import ASSETS, ITEM, LIST, NPM_CACHE, TabError, _graph_path, add_status_link, \
-    building, fetch_missing, flagged, graph_url, has_tab, local_path, param_values, read_index, remote_loads, \
-    rewrite, swap_in, tab, tab_json, vendor_pages
+    fetch_missing, graph_url, local_path, read_index, remote_loads, replacing, rewrite, tab, tab_json, \
+    vendor_pages
 from detsim.track.judge.analysis import analyse
 
 from publish_assets import asv_published, fake_asset_cache
@@ -42,9 +43,11 @@ def _parse_hash(url: str) -> tuple[str, dict[str, list[str]]]:
 
 
 def test_parameter_values_are_asv_own_texts():
-    assert param_values(SWEEP, "(pixels=256, dtype='float64')") == {"pixels": "256", "dtype": "'float64'"}
-    assert param_values(SWEEP, "(pixels=512, dtype='float64')") is None
-    assert param_values({"params": []}, "") == {}
+    _, params = _parse_hash(graph_url("bench_engine.EngineSweep.time_simulate", "(pixels=256, dtype='float64')",
+                                      BENCHMARKS))
+    assert params == {"p-pixels": ["256"], "p-dtype": ["'float64'"]}
+    assert graph_url("bench_engine.EngineSweep.time_simulate", "(pixels=512, dtype='float64')", BENCHMARKS) == \
+        "index.html#bench_engine.EngineSweep.time_simulate"
 
 
 def test_a_parametrized_graph_selects_its_series_and_highlights_the_commits():
@@ -114,9 +117,10 @@ def test_graph_paths_are_asvs():
 def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasured_as):
     root, html, asvs = published
     report, stored = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
-    listed = tab(stored, read_index(html), html)
+    listed = tab(stored, read_index(html)[0], html)
     names = [entry[0] for entry in listed.entries]
-    assert len(names) == len(flagged(stored)) == sum(f.is_verdict for f in report.regressions) == 6
+    flagged = [r for verdict in stored.values() for r in verdict["regressions"] if flags(r)]
+    assert len(names) == len(flagged) == sum(f.is_verdict for f in report.regressions) == 6
     assert "bench_engine.Throughput.track_pixel_steps_per_second" in names  # asv's page does not judge it
     own = {entry[0]: entry for entry in asvs}
     for entry in listed.entries:
@@ -132,7 +136,7 @@ def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasu
 def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(published, remeasured_as):
     root, html, asvs = published
     report, stored = _verdict(root, remeasured_as, 1.0)  # re-measuring finds no step: noise
-    listed = tab(stored, read_index(html), html)
+    listed = tab(stored, read_index(html)[0], html)
     assert {e[0] for e in asvs} - {e[0] for e in listed.entries} == {
         "bench_engine.EngineSweep.time_simulate(128, 'float64')", "bench_engine.EngineSweep.time_simulate(256, 'float64')"}
     assert not any(e[0].startswith("bench_engine.") for e in listed.entries)
@@ -144,7 +148,7 @@ def test_timing_steps_found_to_be_noise_are_not_listed_and_the_feed_follows(publ
 def test_a_finding_the_page_has_no_graph_of_is_named_not_listed(published, remeasured_as, tmp_path):
     root, html, _ = published
     report, stored = _verdict(root, remeasured_as, 1.0)
-    index = read_index(html)
+    index, _ = read_index(html)
     index = {**index, "graph_param_list": [{**p, "machine": "elsewhere"} for p in index["graph_param_list"]]}
     listed = tab(stored, index, html)
     assert listed.entries == () and len(listed.missing) == 3
@@ -160,12 +164,12 @@ def test_files_that_are_not_asvs_are_refused(tmp_path, name, text, message):
     (tmp_path / "index.json").write_text(json.dumps({k: {} for k in ("revision_to_hash", "benchmarks", "params")}
                                                     | {"graph_param_list": []}))
     (tmp_path / "regressions.json").write_text('{"regressions": []}')
-    assert has_tab(tmp_path) and read_index(tmp_path)["graph_param_list"] == []
+    assert read_index(tmp_path)[0]["graph_param_list"] == []
     (tmp_path / name).write_text(text)
     with pytest.raises(TabError) as raised:
         read_index(tmp_path)
     assert message in str(raised.value) and str(tmp_path / name) in str(raised.value)
-    assert not has_tab(tmp_path / "nothing")
+    assert read_index(tmp_path / "nothing") == (None, {})
 
 
 def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_path, remeasured_as):
@@ -184,7 +188,7 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
     judgement = confirm.confirm(analyse(root), root)
-    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html), html)
+    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html)[0], html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)
     for entry in listed.entries:
@@ -227,8 +231,7 @@ def test_vendor_pages_copies_the_files_and_rewrites_once(tmp_path):
     (html / "index.html").write_text(PAGE)
     (html / "error.html").write_text("<html>no scripts</html>")
     fake_asset_cache(cache)
-    done = vendor_pages(html, cache, npm="/nonexistent/npm")  # everything cached: npm is not needed
-    assert done.problem is None and done.pages == ("index.html",)
+    assert vendor_pages(html, cache, npm="/nonexistent/npm") is None  # everything cached: npm is not needed
     text = (html / "index.html").read_text()
     assert remote_loads(text) == []
     for address in (JQUERY, CSS):
@@ -236,8 +239,7 @@ def test_vendor_pages_copies_the_files_and_rewrites_once(tmp_path):
         copy = html / local_path(spec, member)
         assert f'"{local_path(spec, member)}"' in text and copy.read_text() == f"/* {spec} {member} */"
     assert (html / "error.html").read_text() == "<html>no scripts</html>"
-    again = vendor_pages(html, cache, npm="/nonexistent/npm")
-    assert again.pages == () and again.problem is None and (html / "index.html").read_text() == text
+    assert vendor_pages(html, cache, npm="/nonexistent/npm") is None and (html / "index.html").read_text() == text
 
 
 def test_without_npm_or_cache_the_page_is_left_and_one_line_says_why(tmp_path):
@@ -245,8 +247,8 @@ def test_without_npm_or_cache_the_page_is_left_and_one_line_says_why(tmp_path):
     html.mkdir()
     (html / "index.html").write_text(PAGE)
     fake_asset_cache(cache, specs={"jquery@3.3.1"})
-    done = vendor_pages(html, cache, npm="/nonexistent/npm")
-    assert done.pages == () and "bootstrap@3.1.1" in done.problem and "\n" not in done.problem
+    problem = vendor_pages(html, cache, npm="/nonexistent/npm")
+    assert "bootstrap@3.1.1" in problem and "\n" not in problem
     assert (html / "index.html").read_text() == PAGE and not (html / "vendor").exists()
     assert fetch_missing(cache, ["jquery@3.3.1"], npm="/nonexistent/npm") is None
 
@@ -257,8 +259,7 @@ def test_an_unknown_cdn_address_leaves_that_page_alone(tmp_path):
     odd = PAGE.replace("</head>", '<script src="https://cdn.example.org/new-lib.js"></script></head>')
     (html / "index.html").write_text(odd)
     fake_asset_cache(cache)
-    done = vendor_pages(html, cache, npm="/nonexistent/npm")
-    assert done.pages == () and "https://cdn.example.org/new-lib.js" in done.problem
+    assert "https://cdn.example.org/new-lib.js" in vendor_pages(html, cache, npm="/nonexistent/npm")
     assert (html / "index.html").read_text() == odd
 
 
@@ -296,9 +297,8 @@ def test_the_new_folder_replaces_the_old_whole(tmp_path, monkeypatch, exchange):
     html = tmp_path / "html"
     _page(html, "old")
     (html / "stale.json").write_text("from the old page")
-    with building(html) as new:
+    with replacing(html) as new:
         _page(new, "new")
-        swap_in(new, html)
     assert sorted(p.name for p in html.iterdir()) == ["index.html"] and (html / "index.html").read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["html"]
     assert html.stat().st_mode & 0o777 == 0o777 & ~_umask()
@@ -306,9 +306,8 @@ def test_the_new_folder_replaces_the_old_whole(tmp_path, monkeypatch, exchange):
 
 def test_a_first_page_is_renamed_into_place(tmp_path):
     html = tmp_path / "reports" / "html"
-    with building(html) as new:
+    with replacing(html) as new:
         _page(new, "first")
-        swap_in(new, html)
     assert (html / "index.html").read_text() == "first" and [p.name for p in html.parent.iterdir()] == ["html"]
 
 
@@ -316,7 +315,7 @@ def test_a_failed_build_leaves_the_old_folder_and_nothing_beside_it(tmp_path):
     html = tmp_path / "html"
     _page(html, "old")
     with pytest.raises(OSError):
-        with building(html) as new:
+        with replacing(html) as new:
             _page(new, "half")
             raise OSError(28, "No space left on device")
     assert (html / "index.html").read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["html"]

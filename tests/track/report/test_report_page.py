@@ -140,18 +140,18 @@ FRAME = Frame(left=0, right=100, top=0, bottom=160)  # 16 decades over 160 units
 
 
 def test_log_y_places_decades_evenly_and_clamps_at_the_floor():
-    assert log_y(1.0, FRAME) == (0, False)
-    assert log_y(1e-8, FRAME) == (pytest.approx(80), False)
-    assert log_y(1e-9, FRAME)[0] == pytest.approx(90)  # a tenth of 1e-8 is one decade lower
+    assert log_y(1.0, FRAME) == 0
+    assert log_y(1e-8, FRAME) == pytest.approx(80)
+    assert log_y(1e-9, FRAME) == pytest.approx(90)  # a tenth of 1e-8 is one decade lower
+    assert log_y(1e-16 * 1.0001, FRAME) < 160  # just above the floor is drawn above it
     for at_or_below in (FLOOR, 0.0, -1e-12, 1e-20):
-        assert log_y(at_or_below, FRAME) == (160, True)
-    assert log_y(1.5, FRAME) == (0, True)  # r < 0: clamped to the top
+        assert log_y(at_or_below, FRAME) == 160
+    assert log_y(1.5, FRAME) == 0  # r < 0: clamped to the top
 
 
 def test_the_acceptance_line_is_the_metrics_one():
     assert ACCEPT == 1 - PARITY_MIN_R
-    y, clamped = log_y(ACCEPT, FRAME)
-    assert not clamped and y == pytest.approx(-10 * math.log10(ACCEPT))
+    assert log_y(ACCEPT, FRAME) == pytest.approx(-10 * math.log10(ACCEPT))
 
 
 def test_ticks_x_and_labels():
@@ -171,10 +171,10 @@ def test_the_svg_draws_floor_points_hollow_the_acceptance_line_and_breaks_at_gap
     frame = Frame()
     assert svg.startswith("<svg") and svg.endswith("</svg>") and 'class="parity worst"' in svg
     [line] = re.findall(r'<line [^>]*class="acceptance"[^>]*>', svg)
-    assert f'y1="{log_y(ACCEPT)[0]:.1f}"' in line and 'data-value="0.0005"' in line
+    assert f'y1="{log_y(ACCEPT):.1f}"' in line and 'data-value="0.0005"' in line
     assert _ys(svg, "floor") == [frame.bottom]  # 0 sits on the floor, hollow
-    assert _ys(svg, "ok") == [pytest.approx(log_y(1e-9)[0], abs=0.05)]
-    assert _ys(svg, "bad") == [pytest.approx(log_y(0.03)[0], abs=0.05)]  # past the line
+    assert _ys(svg, "ok") == [pytest.approx(log_y(1e-9), abs=0.05)]
+    assert _ys(svg, "bad") == [pytest.approx(log_y(0.03), abs=0.05)]  # past the line
     assert svg.count('class="failed"') == 1  # the failed commit; the skipped one is not drawn
     assert svg.count("<polyline") == 1  # 0 -> 1e-9 joined; the gap breaks the line before 0.03
     assert "eeeeeeee Plant a break: 1 - r = 0.03" in svg and "&lt;=1e-16" in svg

@@ -13,8 +13,8 @@ import pytest
 from detsim.track.base.fresh import PINNED, pinned_env, run
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.report import sides
-from detsim.track.report.sides import SideError, commits_between, config_of, do_job, first_change, image_at, \
-    one_minus_r, prepare_side, run_side_job, subject, trace_sentence, worst_pixel
+from detsim.track.report.sides import SideError, commits_between, config_of, do_job, first_change, one_minus_r, \
+    prepare_side, run_side_job, subject, trace_sentence, worst_pixel
 
 from explain_history import git
 
@@ -56,10 +56,13 @@ def test_a_side_job_is_pinned_and_a_failing_one_is_one_line_naming_the_commit(ti
     repo, shas = tiny_repo
     side = prepare_side(repo, shas[1], tmp_path / "side", python=sys.executable)
     with pytest.raises(SideError, match=f"^{shas[1][:8]}: image P1@8 exited 1: [A-Za-z]*Error: "):
-        run_side_job(side, {"job": "image", "workload": "P1@8", "out": str(tmp_path / "i.npy")}, cwd=tmp_path)
+        run_side_job(side, "image", "P1@8", None, tmp_path / "i.npy", cwd=tmp_path)
     asked = {}
-    monkeypatch.setattr(sides, "run_job", lambda entry, job, **how: asked.update(how, entry=entry))
-    run_side_job(side, {"job": "ops", "workload": "c02"}, cwd=tmp_path, timeout=5)
+    monkeypatch.setattr(sides, "run_job", lambda entry, job, **how: asked.update(how, entry=entry, job=job))
+    assert run_side_job(side, "trace", "c02", ROOT, tmp_path / "t.log", cwd=tmp_path, timeout=5, pixel=[1, 2]) == \
+        tmp_path / "t.log"
+    assert asked["job"] == {"job": "trace", "workload": "c02", "out": str(tmp_path / "t.log"), "golden_dir": str(ROOT),
+                            "pixel": [1, 2]}
     assert asked["entry"] == sides.SIDE_JOB and asked["path"] == (side.package_dir,) and asked["env"] == PINNED
     assert (asked["python"], asked["cwd"], asked["timeout"]) == (sys.executable, tmp_path, 5)
 
@@ -84,7 +87,7 @@ def test_one_minus_r_is_zero_for_nanobraggs_own_image_and_rises_with_a_change():
 
 def test_a_side_renders_in_its_own_process(tmp_path):
     side = prepare_side(ROOT, "HEAD", tmp_path / "side", python=sys.executable)
-    image = image_at(side, "P1@8", golden_dir(ROOT), tmp_path / "i.npy", cwd=tmp_path)
+    image = np.load(run_side_job(side, "image", "P1@8", golden_dir(ROOT), tmp_path / "i.npy", cwd=tmp_path))
     assert image.shape == (8, 8) and (tmp_path / "i.npy").is_file()
 
 
