@@ -1,16 +1,15 @@
-"""Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: it is compiled for a CUDA target
-and its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX ``atom.``/``red.``). A kernel
-without them sums each pixel in one program, in one order, so its results cannot depend on which program runs
-first. Compiling needs no GPU (Triton's own LLVM and ptxas); on a CUDA device the target is that device's."""
+"""Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: it is compiled
+for a CUDA target and its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX
+``atom.``/``red.``). A kernel without them sums each pixel in one program, in one order, so its results cannot
+depend on which program runs first. Compiling needs no GPU (Triton's own LLVM and ptxas); on a CUDA device the
+target is that device's. Input: the job {"device"}; output: each variant's atomics (:func:`judge` judges them)."""
 
 from __future__ import annotations
 
 import re
 
-
 from detsim.track.base.status import Status
 
-ENTRY = "detsim.track.gpu.atomics:atomics_job"
 PTX_ATOMIC = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:atom|red)\.[\w.]+)", re.M)  # atomic and reduction instructions
 TTIR_ATOMIC = re.compile(r"\btt\.atomic_\w+")
 DRY_TARGET = ("cuda", 90, 32)  # an H100's: backend, compute capability, warp size

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import ChildError, Finished, run, run_job
 from detsim.track.base.status import Status
 
