@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, Sequence, TypeVar
+from typing import Callable, Generic, Sequence, TypeVar
 
 from detsim.track.base.git import resolve
 from detsim.track.base.fresh import HERE, ChildError, pinned_env, run
@@ -46,7 +46,7 @@ BACKEND_MISSING = "BackendUnavailable"
 
 
 class BuildError(RuntimeError):
-    """A commit that cannot be exported or installed (one line naming it)."""
+    """A commit that cannot be exported, installed or measured (one line naming it)."""
 
 
 @dataclass(frozen=True)
@@ -248,12 +248,27 @@ def source_key(root: Path, commit: str, export: Sequence[str] | None) -> str | N
     return None if None in trees else " ".join(trees)
 
 
+@dataclass(frozen=True)
+class Measured(Generic[T]):
+    """One commit's results: measured, taken from a twin, or not built (``results`` None: ``build_error`` says
+    why)."""
+
+    commit: str
+    results: T | None = None
+    reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
+    reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
+    build_error: str | None = None
+    build_s: float | None = None
+    keys: tuple[str, ...] = ()  # its reuse keys: the sources' (when the spec exports paths), the installed files'
+
+
 @dataclass
 class Reuse(Generic[T]):
     """Results by key (a fingerprint or a source key), with the commit each was measured at."""
 
     measured: dict[str, tuple[str, T]] = field(default_factory=dict)
     reused: int = 0  # lookups answered from the table
+    builds: int = 0  # commits installed by :meth:`measure`
 
     def get(self, *keys: str | None) -> tuple[str, T] | None:
         """The (commit, results) stored under the first of ``keys`` that has some, counted as a reuse."""
@@ -267,3 +282,33 @@ class Reuse(Generic[T]):
         for key in keys:
             if key is not None:
                 self.measured.setdefault(key, (commit, results))
+
+    def measure(self, builder: Builder, commit: str, measure: Callable[[Installation], T], folder: Path | None = None,
+                done: Callable[[Installation], None] = lambda installed: None) -> Measured[T]:
+        """``commit``'s results by the reuse rule (module docstring): a twin's, found by its sources before any
+        build or by its installed files after one, else ``measure`` of its installation (into ``folder``),
+        stored under both keys. ``done`` gets the installation at the end; a :class:`BuildError` of the build or
+        of ``measure`` is the commit's ``build_error``."""
+        source = source_key(builder.spec.root, commit, builder.spec.export)
+        hit = self.get(source)
+        if hit is not None:
+            return Measured(commit, hit[1], hit[0], "sources", keys=(source,))
+        self.builds += 1
+        try:
+            installed = builder.install(commit, folder)
+        except BuildError as exc:
+            return Measured(commit, build_error=str(exc))
+        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
+        try:
+            hit = self.get(installed.fingerprint)
+            if hit is not None:
+                self.put(hit[0], hit[1], source)
+                return Measured(installed.commit, hit[1], hit[0], "installed files", build_s=installed.seconds,
+                                keys=keys)
+            results = measure(installed)
+            self.put(installed.commit, results, *keys)
+            return Measured(installed.commit, results, build_s=installed.seconds, keys=keys)
+        except BuildError as exc:
+            return Measured(commit, build_error=str(exc))
+        finally:
+            done(installed)
