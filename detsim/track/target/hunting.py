@@ -153,10 +153,10 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     """The first commit after ``good`` up to ``bad`` where ``criterion`` turns (see the module docstring)."""
     try:
         between = commits_between(spec.root, good, bad)
+        commits = [resolve(spec.root, good), *between]
     except (SideError, CommitError) as exc:
         raise HuntError(str(exc)) from None
     prober = Prober(spec, [case], criterion.runs, scratch, in_turns=criterion.kind is Kind.SLOWER)
-    commits = [_resolved_good(spec.root, good), *between]
     result = Hunt(criterion, commits[0], commits[-1], len(commits))
     say(f"{len(commits)} commits from {commits[0][:8]} (good) to {commits[-1][:8]} (bad); bad when "
         f"{criterion.describe()}")
@@ -197,13 +197,6 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
 def _one(probe: Measured):
     """The rendering of a hunt's one case at a built commit."""
     return next(iter(probe.results.values()))
-
-
-def _resolved_good(root: Path, good: str) -> str:
-    try:
-        return resolve(root, good)
-    except CommitError as exc:
-        raise HuntError(str(exc)) from None
 
 
 def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Measured:
