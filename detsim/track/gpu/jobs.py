@@ -1,24 +1,10 @@
 """The device check's jobs: what runs inside a step's child process, and how its answer is judged.
 
 Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``deadline_s``, its soft deadline, and
-may keep what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns
-an answer into (:class:`Status`, one line of reason).
-
-- :func:`probe_job`: the machine (the suite's record of the environment; on CUDA the device's facts).
-- :func:`speed_job`: one path's speed: each workload's first render (cold: compile and set-up included) and its
-  best warm render in pixel·steps per second, the fixed cost of a call (a render so small that its time is
-  nearly all overhead), what one render launches, and the hashes of the first and last renders (the
-  determinism of one process).
-- :func:`parity_job`: one path's golden parity: every case (or the plan's few) rendered as the ``detsim``
-  command reads its arguments, against nanoBragg.c's image, with each image's sha256 (for the CUDA-against-CPU
-  comparison) and one render of the determinism workload (the second process of the path's determinism). The
-  compiled and Triton paths run their own kernel only where a case is fusable
-  (:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's code, so such a case is listed as
-  ``eager_code`` and not rendered again: the eager path's parity is its parity.
-- :func:`benchmarks_job`: the asv suite's device benchmarks (``benchmarks/bench_engine.py``'s ``PathThroughput``),
-  each set up and tracked as asv would, written under asv's name, parameters, unit and version so that they can
-  be entered into the asv history later (the GPU machines have no asv).
-"""
+keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
+answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
+(:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
+hashed (:func:`render`), and the asv suite's device benchmarks (:func:`benchmarks_job`)."""
 
 from __future__ import annotations
 
@@ -142,7 +128,11 @@ def judge_probe(data: dict) -> tuple[Status, str]:
 
 
 def speed_job(job: dict) -> dict:
-    """``job``: {"path": [mode, dtype], "device", "workloads": [names], "overhead": name, "warm_calls",
+    """Each workload's first render (cold: compile and set-up included) and its best warm render, the fixed cost
+    of a call (a render so small that its time is nearly all overhead), what one render launches, and the hashes
+    of the first and last renders (the determinism of one process).
+
+    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "overhead": name, "warm_calls",
     "threads" (CPU only; None: torch's default)}. A workload not started before the deadline is listed under
     ``not_measured``."""
     path, device, in_time = _started(job)
@@ -191,7 +181,13 @@ def judge_speed(data: dict) -> tuple[Status, str]:
 
 
 def parity_job(job: dict) -> dict:
-    """``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
+    """Every golden case (or the plan's few) rendered as the ``detsim`` command reads its arguments, against
+    nanoBragg.c's image, with its sha256 (for the CUDA-against-CPU comparison), and one render of the determinism
+    workload (the second process of the path's determinism). The compiled and Triton paths run their own kernel
+    only where a case is fusable (:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's
+    code, so such a case is listed as ``eager_code``, not rendered again: the eager path's parity is its parity.
+
+    ``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
     name or None, "threads" (CPU only)}. Cases not started before the deadline are listed under ``not_run``."""
     from detsim import config_from_argv
 
@@ -252,7 +248,10 @@ def judge_parity(data: dict) -> tuple[Status, str]:
 
 
 def benchmarks_job(job: dict) -> dict:
-    """``job``: {"root", "device", "workloads": names or None (all), "dtypes": names or None}."""
+    """``benchmarks/bench_engine.py``'s ``PathThroughput`` on this device, each set up and tracked as asv would,
+    under asv's name, parameters, unit and version, so that they can be entered into the asv history later (the
+    GPU machines have no asv). ``job``: {"root", "device", "workloads": names or None (all), "dtypes": names or
+    None}."""
     started = time.monotonic()
     sys.path.insert(0, job["root"])
     from benchmarks import bench_engine

@@ -58,19 +58,14 @@ class Installation:
     seconds: float  # export + venv + install, wall
 
 
-def heavy_paths() -> list[str]:
-    """This interpreter's site-packages folders and detsim's own package folder (asv's suite for a target
-    imports detsim): the layer every throwaway venv sees."""
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
-
-
 def layer_lines() -> str:
-    """The venv's ``.pth`` file: the layer's folders, and in the processes of a recording's asv suite (only
-    there) detsim's own package first: a commit that installs a package named ``detsim`` must not replace the
-    suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    """The venv's ``.pth`` file: the layer every throwaway venv sees (this interpreter's site-packages folders and
+    detsim's own package folder: asv's suite for a target imports detsim), and in the processes of a recording's
+    asv suite (only there) detsim's own package first: a commit that installs a package named ``detsim`` must not
+    replace the suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    paths = sysconfig.get_paths()
     first = f"import os, sys; os.environ.get({SUITE_VAR!r}) and sys.path.insert(0, {str(HERE)!r})\n"
-    return "".join(f"{p}\n" for p in heavy_paths()) + first
+    return "".join(f"{p}\n" for p in dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)])) + first
 
 
 class Builder:

@@ -43,13 +43,9 @@ class Prober:
         self.builder = Builder(spec, scratch)
         self.reuse: Reuse[Mapping[str, CaseRender]] = Reuse()
         self.renders = 0
-        self.rendered: dict[str, Mapping[str, CaseRender]] = {}  # commit -> what it came to, reused or not
 
     def at(self, commit: str) -> Measured:
-        probe = self.reuse.measure(self.builder, commit, self._render, done=self._done)
-        if probe.results is not None:
-            self.rendered[probe.commit] = probe.results
-        return probe
+        return self.reuse.measure(self.builder, commit, self._render, done=self._done)
 
     def _render(self, installed: Installation) -> dict[str, CaseRender]:
         rendered = {case.id: render_case(self.spec, case, installed.bin_dir, runs=self.runs, baseline=self.baseline)
@@ -157,15 +153,21 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     except (SideError, CommitError) as exc:
         raise HuntError(str(exc)) from None
     prober = Prober(spec, [case], criterion.runs, scratch, in_turns=criterion.kind is Kind.SLOWER)
+    probes: dict[str, Measured] = {}  # commit -> its measurement, every commit probed
+
+    def at(commit: str) -> Measured:
+        probes[commit] = prober.at(commit)
+        return probes[commit]
+
     result = Hunt(criterion, commits[0], commits[-1], len(commits))
     say(f"{len(commits)} commits from {commits[0][:8]} (good) to {commits[-1][:8]} (bad); bad when "
         f"{criterion.describe()}")
-    anchor = _end(prober, commits[0], "GOOD", result, say)
+    anchor = _end(at(commits[0]), "GOOD", result, say)
     why = criterion.unusable_good(_one(anchor).outcome)
     if why:
         raise HuntError(f"GOOD {commits[0][:8]} cannot anchor the criterion: {why}")
     good_outcome = _one(anchor).outcome
-    last = _end(prober, commits[-1], "BAD", result, say)
+    last = _end(at(commits[-1]), "BAD", result, say)
     judged = criterion.judge(good_outcome, _one(last).outcome)
     _log(result, say, last, judged, "BAD", len(commits) - 2)
     if judged.mark is Mark.SKIP:
@@ -175,10 +177,9 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
         _count(result, prober)
         say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")
         return result
-    probes: dict[str, Measured] = {}
 
     def judge(commit: str) -> Marking:
-        probe = probes[commit] = prober.at(commit)
+        probe = at(commit)
         if probe.results is None:
             return Marking(Mark.SKIP, f"does not build: {probe.build_error}")
         return criterion.judge(good_outcome, _one(probe).outcome)
@@ -190,7 +191,7 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     _count(result, prober)
     result.first_bad_subject = subject(spec.root, result.bisection.first_bad)
     if criterion.kind in (Kind.PARITY, Kind.CHANGED):
-        result.departure = _departure(criterion, prober, result.bisection)
+        result.departure = _departure(criterion, probes, result.bisection)
     return result
 
 
@@ -199,10 +200,9 @@ def _one(probe: Measured):
     return next(iter(probe.results.values()))
 
 
-def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Measured:
-    probe = prober.at(commit)
+def _end(probe: Measured, name: str, result: Hunt, say) -> Measured:
     if probe.results is None:
-        raise HuntError(f"{name} {commit[:8]} does not build: {probe.build_error}")
+        raise HuntError(f"{name} {probe.commit[:8]} does not build: {probe.build_error}")
     if name == "GOOD":
         _log(result, say, probe, Marking(Mark.GOOD, _one(probe).outcome.summary()), name, None)
     return probe
@@ -223,9 +223,9 @@ def _count(result: Hunt, prober: Prober) -> None:
     result.builds, result.renders, result.reused = prober.reuse.builds, prober.renders, prober.reuse.reused
 
 
-def _departure(criterion: Criterion, prober: Prober, bisection: FirstBad) -> dict | None:
+def _departure(criterion: Criterion, probes: Mapping[str, Measured], bisection: FirstBad) -> dict | None:
     """Where the first bad image departs: from the reference (parity), from the last good image (changed)."""
-    bad, good = (next(iter(prober.rendered[c].values())) if c in prober.rendered else None
+    bad, good = (_one(probes[c]) if c in probes and probes[c].results is not None else None
                  for c in (bisection.first_bad, bisection.last_good))
     if bad is None or bad.image is None:
         return None

@@ -181,7 +181,6 @@ def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tm
     assert docs.results is base.results and (docs.reused_from, docs.reused_by) == (base.commit, "sources")
     assert shrink.results[CASE].outcome.status is Status.WRONG_SIZE
     assert (prober.reuse.builds, prober.renders, prober.reuse.reused) == (2, 2 * 2 + 2 * 1, 1)  # a failed run ends one
-    assert set(prober.rendered) == {base.commit, docs.commit, shrink.commit}
 
 
 @pytest.mark.slow
@@ -192,4 +191,4 @@ def test_a_commit_that_does_not_build_is_a_probe_with_its_reason(tmp_path):
     prober = Prober(load_spec(port.root), [find_case(CASE, GOLDEN)], runs=1, scratch=tmp_path / "scratch")
     probe = prober.at(broken)
     assert probe.results is None and probe.build_error.startswith(f"{broken[:8]}: does not install")
-    assert broken not in prober.rendered and prober.reuse.builds == 1
+    assert prober.reuse.builds == 1
