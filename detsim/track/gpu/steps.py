@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -36,8 +36,7 @@ class StepResult:
     data: dict = field(default_factory=dict)
 
     def record(self) -> dict:
-        return {"name": self.name, "status": self.status.value, "seconds": round(self.seconds, 2),
-                "reason": self.reason, "data": self.data}
+        return {**asdict(self), "status": self.status.value, "seconds": round(self.seconds, 2)}
 
 
 class Budget:

@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -347,8 +347,7 @@ class Turn:
     why: str
 
     def record(self) -> dict:
-        return {"kind": self.kind.value, "case": self.case, "commit": self.commit, "previous": self.previous,
-                "why": self.why}
+        return {**asdict(self), "kind": self.kind.value}
 
 
 @dataclass
