@@ -1,20 +1,17 @@
-"""Installing one commit of a target into a throwaway virtual environment, cheaply.
+"""Installing one commit of a target into a throwaway virtual environment, cheaply, and the reuse rule.
 
-Input: a :class:`~.spec.TargetSpec` and a commit. The commit's tree (or the spec's ``export`` paths) is
-unpacked with ``git archive`` (the repository is only read; an archive is judged by the files it holds, so a
-partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
-``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
-site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
-again (a build backend that is not there, hatchling say, is fetched by pip for an isolated build of the
-commit; a folder with neither pyproject.toml nor setup.py is not installed at all: its command is a script of
-the exported tree, :func:`tree_of`). Output: an :class:`Installation` (the folder of its commands and the
-fingerprint of its installed files), or a :class:`BuildError` naming the commit.
+Input: a :class:`~.spec.TargetSpec` and a commit. Its tree (or the spec's ``export`` paths) is unpacked with
+``git archive`` (the repository is only read; an archive is judged by the files it holds, so a partial copy
+missing blobs outside those paths still exports) and pip installs the spec's ``install`` path ``--no-deps
+--no-build-isolation --no-index`` into a fresh venv layered over this interpreter's site-packages: torch, numpy
+and the build backend are found there, never installed again (a backend that is not there, hatchling say, is
+fetched by pip for an isolated build; a folder with neither pyproject.toml nor setup.py is not installed at
+all: its command is a script of the exported tree, :func:`tree_of`). Output: an :class:`Installation`, or a
+:class:`BuildError` naming the commit.
 
-The reuse rule (written once; bisection and the tracking run both use it): a commit whose installed files
-are byte-identical to an already measured commit's takes that commit's results. Its keys: the fingerprint of
-the installed files (:func:`installed_fingerprint`: sha256 of the sorted paths and contents, pip's
-bookkeeping and byte code left out) or, before any build, the git trees of the spec's ``export`` paths
-(:func:`source_key`); :class:`Reuse` maps them to the commit that was measured and its results.
+The reuse rule (:meth:`Reuse.measure`; bisection and the tracking run both use it): a commit whose installed
+files (:func:`installed_fingerprint`) or, before any build, whose ``export`` paths' git trees
+(:func:`source_key`) equal a measured commit's takes that commit's results.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Hunting the first bad commit of a target: each probed commit measured and judged, the bisection driven to
 its end, and where the first bad image departs.
 
-Measuring (:class:`Prober`): golden cases at any commit, built in a throwaway venv, or its results reused from a
-commit with the same sources or installed files (:mod:`.build`'s reuse rule); a :class:`~.build.Measured` per commit.
-Bisecting (:func:`bisect`): over commits whose ends are judged (good at the first, bad at the last), with a
-probe that judges one commit good, bad or skip (it does not build, or cannot be judged), probes nearest the
-middle of what is left: about log2(N) probes for N commits, plus one per skipped commit; a :class:`FirstBad`
-names the last good and first bad commit, every step, and the candidates left when skips hide the exact one.
-
-Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and
-BAD. Output: a :class:`Hunt` (JSON: :meth:`Hunt.record`) with every step, the counts of builds, renders and
-reused results, and for an image criterion the departure of the first bad image (:mod:`.departure`).
-Progress goes to the ``say`` callback, one line a step.
+Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and BAD.
+Each probed commit is measured by :class:`Prober` (built in a throwaway venv, or its results reused by
+:mod:`.build`'s reuse rule); :func:`bisect` probes nearest the middle of what is left (about log2(N) probes for
+N commits, plus one per commit that does not build or cannot be judged). Output: a :class:`Hunt` (JSON:
+:meth:`Hunt.record`) with every step, the counts of builds, renders and reused results, the candidates left
+when skips hide the exact first bad commit, and for an image criterion where the first bad image departs
+(:mod:`.departure`). Progress goes to the ``say`` callback, one line a step.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """Recording a window of a target's history with asv, as detsim's own tracking run records detsim.
 
-Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checkout, a machine name. The
-target's project folder (``results/targets/<target>/`` of detsim's checkout: :class:`Project`) holds an
-asv.conf.json made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
-``environment_type: existing``), asv's results of each machine (``results/<machine>/``, asv's own format,
-written by asv), and per machine and commit a row (``outcomes/<machine>/<commit>.json``: each case's outcome,
-with where its image departs, and how the commit was measured).
+Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checkout, a machine name. Output: the
+target's project folder (:class:`Project`, ``results/targets/<target>/`` of detsim's checkout): an asv.conf.json
+made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
+``environment_type: existing``), asv's results per machine, and per machine and commit a row (each case's
+outcome, with where its image departs, and how the commit was measured); ``detsim-track regressions --repo
+<project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
 
-Each commit is installed into the project's one build venv (:class:`~.build.Builder`; one interpreter path,
-so asv keeps one series) and measured by ``asv run --environment existing:<its python> --set-commit-hash
-<commit>``. A commit whose exported sources or installed files equal a measured commit's (:mod:`.build`'s
-reuse rule) takes that commit's results: its asv file is the twin's under its own hash and date. ``detsim-track
-regressions --repo <project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
-
-The rows also give the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case
-turns bad against the last commit before it that rendered it reproducibly: BROKEN, PARITY, CHANGED,
-IRREPRODUCIBLE, by :mod:`.criteria`), and slices recorded on several machines merge into one history
-(:func:`merge_slices`, :func:`merge_rows`: in the repository's order, a note for each commit two slices both
-measured whose image hashes disagree).
+Each commit is installed into the project's one build venv (one interpreter path, so asv keeps one series) and
+measured by ``asv run --environment existing:<its python> --set-commit-hash <commit>``, or by :mod:`.build`'s
+reuse rule takes a twin's results (its asv file is the twin's under its own hash and date). The rows also give
+the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case turns bad, by
+:mod:`.criteria`); slices recorded on several machines merge into one history (:func:`merge_slices`,
+:func:`merge_rows`).
 """
 
 from __future__ import annotations
