@@ -108,10 +108,15 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     asked("asv benchmarks", job(jobs.benchmarks_job, jobs.judge_benchmarks, {
         "root": str(root), "device": plan.device, "workloads": ["P2"] if small else None,
         "dtypes": ["float32"] if small else None}, boxes.benchmarks), "benchmarks")
-    asked("nanobragg", lambda name: StepResult(
-        name, Status.SKIPPED, reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
-        if options.nanobragg is None else time_nanobragg(options.nanobragg, plan.speed_workloads, budget=budget,
-                                                         box_s=boxes.nanobragg, root=root), "nanobragg")
+
+    def nanobragg(name: str) -> StepResult:
+        if options.nanobragg is None:
+            return StepResult(name, Status.SKIPPED,
+                              reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
+        return time_nanobragg(options.nanobragg, plan.speed_workloads, budget=budget, box_s=boxes.nanobragg,
+                              root=root)
+
+    asked("nanobragg", nanobragg, "nanobragg")
     environment = machine.data.get("environment", {})
     return {
         "schema": SCHEMA, "dry_run": plan.dry_run, "device": plan.device,
