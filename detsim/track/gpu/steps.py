@@ -46,12 +46,9 @@ class Budget:
         self.total_s, self._clock = total_s, clock
         self._start = clock()
 
-    def left(self) -> float:
-        return self.total_s - (self._clock() - self._start)
-
     def box(self, box_s: float) -> float | None:
         """The seconds a step with box ``box_s`` may take now, or None when too little is left to start one."""
-        left = self.left()
+        left = self.total_s - (self._clock() - self._start)
         return None if left < MIN_STEP_S else min(box_s, left)
 
 
