@@ -22,7 +22,7 @@ from detsim.track.base.exitcodes import worst
 from detsim.track.base.fresh import pinned_env
 from detsim.track.base.output import utc_stamp
 from detsim.track.base.status import Status
-from detsim.track.gpu import atomics, jobs
+from detsim.track.gpu import jobs
 from detsim.track.gpu.plan import REFERENCE_PATH, CheckPlan, GpuPath
 from detsim.track.gpu.programs import device_tests, divergence, time_nanobragg
 from detsim.track.gpu.steps import Budget, StepResult, run_job_step
@@ -72,7 +72,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
         return lambda name: run_job_step(name, f"{fn.__module__}:{fn.__name__}", spec, judge, **box(box_s, path))
 
     machine = asked("probe", job(jobs.probe_job, jobs.judge_probe, {"root": str(root)}, boxes.probe), "probe")
-    asked("atomics", job(atomics.atomics_job, atomics.judge, {"device": plan.device}, boxes.atomics), "atomics")
+    asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, {"device": plan.device}, boxes.atomics), "atomics")
     speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, {
         "path": [path.mode, path.dtype], "device": plan.device, "workloads": list(plan.speed_workloads),
         "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "threads": threads},
