@@ -220,7 +220,8 @@ def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> l
 
 
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
-    words = command_words(spec, bin_dir, command_env(spec, bin_dir, seed).get("PATH"))
+    env = command_env(spec, bin_dir, seed)
+    words = command_words(spec, bin_dir, env.get("PATH"))
     if words is None:
         return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"
                                 + (" (a script must be executable, or run as: python SCRIPT)"
@@ -231,7 +232,7 @@ def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
         peak_file = work / ".detsim-peak-kb"  # written once the command has ended
         try:
             done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), *words, *args],
-                       cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
+                       cwd=work, env=env, timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
             return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
                                     seconds=spec.timeout_s))
