@@ -18,7 +18,7 @@ from detsim.fileio.bounded_read import what_is
 from detsim.track.base.golden import GoldenError, golden_dir, load_cases
 from detsim.track.commands import refuse
 from detsim.track.gpu.check import STEP_KINDS, Options, run_check
-from detsim.track.gpu.plan import DRY_BUDGET_S, FULL_BUDGET_S, PATHS, dry_plan, full_plan, path_named
+from detsim.track.gpu.plan import DRY_BUDGET_S, FULL_BUDGET_S, PATHS, make_plan, path_named
 from detsim.track.gpu.summary import summary
 from detsim.track.base.output import OutputError, atomic_write_text, check_output_file, check_place, write_json
 
@@ -87,8 +87,7 @@ def _prepare(args: argparse.Namespace, dry: bool):
         cases = tuple(c.id for c in sorted(known, key=lambda c: c.pixel_steps or 0)[:DRY_CASES])
     else:
         cases = None
-    plan = dry_plan(cases) if dry else full_plan()
-    plan = replace(plan, golden_cases=cases, paths=paths)
+    plan = replace(make_plan(dry, cases), paths=paths)
     if args.budget is not None:
         if not 0 < args.budget <= MAX_BUDGET_S:  # NaN fails this too
             raise ValueError(f"--budget {args.budget:g}: seconds, more than 0 and at most {MAX_BUDGET_S:.0f}")

@@ -2,10 +2,13 @@
 the kernel's atomics, each path's speed, the device tests, each path's parity, the comparisons drawn from them,
 the first-divergence finder for a path that differs, the asv benchmarks, nanoBragg.c), into one record.
 
-The record is what ``gpu.json`` holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``,
-``wall_s``, ``budget_s``, ``plan`` (workloads, cases, paths), ``steps`` (each step's
-:meth:`~detsim.track.gpu.steps.StepResult.record`, in the order run) and ``exit_code``; the command adds
-``report`` and ``machine``. Every view of a run (the summary, a reader) draws on it alone."""
+Input: a :class:`~.plan.CheckPlan` and the command line's :class:`Options`. Output: the record ``gpu.json``
+holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``, ``wall_s``, ``budget_s``,
+``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run)
+and ``exit_code``; the command adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
+draws on it alone. Two steps run nothing: a path's determinism and the CUDA-against-CPU comparison are drawn
+from the speed and parity jobs' answers.
+"""
 
 from __future__ import annotations
 
@@ -13,24 +16,22 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from detsim.track.base.exitcodes import worst
 from detsim.track.base.fresh import pinned_env
-from detsim.track.gpu import atomics, benchmarks, parity, probe, speed
-from detsim.track.gpu.comparisons import cuda_matches_cpu, determinism
-from detsim.track.gpu.comparisons import diverge_argv, read_report
-from detsim.track.gpu.programs import pytest_argv, read_collection, read_run
-from detsim.track.gpu.programs import skipped as nanobragg_skipped
-from detsim.track.gpu.programs import time_nanobragg
-from detsim.track.gpu.plan import REFERENCE_PATH, GpuPath, CheckPlan
-from detsim.track.gpu.steps import Budget, StepResult, run_command, run_job_step
-from detsim.track.base.status import Status
 from detsim.track.base.output import utc_stamp
+from detsim.track.base.status import Status
+from detsim.track.gpu import jobs
+from detsim.track.gpu.plan import REFERENCE_PATH, CheckPlan, GpuPath
+from detsim.track.gpu.programs import device_tests, divergence, time_nanobragg
+from detsim.track.gpu.steps import Budget, StepResult, run_job_step
 
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",
               "nanobragg")
 TEST_WORKERS = 8  # pytest-xdist workers for the device tests (16 cores): each holds a CUDA context
+REFERENCE_STEP = "cuda float64 eager vs cpu"
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     started, stamp = time.monotonic(), utc_stamp()
     budget = Budget(plan.budget_s)
     steps: list[StepResult] = []
+    boxes, threads, root = plan.boxes, 1 if plan.dry_run else None, options.root
 
     def add(result: StepResult) -> StepResult:
         steps.append(result)
@@ -57,72 +59,64 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                  + (f": {result.reason}" if result.reason else ""))
         return result
 
-    def wanted(kind: str) -> bool:
-        return kind in options.kinds
+    def asked(name: str, make: Callable[[str], StepResult], *kinds: str) -> StepResult:
+        """The step ``make(name)`` where every one of ``kinds`` was asked for, else a skipped one saying so."""
+        if not set(kinds) <= set(options.kinds):
+            return add(StepResult(name, Status.SKIPPED, reason="not among the steps asked for (--steps)"))
+        return add(make(name))
 
-    def job(name: str, module, job_spec: dict, box_s: float, path: GpuPath | None = None) -> StepResult:
-        return run_job_step(name, module.ENTRY, job_spec, module.judge, budget=budget, box_s=box_s,
-                            root=options.root, env=child_env(plan, path, options.root))
+    def box(box_s: float, path: GpuPath | None = None) -> dict:
+        return {"budget": budget, "box_s": box_s, "root": root, "env": child_env(plan, path, root)}
 
-    def unwanted(name: str) -> StepResult:
-        return StepResult(name, Status.SKIPPED, reason="not among the steps asked for (--steps)")
+    def job(fn, judge, spec: dict, box_s: float, path: GpuPath | None = None) -> Callable[[str], StepResult]:
+        return lambda name: run_job_step(name, f"{fn.__module__}:{fn.__name__}", spec, judge, **box(box_s, path))
 
-    boxes, threads = plan.boxes, 1 if plan.dry_run else None
-    machine = add(job("probe", probe, {"root": str(options.root)}, boxes.probe) if wanted("probe")
-                  else unwanted("probe"))
-    add(job("atomics", atomics, {"device": plan.device}, boxes.atomics) if wanted("atomics") else unwanted("atomics"))
-    speeds, parities = {}, {}
-    for path in plan.paths:
-        name = f"speed {path.name}"
-        speeds[path] = add(job(name, speed, {"path": [path.mode, path.dtype], "device": plan.device,
-                                             "workloads": list(plan.speed_workloads),
-                                             "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls,
-                                             "threads": threads}, boxes.speed[path.mode], path)
-                           if wanted("speed") else unwanted(name))
-    add(device_tests(plan, options, budget) if wanted("tests") else unwanted("device tests"))
-    for path in plan.paths:
-        name = f"parity {path.name}"
-        parities[path] = add(job(name, parity, parity_spec(plan, options, path, plan.device, threads),
-                                 boxes.parity[path.mode], path) if wanted("parity") else unwanted(name))
-    if plan.device == "cuda" and REFERENCE_PATH in parities and wanted("parity"):
-        reference = add(job("parity cpu reference", parity,
-                            {**parity_spec(plan, options, REFERENCE_PATH, "cpu", os.cpu_count()),
-                             "hash_workload": None}, boxes.cpu_reference))
-        add(cuda_matches_cpu(parities[REFERENCE_PATH], reference))
+    machine = asked("probe", job(jobs.probe_job, jobs.judge_probe, {"root": str(root)}, boxes.probe), "probe")
+    asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, {"device": plan.device}, boxes.atomics), "atomics")
+    speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, {
+        "path": [path.mode, path.dtype], "device": plan.device, "workloads": list(plan.speed_workloads),
+        "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "threads": threads},
+        boxes.speed[path.mode], path), "speed") for path in plan.paths}
+    asked("device tests", lambda name: device_tests(name, plan.device == "cuda", TEST_WORKERS, **box(boxes.tests)),
+          "tests")
+    parities = {path: asked(f"parity {path.name}", job(jobs.parity_job, jobs.judge_parity,
+                                                       parity_spec(plan, options, path, plan.device, threads),
+                                                       boxes.parity[path.mode], path), "parity")
+                for path in plan.paths}
+    if plan.device == "cuda" and REFERENCE_PATH in parities and "parity" in options.kinds:
+        reference = job(jobs.parity_job, jobs.judge_parity,
+                        {**parity_spec(plan, options, REFERENCE_PATH, "cpu", os.cpu_count()), "hash_workload": None},
+                        boxes.cpu_reference)
+        add(cuda_matches_cpu(parities[REFERENCE_PATH], add(reference("parity cpu reference"))))
     else:
-        add(StepResult("cuda float64 eager vs cpu", Status.SKIPPED,
+        add(StepResult(REFERENCE_STEP, Status.SKIPPED,
                        reason="no CUDA device (a dry run compares nothing with itself)" if plan.device != "cuda"
                        else "the parity steps were not asked for"))
     differing = []
     for path in plan.paths:
-        name = f"determinism {path.name}"
-        if not (wanted("determinism") and wanted("speed")):
-            add(unwanted(name))
-            continue
-        result = add(determinism(path, plan.determinism_workload, speeds[path], parities[path]))
+        result = asked(f"determinism {path.name}", lambda name: determinism(
+            name, plan.determinism_workload, speeds[path], parities[path]), "determinism", "speed")
         if result.status is Status.FAILED:
             differing.append((path, result.data.get("in_process", True)))
     for path, in_process in differing:
-        name = f"divergence {path.name}"
-        if not wanted("divergence"):
-            add(unwanted(name))
-            continue
-        done, unfinished, seconds = run_command(name, diverge_argv(path, plan.determinism_workload, plan.device,
-                                                                   across_processes=in_process),
-                                                budget=budget, box_s=boxes.divergence, root=options.root,
-                                                env=child_env(plan, path, options.root))
-        add(unfinished or read_report(name, done.returncode, done.stdout, done.stderr, seconds))
+        asked(f"divergence {path.name}", lambda name: divergence(
+            name, path, plan.determinism_workload, plan.device, in_process, **box(boxes.divergence, path)),
+            "divergence")
     if not differing:
         add(StepResult("divergence", Status.SKIPPED, reason="no path's images differed from run to run"))
-    add(job("asv benchmarks", benchmarks, benchmarks_spec(plan, options), boxes.benchmarks)
-        if wanted("benchmarks") else unwanted("asv benchmarks"))
-    if not wanted("nanobragg"):
-        add(unwanted("nanobragg"))
-    elif options.nanobragg is None:
-        add(nanobragg_skipped())
-    else:
-        add(time_nanobragg(options.nanobragg, plan.speed_workloads, budget=budget, box_s=boxes.nanobragg,
-                           root=options.root))
+    small = plan.device == "cpu"  # one small benchmark (P2 at 256², float32) proves the suite's code still runs
+    asked("asv benchmarks", job(jobs.benchmarks_job, jobs.judge_benchmarks, {
+        "root": str(root), "device": plan.device, "workloads": ["P2"] if small else None,
+        "dtypes": ["float32"] if small else None}, boxes.benchmarks), "benchmarks")
+
+    def nanobragg(name: str) -> StepResult:
+        if options.nanobragg is None:
+            return StepResult(name, Status.SKIPPED,
+                              reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
+        return time_nanobragg(options.nanobragg, plan.speed_workloads, budget=budget, box_s=boxes.nanobragg,
+                              root=root)
+
+    asked("nanobragg", nanobragg, "nanobragg")
     environment = machine.data.get("environment", {})
     return {
         "schema": SCHEMA, "dry_run": plan.dry_run, "device": plan.device,
@@ -151,23 +145,33 @@ def parity_spec(plan: CheckPlan, options: Options, path: GpuPath, device: str, t
             "hash_workload": plan.determinism_workload, "threads": threads}
 
 
-def benchmarks_spec(plan: CheckPlan, options: Options) -> dict:
-    """Every device benchmark on CUDA; on a CPU one small one (P2 at 256², float32), which proves the suite's
-    code still runs here."""
-    small = plan.device == "cpu"
-    return {"root": str(options.root), "device": plan.device, "workloads": ["P2"] if small else None,
-            "dtypes": ["float32"] if small else None}
+def determinism(name: str, workload: str, speed: StepResult, parity: StepResult) -> StepResult:
+    """Run twice in the speed job's process, and once more in the parity job's: FAILED where any two differ."""
+    hashes = speed.data.get("workloads", {}).get(workload, {}).get("sha256")
+    other = (parity.data.get("hash") or {}).get("sha256")
+    if not hashes:
+        return StepResult(name, Status.CRASHED,
+                          reason=f"the speed step did not render {workload} ({speed.status.value})")
+    data = {"workload": workload, "in_process": hashes[0] == hashes[1],
+            "across_processes": None if other is None else hashes[0] == other, "streams": 1}
+    if other is None:
+        reason = f"the parity step did not render {workload} ({parity.status.value}): one process only"
+        return StepResult(name, Status.OK if data["in_process"] else Status.FAILED, reason=reason, data=data)
+    if data["in_process"] and data["across_processes"]:
+        return StepResult(name, Status.OK, data=data)
+    where = [w for w, same in (("in one process", data["in_process"]), ("across processes", data["across_processes"]))
+             if not same]
+    return StepResult(name, Status.FAILED, reason=f"{workload}'s image differs {' and '.join(where)}", data=data)
 
 
-def device_tests(plan: CheckPlan, options: Options, budget: Budget) -> StepResult:
-    """The device-parametrized tests on CUDA; without CUDA, collected only."""
-    name = "device tests"
-    run = plan.device == "cuda"
-    done, unfinished, seconds = run_command(name, pytest_argv(run, TEST_WORKERS), budget=budget,
-                                            box_s=plan.boxes.tests, root=options.root,
-                                            env=child_env(plan, None, options.root))
-    if unfinished is not None:
-        return unfinished
-    if run:
-        return read_run(name, done.returncode, done.stdout, seconds)
-    return read_collection(name, done.returncode, done.stdout, seconds, "no CUDA device")
+def cuda_matches_cpu(cuda: StepResult, cpu: StepResult) -> StepResult:
+    """Per golden case, whether the CUDA float64 eager image has the CPU float64 image's sha256. A fact, not a
+    gate: ok once both sides were rendered, whatever the answer."""
+    ours, theirs = cuda.data.get("cases", {}), cpu.data.get("cases", {})
+    both = sorted(cid for cid in ours if "sha256" in ours[cid] and "sha256" in theirs.get(cid, {}))
+    if not both:
+        return StepResult(REFERENCE_STEP, Status.CRASHED, reason=f"no case rendered on both (cuda: "
+                          f"{cuda.status.value}, cpu: {cpu.status.value})")
+    same = [cid for cid in both if ours[cid]["sha256"] == theirs[cid]["sha256"]]
+    data = {"compared": len(both), "identical": len(same), "differing": [cid for cid in both if cid not in same]}
+    return StepResult(REFERENCE_STEP, Status.OK, data=data)

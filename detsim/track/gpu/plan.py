@@ -79,16 +79,12 @@ DRY_BOXES = Boxes(probe=30, atomics=60, speed={"eager": 60, "compiled": 90, "tri
                   benchmarks=60, nanobragg=60)
 
 
-def full_plan() -> CheckPlan:
-    """The check on a CUDA device at the reference sizes (P2 at 1024², P4096)."""
-    return CheckPlan(dry_run=False, device="cuda", speed_workloads=("P2", "P4096"), overhead_workload="P1@8",
-                warm_calls=5, golden_cases=None, budget_s=FULL_BUDGET_S, boxes=FULL_BOXES)
-
-
-def dry_plan(golden_cases: tuple[str, ...]) -> CheckPlan:
-    """The same steps on the CPU, small: P2 and P4096 at 32² (the same per-pixel work), the given golden cases."""
-    return CheckPlan(dry_run=True, device="cpu", speed_workloads=("P2@32", "P4096@32"), overhead_workload="P1@8",
-                warm_calls=2, golden_cases=golden_cases, budget_s=DRY_BUDGET_S, boxes=DRY_BOXES)
+def make_plan(dry_run: bool, golden_cases: tuple[str, ...] | None = None) -> CheckPlan:
+    """The check on a CUDA device at the reference sizes (P2 at 1024², P4096), or dry: the same steps on the CPU,
+    small (P2 and P4096 at 32²: the same per-pixel work)."""
+    if dry_run:
+        return CheckPlan(True, "cpu", ("P2@32", "P4096@32"), "P1@8", 2, golden_cases, DRY_BUDGET_S, DRY_BOXES)
+    return CheckPlan(False, "cuda", ("P2", "P4096"), "P1@8", 5, golden_cases, FULL_BUDGET_S, FULL_BOXES)
 
 
 def workload(name: str) -> Workload:

@@ -1,26 +1,29 @@
-"""The steps that run other programs than detsim's paths: the test suite and nanoBragg.c.
+"""The device check's steps that run other programs than detsim's paths, each time-boxed (:func:`~.steps.run_command`)
+and judged from its exit status and output into a :class:`~.steps.StepResult`.
 
-The test suite's device-parametrized tests on CUDA: every test that takes the ``device`` fixture
-(tests/conftest.py), run with ``--device cuda`` and selected by its ``cuda`` parameter. Without a CUDA device
-they are only collected, which proves the selection still finds them.
-
-nanoBragg.c on the speed workloads, for the same pixel·steps per second as detsim's paths: the given binary
-with the workload's command line, every host core its OpenMP threads, its float image written to a scratch
-folder. The check never fetches or builds nanoBragg.c: without a binary this step is skipped."""
+- The test suite's device-parametrized tests: every test that takes the ``device`` fixture (tests/conftest.py),
+  run with ``--device cuda`` and selected by its ``cuda`` parameter; without a CUDA device they are only
+  collected, which proves the selection still finds them.
+- The first-divergence finder (``detsim-track diverge``, docs/determinism.md) on a path whose images differ from
+  run to run: the culprit read off its report.
+- nanoBragg.c on the speed workloads, for the same pixel·steps per second as detsim's paths: the given binary
+  with the workload's command line, every host core its OpenMP threads, its float image written to a scratch
+  folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from detsim.track.gpu.plan import workload
-from detsim.track.gpu.steps import Budget, StepResult, run_command, tail
 from detsim.track.base.status import Status
-
+from detsim.track.gpu.plan import GpuPath, workload
+from detsim.track.gpu.steps import Budget, StepResult, run_command, tail
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
 COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)
@@ -37,11 +40,28 @@ def pytest_argv(run: bool, workers: int) -> list[str]:
     return argv + (["-n", str(workers)] if workers > 1 else [])
 
 
+def device_tests(name: str, on_cuda: bool, workers: int, **box) -> StepResult:
+    """The device tests run on CUDA (``workers`` pytest-xdist workers), else collected only; ``box``:
+    :func:`~.steps.run_command`'s budget, box_s, root and env."""
+    done, unfinished, seconds = run_command(name, pytest_argv(on_cuda, workers), **box)
+    if unfinished is not None:
+        return unfinished
+    if on_cuda:
+        return read_run(name, done.returncode, done.stdout, seconds)
+    return read_collection(name, done.returncode, done.stdout, seconds, "no CUDA device")
+
+
+def _listed(stdout: str, *starts: str) -> list[str]:
+    """The tests or modules pytest's ``-rfE`` lines name (``FAILED tests/x.py::t - why``: ``tests/x.py::t``)."""
+    return [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines() if line.startswith(starts)]
+
+
 def read_run(name: str, returncode: int, stdout: str, seconds: float) -> StepResult:
     """A run's counts and failures from pytest's output: FAILED on a failing test or an error."""
-    counts = _counts(stdout)
-    failures = [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines()
-                if line.startswith(("FAILED ", "ERROR "))]
+    summaries = [line for line in stdout.splitlines() if SUMMARY.search(line)]
+    counts = {word.rstrip("s") if word == "errors" else word: int(n)
+              for n, word in SUMMARY.findall(summaries[-1])} if summaries else {}
+    failures = _listed(stdout, "FAILED ", "ERROR ")
     data = {"counts": counts, "failures": failures, "exit": returncode}
     if returncode == 0 and counts.get("passed"):
         return StepResult(name, Status.OK, seconds, data=data)
@@ -55,9 +75,9 @@ def read_run(name: str, returncode: int, stdout: str, seconds: float) -> StepRes
 
 def read_collection(name: str, returncode: int, stdout: str, seconds: float, why_not_run: str) -> StepResult:
     """A collection's count: SKIPPED (not run, with ``why_not_run``) when it found tests, FAILED where a test
-    module could not be collected (its tests are lost on a GPU too), else ERROR."""
+    module could not be collected (its tests are lost on a GPU too), else CRASHED."""
     found = COLLECTED.search(stdout)
-    broken = [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines() if line.startswith("ERROR ")]
+    broken = _listed(stdout, "ERROR ")
     if found and int(found[1]) > 0 and broken:
         return StepResult(name, Status.FAILED, seconds, f"{len(broken)} test module(s) could not be collected: "
                           f"{', '.join(broken[:4])}", {"collected": int(found[1]), "collection_errors": broken})
@@ -68,12 +88,45 @@ def read_collection(name: str, returncode: int, stdout: str, seconds: float, why
                       f"{returncode}): {(tail(stdout) or ['no output'])[-1]}", {"log": tail(stdout)})
 
 
-def _counts(stdout: str) -> dict:
-    """pytest's final counts (``{"passed": 160, "failed": 2}``) from its last summary line."""
-    lines = [line for line in stdout.splitlines() if SUMMARY.search(line)]
-    if not lines:
-        return {}
-    return {word.rstrip("s") if word == "errors" else word: int(n) for n, word in SUMMARY.findall(lines[-1])}
+def diverge_argv(path: GpuPath, workload_name: str, device: str, across_processes: bool) -> list[str]:
+    """The finder's command for ``path`` on the workload: compiled code is recorded by its kernels (a dispatch
+    mode would make torch.compile fall back to eager); each run in its own process when only processes differed."""
+    argv = [sys.executable, "-m", "detsim.track.cli", "diverge", "--nanobragg",
+            shlex.join(workload(workload_name).argv()), "--device", device, "--dtype", path.dtype,
+            "--mode", path.mode]
+    if path.mode != "eager":
+        argv += ["--layers", "kernels"]
+    if across_processes:
+        argv.append("--processes")
+    return argv
+
+
+def divergence(name: str, path: GpuPath, workload_name: str, device: str, across_processes: bool,
+               **box) -> StepResult:
+    """The finder run on ``path`` (``box``: as :func:`device_tests`'s), its report read."""
+    done, unfinished, seconds = run_command(name, diverge_argv(path, workload_name, device, across_processes), **box)
+    return unfinished or read_report(name, done.returncode, done.stdout, done.stderr, seconds)
+
+
+def read_report(name: str, returncode: int, stdout: str, stderr: str, seconds: float) -> StepResult:
+    """The finder's verdict: its exit 1 means it named where the runs differ (the culprit is the first line of
+    its FIRST DIVERGENCE block), 0 that the recorded runs did not differ, anything else that it could not tell."""
+    lines = stdout.splitlines()
+    verdict = next((line.removeprefix("VERDICT").strip() for line in lines if line.startswith("VERDICT")), "")
+    first = []
+    if "FIRST DIVERGENCE" in lines:
+        for line in lines[lines.index("FIRST DIVERGENCE") + 1:]:
+            if not line.startswith("  "):
+                break
+            first.append(line.strip())
+    data = {"exit": returncode, "verdict": verdict, "culprit": first[0] if first else None, "first_divergence": first}
+    if returncode == 1:
+        return StepResult(name, Status.FAILED, seconds, f"culprit: {data['culprit'] or verdict}", data)
+    if returncode == 0:
+        return StepResult(name, Status.OK, seconds, "the finder's two runs did not differ: " + verdict, data)
+    data["log"] = tail(stderr or stdout)
+    return StepResult(name, Status.CRASHED, seconds, f"the finder exited {returncode}: "
+                      + (data["log"][-1] if data["log"] else "no output"), data)
 
 
 def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, box_s: float,
@@ -98,8 +151,3 @@ def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, 
             data["workloads"][wname] = {"wall_s": round(seconds, 4), "pixel_steps": load.pixel_steps,
                                         "pixel_steps_per_s": load.pixel_steps / seconds}
     return StepResult(name, Status.OK, sum(w["wall_s"] for w in data["workloads"].values()), data=data)
-
-
-def skipped() -> StepResult:
-    return StepResult("nanobragg", Status.SKIPPED,
-                      reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")

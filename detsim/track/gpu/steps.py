@@ -14,11 +14,10 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import ChildError, Finished, run, run_job
 from detsim.track.base.status import Status
 
@@ -37,8 +36,7 @@ class StepResult:
     data: dict = field(default_factory=dict)
 
     def record(self) -> dict:
-        return {"name": self.name, "status": self.status.value, "seconds": round(self.seconds, 2),
-                "reason": self.reason, "data": self.data}
+        return {**asdict(self), "status": self.status.value, "seconds": round(self.seconds, 2)}
 
 
 class Budget:
@@ -48,12 +46,9 @@ class Budget:
         self.total_s, self._clock = total_s, clock
         self._start = clock()
 
-    def left(self) -> float:
-        return self.total_s - (self._clock() - self._start)
-
     def box(self, box_s: float) -> float | None:
         """The seconds a step with box ``box_s`` may take now, or None when too little is left to start one."""
-        left = self.left()
+        left = self.total_s - (self._clock() - self._start)
         return None if left < MIN_STEP_S else min(box_s, left)
 
 

@@ -37,7 +37,7 @@ def _speed(record: dict, steps: dict) -> list[str]:
         cells = []
         for w in names:
             m = s["data"]["workloads"].get(w)
-            cells += [_rate(m, "warm_pixel_steps_per_s"), _rate(m, "cold_pixel_steps_per_s")] if m else ["-", "-"]
+            cells += [f"{m['warm_pixel_steps_per_s']:.3g}", f"{m['cold_pixel_steps_per_s']:.3g}"] if m else ["-", "-"]
         first = s["data"]["workloads"].get(names[0])
         overhead = s["data"].get("overhead")
         lines.append(f"| {s['name'].removeprefix('speed ')} | {' | '.join(cells)} | {_launches(first)} | "
@@ -47,10 +47,6 @@ def _speed(record: dict, steps: dict) -> list[str]:
     if unfused:
         lines += ["", f"PathRender by the eager code, not the path's fused kernel: {', '.join(unfused)}."]
     return lines
-
-
-def _rate(measured: dict, key: str) -> str:
-    return f"{measured[key]:.3g}"
 
 
 def _launches(measured: dict | None) -> str:

@@ -1,20 +1,17 @@
-"""Installing one commit of a target into a throwaway virtual environment, cheaply.
+"""Installing one commit of a target into a throwaway virtual environment, cheaply, and the reuse rule.
 
-Input: a :class:`~.spec.TargetSpec` and a commit. The commit's tree (or the spec's ``export`` paths) is
-unpacked with ``git archive`` (the repository is only read; an archive is judged by the files it holds, so a
-partial copy missing blobs outside those paths still exports) and pip installs the spec's ``install`` path
-``--no-deps --no-build-isolation --no-index`` into a fresh venv layered over this interpreter's
-site-packages: the heavy dependencies (torch, numpy, the build backend) are found there, never installed
-again (a build backend that is not there, hatchling say, is fetched by pip for an isolated build of the
-commit; a folder with neither pyproject.toml nor setup.py is not installed at all: its command is a script of
-the exported tree, :func:`tree_of`). Output: an :class:`Installation` (the folder of its commands and the
-fingerprint of its installed files), or a :class:`BuildError` naming the commit.
+Input: a :class:`~.spec.TargetSpec` and a commit. Its tree (or the spec's ``export`` paths) is unpacked with
+``git archive`` (the repository is only read; an archive is judged by the files it holds, so a partial copy
+missing blobs outside those paths still exports) and pip installs the spec's ``install`` path ``--no-deps
+--no-build-isolation --no-index`` into a fresh venv layered over this interpreter's site-packages: torch, numpy
+and the build backend are found there, never installed again (a backend that is not there, hatchling say, is
+fetched by pip for an isolated build; a folder with neither pyproject.toml nor setup.py is not installed at
+all: its command is a script of the exported tree, :func:`tree_of`). Output: an :class:`Installation`, or a
+:class:`BuildError` naming the commit.
 
-The reuse rule (written once; bisection and the tracking run both use it): a commit whose installed files
-are byte-identical to an already measured commit's takes that commit's results. Its keys: the fingerprint of
-the installed files (:func:`installed_fingerprint`: sha256 of the sorted paths and contents, pip's
-bookkeeping and byte code left out) or, before any build, the git trees of the spec's ``export`` paths
-(:func:`source_key`); :class:`Reuse` maps them to the commit that was measured and its results.
+The reuse rule (:meth:`Reuse.measure`; bisection and the tracking run both use it): a commit whose installed
+files (:func:`installed_fingerprint`) or, before any build, whose ``export`` paths' git trees
+(:func:`source_key`) equal a measured commit's takes that commit's results.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, Sequence, TypeVar
+from typing import Callable, Generic, Sequence, TypeVar
 
 from detsim.track.base.git import resolve
 from detsim.track.base.fresh import HERE, ChildError, pinned_env, run
@@ -46,7 +43,7 @@ BACKEND_MISSING = "BackendUnavailable"
 
 
 class BuildError(RuntimeError):
-    """A commit that cannot be exported or installed (one line naming it)."""
+    """A commit that cannot be exported, installed or measured (one line naming it)."""
 
 
 @dataclass(frozen=True)
@@ -58,19 +55,14 @@ class Installation:
     seconds: float  # export + venv + install, wall
 
 
-def heavy_paths() -> list[str]:
-    """This interpreter's site-packages folders and detsim's own package folder (asv's suite for a target
-    imports detsim): the layer every throwaway venv sees."""
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)]))
-
-
 def layer_lines() -> str:
-    """The venv's ``.pth`` file: the layer's folders, and in the processes of a recording's asv suite (only
-    there) detsim's own package first: a commit that installs a package named ``detsim`` must not replace the
-    suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    """The venv's ``.pth`` file: the layer every throwaway venv sees (this interpreter's site-packages folders and
+    detsim's own package folder: asv's suite for a target imports detsim), and in the processes of a recording's
+    asv suite (only there) detsim's own package first: a commit that installs a package named ``detsim`` must not
+    replace the suite's (the target's command never has the variable: :data:`~.render.DROPPED_VARS`)."""
+    paths = sysconfig.get_paths()
     first = f"import os, sys; os.environ.get({SUITE_VAR!r}) and sys.path.insert(0, {str(HERE)!r})\n"
-    return "".join(f"{p}\n" for p in heavy_paths()) + first
+    return "".join(f"{p}\n" for p in dict.fromkeys([paths["purelib"], paths["platlib"], str(HERE)])) + first
 
 
 class Builder:
@@ -248,12 +240,27 @@ def source_key(root: Path, commit: str, export: Sequence[str] | None) -> str | N
     return None if None in trees else " ".join(trees)
 
 
+@dataclass(frozen=True)
+class Measured(Generic[T]):
+    """One commit's results: measured, taken from a twin, or not built (``results`` None: ``build_error`` says
+    why)."""
+
+    commit: str
+    results: T | None = None
+    reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
+    reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
+    build_error: str | None = None
+    build_s: float | None = None
+    keys: tuple[str, ...] = ()  # its reuse keys: the sources' (when the spec exports paths), the installed files'
+
+
 @dataclass
 class Reuse(Generic[T]):
     """Results by key (a fingerprint or a source key), with the commit each was measured at."""
 
     measured: dict[str, tuple[str, T]] = field(default_factory=dict)
     reused: int = 0  # lookups answered from the table
+    builds: int = 0  # commits installed by :meth:`measure`
 
     def get(self, *keys: str | None) -> tuple[str, T] | None:
         """The (commit, results) stored under the first of ``keys`` that has some, counted as a reuse."""
@@ -267,3 +274,33 @@ class Reuse(Generic[T]):
         for key in keys:
             if key is not None:
                 self.measured.setdefault(key, (commit, results))
+
+    def measure(self, builder: Builder, commit: str, measure: Callable[[Installation], T], folder: Path | None = None,
+                done: Callable[[Installation], None] = lambda installed: None) -> Measured[T]:
+        """``commit``'s results by the reuse rule (module docstring): a twin's, found by its sources before any
+        build or by its installed files after one, else ``measure`` of its installation (into ``folder``),
+        stored under both keys. ``done`` gets the installation at the end; a :class:`BuildError` of the build or
+        of ``measure`` is the commit's ``build_error``."""
+        source = source_key(builder.spec.root, commit, builder.spec.export)
+        hit = self.get(source)
+        if hit is not None:
+            return Measured(commit, hit[1], hit[0], "sources", keys=(source,))
+        self.builds += 1
+        try:
+            installed = builder.install(commit, folder)
+        except BuildError as exc:
+            return Measured(commit, build_error=str(exc))
+        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
+        try:
+            hit = self.get(installed.fingerprint)
+            if hit is not None:
+                self.put(hit[0], hit[1], source)
+                return Measured(installed.commit, hit[1], hit[0], "installed files", build_s=installed.seconds,
+                                keys=keys)
+            results = measure(installed)
+            self.put(installed.commit, results, *keys)
+            return Measured(installed.commit, results, build_s=installed.seconds, keys=keys)
+        except BuildError as exc:
+            return Measured(commit, build_error=str(exc))
+        finally:
+            done(installed)

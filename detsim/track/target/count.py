@@ -25,7 +25,7 @@ from pathlib import Path
 from detsim.track.base.callgrind import VALGRIND_PACKAGE, CountError, parse_total
 from detsim.track.base.fresh import PINNED, ChildError, TimedOut, run
 from detsim.track.base.golden import GoldenCase
-from detsim.track.target.render import command_words, output_name, with_spec_env
+from detsim.track.target.render import command_words, copy_inputs, output_name, with_spec_env
 from detsim.track.target.spec import TargetSpec
 
 SLOWDOWN = 60  # a process under callgrind takes up to this many times its native time: its timeout's factor
@@ -62,9 +62,7 @@ def count_render(spec: TargetSpec, case: GoldenCase, bin_dir: Path, work: Path) 
     shutil.rmtree(work, ignore_errors=True)
     (work / "case").mkdir(parents=True)
     args, out_name = output_name(case.args)
-    for item in case.folder.iterdir():
-        if item.name not in ("image.bin", out_name, "stdout.txt") and item.is_file():
-            shutil.copy2(item, work / "case" / item.name)
+    copy_inputs(case, out_name, work / "case")
     argv = ["valgrind", "--tool=callgrind", "--trace-children=yes",
             f"--callgrind-out-file={work / OUT.format(pid='%p')}", *words, *args]
     try:

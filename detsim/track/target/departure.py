@@ -61,13 +61,13 @@ def departure(image, reference) -> dict:
     band = max(1, int(round(EDGE_FRACTION * min(h, w))))
     edge = np.ones_like(diff, dtype=bool)
     edge[band:h - band, band:w - band] = False
+    cs = _central_slices((h, w))
     centre = np.zeros_like(edge)
-    centre[_central_slices((h, w))] = True
+    centre[cs] = True
     regions = {name: {"share": _share(diff, mask, total), "area": round(float(mask.mean()), 4)}
                for name, mask in (("edges", edge), ("centre", centre))}
     regions["edges"]["band_px"] = band
     ring = _ring(diff, total)
-    cs = _central_slices((h, w))
     r_full, r_centre = pearson_r(a, b), pearson_r(a[cs], b[cs])
     record = {
         "shape": [h, w], "total_abs_diff": total, "differing_pixels": int(np.sum(diff > 0)),

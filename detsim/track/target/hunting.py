@@ -1,17 +1,13 @@
 """Hunting the first bad commit of a target: each probed commit measured and judged, the bisection driven to
 its end, and where the first bad image departs.
 
-Measuring (:class:`Prober`): golden cases at any commit, built in a throwaway venv, or its results reused from a
-commit with the same sources or installed files (:mod:`.build`'s reuse rule); a :class:`Probe` per commit.
-Bisecting (:func:`bisect`): over commits whose ends are judged (good at the first, bad at the last), with a
-probe that judges one commit good, bad or skip (it does not build, or cannot be judged), probes nearest the
-middle of what is left: about log2(N) probes for N commits, plus one per skipped commit; a :class:`FirstBad`
-names the last good and first bad commit, every step, and the candidates left when skips hide the exact one.
-
-Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and
-BAD. Output: a :class:`Hunt` (JSON: :meth:`Hunt.record`) with every step, the counts of builds, renders and
-reused results, and for an image criterion the departure of the first bad image (:mod:`.departure`).
-Progress goes to the ``say`` callback, one line a step.
+Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and BAD.
+Each probed commit is measured by :class:`Prober` (built in a throwaway venv, or its results reused by
+:mod:`.build`'s reuse rule); :func:`bisect` probes nearest the middle of what is left (about log2(N) probes for
+N commits, plus one per commit that does not build or cannot be judged). Output: a :class:`Hunt` (JSON:
+:meth:`Hunt.record`) with every step, the counts of builds, renders and reused results, the candidates left
+when skips hide the exact first bad commit, and for an image criterion where the first bad image departs
+(:mod:`.departure`). Progress goes to the ``say`` callback, one line a step.
 """
 
 from __future__ import annotations
@@ -24,24 +20,11 @@ from typing import Callable, Mapping, Sequence
 from detsim.track.base.git import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.report.sides import SideError, commits_between, subject
-from detsim.track.target.build import BuildError, Builder, Reuse, source_key
+from detsim.track.target.build import Builder, Installation, Measured, Reuse
 from detsim.track.target.criteria import Criterion, Kind, Mark, Marking
 from detsim.track.target.departure import departure
 from detsim.track.target.render import CaseRender, render_case
 from detsim.track.target.spec import TargetSpec
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One commit's measurement: rendered, reused from another commit, or not built."""
-
-    commit: str
-    rendered: Mapping[str, CaseRender] | None = None  # case id -> what it came to; None: not built
-    reused_from: str | None = None  # the commit whose installed files (or exported sources) were the same
-    reused_by: str | None = None  # "sources" (the export paths' git trees) or "installed files"
-    build_error: str | None = None
-    build_s: float | None = None
-    keys: tuple[str, ...] = ()  # its reuse keys: the sources' (when the spec exports paths), the installed files'
 
 
 class Prober:
@@ -55,47 +38,22 @@ class Prober:
         self.baseline: Path | None = None  # the first commit's command folder, kept installed when in_turns
         self.builder = Builder(spec, scratch)
         self.reuse: Reuse[Mapping[str, CaseRender]] = Reuse()
-        self.builds = self.renders = 0
-        self.rendered: dict[str, Mapping[str, CaseRender]] = {}  # commit -> what it came to, reused or not
+        self.renders = 0
 
-    def recorded(self, commit: str, keys: Sequence[str], rendered: Mapping[str, CaseRender]) -> None:
-        """What an earlier run measured at ``commit`` under ``keys``: its twins here take it, unmeasured."""
-        self.reuse.put(commit, rendered, *keys)
+    def at(self, commit: str) -> Measured:
+        return self.reuse.measure(self.builder, commit, self._render, done=self._done)
 
-    def at(self, commit: str) -> Probe:
-        probe = self._measure(commit)
-        if probe.rendered is not None:
-            self.rendered[probe.commit] = probe.rendered
-        return probe
+    def _render(self, installed: Installation) -> dict[str, CaseRender]:
+        rendered = {case.id: render_case(self.spec, case, installed.bin_dir, runs=self.runs, baseline=self.baseline)
+                    for case in self.cases}
+        self.renders += sum(r.runs for r in rendered.values())
+        return rendered
 
-    def _measure(self, commit: str) -> Probe:
-        source = source_key(self.spec.root, commit, self.spec.export)
-        hit = self.reuse.get(source)
-        if hit is not None:
-            return Probe(commit, hit[1], reused_from=hit[0], reused_by="sources", keys=(source,))
-        self.builds += 1
-        try:
-            installed = self.builder.install(commit)
-        except BuildError as exc:
-            return Probe(commit, build_error=str(exc))
-        keep = self.in_turns and self.baseline is None
-        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
-        try:
-            hit = self.reuse.get(installed.fingerprint)
-            if hit is not None:
-                self.reuse.put(hit[0], hit[1], source)
-                return Probe(installed.commit, hit[1], reused_from=hit[0], reused_by="installed files",
-                             build_s=installed.seconds, keys=keys)
-            rendered = {case.id: render_case(self.spec, case, installed.bin_dir, runs=self.runs,
-                                             baseline=self.baseline) for case in self.cases}
-            self.renders += sum(r.runs for r in rendered.values())
-            self.reuse.put(installed.commit, rendered, *keys)
-            return Probe(installed.commit, rendered, build_s=installed.seconds, keys=keys)
-        finally:
-            if keep:
-                self.baseline = installed.bin_dir
-            else:
-                self.builder.discard(installed)
+    def _done(self, installed: Installation) -> None:
+        if self.in_turns and self.baseline is None:
+            self.baseline = installed.bin_dir
+        else:
+            self.builder.discard(installed)
 
 
 @dataclass(frozen=True)
@@ -187,19 +145,25 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     """The first commit after ``good`` up to ``bad`` where ``criterion`` turns (see the module docstring)."""
     try:
         between = commits_between(spec.root, good, bad)
+        commits = [resolve(spec.root, good), *between]
     except (SideError, CommitError) as exc:
         raise HuntError(str(exc)) from None
     prober = Prober(spec, [case], criterion.runs, scratch, in_turns=criterion.kind is Kind.SLOWER)
-    commits = [_resolved_good(spec.root, good), *between]
+    probes: dict[str, Measured] = {}  # commit -> its measurement, every commit probed
+
+    def at(commit: str) -> Measured:
+        probes[commit] = prober.at(commit)
+        return probes[commit]
+
     result = Hunt(criterion, commits[0], commits[-1], len(commits))
     say(f"{len(commits)} commits from {commits[0][:8]} (good) to {commits[-1][:8]} (bad); bad when "
         f"{criterion.describe()}")
-    anchor = _end(prober, commits[0], "GOOD", result, say)
+    anchor = _end(at(commits[0]), "GOOD", result, say)
     why = criterion.unusable_good(_one(anchor).outcome)
     if why:
         raise HuntError(f"GOOD {commits[0][:8]} cannot anchor the criterion: {why}")
     good_outcome = _one(anchor).outcome
-    last = _end(prober, commits[-1], "BAD", result, say)
+    last = _end(at(commits[-1]), "BAD", result, say)
     judged = criterion.judge(good_outcome, _one(last).outcome)
     _log(result, say, last, judged, "BAD", len(commits) - 2)
     if judged.mark is Mark.SKIP:
@@ -209,11 +173,10 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
         _count(result, prober)
         say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")
         return result
-    probes: dict[str, Probe] = {}
 
     def judge(commit: str) -> Marking:
-        probe = probes[commit] = prober.at(commit)
-        if probe.rendered is None:
+        probe = at(commit)
+        if probe.results is None:
             return Marking(Mark.SKIP, f"does not build: {probe.build_error}")
         return criterion.judge(good_outcome, _one(probe).outcome)
 
@@ -224,49 +187,41 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
     _count(result, prober)
     result.first_bad_subject = subject(spec.root, result.bisection.first_bad)
     if criterion.kind in (Kind.PARITY, Kind.CHANGED):
-        result.departure = _departure(criterion, prober, result.bisection)
+        result.departure = _departure(criterion, probes, result.bisection)
     return result
 
 
-def _one(probe: Probe):
+def _one(probe: Measured):
     """The rendering of a hunt's one case at a built commit."""
-    return next(iter(probe.rendered.values()))
+    return next(iter(probe.results.values()))
 
 
-def _resolved_good(root: Path, good: str) -> str:
-    try:
-        return resolve(root, good)
-    except CommitError as exc:
-        raise HuntError(str(exc)) from None
-
-
-def _end(prober: Prober, commit: str, name: str, result: Hunt, say) -> Probe:
-    probe = prober.at(commit)
-    if probe.rendered is None:
-        raise HuntError(f"{name} {commit[:8]} does not build: {probe.build_error}")
+def _end(probe: Measured, name: str, result: Hunt, say) -> Measured:
+    if probe.results is None:
+        raise HuntError(f"{name} {probe.commit[:8]} does not build: {probe.build_error}")
     if name == "GOOD":
         _log(result, say, probe, Marking(Mark.GOOD, _one(probe).outcome.summary()), name, None)
     return probe
 
 
-def _log(result: Hunt, say, probe: Probe, judged: Marking, label: str, left: int | None) -> None:
+def _log(result: Hunt, say, probe: Measured, judged: Marking, label: str, left: int | None) -> None:
     how = (f"same {probe.reused_by} as {probe.reused_from[:8]}, result reused" if probe.reused_from
-           else "not built" if probe.rendered is None else f"built in {probe.build_s:.1f} s, rendered")
+           else "not built" if probe.results is None else f"built in {probe.build_s:.1f} s, rendered")
     tail = "" if left is None else f"; {left} commit(s) in question"
     say(f"[{label}] {probe.commit[:8]}: {how}: {judged.why} -> {judged.mark.value}{tail}")
     result.steps.append({"label": label, "commit": probe.commit, "mark": judged.mark.value, "why": judged.why,
                          "reused_from": probe.reused_from, "reused_by": probe.reused_by,
                          "build_error": probe.build_error,
-                         "outcome": None if probe.rendered is None else _one(probe).outcome.record()})
+                         "outcome": None if probe.results is None else _one(probe).outcome.record()})
 
 
 def _count(result: Hunt, prober: Prober) -> None:
-    result.builds, result.renders, result.reused = prober.builds, prober.renders, prober.reuse.reused
+    result.builds, result.renders, result.reused = prober.reuse.builds, prober.renders, prober.reuse.reused
 
 
-def _departure(criterion: Criterion, prober: Prober, bisection: FirstBad) -> dict | None:
+def _departure(criterion: Criterion, probes: Mapping[str, Measured], bisection: FirstBad) -> dict | None:
     """Where the first bad image departs: from the reference (parity), from the last good image (changed)."""
-    bad, good = (next(iter(prober.rendered[c].values())) if c in prober.rendered else None
+    bad, good = (_one(probes[c]) if c in probes and probes[c].results is not None else None
                  for c in (bisection.first_bad, bisection.last_good))
     if bad is None or bad.image is None:
         return None

@@ -1,32 +1,28 @@
 """Recording a window of a target's history with asv, as detsim's own tracking run records detsim.
 
-Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checkout, a machine name. The
-target's project folder (``results/targets/<target>/`` of detsim's checkout: :class:`Project`) holds an
-asv.conf.json made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
-``environment_type: existing``), asv's results of each machine (``results/<machine>/``, asv's own format,
-written by asv), and per machine and commit a row (``outcomes/<machine>/<commit>.json``: each case's outcome,
-with where its image departs, and how the commit was measured).
+Input: a :class:`~.spec.TargetSpec`, its commits (oldest first), detsim's checkout, a machine name. Output: the
+target's project folder (:class:`Project`, ``results/targets/<target>/`` of detsim's checkout): an asv.conf.json
+made here (the target repository as asv's ``repo``, the suite :mod:`.asvsuite.bench_target`,
+``environment_type: existing``), asv's results per machine, and per machine and commit a row (each case's
+outcome, with where its image departs, and how the commit was measured); ``detsim-track regressions --repo
+<project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
 
-Each commit is installed into the project's one build venv (:class:`~.build.Builder`; one interpreter path,
-so asv keeps one series) and measured by ``asv run --environment existing:<its python> --set-commit-hash
-<commit>``. A commit whose exported sources or installed files equal a measured commit's (:mod:`.build`'s
-reuse rule) takes that commit's results: its asv file is the twin's under its own hash and date. ``detsim-track
-regressions --repo <project>`` then judges the results and ``detsim-track publish --repo <project>`` draws them.
-
-The rows also give the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case
-turns bad against the last commit before it that rendered it reproducibly: BROKEN, PARITY, CHANGED,
-IRREPRODUCIBLE, by :mod:`.criteria`), and slices recorded on several machines merge into one history
-(:func:`merge_slices`, :func:`merge_rows`: in the repository's order, a note for each commit two slices both
-measured whose image hashes disagree).
+Each commit is installed into the project's one build venv (one interpreter path, so asv keeps one series) and
+measured by ``asv run --environment existing:<its python> --set-commit-hash <commit>``, or by :mod:`.build`'s
+reuse rule takes a twin's results (its asv file is the twin's under its own hash and date). The rows also give
+the window's own account (:class:`Window`: its table, and the :class:`Turn` s where a case turns bad, by
+:mod:`.criteria`); slices recorded on several machines merge into one history (:func:`merge_slices`,
+:func:`merge_rows`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -37,7 +33,7 @@ from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.status import Status
 from detsim.track.base.recording import RecordingError
-from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Reuse, source_key
+from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Installation, Measured, Reuse
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
@@ -180,12 +176,12 @@ class TargetRecorder:
     def __init__(self, spec: TargetSpec, project: Project, root: Path, machine: str):
         self.spec, self.project, self.root, self.machine = spec, project, Path(root), machine
         self.builder = Builder(spec, project.folder)
-        self.reuse: Reuse[dict] = Reuse()
-        self.builds = self.measured = self.renders = 0
+        self.reuse: Reuse[dict] = Reuse()  # the cases' outcomes by the reuse rule
+        self.renders = 0
         self.home = project.folder / ".asv-home"  # asv's machine file lives in $HOME: this one, not the user's
         for row in project.rows(machine):  # a twin's keys lead to the commit it took its results from
             if not row["build_error"]:
-                self.reuse.put(row["reused_from"] or row["commit"], row, *row["keys"])
+                self.reuse.put(row["reused_from"] or row["commit"], row["cases"], *row["keys"])
 
     def asv(self, *args: str, timeout: float = 600, commit: str = ""):
         env = {**os.environ, "HOME": str(self.home), SUITE_VAR: str(self.project.folder), COMMIT_VAR: commit}
@@ -212,40 +208,17 @@ class TargetRecorder:
 
     def record(self, commit: str) -> dict:
         """Measure ``commit`` (or take a twin's results) and store its row."""
-        source = source_key(self.spec.root, commit, self.spec.export)
-        hit = self.reuse.get(source)
-        if hit is not None:
-            return self._reused(commit, hit, "sources", (source,))
-        self.builds += 1
-        try:
-            installed = self.builder.install(commit, folder=self.project.build)
-        except BuildError as exc:
-            return self._store(commit, {"build_error": str(exc), "keys": [], "cases": {}})
-        keys = tuple(k for k in (source, installed.fingerprint) if k is not None)
-        hit = self.reuse.get(installed.fingerprint)
-        if hit is not None:
-            self.reuse.put(hit[0], hit[1], source)
-            return self._reused(commit, hit, "installed files", keys, installed.seconds)
-        outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
-        outcome_file.unlink(missing_ok=True)
-        done = self.asv("run", "--environment", f"existing:{installed.bin_dir / 'python'}", "--set-commit-hash",
-                        commit, "--machine", self.machine, "--record-samples", "--show-stderr",
-                        timeout=ASV_TIMEOUT_S, commit=commit)
-        self.measured += 1
-        if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
-            return self._store(commit, {"build_error": f"asv measured nothing (exit {done.returncode}: "
-                                                      f"{done.last_line()})", "keys": [], "cases": {}})
-        cases = json.loads(outcome_file.read_text())["cases"]
-        # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
-        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == Status.OK else 1 for o in cases.values())
-        row = self._store(commit, {"build_error": None, "keys": list(keys), "cases": cases,
-                                   "build_s": installed.seconds})
-        self.reuse.put(commit, row, *keys)
-        return row
+        got = self.reuse.measure(self.builder, commit, self._measure, folder=self.project.build)
+        if got.build_error is not None:
+            return self._store(commit, {"build_error": got.build_error, "keys": [], "cases": {}})
+        if got.reused_from is None:
+            return self._store(commit, {"build_error": None, "keys": list(got.keys), "cases": got.results,
+                                        "build_s": got.build_s})
+        return self._reused(commit, got)
 
-    def _reused(self, commit: str, hit: tuple[str, dict], by: str, keys: Sequence[str],
-                build_s: float | None = None) -> dict:
-        twin, row = hit
+    def _reused(self, commit: str, got: Measured) -> dict:
+        """``commit``'s row and asv results: its twin's (``got.reused_from``), under its own hash and date."""
+        twin = got.reused_from
         date = query(self.spec.root, "log", "-1", "--format=%at", commit)  # as asv dates a commit: author time
         for path in self.project.results(self.machine).glob(f"{twin[:8]}-*.json"):
             data = json.loads(path.read_text())
@@ -256,8 +229,24 @@ class TargetRecorder:
                 data["date"] = int(date) * 1000
             # asv's own encoding (a single sample's interval is written -Infinity, Infinity)
             atomic_write_text(path.with_name(f"{commit[:8]}-{path.name.split('-', 1)[1]}"), json.dumps(data))
-        return self._store(commit, {"build_error": None, "keys": list(keys), "cases": row["cases"],
-                                    "reused_from": twin, "reused_by": by, "build_s": build_s})
+        return self._store(commit, {"build_error": None, "keys": list(got.keys), "cases": got.results,
+                                    "reused_from": twin, "reused_by": got.reused_by, "build_s": got.build_s})
+
+    def _measure(self, installed: Installation) -> dict:
+        """The cases' outcomes at the installed commit, measured by asv (its suite writes them to the outcomes
+        file)."""
+        commit = installed.commit
+        outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
+        outcome_file.unlink(missing_ok=True)
+        done = self.asv("run", "--environment", f"existing:{installed.bin_dir / 'python'}", "--set-commit-hash",
+                        commit, "--machine", self.machine, "--record-samples", "--show-stderr",
+                        timeout=ASV_TIMEOUT_S, commit=commit)
+        if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
+            raise BuildError(f"asv measured nothing (exit {done.returncode}: {done.last_line()})")
+        cases = json.loads(outcome_file.read_text())["cases"]
+        # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
+        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == Status.OK else 1 for o in cases.values())
+        return cases
 
     def _store(self, commit: str, fields: dict) -> dict:
         row = {"commit": commit, "machine": self.machine,
@@ -288,16 +277,14 @@ def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine:
                 say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
             else:
                 row = recorder.record(commit)
-                how = (f"does not build: {row['build_error']}" if row["build_error"]
-                       else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"]
-                       else f"built in {row['build_s']:.1f} s, measured by asv")
+                how = _how(row) or f"built in {row['build_s']:.1f} s, measured by asv"
                 say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
             window.rows.append(row)
     finally:
         recorder.close()
     history, _ = merge_rows(spec.root, [{"target": spec.name, "rows": project.rows(machine)}])
     window.turns = [t for t in turns(history) if t.commit in set(commits)]
-    window.builds, window.renders, window.reused = recorder.builds, recorder.renders, recorder.reuse.reused
+    window.builds, window.renders, window.reused = recorder.reuse.builds, recorder.renders, recorder.reuse.reused
     return window
 
 
@@ -355,8 +342,7 @@ class Turn:
     why: str
 
     def record(self) -> dict:
-        return {"kind": self.kind.value, "case": self.case, "commit": self.commit, "previous": self.previous,
-                "why": self.why}
+        return {**asdict(self), "kind": self.kind.value}
 
 
 @dataclass
@@ -377,23 +363,13 @@ class Window:
 
     def table(self) -> list[str]:
         """commit, date, cases rendered, cases at parity, min r, seconds: a line per measured commit or commit
-        where a case turns; a run of other commits that took another's results is one line."""
+        where a case turns; a run of other commits that took one commit's results is one line."""
         lines = [f"{'commit':<10} {'date':<10} {'rendered':>8} {'parity':>6} {'min r':>12} {'seconds':>8}  note"]
         turned = {t.commit for t in self.turns}
-        quiet: list[dict] = []
-        for row in self.rows:
-            if row["reused_from"] and row["commit"] not in turned:
-                if quiet and quiet[-1]["reused_from"] != row["reused_from"]:
-                    lines.append(_reused_line(quiet))
-                    quiet = []
-                quiet.append(row)
-                continue
-            if quiet:
-                lines.append(_reused_line(quiet))
-                quiet = []
-            lines.append(self._line(row))
-        if quiet:
-            lines.append(_reused_line(quiet))
+        for twin, rows in itertools.groupby(self.rows, key=lambda row: row["commit"] not in turned
+                                            and row["reused_from"]):
+            rows = list(rows)
+            lines += [_reused_line(rows)] if twin else [self._line(row) for row in rows]
         return lines
 
     def _line(self, row: Mapping) -> str:
@@ -401,12 +377,17 @@ class Window:
         images = [o for o in outcomes if not o.status.is_failure]
         rs = [o.r for o in images if o.r is not None]
         seconds = sum(o.seconds for o in images if o.seconds is not None)
-        note = (f"does not build: {row['build_error']}" if row["build_error"]
-                else f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else "")
-        note += "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
+        note = _how(row) + "".join(f"; {t.kind.value} {t.case}" for t in self.turns if t.commit == row["commit"])
         return (f"{row['commit'][:10]:<10} {row['date'][:10]:<10} {len(images):>5}/{len(outcomes):<2} "
                 f"{sum(o.at_parity for o in outcomes):>6} {min(rs) if rs else float('nan'):>12.8f} "
                 f"{seconds:>8.1f}  {note.lstrip('; ')}")
+
+
+def _how(row: Mapping) -> str:
+    """How a commit that was not measured was recorded: it does not build, or took a twin's results ("")."""
+    if row["build_error"]:
+        return f"does not build: {row['build_error']}"
+    return f"reused from {row['reused_from'][:8]} ({row['reused_by']})" if row["reused_from"] else ""
 
 
 def _reused_line(rows: Sequence[Mapping]) -> str:

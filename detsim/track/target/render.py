@@ -18,7 +18,7 @@ import string
 import sys
 import sysconfig
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
 
@@ -93,12 +93,9 @@ class CaseOutcome:
 
     @classmethod
     def from_record(cls, rec: Mapping) -> "CaseOutcome":
-        return cls(case=rec["case"], status=Status(rec["status"]), detail=rec.get("detail", ""),
-                   seconds=rec.get("seconds"), peak_mb=rec.get("peak_mb"), sha256=rec.get("sha256"),
-                   hashes=tuple(rec.get("hashes", ())), parity=rec.get("parity"),
-                   stderr_tail=tuple(rec.get("stderr_tail", ())), cpu_s=rec.get("cpu_s"),
-                   baseline_s=rec.get("baseline_s"), baseline_cpu_s=rec.get("baseline_cpu_s"),
-                   instructions=rec.get("instructions"), not_counted=rec.get("not_counted", ""))
+        kept = {f.name: rec[f.name] for f in fields(cls) if f.name in rec}
+        return cls(**{**kept, "status": Status(rec["status"]), "hashes": tuple(rec.get("hashes", ())),
+                      "stderr_tail": tuple(rec.get("stderr_tail", ()))})
 
 
 def _g(x) -> str:
@@ -131,6 +128,13 @@ def output_name(args: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
     if FLOATFILE in args[:-1]:
         return args, args[args.index(FLOATFILE) + 1]
     return (*args, FLOATFILE, "image.bin"), "image.bin"
+
+
+def copy_inputs(case: GoldenCase, out_name: str, folder: Path) -> None:
+    """The case's input files copied into ``folder``: never its reference image, the image it writes, its stdout."""
+    for item in case.folder.iterdir():
+        if item.name not in ("image.bin", out_name, "stdout.txt") and item.is_file():
+            shutil.copy2(item, folder / item.name)
 
 
 def command_env(spec: TargetSpec, bin_dir: Path | None, seed: str) -> dict[str, str]:
@@ -216,20 +220,19 @@ def command_words(spec: TargetSpec, bin_dir: Path | None, path: str | None) -> l
 
 
 def _one_run(spec, case, args, out_name, bin_dir, seed, shape) -> _Run:
-    words = command_words(spec, bin_dir, command_env(spec, bin_dir, seed).get("PATH"))
+    env = command_env(spec, bin_dir, seed)
+    words = command_words(spec, bin_dir, env.get("PATH"))
     if words is None:
         return _Run(CaseOutcome(case.id, Status.CRASHED, f"command not found: {spec.command[0]}"
                                 + (" (a script must be executable, or run as: python SCRIPT)"
                                    if "/" in spec.command[0] else "")))
     with tempfile.TemporaryDirectory(prefix="detsim-target-") as tmp:
         work = Path(tmp)
-        for item in case.folder.iterdir():
-            if item.name not in ("image.bin", out_name, "stdout.txt") and item.is_file():
-                shutil.copy2(item, work / item.name)
+        copy_inputs(case, out_name, work)
         peak_file = work / ".detsim-peak-kb"  # written once the command has ended
         try:
             done = run([sys.executable, "-S", "-c", LAUNCHER, str(peak_file), *words, *args],
-                       cwd=work, env=command_env(spec, bin_dir, seed), timeout=spec.timeout_s, what=spec.command[0])
+                       cwd=work, env=env, timeout=spec.timeout_s, what=spec.command[0])
         except TimedOut:
             return _Run(CaseOutcome(case.id, Status.TIMED_OUT, f"ran past {spec.timeout_s:g} s",
                                     seconds=spec.timeout_s))

@@ -11,7 +11,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from detsim.rendering import lattice_factor_triton  # noqa: E402
-from detsim.track.gpu.atomics import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge  # noqa: E402
+from detsim.track.gpu.jobs import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge_atomics  # noqa: E402
 from detsim.track.base.status import Status  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
@@ -39,9 +39,9 @@ def test_the_kernel_compiles_to_ptx_without_an_atomic():
 @pytest.mark.slow
 def test_every_variant_the_engine_launches_is_free_of_atomics():
     data = atomics_job({"device": "cpu"})
-    assert len(data["variants"]) == 6 and judge(data) == (Status.OK, "")
+    assert len(data["variants"]) == 6 and judge_atomics(data) == (Status.OK, "")
 
 
 def test_the_judge_fails_on_an_atomic_and_refuses_an_empty_search():
-    assert judge({"variants": {"v": {"atomics": ["atom.global.add.f32"], "ptx_lines": 9}}})[0] is Status.FAILED
-    assert judge({"variants": {"v": {"atomics": [], "ptx_lines": 0}}})[0] is Status.CRASHED
+    assert judge_atomics({"variants": {"v": {"atomics": ["atom.global.add.f32"], "ptx_lines": 9}}})[0] is Status.FAILED
+    assert judge_atomics({"variants": {"v": {"atomics": [], "ptx_lines": 0}}})[0] is Status.CRASHED

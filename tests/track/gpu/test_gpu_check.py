@@ -1,14 +1,16 @@
 """The check from start to end on the CPU, small: the steps asked for run, the others say why not, a step that
-hangs costs only its own box."""
+hangs costs only its own box. Determinism and the CUDA-against-CPU comparison, drawn from the jobs' answers."""
 
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from detsim.track.base.golden import golden_dir
-from detsim.track.gpu.check import STEP_KINDS, Options, child_env, run_check
-from detsim.track.gpu.plan import GpuPath, dry_plan
 from detsim.track.base.output import json_text
+from detsim.track.base.status import Status
+from detsim.track.gpu.check import STEP_KINDS, Options, child_env, cuda_matches_cpu, determinism, run_check
+from detsim.track.gpu.plan import GpuPath, make_plan
+from detsim.track.gpu.steps import StepResult
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE = "c02_xds_xbeam_quirk"
@@ -16,7 +18,7 @@ PATH = GpuPath("eager", "float32")
 
 
 def _plan(**changes):
-    plan = replace(dry_plan((CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"), warm_calls=1)
+    plan = replace(make_plan(True, (CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"), warm_calls=1)
     return replace(plan, **changes)
 
 
@@ -51,7 +53,47 @@ def test_a_step_past_its_box_is_timed_out_and_the_rest_still_runs():
 
 def test_triton_runs_under_the_interpreter_on_a_cpu_only():
     triton = GpuPath("triton", "float32")
-    assert child_env(dry_plan(()), triton, ROOT)["TRITON_INTERPRET"] == "1"
-    assert child_env(replace(dry_plan(()), device="cuda"), triton, ROOT)["TRITON_INTERPRET"] == "0"
-    assert child_env(dry_plan(()), PATH, ROOT)["PYTHONPATH"].split(":")[0] == str(ROOT)
+    assert child_env(make_plan(True, ()), triton, ROOT)["TRITON_INTERPRET"] == "1"
+    assert child_env(replace(make_plan(True, ()), device="cuda"), triton, ROOT)["TRITON_INTERPRET"] == "0"
+    assert child_env(make_plan(True, ()), PATH, ROOT)["PYTHONPATH"].split(":")[0] == str(ROOT)
     assert set(STEP_KINDS) >= {"tests", "speed", "parity", "determinism", "benchmarks"}
+
+
+def _speed(first, last):
+    return StepResult("speed", Status.OK, data={"workloads": {"P2": {"sha256": [first, last]}}})
+
+
+def _parity(sha):
+    return StepResult("parity", Status.OK, data={"hash": {"workload": "P2", "sha256": sha}})
+
+
+def test_identical_runs_are_ok():
+    result = determinism("determinism triton-float32", "P2", _speed("a", "a"), _parity("a"))
+    assert result.status is Status.OK and result.data["in_process"] and result.data["across_processes"]
+
+
+def test_a_run_that_differs_in_one_process_or_across_processes_fails_and_says_where():
+    within = determinism("determinism triton-float32", "P2", _speed("a", "b"), _parity("a"))
+    assert within.status is Status.FAILED and "in one process" in within.reason
+    across = determinism("determinism triton-float32", "P2", _speed("a", "a"), _parity("c"))
+    assert across.status is Status.FAILED and across.reason.endswith("across processes")
+    assert across.data == {"workload": "P2", "in_process": True, "across_processes": False, "streams": 1}
+
+
+def test_a_missing_render_is_not_taken_for_a_match():
+    missing = determinism("determinism triton-float32", "P2", StepResult("speed", Status.TIMED_OUT), _parity("a"))
+    assert missing.status is Status.CRASHED
+    one_process = determinism("determinism triton-float32", "P2", _speed("a", "a"),
+                              StepResult("parity", Status.TIMED_OUT))
+    assert one_process.data["across_processes"] is None and "one process only" in one_process.reason
+
+
+def test_cuda_against_cpu_counts_the_cases_with_the_same_bits():
+    cuda = StepResult("c", Status.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "2"},
+                                                          "c": {"error": "x"}}})
+    cpu = StepResult("p", Status.OK, data={"cases": {"a": {"sha256": "1"}, "b": {"sha256": "3"},
+                                                         "c": {"sha256": "4"}}})
+    result = cuda_matches_cpu(cuda, cpu)
+    assert result.status is Status.OK
+    assert result.data == {"compared": 2, "identical": 1, "differing": ["b"]}
+    assert cuda_matches_cpu(cuda, StepResult("p", Status.TIMED_OUT)).status is Status.CRASHED

@@ -3,7 +3,7 @@
 import pytest
 
 from detsim.rendering.engine import MODES
-from detsim.track.gpu.plan import PATHS, REFERENCE_PATH, dry_plan, full_plan, path_named, workload
+from detsim.track.gpu.plan import PATHS, REFERENCE_PATH, make_plan, path_named, workload
 
 
 def test_the_paths_are_every_mode_in_both_dtypes_once():
@@ -14,7 +14,7 @@ def test_the_paths_are_every_mode_in_both_dtypes_once():
 
 
 def test_the_full_plan_measures_the_reference_workloads_on_cuda():
-    plan = full_plan()
+    plan = make_plan(False)
     assert plan.device == "cuda" and not plan.dry_run and plan.golden_cases is None
     p2, large = (workload(name) for name in plan.speed_workloads)
     assert (p2.pixels, p2.steps) == (1024, 200) and (large.pixels, large.steps) == (4096, 1)
@@ -24,9 +24,9 @@ def test_the_full_plan_measures_the_reference_workloads_on_cuda():
 
 
 def test_the_dry_plan_keeps_the_per_pixel_work_at_a_small_size():
-    plan = dry_plan(("c02_xds_xbeam_quirk",))
+    plan = make_plan(True, ("c02_xds_xbeam_quirk",))
     assert plan.device == "cpu" and plan.dry_run and plan.golden_cases == ("c02_xds_xbeam_quirk",)
-    full = full_plan()
+    full = make_plan(False)
     for small, big in zip(plan.speed_workloads, full.speed_workloads):
         assert workload(small).steps == workload(big).steps and workload(small).pixels < workload(big).pixels
 

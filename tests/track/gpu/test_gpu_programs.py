@@ -1,14 +1,19 @@
-"""The device tests' command and how its output is read.
-
-nanoBragg.c's timing: a binary's exit and its time, on the workloads' command lines."""
+"""The device tests' command and how its output is read; the first-divergence finder's command and how its
+report is read (the culprit of a path that differs); nanoBragg.c's timing: a binary's exit and its time, on the
+workloads' command lines."""
 
 from __future__ import annotations
 
 import os
+import sys
+import textwrap
 
-from detsim.track.gpu.plan import workload
-from detsim.track.gpu.programs import pytest_argv, read_collection, read_run, skipped, time_nanobragg
-from detsim.track.gpu.steps import Budget
+import pytest
+
+from detsim.track.gpu.plan import GpuPath, workload
+from detsim.track.gpu.programs import (diverge_argv, pytest_argv, read_collection, read_report, read_run,
+                                       time_nanobragg)
+from detsim.track.gpu.steps import Budget, run_command
 from detsim.track.base.status import Status
 
 
@@ -66,8 +71,37 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
     assert abs(rate["pixel_steps"] / rate["pixel_steps_per_s"] - rate["wall_s"]) < 1e-3
 
 
-def test_a_failing_binary_is_an_error_and_no_binary_a_skip(tmp_path):
+def test_a_failing_binary_is_an_error(tmp_path):
     failed = time_nanobragg(_binary(tmp_path, "echo broken >&2; exit 3"), ("P1@8",), budget=Budget(60), box_s=30,
                             root=tmp_path)
     assert failed.status is Status.CRASHED and "exited 3" in failed.reason and "broken" in failed.reason
-    assert skipped().status is Status.SKIPPED
+
+
+def test_compiled_code_is_recorded_by_its_kernels_and_a_process_difference_in_fresh_processes():
+    argv = diverge_argv(GpuPath("compiled", "float32"), "P2@32", "cuda", across_processes=True)
+    assert argv[1:4] == ["-m", "detsim.track.cli", "diverge"]
+    assert argv[argv.index("--layers") + 1] == "kernels" and "--processes" in argv
+    assert "-detpixels 32" in argv[argv.index("--nanobragg") + 1]
+    assert "--layers" not in diverge_argv(GpuPath("eager", "float64"), "P2@32", "cpu", across_processes=False)
+
+
+@pytest.mark.slow
+def test_the_finder_names_the_culprit_of_a_planted_nondeterministic_op(tmp_path):
+    (tmp_path / "planted.py").write_text(textwrap.dedent("""
+        import torch
+        def target():
+            x = torch.ones(64)
+            return x + torch.rand(64)
+    """))
+    argv = [sys.executable, "-m", "detsim.track.cli", "diverge", "--call", "planted.py:target"]
+    done, unfinished, seconds = run_command("divergence", argv, budget=Budget(120), box_s=100, root=tmp_path)
+    assert unfinished is None
+    result = read_report("divergence", done.returncode, done.stdout, done.stderr, seconds)
+    assert result.status is Status.FAILED and "rand" in result.data["culprit"]
+
+
+def test_a_report_without_a_divergence_is_ok_and_a_crash_an_error():
+    same = read_report("d", 0, "diverge: x\nVERDICT  NO DIVERGENCE: 9 events\n", "", 1.0)
+    assert same.status is Status.OK and same.data["culprit"] is None
+    crashed = read_report("d", 2, "", "diverge: --device cuda: no CUDA device on this machine\n", 1.0)
+    assert crashed.status is Status.CRASHED and "no CUDA device" in crashed.reason

@@ -176,12 +176,11 @@ def test_every_case_is_measured_once_per_distinct_package_and_reused_by_twins(tm
     cases = [find_case(CASE, GOLDEN), find_case("o01", GOLDEN)]
     prober = Prober(load_spec(port.root), cases, runs=2, scratch=tmp_path / "scratch")
     base, docs, shrink = (prober.at(port.commits[name]) for name in ("base", "docs1", "shrink"))
-    assert set(base.rendered) == {CASE, "o01_polar_0.9"} and base.reused_from is None
-    assert all(r.outcome.status is Status.OK and r.outcome.reproduced for r in base.rendered.values())
-    assert docs.rendered is base.rendered and (docs.reused_from, docs.reused_by) == (base.commit, "sources")
-    assert shrink.rendered[CASE].outcome.status is Status.WRONG_SIZE
-    assert (prober.builds, prober.renders, prober.reuse.reused) == (2, 2 * 2 + 2 * 1, 1)  # a failed run ends one
-    assert set(prober.rendered) == {base.commit, docs.commit, shrink.commit}
+    assert set(base.results) == {CASE, "o01_polar_0.9"} and base.reused_from is None
+    assert all(r.outcome.status is Status.OK and r.outcome.reproduced for r in base.results.values())
+    assert docs.results is base.results and (docs.reused_from, docs.reused_by) == (base.commit, "sources")
+    assert shrink.results[CASE].outcome.status is Status.WRONG_SIZE
+    assert (prober.reuse.builds, prober.renders, prober.reuse.reused) == (2, 2 * 2 + 2 * 1, 1)  # a failed run ends one
 
 
 @pytest.mark.slow
@@ -191,5 +190,5 @@ def test_a_commit_that_does_not_build_is_a_probe_with_its_reason(tmp_path):
     broken = commit(port.root, "a broken pyproject")
     prober = Prober(load_spec(port.root), [find_case(CASE, GOLDEN)], runs=1, scratch=tmp_path / "scratch")
     probe = prober.at(broken)
-    assert probe.rendered is None and probe.build_error.startswith(f"{broken[:8]}: does not install")
-    assert broken not in prober.rendered and prober.builds == 1
+    assert probe.results is None and probe.build_error.startswith(f"{broken[:8]}: does not install")
+    assert prober.reuse.builds == 1

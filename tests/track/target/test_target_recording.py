@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from detsim.track.target.build import Measured
 from detsim.track.target.criteria import Kind
 from detsim.track.target.departure import departure, stored
 from detsim.track.target.recording import MergeError, Project, TargetRecorder, SUITE_DIR, Window, merge_rows, turns
@@ -69,7 +70,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
     image = CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
     recorder = TargetRecorder(spec, project, tmp_path, "m1")
     measured = recorder._store(base, {"build_error": None, "keys": ["k"], "cases": {CASE: image}})
-    row = recorder._reused(docs, (base, measured), "sources", ["k"])
+    row = recorder._reused(docs, Measured(docs, measured["cases"], base, "sources", keys=("k",)))
     twin = json.loads((results / f"{docs[:8]}-{ENV}.json").read_text())
     assert twin["commit_hash"] == docs and twin["results"] == asv_file["results"]
     assert twin["date"] == int(git(port.root, "log", "-1", "--format=%at", docs)) * 1000

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,14 +49,11 @@ RUNS = 2  # processes per render in setup_cache: the second must reproduce the f
 VERSION = "1"
 
 
-def _suite() -> dict:
+def _setup():
+    """The suite's facts, the target's spec and its cases (KeyError: not in a recording)."""
     if not os.environ.get(SUITE_VAR):
         raise KeyError(f"{SUITE_VAR} is not set: not a recording")
-    return json.loads((Path(os.environ[SUITE_VAR]) / SUITE).read_text())
-
-
-def _setup():
-    suite = _suite()
+    suite = json.loads((Path(os.environ[SUITE_VAR]) / SUITE).read_text())
     spec = load_spec(Path(suite["target"]), Path(suite["spec"]) if suite["spec"] else None)
     return suite, spec, target_cases(spec, Path(suite["root"]))
 
@@ -69,8 +67,6 @@ except (OSError, ValueError, KeyError):  # imported outside a recording (asv che
 
 def bin_dir() -> Path:
     """The commands of the environment asv runs this suite in: the target's built commit."""
-    import sys
-
     return Path(sys.executable).parent
 
 
@@ -116,15 +112,18 @@ def _image(cache: dict, case: str) -> dict:
     return record
 
 
-class Case:
-    """Per golden case: what its image came to."""
+class _PerCase:
+    """What every benchmark class of the suite shares (asv skips a class whose name starts with ``_``)."""
 
     params = (CASE_IDS,)
     param_names = ["case"]
     version = VERSION
     timeout = 3600
-
     setup_cache = staticmethod(renders)  # one setup_cache for the suite: asv runs it once per commit
+
+
+class Case(_PerCase):
+    """Per golden case: what its image came to."""
 
     def track_parity_one_minus_r(self, cache, case):
         record = cache.get(case) or {}
@@ -180,15 +179,8 @@ def instructions(cache: dict, case: str) -> int:
     return record["instructions"]
 
 
-class Cost:
+class Cost(_PerCase):
     """Per case: the instructions of one whole process of the target's command, counted by callgrind."""
-
-    params = (CASE_IDS,)
-    param_names = ["case"]
-    version = VERSION
-    timeout = 3600
-
-    setup_cache = staticmethod(renders)
 
     def track_instructions(self, cache, case):
         return instructions(cache, case)
@@ -201,16 +193,12 @@ if not COUNTED:  # the spec leaves counts off: no benchmark, rather than one ski
     del Cost
 
 
-class Reproducibility:
+class Reproducibility(_PerCase):
     """Whether a second process reproduces the first's image, bit for bit (as detsim's process axis)."""
 
     params = (["process"], CASE_IDS)
     param_names = ["axis", "case"]
-    version = VERSION
-    timeout = 3600
     pretty_name = "runs of one input differ (a second process)"
-
-    setup_cache = staticmethod(renders)
 
     def track_runs_differ(self, cache, axis, case):
         return float(len(set(_image(cache, case)["hashes"])) > 1)
@@ -218,15 +206,10 @@ class Reproducibility:
     track_runs_differ.unit = "runs that differ"
 
 
-class Timing:
+class Timing(_PerCase):
     """One more whole process of the target's command per case, timed by asv (wall seconds)."""
 
-    params = (CASE_IDS,)
-    param_names = ["case"]
-    version = VERSION
     number, repeat, rounds, min_run_count, warmup_time = 1, 1, 1, 1, 0.0
-    timeout = 3600
-    setup_cache = staticmethod(renders)
 
     def setup(self, cache, case):
         _image(cache, case)  # a case that failed is not timed

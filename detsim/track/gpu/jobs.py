@@ -1,0 +1,385 @@
+"""The device check's jobs: what runs inside a step's child process, and how its answer is judged.
+
+Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``deadline_s``, its soft deadline, and
+keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
+answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
+(:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
+hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernel's
+atomics (:func:`atomics_job`)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from detsim.track.base.golden import load_cases
+from detsim.track.base.hashing import image_sha256
+from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
+from detsim.track.base.status import Status
+from detsim.track.gpu.plan import GpuPath, workload
+from detsim.track.gpu.steps import keep_partial
+from detsim.track.measure.parity import image_metrics
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
+PTX_ATOMIC = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:atom|red)\.[\w.]+)", re.M)  # atomic and reduction instructions
+TTIR_ATOMIC = re.compile(r"\btt\.atomic_\w+")
+DRY_TARGET = ("cuda", 90, 32)  # an H100's: backend, compute capability, warp size
+POINTER_TYPES = {"float64": "fp64", "float32": "fp32"}  # a pointer argument's Triton type, by dtype
+
+
+@dataclass(frozen=True)
+class PathRender:
+    """A finished render: its image (on the CPU, float64), the image's sha256 and its wall seconds."""
+
+    image: object  # numpy array (slow, fast)
+    sha256: str
+    seconds: float
+
+
+def ready(device: str) -> torch.device:
+    """The device, its context made (so that no timing includes the driver's start-up)."""
+    dev = torch.device(device)
+    torch.zeros(1, device=dev)
+    _synchronize(dev)
+    return dev
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def workload_config(name: str):
+    """The configuration the ``detsim`` command reads from a workload's nanoBragg command line."""
+    from detsim import config_from_argv
+
+    return workload(name).config(config_from_argv)
+
+
+def render(config, path: GpuPath, device: torch.device) -> PathRender:
+    """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
+    from detsim import prepare, render as engine_render
+
+    started = time.perf_counter()
+    with torch.no_grad():
+        image, _ = engine_render(prepare(config, device=device, dtype=DTYPES[path.dtype]), mode=path.mode)
+    _synchronize(device)
+    seconds = time.perf_counter() - started
+    ours = image.detach().cpu().double().numpy()
+    return PathRender(ours, image_sha256(ours), seconds)
+
+
+def fused(config, path: GpuPath, device: torch.device) -> bool:
+    """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work)."""
+    from detsim import prepare
+    from detsim.rendering import paths as render_paths
+
+    return path.mode != "eager" and render_paths.fusable(prepare(config, device=device, dtype=DTYPES[path.dtype]))
+
+
+def launches(config, path: GpuPath, device: torch.device) -> dict:
+    """What one render asks of the device, by ``torch.profiler``: ``aten_ops`` (top-level ATen calls, on any
+    device), and on CUDA ``kernels`` and ``memory_ops`` (copies and fills) the device ran."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        render(config, path, device)
+    counts = {"aten_ops": 0, "kernels": None, "memory_ops": None}
+    if device.type == "cuda":
+        counts.update(kernels=0, memory_ops=0)
+    for event in prof.events():
+        if event.device_type == DeviceType.CUDA:
+            memory = event.name.lower().startswith(("memcpy", "memset"))
+            counts["memory_ops" if memory else "kernels"] += 1
+        elif event.cpu_parent is None and event.name.startswith("aten::"):
+            counts["aten_ops"] += 1
+    return counts
+
+
+def _started(job: dict):
+    """A path job's path, its device made ready (on ``threads`` CPU threads where given) and its clock: a
+    function that says whether the job's soft deadline is still ahead."""
+    started = time.monotonic()
+    if job.get("threads"):
+        torch.set_num_threads(job["threads"])
+    return GpuPath(*job["path"]), ready(job["device"]), lambda: time.monotonic() - started < job["deadline_s"]
+
+
+def probe_job(job: dict) -> dict:
+    """``job``: {"root": the checkout}. ``cuda`` is None where torch sees no CUDA device."""
+    from detsim.track.base.runtime import environment
+
+    env = environment(Path(job["root"]))
+    cuda = None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        cuda = {"name": props.name, "capability": f"{props.major}.{props.minor}",
+                "multiprocessors": props.multi_processor_count, "memory_gib": round(props.total_memory / 2**30, 1),
+                "cuda_version": torch.version.cuda, "driver_devices": torch.cuda.device_count()}
+    return {"environment": env, "cuda": cuda}
+
+
+def judge_probe(data: dict) -> tuple[Status, str]:
+    return Status.OK, ""
+
+
+def speed_job(job: dict) -> dict:
+    """Each workload's first render (cold: compile and set-up included) and its best warm render, the fixed cost
+    of a call (a render so small that its time is nearly all overhead), what one render launches, and the hashes
+    of the first and last renders (the determinism of one process).
+
+    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "overhead": name, "warm_calls",
+    "threads" (CPU only; None: torch's default)}. A workload not started before the deadline is listed under
+    ``not_measured``."""
+    path, device, in_time = _started(job)
+    out = {"path": path.name, "device": job["device"], "workloads": {}, "not_measured": [], "overhead": None}
+    for name in job["workloads"]:
+        if not in_time():
+            out["not_measured"].append(name)
+            continue
+        out["workloads"][name] = _measure(name, path, device, job["warm_calls"])
+        keep_partial(job, out)
+    if in_time():
+        config = workload_config(job["overhead"])
+        render(config, path, device)
+        best = min(render(config, path, device).seconds for _ in range(max(job["warm_calls"], 3)))
+        out["overhead"] = {"workload": job["overhead"], "warm_best_ms": round(best * 1e3, 3)}
+    else:
+        out["not_measured"].append(job["overhead"])
+    return out
+
+
+def _measure(name: str, path: GpuPath, device: torch.device, warm_calls: int) -> dict:
+    """One workload: cold and warm wall times, rates, launches and the first and last renders' hashes."""
+    config = workload_config(name)
+    pixel_steps = workload(name).pixel_steps
+    first = render(config, path, device)
+    warm = [render(config, path, device) for _ in range(warm_calls)]
+    best = min(r.seconds for r in warm)
+    return {
+        "pixel_steps": pixel_steps,
+        "fused": fused(config, path, device),
+        "cold_s": round(first.seconds, 4),
+        "warm_best_s": round(best, 6),
+        "warm_median_s": round(statistics.median(r.seconds for r in warm), 6),
+        "cold_pixel_steps_per_s": pixel_steps / first.seconds,
+        "warm_pixel_steps_per_s": pixel_steps / best,
+        "launches": launches(config, path, device),
+        "sha256": [first.sha256, warm[-1].sha256],
+    }
+
+
+def judge_speed(data: dict) -> tuple[Status, str]:
+    """Timings are facts, not verdicts: ok when every workload was measured, else why not."""
+    if data["not_measured"]:
+        return Status.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
+    return Status.OK, ""
+
+
+def parity_job(job: dict) -> dict:
+    """Every golden case (or the plan's few) rendered as the ``detsim`` command reads its arguments, against
+    nanoBragg.c's image, with its sha256 (for the CUDA-against-CPU comparison), and one render of the determinism
+    workload (the second process of the path's determinism). The compiled and Triton paths run their own kernel
+    only where a case is fusable (:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's
+    code, so such a case is listed as ``eager_code``, not rendered again: the eager path's parity is its parity.
+
+    ``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
+    name or None, "threads" (CPU only)}. Cases not started before the deadline are listed under ``not_run``."""
+    from detsim import config_from_argv
+
+    path, device, in_time = _started(job)
+    cases = [c for c in load_cases(Path(job["golden_dir"])) if job["cases"] is None or c.id in job["cases"]]
+    out = {"path": path.name, "device": job["device"], "cases": {}, "not_run": [], "hash": None}
+    if job["hash_workload"]:
+        out["hash"] = {"workload": job["hash_workload"],
+                       "sha256": render(workload_config(job["hash_workload"]), path, device).sha256}
+        keep_partial(job, {**out, **summarize(out["cases"])})
+    for case in cases:
+        if not in_time():
+            out["not_run"].append(case.id)
+            continue
+        try:
+            config = case.config(config_from_argv)
+            if path.mode != "eager" and not fused(config, path, device):
+                out["cases"][case.id] = {"eager_code": True}
+                continue
+            done = render(config, path, device)
+            metrics = image_metrics(done.image, case.reference((config.detector.spixels, config.detector.fpixels)))
+            out["cases"][case.id] = {"r": metrics["r"], "max_rel": metrics["max_rel"], "worst": metrics["worst"],
+                                     "sha256": done.sha256, "seconds": round(done.seconds, 4)}
+        except Exception as exc:  # noqa: BLE001 - one broken case is recorded, the others go on
+            out["cases"][case.id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        keep_partial(job, {**out, **summarize(out["cases"])})
+    out.update(summarize(out["cases"]))
+    return out
+
+
+def summarize(cases: dict) -> dict:
+    """``rendered`` (how many cases), ``min_r`` and ``worst_case`` (the case of the lowest r), ``below_line``
+    (cases under the acceptance line or with no r), ``errors`` (cases that did not render), ``eager_code`` (cases
+    the path left to the eager code)."""
+    rendered = {cid: c for cid, c in cases.items() if "sha256" in c}
+    scored = {cid: c["r"] for cid, c in rendered.items() if c["r"] is not None}
+    worst = min(scored, key=scored.get) if scored else None
+    return {"min_r": scored[worst] if worst else None, "worst_case": worst,
+            "below_line": sorted(cid for cid, c in rendered.items() if not passes_parity(c["r"], PARITY_MIN_R)),
+            "errors": sorted(cid for cid, c in cases.items() if "error" in c),
+            "rendered": len(rendered), "eager_code": sum(1 for c in cases.values() if c.get("eager_code"))}
+
+
+def judge_parity(data: dict) -> tuple[Status, str]:
+    problems = []
+    if data["below_line"]:
+        problems.append(f"r under {PARITY_MIN_R} in {len(data['below_line'])} case(s): "
+                        f"{', '.join(data['below_line'][:5])}")
+    if data["errors"]:
+        problems.append(f"{len(data['errors'])} case(s) did not render: {', '.join(data['errors'][:5])}")
+    if problems:
+        return Status.FAILED, "; ".join(problems)
+    if not data["rendered"] and not data["eager_code"]:
+        return Status.CRASHED, "no case was rendered"
+    if data["not_run"]:
+        return Status.TIMED_OUT, f"{len(data['not_run'])} case(s) not rendered before the job's deadline"
+    return Status.OK, ""
+
+
+def benchmarks_job(job: dict) -> dict:
+    """``benchmarks/bench_engine.py``'s ``PathThroughput`` on this device, each set up and tracked as asv would,
+    under asv's name, parameters, unit and version, so that they can be entered into the asv history later (the
+    GPU machines have no asv). ``job``: {"root", "device", "workloads": names or None (all), "dtypes": names or
+    None}."""
+    started = time.monotonic()
+    sys.path.insert(0, job["root"])
+    from benchmarks import bench_engine
+
+    suite = bench_engine.PathThroughput
+    out = {"benchmark": BENCHMARK, "unit": suite.unit, "version": suite.version, "param_names": suite.param_names,
+           "results": [], "not_run": []}
+    for combo in itertools.product(*suite.params):
+        params = dict(zip(suite.param_names, combo))
+        if params["device"] != job["device"] or any(job[key] is not None and params[axis] not in job[key]
+                                                    for key, axis in (("workloads", "workload"), ("dtypes", "dtype"))):
+            continue
+        if time.monotonic() - started >= job["deadline_s"]:
+            out["not_run"].append(params)
+            continue
+        bench = suite()
+        try:
+            bench.setup(*combo)
+            out["results"].append({"params": params, "value": bench.track_ns_per_pixel_step(*combo)})
+        except NotImplementedError as exc:  # asv's skip
+            out["results"].append({"params": params, "skipped": str(exc)})
+        keep_partial(job, out)
+    return out
+
+
+def judge_benchmarks(data: dict) -> tuple[Status, str]:
+    if data["not_run"]:
+        return Status.TIMED_OUT, f"{len(data['not_run'])} benchmark(s) not run before the job's deadline"
+    if not any("value" in r for r in data["results"]):
+        return Status.CRASHED, "no benchmark measured anything"
+    return Status.OK, ""
+
+
+def atomic_operations(asm: dict) -> list[str]:
+    """The atomic operations in a compiled kernel's ``asm`` (its ``ttir`` and ``ptx`` texts), sorted."""
+    found = set(TTIR_ATOMIC.findall(asm.get("ttir", ""))) | set(PTX_ATOMIC.findall(asm.get("ptx", "")))
+    return sorted(found)
+
+
+def compile_for(fn, pointer_type: str, constants: dict, target) -> dict:
+    """``fn`` (a ``triton.jit`` function) compiled for ``target``: its asm texts by stage. Pointer arguments
+    (named ``*_ptr``) point to ``pointer_type``, other runtime arguments are int32."""
+    import triton
+    from triton.compiler import ASTSource
+
+    signature = {}
+    for param in fn.params:
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+        else:
+            signature[param.name] = f"*{pointer_type}" if param.name.endswith("_ptr") else "i32"
+    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constants), target=target)
+    return {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+
+
+def atomics_job(job: dict) -> dict:
+    """Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: a kernel
+    without them sums each pixel in one program, in one order, so its results cannot depend on which program runs
+    first. Its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX ``atom.``/``red.``);
+    compiling needs no GPU (Triton's own LLVM and ptxas).
+
+    ``job``: {"device": "cuda" or "cpu"}. Compiles the kernel in each dtype for 1 to 3 crystal axes (every
+    variant the engine launches), for the device's target (cpu: an H100's), and lists each variant's atomics. On
+    CUDA the kernel is also launched once per variant and the kernels Triton compiled for those launches are
+    searched too (``launched``): the very code that runs."""
+    from triton.backends.compiler import GPUTarget
+
+    from detsim.rendering import lattice_factor_triton as triton_kernels
+
+    if job["device"] == "cuda":
+        from triton.runtime import driver
+
+        target = driver.active.get_current_target()
+    else:
+        target = GPUTarget(*DRY_TARGET)
+    fn = triton_kernels._square_lattice_kernel
+    out = {"target": f"{target.backend} sm_{target.arch}", "variants": {}, "errors": []}
+    for dtype, pointer_type in POINTER_TYPES.items():
+        for axes in (1, 2, 3):
+            try:
+                asm = compile_for(fn, pointer_type, {"J": axes, "BLOCK_P": triton_kernels.BLOCK_P,
+                                                     "BLOCK_L": triton_kernels.BLOCK_L}, target)
+            except Exception as exc:  # noqa: BLE001 - another Triton's compile API: the launched kernels still count
+                out["errors"].append(f"compiling {dtype} J={axes}: {type(exc).__name__}: {exc}".splitlines()[0])
+                continue
+            out["variants"][f"{dtype} J={axes}"] = _searched(asm)
+    if job["device"] == "cuda":
+        for index, asm in enumerate(launched(fn, triton_kernels.square_lattice_lane_sum)):
+            out["variants"][f"launched #{index}"] = _searched(asm)
+    return out
+
+
+def _searched(asm: dict) -> dict:
+    return {"atomics": atomic_operations(asm), "ptx_lines": asm.get("ptx", "").count("\n")}
+
+
+def launched(fn, launch) -> list[dict]:
+    """Launch ``launch`` (the kernel's wrapper) on tiny CUDA inputs in each dtype for 1 to 3 axes, then return
+    the asm of every kernel ``fn`` has compiled (Triton's per-device kernel caches)."""
+    import torch
+
+    for dtype in (torch.float64, torch.float32):
+        for axes in (1, 2, 3):
+            d = torch.rand(70, 3, dtype=dtype, device="cuda")
+            launch(d, torch.rand(3, axes, 40, dtype=dtype, device="cuda"),
+                   torch.rand(axes, 40, dtype=dtype, device="cuda"), torch.full((axes,), 5.0, dtype=dtype,
+                                                                               device="cuda"))
+    torch.cuda.synchronize()
+    found = []
+    for entry in getattr(fn, "device_caches", {}).values():
+        for part in entry if isinstance(entry, tuple) else (entry,):
+            if isinstance(part, dict):
+                found += [kernel.asm for kernel in part.values() if hasattr(kernel, "asm")]
+    return found
+
+
+def judge_atomics(data: dict) -> tuple[Status, str]:
+    if not data["variants"] or any(not v["ptx_lines"] for v in data["variants"].values()):
+        why = "; ".join(data.get("errors", [])[:2])
+        return Status.CRASHED, "no PTX was searched for some variant" + (f" ({why})" if why else "")
+    found = {name: v["atomics"] for name, v in data["variants"].items() if v["atomics"]}
+    if found:
+        return Status.FAILED, "atomics in the Triton kernel: " + "; ".join(f"{k}: {', '.join(v)}"
+                                                                              for k, v in found.items())
+    return Status.OK, ""
