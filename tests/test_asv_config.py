@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from asv.config import Config
-from asv.plugins.regressions import _GraphDataFilter
+import pytest
+
+pytest.importorskip("asv", reason="asv.conf.json is read by asv itself (pip install -e '.[dev]')")
+from asv.config import Config  # noqa: E402
+from asv.plugins.regressions import _GraphDataFilter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = "bench_determinism.track_{}_a01_cubic_mosflm_center"

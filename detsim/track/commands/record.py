@@ -15,6 +15,7 @@ from detsim.track.base.git import GitError, git
 from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
 from detsim.track.base.recording import RecordingError
+from detsim.track.base.status import Status
 from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,
                                            not_measured, record_window, turns)
 from detsim.track.target.spec import load_spec, target_cases
@@ -100,7 +101,7 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
         print(line)
     for row in (r for r in window.rows if not r["reused_from"]):  # each failure once, at the commit measured
         for case, outcome in row["cases"].items():
-            if outcome["status"] != "image":
+            if outcome["status"] != Status.OK:
                 tail = outcome.get("stderr_tail") or []
                 print(f"{row['commit'][:10]} {case} {outcome['status']}: {outcome.get('detail', '')}"
                       + (": the last lines of its stderr:" if tail else ""))

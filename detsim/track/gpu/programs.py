@@ -56,13 +56,19 @@ def _listed(stdout: str, *starts: str) -> list[str]:
     return [line.split(" ", 1)[1].split(" - ")[0] for line in stdout.splitlines() if line.startswith(starts)]
 
 
+def _reasons(stdout: str) -> dict[str, str]:
+    """Why each listed test or module failed, as ``-rfE`` says it (``ERROR tests/x.py - ModuleNotFoundError: …``)."""
+    return dict(line.split(" ", 1)[1].split(" - ", 1) for line in stdout.splitlines()
+                if line.startswith(("FAILED ", "ERROR ")) and " - " in line)
+
+
 def read_run(name: str, returncode: int, stdout: str, seconds: float) -> StepResult:
     """A run's counts and failures from pytest's output: FAILED on a failing test or an error."""
     summaries = [line for line in stdout.splitlines() if SUMMARY.search(line)]
     counts = {word.rstrip("s") if word == "errors" else word: int(n)
               for n, word in SUMMARY.findall(summaries[-1])} if summaries else {}
     failures = _listed(stdout, "FAILED ", "ERROR ")
-    data = {"counts": counts, "failures": failures, "exit": returncode}
+    data = {"counts": counts, "failures": failures, "why": _reasons(stdout), "exit": returncode}
     if returncode == 0 and counts.get("passed"):
         return StepResult(name, Status.OK, seconds, data=data)
     if returncode == 1 or failures:

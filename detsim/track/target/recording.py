@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from asv.environment import get_env_name
 
 from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
@@ -306,6 +305,8 @@ def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
                     if not (mine / path.name).exists():
                         shutil.copy2(path, mine / path.name)
                     continue
+                from asv.environment import get_env_name  # asv only where a recording is merged: imports stay light
+
                 data = json.loads(path.read_text())  # one series: the interpreter is this project's build venv
                 python = str(project.build / "venv" / "bin" / "python")
                 data.update(env_name=get_env_name("existing", python, {}, {}), python=python,

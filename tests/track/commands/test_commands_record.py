@@ -62,6 +62,7 @@ def test_a_planted_history_recorded_with_asv_is_judged_by_the_verdict_every_faul
     code, out = record_at("edge", 3)  # base, docs1, edge
     assert code == 1 and _found(root, names) == {("parity", "edge"), ("determinism", "edge")}
     assert "3 commits: 2 built" in out and "1 reused" in out  # docs1 takes base's results
+    assert f" {CASE} ok:" not in out  # a case that rendered is not listed with the failures
     code, out = record_at("shrink", 3)  # docs2, docs3 take edge's results (recorded before); shrink writes 127x127
     assert code == 2 and f"bench_target.Case.track_parity_one_minus_r(case='{CASE}')" in _verdict(root)["unmeasured"]
     assert "wrong size: wrote 64516 bytes" in out and "3 commits: 1 built, 1 renders, 2 reused" in out

@@ -30,6 +30,7 @@ def test_a_passing_run_is_ok_and_a_failing_one_names_its_failures():
     failed = read_run("t", 1, "FAILED tests/test_x.py::test_y[cuda] - AssertionError\n"
                               "1 failed, 159 passed in 30.0s\n", 31.0)
     assert failed.status is Status.FAILED and failed.data["failures"] == ["tests/test_x.py::test_y[cuda]"]
+    assert failed.data["why"] == {"tests/test_x.py::test_y[cuda]": "AssertionError"}
     broken = read_run("t", 4, "ERROR: usage\n", 1.0)
     assert broken.status is Status.CRASHED
 
