@@ -113,7 +113,7 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
         if status == Status.OK:
             status, why = Status.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
     why = _crash_detail(status, why, result, text)
-    tests = [TestResult.from_junit(record, device) for record in records]
+    tests = [TestResult(device, **record) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
     warnings = tuple(LoggedWarning.from_record(w) for w in pr.warning_summary(text))
     run = DeviceRun(log, junit, counts, status, why, warnings, str(root) if root else None, result.exit_code,

@@ -109,12 +109,6 @@ class TestResult:
         return self.outcome in FAILING
 
     @classmethod
-    def from_junit(cls, record: Mapping, device: str) -> "TestResult":
-        """From a record of :func:`~detsim.track.compare.pytest_runs.read_junit`."""
-        return cls(device, record["nodeid"], record["outcome"], record["duration_s"], record["skip_reason"],
-                   record["message"])
-
-    @classmethod
     def from_record(cls, m: Mapping) -> "TestResult":
         return cls(m["device"], m["nodeid"], m.get("outcome"), m.get("duration_s", 0.0), m.get("skip_reason"),
                    m.get("message"), tuple(m.get("retimed_s", ())), tuple(m.get("retime_factors", ())))
@@ -218,14 +212,6 @@ class ArtifactChange:
 
 
 @dataclass(frozen=True)
-class Durations:
-    slower: tuple[DurationMove, ...] = ()
-    faster: tuple[DurationMove, ...] = ()
-    faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
-    load_factors: Mapping[str, float] = field(default_factory=dict)  # device -> median now / before
-
-
-@dataclass(frozen=True)
 class BundleChanges:
     """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle"): the
     differences :func:`~.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
@@ -238,21 +224,22 @@ class BundleChanges:
     new_warnings: tuple[WarningText, ...] = ()
     gone_warnings: tuple[WarningText, ...] = ()
     run_changes: tuple[RunChange, ...] = ()
-    durations: Durations = Durations()
+    slower: tuple[DurationMove, ...] = ()  # :func:`~.durations.judge_durations`, these four
+    faster: tuple[DurationMove, ...] = ()
+    faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
+    load_factors: Mapping[str, float] = field(default_factory=dict)  # device -> median now / before
     previous: str = ""  # the previous bundle's name
     changed_artifacts: tuple[ArtifactChange, ...] = ()
     previous_problems: tuple[str, ...] = ()  # the previous bundle against its sha256.txt
 
     @property
     def changed(self) -> bool:
-        return any((self.new_failures, self.fixed, self.new_warnings, self.durations.slower,
-                    self.durations.faster, self.changed_artifacts, self.outcome_changes, self.added,
-                    self.removed, self.gone_warnings, self.run_changes))
+        return any((self.new_failures, self.fixed, self.new_warnings, self.slower, self.faster,
+                    self.changed_artifacts, self.outcome_changes, self.added, self.removed, self.gone_warnings,
+                    self.run_changes))
 
     def as_record(self) -> dict:
-        record = asdict(self)
-        durations = record.pop("durations")
-        return {**record, **durations, "changed": self.changed}
+        return {**asdict(self), "changed": self.changed}
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
         new_warnings=tuple(d.a for d in warnings.differences if d.only == "A"),
         gone_warnings=tuple(d.b for d in warnings.differences if d.only == "B"),
         run_changes=tuple(RunChange(d.name, d.a, d.b) for d in runs.differences),
-        durations=judge_durations(current.tests, previous.tests, history),
+        **judge_durations(current.tests, previous.tests, history),
     )
 
 

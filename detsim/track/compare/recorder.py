@@ -111,10 +111,9 @@ def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: b
     if base in METADATA_OPS:
         return TensorInfo(name, None, list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device),
                           compare=False, note="metadata only")
-    info = recorder.info(name, t, compare=not overwrite, note="overwritten by the op" if overwrite else None)
-    if info.unwritten and not overwrite:
-        info.note = recorder.never_written_note(t, info.unwritten)
-    return info
+    if overwrite:
+        return recorder.info(name, t, compare=False, note="overwritten by the op")
+    return recorder.read(name, t)
 
 
 def _bind(schema, args: tuple, kwargs: dict):
@@ -194,11 +193,15 @@ class Recorder:
         with self.paused():
             return tensor_info(name, t, run=self.fill, **kw)
 
-    def never_written_note(self, t: torch.Tensor, count: int) -> str:
-        """``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from."""
-        origin = self.uninitialised.get(storage_key(t))
-        return f"{count} never-written element(s) " + (f"(allocated by {origin})" if origin else
-                                                        "(copied from memory an empty-like op allocated)")
+    def read(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
+        """:meth:`info` of a tensor that is read: its never-written elements are noted
+        (``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from)."""
+        info = self.info(name, t, **kw)
+        if info.unwritten:
+            origin = self.uninitialised.get(storage_key(t))
+            info.note = f"{info.unwritten} never-written element(s) " + (
+                f"(allocated by {origin})" if origin else "(copied from memory an empty-like op allocated)")
+        return info
 
     def add(self, **fields) -> Event:
         """Append the next event (its index is its position in the record)."""
@@ -221,12 +224,7 @@ def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: b
             result = fn(*args, **kwargs)
     except Exception:
         rec.error, rec.status = traceback.format_exc(), Status.CRASHED
-    rec.results = []
-    for name, t in _flatten("result", result):
-        info = tensor_info(name, t, run=fill)
-        if info.unwritten:
-            info.note = recorder.never_written_note(t, info.unwritten)
-        rec.results.append(info)
+    rec.results = [recorder.read(name, t) for name, t in _flatten("result", result)]
     return rec
 
 
@@ -291,9 +289,7 @@ def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *
         before = {}
         for n, t in tensors.items():
             unread = bool(WRITE_ONLY_KERNEL_ARG.match(n))
-            before[n] = recorder.info(n, t, compare=not unread, note="write-only (by name)" if unread else None)
-            if before[n].unwritten:
-                before[n].note = recorder.never_written_note(t, before[n].unwritten)
+            before[n] = recorder.read(n, t, compare=not unread, note="write-only (by name)" if unread else None)
         result = launch()
         if any(t.is_cuda for t in tensors.values()):
             torch.cuda.synchronize()
