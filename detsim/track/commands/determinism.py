@@ -18,6 +18,7 @@ from detsim.track.base.output import OutputError, add_report_options, atomic_dir
 from detsim.track.base.runtime import environment
 from detsim.track.base.targets import DTYPES, Computation, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
+from detsim.track.compare import spelled
 from detsim.track.compare.matrix import Matrix
 from detsim.track.compare.runs import run_matrix
 
@@ -108,24 +109,13 @@ def build_targets(args: argparse.Namespace) -> list[Computation]:
 
 def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: str = "detsim-track") -> str:
     """The canonical, re-runnable command for these arguments (every axis spelled out)."""
-    parts = [*shlex.split(entry), "determinism", *args.cases]
-    for c in args.nanobragg:
-        parts += ["--nanobragg", c]
-    for c in args.call:
-        parts += ["--call", c]
-    parts += ["--repeats", str(args.repeats), "--threads", *map(str, args.threads), "--dtypes", *args.dtypes,
-              "--devices", *args.devices, "--modes", *args.modes]
-    for g in args.grad:
-        parts += ["--grad", g]
-    if args.chunk_pixels:
-        parts += ["--chunk-pixels", str(args.chunk_pixels)]
-    if args.golden_dir:
-        parts += ["--golden-dir", str(args.golden_dir)]
-    parts += [flag for flag, on in (("--deterministic", args.deterministic), ("--isolate", args.isolate),
-                                    ("--strict", args.strict)) if on]
-    if out is not None:
-        parts += ["--out", str(out)]
-    return shlex.join(parts)
+    return shlex.join([*shlex.split(entry), "determinism", *args.cases, *spelled(
+        *(("--nanobragg", c) for c in args.nanobragg), *(("--call", c) for c in args.call),
+        ("--repeats", args.repeats), ("--threads", args.threads), ("--dtypes", args.dtypes),
+        ("--devices", args.devices), ("--modes", args.modes), *(("--grad", g) for g in args.grad),
+        ("--chunk-pixels", args.chunk_pixels), ("--golden-dir", args.golden_dir),
+        ("--deterministic", args.deterministic), ("--isolate", args.isolate), ("--strict", args.strict),
+        ("--out", out))])
 
 
 def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str, code: int) -> None:

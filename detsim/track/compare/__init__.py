@@ -23,3 +23,17 @@ crashed).
 Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``) and the status page's
 commit-to-commit image states (``detsim/track/judge/fingerprints.py``).
 """
+
+
+def spelled(*options: tuple[str, object]) -> list[str]:
+    """The words of ``(flag, value)`` pairs, as the evidence folders' re-runnable commands spell them: nothing
+    for None, False or an empty list, the flag alone for True, else the flag and its value or values."""
+    words = []
+    for flag, value in options:
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, (list, tuple)):
+            words += [flag, *map(str, value)] if value else []
+        elif value is not None and value is not False:
+            words += [flag, str(value)]
+    return words

@@ -16,7 +16,7 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, output
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.base.provenance import ENV_VARS
-from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare import pytest_runs as pr, spelled
 from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
 from detsim.track.compare.manifest import write_manifest
 from detsim.track.base.exitcodes import BadInput
@@ -237,15 +237,11 @@ def _nvidia_smi() -> dict:
 def invocation(request: Request) -> str:
     """The detsim-track command line that made the bundle (options in canonical form)."""
     words, positional = ["detsim-track", "evidence"], list(request.selection)
-    options = ["--area", request.area]
-    if request.out_root != REPORTS:
-        options += ["--out-root", str(request.out_root)]
-    for device in request.asked_devices:
-        options += ["--device", device]
-    if request.timeout is not None:
-        options += ["--timeout", f"{request.timeout:g}"]
-    if request.retime != RETIMES:
-        options += ["--retime", str(request.retime)]
+    out_root = request.out_root if request.out_root != REPORTS else None
+    options = spelled(("--area", request.area), ("--out-root", out_root),
+                      *(("--device", device) for device in request.asked_devices),
+                      ("--timeout", None if request.timeout is None else f"{request.timeout:g}"),
+                      ("--retime", request.retime if request.retime != RETIMES else None))
     if any(a.startswith("-") for a in positional):
         return shlex.join(words + options + ["--", *positional])
     return shlex.join(words + positional + options)
