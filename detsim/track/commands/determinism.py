@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     code = matrix.exit_code(strict=args.strict)
     if out_dir is not None:
-        write_bundle(out_dir, matrix, args, text, code)
+        write_bundle(out_dir, matrix, args, text)
         print(f"evidence: {out_dir}")
     return code
 
@@ -118,22 +118,21 @@ def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: st
         ("--out", out))])
 
 
-def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str, code: int) -> None:
+def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str) -> None:
     """matrix.json/txt, runs.tsv (per-run hashes), env.json, commands.txt, crashes/, summary.md - atomically."""
     env = environment()
     env["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     env["determinism_flag"] = bool(args.deterministic)
     command = command_line(args, out=out_dir)
     with atomic_directory(out_dir) as tmp:
-        write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict, exit_code=code))
+        write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict))
         atomic_write_text(tmp / "matrix.txt", text + "\n")
         atomic_write_text(tmp / "runs.tsv", matrix.runs_tsv())
         write_json(tmp / "env.json", env)
         atomic_write_text(tmp / "commands.txt", _commands_text(args, matrix, command))
         for name, body in matrix.crash_reports().items():
             atomic_write_text(tmp / "crashes" / name, body)
-        atomic_write_text(tmp / "summary.md", matrix.summary_markdown(
-            command=command, env=env, strict=args.strict, exit_code=code))
+        atomic_write_text(tmp / "summary.md", matrix.summary_markdown(command=command, env=env, strict=args.strict))
 
 
 def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> str:

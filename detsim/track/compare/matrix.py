@@ -252,9 +252,9 @@ class Matrix:
             lines.append("  " + ", ".join(legend))
         return lines
 
-    def to_dict(self, strict: bool = False, exit_code: int | None = None) -> dict:
+    def to_dict(self, strict: bool = False) -> dict:
         return {
-            "verdict": self.verdict(strict), "exit_code": self.exit_code(strict) if exit_code is None else exit_code,
+            "verdict": self.verdict(strict), "exit_code": self.exit_code(strict),
             "strict": strict, "deterministic_algorithms": self.deterministic,
             "threads": self.threads, "repeats": self.repeats, "notes": self.notes,
             "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
@@ -289,12 +289,12 @@ class Matrix:
             reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
         return reports
 
-    def summary_markdown(self, *, command: str, env: dict, strict: bool, exit_code: int) -> str:
+    def summary_markdown(self, *, command: str, env: dict, strict: bool) -> str:
         cuda = env.get("cuda", {})
         gpu = cuda.get("device") if cuda.get("available") else f"none ({cuda.get('reason', 'unknown')})"
         lines = [
             "# Determinism evidence", "",
-            f"**Verdict:** {self.verdict(strict)} (exit code {exit_code}).", "",
+            f"**Verdict:** {self.verdict(strict)} (exit code {self.exit_code(strict)}).", "",
             f"* commit `{env.get('commit')}`{' (dirty work tree)' if env.get('dirty') else ''}",
             f"* torch {env.get('torch')}, triton {env.get('triton')}, Python {env.get('python')}",
             f"* CPU {env.get('cpu')} ({env.get('cpu_capability')}), GPU: {gpu}",

@@ -96,7 +96,11 @@ def run_once(target: Computation, config: RunConfig, repeat: int, deterministic:
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
-        outputs = _outputs(target, config.device, config.dtype, config.mode, config.threads, deterministic)
+        with thread_count(config.threads), deterministic_mode(deterministic):
+            outputs = target.run(config.device, DTYPES[config.dtype], config.mode)
+            if config.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
     except Exception:
         return ended_record(config, repeat, Status.CRASHED, seconds=time.perf_counter() - start,
                             error=traceback.format_exc())
@@ -136,18 +140,10 @@ def job_target(target: dict) -> Computation:
 
 def isolated_job(job: dict) -> dict:
     """In the fresh interpreter: run the job's target once and save its outputs to ``job["out"]``."""
-    outputs = _outputs(job_target(job), job["device"], job["dtype"], job["mode"], job["threads"], job["deterministic"])
-    torch.save(outputs, job["out"])
+    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
+        outputs = job_target(job).run(job["device"], DTYPES[job["dtype"]], job["mode"])
+    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, job["out"])
     return {"saved": sorted(outputs)}
-
-
-def _outputs(target: Computation, device: str, dtype: str, mode: str, threads: int, deterministic: bool) -> dict:
-    """One run of ``target``: its outputs, on the CPU."""
-    with thread_count(threads), deterministic_mode(deterministic):
-        outputs = target.run(device, DTYPES[dtype], mode)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        return {k: v.detach().to("cpu") for k, v in outputs.items()}
 
 
 # -- one run recorded op by op ------------------------------------------------------------------------------
