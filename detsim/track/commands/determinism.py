@@ -10,9 +10,8 @@ from pathlib import Path
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, case_ids
-from detsim.track.commands import positive_int
+from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.runtime import environment

@@ -14,13 +14,11 @@ from pathlib import Path
 import torch
 
 from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
-from detsim.track.commands import refuse
 from detsim.track.base.fresh import HERE
-from detsim.track.commands import count, positive_int
-from detsim.track.base.runtime import device_problem
+from detsim.track.commands import count, positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.base.runtime import environment
+from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.targets import DTYPES, TargetError
 from detsim.track.compare import spelled
 from detsim.track.compare.divergences import RecordComparison

@@ -23,7 +23,6 @@ from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
-
 from detsim.track.base.status import Status
 from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
 from detsim.track.compare.summary import render_summary

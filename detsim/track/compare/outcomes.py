@@ -12,7 +12,6 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
-
 from detsim.track.base.status import Status
 
 FORMAT = 1  # the version of results.json's layout

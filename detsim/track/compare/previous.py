@@ -16,7 +16,6 @@ from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.compare.outputs import compare_outputs
-
 from detsim.track.base.status import Status
 from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.fresh import start, stop
-
 from detsim.track.base.status import Status
 
 FAILING = ("failed", "error")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from detsim.track.compare import pytest_runs as pr
-
 from detsim.track.base.status import Status
 from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
 from detsim.track.compare.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
