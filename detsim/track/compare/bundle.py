@@ -20,7 +20,7 @@ from detsim.track.compare import pytest_runs as pr, spelled
 from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
 from detsim.track.compare.manifest import write_manifest
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, Key,
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
 from detsim.track.base.status import Status
@@ -71,7 +71,8 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
     nodeids = pr.collected_nodeids(text)
     if status == Status.NOTHING_COLLECTED or result.exit_code == 4:
         tail = "\n".join(text.rstrip().splitlines()[-8:])
-        what = "the selection matched no tests" if status == Status.NOTHING_COLLECTED else "pytest refused the selection"
+        what = "the selection matched no tests" if status == Status.NOTHING_COLLECTED \
+            else "pytest refused the selection"
         if "unrecognized arguments: --device" in text:
             what += _device_option_hint(request.selection, request.cwd)
         raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
@@ -97,7 +98,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
     if collect.status != Status.OK:
-        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), Status.NOT_RUN, "collection did not complete"), [], None
+        not_run = DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), Status.NOT_RUN, "collection did not complete")
+        return not_run, [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")

@@ -260,9 +260,10 @@ class _Walk:
         root = self._root_of(producer)
         if root is not None and root.get("role") == "uninitialized":
             common.update(_pair(read, read))
-            return Divergence("victim", eb.index, producer=producer, root=root, reads=reads, fix=f"fix {ref_text(root)}",
-                           reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
-                           **common)
+            return Divergence("victim", eb.index, producer=producer, root=root, reads=reads,
+                              fix=f"fix {ref_text(root)}",
+                              reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
+                              **common)
         reason, fix = uninitialized_text(read.name)
         return Divergence("uninitialized", eb.index, reason=reason, fix=fix, reads=reads, **common)
 

@@ -98,8 +98,8 @@ def compare_runs(kind: str, a: RunRecord, b: RunRecord) -> OutputComparison:
         return OutputComparison(kind, a, b, True, {})
     outputs = {}
     for name in (d.name for d in compare_results(a, b).differences):
-        outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) \
-            if name in a.tensors and name in b.tensors else {"comparable": False, "note": "output present in one run only"}
+        outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) if name in a.tensors and name in b.tensors \
+            else {"comparable": False, "note": "output present in one run only"}
     return OutputComparison(kind, a, b, False, outputs)
 
 
@@ -284,7 +284,8 @@ class Matrix:
         reports = {}
         for i, r in enumerate(self.crashed(), 1):
             c = r.config
-            name = re.sub(r"[^\w.=-]+", "_", f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
+            name = re.sub(r"[^\w.=-]+", "_",
+                          f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
             head = "\n".join(f"{k}: {v}" for k, v in {**dataclasses.asdict(c), "repeat": r.repeat}.items())
             reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
         return reports

@@ -1,8 +1,8 @@
 """The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds, and its verdict.
 
-A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.Status`:
-``ok`` (ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read back with
-``from_record()``, which tolerates absent optional keys."""
+A **status** (of the collection or a device's run) is a :class:`~detsim.track.base.status.Status`: ``ok``
+(ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read
+back with ``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
 
