@@ -25,10 +25,16 @@ from detsim.track.base.output import json_number
 
 OK, CRASHED, SKIPPED = Status.OK, Status.CRASHED, Status.SKIPPED
 
+
+def _ref(run: RunRecord) -> dict:
+    """Which run: its configuration and repeat."""
+    return {**dataclasses.asdict(run.config), "repeat": run.repeat}
+
+
 def _row(run: RunRecord) -> dict:
     """A run as matrix.json lists it."""
-    return {**dataclasses.asdict(run.config), "repeat": run.repeat, "status": run.status,
-            "seconds": round(run.seconds, 4), "hashes": _hashes(run), "error": run.error, "reason": run.reason}
+    return {**_ref(run), "status": run.status, "seconds": round(run.seconds, 4), "hashes": _hashes(run),
+            "error": run.error, "reason": run.reason}
 
 
 def _hashes(run: RunRecord) -> dict:
@@ -82,10 +88,6 @@ class OutputComparison:
     def to_dict(self) -> dict:
         return {"kind": self.kind, "identical": self.identical, "a": _ref(self.a), "b": _ref(self.b),
                 "outputs": self.outputs}
-
-
-def _ref(run: RunRecord) -> dict:
-    return {**dataclasses.asdict(run.config), "repeat": run.repeat}
 
 
 def _num(x) -> str:
@@ -286,7 +288,7 @@ class Matrix:
             c = r.config
             name = re.sub(r"[^\w.=-]+", "_",
                           f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
-            head = "\n".join(f"{k}: {v}" for k, v in {**dataclasses.asdict(c), "repeat": r.repeat}.items())
+            head = "\n".join(f"{k}: {v}" for k, v in _ref(r).items())
             reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
         return reports
 
