@@ -36,10 +36,6 @@ class OutputDiff(Generic[K, V]):
     compared: int  # names both runs hold
     differences: tuple[Difference[K, V], ...] = ()
 
-    @property
-    def first(self) -> Difference[K, V] | None:
-        return self.differences[0] if self.differences else None
-
 
 def compare_outputs(a: Mapping[K, V], b: Mapping[K, V],
                     differ: Callable[[V, V], Any] = operator.ne) -> OutputDiff[K, V]:
