@@ -10,14 +10,14 @@ from pathlib import Path
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.commands import refuse
 from detsim.track.base.golden import GoldenError, case_ids
-from detsim.track.commands import positive_int
+from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.runtime import environment
 from detsim.track.base.targets import DTYPES, Computation, TargetError, resolve_callable, resolve_case, \
     resolve_command_line
+from detsim.track.compare import spelled
 from detsim.track.compare.matrix import Matrix
 from detsim.track.compare.runs import run_matrix
 
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     code = matrix.exit_code(strict=args.strict)
     if out_dir is not None:
-        write_bundle(out_dir, matrix, args, text, code)
+        write_bundle(out_dir, matrix, args, text)
         print(f"evidence: {out_dir}")
     return code
 
@@ -108,42 +108,30 @@ def build_targets(args: argparse.Namespace) -> list[Computation]:
 
 def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: str = "detsim-track") -> str:
     """The canonical, re-runnable command for these arguments (every axis spelled out)."""
-    parts = [*shlex.split(entry), "determinism", *args.cases]
-    for c in args.nanobragg:
-        parts += ["--nanobragg", c]
-    for c in args.call:
-        parts += ["--call", c]
-    parts += ["--repeats", str(args.repeats), "--threads", *map(str, args.threads), "--dtypes", *args.dtypes,
-              "--devices", *args.devices, "--modes", *args.modes]
-    for g in args.grad:
-        parts += ["--grad", g]
-    if args.chunk_pixels:
-        parts += ["--chunk-pixels", str(args.chunk_pixels)]
-    if args.golden_dir:
-        parts += ["--golden-dir", str(args.golden_dir)]
-    parts += [flag for flag, on in (("--deterministic", args.deterministic), ("--isolate", args.isolate),
-                                    ("--strict", args.strict)) if on]
-    if out is not None:
-        parts += ["--out", str(out)]
-    return shlex.join(parts)
+    return shlex.join([*shlex.split(entry), "determinism", *args.cases, *spelled(
+        *(("--nanobragg", c) for c in args.nanobragg), *(("--call", c) for c in args.call),
+        ("--repeats", args.repeats), ("--threads", args.threads), ("--dtypes", args.dtypes),
+        ("--devices", args.devices), ("--modes", args.modes), *(("--grad", g) for g in args.grad),
+        ("--chunk-pixels", args.chunk_pixels), ("--golden-dir", args.golden_dir),
+        ("--deterministic", args.deterministic), ("--isolate", args.isolate), ("--strict", args.strict),
+        ("--out", out))])
 
 
-def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str, code: int) -> None:
+def write_bundle(out_dir: Path, matrix: Matrix, args: argparse.Namespace, text: str) -> None:
     """matrix.json/txt, runs.tsv (per-run hashes), env.json, commands.txt, crashes/, summary.md - atomically."""
     env = environment()
     env["deterministic_algorithms"] = torch.are_deterministic_algorithms_enabled()
     env["determinism_flag"] = bool(args.deterministic)
     command = command_line(args, out=out_dir)
     with atomic_directory(out_dir) as tmp:
-        write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict, exit_code=code))
+        write_json(tmp / "matrix.json", matrix.to_dict(strict=args.strict))
         atomic_write_text(tmp / "matrix.txt", text + "\n")
         atomic_write_text(tmp / "runs.tsv", matrix.runs_tsv())
         write_json(tmp / "env.json", env)
         atomic_write_text(tmp / "commands.txt", _commands_text(args, matrix, command))
         for name, body in matrix.crash_reports().items():
             atomic_write_text(tmp / "crashes" / name, body)
-        atomic_write_text(tmp / "summary.md", matrix.summary_markdown(
-            command=command, env=env, strict=args.strict, exit_code=code))
+        atomic_write_text(tmp / "summary.md", matrix.summary_markdown(command=command, env=env, strict=args.strict))
 
 
 def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> str:

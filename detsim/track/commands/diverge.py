@@ -14,14 +14,13 @@ from pathlib import Path
 import torch
 
 from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
-from detsim.track.commands import refuse
 from detsim.track.base.fresh import HERE
-from detsim.track.commands import count, positive_int
-from detsim.track.base.runtime import device_problem
+from detsim.track.commands import count, positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
-from detsim.track.base.runtime import environment
+from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.targets import DTYPES, TargetError
+from detsim.track.compare import spelled
 from detsim.track.compare.divergences import RecordComparison
 from detsim.track.compare.firstdiff import compare_records, find_divergence
 from detsim.track.compare.record import RunRecord
@@ -124,25 +123,13 @@ def _record_in_process(args: argparse.Namespace, label: str, threads: int) -> Ru
 
 def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[str]:
     """The subcommand's arguments, spelled out (for re-running)."""
-    targets = (("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call), ("-m", args.module),
-               ("--script", args.script))
-    parts = [word for flag, value in targets if value for word in (flag, value)]
-    parts += ["--device", args.device, "--dtype", args.dtype, "--mode", args.mode]
-    parts += [word for g in args.grad for word in ("--grad", g)]
-    if args.chunk_pixels:
-        parts += ["--chunk-pixels", str(args.chunk_pixels)]
-    if args.threads:
-        parts += ["--threads", *map(str, args.threads)]
-    parts += ["--layers", *args.layers, "--interpret", args.interpret, "--max-items", str(args.max_items)]
-    if args.golden_dir:
-        parts += ["--golden-dir", str(args.golden_dir)]
-    if args.processes:
-        parts.append("--processes")
-    if out is not None:
-        parts += ["--out", str(out)]
-    if args.program_args:
-        parts += ["--", *args.program_args]
-    return parts
+    return [*spelled(("--case", args.case), ("--nanobragg", args.nanobragg), ("--call", args.call),
+                     ("-m", args.module), ("--script", args.script), ("--device", args.device),
+                     ("--dtype", args.dtype), ("--mode", args.mode), *(("--grad", g) for g in args.grad),
+                     ("--chunk-pixels", args.chunk_pixels), ("--threads", args.threads), ("--layers", args.layers),
+                     ("--interpret", args.interpret), ("--max-items", args.max_items),
+                     ("--golden-dir", args.golden_dir), ("--processes", args.processes), ("--out", out)),
+            *(["--", *args.program_args] if args.program_args else [])]
 
 
 def write_bundle(out_dir: Path, records: list[RunRecord], report: RecordComparison, args: argparse.Namespace, text: str,

@@ -8,14 +8,13 @@ import re
 from pathlib import Path
 
 from detsim.fileio.bounded_read import DIRECTORY, MISSING, what_is
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, OutputError, atomic_directory, check_place
 from detsim.track.compare.bundle import make_bundle
 from detsim.track.compare.durations import RETIMES
 from detsim.track.compare.manifest import MANIFEST, check_bundle, listed_count
 from detsim.track.compare.previous import free_stamp, history
-from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import Request
 from detsim.track.compare.summary import console_report
 

@@ -16,14 +16,13 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, output
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.base.provenance import ENV_VARS
-from detsim.track.compare import pytest_runs as pr
+from detsim.track.compare import pytest_runs as pr, spelled
 from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
 from detsim.track.compare.manifest import write_manifest
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, Key,
+from detsim.track.compare.outcomes import (BundleResults, CollectResult, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
 from detsim.track.compare.previous import PastBundle, compare_with
-
 from detsim.track.base.status import Status
 from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
 from detsim.track.compare.summary import render_summary
@@ -72,7 +71,8 @@ def collect_tests(request: Request, folder: Path) -> tuple[CollectResult, list[s
     nodeids = pr.collected_nodeids(text)
     if status == Status.NOTHING_COLLECTED or result.exit_code == 4:
         tail = "\n".join(text.rstrip().splitlines()[-8:])
-        what = "the selection matched no tests" if status == Status.NOTHING_COLLECTED else "pytest refused the selection"
+        what = "the selection matched no tests" if status == Status.NOTHING_COLLECTED \
+            else "pytest refused the selection"
         if "unrecognized arguments: --device" in text:
             what += _device_option_hint(request.selection, request.cwd)
         raise BadInput(f"{what} ({why}); nothing measured, no bundle written. pytest said:\n{tail}")
@@ -98,7 +98,8 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
     """One device's whole pytest run: its run record, its tests and its command (None: not run)."""
     log, junit = f"pytest-{device}.log", f"junit-{device}.xml"
     if collect.status != Status.OK:
-        return DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), Status.NOT_RUN, "collection did not complete"), [], None
+        not_run = DeviceRun(log, junit, dict.fromkeys(pr.OUTCOMES, 0), Status.NOT_RUN, "collection did not complete")
+        return not_run, [], None
     command = Command(pytest_argv("-v", "-rA", "--tb=long", "--durations=0", f"--junitxml={BUNDLE}/{junit}",
                                   "--device", device, *request.selection), log)
     _progress(f"running on {device} ({folder / log})")
@@ -113,7 +114,7 @@ def run_device(request: Request, folder: Path, device: str, collect: CollectResu
         if status == Status.OK:
             status, why = Status.CRASHED, f"{why}, but its junit XML is unreadable ({type(exc).__name__})"
     why = _crash_detail(status, why, result, text)
-    tests = [TestResult.from_junit(record, device) for record in records]
+    tests = [TestResult(device, **record) for record in records]
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in pr.OUTCOMES}
     warnings = tuple(LoggedWarning.from_record(w) for w in pr.warning_summary(text))
     run = DeviceRun(log, junit, counts, status, why, warnings, str(root) if root else None, result.exit_code,
@@ -237,15 +238,11 @@ def _nvidia_smi() -> dict:
 def invocation(request: Request) -> str:
     """The detsim-track command line that made the bundle (options in canonical form)."""
     words, positional = ["detsim-track", "evidence"], list(request.selection)
-    options = ["--area", request.area]
-    if request.out_root != REPORTS:
-        options += ["--out-root", str(request.out_root)]
-    for device in request.asked_devices:
-        options += ["--device", device]
-    if request.timeout is not None:
-        options += ["--timeout", f"{request.timeout:g}"]
-    if request.retime != RETIMES:
-        options += ["--retime", str(request.retime)]
+    out_root = request.out_root if request.out_root != REPORTS else None
+    options = spelled(("--area", request.area), ("--out-root", out_root),
+                      *(("--device", device) for device in request.asked_devices),
+                      ("--timeout", None if request.timeout is None else f"{request.timeout:g}"),
+                      ("--retime", request.retime if request.retime != RETIMES else None))
     if any(a.startswith("-") for a in positional):
         return shlex.join(words + options + ["--", *positional])
     return shlex.join(words + positional + options)

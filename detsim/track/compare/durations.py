@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from detsim.track.compare.outcomes import DurationMove, Durations, Key, TestResult
+from detsim.track.compare.outcomes import DurationMove, Key, TestResult
 
 MOVE_RATIO = 2.0  # a move exceeds this factor...
 MOVE_FLOOR_S = 0.5  # ...and this many seconds
@@ -22,10 +22,7 @@ FACTOR_MIN_TESTS = 3  # tests needed for a load factor other than 1
 
 
 class Move(str, enum.Enum):
-    """Which way a test's time moved beyond the noise (its value is what the comparison's words use)."""
-
-    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
-        return self.value
+    """Which way a test's time moved beyond the noise."""
 
     SLOWER = "slower"
     FASTER = "faster"
@@ -78,8 +75,9 @@ def _moved(test: TestResult, was: float, now: float, measurements: int) -> Durat
 
 
 def judge_durations(tests: Sequence[TestResult], previous: Sequence[TestResult],
-                    history: Sequence[Sequence[TestResult]]) -> Durations:
-    """Tests slower than in ``previous`` (best load-corrected time) or faster than their best over ``history``."""
+                    history: Sequence[Sequence[TestResult]]) -> dict:
+    """Tests slower than in ``previous`` (best load-corrected time) or faster than their best over ``history``:
+    the ``slower``, ``faster``, ``faster_unjudged`` and ``load_factors`` of a :class:`~.outcomes.BundleChanges`."""
     before, earlier = best_times([previous]), best_times(history)
     factors = main_load_factors(tests, previous)
     slower, faster, unjudged = [], [], 0
@@ -98,7 +96,7 @@ def judge_durations(tests: Sequence[TestResult], previous: Sequence[TestResult],
                 faster.append(_moved(test, was, test.duration_s, count))
             else:
                 unjudged += 1
-    return Durations(tuple(slower), tuple(faster), unjudged, factors)
+    return dict(slower=tuple(slower), faster=tuple(faster), faster_unjudged=unjudged, load_factors=factors)
 
 
 # ---------------------------------------------------------------------------------------------------

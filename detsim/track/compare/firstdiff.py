@@ -36,6 +36,12 @@ def _differs(x: TensorInfo, y: TensorInfo) -> bool:
     return x.hash != y.hash or x.shape != y.shape or x.dtype != y.dtype
 
 
+def _pair(x: TensorInfo | None, y: TensorInfo) -> dict:
+    """The fields of a :class:`Divergence` that show a tensor as run A (``x``; None: not read there) and run B
+    (``y``) hold it."""
+    return dict(tensor=y.name, hash_a=x and x.hash, hash_b=y.hash, stats_a=x and x.stats, stats_b=y.stats)
+
+
 def _ref(event: Event, role: str) -> dict:
     return {"index": event.index, "kind": event.kind, "name": event.name, "where": event.where, "role": role}
 
@@ -83,8 +89,8 @@ def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: s
     input_diffs = [(x, y) for x, y in zip(a.inputs, b.inputs) if _differs(x, y)]
     if input_diffs:
         x, y = input_diffs[0]
-        divergences.append(Divergence("inputs", None, "input", x.name, "", tensor=x.name, hash_a=x.hash, hash_b=y.hash,
-                                stats_a=x.stats, stats_b=y.stats, reason="the runs were given different inputs",
+        divergences.append(Divergence("inputs", None, "input", x.name, "", **{**_pair(x, y), "tensor": x.name},
+                                reason="the runs were given different inputs",
                                 fix="give both runs the same inputs"))
     walk = _Walk(a, b, device or next((t.device.split(":")[0] for e in a.events for t in e.outputs), "cpu"))
     divergences += walk.run()
@@ -202,8 +208,7 @@ class _Walk:
 
     def _leak(self, eb: Event, x: TensorInfo | None, y: TensorInfo, writer: dict, *, in_place: bool) -> Divergence:
         """Run B read ``y`` as run A's ``writer`` left it; a later read of the same state is its victim."""
-        data = dict(tensor=y.name, hash_a=x and x.hash, hash_b=y.hash, stats_a=x and x.stats, stats_b=y.stats,
-                    producer_a=writer, where_a=writer.get("where"))
+        data = dict(_pair(x, y), producer_a=writer, where_a=writer.get("where"))
         first = self.leaks.get(writer["index"])
         if first is not None:
             return Divergence("victim", eb.index, eb.kind, eb.name, eb.where, root=first, fix=f"fix {ref_text(first)}",
@@ -228,7 +233,7 @@ class _Walk:
             return None
         if outputs or read is not None:
             x, y = outputs[0] if outputs else next((x, y) for x, y in zip(ea.outputs, eb.outputs) if y.unwritten)
-            common.update(tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats, stats_b=y.stats)
+            common.update(_pair(x, y))
         else:
             common.update(tensor="result", hash_a=returned[0], hash_b=returned[1])
         if read is not None:
@@ -254,10 +259,11 @@ class _Walk:
         producer = self.produced_b.get(read.hash)
         root = self._root_of(producer)
         if root is not None and root.get("role") == "uninitialized":
-            common.update(tensor=read.name, hash_a=read.hash, hash_b=read.hash, stats_a=read.stats, stats_b=read.stats)
-            return Divergence("victim", eb.index, producer=producer, root=root, reads=reads, fix=f"fix {ref_text(root)}",
-                           reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
-                           **common)
+            common.update(_pair(read, read))
+            return Divergence("victim", eb.index, producer=producer, root=root, reads=reads,
+                              fix=f"fix {ref_text(root)}",
+                              reason=f"not the cause: it reads never-written memory {ref_text(root)} read first",
+                              **common)
         reason, fix = uninitialized_text(read.name)
         return Divergence("uninitialized", eb.index, reason=reason, fix=fix, reads=reads, **common)
 
@@ -287,13 +293,11 @@ class _Walk:
 
     def _differing_input(self, ea: Event, eb: Event, x: TensorInfo, y: TensorInfo, common: dict) -> Divergence:
         """A victim, or what its differing input tells: a Python value, a leak, or other operands."""
-        data = dict(tensor=y.name, hash_a=x.hash, hash_b=y.hash, stats_a=x.stats, stats_b=y.stats, **common)
+        data = dict(_pair(x, y), **common)
         producer = self.produced_b.get(y.hash)
         if producer is None and base_name(eb.name) in PYTHON_VALUE_OPS and ea.outputs and eb.outputs:
-            made_a, made_b = ea.outputs[0], eb.outputs[0]
-            return Divergence("culprit", eb.index, tensor=made_b.name, hash_a=made_a.hash, hash_b=made_b.hash,
-                           stats_a=made_a.stats, stats_b=made_b.stats, reason=PYTHON_VALUE[0], fix=PYTHON_VALUE[1],
-                           **common)
+            return Divergence("culprit", eb.index, **_pair(ea.outputs[0], eb.outputs[0]), reason=PYTHON_VALUE[0],
+                              fix=PYTHON_VALUE[1], **common)
         if producer is None and (y.hash in self.in_place_a or y.hash in self.made_a):
             in_place = y.hash in self.in_place_a
             return self._leak(eb, x, y, (self.in_place_a if in_place else self.made_a)[y.hash], in_place=in_place)

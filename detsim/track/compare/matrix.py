@@ -25,10 +25,16 @@ from detsim.track.base.output import json_number
 
 OK, CRASHED, SKIPPED = Status.OK, Status.CRASHED, Status.SKIPPED
 
+
+def _ref(run: RunRecord) -> dict:
+    """Which run: its configuration and repeat."""
+    return {**dataclasses.asdict(run.config), "repeat": run.repeat}
+
+
 def _row(run: RunRecord) -> dict:
     """A run as matrix.json lists it."""
-    return {**dataclasses.asdict(run.config), "repeat": run.repeat, "status": run.status,
-            "seconds": round(run.seconds, 4), "hashes": _hashes(run), "error": run.error, "reason": run.reason}
+    return {**_ref(run), "status": run.status, "seconds": round(run.seconds, 4), "hashes": _hashes(run),
+            "error": run.error, "reason": run.reason}
 
 
 def _hashes(run: RunRecord) -> dict:
@@ -84,10 +90,6 @@ class OutputComparison:
                 "outputs": self.outputs}
 
 
-def _ref(run: RunRecord) -> dict:
-    return {**dataclasses.asdict(run.config), "repeat": run.repeat}
-
-
 def _num(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
@@ -98,8 +100,8 @@ def compare_runs(kind: str, a: RunRecord, b: RunRecord) -> OutputComparison:
         return OutputComparison(kind, a, b, True, {})
     outputs = {}
     for name in (d.name for d in compare_results(a, b).differences):
-        outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) \
-            if name in a.tensors and name in b.tensors else {"comparable": False, "note": "output present in one run only"}
+        outputs[name] = tensor_difference(a.tensors[name], b.tensors[name]) if name in a.tensors and name in b.tensors \
+            else {"comparable": False, "note": "output present in one run only"}
     return OutputComparison(kind, a, b, False, outputs)
 
 
@@ -252,9 +254,9 @@ class Matrix:
             lines.append("  " + ", ".join(legend))
         return lines
 
-    def to_dict(self, strict: bool = False, exit_code: int | None = None) -> dict:
+    def to_dict(self, strict: bool = False) -> dict:
         return {
-            "verdict": self.verdict(strict), "exit_code": self.exit_code(strict) if exit_code is None else exit_code,
+            "verdict": self.verdict(strict), "exit_code": self.exit_code(strict),
             "strict": strict, "deterministic_algorithms": self.deterministic,
             "threads": self.threads, "repeats": self.repeats, "notes": self.notes,
             "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
@@ -284,17 +286,18 @@ class Matrix:
         reports = {}
         for i, r in enumerate(self.crashed(), 1):
             c = r.config
-            name = re.sub(r"[^\w.=-]+", "_", f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
-            head = "\n".join(f"{k}: {v}" for k, v in {**dataclasses.asdict(c), "repeat": r.repeat}.items())
+            name = re.sub(r"[^\w.=-]+", "_",
+                          f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
+            head = "\n".join(f"{k}: {v}" for k, v in _ref(r).items())
             reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
         return reports
 
-    def summary_markdown(self, *, command: str, env: dict, strict: bool, exit_code: int) -> str:
+    def summary_markdown(self, *, command: str, env: dict, strict: bool) -> str:
         cuda = env.get("cuda", {})
         gpu = cuda.get("device") if cuda.get("available") else f"none ({cuda.get('reason', 'unknown')})"
         lines = [
             "# Determinism evidence", "",
-            f"**Verdict:** {self.verdict(strict)} (exit code {exit_code}).", "",
+            f"**Verdict:** {self.verdict(strict)} (exit code {self.exit_code(strict)}).", "",
             f"* commit `{env.get('commit')}`{' (dirty work tree)' if env.get('dirty') else ''}",
             f"* torch {env.get('torch')}, triton {env.get('triton')}, Python {env.get('python')}",
             f"* CPU {env.get('cpu')} ({env.get('cpu_capability')}), GPU: {gpu}",

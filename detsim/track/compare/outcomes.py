@@ -1,8 +1,8 @@
 """The records of an evidence bundle, as frozen dataclasses: what ``results.json`` holds, and its verdict.
 
-A **status** (of the collection or a device's run) is a :class:`~detsim.track.compare.record.Status`:
-``ok`` (ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read back with
-``from_record()``, which tolerates absent optional keys."""
+A **status** (of the collection or a device's run) is a :class:`~detsim.track.base.status.Status`: ``ok``
+(ran to completion), ``crashed``, ``nothing collected`` or ``not run``. Records of an earlier bundle are read
+back with ``from_record()``, which tolerates absent optional keys."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
-
 from detsim.track.base.status import Status
 
 FORMAT = 1  # the version of results.json's layout
@@ -107,12 +106,6 @@ class TestResult:
     @property
     def failing(self) -> bool:
         return self.outcome in FAILING
-
-    @classmethod
-    def from_junit(cls, record: Mapping, device: str) -> "TestResult":
-        """From a record of :func:`~detsim.track.compare.pytest_runs.read_junit`."""
-        return cls(device, record["nodeid"], record["outcome"], record["duration_s"], record["skip_reason"],
-                   record["message"])
 
     @classmethod
     def from_record(cls, m: Mapping) -> "TestResult":
@@ -218,14 +211,6 @@ class ArtifactChange:
 
 
 @dataclass(frozen=True)
-class Durations:
-    slower: tuple[DurationMove, ...] = ()
-    faster: tuple[DurationMove, ...] = ()
-    faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
-    load_factors: Mapping[str, float] = field(default_factory=dict)  # device -> median now / before
-
-
-@dataclass(frozen=True)
 class BundleChanges:
     """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle"): the
     differences :func:`~.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
@@ -238,21 +223,22 @@ class BundleChanges:
     new_warnings: tuple[WarningText, ...] = ()
     gone_warnings: tuple[WarningText, ...] = ()
     run_changes: tuple[RunChange, ...] = ()
-    durations: Durations = Durations()
+    slower: tuple[DurationMove, ...] = ()  # :func:`~.durations.judge_durations`, these four
+    faster: tuple[DurationMove, ...] = ()
+    faster_unjudged: int = 0  # faster-looking tests with too few earlier measurements
+    load_factors: Mapping[str, float] = field(default_factory=dict)  # device -> median now / before
     previous: str = ""  # the previous bundle's name
     changed_artifacts: tuple[ArtifactChange, ...] = ()
     previous_problems: tuple[str, ...] = ()  # the previous bundle against its sha256.txt
 
     @property
     def changed(self) -> bool:
-        return any((self.new_failures, self.fixed, self.new_warnings, self.durations.slower,
-                    self.durations.faster, self.changed_artifacts, self.outcome_changes, self.added,
-                    self.removed, self.gone_warnings, self.run_changes))
+        return any((self.new_failures, self.fixed, self.new_warnings, self.slower, self.faster,
+                    self.changed_artifacts, self.outcome_changes, self.added, self.removed, self.gone_warnings,
+                    self.run_changes))
 
     def as_record(self) -> dict:
-        record = asdict(self)
-        durations = record.pop("durations")
-        return {**record, **durations, "changed": self.changed}
+        return {**asdict(self), "changed": self.changed}
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,11 @@
 """The one comparer of two records: is each named output the same in both, and which one differs first?
 
-A record, to this comparer, is its named outputs in order (a mapping, name -> value); its owner keeps the
-provenance beside it:
-
-* a run (:meth:`.record.RunRecord.outputs`): result name -> its tensor's digest, shape and dtype;
-  provenance: label, configuration, threads, settings;
-* a per-pixel trace (:meth:`.traces.Trace.outputs`): per pixel, (quantity, occurrence) -> the traced
-  values; provenance: its path and prefix;
-* an evidence bundle (:meth:`.outcomes.Outcomes.outputs`, and in :mod:`.previous` its warnings, runs and
-  stable artifacts): (device, node id) -> the test's outcome, warning text -> where it was logged, device ->
-  how its run ended, artifact -> its run-to-run stable text; provenance: the bundle's name and ``env.json``.
-
-:func:`compare_outputs` pairs two such mappings by name: an :class:`OutputDiff` of how many names both hold
-and every difference (held by both and different, or held by one only), the first one first. What an owner
-concludes from it (a result that differs, a trace line beyond tolerance, a new failure) is its own.
+Input: two records, each as its named outputs in order (name -> value): a run's results
+(:meth:`.record.RunRecord.outputs`), a trace's lines per pixel (:meth:`.traces.Trace.outputs`), a bundle's
+tests (:meth:`.outcomes.Outcomes.outputs`), warnings, runs and stable artifacts (:mod:`.previous`); each owner
+keeps the provenance beside them. Output: an :class:`OutputDiff`, how many names both hold and every
+difference (held by both and different, or by one only), the first one first. What an owner concludes from
+it (a result that differs, a trace line beyond tolerance, a new failure) is its own.
 """
 
 from __future__ import annotations
@@ -43,10 +35,6 @@ class OutputDiff(Generic[K, V]):
 
     compared: int  # names both runs hold
     differences: tuple[Difference[K, V], ...] = ()
-
-    @property
-    def first(self) -> Difference[K, V] | None:
-        return self.differences[0] if self.differences else None
 
 
 def compare_outputs(a: Mapping[K, V], b: Mapping[K, V],

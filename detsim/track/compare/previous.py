@@ -16,7 +16,6 @@ from detsim.track.compare import pytest_runs as pr
 from detsim.track.compare.durations import HISTORY, judge_durations
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.compare.outputs import compare_outputs
-
 from detsim.track.base.status import Status
 from detsim.track.base.exitcodes import BadInput
 from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
@@ -112,7 +111,7 @@ def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[Te
         new_warnings=tuple(d.a for d in warnings.differences if d.only == "A"),
         gone_warnings=tuple(d.b for d in warnings.differences if d.only == "B"),
         run_changes=tuple(RunChange(d.name, d.a, d.b) for d in runs.differences),
-        durations=judge_durations(current.tests, previous.tests, history),
+        **judge_durations(current.tests, previous.tests, history),
     )
 
 

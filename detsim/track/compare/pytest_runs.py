@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detsim.track.base.fresh import start, stop
-
 from detsim.track.base.status import Status
 
 FAILING = ("failed", "error")
@@ -190,8 +189,8 @@ def _merge(first: dict, second: dict) -> dict:
 
 
 def read_junit(path: Path, nodeids: list[str], root: Path | None = None) -> list[dict]:
-    """Per-test records (the keys of :class:`~.outcomes.TestResult`) from a junit XML file, in file order;
-    raises one of :data:`UNREADABLE` when the file is missing or not XML."""
+    """Per-test records (the fields of :class:`~.outcomes.TestResult` but its device and re-timings) from a junit
+    XML file, in file order; raises one of :data:`UNREADABLE` when the file is missing or not XML."""
     by_address = {junit_address(nodeid): nodeid for nodeid in nodeids}
     records: dict[str, dict] = {}
     for case in ET.parse(path).getroot().iter("testcase"):

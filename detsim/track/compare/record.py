@@ -237,12 +237,15 @@ def scalar_text(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def argument_tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
-    """The tensors of one argument, named: ``x`` for a tensor, ``xs[0]``, ``xs[2]``... for a sequence."""
+def named_tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
+    """Every tensor of an argument or result, inside nested dicts, lists and tuples, named by its path:
+    ``x`` for a tensor, ``xs[0]``, ``xs[2]``... in a sequence, ``result.image`` in a mapping."""
     if isinstance(value, torch.Tensor):
         return [(name, value)]
-    if isinstance(value, (list, tuple)) and value and any(isinstance(v, torch.Tensor) for v in value):
-        return [(f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+    if isinstance(value, dict):
+        return [item for k, v in value.items() for item in named_tensors(f"{name}.{k}", v)]
+    if isinstance(value, (list, tuple)):
+        return [item for i, v in enumerate(value) for item in named_tensors(f"{name}[{i}]", v)]
     return []
 
 

@@ -26,7 +26,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from detsim.track.base.status import Status
-from detsim.track.compare.record import Event, RunRecord, TensorInfo, argument_tensors, call_site, fill, \
+from detsim.track.compare.record import Event, RunRecord, TensorInfo, call_site, fill, named_tensors, \
     scalar_text, storage_key, tensor_info
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
@@ -77,7 +77,7 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
         where = f"backward {node.name()}" + (f" (from {where})" if where else "")
     result = func(*args, **kwargs)
     outputs = []
-    for tname, t in argument_tensors("out", result):
+    for tname, t in named_tensors("out", result):
         if base in EMPTY_OPS:
             with recorder.paused():
                 fill(t, recorder.fill)
@@ -97,7 +97,7 @@ def _op_inputs(recorder, schema, base: str, args: tuple, kwargs: dict):
     """(tensor inputs hashed before the op, non-tensor arguments as text)."""
     inputs, scalars = [], {}
     for name, value, arg in _bind(schema, args, kwargs):
-        tensors = argument_tensors(name, value)
+        tensors = named_tensors(name, value)
         if not (arg is not None and arg.is_out):  # out= buffers are written, not read
             overwrite = bool(arg is not None and arg.is_write and base in OVERWRITE_OPS)
             inputs += [_input_info(recorder, base, tname, t, overwrite=overwrite) for tname, t in tensors]
@@ -111,10 +111,9 @@ def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: b
     if base in METADATA_OPS:
         return TensorInfo(name, None, list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device),
                           compare=False, note="metadata only")
-    info = recorder.info(name, t, compare=not overwrite, note="overwritten by the op" if overwrite else None)
-    if info.unwritten and not overwrite:
-        info.note = recorder.never_written_note(t, info.unwritten)
-    return info
+    if overwrite:
+        return recorder.info(name, t, compare=False, note="overwritten by the op")
+    return recorder.read(name, t)
 
 
 def _bind(schema, args: tuple, kwargs: dict):
@@ -194,11 +193,15 @@ class Recorder:
         with self.paused():
             return tensor_info(name, t, run=self.fill, **kw)
 
-    def never_written_note(self, t: torch.Tensor, count: int) -> str:
-        """``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from."""
-        origin = self.uninitialised.get(storage_key(t))
-        return f"{count} never-written element(s) " + (f"(allocated by {origin})" if origin else
-                                                        "(copied from memory an empty-like op allocated)")
+    def read(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
+        """:meth:`info` of a tensor that is read: its never-written elements are noted
+        (``N never-written element(s) (allocated by #k ...)``: where the tensor's fill came from)."""
+        info = self.info(name, t, **kw)
+        if info.unwritten:
+            origin = self.uninitialised.get(storage_key(t))
+            info.note = f"{info.unwritten} never-written element(s) " + (
+                f"(allocated by {origin})" if origin else "(copied from memory an empty-like op allocated)")
+        return info
 
     def add(self, **fields) -> Event:
         """Append the next event (its index is its position in the record)."""
@@ -214,31 +217,15 @@ def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: b
     recorder = Recorder(label, ops=ops, kernels=kernels, fill=fill)
     rec = recorder.record
     named = [*((f"arg{i}", a) for i, a in enumerate(args)), *kwargs.items()]
-    rec.inputs = [tensor_info(n, t) for name, value in named for n, t in _flatten(name, value)]
+    rec.inputs = [tensor_info(n, t) for name, value in named for n, t in named_tensors(name, value)]
     result = None
     try:
         with recorder:
             result = fn(*args, **kwargs)
     except Exception:
         rec.error, rec.status = traceback.format_exc(), Status.CRASHED
-    rec.results = []
-    for name, t in _flatten("result", result):
-        info = tensor_info(name, t, run=fill)
-        if info.unwritten:
-            info.note = recorder.never_written_note(t, info.unwritten)
-        rec.results.append(info)
+    rec.results = [recorder.read(name, t) for name, t in named_tensors("result", result)]
     return rec
-
-
-def _flatten(prefix: str, value) -> list[tuple[str, torch.Tensor]]:
-    """Every tensor inside nested dicts, lists and tuples, named by its path (``result[0].image``)."""
-    if isinstance(value, torch.Tensor):
-        return [(prefix, value)]
-    if isinstance(value, dict):
-        return [item for k, v in value.items() for item in _flatten(f"{prefix}.{k}", v)]
-    if isinstance(value, (list, tuple)):
-        return [item for i, v in enumerate(value) for item in _flatten(f"{prefix}[{i}]", v)]
-    return []
 
 
 # -- Triton launches ------------------------------------------------------------------------------------
@@ -286,14 +273,12 @@ def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *
     """Hash tensor arguments, launch, hash them again, add the event; returns what ``launch`` returned."""
     where = call_site()
     with recorder.paused():
-        tensors = {n: t for n, v in bound.items() for n, t in argument_tensors(n, v)}
-        scalars = {n: scalar_text(v) for n, v in bound.items() if not argument_tensors(n, v) and n not in constexprs}
+        tensors = {n: t for n, v in bound.items() for n, t in named_tensors(n, v)}
+        scalars = {n: scalar_text(v) for n, v in bound.items() if not named_tensors(n, v) and n not in constexprs}
         before = {}
         for n, t in tensors.items():
             unread = bool(WRITE_ONLY_KERNEL_ARG.match(n))
-            before[n] = recorder.info(n, t, compare=not unread, note="write-only (by name)" if unread else None)
-            if before[n].unwritten:
-                before[n].note = recorder.never_written_note(t, before[n].unwritten)
+            before[n] = recorder.read(n, t, compare=not unread, note="write-only (by name)" if unread else None)
         result = launch()
         if any(t.is_cuda for t in tensors.values()):
             torch.cuda.synchronize()

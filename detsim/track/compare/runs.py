@@ -1,8 +1,8 @@
 """Running a target, in this process or in a fresh interpreter, into the records compared here.
 
-* The determinism matrix: every target in every configuration, each run's outputs digested
-  (a :class:`~detsim.track.compare.record.RunRecord` without events); isolated, a fresh interpreter per run (a non-zero exit,
-  even a segfault, is a crash carrying the child's stderr).
+* The determinism matrix: every target in every configuration, each run's outputs digested (a
+  :class:`~detsim.track.compare.record.RunRecord` without events); isolated, a fresh interpreter per run (a
+  non-zero exit, even a segfault, is a crash carrying the child's stderr).
 * One run recorded op by op (:class:`~detsim.track.compare.record.RunRecord`) of a target given as
   ``detsim-track diverge``'s options name it (``case``, ``nanobragg``, ``call``, ``module`` or ``script``),
   here (:func:`record_run`) or in a fresh interpreter with a package of choice first on its path

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from detsim.track.compare import pytest_runs as pr
-
 from detsim.track.base.status import Status
 from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
 from detsim.track.compare.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
@@ -59,9 +58,9 @@ def _sections(comparison: BundleChanges, markdown: bool) -> list[tuple[str, list
         ("fixed", _test_items(comparison.fixed, lambda t: f"{t.was} -> {t.now}", markdown)),
         ("new warnings", [(f"{_code(w.text, markdown)} ({w.location}; {', '.join(w.devices)})", [])
                           for w in comparison.new_warnings]),
-        (f"slower ({rule}, best load-corrected time)", _test_items(comparison.durations.slower, _timing, markdown)),
+        (f"slower ({rule}, best load-corrected time)", _test_items(comparison.slower, _timing, markdown)),
         (f"faster ({rule}, against the best earlier time)",
-         _test_items(comparison.durations.faster, _timing, markdown)),
+         _test_items(comparison.faster, _timing, markdown)),
         ("changed artifacts", [(_code(a.file, markdown), [_code(d, markdown) for d in a.detail])
                                for a in comparison.changed_artifacts]),
         ("other outcome changes", _test_items(
@@ -79,9 +78,9 @@ def _notes(comparison: BundleChanges) -> list[str]:
     """What the change list adds below it: a busy machine, unjudged faster tests, a bad previous bundle."""
     notes = [f"{device}: the tests took a median {factor:g}x their previous time (a busier machine, or a "
              f"change that slows every test alike); per-test moves are judged after dividing it out"
-             for device, factor in sorted(comparison.durations.load_factors.items()) if factor >= MOVE_RATIO]
-    if comparison.durations.faster_unjudged:
-        notes.append(f"{comparison.durations.faster_unjudged} test(s) ran faster than their earlier time; not "
+             for device, factor in sorted(comparison.load_factors.items()) if factor >= MOVE_RATIO]
+    if comparison.faster_unjudged:
+        notes.append(f"{comparison.faster_unjudged} test(s) ran faster than their earlier time; not "
                      f"judged (fewer than {FASTER_MIN_SAMPLES} earlier measurements, any of which may be a load "
                      f"spike)")
     if comparison.previous_problems:

@@ -52,16 +52,12 @@ class Trace:
     def pixels(self) -> list:
         return [key for key in self.blocks if key is not SHARED]
 
-    def sequence(self, pixel) -> list[Line]:
-        """The lines that describe ``pixel``: the shared lines, then the pixel's own."""
-        return self.blocks.get(SHARED, []) + (self.blocks.get(pixel, []) if pixel is not SHARED else [])
-
     def outputs(self, pixel) -> dict[tuple[str, int], Line]:
-        """The lines of ``pixel`` by (name, n): the n-th line of that name, in order; the named outputs
-        :func:`~.outputs.compare_outputs` pairs."""
+        """The lines that describe ``pixel`` (the shared lines, then its own) by (name, n): the n-th line of
+        that name, in order; the named outputs :func:`~.outputs.compare_outputs` pairs."""
         seen: Counter = Counter()
         named = {}
-        for line in self.sequence(pixel):
+        for line in self.blocks.get(SHARED, []) + (self.blocks.get(pixel, []) if pixel is not SHARED else []):
             seen[line.name] += 1
             named[line.name, seen[line.name]] = line
         return named
@@ -200,13 +196,6 @@ class TraceComparison:
         return self.differences[0] if self.differences else None
 
 
-def _relative(x: float, y: float) -> float:
-    if x == y or (math.isnan(x) and math.isnan(y)):
-        return 0.0
-    scale = max(abs(x), abs(y))
-    return math.inf if not math.isfinite(scale) or scale == 0 else abs(x - y) / scale
-
-
 def _compare_values(a: Line, b: Line, rtol: float, atol: float):
     """(reason, rel, abs, component) for a disagreement, or None."""
     common = {k for k, _ in a.labels} & {k for k, _ in b.labels}
@@ -218,11 +207,11 @@ def _compare_values(a: Line, b: Line, rtol: float, atol: float):
     for i, (x, y) in enumerate(zip(a.values, b.values)):
         if x == y or (math.isnan(x) and math.isnan(y)):
             continue
-        diff = abs(x - y)
+        diff, scale = abs(x - y), max(abs(x), abs(y))
         finite = math.isfinite(x) and math.isfinite(y)  # inf <= atol + rtol * inf: never a tolerance for them
-        if finite and diff <= atol + rtol * max(abs(x), abs(y)):
+        if finite and diff <= atol + rtol * scale:
             continue
-        rel = _relative(x, y)
+        rel = math.inf if not math.isfinite(scale) or scale == 0 else diff / scale
         if worst is None or rel > worst[1] or math.isnan(diff):
             worst = ("values", rel, diff, i)
     return worst

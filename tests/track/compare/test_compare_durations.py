@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-
 from detsim.track.compare import durations
 from detsim.track.compare.outcomes import Outcomes, TestResult
 
@@ -21,8 +20,8 @@ def judge(tests: list[dict], previous: dict, history: list[dict]) -> dict:
     def tests_of(results: dict) -> tuple[TestResult, ...]:
         return Outcomes.from_record(results).tests
 
-    return json.loads(json.dumps(asdict(durations.judge_durations(tests_of({"tests": tests}), tests_of(previous),
-                                                                  [tests_of(h) for h in history]))))
+    return json.loads(json.dumps(durations.judge_durations(tests_of({"tests": tests}), tests_of(previous),
+                                                                  [tests_of(h) for h in history]), default=asdict))
 
 
 def test_durations_rule_needs_factor_and_floor_and_survives_retiming():

@@ -10,7 +10,7 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
-                                           Durations, Fixed, LoggedWarning, Outcomes, Request, TestResult)
+                                           Fixed, LoggedWarning, Outcomes, Request, TestResult)
 
 from detsim.track.base.status import Status
 
@@ -28,7 +28,7 @@ def _run(**changes) -> DeviceRun:
 
 def test_a_test_result_has_the_keys_of_results_json_and_reads_back():
     junit = {"nodeid": "a.py::t", "outcome": "failed", "duration_s": 0.25, "skip_reason": None, "message": "E: x"}
-    test = TestResult.from_junit(junit, "cuda")
+    test = TestResult("cuda", **junit)  # as read_junit gives it
     record = json.loads(json.dumps(asdict(test)))
     assert record == {**junit, "device": "cuda", "retimed_s": [], "retime_factors": []}
     assert TestResult.from_record(json.loads(json.dumps(record))) == test
@@ -67,11 +67,10 @@ def test_a_comparison_is_one_flat_record_with_its_changed_flag():
                            "gone_warnings", "run_changes", "slower", "faster", "faster_unjudged", "load_factors",
                            "previous", "changed_artifacts", "previous_problems", "changed"}
     assert record["changed"] is False and record["slower"] == () and record["load_factors"] == {}
-    slower = Durations(slower=(DurationMove("cpu", "a.py::t", 0.2, 2.0, 10.0, 2),))
-    assert BundleChanges(durations=slower).changed
+    assert BundleChanges(slower=(DurationMove("cpu", "a.py::t", 0.2, 2.0, 10.0, 2),)).changed
     assert BundleChanges(fixed=(Fixed("cpu", "a.py::t", "passed", "failed"),)).as_record()["fixed"] == (
         {"device": "cpu", "nodeid": "a.py::t", "now": "passed", "was": "failed"},)
-    assert not BundleChanges(durations=Durations(faster_unjudged=3, load_factors={"cpu": 4.0})).changed  # notes only
+    assert not BundleChanges(faster_unjudged=3, load_factors={"cpu": 4.0}).changed  # notes only
 
 
 def test_bundle_results_record():

@@ -12,7 +12,7 @@ import torch
 
 from detsim.track.compare.firstdiff import compare_records
 from detsim.track.base.status import Status
-from detsim.track.compare.record import RunConfig, RunRecord, argument_tensors, call_site, canonical, fill, \
+from detsim.track.compare.record import RunConfig, RunRecord, named_tensors, call_site, canonical, fill, \
     output_record, scalar_text, sentinel, storage_key, tensor_info
 from detsim.track.compare.recorder import record
 from detsim.track.base.runtime import tensor_sha256
@@ -75,11 +75,12 @@ def test_scalar_text_is_stable_between_runs():
     assert scalar_text("x" * 300).endswith("...") and len(scalar_text("x" * 300)) == 200
 
 
-def test_argument_tensors_names_the_tensors_of_an_argument():
+def test_named_tensors_names_the_tensors_of_an_argument():
     t = torch.zeros(1)
-    assert argument_tensors("self", t) == [("self", t)]
-    assert [name for name, _ in argument_tensors("tensors", [t, 3, t])] == ["tensors[0]", "tensors[2]"]
-    assert argument_tensors("size", [2, 3]) == [] and argument_tensors("x", None) == []
+    assert named_tensors("self", t) == [("self", t)]
+    assert [name for name, _ in named_tensors("tensors", [t, 3, t])] == ["tensors[0]", "tensors[2]"]
+    assert named_tensors("size", [2, 3]) == [] and named_tensors("x", None) == []
+    assert [name for name, _ in named_tensors("result", ({"image": t}, [t]))] == ["result[0].image", "result[1][0]"]
 
 
 def test_storage_key_is_shared_by_views_of_one_buffer():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from detsim.track.compare import summary
 from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
-                                           Durations, LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
+                                           LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
                                            TestResult)
 
 REQUEST = Request(area="parity", selection=(), devices=("cpu",), cwd=Path("/src"), asked_devices=(),
@@ -65,7 +65,7 @@ def test_comparison_lists_changes_in_order_and_cuts_long_lists():
                      for i in range(12))
     slower = DurationMove("cpu", "a.py::slow", 0.2, 2.0, 10.0, 4)
     comparison = BundleChanges(new_failures=failures, removed=(TestPresence("cpu", "a.py::gone"),),
-                            durations=Durations(slower=(slower,), faster_unjudged=2, load_factors={"cpu": 2.5}),
+                            slower=(slower,), faster_unjudged=2, load_factors={"cpu": 2.5},
                             previous="20251231T000000Z", previous_problems=("modified: summary.md",))
     lines = summary.comparison_lines(comparison, markdown=False)
     assert lines[0] == "compared with 20251231T000000Z: changes"

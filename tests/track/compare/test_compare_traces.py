@@ -24,8 +24,9 @@ def test_the_trace_prefix_is_detected_among_other_output():
     trace = parse_trace(text, "c.log")
     assert trace.prefix == "TRACE_C" and trace.count == 4
     assert [line.name for line in trace.blocks[SHARED]] == ["distance"]
-    assert [line.values for line in trace.sequence((0, 1))] == [(0.1,), (3.0,), (4.0,)]
-    assert trace.pixels() == [(0, 1)] and trace.sequence((0, 1))[1].lineno == 5
+    lines = list(trace.outputs((0, 1)).values())  # the shared lines, then the pixel's own
+    assert [line.values for line in lines] == [(0.1,), (3.0,), (4.0,)]
+    assert trace.pixels() == [(0, 1)] and lines[1].lineno == 5
 
 
 def test_without_a_trace_prefix_the_most_common_named_one_is_used():
