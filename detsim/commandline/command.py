@@ -1,7 +1,7 @@
 """The ``detsim`` command: a drop-in for nanoBragg's command line (spec §2, §6.3).
 
 ``detsim -cell 100 100 100 90 90 90 -default_F 100 -floatfile img.bin`` reads the arguments as
-nanoBragg does (:mod:`detsim.commandline.flags`), builds a :class:`~detsim.model.config.SimulationConfig`
+nanoBragg does (:mod:`detsim.commandline.argv_reader`), builds a :class:`~detsim.model.config.SimulationConfig`
 (:mod:`detsim.commandline.to_config`), renders the
 image and writes nanoBragg's outputs (float image, SMV int image, PGM, noise image). Every input is
 checked before anything is written; a bad input ends the run with a one-line error and exit code 2.

@@ -1,6 +1,6 @@
 """nanoBragg arguments -> a validated :class:`~detsim.model.config.SimulationConfig` (spec §2, §2.5).
 
-:func:`detsim.commandline.flags.parse_argv` reads the command line into :class:`~detsim.commandline.flags.Arguments`; this module
+:func:`detsim.commandline.argv_reader.parse_argv` reads the command line into :class:`~detsim.commandline.arguments.Arguments`; this module
 turns those into a configuration: it reads the files they name (``-mat``, the ``-img``/``-mask`` SMV
 headers, whose values apply before any flag) and checks what only makes sense as a whole. It is the one
 place that knows how a nanoBragg command line becomes a simulation, used by the ``detsim`` command, the
@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from detsim.commandline.arguments import Arguments
-from detsim.commandline.flags import cell_with_defaults, parse_argv
+from detsim.commandline.argv_reader import parse_argv
+from detsim.commandline.flag_table import cell_with_defaults
 from detsim.fileio import bounded_read, c_numbers, smv
 from detsim.model.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,

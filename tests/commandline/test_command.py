@@ -354,7 +354,7 @@ def test_help_is_one_screen_and_names_how_to_get_the_details(flag, tmp_path, mon
 
 @pytest.mark.parametrize("flag", ["-h", "-help", "--help"])
 def test_help_all_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeypatch, capsys):
-    from detsim.commandline.flags import HANDLERS
+    from detsim.commandline.flag_table import HANDLERS
     monkeypatch.chdir(tmp_path)
     assert main([flag, "all"]) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,8 @@ from detsim.commandline.to_config import (
     InputError, build_config, check_inputs, config_from_argv, header_arguments, parse_with_headers,
     read_matrix_file,
 )
-from detsim.commandline.flags import ArgumentError, parse_argv
+from detsim.commandline.arguments import ArgumentError
+from detsim.commandline.argv_reader import parse_argv
 from detsim.model.config import ConfigError, Convention
 from detsim.rendering.engine import simulate
 

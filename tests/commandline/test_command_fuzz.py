@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from detsim.commandline.flags import HANDLERS, ArgumentError
+from detsim.commandline.arguments import ArgumentError
+from detsim.commandline.flag_table import HANDLERS
 from detsim.commandline.to_config import InputError
 from detsim.fileio.safe_write import OutputError
 from detsim.model.config import ConfigError
