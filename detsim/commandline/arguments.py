@@ -1,8 +1,8 @@
 """The raw values of a nanoBragg command line (spec §2.0).
 
 :class:`Arguments` holds what the flags set, in the units the user typed (``None`` = not given);
-:mod:`detsim.commandline.flags` says which flag sets what (reading numbers with :mod:`detsim.fileio.c_numbers`),
-:mod:`detsim.commandline.flags` walks the command line, and :mod:`detsim.commandline.to_config` turns the result into a
+:mod:`detsim.commandline.flag_table` says which flag sets what (reading numbers with :mod:`detsim.fileio.c_numbers`),
+:mod:`detsim.commandline.argv_reader` walks the command line, and :mod:`detsim.commandline.to_config` turns the result into a
 :class:`~detsim.model.config.SimulationConfig`.
 """
 

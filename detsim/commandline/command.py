@@ -1,7 +1,7 @@
 """The ``detsim`` command: a drop-in for nanoBragg's command line (spec §2, §6.3).
 
 ``detsim -cell 100 100 100 90 90 90 -default_F 100 -floatfile img.bin`` reads the arguments as
-nanoBragg does (:mod:`detsim.commandline.flags`), builds a :class:`~detsim.model.config.SimulationConfig`
+nanoBragg does (:mod:`detsim.commandline.argv_reader`), builds a :class:`~detsim.model.config.SimulationConfig`
 (:mod:`detsim.commandline.to_config`), renders the
 image and writes nanoBragg's outputs (float image, SMV int image, PGM, noise image). Every input is
 checked before anything is written; a bad input ends the run with a one-line error and exit code 2.
@@ -13,22 +13,25 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from detsim.commandline.arguments import ArgumentError, Arguments
 from detsim.commandline.usage import HELP_FLAGS, help_text
 from detsim.commandline.to_config import InputError, build_config, parse_with_headers, time_seed
-from detsim.diagnostics.pixel_trace import trace_pixels
-from detsim.fileio import images as image_files, safe_write
+from detsim.fileio import images as image_files, safe_write, smv
 from detsim.host.signals import Terminated, terminate_as_interrupt
 from detsim.model import rng
 from detsim.model.config import ConfigError
-from detsim.model.sources import SourceFileError
-from detsim.model.structure_factors import HKLError
 from detsim.model.units import DEG
-from detsim.rendering.engine import Setup, check_triton, prepare, render
+
+# torch and what imports it (the engine, the image files, the noise, the traces) are imported by the run
+# that needs them: help and a bad flag answer without waiting ~1.5 s for torch's import
+if TYPE_CHECKING:
+    import torch
+
+    from detsim.rendering.engine import Setup
 
 EXIT_BAD_INPUT = 2
 
@@ -139,8 +142,14 @@ def run(argv: list[str], out=None) -> int:
     safe_write.check_outputs(_output_files(args, outputs), args.input_files())
     config = build_config(args, mask)
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
+        from detsim.diagnostics.pixel_trace import trace_pixels
+
         trace_pixels(config, args.trace_pixels, out=out, json_path=args.trace_json)
         return 0
+    import torch
+
+    from detsim.rendering import engine
+
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     try:
         device = torch.device(args.device)
@@ -150,13 +159,13 @@ def run(argv: list[str], out=None) -> int:
         raise ConfigError("-device cuda: no CUDA device is available")
     if args.mode == "triton":
         try:
-            check_triton(device)
+            engine.check_triton(device)
         except ValueError as exc:
             raise ConfigError(f"-mode triton: {exc}") from None
-    setup = prepare(config, device=device, dtype=dtype)
+    setup = engine.prepare(config, device=device, dtype=dtype)
     print("\n".join(_summary(setup)), file=out)
     progress = _Progress(args.progress)
-    image, info = render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode,
+    image, info = engine.render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode,
                          threads=args.threads)
     progress.close()
     _require_finite_image(image)
@@ -170,6 +179,8 @@ def run(argv: list[str], out=None) -> int:
 
 def _require_finite_image(image: torch.Tensor) -> None:
     """An image with NaN or infinite pixels comes from an impossible geometry: refuse it before writing."""
+    import torch
+
     bad = ~torch.isfinite(image.detach())
     if bool(bad.any()):
         s, f = (int(i) for i in torch.nonzero(bad)[0])
@@ -218,7 +229,7 @@ def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> Non
         report.append(f"wrote {outputs.floatfile}")
         ints, scale = image_files.int_image(image, outputs.int_scale if outputs.int_scale > 0 else None, outputs.adc, roi)
         report.append(f"intfile_scale = {scale:g}")
-        staged.add(outputs.intfile, image_files.smv_writer(ints, header))
+        staged.add(outputs.intfile, smv.smv_writer(ints, header))
         report.append(f"wrote {outputs.intfile}")
         if outputs.pgmfile is not None:
             pgm, pgm_scale = image_files.pgm_image(image, outputs.pgm_scale if outputs.pgm_scale > 0 else None, scale, roi,
@@ -228,7 +239,7 @@ def write_outputs(setup: Setup, image: np.ndarray, outputs: Outputs, out) -> Non
         if outputs.noisefile is not None:
             noisy, overloads = rng.poisson_noise_image(image, outputs.noise_seed, outputs.adc,
                                                        setup.config.detector.roi)
-            staged.add(outputs.noisefile, image_files.smv_writer(noisy, header))
+            staged.add(outputs.noisefile, smv.smv_writer(noisy, header))
             report.append(f"{int(noisy[roi].astype(np.int64).sum() - outputs.adc * roi.sum()):d} photons on noise "
                           f"image ({overloads} overloads)\nwrote {outputs.noisefile}")
     print("\n".join(report), file=out)
@@ -238,7 +249,7 @@ def _header_fields(setup: Setup) -> dict:
     geom, cfg = setup.geometry, setup.config
     pix0 = geom.pix0_m.detach().cpu().double()
     mm = 1e3
-    return image_files.smv_header_fields(
+    return smv.smv_header_fields(
         fpixels=cfg.detector.fpixels, spixels=cfg.detector.spixels,
         pixel_mm=float(geom.pixel_m) * mm, distance_mm=float(geom.distance_m) * mm,
         wavelength_A=cfg.beam.lambda_A,
@@ -267,9 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with terminate_as_interrupt():  # SIGTERM unwinds like an interrupt: temporary files removed
             return run(argv)
-    except (ArgumentError, ConfigError, InputError, HKLError, SourceFileError, safe_write.OutputError) as exc:
-        print(f"detsim: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except (ArgumentError, ConfigError, InputError, safe_write.OutputError) as exc:
+        return _bad_input(exc)
     except (OverflowError, ZeroDivisionError) as exc:  # a last resort: the checks name the flag where they can
         reason = exc.args[-1] if exc.args and isinstance(exc.args[-1], str) else str(exc)
         print(f"detsim: error: a number derived from the command line is out of double precision's range ({reason})",
@@ -285,6 +295,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("detsim: interrupted; no file was left half-written", file=sys.stderr)
         return 130
+    except _input_file_errors() as exc:  # last: evaluated only for what no clause above took
+        return _bad_input(exc)
+
+
+def _bad_input(exc: Exception) -> int:
+    print(f"detsim: error: {exc}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _input_file_errors() -> tuple[type[Exception], ...]:
+    """The -hkl and -source files' errors (bad input), from their readers' modules: these import torch, and
+    are imported by :func:`build_config` before either error can be raised."""
+    from detsim.model.sources import SourceFileError
+    from detsim.model.structure_factors import HKLError
+
+    return HKLError, SourceFileError
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """nanoBragg arguments -> a validated :class:`~detsim.model.config.SimulationConfig` (spec §2, §2.5).
 
-:func:`detsim.commandline.flags.parse_argv` reads the command line into :class:`~detsim.commandline.flags.Arguments`; this module
+:func:`detsim.commandline.argv_reader.parse_argv` reads the command line into :class:`~detsim.commandline.arguments.Arguments`; this module
 turns those into a configuration: it reads the files they name (``-mat``, the ``-img``/``-mask`` SMV
 headers, whose values apply before any flag) and checks what only makes sense as a whole. It is the one
 place that knows how a nanoBragg command line becomes a simulation, used by the ``detsim`` command, the
@@ -16,14 +16,12 @@ import time
 import numpy as np
 
 from detsim.commandline.arguments import Arguments
-from detsim.commandline.flags import cell_with_defaults, parse_argv
-from detsim.fileio import bounded_read, c_numbers, images
+from detsim.commandline.argv_reader import parse_argv
+from detsim.commandline.flag_table import cell_with_defaults
+from detsim.fileio import bounded_read, c_numbers, smv
 from detsim.model.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
-from detsim.model.geometry import CONVENTION_AXES
-from detsim.model.sources import read_source_file
-from detsim.model.structure_factors import read_hkl
 from detsim.model.units import DEFAULT_FLUENCE_PER_M2, DEG
 
 
@@ -77,6 +75,10 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
         raise ConfigError("a unit cell (-cell a b c alpha beta gamma) or a matrix file (-mat) is required")
     if args.hkl_file is None and args.default_F == 0.0:
         raise ConfigError("no structure factors: give -hkl FILE or a non-zero -default_F")
+    # the readers of the -hkl and -source files bring torch: imported once the flags have been read
+    from detsim.model.sources import read_source_file
+    from detsim.model.structure_factors import read_hkl
+
     cell = cell_with_defaults(args.cell) if args.cell else None
     hkl = read_hkl(args.hkl_file, args.default_F) if args.hkl_file is not None else None
     if hkl is not None and hkl.count == 0:
@@ -154,6 +156,8 @@ def _beam_axis(args: Arguments) -> tuple[float, float, float]:
     if args.convention is Convention.CUSTOM and "beam" in args.vectors:
         v = np.asarray(args.vectors["beam"], dtype=float)
         return tuple(v / np.linalg.norm(v))
+    from detsim.model.geometry import CONVENTION_AXES
+
     return CONVENTION_AXES[args.convention].beam
 
 
@@ -177,7 +181,7 @@ def check_inputs(args: Arguments) -> None:
 
 def _read_header_image(flag: str, path: str) -> tuple[dict[str, str], np.ndarray]:
     try:
-        return images.read_smv(path)
+        return smv.read_smv(path)
     except (OSError, ValueError) as exc:
         raise InputError(f"{flag} {exc}") from None
 

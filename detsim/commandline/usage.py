@@ -1,11 +1,11 @@
 """The ``detsim`` command's help: ``detsim -h`` (the common flags on one screen, :data:`OVERVIEW`),
 ``detsim -h FLAG`` (one flag's synopsis, values and description) and ``detsim -help all`` (every flag of
-:data:`~detsim.commandline.flags.HANDLERS`), drawn from the flag table itself."""
+:data:`~detsim.commandline.flag_table.HANDLERS`), drawn from the flag table itself."""
 
 from __future__ import annotations
 
 from detsim.commandline.arguments import ArgumentError
-from detsim.commandline.flags import HANDLERS, Handler
+from detsim.commandline.flag_table import HANDLERS, Handler
 from detsim.fileio import c_numbers
 
 HELP_FLAGS = ("-h", "-help", "--help")

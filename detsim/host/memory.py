@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from detsim.model.config import ConfigError
+
+if TYPE_CHECKING:  # torch is imported where a device is asked: reading an image's size needs no torch
+    import torch
 
 WORKING_FRACTION = 0.25  # of the memory available at the start, for one chunk and one block together
 WORKING_CAP_BYTES = 1 << 30  # past 1 GiB a chunk runs no faster, so none is given more
@@ -36,6 +38,8 @@ JOB_PIXELS = 1 << 13  # pixels whose per-pixel terms a grouped job computes toge
 def available_bytes(device: torch.device) -> int:
     """Memory free for this process on ``device`` now, in bytes."""
     if device.type == "cuda":
+        import torch
+
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
     try:
@@ -121,6 +125,8 @@ def require(what: str, needed: float, device: torch.device | str = "cpu") -> Non
     For sizes known before anything is allocated (image, orientations, one pixel's subpixels), so an absurd
     request ends with one line naming ``what`` instead of an allocation failure or a machine out of memory.
     """
+    import torch
+
     available = available_bytes(torch.device(device))
     if needed > available:
         raise ConfigError(f"{what} needs {gib(needed)} of memory, more than the {gib(available)} available")

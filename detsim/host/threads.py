@@ -16,8 +16,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
-import torch
-
+# torch is imported by the functions that use it: the command line's flag table reads MAX_THREADS, and
+# `detsim -h` or a bad flag answers without waiting ~1.5 s for torch's import
 MAX_THREADS = 1024  # more threads than any machine's cores is a typing error, not a request
 
 T = TypeVar("T")
@@ -29,6 +29,8 @@ def requested(threads: int | None) -> int:
     Raises:
         ValueError: ``threads`` outside 1..:data:`MAX_THREADS`.
     """
+    import torch
+
     count = torch.get_num_threads() if threads is None else threads
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_THREADS:
         raise ValueError(f"threads must be an integer from 1 to {MAX_THREADS}, got {count!r}")
@@ -38,6 +40,8 @@ def requested(threads: int | None) -> int:
 @contextmanager
 def intra_op_threads(count: int) -> Iterator[None]:
     """torch's intra-op thread count set to ``count`` for the block, restored after it (process-wide)."""
+    import torch
+
     before = torch.get_num_threads()
     if before == count:
         yield
@@ -57,6 +61,8 @@ def run(jobs: Sequence[Callable[[], T]], workers: int, done: Callable[[int, T], 
     are alive at once (each holds one chunk's memory). A job's exception, or an interrupt of the calling
     thread, stops the submissions and is raised once the running jobs have ended.
     """
+    import torch
+
     with intra_op_threads(1):
         if workers <= 1 or len(jobs) <= 1:
             for index, job in enumerate(jobs):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from _tolerances import FLOAT32_VS_FLOAT64_MIN_R
 from conftest import CASES, GOLDEN_DIR
 from detsim.commandline.command import main
-from detsim.fileio import images as io
+from detsim.fileio import images as io, smv
 from helpers import pearson_r
 
 SMALL = ["-cell", "70", "70", "70", "90", "90", "90", "-default_F", "100", "-N", "3", "-detpixels", "32",
@@ -34,7 +36,7 @@ def test_smv_outputs_are_byte_identical_to_nanobragg(case_id, files, tmp_path, m
     assert main(CASES[case_id]["args"]) == 0
     for name in files:
         assert (tmp_path / name).read_bytes() == (src / name).read_bytes(), name
-    header, _ = io.read_smv(tmp_path / files[0])
+    header, _ = smv.read_smv(tmp_path / files[0])
     assert header["SIZE1"] == "128"
     assert "max_I" in capsys.readouterr().out
 
@@ -45,7 +47,7 @@ def test_noise_image_is_reproducible_with_seed_and_changes_without(tmp_path, mon
     assert main(args + ["a.img", "-seed", "5"]) == 0
     assert main(args + ["b.img", "-seed", "5"]) == 0
     assert main(args + ["c.img", "-seed", "6"]) == 0
-    a, b, c = (io.read_smv(tmp_path / n)[1] for n in ("a.img", "b.img", "c.img"))
+    a, b, c = (smv.read_smv(tmp_path / n)[1] for n in ("a.img", "b.img", "c.img"))
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
@@ -82,7 +84,7 @@ def test_mask_skips_pixels_and_header_sets_geometry(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     mask = np.ones((32, 32), dtype=np.uint16)
     mask[3:5, 7:9] = 0
-    io.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "DISTANCE": 80})
+    smv.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "DISTANCE": 80})
     assert main(SMALL + ["-nonoise", "-nopgm", "-mask", "mask.img", "-floatfile", "m.bin"]) == 0
     assert main(SMALL + ["-nonoise", "-nopgm", "-distance", "80", "-floatfile", "p.bin"]) == 0
     masked = io.read_float_image(tmp_path / "m.bin", (32, 32))
@@ -191,7 +193,7 @@ def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path,
     (tmp_path / "locked.img").chmod(0o444)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     calls = []
-    monkeypatch.setattr("detsim.commandline.command.render", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr("detsim.rendering.engine.render", lambda *a, **k: calls.append(1))
     assert main(SMALL + ["-seed", "1"] + outputs) == 2
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and named in err, err
@@ -203,8 +205,8 @@ def test_bad_output_paths_are_refused_before_rendering(outputs, named, tmp_path,
 def _input_files(tmp_path):
     (tmp_path / "in.hkl").write_text("0 0 0 10\n1 1 1 20\n")
     (tmp_path / "A.mat").write_text("0.01 0 0\n0 0.01 0\n0 0 0.01\n")
-    io.write_smv(tmp_path / "in.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
-    io.write_smv(tmp_path / "mask.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    smv.write_smv(tmp_path / "in.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
+    smv.write_smv(tmp_path / "mask.img", np.ones((32, 32), dtype=np.uint16), {"PIXEL_SIZE": 0.1})
     (tmp_path / "sources.txt").write_text("-10 0 0\n")
     (tmp_path / "stol.txt").write_text("0 1\n")
 
@@ -264,7 +266,7 @@ def test_a_write_that_fails_midway_replaces_no_output(tmp_path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     for name in ("float.bin", "int.img", "noise.img"):
         (tmp_path / name).write_bytes(b"old")
-    real, calls = io.smv_writer, []
+    real, calls = smv.smv_writer, []
 
     def full_noise(data, header):  # the int image is written; the noise image, the last output, finds the disk full
         calls.append(1)
@@ -275,7 +277,7 @@ def test_a_write_that_fails_midway_replaces_no_output(tmp_path, monkeypatch, cap
             raise OSError(errno.ENOSPC, "No space left on device")
         return write
 
-    monkeypatch.setattr(io, "smv_writer", full_noise)
+    monkeypatch.setattr(smv, "smv_writer", full_noise)
     assert main(SMALL + ["-seed", "1", "-nopgm", "-floatfile", "float.bin", "-intfile", "int.img",
                          "-noisefile", "noise.img"]) == 1
     assert capsys.readouterr().err == "detsim: error: cannot write noise.img: No space left on device\n"
@@ -352,7 +354,7 @@ def test_help_is_one_screen_and_names_how_to_get_the_details(flag, tmp_path, mon
 
 @pytest.mark.parametrize("flag", ["-h", "-help", "--help"])
 def test_help_all_prints_every_flag_of_the_table_and_exits_0(flag, tmp_path, monkeypatch, capsys):
-    from detsim.commandline.flags import HANDLERS
+    from detsim.commandline.flag_table import HANDLERS
     monkeypatch.chdir(tmp_path)
     assert main([flag, "all"]) == 0
     out = capsys.readouterr().out
@@ -386,6 +388,23 @@ def test_help_for_a_flag_that_does_not_exist_is_one_line_exit_2(capsys):
     assert captured.out == ""
 
 
+NO_TORCH_ANSWERS = """
+import sys
+from detsim.commandline.command import main
+codes = [main(["-h"]), main(["-help", "all"]), main(["-cell", "100", "-bogus"]), main(["-N", "x"])]
+print(codes, "torch" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_help_and_a_bad_flag_answer_without_importing_torch(tmp_path):
+    # a fresh interpreter: this one imported torch long ago
+    done = subprocess.run([sys.executable, "-c", NO_TORCH_ANSWERS], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "[0, 0, 2, 2] False", done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_run_whose_smv_header_exceeds_512_bytes_writes_a_valid_smv(tmp_path, monkeypatch):
     # this geometry's numbers make the header text longer than 512 bytes
     monkeypatch.chdir(tmp_path)
@@ -402,7 +421,7 @@ def test_a_run_whose_smv_header_exceeds_512_bytes_writes_a_valid_smv(tmp_path, m
         assert raw.index(b"}") < header_bytes
     pixels = np.frombuffer((tmp_path / "intimage.img").read_bytes(), dtype="<u2", offset=header_bytes)
     assert np.array_equal(pixels.reshape(16, 16), expected)
-    assert np.array_equal(io.read_smv(tmp_path / "intimage.img")[1], expected)
+    assert np.array_equal(smv.read_smv(tmp_path / "intimage.img")[1], expected)
 
 
 ABSURD = [
@@ -453,7 +472,7 @@ def test_an_overflow_no_check_names_is_still_one_line_and_exit_2(tmp_path, monke
     def overflowing(*args, **kwargs):
         return 10.0 ** 400
 
-    monkeypatch.setattr("detsim.commandline.command.prepare", overflowing)
+    monkeypatch.setattr("detsim.rendering.engine.prepare", overflowing)
     assert main(SMALL + ["-seed", "1"]) == 2
     err = capsys.readouterr().err
     assert err == ("detsim: error: a number derived from the command line is out of double precision's range "
@@ -484,14 +503,14 @@ def test_a_normal_run_fits_in_little_memory(tmp_path, monkeypatch):
 
 def test_a_render_that_makes_nan_is_refused_before_writing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    real_render = __import__("detsim.commandline.command", fromlist=["render"]).render
+    real_render = __import__("detsim.rendering.engine", fromlist=["render"]).render
 
     def nan_render(*args, **kwargs):
         image, info = real_render(*args, **kwargs)
         image[3, 4] = float("nan")
         return image, info
 
-    monkeypatch.setattr("detsim.commandline.command.render", nan_render)
+    monkeypatch.setattr("detsim.rendering.engine.render", nan_render)
     assert main(SMALL + ["-seed", "1"]) == 2
     err = capsys.readouterr().err
     assert "NaN" in err and err.count("\n") == 1 and "slow 3, fast 4" in err, err
@@ -503,14 +522,14 @@ def test_a_signal_during_the_write_leaves_no_temporary_file(signum, code, tmp_pa
     import os
     import signal
     monkeypatch.chdir(tmp_path)
-    real = io._uint16_bytes
+    real = smv._uint16_bytes
 
     def interrupted(data):  # the signal arrives while the SMV temporary file is open
         assert any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
         os.kill(os.getpid(), signum)
         return real(data)
 
-    monkeypatch.setattr(io, "_uint16_bytes", interrupted)
+    monkeypatch.setattr(smv, "_uint16_bytes", interrupted)
     handler = signal.getsignal(signal.SIGTERM)
     assert main(SMALL + ["-seed", "1", "-nopgm", "-nonoise"]) == code
     assert signal.getsignal(signal.SIGTERM) is handler  # restored for whoever called main
@@ -546,7 +565,7 @@ def test_a_write_that_fails_after_the_checks_is_one_line_exit_1(tmp_path, monkey
     def full(src, dst):
         raise OSError(errno.ENOSPC, "No space left on device", str(dst))
 
-    monkeypatch.setattr(io.os, "replace", full)
+    monkeypatch.setattr("os.replace", full)  # every rename of a finished output
     assert main(SMALL + ["-seed", "1"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "No space left" in err, err

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from detsim.fileio import images
+from detsim.fileio import smv
 from detsim.commandline.to_config import (
     InputError, build_config, check_inputs, config_from_argv, header_arguments, parse_with_headers,
     read_matrix_file,
 )
-from detsim.commandline.flags import ArgumentError, parse_argv
+from detsim.commandline.arguments import ArgumentError
+from detsim.commandline.argv_reader import parse_argv
 from detsim.model.config import ConfigError, Convention
 from detsim.rendering.engine import simulate
 
@@ -149,7 +150,7 @@ def test_check_inputs_names_the_flag_of_a_missing_file(tmp_path, monkeypatch):
 
 
 def _smv(path, shape, **header):
-    images.write_smv(path, np.ones(shape, dtype=np.uint16), header)
+    smv.write_smv(path, np.ones(shape, dtype=np.uint16), header)
 
 
 def test_img_header_values_apply_before_the_flags(tmp_path, monkeypatch):
@@ -171,7 +172,7 @@ def test_mask_header_counts_y_from_the_other_edge_and_the_mask_is_kept(tmp_path,
     monkeypatch.chdir(tmp_path)
     mask = np.ones((20, 30), dtype=np.uint16)
     mask[2, 3] = 0
-    images.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "BEAM_CENTER_Y": 0.5})
+    smv.write_smv(tmp_path / "mask.img", mask, {"PIXEL_SIZE": 0.1, "BEAM_CENTER_Y": 0.5})
     args, kept = header_arguments(None, "mask.img")
     assert np.array_equal(kept, mask)
     assert args.ybeam_mm == pytest.approx(20 * 0.1 - 0.5)

@@ -1,6 +1,7 @@
 """Tests for detsim.fileio.safe_write: output paths checked before the work, atomic replacement, nothing clobbered.
 
-The writers of :mod:`detsim.fileio.images` go through these; tests/fileio/test_images.py checks them on real image files.
+The writers of :mod:`detsim.fileio.images` and :mod:`detsim.fileio.smv` go through these; tests/fileio/test_images.py
+checks them on real image files.
 """
 
 import errno

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from detsim.commandline.flags import HANDLERS, ArgumentError
+from detsim.commandline.arguments import ArgumentError
+from detsim.commandline.flag_table import HANDLERS
 from detsim.commandline.to_config import InputError
 from detsim.fileio.safe_write import OutputError
 from detsim.model.config import ConfigError
@@ -59,8 +60,8 @@ def test_random_command_lines_end_in_a_setup_or_a_one_line_error(tmp_path, monke
     def reached(*args, **kwargs):
         raise _Rendering()
 
-    monkeypatch.setattr(cli, "render", reached)
-    monkeypatch.setattr(cli, "trace_pixels", reached)
+    monkeypatch.setattr("detsim.rendering.engine.render", reached)  # the command imports both when it runs
+    monkeypatch.setattr("detsim.diagnostics.pixel_trace.trace_pixels", reached)
     monkeypatch.chdir(tmp_path)  # empty: every file a flag names is missing
     rng = random.Random(20261123)
     outcomes = {"rendering": 0, "error": 0}
