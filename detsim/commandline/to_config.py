@@ -22,7 +22,7 @@ from detsim.fileio import bounded_read, c_numbers, smv
 from detsim.model.config import (
     BeamConfig, ConfigError, Convention, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig, derived,
 )
-from detsim.model.units import DEFAULT_FLUENCE_PER_M2, DEG
+from detsim.model.units import DEFAULT_FLUENCE_PER_M2
 
 
 class InputError(ValueError):

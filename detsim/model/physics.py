@@ -8,8 +8,6 @@ dtype, and is differentiable. Nothing here knows about pixels, chunks or configu
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.pytest_runs import BUNDLE, Command, ProcessResult, exit_status, pytest_argv
+from detsim.track.compare.pytest_runs import BUNDLE, Command, pytest_argv
 
 
 def test_pytest_runs_in_this_interpreter_unbuffered_without_cache_or_colour():

@@ -11,7 +11,7 @@ import pytest
 from detsim.track.base.git import resolve
 from detsim.track.compare.manifest import check_bundle
 from detsim.track.report import explain
-from detsim.track.report.explain import NAMED, Job, also_text, answer_text, bisect, departure_answer, explain_job, \
+from detsim.track.report.explain import NAMED, Job, also_text, answer_text, bisect, explain_job, \
     is_bad, one_per_cause, render_cost, short, with_others, write_bundle
 from detsim.track.report.sides import Side
 
