@@ -28,3 +28,10 @@ def _at_least(low: int):
 
 
 positive_int, count = _at_least(1), _at_least(0)
+
+
+def nonempty(text: str) -> str:
+    """An argparse type: any text but the empty string (``--case ''`` names nothing to run)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text

@@ -15,7 +15,7 @@ import torch
 
 from detsim.fileio.bounded_read import MISSING, REGULAR_FILE, what_is
 from detsim.track.base.fresh import HERE
-from detsim.track.commands import count, positive_int, refuse
+from detsim.track.commands import count, nonempty, positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.runtime import device_problem, environment
@@ -35,11 +35,13 @@ AREA = "diverge"  # the report folder's name under reports/<STAMP>/
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--case", metavar="ID", help="a golden case id (or unique prefix)")
-    target.add_argument("--nanobragg", metavar="'ARGS'", help="a nanoBragg command line")
-    target.add_argument("--call", metavar="MODULE:FUNC", help="a callable: module:function or file.py:function")
-    target.add_argument("-m", dest="module", metavar="MODULE", help="run a module as __main__ (like python -m)")
-    target.add_argument("--script", metavar="FILE", help="run a Python script as __main__")
+    target.add_argument("--case", metavar="ID", type=nonempty, help="a golden case id (or unique prefix)")
+    target.add_argument("--nanobragg", metavar="'ARGS'", type=nonempty, help="a nanoBragg command line")
+    target.add_argument("--call", metavar="MODULE:FUNC", type=nonempty,
+                        help="a callable: module:function or file.py:function")
+    target.add_argument("-m", dest="module", metavar="MODULE", type=nonempty,
+                        help="run a module as __main__ (like python -m)")
+    target.add_argument("--script", metavar="FILE", type=nonempty, help="run a Python script as __main__")
     parser.add_argument("program_args", nargs="*", metavar="ARG",
                         help="arguments for -m/--script (put them after --)")
     parser.add_argument("--device", default="cpu", help="device for --case/--nanobragg/--call (default cpu)")

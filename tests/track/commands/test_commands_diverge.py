@@ -84,6 +84,14 @@ def test_counts_are_refused_when_the_options_are_read(capsys, argv):
     assert f"argument {argv[0]}: " in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--case", "--nanobragg", "--call", "-m", "--script"])
+def test_an_empty_target_is_refused_when_the_options_are_read(capsys, flag):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["diverge", flag, ""])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"argument {flag}: must not be empty")
+
+
 def test_a_script_that_exits_non_zero_is_unmeasured(tmp_path, capsys):
     script = tmp_path / "fails.py"
     script.write_text("import sys\nsys.exit(3)\n")
