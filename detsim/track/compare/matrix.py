@@ -260,7 +260,8 @@ class Matrix:
             "strict": strict, "deterministic_algorithms": self.deterministic,
             "threads": self.threads, "repeats": self.repeats, "notes": self.notes,
             "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
-                               "letters": {letter: dict(key) for key, letter in self.letters(name).items()}}
+                               "letters": {letter: {output: digest for output, digest, *_ in key}
+                                           for key, letter in self.letters(name).items()}}
                         for name, t in self.targets.items()},
             "runs": [_row(r) for r in self.runs],
             "comparisons": [c.to_dict() for c in self.comparisons()],

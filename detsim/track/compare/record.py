@@ -185,8 +185,9 @@ class RunRecord:
         return {t.name: t for t in self.results}
 
     def key(self) -> tuple:
-        """What must be equal for two runs to agree: the digest of every result."""
-        return tuple(sorted((t.name, t.hash) for t in self.results))
+        """What must be equal for two runs to agree: every result's digest, shape and dtype (as
+        :func:`detsim.track.compare.firstdiff.compare_results` pairs them; same bytes in another shape differ)."""
+        return tuple(sorted((t.name, t.hash, tuple(t.shape), t.dtype) for t in self.results))
 
 
 def output_record(config: RunConfig, repeat: int, outputs: dict[str, torch.Tensor], seconds: float) -> RunRecord:

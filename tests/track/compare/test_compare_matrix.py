@@ -69,6 +69,14 @@ def test_compare_of_identical_runs_lists_no_outputs_and_an_output_of_one_run_is_
                                                                  "note": "output present in one run only"}}
 
 
+def test_the_same_bytes_in_another_shape_are_a_difference():
+    config = RunConfig("t", "cpu", "float64", "eager", 1)
+    flat, square = ok_run(config, 0, torch.ones(4)), ok_run(config, 1, torch.ones(2, 2))
+    assert flat.results[0].hash == square.results[0].hash and flat.key() != square.key()
+    compared = compare_runs("repeat", flat, square)
+    assert not compared.identical and compared.outputs == {"out": {"comparable": False, "note": "shape [4] vs [2, 2]"}}
+
+
 def test_letters_run_past_z_like_spreadsheet_columns():
     assert [_letter(i) for i in (0, 25, 26, 27, 52)] == ["A", "Z", "AA", "AB", "BA"]
 
