@@ -101,7 +101,7 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
         print(line)
     for row in (r for r in window.rows if not r["reused_from"]):  # each failure once, at the commit measured
         for case, outcome in row["cases"].items():
-            if outcome["status"] != Status.OK:
+            if Status(outcome["status"]) is not Status.OK:
                 tail = outcome.get("stderr_tail") or []
                 print(f"{row['commit'][:10]} {case} {outcome['status']}: {outcome.get('detail', '')}"
                       + (": the last lines of its stderr:" if tail else ""))

@@ -244,7 +244,7 @@ class TargetRecorder:
             raise BuildError(f"asv measured nothing (exit {done.returncode}: {done.last_line()})")
         cases = json.loads(outcome_file.read_text())["cases"]
         # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
-        self.renders += sum(len(o["hashes"]) + 1 if o["status"] == Status.OK else 1 for o in cases.values())
+        self.renders += sum(len(o["hashes"]) + 1 if Status(o["status"]) is Status.OK else 1 for o in cases.values())
         return cases
 
     def _store(self, commit: str, fields: dict) -> dict:

@@ -222,7 +222,7 @@ def test_a_script_target_with_its_own_cases_recorded_from_a_relative_path_with_s
     rows = Project(work / "results" / "targets" / "my port").rows("m1")
     assert len(rows) == 2 and sum(bool(r["reused_from"]) for r in rows) == 1, out
     measured = next(r for r in rows if not r["reused_from"])
-    assert measured["cases"]["c02_mine"]["status"] == "image" and measured["cases"]["c02_mine"]["at_parity"], out
+    assert measured["cases"]["c02_mine"]["status"] == "ok" and measured["cases"]["c02_mine"]["at_parity"], out
     assert json.loads((work / "results" / "targets" / "my port" / "asv.conf.json").read_text())["branches"] == ["HEAD"]
 
 

@@ -107,7 +107,7 @@ def _image(cache: dict, case: str) -> dict:
     record = cache.get(case)
     if record is None:
         raise RuntimeError(f"{case}: not rendered")
-    if record["status"] != Status.OK:
+    if Status(record["status"]) is not Status.OK:
         raise Skip(f"{case}: {record['status']}")
     return record
 
@@ -127,7 +127,7 @@ class Case(_PerCase):
 
     def track_parity_one_minus_r(self, cache, case):
         record = cache.get(case) or {}
-        if record.get("status") != Status.OK:  # the case's own finding: it failed, and says how
+        if Status(record.get("status", Status.NOT_RUN)) is not Status.OK:  # the case failed, and says how
             tail = record.get("stderr_tail") or [""]
             raise RuntimeError(f"{case}: {record.get('status', 'not rendered')}: {record.get('detail', '')} {tail[-1]}")
         r = record["parity"]["r"]
