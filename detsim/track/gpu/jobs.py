@@ -161,13 +161,13 @@ def kernel_seconds(setup, path: GpuPath, device: torch.device) -> float:
         return start.elapsed_time(end) / 1e3  # elapsed_time: milliseconds
 
 
-def repeated(call, calls: int, within_s: float) -> list:
+def repeated(call, calls: int, within_s: float, clock=time.monotonic) -> list:
     """``call()`` ``calls`` times, but no more than fit ``within_s`` seconds by the mean call so far (at least
     once): a slow path is timed fewer times, not past its box."""
-    answers, started = [], time.monotonic()
+    answers, started = [], clock()
     while len(answers) < calls:
         answers.append(call())
-        spent = time.monotonic() - started
+        spent = clock() - started
         if spent + spent / len(answers) > within_s:
             break
     return answers

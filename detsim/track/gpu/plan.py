@@ -72,15 +72,19 @@ class CheckPlan:
     boxes: Boxes
     paths: tuple[GpuPath, ...] = PATHS
 
+    def __post_init__(self) -> None:
+        if self.throughput_workload not in self.speed_workloads:
+            raise ValueError(f"the throughput workload {self.throughput_workload} is not among the speed workloads")
+
     @property
     def determinism_workload(self) -> str:
         return self.speed_workloads[0]
 
 
 # on one H100 the whole check took 344 s before P3G and the fixed-cost calls were added (~50 s more expected:
-# the slowest path, Triton float64 at 6e8/s then, renders P3G three times); a box is what one step may take at worst, and the
-# budget, not the sum of the boxes, bounds the whole (the steps run most telling first: what comes last is
-# what a slow machine loses)
+# the slowest path, Triton float64 at 6e8/s then, renders P3G three times, ~6 s each); a box is what one step may
+# take at worst, and the budget, not the sum of the boxes, bounds the whole (the steps run most telling first:
+# what comes last is what a slow machine loses)
 FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 45, "compiled": 100, "triton": 75},
                    parity={"eager": 40, "compiled": 60, "triton": 40}, cpu_reference=45, divergence=90, tests=150,
                    benchmarks=45, nanobragg=60)

@@ -11,6 +11,7 @@ from detsim.track.base.status import Status
 from detsim.track.gpu.check import STEP_KINDS, Options, child_env, cuda_matches_cpu, determinism, run_check
 from detsim.track.gpu.plan import GpuPath, make_plan
 from detsim.track.gpu.steps import StepResult
+from detsim.track.gpu.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE = "c02_xds_xbeam_quirk"
@@ -18,7 +19,8 @@ PATH = GpuPath("eager", "float32")
 
 
 def _plan(**changes):
-    plan = replace(make_plan(True, (CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"), warm_calls=1)
+    plan = replace(make_plan(True, (CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"),
+                   throughput_workload="P2@8", warm_calls=1)
     return replace(plan, **changes)
 
 
@@ -38,6 +40,8 @@ def test_a_step_not_asked_for_is_recorded_as_skipped_and_the_record_is_strict_js
     assert "no nanoBragg.c binary" in steps["nanobragg"]["reason"]
     assert record["exit_code"] == 0 and record["dry_run"] and record["plan"]["golden_cases"] == [CASE]
     assert len(lines) == len(record["steps"])
+    assert {row["key"] for row in record["targets"]} == {t.key for t in TARGETS}
+    assert {row["verdict"] for row in record["targets"]} == {"not measured"} and record["side_by_side"] == []
     assert json.loads(json_text(record)) == record
 
 
