@@ -82,7 +82,7 @@ class CheckPlan:
 
 
 # on one H100 the whole check took 344 s before P3G and the fixed-cost calls were added (~50 s more expected:
-# the slowest path, Triton float64 at 6e8/s then, renders P3G three times, ~6 s each); a box is what one step may
+# the slowest path, Triton float64 at 6e8/s then, renders P3G three times, ~5 s each); a box is what one step may
 # take at worst, and the budget, not the sum of the boxes, bounds the whole (the steps run most telling first:
 # what comes last is what a slow machine loses)
 FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 45, "compiled": 100, "triton": 75},
@@ -97,9 +97,9 @@ def make_plan(dry_run: bool, golden_cases: tuple[str, ...] | None = None) -> Che
     """The check on a CUDA device at the reference sizes (P2 at 1024², P4096, P3G), or dry: the same steps on the
     CPU, small (P2 and P4096 at 32², P3G at 8²: the same per-pixel work)."""
     if dry_run:
-        return CheckPlan(True, "cpu", ("P2@32", "P4096@32", "P3G@8"), "P3G@8", "P1@8", 2, 2.0, 3, golden_cases,
+        return CheckPlan(True, "cpu", ("P2@32", "P4096@32", "P3G@8"), "P3G@8", "P1@8", 1, 2.0, 3, golden_cases,
                          DRY_BUDGET_S, DRY_BOXES)
-    return CheckPlan(False, "cuda", ("P2", "P4096", "P3G"), "P3G", "P1@8", 5, 6.0, 20, golden_cases, FULL_BUDGET_S,
+    return CheckPlan(False, "cuda", ("P2", "P4096", "P3G"), "P3G", "P1@8", 5, 4.0, 20, golden_cases, FULL_BUDGET_S,
                      FULL_BOXES)
 
 

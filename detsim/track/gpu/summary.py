@@ -4,6 +4,7 @@ record (:mod:`detsim.track.gpu.check`) alone."""
 from __future__ import annotations
 
 from detsim.track.base.metrics import PARITY_MIN_R
+from detsim.track.gpu.targets import TARGETS_BY_KEY
 
 
 def summary(record: dict) -> str:
@@ -33,7 +34,7 @@ def _targets(record: dict) -> list[str]:
              "| target | limit | verdict | measured | where | gap / note |", "|---|---|---|---|---|---|"]
     for row in rows:
         shown = row["value"] is not None and not (record["dry_run"] and row["verdict"] == "not measured")
-        value = f"{row['value']:.4g}" if shown else "-"  # a dry run's CPU figure is in the note, said to be one
+        value = TARGETS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"  # a dry run's CPU figure is in the note, said to be one
         lines.append(f"| {row['what']} | {row['limit']} | **{row['verdict']}** | {value} | {_cell(row['where'])} | "
                      f"{_cell(row['note'])} |")
     return lines

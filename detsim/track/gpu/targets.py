@@ -45,6 +45,10 @@ class Target:
     how: str  # one line: how the check measures it
     gap_on_complement: bool = False  # the gap is read on 1 - value (a correlation: 0.9990 is twice 0.9995's gap)
 
+    def shown(self, value: float) -> str:
+        """The value as the target reads: a correlation to 9 places, the rest to 4 figures."""
+        return f"{value:.9f}" if self.gap_on_complement else f"{value:.4g}"
+
     def meets(self, value: float) -> bool:
         return value >= self.limit if self.sense is Sense.AT_LEAST else value <= self.limit
 
@@ -121,7 +125,7 @@ def judge(target: Target, measured: Measured, on_gpu: str | None) -> Row:
     """The verdict of ``measured`` against ``target``. ``on_gpu``: None where the run was a dry run or saw no CUDA
     device (then nothing is met or missed: a CPU figure is shown as what it is), else the card's name."""
     if on_gpu is None:
-        note = "no CUDA device: dry run" + (f" (CPU, small size: {_figure(measured.value)} {target.unit})"
+        note = "no CUDA device: dry run" + (f" (CPU, small size: {target.shown(measured.value)} {target.unit})"
                                             if measured.value is not None else "")
         return Row(target, Verdict.NOT_MEASURED, measured, note=note)
     if measured.value is None:
@@ -137,6 +141,3 @@ def judge(target: Target, measured: Measured, on_gpu: str | None) -> Row:
                    note=f"met where measured; not measured: {', '.join(measured.missing)}")
     return Row(target, Verdict.MET, measured, note=measured.why)
 
-
-def _figure(value: float) -> str:
-    return f"{value:.4g}"

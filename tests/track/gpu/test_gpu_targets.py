@@ -48,6 +48,7 @@ def test_nothing_is_met_or_missed_on_a_dry_run_and_its_cpu_figure_is_said_to_be_
         row = judge(target, Measured(target.limit, "eager-float32"), None)
         assert row.verdict is Verdict.NOT_MEASURED and row.note.startswith("no CUDA device: dry run (CPU, small")
     assert judge(TARGETS[0], Measured(None, why="x"), None).note == "no CUDA device: dry run"
+    assert judge(TARGETS_BY_KEY["parity"], Measured(0.99999999), None).note.endswith("0.999999990 r)")
 
 
 def test_what_was_not_measured_says_why():
