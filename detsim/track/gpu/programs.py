@@ -6,9 +6,9 @@ and judged from its exit status and output into a :class:`~.steps.StepResult`.
   collected, which proves the selection still finds them.
 - The first-divergence finder (``detsim-track diverge``, docs/determinism.md) on a path whose images differ from
   run to run: the culprit read off its report.
-- nanoBragg.c on the fixed-cost and speed workloads, for the same pixel·steps per second as detsim's paths: the given binary
-  with the workload's command line, every host core its OpenMP threads, its float image written to a scratch
-  folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
+- nanoBragg.c on the fixed-cost and speed workloads, for the same pixel·steps per second as detsim's paths: the
+  given binary with the workload's command line, every host core its OpenMP threads, its float image written to a
+  scratch folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ def _targets(record: dict) -> list[str]:
     lines = ["", "## Targets", "",
              "| target | limit | verdict | measured | where | gap / note |", "|---|---|---|---|---|---|"]
     for row in rows:
+        # a dry run's CPU figure is in the note, said to be one
         shown = row["value"] is not None and not (record["dry_run"] and row["verdict"] == "not measured")
-        value = TARGETS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"  # a dry run's CPU figure is in the note, said to be one
+        value = TARGETS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"
         lines.append(f"| {row['what']} | {row['limit']} | **{row['verdict']}** | {value} | {_cell(row['where'])} | "
                      f"{_cell(row['note'])} |")
     return lines

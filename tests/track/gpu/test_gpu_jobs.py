@@ -1,6 +1,7 @@
 """The device check's jobs, run in this process on tiny workloads: one render on a path (timed, hashed, its
-launches counted, under Triton's interpreter too), repeats that fit their time, the fixed cost's configurations, the machine's facts, each path's speed and golden parity, and asv's device benchmarks
-measured by the suite's own setup and track methods."""
+launches counted, under Triton's interpreter too), repeats that fit their time, the fixed cost's configurations,
+the machine's facts, each path's speed and golden parity, and asv's device benchmarks measured by the suite's
+own setup and track methods."""
 
 from dataclasses import replace
 from pathlib import Path
