@@ -1,11 +1,14 @@
 """The device check from start to end: each step in turn under one time budget, most telling first (the machine,
-the kernel's atomics, each path's speed, the device tests, each path's parity, the comparisons drawn from them,
-the first-divergence finder for a path that differs, the asv benchmarks, nanoBragg.c), into one record.
+the kernel's atomics, each path's speed, nanoBragg.c on the same workloads, the device tests, each path's parity,
+the comparisons drawn from them, the first-divergence finder for a path that differs, the asv benchmarks), into
+one record.
 
 Input: a :class:`~.plan.CheckPlan` and the command line's :class:`Options`. Output: the record ``gpu.json``
 holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``, ``wall_s``, ``budget_s``,
-``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run)
-and ``exit_code``; the command adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
+``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run),
+``exit_code`` (the steps' alone: a target missed is a figure, not a failing step), ``targets`` (each target's
+verdict, :mod:`~.verdicts`) and ``side_by_side`` (detsim against nanoBragg.c, where it was timed); the command
+adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
 draws on it alone. Two steps run nothing: a path's determinism and the CUDA-against-CPU comparison are drawn
 from the speed and parity jobs' answers.
 """
@@ -26,6 +29,7 @@ from detsim.track.gpu import jobs
 from detsim.track.gpu.plan import REFERENCE_PATH, CheckPlan, GpuPath
 from detsim.track.gpu.programs import device_tests, divergence, time_nanobragg
 from detsim.track.gpu.steps import Budget, StepResult, run_job_step
+from detsim.track.gpu.verdicts import side_by_side, target_rows
 
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",
@@ -75,8 +79,19 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, {"device": plan.device}, boxes.atomics), "atomics")
     speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, {
         "path": [path.mode, path.dtype], "device": plan.device, "workloads": list(plan.speed_workloads),
-        "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "threads": threads},
+        "profile": [plan.speed_workloads[0]],  # the launches target's workload: P2
+        "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "repeat_s": plan.repeat_s,
+        "fixed_cost_calls": plan.fixed_cost_calls, "threads": threads},
         boxes.speed[path.mode], path), "speed") for path in plan.paths}
+
+    def nanobragg(name: str) -> StepResult:
+        if options.nanobragg is None:
+            return StepResult(name, Status.SKIPPED,
+                              reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
+        return time_nanobragg(options.nanobragg, (plan.overhead_workload, *plan.speed_workloads), budget=budget,
+                              box_s=boxes.nanobragg, root=root)
+
+    asked("nanobragg", nanobragg, "nanobragg")
     asked("device tests", lambda name: device_tests(name, plan.device == "cuda", TEST_WORKERS, **box(boxes.tests)),
           "tests")
     parities = {path: asked(f"parity {path.name}", job(jobs.parity_job, jobs.judge_parity,
@@ -109,26 +124,20 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
         "root": str(root), "device": plan.device, "workloads": ["P2"] if small else None,
         "dtypes": ["float32"] if small else None}, boxes.benchmarks), "benchmarks")
 
-    def nanobragg(name: str) -> StepResult:
-        if options.nanobragg is None:
-            return StepResult(name, Status.SKIPPED,
-                              reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
-        return time_nanobragg(options.nanobragg, plan.speed_workloads, budget=budget, box_s=boxes.nanobragg,
-                              root=root)
-
-    asked("nanobragg", nanobragg, "nanobragg")
     environment = machine.data.get("environment", {})
-    return {
+    record = {
         "schema": SCHEMA, "dry_run": plan.dry_run, "device": plan.device,
         "commit": options.commit or environment.get("commit"), "dirty": environment.get("dirty"),
         "started": stamp, "wall_s": round(time.monotonic() - started, 1), "budget_s": plan.budget_s,
-        "plan": {"speed_workloads": list(plan.speed_workloads), "overhead_workload": plan.overhead_workload,
-                 "warm_calls": plan.warm_calls,
+        "plan": {"speed_workloads": list(plan.speed_workloads), "throughput_workload": plan.throughput_workload,
+                 "overhead_workload": plan.overhead_workload, "warm_calls": plan.warm_calls,
+                 "repeat_s": plan.repeat_s, "fixed_cost_calls": plan.fixed_cost_calls,
                  "golden_cases": None if plan.golden_cases is None else list(plan.golden_cases),
                  "paths": [p.name for p in plan.paths], "boxes": asdict(plan.boxes)},
         "steps": [s.record() for s in steps],
         "exit_code": int(worst(*(s.status.exit_code for s in steps))),
     }
+    return {**record, "targets": [row.record() for row in target_rows(record)], "side_by_side": side_by_side(record)}
 
 
 def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, str]:

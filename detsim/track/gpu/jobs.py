@@ -10,10 +10,12 @@ atomics (:func:`atomics_job`)."""
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,16 +87,26 @@ def fused(config, path: GpuPath, device: torch.device) -> bool:
     return path.mode != "eager" and render_paths.fusable(prepare(config, device=device, dtype=DTYPES[path.dtype]))
 
 
-def launches(config, path: GpuPath, device: torch.device) -> dict:
+def launches(config, path: GpuPath, device: torch.device, *, render_only: bool = False) -> dict:
     """What one render asks of the device, by ``torch.profiler``: ``aten_ops`` (top-level ATen calls, on any
-    device), and on CUDA ``kernels`` and ``memory_ops`` (copies and fills) the device ran."""
+    device), on CUDA ``kernels`` and ``memory_ops`` (copies and fills) the device ran, and under Triton's
+    interpreter (a CPU) ``interpreted_launches``, the Triton kernels launched (on CUDA they are among
+    ``kernels``). ``render_only``: the set-up is prepared before the profiler starts (what a render with a
+    cached set-up asks); else prepare and render are both counted."""
+    from detsim import prepare, render as engine_render
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
+    setup = prepare(config, device=device, dtype=DTYPES[path.dtype]) if render_only else None
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        render(config, path, device)
-    counts = {"aten_ops": 0, "kernels": None, "memory_ops": None}
+    with _interpreted_launches() as interpreted, profile(activities=activities) as prof:
+        if setup is None:
+            render(config, path, device)
+        else:
+            with torch.no_grad():
+                engine_render(setup, mode=path.mode)
+            _synchronize(device)
+    counts = {"aten_ops": 0, "kernels": None, "memory_ops": None, "interpreted_launches": interpreted()}
     if device.type == "cuda":
         counts.update(kernels=0, memory_ops=0)
     for event in prof.events():
@@ -104,6 +116,95 @@ def launches(config, path: GpuPath, device: torch.device) -> dict:
         elif event.cpu_parent is None and event.name.startswith("aten::"):
             counts["aten_ops"] += 1
     return counts
+
+
+@contextmanager
+def _interpreted_launches():
+    """Count the Triton kernels launched under Triton's interpreter while inside: yields a function that gives the
+    count, None where the interpreter is off (CUDA: the profiler sees those kernels) or not this Triton's."""
+    count = [0]
+    try:
+        from triton.runtime.interpreter import GridExecutor
+    except ImportError:
+        GridExecutor = None
+    if GridExecutor is None or os.environ.get("TRITON_INTERPRET") != "1":
+        yield lambda: None
+        return
+    launch = GridExecutor.__call__
+
+    def counted(self, *args, **kwargs):
+        count[0] += 1
+        return launch(self, *args, **kwargs)
+
+    GridExecutor.__call__ = counted
+    try:
+        yield lambda: count[0]
+    finally:
+        GridExecutor.__call__ = launch
+
+
+def kernel_seconds(setup, path: GpuPath, device: torch.device) -> float:
+    """One render of a prepared ``setup`` alone: on CUDA the time between two events recorded on the stream around
+    it (the device's time, host gaps inside the render included); on a CPU the host clock around it."""
+    from detsim import render as engine_render
+
+    with torch.no_grad():
+        if device.type != "cuda":
+            started = time.perf_counter()
+            engine_render(setup, mode=path.mode)
+            return time.perf_counter() - started
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        engine_render(setup, mode=path.mode)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3  # elapsed_time: milliseconds
+
+
+def repeated(call, calls: int, within_s: float, clock=time.monotonic) -> list:
+    """``call()`` ``calls`` times, but no more than fit ``within_s`` seconds by the mean call so far (at least
+    once): a slow path is timed fewer times, not past its box."""
+    answers, started = [], clock()
+    while len(answers) < calls:
+        answers.append(call())
+        spent = clock() - started
+        if spent + spent / len(answers) > within_s:
+            break
+    return answers
+
+
+def timing(seconds: list[float], pixel_steps: int) -> dict:
+    """A list of one workload's timed calls: ``calls``, ``best_s``, ``median_s`` and ``pixel_steps_per_s`` (of the
+    median)."""
+    median = statistics.median(seconds)
+    return {"calls": len(seconds), "best_s": round(min(seconds), 7), "median_s": round(median, 7),
+            "pixel_steps_per_s": pixel_steps / median}
+
+
+def varied_configs(name: str, count: int) -> list:
+    """``count`` configurations of workload ``name``, each at another ``-distance`` (1 nm apart: the same image to
+    the eye, a new configuration to any cache)."""
+    from detsim import config_from_argv
+
+    argv = workload(name).argv()
+    at = argv.index("-distance") + 1
+    return [config_from_argv([*argv[:at], f"{float(argv[at]) + (i + 1) * 1e-6:.9f}", *argv[at + 1:]])
+            for i in range(count)]
+
+
+def fixed_cost(name: str, path: GpuPath, device: torch.device, calls: int) -> dict:
+    """The cost of a call whose render is nearly nothing (prepare + render + synchronize, wall clock, ms): ``new``
+    with a new configuration each call (no cache can hit), ``cached`` with the same one each call, after one
+    untimed call of each."""
+    configs = varied_configs(name, calls + 1)
+    same = workload_config(name)
+    render(configs[0], path, device)
+    new = [render(config, path, device).seconds for config in configs[1:]]
+    render(same, path, device)
+    cached = [render(same, path, device).seconds for _ in range(calls)]
+    return {"workload": name, **{kind: {"calls": len(times), "best_ms": round(min(times) * 1e3, 4),
+                                        "median_ms": round(statistics.median(times) * 1e3, 4)}
+                                 for kind, times in (("new", new), ("cached", cached))}}
 
 
 def _started(job: dict):
@@ -134,53 +235,59 @@ def judge_probe(data: dict) -> tuple[Status, str]:
 
 
 def speed_job(job: dict) -> dict:
-    """Each workload's first render (cold: compile and set-up included) and its best warm render, the fixed cost
-    of a call (a render so small that its time is nearly all overhead), what one render launches, and the hashes
-    of the first and last renders (the determinism of one process).
+    """Per workload: its first render (cold: compile and set-up included); end to end, the timed calls of
+    prepare + render + synchronize on the same configuration (wall clock); kernel only, the timed renders of the
+    set-up prepared once (:func:`kernel_seconds`); what one render launches (the workloads in ``profile``); and the
+    hashes of the first and last end-to-end renders (the determinism of one process). Then the fixed cost of a
+    call (:func:`fixed_cost`).
 
-    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "overhead": name, "warm_calls",
-    "threads" (CPU only; None: torch's default)}. A workload not started before the deadline is listed under
-    ``not_measured``."""
+    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "profile": [names], "overhead": name,
+    "warm_calls", "repeat_s", "fixed_cost_calls", "threads" (CPU only; None: torch's default)}. A workload not
+    started before the deadline is listed under ``not_measured``."""
     path, device, in_time = _started(job)
-    out = {"path": path.name, "device": job["device"], "workloads": {}, "not_measured": [], "overhead": None}
+    out = {"path": path.name, "device": job["device"], "clock": "cuda events" if device.type == "cuda"
+           else "host clock", "workloads": {}, "not_measured": [], "fixed_cost": None}
     for name in job["workloads"]:
         if not in_time():
             out["not_measured"].append(name)
             continue
-        out["workloads"][name] = _measure(name, path, device, job["warm_calls"])
+        out["workloads"][name] = _measure(name, path, device, job["warm_calls"], job["repeat_s"],
+                                          name in job["profile"])
         keep_partial(job, out)
     if in_time():
-        config = workload_config(job["overhead"])
-        render(config, path, device)
-        best = min(render(config, path, device).seconds for _ in range(max(job["warm_calls"], 3)))
-        out["overhead"] = {"workload": job["overhead"], "warm_best_ms": round(best * 1e3, 3)}
+        out["fixed_cost"] = fixed_cost(job["overhead"], path, device, job["fixed_cost_calls"])
     else:
         out["not_measured"].append(job["overhead"])
     return out
 
 
-def _measure(name: str, path: GpuPath, device: torch.device, warm_calls: int) -> dict:
-    """One workload: cold and warm wall times, rates, launches and the first and last renders' hashes."""
+def _measure(name: str, path: GpuPath, device: torch.device, calls: int, within_s: float, profile: bool) -> dict:
+    """One workload: cold, end-to-end and kernel times and rates, launches and the first and last renders'
+    hashes."""
+    from detsim import prepare
+
     config = workload_config(name)
     pixel_steps = workload(name).pixel_steps
     first = render(config, path, device)
-    warm = [render(config, path, device) for _ in range(warm_calls)]
-    best = min(r.seconds for r in warm)
+    warm = repeated(lambda: render(config, path, device), calls, within_s)
+    setup = prepare(config, device=device, dtype=DTYPES[path.dtype])
+    kernel = repeated(lambda: kernel_seconds(setup, path, device), calls, within_s)
     return {
         "pixel_steps": pixel_steps,
         "fused": fused(config, path, device),
         "cold_s": round(first.seconds, 4),
-        "warm_best_s": round(best, 6),
-        "warm_median_s": round(statistics.median(r.seconds for r in warm), 6),
         "cold_pixel_steps_per_s": pixel_steps / first.seconds,
-        "warm_pixel_steps_per_s": pixel_steps / best,
-        "launches": launches(config, path, device),
+        "end_to_end": timing([r.seconds for r in warm], pixel_steps),
+        "kernel": timing(kernel, pixel_steps),
+        "launches": {"end_to_end": launches(config, path, device),
+                     "render": launches(config, path, device, render_only=True)} if profile else None,
         "sha256": [first.sha256, warm[-1].sha256],
     }
 
 
 def judge_speed(data: dict) -> tuple[Status, str]:
-    """Timings are facts, not verdicts: ok when every workload was measured, else why not."""
+    """Timings are facts, not verdicts (the targets judge them): ok when every workload was measured, else why
+    not."""
     if data["not_measured"]:
         return Status.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
     return Status.OK, ""

@@ -1,7 +1,8 @@
 """What the device check runs: the paths, the workloads, the golden cases and the time box of every step.
 
 A **path** is one execution mode in one dtype (``compiled-float32``). The full plan runs on CUDA at the reference
-sizes (P2: 1024², 200 steps a pixel; P4096: 4096², one step); the dry plan runs the same steps on the CPU at
+sizes (P2: 1024², 200 steps a pixel; P4096: 4096², one step) and on a throughput workload of at least the
+targets' 3e9 pixel·steps (P3G: 2048², 800 steps a pixel); the dry plan runs the same steps on the CPU at
 sizes that take seconds (the Triton path under Triton's interpreter). Every step has a time box; the whole
 check has a budget, and a step never gets more than what is left of it.
 """
@@ -11,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from detsim.track.base.workloads import WORKLOADS, Workload, reduced
+
+# the device check's own workload, beside the reference ones: P2's physics on a 2048² detector with 20 phi
+# steps, 2048² x 800 = 3.36e9 pixel·steps (at the eager float32 path's 5e9/s of the first H100 run, 0.7 s a
+# render; the targets' rate on it is 1e-2 s)
+CHECK_WORKLOADS = {"P3G": Workload("P3G", 2048, oversample=2, mosaic_domains=10, phi_steps=20)}
 
 
 @dataclass(frozen=True)
@@ -56,42 +62,57 @@ class CheckPlan:
     dry_run: bool
     device: str  # "cuda" or "cpu"
     speed_workloads: tuple[str, ...]  # the first is also the determinism workload
+    throughput_workload: str  # one of them, the largest: the throughput targets' workload
     overhead_workload: str  # a render so small that its time is the fixed cost of a call
-    warm_calls: int
+    warm_calls: int  # timed calls per workload after its first (end to end, and again kernel only)
+    repeat_s: float  # seconds a workload's timed calls may take after its first: a slow path times fewer (>= 1)
+    fixed_cost_calls: int  # timed calls of the overhead workload, a new configuration each, then the same one
     golden_cases: tuple[str, ...] | None  # None: every case of the manifest
     budget_s: float
     boxes: Boxes
     paths: tuple[GpuPath, ...] = PATHS
+
+    def __post_init__(self) -> None:
+        if self.throughput_workload not in self.speed_workloads:
+            raise ValueError(f"the throughput workload {self.throughput_workload} is not among the speed workloads")
 
     @property
     def determinism_workload(self) -> str:
         return self.speed_workloads[0]
 
 
-# on one H100 the whole check is expected to take ~5 minutes; a box is what one step may take at worst, and the
-# budget, not the sum of the boxes, bounds the whole (the steps run most telling first: what comes last is
-# what a slow machine loses)
-FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 30, "compiled": 75, "triton": 40},
+# on one H100 the whole check took 344 s before P3G and the fixed-cost calls were added (~50 s more expected:
+# the slowest path, Triton float64 at 6e8/s then, renders P3G three times, ~5 s each); a box is what one step may
+# take at worst, and the budget, not the sum of the boxes, bounds the whole (the steps run most telling first:
+# what comes last is what a slow machine loses)
+FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 45, "compiled": 100, "triton": 75},
                    parity={"eager": 40, "compiled": 60, "triton": 40}, cpu_reference=45, divergence=90, tests=150,
                    benchmarks=45, nanobragg=60)
-DRY_BOXES = Boxes(probe=30, atomics=60, speed={"eager": 60, "compiled": 90, "triton": 60},
+DRY_BOXES = Boxes(probe=30, atomics=60, speed={"eager": 60, "compiled": 90, "triton": 90},
                   parity={"eager": 60, "compiled": 60, "triton": 60}, cpu_reference=60, divergence=60, tests=60,
                   benchmarks=60, nanobragg=60)
 
 
 def make_plan(dry_run: bool, golden_cases: tuple[str, ...] | None = None) -> CheckPlan:
-    """The check on a CUDA device at the reference sizes (P2 at 1024², P4096), or dry: the same steps on the CPU,
-    small (P2 and P4096 at 32²: the same per-pixel work)."""
+    """The check on a CUDA device at the reference sizes (P2 at 1024², P4096, P3G), or dry: the same steps on the
+    CPU, small (P2 and P4096 at 32², P3G at 8²: the same per-pixel work)."""
     if dry_run:
-        return CheckPlan(True, "cpu", ("P2@32", "P4096@32"), "P1@8", 2, golden_cases, DRY_BUDGET_S, DRY_BOXES)
-    return CheckPlan(False, "cuda", ("P2", "P4096"), "P1@8", 5, golden_cases, FULL_BUDGET_S, FULL_BOXES)
+        return CheckPlan(True, "cpu", ("P2@32", "P4096@32", "P3G@8"), "P3G@8", "P1@8", 1, 2.0, 3, golden_cases,
+                         DRY_BUDGET_S, DRY_BOXES)
+    return CheckPlan(False, "cuda", ("P2", "P4096", "P3G"), "P3G", "P1@8", 5, 4.0, 20, golden_cases, FULL_BUDGET_S,
+                     FULL_BOXES)
 
 
 def workload(name: str) -> Workload:
-    """A reference workload by name (``P2``) or reduced name (``P2@32``); ValueError for any other."""
+    """A workload by name (``P2``, or the check's own ``P3G``) or reduced name (``P2@32``); ValueError for any
+    other."""
+    base, _, pixels = name.partition("@")
+    if base in CHECK_WORKLOADS and (not pixels or pixels.isdigit()):
+        return CHECK_WORKLOADS[base].resized(int(pixels)) if pixels else CHECK_WORKLOADS[base]
     found = WORKLOADS.get(name) or reduced(name)
     if found is None:
-        raise ValueError(f"{name!r} is not a workload (one of {', '.join(WORKLOADS)}, or NAME@PIXELS)")
+        raise ValueError(f"{name!r} is not a workload (one of {', '.join([*WORKLOADS, *CHECK_WORKLOADS])}, or "
+                         f"NAME@PIXELS)")
     return found
 
 

@@ -6,9 +6,9 @@ and judged from its exit status and output into a :class:`~.steps.StepResult`.
   collected, which proves the selection still finds them.
 - The first-divergence finder (``detsim-track diverge``, docs/determinism.md) on a path whose images differ from
   run to run: the culprit read off its report.
-- nanoBragg.c on the speed workloads, for the same pixel·steps per second as detsim's paths: the given binary
-  with the workload's command line, every host core its OpenMP threads, its float image written to a scratch
-  folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
+- nanoBragg.c on the fixed-cost and speed workloads, for the same pixel·steps per second as detsim's paths: the
+  given binary with the workload's command line, every host core its OpenMP threads, its float image written to a
+  scratch folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from detsim.track.base.status import Status
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.steps import Budget, StepResult, run_command, tail
 
+NANOBRAGG_CALLS = 3  # a nanoBragg.c run is timed this many times at most, its best kept
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
 COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)
 
@@ -137,23 +138,32 @@ def read_report(name: str, returncode: int, stdout: str, stderr: str, seconds: f
 
 def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, box_s: float,
                    root: Path) -> StepResult:
-    """Each workload once, wall-timed (start-up included, as a user runs it); ``box_s`` for all of them."""
+    """Each workload on its nanoBragg command line (the one detsim's speed step reads) with ``OMP_NUM_THREADS`` =
+    every core, wall-timed as a user runs it (start-up and writing its float image included): the best of up to
+    :data:`NANOBRAGG_CALLS` calls, fewer where a call takes a second or more; ``box_s`` for all of them."""
     name = "nanobragg"
     cores = os.cpu_count() or 1
     env = {**os.environ, "OMP_NUM_THREADS": str(cores)}
     data = {"binary": str(binary), "threads": cores, "workloads": {}}
     deadline = time.monotonic() + box_s
+    spent = 0.0
     with tempfile.TemporaryDirectory(prefix="detsim-nanobragg-") as scratch:
         for wname in workloads:
             load = workload(wname)
             argv = [str(binary), *load.argv(), "-floatfile", str(Path(scratch) / f"{wname}.bin")]
-            done, unfinished, seconds = run_command(name, argv, budget=budget,
-                                                    box_s=max(0.0, deadline - time.monotonic()), root=root, env=env)
-            if unfinished is not None:
-                return StepResult(name, unfinished.status, seconds, f"{wname}: {unfinished.reason}", data)
-            if done.returncode != 0:
-                return StepResult(name, Status.CRASHED, seconds, f"{wname}: exited {done.returncode}: "
-                                  f"{(tail(done.stderr or done.stdout) or ['no output'])[-1]}", data)
-            data["workloads"][wname] = {"wall_s": round(seconds, 4), "pixel_steps": load.pixel_steps,
-                                        "pixel_steps_per_s": load.pixel_steps / seconds}
-    return StepResult(name, Status.OK, sum(w["wall_s"] for w in data["workloads"].values()), data=data)
+            times = []
+            while len(times) < NANOBRAGG_CALLS and (not times or max(times) < 1.0):
+                done, unfinished, seconds = run_command(name, argv, budget=budget,
+                                                        box_s=max(0.0, deadline - time.monotonic()), root=root,
+                                                        env=env)
+                spent += seconds
+                if unfinished is not None:
+                    return StepResult(name, unfinished.status, spent, f"{wname}: {unfinished.reason}", data)
+                if done.returncode != 0:
+                    return StepResult(name, Status.CRASHED, spent, f"{wname}: exited {done.returncode}: "
+                                      f"{(tail(done.stderr or done.stdout) or ['no output'])[-1]}", data)
+                times.append(seconds)
+            data["workloads"][wname] = {"wall_s": round(min(times), 4), "calls": len(times),
+                                        "pixel_steps": load.pixel_steps,
+                                        "pixel_steps_per_s": load.pixel_steps / min(times)}
+    return StepResult(name, Status.OK, spent, data=data)

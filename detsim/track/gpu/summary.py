@@ -4,6 +4,7 @@ record (:mod:`detsim.track.gpu.check`) alone."""
 from __future__ import annotations
 
 from detsim.track.base.metrics import PARITY_MIN_R
+from detsim.track.gpu.targets import TARGETS_BY_KEY
 
 
 def summary(record: dict) -> str:
@@ -20,8 +21,24 @@ def summary(record: dict) -> str:
               f"{env.get('cpu_count', '?')} CPU cores; {record['wall_s']} s of a {record['budget_s']:.0f} s budget; "
               f"exit {record['exit_code']}", "", "| step | status | s | note |", "|---|---|---|---|"]
     lines += [f"| {s['name']} | {s['status']} | {s['seconds']} | {_cell(s['reason'])} |" for s in record["steps"]]
-    lines += _speed(record, steps) + _parity(record, steps) + _determinism(record, steps) + _facts(steps)
+    lines += (_targets(record) + _speed(record, steps) + _side_by_side(record, steps) + _parity(record, steps)
+              + _determinism(record, steps) + _facts(steps))
     return "\n".join(lines) + "\n"
+
+
+def _targets(record: dict) -> list[str]:
+    rows = record.get("targets")
+    if not rows:
+        return []
+    lines = ["", "## Targets", "",
+             "| target | limit | verdict | measured | where | gap / note |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        # a dry run's CPU figure is in the note, said to be one
+        shown = row["value"] is not None and not (record["dry_run"] and row["verdict"] == "not measured")
+        value = TARGETS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"
+        lines.append(f"| {row['what']} | {row['limit']} | **{row['verdict']}** | {value} | {_cell(row['where'])} | "
+                     f"{_cell(row['note'])} |")
+    return lines
 
 
 def _speed(record: dict, steps: dict) -> list[str]:
@@ -29,33 +46,68 @@ def _speed(record: dict, steps: dict) -> list[str]:
     if not rows:
         return []
     names = record["plan"]["speed_workloads"]
-    head = " | ".join(f"{w} warm | {w} cold" for w in names)
-    lines = ["", "## Speed (pixel·steps per second; cold = first call, compile included)", "",
-             f"| path | {head} | launches per {names[0]} render | overhead ms |",
-             "|---|" + "---|" * (2 * len(names) + 2)]
+    clock = rows[0]["data"].get("clock", "?")
+    head = " | ".join(f"{w} kernel | {w} end to end | {w} cold" for w in names)
+    lines = ["", f"## Speed (pixel·steps per second, the median of the timed calls; kernel: render() of a prepared "
+             f"set-up, by {clock}; end to end: prepare + render + synchronize; cold: the first call, compile "
+             f"included)", "",
+             f"| path | {head} | launches per {names[0]} render | fixed cost ms (new / same configuration) |",
+             "|---|" + "---|" * (3 * len(names) + 2)]
     for s in rows:
         cells = []
         for w in names:
             m = s["data"]["workloads"].get(w)
-            cells += [f"{m['warm_pixel_steps_per_s']:.3g}", f"{m['cold_pixel_steps_per_s']:.3g}"] if m else ["-", "-"]
+            cells += [f"{m['kernel']['pixel_steps_per_s']:.3g}", f"{m['end_to_end']['pixel_steps_per_s']:.3g}",
+                      f"{m['cold_pixel_steps_per_s']:.3g}"] if m else ["-", "-", "-"]
         first = s["data"]["workloads"].get(names[0])
-        overhead = s["data"].get("overhead")
+        cost = s["data"].get("fixed_cost")
         lines.append(f"| {s['name'].removeprefix('speed ')} | {' | '.join(cells)} | {_launches(first)} | "
-                     f"{overhead['warm_best_ms'] if overhead else '-'} |")
+                     f"{_cost(cost)} |")
     unfused = [f"{s['name'].removeprefix('speed ')} on {w}" for s in rows for w, m in s["data"]["workloads"].items()
                if not m["fused"] and not s["name"].startswith("speed eager")]
     if unfused:
-        lines += ["", f"PathRender by the eager code, not the path's fused kernel: {', '.join(unfused)}."]
+        lines += ["", f"Rendered by the eager code, not the path's fused kernel: {', '.join(unfused)}."]
     return lines
 
 
+def _cost(cost: dict | None) -> str:
+    return "-" if not cost else f"{cost['new']['median_ms']} / {cost['cached']['median_ms']}"
+
+
 def _launches(measured: dict | None) -> str:
-    if not measured:
+    """One render of a prepared set-up, as the profiler counted it."""
+    if not measured or not measured.get("launches"):
         return "-"
-    counts = measured["launches"]
-    if counts["kernels"] is None:
-        return f"{counts['aten_ops']} aten ops (kernels: CUDA only)"
-    return f"{counts['kernels']} kernels, {counts['memory_ops']} copies/fills, {counts['aten_ops']} aten ops"
+    counts = measured["launches"]["render"]
+    if counts["kernels"] is not None:
+        return f"{counts['kernels']} kernels, {counts['memory_ops']} copies/fills, {counts['aten_ops']} aten ops"
+    interpreted = counts.get("interpreted_launches")
+    return (f"{interpreted} Triton launches (interpreter), " if interpreted is not None else "") + \
+        f"{counts['aten_ops']} aten ops (kernels: CUDA only)"
+
+
+def _side_by_side(record: dict, steps: dict) -> list[str]:
+    rows = record.get("side_by_side")
+    if not rows:
+        return []
+    cuda = steps.get("probe", {}).get("data", {}).get("cuda")
+    card = cuda["name"] if cuda else "no CUDA device (dry run: CPU figures)"
+    threads = steps["nanobragg"]["data"]["threads"]
+    lines = ["", f"## Against nanoBragg.c ({threads} OpenMP threads on this host) on the same command lines", "",
+             f"{card}; {record['started']}; commit `{(record['commit'] or 'unknown')[:12]}`. detsim/nanoBragg: "
+             "detsim's best path end to end (warm) over nanoBragg.c's wall time (start-up and writing included), "
+             "as pixel·steps per second; above 1 detsim is faster.", "",
+             "| workload | pixel·steps | nanoBragg.c s | nanoBragg.c pixel·steps/s | float64: detsim (path) | "
+             "detsim/nanoBragg | float32: detsim (path) | detsim/nanoBragg |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = []
+        for dtype in ("float64", "float32"):
+            ours = row[dtype]
+            cells += ["-", "-"] if ours is None else [f"{ours['pixel_steps_per_s']:.3g} ({ours['path']})",
+                                                      f"{ours['ratio']:.3g}"]
+        lines.append(f"| {row['workload']} | {row['pixel_steps']:.3g} | {row['nanobragg_s']} | "
+                     f"{row['nanobragg_pixel_steps_per_s']:.3g} | {' | '.join(cells)} |")
+    return lines
 
 
 def _parity(record: dict, steps: dict) -> list[str]:
@@ -113,11 +165,6 @@ def _facts(steps: dict) -> list[str]:
                            for r in measured)
         lines.append(f"- asv benchmarks ({bench['data']['benchmark']}), measured by the suite's own code, not by "
                      f"asv; in gpu.json for the history: {values}")
-    nanobragg = steps.get("nanobragg", {})
-    if nanobragg.get("status") == "ok":
-        rates = ", ".join(f"{w}: {m['pixel_steps_per_s']:.3g} pixel·steps/s"
-                          for w, m in nanobragg["data"]["workloads"].items())
-        lines.append(f"- nanoBragg.c on {nanobragg['data']['threads']} threads: {rates}")
     return lines if len(lines) > 2 else []
 
 

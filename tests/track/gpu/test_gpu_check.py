@@ -8,9 +8,11 @@ from pathlib import Path
 from detsim.track.base.golden import golden_dir
 from detsim.track.base.output import json_text
 from detsim.track.base.status import Status
+from detsim.track.gpu import check
 from detsim.track.gpu.check import STEP_KINDS, Options, child_env, cuda_matches_cpu, determinism, run_check
 from detsim.track.gpu.plan import GpuPath, make_plan
 from detsim.track.gpu.steps import StepResult
+from detsim.track.gpu.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE = "c02_xds_xbeam_quirk"
@@ -18,7 +20,8 @@ PATH = GpuPath("eager", "float32")
 
 
 def _plan(**changes):
-    plan = replace(make_plan(True, (CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"), warm_calls=1)
+    plan = replace(make_plan(True, (CASE,)), paths=(PATH,), speed_workloads=("P2@8", "P1@8"),
+                   throughput_workload="P2@8", warm_calls=1)
     return replace(plan, **changes)
 
 
@@ -38,6 +41,8 @@ def test_a_step_not_asked_for_is_recorded_as_skipped_and_the_record_is_strict_js
     assert "no nanoBragg.c binary" in steps["nanobragg"]["reason"]
     assert record["exit_code"] == 0 and record["dry_run"] and record["plan"]["golden_cases"] == [CASE]
     assert len(lines) == len(record["steps"])
+    assert {row["key"] for row in record["targets"]} == {t.key for t in TARGETS}
+    assert {row["verdict"] for row in record["targets"]} == {"not measured"} and record["side_by_side"] == []
     assert json.loads(json_text(record)) == record
 
 
@@ -49,6 +54,25 @@ def test_a_step_past_its_box_is_timed_out_and_the_rest_still_runs():
     assert steps["parity eager-float32"]["status"] == "ok"
     assert steps["determinism eager-float32"]["status"] == "crashed"  # nothing to compare: never a silent pass
     assert record["exit_code"] == 2
+
+
+def test_the_speed_step_is_asked_for_the_targets_measurements(monkeypatch):
+    asked = {}
+
+    def fake_step(name, entry, job, judge, **box):
+        asked[name] = (entry, job)
+        return StepResult(name, Status.OK)
+
+    monkeypatch.setattr(check, "run_job_step", fake_step)
+    plan = make_plan(True, (CASE,))
+    record = run_check(plan, _options(("speed",)))
+    entry, job = asked["speed triton-float64"]
+    assert entry == "detsim.track.gpu.jobs:speed_job" and job["workloads"] == ["P2@32", "P4096@32", "P3G@8"]
+    assert job["profile"] == ["P2@32"] and job["overhead"] == "P1@8"
+    assert (job["warm_calls"], job["repeat_s"], job["fixed_cost_calls"]) == (plan.warm_calls, plan.repeat_s,
+                                                                            plan.fixed_cost_calls)
+    assert record["plan"]["throughput_workload"] == "P3G@8" and record["plan"]["fixed_cost_calls"] == 3
+    assert {row["verdict"] for row in record["targets"]} == {"not measured"}
 
 
 def test_triton_runs_under_the_interpreter_on_a_cpu_only():

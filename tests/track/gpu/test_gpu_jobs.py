@@ -1,7 +1,9 @@
 """The device check's jobs, run in this process on tiny workloads: one render on a path (timed, hashed, its
-launches counted), the machine's facts, each path's speed and golden parity, and asv's device benchmarks
-measured by the suite's own setup and track methods."""
+launches counted, under Triton's interpreter too), repeats that fit their time, the fixed cost's configurations,
+the machine's facts, each path's speed and golden parity, and asv's device benchmarks measured by the suite's
+own setup and track methods."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +12,9 @@ import torch
 from detsim.track.base.golden import golden_dir
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.status import Status
-from detsim.track.gpu.jobs import (BENCHMARK, benchmarks_job, fused, judge_benchmarks, judge_parity, judge_speed,
-                                   launches, parity_job, probe_job, ready, render, speed_job, summarize,
-                                   workload_config)
+from detsim.track.gpu.jobs import (BENCHMARK, _interpreted_launches, benchmarks_job, fused, judge_benchmarks,
+                                   judge_parity, judge_speed, launches, parity_job, probe_job, ready, render, repeated,
+                                   speed_job, summarize, timing, varied_configs, workload_config)
 from detsim.track.gpu.plan import GpuPath
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,21 +39,70 @@ def test_only_a_compiled_or_triton_path_uses_the_fused_kernel():
 def test_launches_count_the_aten_calls_and_leave_kernels_to_cuda():
     counts = launches(workload_config("P1@8"), GpuPath("eager", "float32"), torch.device("cpu"))
     assert counts["aten_ops"] > 10 and counts["kernels"] is None and counts["memory_ops"] is None
+    alone = launches(workload_config("P1@8"), GpuPath("eager", "float32"), torch.device("cpu"), render_only=True)
+    assert 0 < alone["aten_ops"] < counts["aten_ops"]  # the set-up's calls are not the render's
+    assert alone["interpreted_launches"] is None  # the interpreter is off here
+
+
+def test_under_the_interpreter_each_triton_kernel_launch_is_counted(monkeypatch):
+    from triton.runtime.interpreter import GridExecutor
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(GridExecutor, "__call__", lambda self, *args, **kwargs: None)
+    with _interpreted_launches() as count:
+        for _ in range(3):
+            GridExecutor(lambda x: None, ["x"], (1,))(torch.zeros(1))
+    assert count() == 3
+    GridExecutor(lambda x: None, ["x"], (1,))(torch.zeros(1))
+    assert count() == 3  # counted inside only
+
+
+def test_repeats_stop_at_their_count_or_when_the_next_would_pass_the_time_given():
+    now = [0.0]
+
+    def call():  # a call of 1 s on the clock below
+        now[0] += 1.0
+        return now[0]
+
+    assert repeated(call, 4, within_s=60, clock=lambda: now[0]) == [1.0, 2.0, 3.0, 4.0]
+    now[0] = 0.0
+    assert repeated(call, 10, within_s=3.5, clock=lambda: now[0]) == [1.0, 2.0, 3.0]  # a fourth would end at 4 s
+    assert len(repeated(call, 10, within_s=0, clock=lambda: now[0])) == 1  # one call at least
+
+
+def test_a_timing_is_read_off_its_median():
+    assert timing([3.0, 1.0, 2.0], 100) == {"calls": 3, "best_s": 1.0, "median_s": 2.0, "pixel_steps_per_s": 50.0}
+
+
+def test_each_new_configuration_differs_from_the_others_in_its_distance_alone():
+    configs = varied_configs("P1@8", 3)
+    same = workload_config("P1@8")
+    assert len({c.detector.distance_mm for c in configs}) == 3 and same.detector.distance_mm not in \
+        {c.detector.distance_mm for c in configs}
+    assert all(abs(c.detector.distance_mm - same.detector.distance_mm) < 1e-5 for c in configs)
+    assert replace(configs[0], detector=same.detector) == same
 
 
 def _job(**changes):
-    return {"path": ["eager", "float32"], "device": "cpu", "workloads": ["P2@8", "P1@8"], "overhead": "P1@8",
-            "warm_calls": 2, "threads": 1, "deadline_s": 60, **changes}
+    return {"path": ["eager", "float32"], "device": "cpu", "workloads": ["P2@8", "P1@8"], "profile": ["P2@8"],
+            "overhead": "P1@8", "warm_calls": 2, "repeat_s": 30.0, "fixed_cost_calls": 2, "threads": 1,
+            "deadline_s": 60, **changes}
 
 
-def test_each_workload_gets_cold_and_warm_rates_and_two_hashes():
+def test_each_workload_gets_kernel_end_to_end_and_cold_rates_and_two_hashes():
     data = speed_job(_job())
     p2 = data["workloads"]["P2@8"]
-    assert p2["pixel_steps"] == 8 * 8 * 200
-    assert abs(p2["warm_pixel_steps_per_s"] * p2["warm_best_s"] / p2["pixel_steps"] - 1) < 1e-2
-    assert p2["warm_best_s"] <= p2["warm_median_s"]
+    assert p2["pixel_steps"] == 8 * 8 * 200 and data["clock"] == "host clock"
+    for kind in ("kernel", "end_to_end"):
+        t = p2[kind]
+        assert t["calls"] == 2 and t["best_s"] <= t["median_s"]
+        assert abs(t["pixel_steps_per_s"] * t["median_s"] / p2["pixel_steps"] - 1) < 1e-3
     assert len(p2["sha256"]) == 2 and p2["sha256"][0] == p2["sha256"][1]
-    assert data["overhead"]["workload"] == "P1@8" and data["overhead"]["warm_best_ms"] > 0
+    assert p2["launches"]["render"]["aten_ops"] < p2["launches"]["end_to_end"]["aten_ops"]
+    assert data["workloads"]["P1@8"]["launches"] is None  # not among the profiled
+    cost = data["fixed_cost"]
+    assert cost["workload"] == "P1@8" and all(cost[k]["calls"] == 2 and cost[k]["median_ms"] > 0
+                                              for k in ("new", "cached"))
     assert judge_speed(data) == (Status.OK, "")
 
 

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from detsim.track.gpu.plan import GpuPath, workload
-from detsim.track.gpu.programs import (diverge_argv, pytest_argv, read_collection, read_report, read_run,
-                                       time_nanobragg)
+from detsim.track.gpu.programs import (NANOBRAGG_CALLS, diverge_argv, pytest_argv, read_collection, read_report,
+                                       read_run, time_nanobragg)
 from detsim.track.gpu.steps import Budget, run_command
 from detsim.track.base.status import Status
 
@@ -70,6 +70,13 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
     assert first[0] == str(os.cpu_count()) and first[1:1 + len(workload("P2@32").argv())] == workload("P2@32").argv()
     rate = result.data["workloads"]["P2@32"]
     assert abs(rate["pixel_steps"] / rate["pixel_steps_per_s"] - rate["wall_s"]) < 1e-3
+    assert rate["calls"] == NANOBRAGG_CALLS  # a run under a second is timed again, its best kept
+    assert len(log.read_text().splitlines()) == 2 * NANOBRAGG_CALLS
+
+
+def test_a_run_of_a_second_or_more_is_timed_once(tmp_path):
+    result = time_nanobragg(_binary(tmp_path, "sleep 1"), ("P1@8",), budget=Budget(60), box_s=30, root=tmp_path)
+    assert result.status is Status.OK and result.data["workloads"]["P1@8"]["calls"] == 1
 
 
 def test_a_failing_binary_is_an_error(tmp_path):
