@@ -315,14 +315,26 @@ def default_measure(root: Path) -> Callable[[Target, str, str, float, float | No
     return measure
 
 
-def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Judgement:
+Progress = Callable[[str], None]  # receives one line before each re-measurement (the command prints it)
+
+
+def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S,
+            progress: Progress | None = None) -> Judgement:
     """The judgement with every machine's suspects re-measured (each machine within ``budget_s`` seconds)
-    and the exit codes recomputed."""
-    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s)
+    and the exit codes recomputed; ``progress`` gets a line as each re-measurement starts."""
+    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s, progress=progress)
                          for m, r in judgement.reports.items()}, judgement.failed)
 
 
-def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float) -> Report:
+def progress_line(done: int, total: int, machine: str, label: str, commit_a: str, commit_b: str,
+                  share_s: float) -> str:
+    """The line said as a timing suspect's re-measurement starts (it takes up to ``share_s`` seconds)."""
+    return (f"re-measuring timing suspect {done} of {total} on {machine}: {label} at {commit_a[:8]} and "
+            f"{commit_b[:8]} (up to {share_s:.0f} s) ...")
+
+
+def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float,
+                     progress: Progress | None = None) -> Report:
     """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
     recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == Confirmation.SUSPECT]
@@ -344,7 +356,7 @@ def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float)
                 "it can only be the machine"))
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s, progress) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
@@ -367,7 +379,7 @@ def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, ran
 
 
 def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
-                budget_s: float) -> dict[int, Finding]:
+                budget_s: float, progress: Progress | None = None) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
     measure = default_measure(root)
     cache_path = root / CACHE
@@ -378,6 +390,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
     ranked = sorted(suspects.items(), key=lambda item: -(item[1].detail.get("rise") or 0))
     deadline = time.monotonic() + budget_s
     to_measure = sum(1 for _, f in ranked[:limit] if _cache_key(report, f) not in outcomes and f.last_good is not None)
+    total, started = to_measure, 0
     decided: dict[int, Finding] = {}
     for rank, (key_id, finding) in enumerate(ranked):
         key = _cache_key(report, finding)
@@ -393,6 +406,10 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
         to_measure -= 1
+        started += 1
+        if progress is not None:
+            progress(progress_line(started, total, report.machine, finding.series.label, finding.last_good,
+                                   finding.first_bad, share_s))
         try:
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
