@@ -34,7 +34,10 @@ class ResultsError(ValueError):
 
 
 def load_config(root: Path) -> dict:
-    """``asv.conf.json`` of the project at ``root``, as a dict."""
+    """``asv.conf.json`` of the project at ``root``, as a dict; where there is none, a ResultsError that says so and
+    names ``--repo`` (every command that reads it takes one)."""
+    if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
+        raise ResultsError(f"no {CONFIG} in {root}: run this in the project's checkout, or pass --repo DIR")
     conf = recording.read_json(root / CONFIG, comments=True, error=ResultsError)
     if not isinstance(conf, dict):
         raise ResultsError(f"{root / CONFIG}: not a JSON object")

@@ -149,6 +149,22 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
     assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: 0 regressed," in out
 
 
+def test_each_re_measurement_is_announced_on_stderr_as_it_starts(tmp_path, capsys, remeasured_as):
+    remeasured_as(default=1.0)
+    code, report = _run(noisy_copy(tmp_path), tmp_path)
+    captured = capsys.readouterr()
+    said = [line for line in captured.err.splitlines() if line.startswith("re-measuring timing suspect ")]
+    assert len(said) == len(report["regressions"]) == 3 and said[0].startswith("re-measuring timing suspect 1 of 3 ")
+    assert "re-measuring" not in captured.out  # the verdict alone on stdout
+
+
+def test_a_folder_without_asv_conf_json_is_refused_naming_repo(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["regressions", "--repo", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"detsim-track: no asv.conf.json in {tmp_path.resolve()}: run this in the "
+                                       "project's checkout, or pass --repo DIR\n")
+
+
 def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
     commits = _commits(DATA / "noisy")
     measured = remeasured_as(default=1.8)
