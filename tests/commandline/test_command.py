@@ -374,7 +374,7 @@ def test_help_flag_prints_the_entry_of_each_flag_named_after_it(capsys):
     assert main(["-h", "-cell", "100", "-sample_height", "0.1", "-floatfile", "x.bin"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("-cell: -cell a [b c al be ga]\n")
-    assert "takes 1 to 6 values (nanoBragg.c L531-551" in out
+    assert "takes 1 to 6 values\n  default: none: -cell or -mat is required\n  read at nanoBragg.c L531-552; " in out
     assert "-sample_heigh, -sample_z, -heigh: -sample_heigh mm" in out  # the handler nanoBragg runs for it
     assert "-floatfile, -floatimage: -floatfile file" in out
     assert main(["-help", "roi"]) == 0
