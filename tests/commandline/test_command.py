@@ -570,3 +570,20 @@ def test_a_write_that_fails_after_the_checks_is_one_line_exit_1(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "No space left" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["a01_cubic_mosflm_center", "c02_xds_xbeam_quirk", "s01_noise_intfile_scale",
+                                  "g01_hkl_nointerp"])
+def test_every_line_detsim_prints_is_nanobraggs_word_for_word_but_its_own(case, tmp_path, monkeypatch, capsys):
+    import re
+
+    from detsim.commandline.command import OWN_LINES
+
+    shutil.copytree(GOLDEN_DIR / case, tmp_path / case)
+    monkeypatch.chdir(tmp_path / case)
+    assert main((tmp_path / case / "args.txt").read_text().split()) == 0
+    printed = capsys.readouterr().out.splitlines()
+    theirs = (GOLDEN_DIR / case / "stdout.txt").read_text().splitlines()
+    shared = [line for line in printed if not any(re.fullmatch(p, line) for p in OWN_LINES)]
+    assert len(shared) >= 12 and len(shared) < len(theirs) / 2  # a summary: fewer than half of nanoBragg's lines
+    assert [line for line in shared if line not in theirs] == []
