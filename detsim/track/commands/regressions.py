@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
         judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
-                            budget_s=args.remeasure_budget, progress=_say)
+                            budget_s=args.remeasure_budget, progress=_say, repo=args.repo)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
