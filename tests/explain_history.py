@@ -1,8 +1,18 @@
-"""A throwaway git history built from the project, with planted changes (for the explain slow tests)."""
+"""A throwaway git history built from the project, with planted changes (for the explain slow tests, and for the
+tutorial docs/tutorial-why-images-changed.md, which builds its history with this file as a command):
+
+    python tests/explain_history.py DIR
+
+makes DIR a new git repository: the project's committed tree (HEAD) as ``base``, then a changed polarization term
+(``physics: planted polarization change``), then a reordered float sum (``geometry: planted reordering of the
+position sum``) at HEAD. DIR must not exist; nothing outside it is written.
+"""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +60,31 @@ def commit_change(repo: Path, message: str, plant: tuple[str, str, str] | None =
         git(repo, "add", name)
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD")
+
+
+def tutorial_history(repo: Path) -> list[tuple[str, str]]:
+    """The tutorial's history at ``repo``: base, a changed physical term, a reordered sum; (sha, subject) each."""
+    made = [(make_history(repo), "base")]
+    for subject, plant in (("physics: planted polarization change", PHYSICS),
+                           ("geometry: planted reordering of the position sum", REORDER)):
+        made.append((commit_change(repo, subject, plant), subject))
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python tests/explain_history.py",
+                                     description="build the throwaway history of docs/tutorial-why-images-changed.md")
+    parser.add_argument("folder", type=Path, help="where the new repository goes (must not exist)")
+    folder = parser.parse_args(argv).folder
+    if folder.exists() or folder.is_symlink():
+        print(f"explain_history: {folder} exists; give a new folder", file=sys.stderr)
+        return 2
+    made = tutorial_history(folder)
+    print(f"built {folder}: {len(made)} commits")
+    for n, (sha, subject) in enumerate(reversed(made)):
+        print(f"  HEAD{f'~{n}' if n else ''}  {sha[:8]} {subject}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

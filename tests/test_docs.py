@@ -214,3 +214,15 @@ def test_the_readmes_exit_codes_are_the_suites_exit_codes():
     assert table, "README.md has no exit-code table"
     shown = {int(code) for row in table[1].splitlines()[1:] for code in re.findall(r"\d+", row.split("|")[1])}
     assert shown == {int(code) for code in ExitCode}
+
+
+def test_every_decide_line_a_tutorial_shows_is_run_as_pasted():
+    """A ``decide:`` command a tutorial's verdict prints is a command of a later block of that tutorial, word for
+    word (the runnable-block test then runs it, and checks the verdict printed that line)."""
+    for path in sorted(DOCS.glob("tutorial-*.md")):
+        blocks = [b for b in _blocks(path) if b.lang == "console"]
+        for n, block in enumerate(blocks):
+            for shown in (line for lines in block.shown for line in lines if line.startswith("decide: ")):
+                command = re.sub(r" \([^()]*\)$", "", shown.removeprefix("decide: "))
+                later = [c for b in blocks[n:] for c in b.commands]
+                assert f".venv/bin/{command}" in later, f"{block}: `{command}` is shown but never run as pasted"

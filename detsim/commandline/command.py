@@ -33,6 +33,19 @@ if TYPE_CHECKING:
 
     from detsim.rendering.engine import Setup
 
+# What detsim prints: its own lines (these patterns), and nanoBragg's, word for word, for the rest: the convention
+# and pivot, the auto-selected oversampling, the detector and sampling summary (distance, detector size, pixel,
+# Xbeam/Ybeam, Fbeam/Sbeam, Fclose/Sclose, sources, mosaic domains, phi steps, oversample steps),
+# mean/rms/rmsd, intfile_scale, pgm_scale and the photons on the noise image (docs/command-line.md)
+OWN_LINES = (
+    r"(tricubic|no) interpolation of structure factors",
+    r"  \d+x\d+x\d+ cells, \w+ crystal",  # nanoBragg's names the shape its way ("parallelpiped xtal: 5x5x5 cells")
+    r"  \d+ sensor layers",
+    r"  \d+ steps per pixel",
+    r"max_I = \S+ at pixel \(slow \d+, fast \d+\)",  # nanoBragg's gives the position in metres
+    r"wrote .+",  # nanoBragg's: "writing FILE as ..." before its statistics
+    r"WARNING: out of range for three point interpolation at pixel .*",
+)
 EXIT_BAD_INPUT = 2
 
 

@@ -24,7 +24,9 @@ from typing import Callable
 from detsim.commandline.arguments import ArgumentError, Arguments
 from detsim.fileio import c_numbers
 from detsim.host.threads import MAX_THREADS
-from detsim.model.config import Convention, CrystalShape, Pivot
+from detsim.model.config import (
+    MIN_CELLS, MIN_MOSAIC_DOMAINS, MIN_NANOBRAGG_THREADS, MIN_OVERSAMPLE, MIN_PIXELS, Convention, CrystalShape, Pivot,
+)
 
 
 class Values:
@@ -311,11 +313,11 @@ def _threads(a: Arguments, v: Values) -> None:
 def _oversample(a: Arguments, v: Values) -> None:
     value = v.int()
     if v.strict and value < 0:  # nanoBragg would silently select the automatic value
-        raise ArgumentError(f"{v.flag} must be >= 1 (or 0 to select it automatically), got {value}")
+        raise ArgumentError(f"{v.flag} must be >= {MIN_OVERSAMPLE} (or 0 to select it automatically), got {value}")
     a.oversample = value
 
 
-def _positive_int(name: str) -> Action:
+def _positive_int(name: str) -> Action:  # detsim's own counts: -chunk_pixels
     return _int_at_least(1, name)
 
 
@@ -346,7 +348,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-Na", 1, _set("Na", "int"), stop=True, doc="N|unit cells along a"),
     H("-Nb", 1, _set("Nb", "int"), stop=True, doc="N|unit cells along b"),
     H("-Nc", 1, _set("Nc", "int"), stop=True, doc="N|unit cells along c"),
-    H("-N", 1, _int_at_least(0, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True, doc="N|unit cells along a, b and c"),
+    H("-N", 1, _int_at_least(MIN_CELLS, "Na", "Nb", "Nc", note=" (0 and 1 both mean one cell)"), exact=True, stop=True, doc="N|unit cells along a, b and c"),
     H("-cell", 1, _cell, values=CELL, doc="a [b c al be ga]|unit cell (Å, degrees)"),
     H("-misset", 1, _misset, values=Arity(3, word="rand", source="nanoBragg.c L553-567"),
       doc="x y z | random|misset rotations about lab x, y, z (degrees), or random"),
@@ -394,9 +396,9 @@ HANDLERS: tuple[Handler, ...] = (
     H("-detsize", 1, _detsize, length=8, doc="mm|detector size (default 102.4)"),
     H("-detsize_f", 1, _set("detsize_f_mm"), doc="mm|detector size along fast"),
     H("-detsize_s", 1, _set("detsize_s_mm"), doc="mm|detector size along slow"),
-    H("-detpixels", 1, _int_at_least(1, "fpixels", "spixels"), length=10, doc="n|detector pixels along fast and slow"),
-    H("-detpixels_f", 1, _positive_int("fpixels"), also=("-detpixels_x",), doc="n|detector pixels along fast"),
-    H("-detpixels_s", 1, _positive_int("spixels"), also=("-detpixels_y",), doc="n|detector pixels along slow"),
+    H("-detpixels", 1, _int_at_least(MIN_PIXELS, "fpixels", "spixels"), length=10, doc="n|detector pixels along fast and slow"),
+    H("-detpixels_f", 1, _int_at_least(MIN_PIXELS, "fpixels"), also=("-detpixels_x",), doc="n|detector pixels along fast"),
+    H("-detpixels_s", 1, _int_at_least(MIN_PIXELS, "spixels"), also=("-detpixels_y",), doc="n|detector pixels along slow"),
     H("-curved_det", 1, _flag("curved", True), doc="any|spherical detector (needs a token after it, ignored unless a flag)"),
     H("-pixel", 1, _set("pixel_mm"), doc="mm|pixel size (default 0.1)"),
     H("-point_pixel", 0, _flag("point_pixel", True), doc="|solid angle of a point pixel"),
@@ -414,7 +416,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-exposure", 1, _set("exposure_s"), doc="s|exposure time"),
     H("-beamsize", 1, _set("beamsize_mm"), doc="mm|beam size"),
     H("-mosaic", 1, _set("mosaic_spread_deg"), length=7, also=("-mosaici", "-mosaic_spr"), doc="deg|mosaic spread"),
-    H("-mosaic_dom", 1, _positive_int("mosaic_domains"), doc="n|mosaic domains (needs -mosaic)"),
+    H("-mosaic_dom", 1, _int_at_least(MIN_MOSAIC_DOMAINS, "mosaic_domains"), doc="n|mosaic domains (needs -mosaic)"),
     H("-dispersion", 1, _set("dispersion_pct"), doc="%|spectral dispersion"),
     H("-dispsteps", 1, _set("dispsteps", "int"), doc="n|wavelength steps"),
     H("-divergence", 1, _divergence, doc="mrad|horizontal and vertical divergence"),
@@ -473,7 +475,7 @@ HANDLERS: tuple[Handler, ...] = (
     H("-device", 1, _text("device"), exact=True, doc="cpu|cuda|torch device (default cpu)"),
     H("-chunk_pixels", 1, _positive_int("chunk_pixels"), exact=True, doc="n|pixels per chunk (default: from free memory)"),
     H("-physical_phi", 0, _flag("physical_phi", True), exact=True, doc="|render phi = 0 as phi = 0 (not nanoBragg's stale step)"),
-    H("-nanobragg_threads", 1, _positive_int("nanobragg_threads"), exact=True, doc="n|reproduce the first pixel of each of nanoBragg's n OpenMP threads (default 1)"),
+    H("-nanobragg_threads", 1, _int_at_least(MIN_NANOBRAGG_THREADS, "nanobragg_threads"), exact=True, doc="n|reproduce the first pixel of each of nanoBragg's n OpenMP threads (default 1)"),
     H("-mode", 1, _choice("mode", ("eager", "compiled", "triton")), exact=True, doc="eager|compiled|triton|execution path (default eager)"),
     H("-threads", 1, _threads, exact=True, doc="n|CPU workers sharing the pixels, processes on Linux (default: OMP_NUM_THREADS, else torch's choice)"),
     H("-trace_pixel", 2, _trace, exact=True, doc="s f|print the intermediate values of a pixel; write no image"),

@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
-from detsim.commandline.arguments import ArgumentError
-from detsim.commandline.flag_table import HANDLERS, Handler
+from dataclasses import fields
+from enum import Enum
+
+from detsim.commandline.arguments import ArgumentError, Arguments
+from detsim.commandline.flag_sources import ALSO_READ, LINES, NANOBRAGG_COMMIT
+from detsim.commandline.flag_table import HANDLERS, Handler, Values
 from detsim.fileio import c_numbers
+from detsim.model.units import DEFAULT_FLUENCE_PER_M2
 
 HELP_FLAGS = ("-h", "-help", "--help")
 HELP_ALL = "all"  # the topic that lists every flag: detsim -help all
@@ -26,6 +31,86 @@ OVERVIEW: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "-noprogress")),
     ("detsim", ("-dtype", "-device", "-mode", "-threads", "-trace_pixel")),
 )
+
+
+# A flag's default where it is not the initial value of the field the flag sets (:class:`Arguments`): computed
+# from other flags, the clock or the convention
+_CONVENTION = "the convention's (MOSFLM's unless -xds, -adxv, -denzo or -dials; spec §3.1)"
+_DERIVED_STEPS = "none: from the range, step and count given, by nanoBragg's rules (spec §5.3)"
+COMPUTED_DEFAULTS = {
+    "-seed": "the clock (the seconds since 1970 at the start, as nanoBragg's), so two runs' noise images differ "
+             "unless -seed is given",
+    "-misset_seed": "the clock, as -seed's (nanoBragg's is the -seed value)",
+    "-misset": "no misset (0 0 0)",
+    "-cell": "none: -cell or -mat is required",
+    "-mat": "none: -cell or -mat is required",
+    "-hkl": "none: every F is -default_F",
+    "-Xbeam": "the convention's beam centre (the detector's centre for MOSFLM; spec §3.1)",
+    "-Ybeam": "the convention's beam centre (the detector's centre for MOSFLM; spec §3.1)",
+    **dict.fromkeys(["-Xclose", "-Yclose", "-ORGX", "-ORGY"], "from the beam centre (spec §3.1)"),
+    "-close_distance": "from -distance and the detector's rotations",
+    **dict.fromkeys(["-fdet_vector", "-sdet_vector", "-odet_vector", "-beam_vector", "-polar_vector",
+                     "-spindle_axis", "-twotheta_axis", "-pix0_vector"], _CONVENTION),
+    "-pivot": "the convention's (BEAM for MOSFLM, DENZO, ADXV, DIALS; SAMPLE for XDS)",
+    "-detsize": "102.4 mm, or -detpixels x -pixel where the pixels are given",
+    "-detsize_f": "102.4 mm, or -detpixels_f x -pixel where the pixels are given",
+    "-detsize_s": "102.4 mm, or -detpixels_s x -pixel where the pixels are given",
+    "-detpixels": "the detector size / -pixel (1024 with the defaults)",
+    "-detpixels_f": "the detector size / -pixel (1024 with the defaults)",
+    "-detpixels_s": "the detector size / -pixel (1024 with the defaults)",
+    "-detector_abs": "1 / the sensor thickness (spec §5.3)",
+    "-mosaic_dom": "10 with a -mosaic spread, else 1",
+    "-oversample": "0: automatic, from the spot size (spec §4.5)",
+    "-fluence": f"{DEFAULT_FLUENCE_PER_M2:g} photons/m2, or -flux x -exposure / -beamsize^2 where -flux is given",
+    "-interpolate": "automatic: on where -N is 2 or less along an axis and -hkl is given (spec §2.1)",
+    "-nointerpolate": "automatic: on where -N is 2 or less along an axis and -hkl is given (spec §2.1)",
+    "-scale": "0: chosen from the image's maximum",
+    "-pgmscale": "0: chosen from the image's maximum",
+    **dict.fromkeys(["-osc", "-phistep", "-phisteps", "-hdivstep", "-hdivsteps", "-vdivstep", "-vdivsteps",
+                     "-divsteps", "-dispsteps", "-detector_thicksteps", "-thicksteps", "-hdivrange", "-vdivrange",
+                     "-divergence", "-mosaic"], _DERIVED_STEPS),
+    "-threads": "OMP_NUM_THREADS, else torch's choice",
+    "-chunk_pixels": "from the free memory",
+}
+_QUIET_FIELDS = ("pivot", "convention")  # set as a side effect by many flags: not what their default is about
+
+
+def _fields_set(h: Handler) -> tuple[Arguments, Arguments]:
+    """The arguments before and after the flag is read with placeholder values (as nanoBragg reads a side
+    effect's), to find which fields it sets."""
+    before, after = Arguments(), Arguments()
+    argv = [h.pattern, *["7"] * 6]
+    try:
+        h.action(after, Values(argv, 0, h.pattern, strict=False))
+    except ArgumentError:  # a choice among words: its field is the one its name says
+        pass
+    return before, after
+
+
+def _shown_default(value) -> str:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return " ".join(_shown_default(v) for v in value) or "none"
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def default_text(h: Handler) -> str:
+    """What a flag's value is when it is not given: :data:`COMPUTED_DEFAULTS`, else the initial value of the field
+    it sets; for a switch, whether it is on by default."""
+    if h.pattern in COMPUTED_DEFAULTS:
+        return COMPUTED_DEFAULTS[h.pattern]
+    before, after = _fields_set(h)
+    changed = [f.name for f in fields(Arguments) if getattr(before, f.name) != getattr(after, f.name)]
+    changed = [n for n in changed if n not in _QUIET_FIELDS] or changed
+    if not changed:
+        named = h.doc.rpartition("|")[0].split("|")  # a choice: its first word is the default (-dtype, -mode)
+        return "on" if not h.takes else named[0].strip() if h.arity.most else "none"
+    if not h.takes:  # a switch: on by default where reading it changes nothing
+        return "off"
+    return ", ".join(_shown_default(getattr(before, n)) for n in changed[:1])
 
 
 def _handler(pattern: str) -> Handler:
@@ -125,9 +210,11 @@ def flag_help(topics: list[str]) -> str:
         else:
             count = f"{arity.most} value{'s' if arity.most != 1 else ''}" + ("; fewer is an error" if arity.most else "")
         names = ", ".join((h.pattern, *h.also))
-        lines = [f"{names}: {_synopsis(h)}", f"  {_description(h)}", f"  takes {count}"]
+        lines = [f"{names}: {_synopsis(h)}", f"  {_description(h)}", f"  takes {count}",
+                 f"  default: {default_text(h)}"]
         if HANDLERS.index(h) < HANDLERS.index(_handler(_OWN_FIRST)):
-            lines[-1] += f" ({arity.source})"
+            also = f"; {ALSO_READ[h.pattern]}" if h.pattern in ALSO_READ else ""
+            lines.append(f"  read at nanoBragg.c {LINES[h.pattern]}{also} (bl831/nanoBragg {NANOBRAGG_COMMIT})")
         entries.append("\n".join(lines))
     return "\n".join(entries) + "\n"
 

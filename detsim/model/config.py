@@ -13,14 +13,19 @@ their names; :mod:`detsim.model.geometry`, :mod:`detsim.model.crystal` and :mod:
 to the internal SI units (spec §1). Step counts follow nanoBragg's range/step/count rules (spec §5.3):
 a ``None`` field means "not given", exactly like an unset nanoBragg flag.
 
-Values are validated here, at the edge (``__post_init__``): inner code trusts them. Errors are
+Values are validated here, at the edge (``__post_init__``): first each field's type (:data:`TAKES`: a
+number field takes a Python or NumPy number or a 0-d tensor, which may carry a gradient; a count takes an
+int; ``hkl`` an :class:`~detsim.model.structure_factors.HKLTable`), then its range, with the same limits as
+the command line (the ``MIN_*`` constants, which :mod:`detsim.commandline.flag_table` imports). Errors are
 :class:`ConfigError` with a one-line message naming the field or flag.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import numbers
+import sys
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Callable, TypeVar
 
@@ -30,6 +35,14 @@ from detsim.model.units import DEFAULT_FLUENCE_PER_M2, deg_to_rad
 Vec3 = tuple[float, float, float]
 T = TypeVar("T")
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # doubles from here up round to an infinite float32
+
+# The least value of each count, for this module and the command line's flags alike
+MIN_CELLS = 0  # -N, -Na, -Nb, -Nc: 0 and 1 both mean one cell
+MIN_PIXELS = 1  # -detpixels, -detpixels_f, -detpixels_s
+MIN_MOSAIC_DOMAINS = 1  # -mosaic_dom
+MIN_OVERSAMPLE = 1  # -oversample (the command line's 0 is "automatic": None here)
+MIN_NANOBRAGG_THREADS = 1  # -nanobragg_threads
+MIN_STEPS = 0  # -hdivsteps, -vdivsteps, -dispsteps, -phisteps, -detector_thicksteps
 
 
 class ConfigError(ValueError):
@@ -111,6 +124,93 @@ def _count(name: str, value: int | None, minimum: int = 0) -> None:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
 
 
+def _is_scalar_tensor(value) -> bool:
+    return hasattr(value, "detach") and getattr(value, "ndim", None) == 0
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)) or _is_scalar_tensor(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _numbers(n: int) -> Callable[[object], bool]:
+    def accepts(value) -> bool:
+        return not isinstance(value, (str, bytes)) and _has_len(value, n) and all(_is_number(v) for v in value)
+    return accepts
+
+
+def _ints(n: int) -> Callable[[object], bool]:
+    def accepts(value) -> bool:
+        return not isinstance(value, (str, bytes)) and _has_len(value, n) and all(_is_int(v) for v in value)
+    return accepts
+
+
+def _has_len(value, n: int) -> bool:
+    try:
+        return len(value) == n
+    except TypeError:
+        return False
+
+
+def _is_hkl_table(value) -> bool:
+    # only an HKLTable made by the (torch-importing) structure_factors module qualifies: if that module is not
+    # loaded, no HKLTable exists, and this module stays free of torch
+    module = sys.modules.get("detsim.model.structure_factors")
+    return module is not None and isinstance(value, module.HKLTable)
+
+
+def _is_sources(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, SourcePoint) for v in value)
+
+
+def _is_2d_array(value) -> bool:
+    return len(tuple(getattr(value, "shape", ()))) == 2
+
+
+@dataclass(frozen=True)
+class Takes:
+    """What a configuration field takes: ``what`` in words (for the message), ``accepts`` the test."""
+
+    what: str
+    accepts: Callable[[object], bool]
+    optional: bool = False  # None is accepted too ("not given")
+
+
+NUMBER = Takes("a number (int, float or a 0-d tensor)", _is_number)
+OPTIONAL_NUMBER = Takes(NUMBER.what, _is_number, optional=True)
+INT = Takes("an int", _is_int)
+OPTIONAL_INT = Takes(INT.what, _is_int, optional=True)
+CELLS = Takes("a whole number (an int, or a 0-d tensor to differentiate)", lambda v: _is_int(v) or _is_scalar_tensor(v))
+SWITCH = Takes("True or False", lambda v: isinstance(v, bool))
+VEC3 = Takes("3 numbers (a tuple of ints, floats or 0-d tensors)", _numbers(3))
+OPTIONAL_VEC3 = Takes(VEC3.what, _numbers(3), optional=True)
+
+
+def _enum(kind: type[Enum]) -> Takes:
+    return Takes(f"a {kind.__name__} ({', '.join(f'{kind.__name__}.{m.name}' for m in kind)})",
+                 lambda v: isinstance(v, kind))
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def check_types(config: object, takes: dict[str, Takes]) -> None:
+    """Refuse, naming the field and what it takes, the first field of ``config`` whose value ``takes`` rejects."""
+    for item in fields(config):
+        value, rule = getattr(config, item.name), takes[item.name]
+        if value is None and rule.optional:
+            continue
+        if not rule.accepts(value):
+            optional = " or None" if rule.optional else ""
+            raise ConfigError(f"{type(config).__name__}.{item.name} takes {rule.what}{optional}, "
+                              f"got {_shown(value)}")
+
+
 @dataclass(frozen=True)
 class SourcePoint:
     """One explicit source (a ``-sourcefile`` row, spec §5.2).
@@ -124,6 +224,7 @@ class SourcePoint:
     lambda_A: float
 
     def __post_init__(self) -> None:
+        check_types(self, SOURCE_TAKES)
         _vector("source position", self.position_m)
         _positive("source wavelength", self.lambda_A)
 
@@ -157,6 +258,7 @@ class BeamConfig:
     polar_vector: Vec3 | None = None  # CUSTOM convention only
 
     def __post_init__(self) -> None:
+        check_types(self, BEAM_TAKES)
         _positive("lambda_A (-lambda/-energy)", self.lambda_A)
         _finite("fluence (-fluence)", self.fluence_per_m2)
         if self.fluence_per_m2 < 0:
@@ -167,7 +269,7 @@ class BeamConfig:
         for name in ("hdivrange_mrad", "hdivstep_mrad", "vdivrange_mrad", "vdivstep_mrad"):
             _finite(name, getattr(self, name))
         for name in ("hdivsteps", "vdivsteps", "dispsteps"):
-            _count(name, getattr(self, name))
+            _count(name, getattr(self, name), MIN_STEPS)
         if self.sources is not None and len(self.sources) == 0:
             raise ConfigError("sources: the source list is empty")
         _vector("beam_vector (-beam_vector)", self.beam_vector)
@@ -224,8 +326,9 @@ class DetectorConfig:
     mask: object | None = field(default=None, compare=False, repr=False)  # (slow, fast) array; 0 = skip pixel
 
     def __post_init__(self) -> None:
-        _count("fpixels (-detpixels_f)", self.fpixels, 1)
-        _count("spixels (-detpixels_s)", self.spixels, 1)
+        check_types(self, DETECTOR_TAKES)
+        _count("fpixels (-detpixels_f)", self.fpixels, MIN_PIXELS)
+        _count("spixels (-detpixels_s)", self.spixels, MIN_PIXELS)
         _positive("pixel size (-pixel)", self.pixel_mm)
         _positive("detector size (-detsize_f)", self.detsize_f_mm)
         _positive("detector size (-detsize_s)", self.detsize_s_mm)
@@ -239,7 +342,7 @@ class DetectorConfig:
         _finite("thick_um (-detector_thick)", self.thick_um)
         if self.thick_um < 0:
             raise ConfigError(f"sensor thickness (-detector_thick) must be >= 0, got {self.thick_um}")
-        _count("thicksteps (-detector_thicksteps)", self.thicksteps)
+        _count("thicksteps (-detector_thicksteps)", self.thicksteps, MIN_STEPS)
         for name in ("twotheta_axis", "fdet_vector", "sdet_vector"):
             _vector(name, getattr(self, name))
         if self.odet_vector is not None:
@@ -295,6 +398,7 @@ class CrystalConfig:
     water_um: float = 0.0
 
     def __post_init__(self) -> None:
+        check_types(self, CRYSTAL_TAKES)
         if self.cell is None and self.a_matrix is None:
             raise ConfigError("a unit cell (-cell) or an orientation matrix (-mat) is required")
         if self.cell is not None:
@@ -322,7 +426,7 @@ class CrystalConfig:
             _finite("-misset", v)
         for name in ("Na", "Nb", "Nc"):
             _finite(name, getattr(self, name))
-            if getattr(self, name) < 0:
+            if getattr(self, name) < MIN_CELLS:
                 raise ConfigError(f"-{name} must be >= 0 (0 and 1 both mean one cell), got {getattr(self, name)}")
         for v in self.xtal_size_mm:
             _finite("-xtalsize", v)
@@ -333,7 +437,7 @@ class CrystalConfig:
             raise ConfigError(f"-mosaic spread must be >= 0, got {self.mosaic_spread_deg}")
         if deg_to_rad(as_float(self.mosaic_spread_deg)) >= FLOAT32_OVERFLOW:  # nanoBragg's mosaic angle is a float
             raise ConfigError(f"-mosaic {self.mosaic_spread_deg:g} degrees overflows the float32 of the mosaic angle")
-        _count("-mosaic_domains", self.mosaic_domains, 1)
+        _count("-mosaic_domains", self.mosaic_domains, MIN_MOSAIC_DOMAINS)
         for flag, seed in (("-mosaic_seed (mosaic_seed)", self.mosaic_seed),
                            ("-misset_seed (misset_seed)", self.misset_seed)):
             if abs(seed) > C_INT_MAX:
@@ -361,11 +465,12 @@ class SamplingConfig:
     nanobragg_threads: int = 1
 
     def __post_init__(self) -> None:
-        _count("-oversample", self.oversample, 1)
-        _count("-nanobragg_threads", self.nanobragg_threads, 1)
+        check_types(self, SAMPLING_TAKES)
+        _count("-oversample", self.oversample, MIN_OVERSAMPLE)
+        _count("-nanobragg_threads", self.nanobragg_threads, MIN_NANOBRAGG_THREADS)
         for name in ("phi0_deg", "osc_deg", "phistep_deg"):
             _finite(name, getattr(self, name))
-        _count("-phisteps", self.phisteps)
+        _count("-phisteps", self.phisteps, MIN_STEPS)
 
 
 @dataclass(frozen=True)
@@ -376,3 +481,66 @@ class SimulationConfig:
     beam: BeamConfig = field(default_factory=BeamConfig)
     detector: DetectorConfig = field(default_factory=DetectorConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+    def __post_init__(self) -> None:
+        check_types(self, SIMULATION_TAKES)
+
+
+SOURCE_TAKES = {"position_m": VEC3, "lambda_A": NUMBER}
+BEAM_TAKES = {
+    **dict.fromkeys(["lambda_A", "fluence_per_m2", "flux_per_s", "exposure_s", "beamsize_mm", "dispersion_pct",
+                     "polarization_kahn"], NUMBER),
+    **dict.fromkeys(["hdivrange_mrad", "hdivstep_mrad", "vdivrange_mrad", "vdivstep_mrad"], OPTIONAL_NUMBER),
+    **dict.fromkeys(["hdivsteps", "vdivsteps", "dispsteps"], OPTIONAL_INT),
+    **dict.fromkeys(["round_div", "nopolar"], SWITCH),
+    "sources": Takes("a tuple of SourcePoint (detsim.model.sources.read_source_file reads a -sourcefile into one)",
+                     _is_sources, optional=True),
+    **dict.fromkeys(["beam_vector", "polar_vector"], OPTIONAL_VEC3),
+}
+DETECTOR_TAKES = {
+    "convention": _enum(Convention),
+    "pivot": _enum(Pivot),
+    **dict.fromkeys(["fpixels", "spixels"], INT),
+    **dict.fromkeys(["pixel_mm", "distance_mm", "rotx_deg", "roty_deg", "rotz_deg", "twotheta_deg", "thick_um"],
+                    NUMBER),
+    **dict.fromkeys(["detsize_f_mm", "detsize_s_mm", "close_distance_mm", "xbeam_mm", "ybeam_mm", "xclose_mm",
+                     "yclose_mm", "orgx_px", "orgy_px", "mu_per_m"], OPTIONAL_NUMBER),
+    **dict.fromkeys(["twotheta_axis", "fdet_vector", "sdet_vector", "odet_vector"], OPTIONAL_VEC3),
+    **dict.fromkeys(["curved", "point_pixel"], SWITCH),
+    "thicksteps": OPTIONAL_INT,
+    "roi": Takes("4 ints (xmin, xmax, ymin, ymax)", _ints(4), optional=True),
+    "mask": Takes("a 2-d (slow, fast) array or tensor, 0 where a pixel is skipped", _is_2d_array, optional=True),
+}
+CRYSTAL_TAKES = {
+    "cell": Takes("6 numbers (a, b, c in Angstrom; alpha, beta, gamma in degrees)", _numbers(6), optional=True),
+    "a_matrix": Takes("9 numbers (a MOSFLM matrix, row-wise)", _numbers(9), optional=True),
+    "misset_deg": VEC3,
+    "xtal_size_mm": VEC3,
+    "misset_random": SWITCH,
+    **dict.fromkeys(["misset_seed", "mosaic_seed"], INT),
+    **dict.fromkeys(["Na", "Nb", "Nc"], CELLS),
+    "shape": _enum(CrystalShape),
+    **dict.fromkeys(["fudge", "default_F", "mosaic_spread_deg", "dmin_A", "water_um"], NUMBER),
+    "hkl": Takes("an HKL table (detsim.read_hkl(path) reads an h k l F file into one)", _is_hkl_table,
+                 optional=True),
+    "interpolate": Takes("True or False (or None: automatic)", lambda v: isinstance(v, bool), optional=True),
+    "mosaic_domains": OPTIONAL_INT,
+    "spindle_axis": OPTIONAL_VEC3,
+}
+SAMPLING_TAKES = {
+    "oversample": Takes(f"an int >= {MIN_OVERSAMPLE} (or None: automatic)", _is_int, optional=True),
+    **dict.fromkeys(["oversample_thick", "oversample_polar", "oversample_omega", "stale_phi"], SWITCH),
+    "phi0_deg": NUMBER,
+    **dict.fromkeys(["osc_deg", "phistep_deg"], OPTIONAL_NUMBER),
+    "phisteps": OPTIONAL_INT,
+    "nanobragg_threads": INT,
+}
+SIMULATION_TAKES = {
+    "crystal": Takes("a CrystalConfig", lambda v: isinstance(v, CrystalConfig)),
+    "beam": Takes("a BeamConfig", lambda v: isinstance(v, BeamConfig)),
+    "detector": Takes("a DetectorConfig", lambda v: isinstance(v, DetectorConfig)),
+    "sampling": Takes("a SamplingConfig", lambda v: isinstance(v, SamplingConfig)),
+}
+# what every field of every configuration type takes, by type (a test checks that no field is left out)
+TAKES = {SourcePoint: SOURCE_TAKES, BeamConfig: BEAM_TAKES, DetectorConfig: DETECTOR_TAKES, CrystalConfig: CRYSTAL_TAKES,
+         SamplingConfig: SAMPLING_TAKES, SimulationConfig: SIMULATION_TAKES}

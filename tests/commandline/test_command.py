@@ -374,7 +374,7 @@ def test_help_flag_prints_the_entry_of_each_flag_named_after_it(capsys):
     assert main(["-h", "-cell", "100", "-sample_height", "0.1", "-floatfile", "x.bin"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("-cell: -cell a [b c al be ga]\n")
-    assert "takes 1 to 6 values (nanoBragg.c L531-551" in out
+    assert "takes 1 to 6 values\n  default: none: -cell or -mat is required\n  read at nanoBragg.c L531-552; " in out
     assert "-sample_heigh, -sample_z, -heigh: -sample_heigh mm" in out  # the handler nanoBragg runs for it
     assert "-floatfile, -floatimage: -floatfile file" in out
     assert main(["-help", "roi"]) == 0
@@ -570,3 +570,20 @@ def test_a_write_that_fails_after_the_checks_is_one_line_exit_1(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.startswith("detsim: error: ") and err.count("\n") == 1 and "No space left" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["a01_cubic_mosflm_center", "c02_xds_xbeam_quirk", "s01_noise_intfile_scale",
+                                  "g01_hkl_nointerp"])
+def test_every_line_detsim_prints_is_nanobraggs_word_for_word_but_its_own(case, tmp_path, monkeypatch, capsys):
+    import re
+
+    from detsim.commandline.command import OWN_LINES
+
+    shutil.copytree(GOLDEN_DIR / case, tmp_path / case)
+    monkeypatch.chdir(tmp_path / case)
+    assert main((tmp_path / case / "args.txt").read_text().split()) == 0
+    printed = capsys.readouterr().out.splitlines()
+    theirs = (GOLDEN_DIR / case / "stdout.txt").read_text().splitlines()
+    shared = [line for line in printed if not any(re.fullmatch(p, line) for p in OWN_LINES)]
+    assert len(shared) >= 12 and len(shared) < len(theirs) / 2  # a summary: fewer than half of nanoBragg's lines
+    assert [line for line in shared if line not in theirs] == []

@@ -187,3 +187,16 @@ def report_folder(args: argparse.Namespace, area: str, base: Path | None = None)
         return Path(str(out).replace("{stamp}", stamp).replace("<STAMP>", stamp))
     root = root if root is not None else (base or Path.cwd()) / REPORTS
     return Path(root) / stamp / area
+
+
+def written_line(folder: Path, option: str) -> str:
+    """One line saying where a report folder was written and how much it holds, by its absolute path; where that
+    is not inside a git work tree (a report written from some other folder), also that ``option`` puts it elsewhere."""
+    from detsim.track.base.provenance import repo_root
+
+    folder = Path(folder).resolve()
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    text = f"wrote {size / 1e6:.1f} MB to {folder}/" if size >= 100_000 else f"wrote {size / 1e3:.1f} kB to {folder}/"
+    if repo_root(folder) is None:
+        text += f" (not inside a repository; {option} DIR writes elsewhere)"
+    return text

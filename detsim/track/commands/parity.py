@@ -16,7 +16,7 @@ from detsim.track.commands import refuse
 from detsim.track.base.golden import ENV_VAR, GoldenCase, GoldenError, discover, golden_dir
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
-    check_new_folder, utc_stamp, write_json
+    check_new_folder, utc_stamp, write_json, written_line
 from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.targets import DTYPES
 from detsim.track.measure import parity
@@ -152,7 +152,8 @@ def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None
     print(parity.text_table(results))
     print(f"{counts['pass']} pass, {counts['fail']} fail, {counts['error']} error of {counts['total']} cases "
           f"(r >= {args.min_r}, {args.dtype} on {args.device})")
-    print(f"report: {final / 'index.html'}")
+    print(f"report: {final.resolve() / 'index.html'}")
+    print(written_line(final, "--reports"))
     for result in results:
         if result["status"] == "error":
             print(f"{result['id']}: {result['error']}")

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
         judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
-                            budget_s=args.remeasure_budget)
+                            budget_s=args.remeasure_budget, progress=_say, repo=args.repo)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
@@ -112,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
     if args.explain and judgement.exit == ExitCode.REGRESSED:
         _explain(root, judgement, json_file)
     return judgement.exit
+
+
+def _say(line: str) -> None:
+    """A progress line, on stderr so that the verdict alone is on stdout."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict) -> bool:

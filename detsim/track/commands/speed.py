@@ -18,7 +18,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.commands import positive_int, refuse
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
-    check_new_folder, folder_option, report_folder, write_json
+    check_new_folder, folder_option, report_folder, write_json, written_line
 from detsim.track.base.provenance import repo_root
 from detsim.rendering.engine import MODES as ENGINE_MODES
 from detsim.track.base.runtime import device_problem, environment
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
                                            "device": args.device, "rows": rows})
         atomic_write_text(folder / "summary.md", summary_markdown(rows, table, workloads, threads=args.threads,
                                                                   device=args.device, env=env))
-    print(f"report: {out / 'summary.md'}")
+    print(f"report: {out.resolve() / 'summary.md'}")
+    print(written_line(out, "--out-root"))
     disagree = [r for r in rows if "r" in r and not passes_parity(r["r"])]
     for r in disagree:
         verdict = "r undefined" if r["r"] is None else f"r = {r['r']:.8f} < {PARITY_MIN_R}"

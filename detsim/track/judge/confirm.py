@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import os
+import shlex
 import statistics
 import tempfile
 import time
@@ -283,10 +284,11 @@ def _left_undecided(finding: Finding, why: str, command: str | None, does: str |
                  confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
 
 
-def _undecided(machine: str, finding: Finding, why: str) -> Finding:
+def _undecided(machine: str, finding: Finding, why: str, repo: Path | None = None) -> Finding:
     """A step of detsim's left undecided, decided by re-measuring (each decided step is kept in :data:`CACHE`,
-    so later runs reuse it)."""
-    return _left_undecided(finding, why, f"detsim-track regressions --machine {machine} "
+    so later runs reuse it): the command carries the run's ``--repo`` as it was given, so that it pastes."""
+    where = f" --repo {shlex.quote(str(repo))}" if repo is not None else ""
+    return _left_undecided(finding, why, f"detsim-track regressions{where} --machine {machine} "
                                          f"--remeasure-budget {DECIDE_BUDGET_S}", REMEASURES)
 
 
@@ -315,14 +317,27 @@ def default_measure(root: Path) -> Callable[[Target, str, str, float, float | No
     return measure
 
 
-def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S) -> Judgement:
+Progress = Callable[[str], None]  # receives one line before each re-measurement (the command prints it)
+
+
+def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S,
+            progress: Progress | None = None, repo: Path | None = None) -> Judgement:
     """The judgement with every machine's suspects re-measured (each machine within ``budget_s`` seconds)
-    and the exit codes recomputed."""
-    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s)
+    and the exit codes recomputed; ``progress`` gets a line as each re-measurement starts; ``repo``, the run's
+    ``--repo`` as given (None: none given), goes into the command that decides a step left undecided."""
+    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s, progress=progress, repo=repo)
                          for m, r in judgement.reports.items()}, judgement.failed)
 
 
-def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float) -> Report:
+def progress_line(done: int, total: int, machine: str, label: str, commit_a: str, commit_b: str,
+                  share_s: float) -> str:
+    """The line said as a timing suspect's re-measurement starts (it takes up to ``share_s`` seconds)."""
+    return (f"re-measuring timing suspect {done} of {total} on {machine}: {label} at {commit_a[:8]} and "
+            f"{commit_b[:8]} (up to {share_s:.0f} s) ...")
+
+
+def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float,
+                     progress: Progress | None = None, repo: Path | None = None) -> Report:
     """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
     recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == Confirmation.SUSPECT]
@@ -344,7 +359,7 @@ def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float)
                 "it can only be the machine"))
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, limit, budget_s) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s, progress, repo) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
@@ -367,7 +382,7 @@ def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, ran
 
 
 def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
-                budget_s: float) -> dict[int, Finding]:
+                budget_s: float, progress: Progress | None = None, repo: Path | None = None) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
     measure = default_measure(root)
     cache_path = root / CACHE
@@ -378,6 +393,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
     ranked = sorted(suspects.items(), key=lambda item: -(item[1].detail.get("rise") or 0))
     deadline = time.monotonic() + budget_s
     to_measure = sum(1 for _, f in ranked[:limit] if _cache_key(report, f) not in outcomes and f.last_good is not None)
+    total, started = to_measure, 0
     decided: dict[int, Finding] = {}
     for rank, (key_id, finding) in enumerate(ranked):
         key = _cache_key(report, finding)
@@ -389,16 +405,20 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             continue
         why = _why_not_measured(report.machine, here, finding, rank, limit, budget_s, deadline)
         if why:
-            decided[key_id] = _undecided(report.machine, finding, why)
+            decided[key_id] = _undecided(report.machine, finding, why, repo)
             continue
         share_s = (deadline - time.monotonic()) / max(to_measure, 1)  # an equal share of what is left
         to_measure -= 1
+        started += 1
+        if progress is not None:
+            progress(progress_line(started, total, report.machine, finding.series.label, finding.last_good,
+                                   finding.first_bad, share_s))
         try:
             confirmation = measure(target_of(finding, benchmarks), finding.last_good, finding.first_bad,
                                    finding.series.threshold, time.monotonic() + share_s)
         except RemeasureError as exc:
             share = f"{share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget"
-            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})")
+            decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})", repo)
             continue
         decided[key_id] = _with(finding, **confirmation.record())
         outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}

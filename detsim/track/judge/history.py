@@ -34,7 +34,10 @@ class ResultsError(ValueError):
 
 
 def load_config(root: Path) -> dict:
-    """``asv.conf.json`` of the project at ``root``, as a dict."""
+    """``asv.conf.json`` of the project at ``root``, as a dict; where there is none, a ResultsError that says so and
+    names ``--repo`` (every command that reads it takes one)."""
+    if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
+        raise ResultsError(f"no {CONFIG} in {root}: run this in the project's checkout, or pass --repo DIR")
     conf = recording.read_json(root / CONFIG, comments=True, error=ResultsError)
     if not isinstance(conf, dict):
         raise ResultsError(f"{root / CONFIG}: not a JSON object")
@@ -227,8 +230,11 @@ def target_results(root: Path, conf: Mapping) -> Path | None:
 
 
 def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
-    """Results files in commit order, and notes on what was left out or how they were ordered."""
-    history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split()
+    """Results files in commit order, and notes on what was left out or how they were ordered. Only a checkout
+    of its own orders them by its HEAD's history: a copy inside another repository (a fixture copied into a
+    clone) is not judged by that repository's commits."""
+    own = checkout_head(root) is not None
+    history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split() if own else []
     position = {sha: i for i, sha in enumerate(reversed(history))}
     known = [f for f in files if f["commit_hash"] in position]
     if known:

@@ -119,15 +119,12 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
 
 
 def full_summary_line(report: Report) -> str:
-    """The full report's summary: the regressions by family, the timing steps not confirmed, what was not
-    measured or skipped, and the exit."""
-    verdicts = [f for f in report.regressions if f.is_verdict]
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in verdicts).items()))
-    steps = Counter(f.detail.get("confirmation") for f in report.regressions if not f.is_verdict)
-    unconfirmed = "".join(f", {n} timing step{'s' * (n > 1)} {status}" for status, n in sorted(steps.items()))
-    return (f"summary: {len(verdicts)} regressed{' (' + summary + ')' if summary else ''}{unconfirmed}, "
-            f"{len(report.unmeasured)} not measured, {report.skipped} skipped at the latest commit; "
-            f"exit {int(report.exit)}")
+    """The full report's summary: the screen's (:func:`summary_line`, the same counts), with the findings that
+    need action counted by family before the exit."""
+    acting = [f for f in report.regressions if f.label != NOISE_LABEL]
+    families = ", ".join(f"{k} {v}" for k, v in sorted(Counter(f.series.family for f in acting).items()))
+    head, _, code = summary_line(report).rpartition("; exit ")
+    return f"{head}{'; by family: ' + families if families else ''}; exit {code}"
 
 
 def header(report: Report) -> str:

@@ -255,6 +255,26 @@ def worst_case(latest: dict[str, float | None]) -> str | None:
     return max(sorted(measured), key=lambda c: measured[c]) if measured else None
 
 
+def departing_case(latest: dict[str, float | None]) -> str | None:
+    """The worst case at the latest commit where it departs from the parity rule (1 - r above the acceptance
+    line); None where every measured case keeps to it, so that nothing is framed as the worst."""
+    worst = worst_case(latest)
+    return worst if worst is not None and latest[worst] > ACCEPT else None
+
+
+def parity_caption(latest: dict[str, float | None]) -> str:
+    """What the parity section says of the latest commit: the departing case, or that none departs."""
+    worst, departing = worst_case(latest), departing_case(latest)
+    if departing is not None:
+        return f"worst at the latest commit: <b>{escape(departing)}</b>, 1 - r = {escape(fmt(latest[departing]))}"
+    if worst is None:
+        return ""
+    if latest[worst] <= FLOOR:
+        return f"At the latest commit every measured case is on the floor (1 - r &lt;= {FLOOR:.0e})."
+    return (f"At the latest commit every measured case keeps to r &gt;= {PARITY_MIN_R} (largest 1 - r: "
+            f"{escape(worst)}, {escape(fmt(latest[worst]))}).")
+
+
 # ---- the page --------------------------------------------------------------------------------------------
 COLOURS = {GREEN: "#2e7d32", RED: "#c62828", AMBER: "#f29900", GREY: "#9e9e9e"}  # verdict cell backgrounds
 CELLS = {SAME: ("#a5d6a7", "="), CHANGED: ("#c62828", "\u2260"), NOT_REPRODUCIBLE: ("#6a1b9a", "~"),
@@ -321,7 +341,9 @@ def family_table(rows: Sequence[Row], report: Mapping) -> str:
     subjects, order = report.get("subjects", {}), list(report.get("commits", []))
     out = ['<table class="families"><tr><th>family</th><th>verdict</th><th>commit</th><th>details</th></tr>']
     for row in rows:
-        commits = sorted({i.commit for i in row.items if i.commit}, key=lambda c: order.index(c) if c in order else -1)
+        # an ok row changed nowhere: the commits its items name (steps dismissed as noise) are no "since"
+        named = {i.commit for i in row.items if i.commit} if row.status != GREEN else set()
+        commits = sorted(named, key=lambda c: order.index(c) if c in order else -1)
         where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.get('latest'), subjects)}"
         items = "".join(_item_html(i) for i in row.items)
         items = f'<ul class="items">{items}</ul>' if items else ""
@@ -338,11 +360,11 @@ def parity_section(history: History, subjects: Mapping[str, str], graph_href) ->
     if not history.parity:
         return "<h2>Parity</h2><p class=\"hint\">No parity track recorded.</p>"
     latest = {case: (points[-1][1] if points else None) for case, _, points in history.parity}
-    worst = worst_case(latest)
-    ordered = sorted(history.parity, key=lambda c: (c[0] != worst, c[0]))
-    figures = "".join(parity_svg(case, points, worst=case == worst, subjects=subjects, href=graph_href(bench))
+    departing = departing_case(latest)
+    ordered = sorted(history.parity, key=lambda c: (c[0] != departing, c[0]))
+    figures = "".join(parity_svg(case, points, worst=case == departing, subjects=subjects, href=graph_href(bench))
                       for case, bench, points in ordered)
-    worst_text = f"worst at the latest commit: <b>{escape(worst)}</b>, 1 - r = {escape(fmt(latest[worst]))}" if worst else ""
+    worst_text = parity_caption(latest)
     return (f"<h2>Parity with nanoBragg.c: 1 - r per golden case</h2>"
             f'<p class="hint">Log scale, commits oldest to newest left to right; hollow markers sit on the floor '
             f"(1 - r &lt;= {FLOOR:.0e}, exact agreement included); the dashed red line is the acceptance line "

@@ -11,6 +11,7 @@ import pytest
 from detsim.track.cli import main
 from detsim.track.commands.explain import _job_for
 
+import explain_history
 from explain_history import EXTRA_WORK, PHYSICS, REORDER, commit_change, make_history
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -73,6 +74,13 @@ def test_no_recorded_history_is_exit_2(tmp_path, capsys):
 def test_each_finding_maps_to_its_explanation(record, expected):
     job = _job_for({"last_good": "a", "first_bad": "b", **record}, "origin")
     assert (job and (job.kind, job.workload)) == expected or (job is None and expected is None)
+
+
+def test_the_tutorials_history_command_refuses_a_folder_that_exists(tmp_path, capsys):
+    (tmp_path / "mine").mkdir()
+    assert explain_history.main([str(tmp_path / "mine")]) == 2
+    assert capsys.readouterr().err == f"explain_history: {tmp_path / 'mine'} exists; give a new folder\n"
+    assert list((tmp_path / "mine").iterdir()) == []
 
 
 # ---- slow: planted changes in a throwaway history -------------------------------------------------

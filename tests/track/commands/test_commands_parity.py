@@ -234,3 +234,16 @@ def test_min_r_outside_minus_one_to_one_is_refused_at_parse_time(planted, capsys
                     "--min-r", value])
     assert stopped.value.code == 2 and f"--min-r: {value!r} is not a" in capsys.readouterr().err
     assert not (planted / "minr").exists()
+
+
+def test_a_report_written_outside_a_repository_says_where_and_how_much(tmp_path, capsys, monkeypatch):
+    shutil.copytree(GOLDEN_DIR / SMALL_CASES[0], tmp_path / "cases" / SMALL_CASES[0])
+    monkeypatch.chdir(tmp_path)  # a folder of no repository: the default ./reports lands here
+    assert subprocess.run(["git", "rev-parse"], cwd=tmp_path, capture_output=True).returncode != 0
+    assert track_main(["parity", "--cases-dir", "cases"]) == 0
+    out = capsys.readouterr().out
+    [folder] = list((tmp_path / "reports").glob("*/parity"))
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert f"report: {folder.resolve()}/index.html\n" in out
+    assert f"wrote {size / 1e3:.1f} kB to {folder.resolve()}/ (not inside a repository; --reports DIR writes " \
+           "elsewhere)\n" in out

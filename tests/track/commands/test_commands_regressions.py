@@ -146,7 +146,23 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
     assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
     out = capsys.readouterr().out
-    assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: 0 regressed," in out
+    assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: nothing to act on; " in out
+
+
+def test_each_re_measurement_is_announced_on_stderr_as_it_starts(tmp_path, capsys, remeasured_as):
+    remeasured_as(default=1.0)
+    code, report = _run(noisy_copy(tmp_path), tmp_path)
+    captured = capsys.readouterr()
+    said = [line for line in captured.err.splitlines() if line.startswith("re-measuring timing suspect ")]
+    assert len(said) == len(report["regressions"]) == 3 and said[0].startswith("re-measuring timing suspect 1 of 3 ")
+    assert "re-measuring" not in captured.out  # the verdict alone on stdout
+
+
+def test_a_folder_without_asv_conf_json_is_refused_naming_repo(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["regressions", "--repo", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"detsim-track: no asv.conf.json in {tmp_path.resolve()}: run this in the "
+                                       "project's checkout, or pass --repo DIR\n")
 
 
 def test_a_re_measured_step_is_a_regression_naming_the_evidence_that_decided(tmp_path, capsys, remeasured_as):
@@ -166,7 +182,10 @@ def test_suspects_not_re_measured_are_undecided_with_the_command_that_decides_th
     measured = remeasured_as(default=2.0)
     code, report = _run(noisy_copy(tmp_path), tmp_path, "--remeasure", "0")
     assert code == 0 and measured == [] and {r["confirmation"] for r in report["regressions"]} == {"undecided"}
-    assert all(r["decide_command"].startswith("detsim-track regressions --machine ") for r in report["regressions"])
+    repo = tmp_path / "noisy"
+    # the run's --repo goes into the command, so that it pastes where the run was typed
+    assert all(r["decide_command"].startswith(f"detsim-track regressions --repo {repo} --machine ")
+               for r in report["regressions"])
     out = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("UNDECIDED timing ") for line in out) == 2
     [decide] = [line for line in out if line.startswith("decide: ")]  # one command decides them all
@@ -502,7 +521,7 @@ def test_a_commit_that_changed_every_image_is_one_line_and_the_skips_say_why(tmp
     assert "+" in changed[0] and changed[0].endswith(f"since {changed_all[:8]}")
     assert changed[1].startswith("CHANGED image hash o01_polar_0.9: ")  # its own commit: a line of its own
     assert len(lines) == 10, "\n".join(lines)  # header, 3 timing steps, their command, parity, 2 hashes, summary, report
-    assert lines[4].startswith("decide: detsim-track regressions --machine fixture-2cpu ")  # after the steps it decides
+    assert lines[4].startswith(f"decide: detsim-track regressions --repo {root} --machine fixture-2cpu ")  # after the steps
     assert lines[-2] == ("summary: 1 regressed, 53 changed, 3 undecided; 61 measured, 0 noise, 3 skipped: "
                          "2 CUDA benchmarks (no GPU here), 1 triton benchmark (GPU only); exit 1")
 
@@ -630,3 +649,16 @@ def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path,
     code = STARTING.format(module=module, repo=str(DATA / "good"), out=str(tmp_path / "reports"))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (130, "") and not (tmp_path / "reports").exists()
+
+
+def test_the_decide_command_carries_the_repo_as_typed_and_runs_as_pasted(tmp_path, capsys, monkeypatch, remeasured_as):
+    remeasured_as(default=1.0)
+    shutil.copytree(DATA / "noisy", tmp_path / "my demo")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["regressions", "--repo", "my demo", "--remeasure", "0"]) == 0
+    [decide] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("decide: ")]
+    command = decide.removeprefix("decide: ").split(" (")[0]
+    assert command.startswith("detsim-track regressions --repo 'my demo' --machine fixture-2cpu ")
+    import shlex
+    assert cli.main(shlex.split(command)[1:]) == 0  # pasted: it re-measures, and every step is noise here
+    assert "UNDECIDED" not in capsys.readouterr().out

@@ -223,6 +223,20 @@ def test_the_largest_rises_are_re_measured_first_and_the_rest_say_why_not(noisy,
     assert report.exit == ExitCode.REGRESSED
 
 
+def test_each_re_measurement_is_announced_as_it_starts_and_a_kept_outcome_is_not(noisy, remeasured_as):
+    remeasured_as(default=2.0)
+    said: list[str] = []
+    report = confirm(analyse(noisy), noisy, progress=said.append).single
+    suspects = sorted(_suspects(analyse(noisy).single), key=lambda f: -f.detail["rise"])
+    assert len(said) == len(suspects) == 3
+    for n, (line, finding) in enumerate(zip(said, suspects), 1):
+        assert line.startswith(f"re-measuring timing suspect {n} of 3 on {report.machine}: {finding.series.label} "
+                               f"at {finding.last_good[:8]} and ") and line.endswith(" s) ...")
+    said.clear()
+    confirm(analyse(noisy), noisy, progress=said.append)
+    assert said == []  # every outcome kept from the first run: nothing is re-measured
+
+
 def test_outcomes_are_kept_and_reused_and_a_corrupt_store_is_one_line(noisy, remeasured_as):
     measured = remeasured_as(default=1.0)
     first = confirm(analyse(noisy), noisy).single

@@ -238,7 +238,7 @@ def test_the_finding_reads_as_an_image_hash_change():
                     regressions=(finding,), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED)
     lines = report_lines(judgement_of({report.machine: report}))
     assert f"CHANGED image hash a01: {'a' * 13} -> {'b' * 13}, since {C[2][:8]}, last good {C[1][:8]}" in lines
-    assert lines[-1].startswith("summary: 1 regressed (determinism 1)")
+    assert lines[-1].startswith("summary: 1 changed; ") and "by family: determinism 1;" in lines[-1]
 
 
 # -- the step fit and the rank test

@@ -49,7 +49,14 @@ def test_a_finding_line_says_since_which_commit_with_subjects():
     assert lines[0] == 'detsim-track: machine m, 3 commits recorded (aaaaaaaa .. cccccccc), latest cccccccc'
     assert lines[1] == (f"CHANGED image hash a01: {'1' * 64} -> {'2' * 64}, "
                         'since bbbbbbbb, last good aaaaaaaa "first"')
-    assert lines[-1] == "summary: 1 regressed (determinism 1), 0 not measured, 0 skipped at the latest commit; exit 1"
+    assert lines[-1] == "summary: 1 changed; 0 measured, 0 noise, 0 skipped; by family: determinism 1; exit 1"
+
+
+def test_the_full_summary_counts_what_the_screens_counts():
+    report = _report([_hash_finding("a01"), _hash_finding("o01", last_good=B, first_bad=C)], exit=ExitCode.REGRESSED)
+    full, screen = _full(report)[-1], summary_line(report)
+    assert full.startswith(screen.rpartition("; exit ")[0] + "; by family: determinism 2")
+    assert full.endswith("; exit 1") and screen.endswith("; exit 1")
 
 
 def test_many_changed_images_of_one_commit_print_as_one_line():
@@ -74,7 +81,7 @@ def test_not_measured_lines_only_when_the_commit_built_then_notes():
     report = _report([], unmeasured=("b.time_x(n=1)",), notes=("one", "two"), exit=ExitCode.UNMEASURED)
     assert _full(report)[1:] == [
         "NOT MEASURED at cccccccc: b.time_x(n=1)", "note: one", "note: two",
-        "summary: 0 regressed, 1 not measured, 0 skipped at the latest commit; exit 2"]
+        "summary: 1 not measured; 0 measured, 0 noise, 0 skipped; exit 2"]
     assert not any(line.startswith("NOT MEASURED") for line in _full(_report([], unmeasured=("x",), built=False)))
 
 

@@ -15,7 +15,7 @@ from detsim.track.judge.history import Point, Series
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.report.page import ACCEPT, AMBER, COLOURS, FLOOR, GENERATOR, GREEN, GREY, MARK, RED, ROWS, \
     SERVE_HINT, TICKS, Frame, History, Item, Row, document, family_rows, fmt, is_ours, log_y, machine_page, \
-    machine_section, parity_svg, presence, worst_case, x_of, NOTHING_RECORDED, TARGET_UNCOUNTED
+    departing_case, family_table, machine_section, parity_svg, presence, worst_case, x_of, NOTHING_RECORDED, TARGET_UNCOUNTED
 from detsim.track.judge.analysis import families_at
 from detsim.track.judge.verdict import Report
 from detsim.track.judge.finding import Finding
@@ -186,6 +186,18 @@ def test_worst_case_is_the_largest_measured_latest_value():
     assert worst_case({"b": 0.0, "a": 0.0}) == "a"  # ties: the first by name
 
 
+def test_nothing_is_framed_as_the_worst_where_every_case_keeps_to_the_parity_rule():
+    for latest, caption in (({"a01": 0.0, "b02": 1e-17}, "every measured case is on the floor"),
+                            ({"a01": 0.0, "b02": ACCEPT / 2}, "every measured case keeps to r &gt;= ")):
+        history = History(parity=[(case, f"bench_parity.track_parity_{case}", [(C1, 0.0), (C2, value)])
+                                  for case, value in latest.items()], determinism={}, determinism_benchmarks={})
+        page = _page(history)
+        assert "(worst)" not in page and 'class="parity worst"' not in page and "worst at the latest" not in page
+        assert caption in page
+        assert departing_case(latest) is None
+    assert departing_case({"a01": 0.0, "b02": ACCEPT * 2}) == "b02"
+
+
 # ---- publish page: status.html: self-contained, marked as this command's, with the rows, parity graphs and determinism strips.
 
 REPORT = {"machine": "m", "commits": [C1, C2], "latest": C2, "subjects": {C1: "Base", C2: "Plant <b>"},
@@ -226,6 +238,13 @@ def test_each_family_row_has_its_colour_and_commit():
     assert 'href="index.html#t?p-x=%271%27"' in rows[0][2]
     assert '<li title="re-measured: x2 &lt;slower&gt;">' in rows[0][2]  # the confirmation's evidence on hover
     assert "at <code>22222222</code>" in rows[1][2]
+
+
+def test_an_ok_row_names_no_since_even_where_a_step_was_dismissed_as_noise():
+    noise = Row("timing", GREEN, "ok", "3 measured, none regressed; 1 dismissed as noise",
+                (Item("t: 1 -> 1.1 [noise]", None, C2, "re-measured: x1.0"),))
+    table = family_table([noise], REPORT)
+    assert "since" not in table and "at <code>22222222</code>" in table and "[noise]" in table
 
 
 def test_parity_graphs_put_the_worst_case_first_and_determinism_strips_every_commit():
