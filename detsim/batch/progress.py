@@ -25,9 +25,9 @@ class BatchProgress:
         finished = self.done + self.failed
         left = self.total - finished
         elapsed = time.monotonic() - self.start
-        eta = _clock(elapsed / finished * left) if finished else "?"
+        eta = f"~{_clock(elapsed / finished * left)}" if finished else "?"
         retried = f", {self.retried} retried" if self.retried else ""
-        return f"detsim batch: {self.done} done, {self.failed} failed{retried}, {left} left, {eta} left to go"
+        return f"detsim batch: {self.done} done, {self.failed} failed{retried}, {left} left, {eta} to go"
 
     def finished(self, ok: bool) -> None:
         if ok:

@@ -83,6 +83,15 @@ def _reason(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _remove_empty_folders(top: str) -> None:
+    """A failed frame leaves no folder behind (its files are all or none: none)."""
+    for folder, _, _ in os.walk(top, topdown=False):
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty
+            pass
+
+
 def render_frame(job: Job, tries: int) -> Entry:
     """Render ``job``'s frame (its ``tries``-th try); the entry says ok with the files' sha256, or why not."""
     start = time.perf_counter()
@@ -99,6 +108,7 @@ def render_frame(job: Job, tries: int) -> Entry:
         outputs = tuple(OutputFile(flag, path, sha256(os.path.join(job.out_dir, path))) for flag, path in placed)
     except Exception as exc:  # noqa: BLE001 - a frame's failure is reported, never raised into the worker
         _local.__dict__.pop("cache", None)  # a half-made setup is not reused
+        _remove_empty_folders(job.frame_dir)
         return Entry(frame.name, frame.source, frame.command, FrameStatus.FAILED, time.perf_counter() - start,
                      tries, reason=_reason(exc))
     return Entry(frame.name, frame.source, frame.command, FrameStatus.OK, time.perf_counter() - start, tries,
