@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from detsim.batch.manifest import Entry, FrameStatus
 from detsim.batch.plan import Job
 from detsim.batch.progress import BatchProgress
-from detsim.batch.worker import render_frame
+from detsim.batch.worker import remove_empty_folders, render_frame
 
 TRIES = 2  # a failed frame is tried once more
 LOCAL_SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0,
@@ -84,6 +84,8 @@ def render_all(client, jobs: list[Job], on_entry: Callable[[Entry], None], progr
                 progress.retrying()
                 futures.add(submit(job, tries + 1))
                 continue
+            if entry.status is FrameStatus.FAILED:
+                remove_empty_folders(job.frame_dir)  # a worker that died under it left its folder behind
             on_entry(entry)
             progress.finished(entry.status is FrameStatus.OK)
     finally:

@@ -5,6 +5,11 @@ A worker renders many frames in one process, so torch and the engine are importe
 whose setup is unchanged (the same flags but for the outputs', the same mask, the same input files) reuse the
 configuration and the prepared setup (:class:`SetupCache`, one per worker thread). Any error of a frame is
 its failure, returned with the reason; it never reaches the worker.
+
+The batch checked that no output of a frame to render existed (:mod:`detsim.batch.plan`), so a frame that finds
+all its files is one whose earlier try wrote them and whose worker died before the result came back (Dask then
+runs the task again): the files are taken as they are, hashed and not written twice. Finding only some of them
+(a worker that died between two renames) fails the frame rather than overwrite them.
 """
 
 from __future__ import annotations
@@ -83,7 +88,7 @@ def _reason(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def _remove_empty_folders(top: str) -> None:
+def remove_empty_folders(top: str) -> None:
     """A failed frame leaves no folder behind (its files are all or none: none)."""
     for folder, _, _ in os.walk(top, topdown=False):
         try:
@@ -101,18 +106,23 @@ def render_frame(job: Job, tries: int) -> Entry:
     try:
         args, mask = parse_with_headers(list(frame.argv))
         placed = place_outputs(args, job.frame_dir)
-        for _, path in placed:
-            os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
-        cache = _cache()
-        command.run_parsed(args, mask, io.StringIO(), build=cache.build, prepare=cache.prepare)
+        there = [path for _, path in placed if os.path.lexists(os.path.join(job.out_dir, path))]
+        if there and len(there) < len(placed):
+            raise FileExistsError(f"an earlier try left {len(there)} of the frame's {len(placed)} files "
+                                  f"({', '.join(there)}); they are not overwritten")
+        if not there:  # all there: an earlier try wrote them and its worker died before handing its result back
+            for _, path in placed:
+                os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
+            cache = _cache()
+            command.run_parsed(args, mask, io.StringIO(), build=cache.build, prepare=cache.prepare)
         outputs = tuple(OutputFile(flag, path, sha256(os.path.join(job.out_dir, path))) for flag, path in placed)
     except Exception as exc:  # noqa: BLE001 - a frame's failure is reported, never raised into the worker
         _local.__dict__.pop("cache", None)  # a half-made setup is not reused
-        _remove_empty_folders(job.frame_dir)
+        remove_empty_folders(job.frame_dir)
         return Entry(frame.name, frame.source, frame.command, FrameStatus.FAILED, time.perf_counter() - start,
                      tries, reason=_reason(exc))
     return Entry(frame.name, frame.source, frame.command, FrameStatus.OK, time.perf_counter() - start, tries,
                  outputs)
 
 
-__all__ = ["SetupCache", "render_frame", "setup_key"]
+__all__ = ["SetupCache", "remove_empty_folders", "render_frame", "setup_key"]
