@@ -76,7 +76,6 @@ def main(argv: list[str]) -> int:
         import distributed  # noqa: F401 - the cluster extra
     except ImportError:
         return _bad_input(BatchInputError("needs dask and distributed: pip install 'detsim[cluster]'"))
-    os.makedirs(options.out, exist_ok=True)
     return _render(jobs, skipped, options)
 
 
@@ -99,14 +98,20 @@ def _render(jobs, skipped, options: argparse.Namespace) -> int:
     progress = BatchProgress(len(jobs))
     try:
         with client_for(options.workers, options.scheduler) as client:
-            render_all(client, jobs, on_entry, progress)
+            os.makedirs(options.out, exist_ok=True)
+            try:
+                render_all(client, jobs, on_entry, progress)
+            finally:
+                manifest.write(options.out, entries)
     except KeyboardInterrupt:
         print("\ndetsim batch: interrupted; the manifest lists the frames that finished", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except OSError as exc:  # the scheduler cannot be reached (TimeoutError is an OSError)
-        return _bad_input(BatchInputError(f"--scheduler {options.scheduler}: cannot connect ({exc})"))
-    finally:
-        manifest.write(options.out, entries)
+    except BatchInputError as exc:  # the scheduler cannot be reached
+        return _bad_input(exc)
+    except OSError as exc:  # the manifest could not be written (disk full, the folder removed meanwhile)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"detsim batch: error: cannot write {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FRAME_FAILED
     progress.close()
     failed = [entries[job.frame.name] for job in jobs if entries.get(job.frame.name) is not None
               and entries[job.frame.name].status is manifest.FrameStatus.FAILED]

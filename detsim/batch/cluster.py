@@ -16,12 +16,14 @@ import os
 import uuid
 from typing import Callable, Iterator
 
+from detsim.batch.frames import BatchInputError
 from detsim.batch.manifest import Entry, FrameStatus
 from detsim.batch.plan import Job
 from detsim.batch.progress import BatchProgress
 from detsim.batch.worker import remove_empty_folders, render_frame
 
 TRIES = 2  # a failed frame is tried once more
+CONNECT_TIMEOUT = "10s"  # to reach an existing scheduler
 LOCAL_SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}
 
@@ -42,7 +44,11 @@ def client_for(workers: int | None, scheduler: str | None) -> Iterator:
     from distributed import Client
 
     if scheduler is not None:
-        with Client(scheduler, timeout="20s") as client:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, ValueError) as exc:  # unreachable (TimeoutError is an OSError), or not an address
+            raise BatchInputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        with client:
             yield client
         return
     with local_cluster(workers) as cluster, Client(cluster) as client:
