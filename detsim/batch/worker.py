@@ -110,7 +110,7 @@ def render_frame(job: Job, tries: int) -> Entry:
         if there and len(there) < len(placed):
             raise FileExistsError(f"an earlier try left {len(there)} of the frame's {len(placed)} files "
                                   f"({', '.join(there)}); they are not overwritten")
-        if not there:  # all there: an earlier try wrote them and its worker died before handing its result back
+        if not there:  # else all are there: written by an earlier try whose worker died before handing them back
             for _, path in placed:
                 os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
             cache = _cache()
