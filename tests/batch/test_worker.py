@@ -71,3 +71,17 @@ def test_a_failing_frame_returns_its_reason_and_leaves_no_folder(tmp_path, prepa
     assert entry.status is FrameStatus.FAILED and entry.tries == 2 and entry.outputs == ()
     assert "-distance" in entry.reason and "\n" not in entry.reason
     assert not (tmp_path / "out" / "line0004").exists()
+
+
+def test_a_try_that_finds_its_files_takes_them_as_written_and_one_that_finds_some_fails(tmp_path, prepared):
+    job = Job(Frame("line0001", "l:1", LINE), str(tmp_path / "out"), str(tmp_path))
+    first = worker.render_frame(job, 1)
+    files = [tmp_path / "out" / o.path for o in first.outputs]
+    written = [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
+    again = worker.render_frame(job, 1)  # as Dask reruns a task whose worker died before its result came back
+    assert again.status is FrameStatus.OK and again.outputs == first.outputs and len(prepared) == 1
+    assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files] == written
+    files[0].unlink()
+    partial = worker.render_frame(job, 2)
+    assert partial.status is FrameStatus.FAILED and "an earlier try left 3 of the frame's 4 files" in partial.reason
+    assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files[1:]] == written[1:]
