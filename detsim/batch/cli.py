@@ -34,10 +34,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="detsim batch", description="Render many nanoBragg command lines on long-lived Dask workers.",
         epilog="Bad input ends the batch before any render (exit 2); a frame that fails twice is named in the "
                "manifest and on stderr (exit 1). See docs/batch.md.")
-    parser.add_argument("lines", nargs="?", help="a file of nanoBragg command lines, one a line ('#' comments)")
-    parser.add_argument("--base", help="a sweep's base command line (give it as --base=... if it is one flag)")
+    parser.add_argument("lines", nargs="?", metavar="LINES", help="a file of nanoBragg command lines, one a line ('#' comments)")
+    parser.add_argument("--base", metavar="LINE", help="a sweep's base command line (give it as --base=... if it is one flag)")
     parser.add_argument("--sweep", metavar="CSV", help="a sweep's values: a header of flags, a row per frame")
-    parser.add_argument("--out", default="batch-out", help="the output folder (default: batch-out)")
+    parser.add_argument("--out", metavar="DIR", default="batch-out", help="the output folder (default: batch-out)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, metavar="N",
                        help="workers of an embedded cluster, one process each (default: one per core)")
