@@ -88,9 +88,15 @@ def read(out_dir: str) -> dict[str, Entry]:
     return entries
 
 
+def _frame_order(name: str) -> tuple[str, int]:
+    """line0002 before line0010 before line10000; lines before rows."""
+    stem = name.rstrip("0123456789")
+    return stem, int(name[len(stem):] or 0)
+
+
 def write(out_dir: str, entries: dict[str, Entry]) -> None:
-    """Replace ``out_dir``'s manifest with ``entries`` (sorted by name), atomically."""
-    text = "".join(entries[name].to_json() + "\n" for name in sorted(entries))
+    """Replace ``out_dir``'s manifest with ``entries`` (in frame order), atomically."""
+    text = "".join(entries[name].to_json() + "\n" for name in sorted(entries, key=_frame_order))
     safe_write.atomic_write(os.path.join(out_dir, MANIFEST_NAME), lambda handle: handle.write(text.encode()))
 
 

@@ -13,10 +13,11 @@ def test_entries_round_trip_in_name_order_and_no_temporary_file_is_left(tmp_path
     ok = Entry("line0002", "l.txt:2", "-detpixels 16", FrameStatus.OK, 0.5, 1,
                (OutputFile("-floatfile", "line0002/floatimage.bin", "ab" * 32),))
     bad = Entry("line0001", "l.txt:1", "-distance -5", FrameStatus.FAILED, 0.1, 2, reason="-distance must be > 0")
-    manifest.write(str(tmp_path), {"line0002": ok, "line0001": bad})
-    assert manifest.read(str(tmp_path)) == {"line0001": bad, "line0002": ok}
+    late = Entry("line10000", "l.txt:10000", "-detpixels 16", FrameStatus.OK, 0.5, 1, ())
+    manifest.write(str(tmp_path), {"line10000": late, "line0002": ok, "line0001": bad})
+    assert manifest.read(str(tmp_path)) == {"line0001": bad, "line0002": ok, "line10000": late}
     lines = (tmp_path / manifest.MANIFEST_NAME).read_text().splitlines()
-    assert [line.split('"')[3] for line in lines] == ["line0001", "line0002"]
+    assert [line.split('"')[3] for line in lines] == ["line0001", "line0002", "line10000"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [manifest.MANIFEST_NAME]
 
 
