@@ -16,7 +16,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e ".[dev,triton]"
+	$(PY) -m pip install -q --no-compile -e ".[dev,triton,cluster]"
 	$(COMPILE_PACKAGES)
 	touch $(STAMP)
 
@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 venv-slow: $(SLOW_STAMP)
 
 $(SLOW_STAMP): $(STAMP)
-	$(PY) -m pip install -q --no-compile -e ".[dev,triton,interop]"
+	$(PY) -m pip install -q --no-compile -e ".[dev,triton,cluster,interop]"
 	$(COMPILE_PACKAGES)
 	touch $(SLOW_STAMP)
 

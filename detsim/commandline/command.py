@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from detsim.model.units import DEG
 if TYPE_CHECKING:
     import torch
 
+    from detsim.model.config import SimulationConfig
     from detsim.rendering.engine import Setup
 
 # What detsim prints: its own lines (these patterns), and nanoBragg's, word for word, for the rest: the convention
@@ -145,15 +146,31 @@ class _Progress:
             self.stream.write("\n")
 
 
+def output_paths(args: Arguments) -> list[tuple[str, str]]:
+    """(flag, path) of every file a run of ``args`` writes."""
+    return _output_files(args, _outputs(args))
+
+
 def run(argv: list[str], out=None) -> int:
     """Parse, simulate, write; returns the exit status."""
-    out = sys.stdout if out is None else out
     args, mask = parse_with_headers(argv)
+    return run_parsed(args, mask, out)
+
+
+def run_parsed(args: Arguments, mask: np.ndarray | None, out=None, *,
+               build: Callable[[Arguments, np.ndarray | None], SimulationConfig] = build_config,
+               prepare: Callable[..., Setup] | None = None) -> int:
+    """Simulate and write what ``args`` (read by :func:`parse_with_headers`) asks; returns the exit status.
+
+    ``build`` and ``prepare`` (default: :func:`~detsim.rendering.engine.prepare`) make the configuration and
+    the setup; ``detsim batch`` passes versions that reuse an unchanged one.
+    """
+    out = sys.stdout if out is None else out
     if args.trace_json is not None and not args.trace_pixels:
         raise ConfigError("--trace-json needs at least one -trace_pixel S F")
     outputs = _outputs(args)
     safe_write.check_outputs(_output_files(args, outputs), args.input_files())
-    config = build_config(args, mask)
+    config = build(args, mask)
     if args.trace_pixels:  # diagnosis run: print the traces (float64, CPU) and write no image
         from detsim.diagnostics.pixel_trace import trace_pixels
 
@@ -175,7 +192,7 @@ def run(argv: list[str], out=None) -> int:
             engine.check_triton(device)
         except ValueError as exc:
             raise ConfigError(f"-mode triton: {exc}") from None
-    setup = engine.prepare(config, device=device, dtype=dtype)
+    setup = (engine.prepare if prepare is None else prepare)(config, device=device, dtype=dtype)
     print("\n".join(_summary(setup)), file=out)
     progress = _Progress(args.progress)
     image, info = engine.render(setup, chunk_pixels=args.chunk_pixels, progress=progress, mode=args.mode,
@@ -280,6 +297,10 @@ def _header_fields(setup: Setup) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"]:  # no nanoBragg flag is a bare word: `detsim batch ...` renders many frames
+        from detsim.batch.cli import main as batch_main
+
+        return batch_main(argv[1:])
     asked = next((i for i, token in enumerate(argv) if token in HELP_FLAGS), None)
     if asked is not None:  # the tokens after the help flag name what to explain (flag_help)
         try:
@@ -330,4 +351,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["main", "run"]
+__all__ = ["main", "output_paths", "run", "run_parsed"]
