@@ -32,7 +32,8 @@ from detsim.rendering import fused_image as fi
 from detsim.rendering.fused_image import FusedParams
 from detsim.rendering.setup import Setup
 
-BLOCK_P = 64  # pixels per program
+BLOCK_P = 128  # pixels per program: one a thread
+NUM_WARPS = 4  # 128 threads a program
 
 # The geometry vector's layout (detsim.rendering.fused_image), as the kernel's constants.
 _PIX0, _FDET, _SDET, _ODET = tl.constexpr(fi.PIX0), tl.constexpr(fi.FDET), tl.constexpr(fi.SDET), tl.constexpr(fi.ODET)
@@ -76,13 +77,26 @@ def _sin(x, F64: tl.constexpr):
 
 
 @triton.jit
-def _grating_sq(h, n, F64: tl.constexpr):
-    """sin²(N pi h) / sin²(pi h) of the fractional index h, N² where h is an integer (spec §5.6)."""
+def _grating_terms(h, n, F64: tl.constexpr):
+    """(numerator, denominator) of sin(N pi h) / sin(pi h) for the fractional index h: (N, 1) where h is an
+    integer (nanoBragg's only special case, spec §5.6), else sin(pi g) and sin(pi f), equal to the ratio up to
+    its sign, which the square drops."""
     f = h - tl.floor(h + 0.5)
     g = n * f
     g = g - tl.floor(g + 0.5)
-    ratio = _sin(g * _PI, F64) / _sin(f * _PI, F64)
-    return tl.where(f == 0.0, n * n, ratio * ratio)
+    on_node = f == 0.0
+    return tl.where(on_node, n, _sin(g * _PI, F64)), tl.where(on_node, 1.0, _sin(f * _PI, F64))
+
+
+@triton.jit
+def _square_lattice_sq(h, k, l, na, nb, nc, F64: tl.constexpr):
+    """F_latt² of a parallelepiped crystal: the product of the three gratings squared, one division per step.
+    An axis with N = 1 puts the same sin(pi f) above and below (g == f), so no axis is skipped."""
+    num_h, den_h = _grating_terms(h, na, F64)
+    num_k, den_k = _grating_terms(k, nb, F64)
+    num_l, den_l = _grating_terms(l, nc, F64)
+    ratio = (num_h * num_k * num_l) / (den_h * den_k * den_l)
+    return ratio * ratio
 
 
 @triton.jit
@@ -167,75 +181,76 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
         polar = omega * 0.0
 
     total = omega * 0.0 + tl.load(g_ptr + _WATER_BG)  # I starts at the water background (spec §6.1)
-    for t in range(0, n_layers):
-        odet = layer_step * t
-        for i_s in range(0, n_os):
-            sdet = sub * (s_idx * n_os + i_s).to(sub.dtype) + half_sub
-            for i_f in range(0, n_os):
-                fdet = sub * (f_idx * n_os + i_f).to(sub.dtype) + half_sub
-                px, py, pz = _position(fdet, sdet, odet, g_ptr)
-                air = tl.sqrt(px * px + py * py + pz * pz)
-                dx = px / air
-                dy = py / air
-                dz = pz / air
-                for src in range(0, n_sources):
-                    base = src_ptr + src * _SRC
-                    wavelength = tl.load(base + 3)
-                    sx = (dx - tl.load(base)) / wavelength  # scattering vector S, 1/m (spec §5.5)
-                    sy = (dy - tl.load(base + 1)) / wavelength
-                    sz = (dz - tl.load(base + 2)) / wavelength
-                    weight = f_sq + zero
+    subpixels = n_os * n_os
+    for sp in range(0, n_layers * subpixels):  # layer t > subpixel i_s > subpixel i_f, as one loop
+        t = sp // subpixels
+        i_s = (sp % subpixels) // n_os
+        i_f = sp % n_os
+        sdet = sub * (s_idx * n_os + i_s).to(sub.dtype) + half_sub
+        fdet = sub * (f_idx * n_os + i_f).to(sub.dtype) + half_sub
+        px, py, pz = _position(fdet, sdet, layer_step * t, g_ptr)
+        air = tl.sqrt(px * px + py * py + pz * pz)
+        dx = px / air
+        dy = py / air
+        dz = pz / air
+        for src in range(0, n_sources):
+            base = src_ptr + src * _SRC
+            wavelength = tl.load(base + 3)
+            sx = (dx - tl.load(base)) / wavelength  # scattering vector S, 1/m (spec §5.5)
+            sy = (dy - tl.load(base + 1)) / wavelength
+            sz = (dz - tl.load(base + 2)) / wavelength
+            weight = f_sq + zero
+            if DMIN:
+                stol = 0.5 * tl.sqrt(sx * sx + sy * sy + sz * sz)
+                alive = ~((stol > 0.0) & (dmin > 0.5 / stol))
+                if POLAR != 0:
+                    here = _polarization(dx, dy, dz, src_ptr, src, kahn, POLAR)
+                else:
+                    here = omega * 0.0 + 1.0
+                polar = tl.where(alive & (found == 0.0), here, polar)
+                found = tl.where(alive, 1.0, found)
+                weight = tl.where(alive, weight, 0.0)
+            for r in range(0, n_orient):
+                axis = axes_ptr + r * 9
+                h = tl.load(axis) * sx + tl.load(axis + 1) * sy + tl.load(axis + 2) * sz
+                k = tl.load(axis + 3) * sx + tl.load(axis + 4) * sy + tl.load(axis + 5) * sz
+                l = tl.load(axis + 6) * sx + tl.load(axis + 7) * sy + tl.load(axis + 8) * sz
+                if SHAPE == 0:
+                    latt = _square_lattice_sq(h, k, l, na, nb, nc, F64)
+                if TABLE or SHAPE != 0:
+                    h0 = tl.ceil(h - 0.5)  # nearest integer, ties down (spec §5.6)
+                    k0 = tl.ceil(k - 0.5)
+                    l0 = tl.ceil(l - 0.5)
+                if SHAPE != 0:
+                    fh = h - h0
+                    fk = k - k0
+                    fl = l - l0
+                    ex = fh * tl.load(g_ptr + _RECIP) + fk * tl.load(g_ptr + _RECIP + 3) \
+                        + fl * tl.load(g_ptr + _RECIP + 6)
+                    ey = fh * tl.load(g_ptr + _RECIP + 1) + fk * tl.load(g_ptr + _RECIP + 4) \
+                        + fl * tl.load(g_ptr + _RECIP + 7)
+                    ez = fh * tl.load(g_ptr + _RECIP + 2) + fk * tl.load(g_ptr + _RECIP + 5) \
+                        + fl * tl.load(g_ptr + _RECIP + 8)
+                    rad = (ex * ex + ey * ey + ez * ez) * (n_prod * n_prod)  # rad*, 1/A² (spec §5.6)
+                    if SHAPE == 2:
+                        value = n_prod * tl.exp(-rad / _GAUSS_WIDTH * fudge)
+                    else:
+                        value = tl.where(rad * fudge < _TOPHAT_RADIUS_SQ, n_prod, 0.0)
+                    latt = value * value
+                if TABLE:
+                    inside = (h0 >= h_min) & (h0 < h_min + h_range) & (k0 >= k_min) \
+                        & (k0 < k_min + k_range) & (l0 >= l_min) & (l0 < l_min + l_range)
+                    ih = tl.where(inside, h0 - h_min, 0.0).to(tl.int32)
+                    ik = tl.where(inside, k0 - k_min, 0.0).to(tl.int32)
+                    il = tl.where(inside, l0 - l_min, 0.0).to(tl.int32)
+                    cell = tl.load(table_ptr + (ih * k_range + ik) * l_range + il, mask=inside & live,
+                                   other=default_f)  # F, electrons (spec §5.7)
+                    cell = tl.where(inside, cell, default_f)
                     if DMIN:
-                        stol = 0.5 * tl.sqrt(sx * sx + sy * sy + sz * sz)
-                        alive = ~((stol > 0.0) & (dmin > 0.5 / stol))
-                        if POLAR != 0:
-                            here = _polarization(dx, dy, dz, src_ptr, src, kahn, POLAR)
-                        else:
-                            here = omega * 0.0 + 1.0
-                        polar = tl.where(alive & (found == 0.0), here, polar)
-                        found = tl.where(alive, 1.0, found)
-                        weight = tl.where(alive, weight, 0.0)
-                    for r in range(0, n_orient):
-                        axis = axes_ptr + r * 9
-                        h = tl.load(axis) * sx + tl.load(axis + 1) * sy + tl.load(axis + 2) * sz
-                        k = tl.load(axis + 3) * sx + tl.load(axis + 4) * sy + tl.load(axis + 5) * sz
-                        l = tl.load(axis + 6) * sx + tl.load(axis + 7) * sy + tl.load(axis + 8) * sz
-                        if SHAPE == 0:
-                            latt = _grating_sq(h, na, F64) * _grating_sq(k, nb, F64) * _grating_sq(l, nc, F64)
-                        if TABLE or SHAPE != 0:
-                            h0 = tl.ceil(h - 0.5)  # nearest integer, ties down (spec §5.6)
-                            k0 = tl.ceil(k - 0.5)
-                            l0 = tl.ceil(l - 0.5)
-                        if SHAPE != 0:
-                            fh = h - h0
-                            fk = k - k0
-                            fl = l - l0
-                            ex = fh * tl.load(g_ptr + _RECIP) + fk * tl.load(g_ptr + _RECIP + 3) \
-                                + fl * tl.load(g_ptr + _RECIP + 6)
-                            ey = fh * tl.load(g_ptr + _RECIP + 1) + fk * tl.load(g_ptr + _RECIP + 4) \
-                                + fl * tl.load(g_ptr + _RECIP + 7)
-                            ez = fh * tl.load(g_ptr + _RECIP + 2) + fk * tl.load(g_ptr + _RECIP + 5) \
-                                + fl * tl.load(g_ptr + _RECIP + 8)
-                            rad = (ex * ex + ey * ey + ez * ez) * (n_prod * n_prod)  # rad*, 1/A² (spec §5.6)
-                            if SHAPE == 2:
-                                value = n_prod * tl.exp(-rad / _GAUSS_WIDTH * fudge)
-                            else:
-                                value = tl.where(rad * fudge < _TOPHAT_RADIUS_SQ, n_prod, 0.0)
-                            latt = value * value
-                        if TABLE:
-                            inside = (h0 >= h_min) & (h0 < h_min + h_range) & (k0 >= k_min) \
-                                & (k0 < k_min + k_range) & (l0 >= l_min) & (l0 < l_min + l_range)
-                            ih = tl.where(inside, h0 - h_min, 0.0).to(tl.int32)
-                            ik = tl.where(inside, k0 - k_min, 0.0).to(tl.int32)
-                            il = tl.where(inside, l0 - l_min, 0.0).to(tl.int32)
-                            cell = tl.load(table_ptr + (ih * k_range + ik) * l_range + il, mask=inside & live,
-                                           other=default_f)  # F, electrons (spec §5.7)
-                            cell = tl.where(inside, cell, default_f)
-                            if DMIN:
-                                cell = tl.where(alive, cell, 0.0)
-                            total += cell * cell * latt
-                        else:
-                            total += weight * latt
+                        cell = tl.where(alive, cell, 0.0)
+                    total += cell * cell * latt
+                else:
+                    total += weight * latt
     value = total * tl.load(g_ptr + _SCALE) * capture * polar * omega
     tl.store(out_ptr + s_idx * fpixels + f_idx, value, mask=live)
 
@@ -253,7 +268,7 @@ def render_fused(setup: Setup, params: FusedParams, block_p: int = BLOCK_P) -> T
             det.fpixels, *params.table_box,
             SHAPE=params.shape, TABLE=params.has_table, DMIN=params.has_dmin, POLAR=params.polar,
             SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, F64=setup.dtype == torch.float64,
-            BLOCK_P=block_p)
+            BLOCK_P=block_p, num_warps=NUM_WARPS)
     return image.reshape(det.spixels, det.fpixels)
 
 

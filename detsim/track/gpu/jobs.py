@@ -300,6 +300,15 @@ def atomic_operations(asm: dict) -> list[str]:
 def compile_for(fn, pointer_type: str, constants: dict, target) -> dict:
     """``fn`` (a ``triton.jit`` function) compiled for ``target``: its asm texts by stage. Pointer arguments
     (named ``*_ptr``) point to ``pointer_type``, other runtime arguments are int32."""
+    compiled = compile_kernel(fn, pointer_type, constants, target)
+    return {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+
+
+def compile_kernel(fn, pointer_type: str, constants: dict, target, pointer_types: dict | None = None,
+                   options: dict | None = None):
+    """``fn`` compiled for ``target``, Triton's compiled kernel (its ``asm`` holds the cubin too). Pointer
+    arguments (named ``*_ptr``) point to ``pointer_type`` unless ``pointer_types`` names theirs (e.g.
+    ``{"s_ptr": "i32"}``); other runtime arguments are int32; ``options``: Triton's (``num_warps``...)."""
     import triton
     from triton.compiler import ASTSource
 
@@ -307,10 +316,12 @@ def compile_for(fn, pointer_type: str, constants: dict, target) -> dict:
     for param in fn.params:
         if param.is_constexpr:
             signature[param.name] = "constexpr"
+        elif param.name.endswith("_ptr"):
+            signature[param.name] = f"*{(pointer_types or {}).get(param.name, pointer_type)}"
         else:
-            signature[param.name] = f"*{pointer_type}" if param.name.endswith("_ptr") else "i32"
-    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constants), target=target)
-    return {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+            signature[param.name] = "i32"
+    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constants), target=target,
+                          options=options)
 
 
 def atomics_job(job: dict) -> dict:
