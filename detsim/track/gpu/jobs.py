@@ -78,11 +78,15 @@ def render(config, path: GpuPath, device: torch.device) -> PathRender:
 
 
 def fused(config, path: GpuPath, device: torch.device) -> bool:
-    """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work)."""
+    """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work): the
+    Triton path's whole-image kernel, or the compiled path's lane sum."""
     from detsim import prepare
-    from detsim.rendering import paths as render_paths
+    from detsim.rendering import fused_image, paths as render_paths
 
-    return path.mode != "eager" and render_paths.fusable(prepare(config, device=device, dtype=DTYPES[path.dtype]))
+    setup = prepare(config, device=device, dtype=DTYPES[path.dtype])
+    if path.mode == "triton" and fused_image.unfused_reason(setup) is None:
+        return True
+    return path.mode != "eager" and render_paths.fusable(setup)
 
 
 def launches(config, path: GpuPath, device: torch.device) -> dict:
