@@ -4,8 +4,8 @@ Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``dead
 keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
 answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
 (:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
-hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernel's
-atomics (:func:`atomics_job`)."""
+hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels'
+atomics, with the fused kernel's compile-only report (:func:`atomics_job`)."""
 
 from __future__ import annotations
 
@@ -337,7 +337,10 @@ def atomics_job(job: dict) -> dict:
     ``job``: {"device": "cuda" or "cpu"}. Compiles the kernel in each dtype for 1 to 3 crystal axes (every
     variant the engine launches), for the device's target (cpu: an H100's), and lists each variant's atomics. On
     CUDA the kernel is also launched once per variant and the kernels Triton compiled for those launches are
-    searched too (``launched``): the very code that runs."""
+    searched too (``launched``): the very code that runs. The fused whole-image kernel
+    (:mod:`detsim.rendering.fused_kernel`) is compiled for the same target in each dtype and its compile-only
+    report kept under ``fused_kernel`` (registers, local bytes, calls, atomics, instructions per pixel·step):
+    the step fails on its spills, calls or atomics."""
     from triton.backends.compiler import GPUTarget
 
     from detsim.rendering import lattice_factor_triton as triton_kernels
@@ -362,7 +365,23 @@ def atomics_job(job: dict) -> dict:
     if job["device"] == "cuda":
         for index, asm in enumerate(launched(fn, triton_kernels.square_lattice_lane_sum)):
             out["variants"][f"launched #{index}"] = _searched(asm)
+    out["fused_kernel"] = fused_kernel_reports(target, out["errors"])
     return out
+
+
+def fused_kernel_reports(target, errors: list[str]) -> dict:
+    """The fused whole-image kernel's compile-only report in each dtype for ``target``
+    (:func:`detsim.track.gpu.kernel_report.fused_kernel_report`), by dtype; a dtype that did not compile is left
+    out and its error added to ``errors``."""
+    from detsim.track.gpu.kernel_report import fused_kernel_report
+
+    reports = {}
+    for dtype in POINTER_TYPES:
+        try:
+            reports[dtype] = fused_kernel_report(dtype, target=target).record()
+        except Exception as exc:  # noqa: BLE001 - another Triton or no cuobjdump: recorded, judged as not searched
+            errors.append(f"the fused kernel's report, {dtype}: {type(exc).__name__}: {exc}".splitlines()[0])
+    return reports
 
 
 def _searched(asm: dict) -> dict:
@@ -397,4 +416,12 @@ def judge_atomics(data: dict) -> tuple[Status, str]:
     if found:
         return Status.FAILED, "atomics in the Triton kernel: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                               for k, v in found.items())
+    fused = data.get("fused_kernel")
+    if fused is not None:
+        problems = {dtype: report["problems"] for dtype, report in fused.items() if report["problems"]}
+        if problems:
+            return Status.FAILED, "the fused kernel: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
+        if set(fused) != set(POINTER_TYPES):
+            return Status.CRASHED, "the fused kernel's report is missing for " + ", ".join(
+                sorted(set(POINTER_TYPES) - set(fused)))
     return Status.OK, ""

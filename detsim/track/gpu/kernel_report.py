@@ -99,14 +99,15 @@ def kernel_report(fn, dtype: str, constants: dict, *, pointer_types: dict | None
         sass_subroutine_calls=sum(1 for _, text in _instructions(sass) if re.match(r"^(?:@!?P\w+\s+)?CALL\b", text)))
 
 
-def fused_kernel_report(dtype: str) -> KernelReport:
-    """The fused whole-image kernel's report, in ``dtype`` ("float32" or "float64"), for an H100 (sm_90)."""
+def fused_kernel_report(dtype: str, target=None) -> KernelReport:
+    """The fused whole-image kernel's report, in ``dtype`` ("float32" or "float64"), for ``target`` (default: an
+    H100's, sm_90)."""
     from detsim.rendering import fused_kernel
 
     constants = {**FUSED_VARIANT, "F64": dtype == "float64", "BLOCK_P": fused_kernel.BLOCK_P}
     return kernel_report(fused_kernel.fused_image_kernel, dtype, constants,
                          pointer_types={"s_ptr": "i32", "f_ptr": "i32"}, num_warps=fused_kernel.NUM_WARPS,
-                         block=fused_kernel.BLOCK_P)
+                         block=fused_kernel.BLOCK_P, target=target)
 
 
 def _tool(name: str) -> str:

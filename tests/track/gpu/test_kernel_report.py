@@ -59,3 +59,16 @@ def test_the_innermost_loop_is_the_backward_branch_that_holds_no_other():
     ])
     assert innermost_loop_instructions(sass) == 3  # FFMA, FMUL, BRA (the NOP left out)
     assert innermost_loop_instructions("        /*0000*/                   EXIT ;") is None
+
+
+def test_the_atomics_step_fails_on_the_fused_kernels_problems():
+    from detsim.track.base.status import Status
+    from detsim.track.gpu.jobs import judge_atomics
+
+    searched = {"variants": {"v": {"atomics": [], "ptx_lines": 9}}}
+    clean = {"float32": {"problems": []}, "float64": {"problems": []}}
+    assert judge_atomics({**searched, "fused_kernel": clean}) == (Status.OK, "")
+    spilled = {**clean, "float64": {"problems": ["24 bytes of local memory per thread (spills or a call's stack)"]}}
+    status, reason = judge_atomics({**searched, "fused_kernel": spilled})
+    assert status is Status.FAILED and "float64: 24 bytes" in reason
+    assert judge_atomics({**searched, "fused_kernel": {"float32": clean["float32"]}})[0] is Status.CRASHED
