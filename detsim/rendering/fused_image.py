@@ -77,8 +77,6 @@ def unfused_reason(setup: Setup, observed: bool = False) -> str | None:
         return f"crystal shape {cfg.crystal.shape.name}"
     if cfg.detector.curved:
         return "curved detector"
-    if setup.first_sweep is not None:
-        return "thread-first sweep"
     if any(n != math.floor(n) or n < 1 for n in setup.cell_counts):
         return "non-integer cell count"
     return None

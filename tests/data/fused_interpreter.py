@@ -49,6 +49,9 @@ EDGES = [
     ("kahn_water_point_pixel", f"-default_F 100 -N 4 -polar 0.8 -water 50 -point_pixel {SMALL}", "all"),
     ("nopolar", f"-default_F 100 -N 4 -nopolar {SMALL}", "all"),
     ("gauss", f"-default_F 100 -N 4 -gauss_xtal {SMALL}", "all"),
+    # stale phi with a zero step first: each nanoBragg thread's first pixel sweeps other orientations (spec §4.7)
+    ("thread_first_sweep", f"-default_F 100 -N 4 -phi 0 -osc 0.6 -phisteps 3 -mosaic 1 -mosaic_dom 2 "
+                           f"-nanobragg_threads 2 {SMALL}", "all"),
     ("tophat", f"-default_F 100 -N 4 -tophat_spots -fudge 4 {SMALL}", "all"),
 ]
 
@@ -106,6 +109,7 @@ def compare(config, pixels, launches: Launches) -> dict:
         out["seconds"][str(dtype)[6:]] = round(time.perf_counter() - started, 3)
         out.setdefault("launches", {})[str(dtype)[6:]] = launches.count - before
         out["fused"], out["reason"] = info.fused, info.unfused_reason
+        out["first_sweep_pixels"] = len(setup.first_sweep.positions) if setup.first_sweep is not None else 0
         out.setdefault("images", {})[str(dtype)[6:]] = image
     reference = eager[torch.float64].double()
     peak = float(reference.abs().max())
