@@ -41,7 +41,8 @@ CELLS = 18  # (3,) Na, Nb, Nc
 DEFAULT_F, WATER_BG, SCALE, DMIN = 21, 22, 23, 24  # electrons, I_bg, r_e^2 Phi / steps, m
 KAHN, FUDGE, CELLS_PRODUCT = 25, 26, 27  # polarization factor K, -fudge, Na Nb Nc
 RECIPROCAL = 28  # (9,) rows a*, b*, c*, 1/A (spec §5.6)
-GEOMETRY_FIELDS = 37
+DISTANCE, BEAM = 37, 38  # m, and the (3,) beam direction: the curved detector's (spec §3.4)
+GEOMETRY_FIELDS = 41
 SOURCE_FIELDS = 10  # incident (3), lambda (m), B_in (3), E_in (3) (spec §5.5)
 
 
@@ -60,6 +61,7 @@ class FusedParams:
     polar: int  # 0: the factor is 1 (-nopolar), 1: unpolarized, 2: with a Kahn factor
     sensor: bool  # a sensor model: the capture fraction is computed (else 1)
     point_pixel: bool
+    curved: bool  # every subpixel at the sample distance (spec §3.4)
 
 
 def unfused_reason(setup: Setup, observed: bool = False) -> str | None:
@@ -75,8 +77,6 @@ def unfused_reason(setup: Setup, observed: bool = False) -> str | None:
         return "-oversample_thick/_polar/_omega"
     if cfg.crystal.shape not in KERNEL_SHAPES:
         return f"crystal shape {cfg.crystal.shape.name}"
-    if cfg.detector.curved:
-        return "curved detector"
     if any(n != math.floor(n) or n < 1 for n in setup.cell_counts):
         return "non-integer cell count"
     return None
@@ -110,7 +110,8 @@ def _pack(setup: Setup) -> FusedParams:
                            torch.as_tensor(setup.thickness.step, dtype=dtype, device=dev)])
     geometry = torch.cat([geom.pix0_m, geom.fdet, geom.sdet, geom.odet, scalars.to(dtype),
                           torch.tensor(constants, dtype=torch.float64, device=dev).to(dtype),
-                          setup.lattice.recip_A.reshape(9).to(dtype)]).detach()  # (GEOMETRY_FIELDS,)
+                          setup.lattice.recip_A.reshape(9).to(dtype), geom.distance_m.reshape(1).to(dtype),
+                          setup.frame.beam.to(dtype)]).detach()  # (GEOMETRY_FIELDS,)
     incident, lambda_m = setup.sources.incident, setup.sources.lambda_m
     b_in, e_in = _kahn_frame(setup.frame.polar.double(), incident.double())
     sources = torch.cat([incident, lambda_m[:, None], b_in.to(dtype), e_in.to(dtype)], dim=1).detach()  # (S, 10)
@@ -125,7 +126,7 @@ def _pack(setup: Setup) -> FusedParams:
     return FusedParams(geometry=geometry, sources=sources, axes=axes, table=table, table_box=box,
                        shape=KERNEL_SHAPES[cfg.crystal.shape], has_table=values is not None,
                        has_dmin=cfg.crystal.dmin_A > 0, polar=polar, sensor=setup.thickness.range > 0,
-                       point_pixel=cfg.detector.point_pixel)
+                       point_pixel=cfg.detector.point_pixel, curved=cfg.detector.curved)
 
 
 def _kahn_frame(polar_axis: Tensor, incident: Tensor) -> tuple[Tensor, Tensor]:

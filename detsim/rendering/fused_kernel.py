@@ -44,6 +44,7 @@ _CAP_NEAR, _CAP_FAR, _CELLS = tl.constexpr(fi.CAPTURE_NEAR), tl.constexpr(fi.CAP
 _DEFAULT_F, _WATER_BG = tl.constexpr(fi.DEFAULT_F), tl.constexpr(fi.WATER_BG)
 _SCALE, _DMIN, _KAHN = tl.constexpr(fi.SCALE), tl.constexpr(fi.DMIN), tl.constexpr(fi.KAHN)
 _FUDGE, _CELLS_PRODUCT, _RECIP = tl.constexpr(fi.FUDGE), tl.constexpr(fi.CELLS_PRODUCT), tl.constexpr(fi.RECIPROCAL)
+_DISTANCE, _BEAM = tl.constexpr(fi.DISTANCE), tl.constexpr(fi.BEAM)
 _SRC = tl.constexpr(fi.SOURCE_FIELDS)
 
 # Taylor coefficients of sin(pi f) / f in powers of f², (-1)^k pi^(2k+1) / (2k+1)!: to f^21 in float64 (the
@@ -99,14 +100,47 @@ def _square_lattice_sq(h, k, l, na, nb, nc, F64: tl.constexpr):
 
 
 @triton.jit
-def _position(fdet, sdet, odet, g_ptr):
-    """Lab position of a subpixel at (Fdet, Sdet, Odet), m: nanoBragg's sum, left to right (spec §3.4)."""
+def _sin_cos(angle, F64: tl.constexpr):
+    """(sin, cos) of any angle (rad): t = angle / pi reduced to [-1/2, 1/2) by an integer q, whose parity
+    gives the sign; cos x = sin(x + pi/2)."""
+    t = angle * (1.0 / _C0)
+    q = tl.floor(t + 0.5)
+    sign = 1.0 - 2.0 * (q - 2.0 * tl.floor(q * 0.5))
+    t2 = t + 0.5
+    q2 = tl.floor(t2 + 0.5)
+    sign2 = 1.0 - 2.0 * (q2 - 2.0 * tl.floor(q2 * 0.5))
+    return sign * _sin_pi(t - q, F64), sign2 * _sin_pi(t2 - q2, F64)
+
+
+@triton.jit
+def _rotate(vx, vy, vz, ax, ay, az, angle, F64: tl.constexpr):
+    """(vx, vy, vz) rotated by ``angle`` (rad) about the unit axis (ax, ay, az), as rotate_axis does."""
+    s, c = _sin_cos(angle, F64)
+    along = ((ax * vx + ay * vy) + az * vz) * (1.0 - c)
+    return (ax * along + vx * c + (ay * vz - az * vy) * s, ay * along + vy * c + (az * vx - ax * vz) * s,
+            az * along + vz * c + (ax * vy - ay * vx) * s)
+
+
+@triton.jit
+def _position(fdet, sdet, odet, g_ptr, CURVED: tl.constexpr, F64: tl.constexpr):
+    """Lab position of a subpixel at (Fdet, Sdet, Odet), m: nanoBragg's sum, left to right; on the curved
+    detector, distance x beam rotated about sdet by y / distance, then about fdet by z / distance (spec §3.4)."""
     px = fdet * tl.load(g_ptr + _FDET) + sdet * tl.load(g_ptr + _SDET) + odet * tl.load(g_ptr + _ODET) \
         + tl.load(g_ptr + _PIX0)
     py = fdet * tl.load(g_ptr + _FDET + 1) + sdet * tl.load(g_ptr + _SDET + 1) \
         + odet * tl.load(g_ptr + _ODET + 1) + tl.load(g_ptr + _PIX0 + 1)
     pz = fdet * tl.load(g_ptr + _FDET + 2) + sdet * tl.load(g_ptr + _SDET + 2) \
         + odet * tl.load(g_ptr + _ODET + 2) + tl.load(g_ptr + _PIX0 + 2)
+    if CURVED:
+        distance = tl.load(g_ptr + _DISTANCE)
+        zero = px * 0.0
+        bx = zero + distance * tl.load(g_ptr + _BEAM)
+        by = zero + distance * tl.load(g_ptr + _BEAM + 1)
+        bz = zero + distance * tl.load(g_ptr + _BEAM + 2)
+        tx, ty, tz = _rotate(bx, by, bz, tl.load(g_ptr + _SDET), tl.load(g_ptr + _SDET + 1),
+                             tl.load(g_ptr + _SDET + 2), py / distance, F64)
+        px, py, pz = _rotate(tx, ty, tz, tl.load(g_ptr + _FDET), tl.load(g_ptr + _FDET + 1),
+                             tl.load(g_ptr + _FDET + 2), pz / distance, F64)
     return px, py, pz
 
 
@@ -132,7 +166,7 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
                        P, n_layers, n_os, n_sources, n_orient, fpixels,
                        h_min, k_min, l_min, h_range, k_range, l_range,
                        SHAPE: tl.constexpr, TABLE: tl.constexpr, DMIN: tl.constexpr, POLAR: tl.constexpr,
-                       SENSOR: tl.constexpr, POINT_PIXEL: tl.constexpr, F64: tl.constexpr,
+                       SENSOR: tl.constexpr, POINT_PIXEL: tl.constexpr, CURVED: tl.constexpr, F64: tl.constexpr,
                        BLOCK_P: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK_P + tl.arange(0, BLOCK_P)
@@ -156,7 +190,7 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
     # The finish factors' subpixels (spec §5.4, §5.8): the first of layer 0, the first of the last layer.
     sdet0 = sub * (s_idx * n_os).to(sub.dtype) + half_sub
     fdet0 = sub * (f_idx * n_os).to(sub.dtype) + half_sub
-    px, py, pz = _position(fdet0, sdet0, zero, g_ptr)
+    px, py, pz = _position(fdet0, sdet0, zero, g_ptr, CURVED, F64)
     air = tl.sqrt(px * px + py * py + pz * pz)
     if POINT_PIXEL:
         omega = 1.0 / (air * air)
@@ -168,7 +202,7 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
     else:
         polar = _polarization(px / air, py / air, pz / air, src_ptr, 0, kahn, POLAR)
     if SENSOR:
-        qx, qy, qz = _position(fdet0, sdet0, layer_step * (n_layers - 1), g_ptr)
+        qx, qy, qz = _position(fdet0, sdet0, layer_step * (n_layers - 1), g_ptr, CURVED, F64)
         q_air = tl.sqrt(qx * qx + qy * qy + qz * qz)
         cos_in = (qx / q_air) * tl.load(g_ptr + _ODET) + (qy / q_air) * tl.load(g_ptr + _ODET + 1) \
             + (qz / q_air) * tl.load(g_ptr + _ODET + 2)
@@ -187,7 +221,7 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
         i_f = sp % n_os
         sdet = sub * (s_idx * n_os + i_s).to(sub.dtype) + half_sub
         fdet = sub * (f_idx * n_os + i_f).to(sub.dtype) + half_sub
-        px, py, pz = _position(fdet, sdet, layer_step * t, g_ptr)
+        px, py, pz = _position(fdet, sdet, layer_step * t, g_ptr, CURVED, F64)
         air = tl.sqrt(px * px + py * py + pz * pz)
         dx = px / air
         dy = py / air
@@ -266,7 +300,7 @@ def render_fused(setup: Setup, params: FusedParams, block_p: int = BLOCK_P) -> T
             P, setup.thickness.count, setup.oversample, params.sources.shape[0], params.axes.shape[0],
             det.fpixels, *params.table_box,
             SHAPE=params.shape, TABLE=params.has_table, DMIN=params.has_dmin, POLAR=params.polar,
-            SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, F64=setup.dtype == torch.float64,
+            SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, CURVED=params.curved, F64=setup.dtype == torch.float64,
             BLOCK_P=block_p, num_warps=NUM_WARPS)
     return image.reshape(det.spixels, det.fpixels)
 

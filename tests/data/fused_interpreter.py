@@ -48,6 +48,7 @@ EDGES = [
     ("large_n", f"-default_F 100 -N 150 {SMALL}", "all"),
     ("kahn_water_point_pixel", f"-default_F 100 -N 4 -polar 0.8 -water 50 -point_pixel {SMALL}", "all"),
     ("nopolar", f"-default_F 100 -N 4 -nopolar {SMALL}", "all"),
+    ("curved", f"-default_F 100 -N 4 -curved_det {SMALL}", "all"),
     ("gauss", f"-default_F 100 -N 4 -gauss_xtal {SMALL}", "all"),
     # stale phi with a zero step first: each nanoBragg thread's first pixel sweeps other orientations (spec §4.7)
     ("thread_first_sweep", f"-default_F 100 -N 4 -phi 0 -osc 0.6 -phisteps 3 -mosaic 1 -mosaic_dom 2 "

@@ -23,7 +23,7 @@ def test_a_plain_setup_fuses_and_each_unserved_feature_says_why():
     assert fused_image.unfused_reason(_setup()) is None
     assert fused_image.unfused_reason(_setup(), observed=True) == "observer"
     assert fused_image.unfused_reason(_setup("-round_xtal")) == "crystal shape ROUND"
-    assert fused_image.unfused_reason(_setup("-curved_det")) == "curved detector"
+    assert fused_image.unfused_reason(_setup("-curved_det")) is None
     assert fused_image.unfused_reason(_setup("-oversample_thick")) == "-oversample_thick/_polar/_omega"
     setup = _setup()
     fractional = replace(setup, lattice=replace(setup.lattice, N=torch.tensor([3.0, 2.5, 3.0], dtype=torch.float64)))

@@ -36,7 +36,7 @@ SASS_BRANCH = re.compile(r"^(?:@!?U?P\w+\s+)?BRA(?:\.\w+)*\s+(?:`\(\.L_x_\d+\)|0
 RESOURCES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 # The fused kernel's variant for the report: the common case (see the module docstring).
-FUSED_VARIANT = dict(SHAPE=0, TABLE=False, DMIN=False, POLAR=1, SENSOR=False, POINT_PIXEL=False)
+FUSED_VARIANT = dict(SHAPE=0, TABLE=False, DMIN=False, POLAR=1, SENSOR=False, POINT_PIXEL=False, CURVED=False)
 
 
 @dataclass(frozen=True)
