@@ -291,7 +291,9 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
 def render_fused(setup: Setup, params: FusedParams, block_p: int = BLOCK_P) -> Tensor:
     """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`; 0 outside the ROI and mask."""
     det = setup.config.detector
-    image = torch.zeros(det.spixels * det.fpixels, dtype=setup.dtype, device=setup.device)  # raster order
+    # raster order; when every pixel is rendered the kernel writes each one, so no fill is launched
+    image = (torch.empty if setup.raster else torch.zeros)(det.spixels * det.fpixels, dtype=setup.dtype,
+                                                           device=setup.device)
     P = setup.pixels_s.numel()
     if P:
         grid = (triton.cdiv(P, block_p),)
