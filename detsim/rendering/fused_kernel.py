@@ -13,8 +13,9 @@ of the first subpixel of layer 0 (§5.4), and r_e² Φ / steps.
 The lattice factor needs no sine call: with f = h - round(h) and g = N f - round(N f) (N an integer),
 sin²(N π h) / sin²(π h) = sin²(π g) / sin²(π f), both arguments in [-π/2, π/2], where an odd polynomial
 in f (the Taylor series of sin(π f), to f^21 in float64, f^13 in float32) is accurate to a few units of the
-last place;
-N² where f == 0 (nanoBragg's limit). Triton's float64 sine is an out-of-line call with a large stack.
+last place; N² where f == 0 (nanoBragg's limit). Triton's float64 sine is an out-of-line call with a large
+stack. The curved detector's rotations take their sines and cosines from the same polynomial, the angle
+reduced first.
 
 On a CPU the kernel runs only under Triton's interpreter (``TRITON_INTERPRET=1`` set before this module is
 imported), which is how the tests check it.
@@ -29,12 +30,15 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from detsim.rendering import fused_image as fi
+from detsim.rendering import fused_image as fi, lattice_factor
 from detsim.rendering.fused_image import FusedParams
 from detsim.rendering.setup import Setup
 
 BLOCK_P = 128  # pixels per program: one a thread
 NUM_WARPS = 4  # 128 threads a program
+# Pixels per program under Triton's interpreter (a CPU), which pays per program and per operation, not per
+# pixel: fewer, larger programs. A pixel's arithmetic does not depend on its block, so neither do the bits.
+INTERPRETER_BLOCK_P = 1024
 
 # The geometry vector's layout (detsim.rendering.fused_image), as the kernel's constants.
 _PIX0, _FDET, _SDET, _ODET = tl.constexpr(fi.PIX0), tl.constexpr(fi.FDET), tl.constexpr(fi.SDET), tl.constexpr(fi.ODET)
@@ -53,7 +57,8 @@ _C0, _C1, _C2, _C3, _C4, _C5 = (tl.constexpr((-1) ** k * math.pi ** (2 * k + 1) 
                                 for k in range(6))
 _C6, _C7, _C8, _C9, _C10 = (tl.constexpr((-1) ** k * math.pi ** (2 * k + 1) / math.factorial(2 * k + 1))
                             for k in range(6, 11))
-_GAUSS_WIDTH, _TOPHAT_RADIUS_SQ = tl.constexpr(0.63), tl.constexpr(0.3969)  # spec §5.6
+_GAUSS_WIDTH = tl.constexpr(lattice_factor.GAUSS_WIDTH)  # spec §5.6
+_TOPHAT_RADIUS_SQ = tl.constexpr(lattice_factor.TOPHAT_RADIUS_SQ)
 
 
 @triton.jit
@@ -288,8 +293,11 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
     tl.store(out_ptr + s_idx * fpixels + f_idx, value, mask=live)
 
 
-def render_fused(setup: Setup, params: FusedParams, block_p: int = BLOCK_P) -> Tensor:
-    """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`; 0 outside the ROI and mask."""
+def render_fused(setup: Setup, params: FusedParams, block_p: int | None = None) -> Tensor:
+    """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`; 0 outside the ROI and mask.
+    ``block_p``: pixels per program (default :data:`BLOCK_P` on CUDA, :data:`INTERPRETER_BLOCK_P` elsewhere)."""
+    if block_p is None:
+        block_p = BLOCK_P if setup.device.type == "cuda" else INTERPRETER_BLOCK_P
     det = setup.config.detector
     # raster order; when every pixel is rendered the kernel writes each one, so no fill is launched
     image = (torch.empty if setup.raster else torch.zeros)(det.spixels * det.fpixels, dtype=setup.dtype,
@@ -302,9 +310,10 @@ def render_fused(setup: Setup, params: FusedParams, block_p: int = BLOCK_P) -> T
             P, setup.thickness.count, setup.oversample, params.sources.shape[0], params.axes.shape[0],
             det.fpixels, *params.table_box,
             SHAPE=params.shape, TABLE=params.has_table, DMIN=params.has_dmin, POLAR=params.polar,
-            SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, CURVED=params.curved, F64=setup.dtype == torch.float64,
+            SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, CURVED=params.curved,
+            F64=setup.dtype == torch.float64,
             BLOCK_P=block_p, num_warps=NUM_WARPS)
     return image.reshape(det.spixels, det.fpixels)
 
 
-__all__ = ["BLOCK_P", "fused_image_kernel", "render_fused"]
+__all__ = ["BLOCK_P", "INTERPRETER_BLOCK_P", "NUM_WARPS", "fused_image_kernel", "render_fused"]

@@ -30,8 +30,8 @@ FALLS_BACK = {
     "m05_round_xtal_fudge": "crystal shape ROUND",
 }
 EDGES = ("one_orientation", "ragged_tiles", "roi", "mask", "layers_and_sources", "oversample_mosaic_phi", "dmin",
-         "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep", "curved", "hkl_table_edges",
-         "hkl_table_dmin")
+         "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep", "curved",
+         "hkl_table_edges", "hkl_table_dmin")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_edge_case_matches_eager_in_one_launch(scenarios, edge):
 
 def test_the_ragged_tile_and_the_roi_render_what_they_should(scenarios):
     assert {name for name in scenarios if name.startswith("edge:")} == {f"edge:{edge}" for edge in EDGES}
-    assert scenarios["edge:ragged_tiles"]["pixels"] == 131  # two programs of 128 pixels, the second with 3
+    assert scenarios["edge:ragged_tiles"]["pixels"] == 1100  # two programs of 1,024 pixels, the second with 76
     assert scenarios["edge:roi"]["pixels"] == 8 * 5  # -roi 2 9 3 7: outside it, both images hold 0
     # the two thread-first pixels are rendered again by the eager code, after the one launch
     assert scenarios["edge:thread_first_sweep"]["first_sweep_pixels"] == 2

@@ -1,9 +1,9 @@
 """What a Triton kernel costs on the device, read from its compiled code, with no device: the compile-only check.
 
-Triton compiles for any NVIDIA target on a CPU (its own LLVM, and the ptxas and cuobjdump in its ``backends/nvidia/bin``),
-so a kernel's registers per thread, its local memory (the stack frame: spilled registers, or a call's frame), its
-out-of-line calls, its atomics and the instructions of its innermost loop are facts of the commit, measured on
-any CI machine:
+Triton compiles for any NVIDIA target on a CPU (its own LLVM, and the ptxas and cuobjdump in its
+``backends/nvidia/bin``), so a kernel's registers per thread, its local memory (the stack frame: spilled
+registers, or a call's frame), its out-of-line calls, its atomics and the instructions of its innermost loop
+are facts of the commit, measured on any CI machine:
 
 * registers and local bytes: ``cuobjdump --dump-resource-usage`` of the cubin (``REG``; ``STACK`` + ``LOCAL``);
 * calls: PTX ``call`` instructions (an out-of-line function, e.g. libdevice's float64 trigonometric reduction).
