@@ -175,7 +175,7 @@ def _render_fused(setup: Setup, progress: Callable[[float], None] | None) -> tup
         _first_sweeps_into(setup, image.view(-1))
     if progress is not None:
         progress(1.0)
-    lanes = fused_kernel.BLOCK_P * setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
+    lanes = fused_kernel.block_pixels(setup.device) * setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
     return image, RenderInfo(interpolation_switched_off_at=None, chunk_pixels=setup.pixels_s.numel(),
                              block_lanes=lanes, fused=True)
 

@@ -293,11 +293,16 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
     tl.store(out_ptr + s_idx * fpixels + f_idx, value, mask=live)
 
 
+def block_pixels(device: torch.device) -> int:
+    """Pixels per program on ``device``: :data:`BLOCK_P` on CUDA, :data:`INTERPRETER_BLOCK_P` elsewhere."""
+    return BLOCK_P if device.type == "cuda" else INTERPRETER_BLOCK_P
+
+
 def render_fused(setup: Setup, params: FusedParams, block_p: int | None = None) -> Tensor:
     """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`; 0 outside the ROI and mask.
-    ``block_p``: pixels per program (default :data:`BLOCK_P` on CUDA, :data:`INTERPRETER_BLOCK_P` elsewhere)."""
+    ``block_p``: pixels per program (default :func:`block_pixels`)."""
     if block_p is None:
-        block_p = BLOCK_P if setup.device.type == "cuda" else INTERPRETER_BLOCK_P
+        block_p = block_pixels(setup.device)
     det = setup.config.detector
     # raster order; when every pixel is rendered the kernel writes each one, so no fill is launched
     image = (torch.empty if setup.raster else torch.zeros)(det.spixels * det.fpixels, dtype=setup.dtype,
@@ -316,4 +321,4 @@ def render_fused(setup: Setup, params: FusedParams, block_p: int | None = None) 
     return image.reshape(det.spixels, det.fpixels)
 
 
-__all__ = ["BLOCK_P", "INTERPRETER_BLOCK_P", "NUM_WARPS", "fused_image_kernel", "render_fused"]
+__all__ = ["BLOCK_P", "INTERPRETER_BLOCK_P", "NUM_WARPS", "block_pixels", "fused_image_kernel", "render_fused"]
