@@ -192,33 +192,10 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
     zero = sub * 0.0
     half_sub = sub / 2.0
 
-    # The finish factors' subpixels (spec §5.4, §5.8): the first of layer 0, the first of the last layer.
-    sdet0 = sub * (s_idx * n_os).to(sub.dtype) + half_sub
-    fdet0 = sub * (f_idx * n_os).to(sub.dtype) + half_sub
-    px, py, pz = _position(fdet0, sdet0, zero, g_ptr, CURVED, F64)
-    air = tl.sqrt(px * px + py * py + pz * pz)
-    if POINT_PIXEL:
-        omega = 1.0 / (air * air)
-    else:
-        pixel = tl.load(g_ptr + _PIXEL)
-        omega = pixel * pixel / air / air * tl.load(g_ptr + _CLOSE) / air
-    if POLAR == 0:
-        polar = omega * 0.0 + 1.0
-    else:
-        polar = _polarization(px / air, py / air, pz / air, src_ptr, 0, kahn, POLAR)
-    if SENSOR:
-        qx, qy, qz = _position(fdet0, sdet0, layer_step * (n_layers - 1), g_ptr, CURVED, F64)
-        q_air = tl.sqrt(qx * qx + qy * qy + qz * qz)
-        cos_in = (qx / q_air) * tl.load(g_ptr + _ODET) + (qy / q_air) * tl.load(g_ptr + _ODET + 1) \
-            + (qz / q_air) * tl.load(g_ptr + _ODET + 2)
-        capture = tl.exp(tl.load(g_ptr + _CAP_NEAR) / cos_in) - tl.exp(tl.load(g_ptr + _CAP_FAR) / cos_in)
-    else:
-        capture = omega * 0.0 + 1.0
-    found = omega * 0.0  # 1 once a pixel has met a source that -dmin spares (its polarization is taken there)
-    if DMIN:
-        polar = omega * 0.0
+    found = tl.zeros([BLOCK_P], dtype=sub.dtype)  # 1 once a pixel has met a source that -dmin spares
+    polar = found  # the polarization at that source (-dmin only; else taken after the loops)
 
-    total = omega * 0.0 + tl.load(g_ptr + _WATER_BG)  # I starts at the water background (spec §6.1)
+    total = found + tl.load(g_ptr + _WATER_BG)  # I starts at the water background (spec §6.1)
     subpixels = n_os * n_os
     for sp in range(0, n_layers * subpixels):  # layer t > subpixel i_s > subpixel i_f, as one loop
         t = sp // subpixels
@@ -244,7 +221,7 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
                 if POLAR != 0:
                     here = _polarization(dx, dy, dz, src_ptr, src, kahn, POLAR)
                 else:
-                    here = omega * 0.0 + 1.0
+                    here = found * 0.0 + 1.0
                 polar = tl.where(alive & (found == 0.0), here, polar)
                 found = tl.where(alive, 1.0, found)
                 weight = tl.where(alive, weight, 0.0)
@@ -289,6 +266,31 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
                     total += cell * cell * latt
                 else:
                     total += weight * latt
+    # The finish factors (spec §5.4, §5.5, §5.8), after the loops so that nothing of them is live across them:
+    # the solid angle and (without -dmin) the polarization at the first subpixel of layer 0, the capture
+    # fraction at the first subpixel of the last layer.
+    sdet0 = sub * (s_idx * n_os).to(sub.dtype) + half_sub
+    fdet0 = sub * (f_idx * n_os).to(sub.dtype) + half_sub
+    px, py, pz = _position(fdet0, sdet0, zero, g_ptr, CURVED, F64)
+    air = tl.sqrt(px * px + py * py + pz * pz)
+    if POINT_PIXEL:
+        omega = 1.0 / (air * air)
+    else:
+        pixel = tl.load(g_ptr + _PIXEL)
+        omega = pixel * pixel / air / air * tl.load(g_ptr + _CLOSE) / air
+    if not DMIN:
+        if POLAR == 0:
+            polar = omega * 0.0 + 1.0
+        else:
+            polar = _polarization(px / air, py / air, pz / air, src_ptr, 0, kahn, POLAR)
+    if SENSOR:
+        qx, qy, qz = _position(fdet0, sdet0, layer_step * (n_layers - 1), g_ptr, CURVED, F64)
+        q_air = tl.sqrt(qx * qx + qy * qy + qz * qz)
+        cos_in = (qx / q_air) * tl.load(g_ptr + _ODET) + (qy / q_air) * tl.load(g_ptr + _ODET + 1) \
+            + (qz / q_air) * tl.load(g_ptr + _ODET + 2)
+        capture = tl.exp(tl.load(g_ptr + _CAP_NEAR) / cos_in) - tl.exp(tl.load(g_ptr + _CAP_FAR) / cos_in)
+    else:
+        capture = omega * 0.0 + 1.0
     value = total * tl.load(g_ptr + _SCALE) * capture * polar * omega
     tl.store(out_ptr + s_idx * fpixels + f_idx, value, mask=live)
 
