@@ -35,8 +35,11 @@ SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", re.I)
 SASS_BRANCH = re.compile(r"^(?:@!?U?P\w+\s+)?BRA(?:\.\w+)*\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", re.I)
 RESOURCES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
-# The fused kernel's variant for the report: the common case (see the module docstring).
+# The fused kernel's variants (its compile-time switches) for the report: the common case (see the module
+# docstring), and every feature at once (HKL table, -dmin, Kahn polarization, sensor, curved detector).
 FUSED_VARIANT = dict(SHAPE=0, TABLE=False, DMIN=False, POLAR=1, SENSOR=False, POINT_PIXEL=False, CURVED=False)
+FUSED_VARIANTS = {"common": FUSED_VARIANT,
+                  "every feature": dict(FUSED_VARIANT, TABLE=True, DMIN=True, POLAR=2, SENSOR=True, CURVED=True)}
 
 
 @dataclass(frozen=True)
@@ -99,12 +102,12 @@ def kernel_report(fn, dtype: str, constants: dict, *, pointer_types: dict | None
         sass_subroutine_calls=sum(1 for _, text in _instructions(sass) if re.match(r"^(?:@!?P\w+\s+)?CALL\b", text)))
 
 
-def fused_kernel_report(dtype: str, target=None) -> KernelReport:
+def fused_kernel_report(dtype: str, target=None, variant: str = "common") -> KernelReport:
     """The fused whole-image kernel's report, in ``dtype`` ("float32" or "float64"), for ``target`` (default: an
-    H100's, sm_90)."""
+    H100's, sm_90), in one of :data:`FUSED_VARIANTS` (default the common case's)."""
     from detsim.rendering import fused_kernel
 
-    constants = {**FUSED_VARIANT, "F64": dtype == "float64", "BLOCK_P": fused_kernel.BLOCK_P}
+    constants = {**FUSED_VARIANTS[variant], "F64": dtype == "float64", "BLOCK_P": fused_kernel.BLOCK_P}
     return kernel_report(fused_kernel.fused_image_kernel, dtype, constants,
                          pointer_types={"s_ptr": "i32", "f_ptr": "i32"}, num_warps=fused_kernel.NUM_WARPS,
                          block=fused_kernel.BLOCK_P, target=target)
@@ -164,4 +167,4 @@ def innermost_loop_instructions(sass: str) -> int | None:
     return max(sum(1 for address, _ in instructions if head <= address <= tail) for head, tail in innermost)
 
 
-__all__ = ["KernelReport", "fused_kernel_report", "innermost_loop_instructions", "kernel_report"]
+__all__ = ["FUSED_VARIANTS", "KernelReport", "fused_kernel_report", "innermost_loop_instructions", "kernel_report"]

@@ -38,6 +38,11 @@ def test_the_fused_kernel_compiles_clean_for_sm_90(kind):
     assert set(report.record()) >= {"registers", "local_bytes", "calls", "atomics", "instructions_per_step"}
 
 
+def test_the_fused_kernel_with_every_feature_compiles_clean_for_sm_90():
+    report = fused_kernel_report("float64", variant="every feature")  # the most registers of any variant
+    assert report.problems() == [] and report.instructions_per_step is not None
+
+
 def test_a_planted_atomic_and_a_planted_call_are_reported():
     atomic = kernel_report(_planted_atomic, "float32", {"N": 128})
     assert atomic.atomics and any("atomic" in line for line in atomic.problems())
