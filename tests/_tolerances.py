@@ -66,6 +66,12 @@ COMPILED_VS_EAGER_MAX_REL = {torch.float64: 1e-10, torch.float32: 1e-4}  # relat
 # the kernel's Miller indices, d . (a / lambda) - (a . i) / lambda, are some 1e-14 off the eager path's
 # a . ((d - i) / lambda), nanoBragg's order: 2.2e-12 on the test case).
 TRITON_VS_EAGER_MAX_REL = {torch.float64: 1e-11, torch.float32: 1e-4}
+# The fused whole-image kernel against the eager path in float64, relative to the image maximum: the
+# lattice factor of the reduced index with a polynomial sine (a few units of the last place) and one
+# division per step, fused multiply-adds in the geometry, and each pixel's sum added one term at a time:
+# 3e-13 at worst on the golden and edge cases under the interpreter. In float32 the fused image is held to
+# the bound the eager float32 image is held to, FLOAT32_VS_FLOAT64_MAX_REL.
+FUSED_IMAGE_FLOAT64_MAX_REL = 1e-9
 
 # A float32 pixel whose per-pixel terms were computed among more pixels (a job of several chunks): the
 # vectorised atan2 rounds the last elements of a loop differently, one float32 unit (2^-23 relative) of a

@@ -39,15 +39,17 @@ from detsim.host import memory, processes
 from detsim.host.threads import intra_op_threads, requested, run
 from detsim.model.config import SimulationConfig
 from detsim.model.geometry import pixel_positions
-from detsim.rendering import paths
+from detsim.rendering import fused_image, paths
 from detsim.rendering.interpolation import InterpolationState, scan_edge
 from detsim.rendering.lane_blocks import Projections
 from detsim.rendering.pixel_terms import PixelTerms, pixel_terms
 from detsim.rendering.setup import Setup, layer_offsets, needs_grad, prepare, restrict_pixels
 
 # Execution paths of render(); each is parity-tested against the golden cases. "compiled" runs the
-# fused inner loop of detsim.rendering.lattice_factor through torch.compile where it applies, "triton" through the Triton
-# kernel of detsim.rendering.lattice_factor_triton (CUDA, or Triton's interpreter on a CPU); eager code does the rest.
+# fused inner loop of detsim.rendering.lattice_factor through torch.compile where it applies. "triton" renders the
+# whole image in one launch of detsim.rendering.fused_kernel where the setup allows
+# (detsim.rendering.fused_image.unfused_reason), else per chunk through the lane-sum kernel of
+# detsim.rendering.lattice_factor_triton (CUDA, or Triton's interpreter on a CPU); eager code does the rest.
 MODES = ("eager", "compiled", "triton")
 
 
@@ -58,6 +60,8 @@ class RenderInfo:
     interpolation_switched_off_at: tuple[int, int] | None  # (slow, fast) of the first out-of-range point
     chunk_pixels: int  # pixels per chunk, as given or as chosen from the available memory
     block_lanes: int  # pixel x source x orientation lanes per block
+    fused: bool = False  # rendered by the fused whole-image kernel: one launch (detsim.rendering.fused_kernel)
+    unfused_reason: str | None = None  # why not, in a few words ("interpolation", "mode 'eager'"...); None if fused
 
 
 def render(setup: Setup, *, chunk_pixels: int | None = None,
@@ -72,7 +76,8 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
         progress: called with the fraction done after each chunk (in the calling thread).
         observe: diagnosis hook receiving named intermediates (see :data:`Observer`); for tracing a few
             pixels, render a setup restricted to them (``restrict_pixels``).
-        mode: execution path, one of :data:`MODES`.
+        mode: execution path, one of :data:`MODES`. ``"triton"`` renders the whole image in one kernel launch
+            where the setup allows it (``info.fused``), else per chunk (``info.unfused_reason`` says why).
         threads: CPU workers; None takes torch's intra-op thread count (``OMP_NUM_THREADS``). The
             image is the same bits for any count (:mod:`detsim.host.processes`). torch's intra-op thread
             count is set for the render (process-wide) and restored after it.
@@ -85,6 +90,9 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if mode == "triton":
         check_triton(setup.device)
+    unfused = fused_image.unfused_reason(setup, observed=observe is not None) if mode == "triton" else f"mode {mode!r}"
+    if unfused is None:
+        return _render_fused(setup, progress)
     count = requested(threads)
     n_sources = setup.sources.lambda_m.shape[0]
     sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize,
@@ -151,8 +159,43 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
             for index, job in enumerate(jobs):
                 done(index, job())
     info = RenderInfo(interpolation_switched_off_at=state.switched_off_at(setup),
-                      chunk_pixels=chunk_pixels, block_lanes=sizes.block_lanes)
+                      chunk_pixels=chunk_pixels, block_lanes=sizes.block_lanes, unfused_reason=unfused)
     return image.reshape(det.spixels, det.fpixels), info
+
+
+def _render_fused(setup: Setup, progress: Callable[[float], None] | None) -> tuple[Tensor, RenderInfo]:
+    """The whole image by one launch of the fused kernel, from the setup's packed parameters (built at its
+    first render, then reused: nothing is copied and nothing waits for the device); the thread-first pixels,
+    if any, are then rendered again by the eager code (:func:`_first_sweeps_into`)."""
+    from detsim.rendering import fused_kernel
+
+    image = fused_kernel.render_fused(setup, fused_image.fused_params(setup))
+    first = setup.first_sweep
+    if first is not None and first.positions:
+        _first_sweeps_into(setup, image.view(-1))
+    if progress is not None:
+        progress(1.0)
+    lanes = fused_kernel.block_pixels(setup.device) * setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
+    return image, RenderInfo(interpolation_switched_off_at=None, chunk_pixels=setup.pixels_s.numel(),
+                             block_lanes=lanes, fused=True)
+
+
+def _first_sweeps_into(setup: Setup, image: Tensor) -> None:
+    """Render the thread-first pixels (spec §4.7) again, each alone by the eager code with its first sweep's
+    orientations, as the eager path does, into the (raster) ``image``: a few pixels, where nanoBragg's stale phi
+    meets a zero step before a non-zero one."""
+    first = setup.first_sweep
+    sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize, fused=False,
+                        layers=setup.thickness.count, subpixels=setup.oversample ** 2,
+                        sources=setup.sources.lambda_m.shape[0],
+                        lanes_per_pixel=setup.sources.lambda_m.shape[0] * setup.orientations.shape[0])
+    chunks = _Chunks(setup, InterpolationState(enabled=False), Projections(setup),
+                     Projections(replace(setup, orientations=first.orientations)), frozenset(first.positions),
+                     sizes.block_lanes, None, "eager", 1)
+    fpixels = setup.config.detector.fpixels
+    for i in first.positions:
+        where = setup.pixels_s[i:i + 1].long() * fpixels + setup.pixels_f[i:i + 1]  # (1,) raster index
+        image.index_put_((where,), chunks.values(i, i + 1))
 
 
 def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, interp: InterpolationState) -> bool:

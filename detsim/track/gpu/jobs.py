@@ -4,8 +4,8 @@ Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``dead
 keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
 answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
 (:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
-hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernel's
-atomics (:func:`atomics_job`)."""
+hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels'
+atomics, with the fused kernel's compile-only report (:func:`atomics_job`)."""
 
 from __future__ import annotations
 
@@ -80,11 +80,15 @@ def render(config, path: GpuPath, device: torch.device) -> PathRender:
 
 
 def fused(config, path: GpuPath, device: torch.device) -> bool:
-    """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work)."""
+    """Whether ``path`` renders ``config`` with its own fused kernel (else the eager code does the work): the
+    Triton path's whole-image kernel, or the compiled path's lane sum."""
     from detsim import prepare
-    from detsim.rendering import paths as render_paths
+    from detsim.rendering import fused_image, paths as render_paths
 
-    return path.mode != "eager" and render_paths.fusable(prepare(config, device=device, dtype=DTYPES[path.dtype]))
+    setup = prepare(config, device=device, dtype=DTYPES[path.dtype])
+    if path.mode == "triton" and fused_image.unfused_reason(setup) is None:
+        return True
+    return path.mode != "eager" and render_paths.fusable(setup)
 
 
 def launches(config, path: GpuPath, device: torch.device, *, render_only: bool = False) -> dict:
@@ -407,6 +411,15 @@ def atomic_operations(asm: dict) -> list[str]:
 def compile_for(fn, pointer_type: str, constants: dict, target) -> dict:
     """``fn`` (a ``triton.jit`` function) compiled for ``target``: its asm texts by stage. Pointer arguments
     (named ``*_ptr``) point to ``pointer_type``, other runtime arguments are int32."""
+    compiled = compile_kernel(fn, pointer_type, constants, target)
+    return {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+
+
+def compile_kernel(fn, pointer_type: str, constants: dict, target, pointer_types: dict | None = None,
+                   options: dict | None = None):
+    """``fn`` compiled for ``target``, Triton's compiled kernel (its ``asm`` holds the cubin too). Pointer
+    arguments (named ``*_ptr``) point to ``pointer_type`` unless ``pointer_types`` names theirs (e.g.
+    ``{"s_ptr": "i32"}``); other runtime arguments are int32; ``options``: Triton's (``num_warps``...)."""
     import triton
     from triton.compiler import ASTSource
 
@@ -414,10 +427,12 @@ def compile_for(fn, pointer_type: str, constants: dict, target) -> dict:
     for param in fn.params:
         if param.is_constexpr:
             signature[param.name] = "constexpr"
+        elif param.name.endswith("_ptr"):
+            signature[param.name] = f"*{(pointer_types or {}).get(param.name, pointer_type)}"
         else:
-            signature[param.name] = f"*{pointer_type}" if param.name.endswith("_ptr") else "i32"
-    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constants), target=target)
-    return {stage: text for stage, text in compiled.asm.items() if isinstance(text, str)}
+            signature[param.name] = "i32"
+    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constants), target=target,
+                          options=options)
 
 
 def atomics_job(job: dict) -> dict:
@@ -429,7 +444,10 @@ def atomics_job(job: dict) -> dict:
     ``job``: {"device": "cuda" or "cpu"}. Compiles the kernel in each dtype for 1 to 3 crystal axes (every
     variant the engine launches), for the device's target (cpu: an H100's), and lists each variant's atomics. On
     CUDA the kernel is also launched once per variant and the kernels Triton compiled for those launches are
-    searched too (``launched``): the very code that runs."""
+    searched too (``launched``): the very code that runs. The fused whole-image kernel
+    (:mod:`detsim.rendering.fused_kernel`) is compiled for the same target in each dtype and its compile-only
+    report kept under ``fused_kernel`` (registers, local bytes, calls, atomics, instructions per pixel·step):
+    the step fails on its spills, calls or atomics."""
     from triton.backends.compiler import GPUTarget
 
     from detsim.rendering import lattice_factor_triton as triton_kernels
@@ -454,7 +472,26 @@ def atomics_job(job: dict) -> dict:
     if job["device"] == "cuda":
         for index, asm in enumerate(launched(fn, triton_kernels.square_lattice_lane_sum)):
             out["variants"][f"launched #{index}"] = _searched(asm)
+    out["fused_kernel"] = fused_kernel_reports(target, out["errors"])
     return out
+
+
+def fused_kernel_reports(target, errors: list[str]) -> dict:
+    """The fused whole-image kernel's compile-only report for ``target``
+    (:func:`detsim.track.gpu.kernel_report.fused_kernel_report`) in each dtype and variant, by name (``float32``,
+    ``float64`` for the common case's; ``float64 every feature``...); one that did not compile is left out and its
+    error added to ``errors``."""
+    from detsim.track.gpu.kernel_report import FUSED_VARIANTS, fused_kernel_report
+
+    reports = {}
+    for variant in FUSED_VARIANTS:
+        for dtype in POINTER_TYPES:
+            name = dtype if variant == "common" else f"{dtype} {variant}"
+            try:
+                reports[name] = fused_kernel_report(dtype, target=target, variant=variant).record()
+            except Exception as exc:  # noqa: BLE001 - another Triton or no cuobjdump: recorded, judged as missing
+                errors.append(f"the fused kernel's report, {name}: {type(exc).__name__}: {exc}".splitlines()[0])
+    return reports
 
 
 def _searched(asm: dict) -> dict:
@@ -489,4 +526,12 @@ def judge_atomics(data: dict) -> tuple[Status, str]:
     if found:
         return Status.FAILED, "atomics in the Triton kernel: " + "; ".join(f"{k}: {', '.join(v)}"
                                                                               for k, v in found.items())
+    fused = data.get("fused_kernel")
+    if fused is not None:
+        problems = {dtype: report["problems"] for dtype, report in fused.items() if report["problems"]}
+        if problems:
+            return Status.FAILED, "the fused kernel: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
+        if not set(POINTER_TYPES) <= set(fused):
+            return Status.CRASHED, "the fused kernel's report is missing for " + ", ".join(
+                sorted(set(POINTER_TYPES) - set(fused)))
     return Status.OK, ""

@@ -1,0 +1,87 @@
+"""The fused whole-image kernel under Triton's interpreter, against the eager path: every golden case it
+serves and its edge cases, in float64 and float32, one launch per render; the cases it does not serve fall
+back to today's path and say why. The scenarios run in one child process (tests/data/fused_interpreter.py),
+since ``TRITON_INTERPRET=1`` must be set before the kernel is imported and must not leak into this one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from _tolerances import FLOAT32_VS_FLOAT64_MAX_REL, FUSED_IMAGE_FLOAT64_MAX_REL, TRITON_VS_EAGER_MAX_REL
+from conftest import GOLDEN_CASES
+
+pytest.importorskip("triton")
+
+TESTS = Path(__file__).parents[1]
+SCRIPT = TESTS / "data" / "fused_interpreter.py"
+
+# The golden cases the fused kernel leaves to today's path, and why (detsim.rendering.fused_image.unfused_reason).
+FALLS_BACK = {
+    "g02_hkl_interp": "interpolation",
+    "g03_hkl_autointerp_N2": "interpolation",
+    "m01_round_xtal": "crystal shape ROUND",
+    "m05_round_xtal_fudge": "crystal shape ROUND",
+}
+EDGES = ("one_orientation", "ragged_tiles", "roi", "mask", "layers_and_sources", "oversample_mosaic_phi", "dmin",
+         "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep", "curved",
+         "hkl_table_edges", "hkl_table_dmin")
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> dict:
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(SCRIPT)], cwd=TESTS.parent, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(done.stdout)
+
+
+def _within(result: dict) -> list[str]:
+    """What is off in a fused scenario: its float64 or float32 image, or its launches."""
+    off = []
+    if result["rel"]["float64"] > FUSED_IMAGE_FLOAT64_MAX_REL:
+        off.append(f"float64 {result['rel']['float64']:.2e}")
+    if result["rel"]["float32"] > FLOAT32_VS_FLOAT64_MAX_REL:
+        off.append(f"float32 {result['rel']['float32']:.2e} (eager float32 {result['eager_float32_rel']:.2e})")
+    if result["launches"] != {"float64": 1, "float32": 1}:
+        off.append(f"launches {result['launches']}")
+    return off
+
+
+def test_every_golden_case_it_serves_matches_eager_in_one_launch(scenarios):
+    served = {cid for cid in GOLDEN_CASES if cid not in FALLS_BACK}
+    assert {cid for cid in GOLDEN_CASES if scenarios[f"golden:{cid}"]["fused"]} == served
+    off = {cid: _within(scenarios[f"golden:{cid}"]) for cid in sorted(served)}
+    assert not {cid: why for cid, why in off.items() if why}
+    assert all(scenarios[f"golden:{cid}"]["peak"] > 0 for cid in served)  # each compared something
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_edge_case_matches_eager_in_one_launch(scenarios, edge):
+    result = scenarios[f"edge:{edge}"]
+    assert result["fused"] and result["reason"] is None
+    assert result["peak"] > 0 and not _within(result)
+
+
+def test_the_ragged_tile_and_the_roi_render_what_they_should(scenarios):
+    assert {name for name in scenarios if name.startswith("edge:")} == {f"edge:{edge}" for edge in EDGES}
+    assert scenarios["edge:ragged_tiles"]["pixels"] == 1100  # two programs of 1,024 pixels, the second with 76
+    assert scenarios["edge:roi"]["pixels"] == 8 * 5  # -roi 2 9 3 7: outside it, both images hold 0
+    # the two thread-first pixels are rendered again by the eager code, after the one launch
+    assert scenarios["edge:thread_first_sweep"]["first_sweep_pixels"] == 2
+    assert scenarios["golden:j02_phi0_quirk"]["first_sweep_pixels"] == 1
+
+
+def test_unserved_golden_cases_fall_back_and_say_why(scenarios):
+    for cid, reason in FALLS_BACK.items():
+        result = scenarios[f"golden:{cid}"]
+        assert (result["fused"], result["reason"]) == (False, reason), cid
+        assert result["rel"]["float64"] <= TRITON_VS_EAGER_MAX_REL[torch.float64], cid
