@@ -18,9 +18,9 @@ from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.finding import HASH_FAMILIES, Finding
 from detsim.track.judge.fingerprints import determinism_states
-from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
-    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, \
-    target_results
+from detsim.track.judge.frame import recorded_frame, series_of
+from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, checkout_head, first_commit_cut, \
+    load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, target_results
 from detsim.track.judge.skips import group_skips
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 
@@ -210,7 +210,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
     took a twin's results."""
     recorded = load_recorded(root, machine)
     files = recorded.files
-    series = build_series(files, recorded.benchmarks, recorded.config)
+    series = series_of(recorded_frame(recorded))
     order = list(dict.fromkeys(f["commit_hash"] for f in files))
     latest = order[-1]
     repo = project_repo(root, recorded.config)

@@ -2,10 +2,10 @@
 allows), asv's benchmark list and the results of one machine (``<results_dir>/<machine>/``, asv's format version 2)
 in commit order (HEAD's git history, else the commit dates asv stored), the per-commit image hashes earlier versions
 of the suite wrote (``results/hashes/<commit>.json``) and every machine class's golden baseline
-(:mod:`detsim.track.base.golden`); then the history of every benchmark (:func:`build_series`): one
-:class:`Series` of :class:`Point` per environment, benchmark and parameter combination, with what the benchmark
-says about itself: its family (:func:`family_of`; how each is judged: docs/tracking.md), unit, golden case and
-regression threshold. Every unusable file raises :class:`ResultsError` naming it.
+(:mod:`detsim.track.base.golden`); and what each benchmark says about itself: its family (:func:`family_of`; how
+each is judged: docs/tracking.md), unit, golden case and regression threshold. :mod:`.frame` reads the results
+into one frame and the judge's :class:`Series` of :class:`Point` (one per environment, benchmark and parameter
+combination) from it. Every unusable file raises :class:`ResultsError` naming it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import itertools
 import math
 import re
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from detsim.track.base import recording
 from detsim.track.base.golden import BaselineError, stored
@@ -163,47 +163,6 @@ def param_labels(bench: Mapping) -> list[str]:
 def cell(row: list, columns: list, column: str):
     """A results row's cell of ``column`` (None where the row ends before it)."""
     return row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
-
-
-def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Iterator[tuple[str, Point]]:
-    """(parameter label, point) of one benchmark's row in one asv results file."""
-    values = [None] * len(combos) if row[0] is None else row[0]  # None: the whole benchmark failed
-    if len(values) != len(combos):
-        raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
-                           f"for {len(combos)} parameter combinations")
-    samples = cell(row, data["result_columns"], "samples")
-    if not isinstance(samples, list) or len(samples) != len(combos):
-        samples = [None] * len(combos)
-    for params, value, sample in zip(combos, values, samples):
-        yield params, Point(commit=data["commit_hash"], value=None if value is None else float(value),
-                            samples=tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None)
-
-
-def _current(row: list, columns: list, bench: Mapping | None) -> bool:
-    """Whether a row was measured by the suite's current definition of its benchmark."""
-    version = cell(row, columns, "version")
-    return bench is not None and (version is None or str(version) == str(bench.get("version")))
-
-
-def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[Series]:
-    """One series per (env, benchmark, parameter combination), points in the order of ``files``."""
-    heads: dict[tuple, Series] = {}
-    points: dict[tuple, list[Point]] = {}
-    thresholds = conf.get("regressions_thresholds") or {}
-    for data in files:
-        for name, row in data["results"].items():
-            bench = benchmarks.get(name)
-            if not _current(row, data["result_columns"], bench):
-                continue  # not in the current suite, or measured by an older definition
-            for params, point in _row_points(data, name, row, param_labels(bench)):
-                key = (data["env_name"], name, params)
-                if key not in heads:
-                    heads[key] = Series(env=data["env_name"], name=name, params=params,
-                                        family=family_of(name, bench), unit=str(bench.get("unit", "")),
-                                        case=case_of(bench) or param_values(params).get("case"),
-                                        threshold=threshold_for(name, thresholds))
-                points.setdefault(key, []).append(point)
-    return [replace(head, points=tuple(points[key])) for key, head in heads.items()]
 
 
 def project_repo(root: Path, conf: Mapping) -> Path:
