@@ -96,3 +96,20 @@ def test_a_planted_drop_and_recovery_are_told_at_their_commits_in_the_verdict(tm
     records = report.as_json()["events"]
     assert [(r["step"], r["commit"], r["case"]) for r in records if r["family"] == "parity"] == [
         ("regressed", shas[2], "a01_cubic_mosflm_center"), ("fixed", shas[5], "a01_cubic_mosflm_center")]
+
+
+def test_a_long_history_tells_its_events_on_the_verdicts_screen_and_in_full(tmp_path):
+    from detsim.track.judge.text import FEW_COMMITS, report_lines, screen_lines
+
+    values = [0.0] * 3 + [0.02] * 4 + [0.0] * (FEW_COMMITS - 5)
+    root, shas = _planted(tmp_path, values)
+    judgement = analyse(root)
+    screen = screen_lines(judgement)
+    at = screen.index(f"events: 2 steps over {FEW_COMMITS + 2} commits")
+    assert screen[at + 1:at + 3] == [
+        f"  {shas[3][:8]} regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.02 (after {shas[2][:8]})",
+        f"  {shas[7][:8]} fixed parity a01_cubic_mosflm_center: 1 - r 0.02 -> 0 (after {shas[6][:8]})"]
+    assert [line for line in report_lines(judgement) if line.startswith("events:")] == [screen[at]]
+    (tmp_path / "short").mkdir()
+    short, _ = _planted(tmp_path / "short", values[:FEW_COMMITS])
+    assert not [line for line in screen_lines(analyse(short)) if line.startswith("events:")]
