@@ -12,6 +12,7 @@ samples (a tuple, or None); ``unit``, ``case`` and ``threshold`` what the benchm
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -109,3 +110,21 @@ def series_of(frame: pd.DataFrame) -> list[Series]:
                           case=None if pd.isna(head["case"]) else head["case"], threshold=float(head["threshold"]),
                           points=points))
     return out
+
+
+FORMATS = ("csv", "parquet")  # what ``detsim-track history`` writes
+
+
+def table_bytes(frame: pd.DataFrame, form: str) -> bytes:
+    """The frame as a file of ``form`` (:data:`FORMATS`): CSV with dates as ``2026-11-21 22:26:40+00:00`` and the
+    samples as a JSON list (empty without any), or Parquet, the samples a list of floats."""
+    if form == "parquet":
+        import io
+
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    if form != "csv":
+        raise ValueError(f"not a table format: {form!r} (one of {', '.join(FORMATS)})")
+    text = frame.assign(samples=[json.dumps(list(s)) if isinstance(s, tuple) else "" for s in frame["samples"]])
+    return text.to_csv(index=False).encode()
