@@ -20,6 +20,7 @@ from typing import Iterator, Mapping
 import pandas as pd
 
 from detsim.track.base.status import Status
+from detsim.track.judge.family import Family
 from detsim.track.judge.history import Point, Recorded, ResultsError, Series, case_of, cell, family_of, \
     load_recorded, param_labels, param_values, threshold_for
 
@@ -59,7 +60,7 @@ def _rows(data: Mapping, name: str, row: list, bench: Mapping, machine: str, thr
     for params, value, sample, spread in zip(combos, values, samples, _spreads(row, columns, len(combos))):
         value = None if value is None else float(value)
         status = Status.FAILED if value is None else Status.OK if math.isfinite(value) else Status.SKIPPED
-        yield (data["commit_hash"], date, machine, data["env_name"], name, family, params,
+        yield (data["commit_hash"], date, machine, data["env_name"], name, family.value, params,
                math.nan if value is None else value, spread, status.value,
                tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None,
                unit, case_of(bench) or param_values(params).get("case"), threshold_for(name, thresholds))
@@ -106,7 +107,7 @@ def series_of(frame: pd.DataFrame) -> list[Series]:
         head = rows.iloc[0]
         points = tuple(map(_point, rows["commit"], rows["value"], rows["status"], rows["samples"]))
         out.append(Series(env=head["environment"], name=head["benchmark"], params=head["parameters"],
-                          family=head["family"], unit=head["unit"],
+                          family=Family(head["family"]), unit=head["unit"],
                           case=None if pd.isna(head["case"]) else head["case"], threshold=float(head["threshold"]),
                           points=points))
     return out

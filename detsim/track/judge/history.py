@@ -21,6 +21,7 @@ from typing import Mapping
 from detsim.track.base import recording
 from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
+from detsim.track.judge.family import FAMILY_ORDER, Family  # noqa: F401 - FAMILY_ORDER: read from here too
 from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
 
 CONFIG = "asv.conf.json"
@@ -67,23 +68,21 @@ def check_config(conf: dict, path: Path) -> None:
             raise ResultsError(f"{path}: regressions_first_commits[{regex!r}] = {commit!r} is not a commit hash")
 
 
-FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
-                "hash count", "fingerprint", "reference", "machine class")
 
 # Benchmarks whose family their name says (method name, or class for the machine reference): the
 # suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
 NAMED_FAMILIES = (
-    (re.compile(r"(^|.*\.)track_parity_\w+$"), "parity"),
-    (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), "determinism"),
-    (re.compile(r"(^|.*\.)track_runs_differ$"), "reproducibility"),
-    (re.compile(r"(^|.*\.)track_cases_changed$"), "hash count"),
-    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), "fingerprint"),
-    (re.compile(r"(^|.*\.)track_machine_class$"), "machine class"),
-    (re.compile(r"(^|.*\.)MachineReference\.\w+$"), "reference"),
+    (re.compile(r"(^|.*\.)track_parity_\w+$"), Family.PARITY),
+    (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), Family.IMAGE_CHANGED),
+    (re.compile(r"(^|.*\.)track_runs_differ$"), Family.RUNS_DIFFER),
+    (re.compile(r"(^|.*\.)track_cases_changed$"), Family.CASES_CHANGED),
+    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), Family.IMAGE_FINGERPRINT),
+    (re.compile(r"(^|.*\.)track_machine_class$"), Family.MACHINE_CLASS),
+    (re.compile(r"(^|.*\.)MachineReference\.\w+$"), Family.MACHINE_REFERENCE),
 )
 # asv's benchmark type by method-name prefix (where benchmarks.json gives none) -> family
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
-TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
+TYPE_FAMILIES = {"time": Family.TIMING, "peakmemory": Family.PEAK_MEMORY, "memory": Family.PEAK_MEMORY}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
 MEMORY_UNITS = ("bytes", "MB")  # a track in one of these is a peak memory (a target's command's own: docs/targets.md)
 TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
@@ -105,7 +104,7 @@ class Series:
     env: str
     name: str
     params: str  # "" or "(pixels=128, dtype='float64')"
-    family: str  # one of FAMILY_ORDER
+    family: str  # a Family (a member equals its word: the tests and a re-labelled finding may give the word)
     unit: str
     case: str | None = None  # golden case id of parity/determinism tracks
     threshold: float = DEFAULT_THRESHOLD
@@ -116,7 +115,7 @@ class Series:
         return self.name + self.params
 
 
-def family_of(name: str, bench: Mapping) -> str:
+def family_of(name: str, bench: Mapping) -> Family:
     """The family of benchmark ``name`` from its name, asv type and unit (see the module docstring)."""
     for pattern, family in NAMED_FAMILIES:
         if pattern.match(name):
@@ -126,12 +125,12 @@ def family_of(name: str, bench: Mapping) -> str:
     if kind in TYPE_FAMILIES:
         return TYPE_FAMILIES[kind]
     if str(bench.get("unit", "")) in MEMORY_UNITS:
-        return "memory"
+        return Family.PEAK_MEMORY
     if str(bench.get("unit", "")) == COST_UNIT:
-        return "cost"
+        return Family.INSTRUCTIONS
     if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
-        return "timing"
-    return "throughput" if str(bench.get("unit", "")).endswith("/s") else "track"
+        return Family.TIMING
+    return Family.THROUGHPUT if str(bench.get("unit", "")).endswith("/s") else Family.OTHER_TRACK
 
 
 def case_of(bench: Mapping) -> str | None:
