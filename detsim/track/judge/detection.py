@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.golden import AXES
 from detsim.track.judge.finding import REMEASURED, Finding, Confirmation
 from detsim.track.judge.history import Point, Series, param_values
@@ -31,7 +31,7 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
         return None
     best = min(p.value for p in points)
     if series.family == "parity":
-        return _above(series, points, min(PARITY_MAX_ONE_MINUS_R, best))
+        return _above(series, points, parity_limit(best, series.threshold))
     if series.family == "reproducibility":
         return _irreproducible(series, points)
     if series.family == "determinism":
@@ -46,6 +46,14 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
+
+
+def parity_limit(best: float, rise: float) -> float:
+    """The most 1 - r may be, against the ``best`` judged: the acceptance line, and no rise at all where ``rise``
+    is 0 (detsim's own images are exact: any rise is a changed image), else no rise by more than ``rise`` (a
+    fraction: a target's TARGET_PARITY factor less one) over the best taken no lower than ONE_MINUS_R_FLOOR. A
+    series back within it is no longer regressed; its events (:mod:`.events`) tell the recovery."""
+    return min(PARITY_MAX_ONE_MINUS_R, max(best, ONE_MINUS_R_FLOOR) * (1 + rise) if rise else best)
 
 
 def _above(series: Series, points: list[Point], limit: float, detail: Mapping | None = None) -> Finding | None:

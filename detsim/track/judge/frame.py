@@ -21,6 +21,7 @@ import pandas as pd
 
 from detsim.track.base.status import Status
 from detsim.track.judge.family import Family
+from detsim.track.judge.thresholds import DEFAULT_THRESHOLD, PARITY
 from detsim.track.judge.history import Point, Recorded, ResultsError, Series, case_of, cell, family_of, \
     load_recorded, param_labels, param_values, threshold_for
 
@@ -57,13 +58,15 @@ def _rows(data: Mapping, name: str, row: list, bench: Mapping, machine: str, thr
         samples = [None] * len(combos)
     date = pd.Timestamp(data["date"], unit="ms", tz="UTC") if isinstance(data.get("date"), (int, float)) else pd.NaT
     family, unit = family_of(name, bench), str(bench.get("unit", ""))
+    # a parity no row names is exact (a target's recorded before its parity row: any rise over the best)
+    threshold = threshold_for(name, thresholds, PARITY.value if family is Family.PARITY else DEFAULT_THRESHOLD)
     for params, value, sample, spread in zip(combos, values, samples, _spreads(row, columns, len(combos))):
         value = None if value is None else float(value)
         status = Status.FAILED if value is None else Status.OK if math.isfinite(value) else Status.SKIPPED
         yield (data["commit_hash"], date, machine, data["env_name"], name, family.value, params,
                math.nan if value is None else value, spread, status.value,
                tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None,
-               unit, case_of(bench) or param_values(params).get("case"), threshold_for(name, thresholds))
+               unit, case_of(bench) or param_values(params).get("case"), threshold)
 
 
 def frame_of(files: list[dict], benchmarks: Mapping, conf: Mapping, machine: str = "") -> pd.DataFrame:

@@ -145,10 +145,10 @@ def param_values(params: str) -> dict[str, str]:
     return {name: value.strip("'\"") for name, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params)}
 
 
-def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
-    """The largest ``regressions_thresholds`` entry whose regex matches ``name`` (asv's rule)."""
+def threshold_for(name: str, thresholds: Mapping[str, float], default: float = DEFAULT_THRESHOLD) -> float:
+    """The largest ``regressions_thresholds`` entry whose regex matches ``name`` (asv's rule), else ``default``."""
     matching = [float(v) for regex, v in thresholds.items() if re.match(regex, name)]
-    return max(matching) if matching else DEFAULT_THRESHOLD
+    return max(matching) if matching else default
 
 
 def param_labels(bench: Mapping) -> list[str]:

@@ -113,3 +113,20 @@ def test_a_long_history_tells_its_events_on_the_verdicts_screen_and_in_full(tmp_
     (tmp_path / "short").mkdir()
     short, _ = _planted(tmp_path / "short", values[:FEW_COMMITS])
     assert not [line for line in screen_lines(analyse(short)) if line.startswith("events:")]
+
+
+def test_a_targets_parity_recovery_within_its_factor_is_an_event_and_no_longer_regressed():
+    from detsim.track.judge.analysis import judge
+    from detsim.track.judge.thresholds import TARGET_PARITY
+
+    def case(name, values):
+        return Series(env="e", name="bench_target.Case.track_parity_one_minus_r", params=f"(case='{name}')",
+                      family="parity", unit="1 - r", case=name, threshold=TARGET_PARITY.value - 1,
+                      points=tuple(Point(c, v) for c, v in zip(COMMITS, values)))
+
+    a01 = case("a01", [1.4e-8] * 3 + [1e-4] * 3 + [2e-8] * 2)  # back within x10 of its best
+    e01 = case("e01", [1.4e-8] * 3 + [1e-4] * 3 + [7e-5] * 2)  # still x5,000 worse
+    steps = [(e.series.case, e.step, e.commit) for e in _events([a01, e01])]
+    assert steps == [("a01", Step.REGRESSED, "c3"), ("e01", Step.REGRESSED, "c3"), ("a01", Step.FIXED, "c6")]
+    [finding] = judge([a01, e01], "c7", {}, {}, {}).findings
+    assert (finding.series.case, finding.first_bad, finding.label) == ("e01", "c3", "REGRESSED")

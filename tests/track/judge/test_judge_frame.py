@@ -71,3 +71,14 @@ def test_a_fixture_history_is_one_tidy_frame_in_commit_order():
     with pytest.raises(ResultsError, match="no results for machine 'elsewhere'"):
         history_frame(DATA / "regressed", "elsewhere")
     assert isinstance(frame["date"].iloc[0], pd.Timestamp)
+
+
+def test_a_parity_no_threshold_row_names_is_exact_and_other_benchmarks_take_asvs_default():
+    benchmarks = {"bench_target.Case.track_parity_one_minus_r": {"type": "track", "unit": "1 - r", "version": "1"},
+                  "b.time_x": {"type": "time", "unit": "seconds", "version": "1"}}
+    files = [_file("c1", {"bench_target.Case.track_parity_one_minus_r": [[1e-9], None, "1"],
+                          "b.time_x": [[1.0], None, "1"]})]
+    thresholds = dict(zip(frame_of(files, benchmarks, {})["family"], frame_of(files, benchmarks, {})["threshold"]))
+    assert thresholds == {"parity": 0.0, "timing": 0.05}
+    named = frame_of(files, benchmarks, {"regressions_thresholds": {r"bench_target\.Case\.track_parity_": 9.0}})
+    assert named["threshold"].iloc[0] == 9.0
