@@ -48,6 +48,32 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     return _noisy(series, points)
 
 
+EXACT_FAMILIES = ("parity", "reproducibility", "determinism", "fingerprint", "hash count", "cost", "machine class",
+                  "reference")  # judged on exact values by :func:`detect` (the others: a piecewise-constant fit)
+
+
+def checkpoints(series: Series, start: int) -> list[int]:
+    """Indices of the points from ``start`` on at which to ask :func:`detect` for its answer, each taken as the
+    latest: every point of an exactly judged series; for a noisy one (its rule fits levels, :func:`segments`),
+    as a fit per point costs too much on a long history, the last point of each run of the whole history's
+    levels that stay within the threshold of the run's first, and the latest point (a step the rule finds is
+    dated by its fit, whichever point it is asked at)."""
+    measured = [i for i in range(start, len(series.points)) if series.points[i].measured]
+    if series.family in EXACT_FAMILIES or len(measured) < 2:
+        return measured
+    y = [series.points[i].value for i in measured]
+    y = [1.0 / v if series.family == "throughput" and v > 0 else v for v in y]
+    if not all(v > 0 and math.isfinite(v) for v in y):
+        return measured
+    ends, run_level = {measured[-1]}, None
+    for left, right, level in segments(y, series.threshold):
+        if run_level is not None and max(level, run_level) > min(level, run_level) * (1 + series.threshold):
+            ends.add(measured[left - 1])  # the run before this level ends there
+            run_level = level
+        run_level = level if run_level is None else run_level
+    return sorted(ends)
+
+
 def parity_limit(best: float, rise: float) -> float:
     """The most 1 - r may be, against the ``best`` judged: the acceptance line, and no rise at all where ``rise``
     is 0 (detsim's own images are exact: any rise is a changed image), else no rise by more than ``rise`` (a

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.output import json_number
+from detsim.track.judge.detection import checkpoints
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, Confirmation, Finding
 from detsim.track.judge.history import FAMILY_ORDER, Series
 
@@ -74,13 +75,18 @@ def _step(series: Series, finding: Finding) -> Event:
                  {k: finding.detail[k] for k in SHA_KEYS if k in finding.detail})
 
 
-def series_events(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None]) -> list[Event]:
+def series_events(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None],
+                  checked: Sequence[int] | None = None) -> list[Event]:
     """The events of one series from its point ``start`` on; ``finding_at(prefix, start)`` is the rule's finding
-    at the latest point of ``prefix`` (the series up to one commit)."""
+    at the latest point of ``prefix`` (the series up to one commit), asked at the points ``checked`` (default:
+    every measured one; :func:`~.detection.checkpoints`). A recovery is dated at the first measured point after
+    the last one checked that still held the finding."""
     events: list[Event] = []
     held: Finding | None = None  # the state settled so far: the rule's finding, or None (within the rule)
     last = None  # the last measured point
+    since_check: list = []  # the measured points after the last one checked (oldest first)
     broken = False
+    checked = set(range(len(series.points)) if checked is None else checked)
     head = replace(series, points=())
     for i in range(start, len(series.points)):
         point = series.points[i]
@@ -94,26 +100,32 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
         if broken and last is not None:
             events.append(Event(head, Step.FIXED, point.commit, None, None, point.value, "FIXED"))
         broken = False
+        since_check.append((last, point))
+        last = point
+        if i not in checked:
+            continue
         found = _fired(finding_at(replace(series, points=series.points[:i + 1]), start))
         if found is None and held is not None:
-            events.append(Event(head, Step.FIXED, point.commit, last.commit if last else None,
-                                last.value if last else None, point.value, "FIXED"))
+            before, first = since_check[0]
+            events.append(Event(head, Step.FIXED, first.commit, before.commit if before else None,
+                                before.value if before else None, first.value, "FIXED"))
         elif found is not None and found.last_good is not None and (
                 held is None or (found.first_bad, found.label) != (held.first_bad, held.label)):
             events.append(_step(head, found))
-        held, last = found, point
+        held, since_check = found, []
     return events
 
 
 def history_events(series: list[Series], order: list[str], start_of: Callable[[Series], int | None],
                    finding_at: Callable[[Series, int], Finding | None]) -> list[Event]:
-    """Every series' events (``start_of``: its first point to judge, None: not judged), in commit order
-    (``order``, oldest first), then by family, benchmark and parameters."""
+    """Every series' events (``start_of``: its first point to judge, None: not judged), the rule asked where it
+    can change its answer (:func:`~.detection.checkpoints`), in commit order (``order``, oldest first), then by
+    family, benchmark and parameters."""
     position = {commit: i for i, commit in enumerate(order)}
     events = []
     for s in series:
         start = start_of(s)
         if start is not None:
-            events += series_events(s, start, finding_at)
+            events += series_events(s, start, finding_at, checkpoints(s, start))
     return sorted(events, key=lambda e: (position.get(e.commit, len(order)), FAMILY_ORDER.index(e.series.family),
                                          e.series.name, e.series.params))

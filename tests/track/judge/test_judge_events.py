@@ -130,3 +130,20 @@ def test_a_targets_parity_recovery_within_its_factor_is_an_event_and_no_longer_r
     assert steps == [("a01", Step.REGRESSED, "c3"), ("e01", Step.REGRESSED, "c3"), ("a01", Step.FIXED, "c6")]
     [finding] = judge([a01, e01], "c7", {}, {}, {}).findings
     assert (finding.series.case, finding.first_bad, finding.label) == ("e01", "c3", "REGRESSED")
+
+
+def test_a_timing_step_and_its_return_are_dated_by_the_fit_asked_once_per_level():
+    from detsim.track.judge.detection import checkpoints
+
+    commits = [f"{i:040x}" for i in range(24)]
+    values = [1.0 + 0.002 * (i % 3) for i in range(8)] + [1.5 + 0.002 * (i % 3) for i in range(8)] + \
+             [1.0 + 0.002 * (i % 3) for i in range(8)]
+    timing = Series(env="e", name="b.time_x", params="", family="timing", unit="seconds", threshold=0.05,
+                    points=tuple(Point(c, v) for c, v in zip(commits, values)))
+    assert checkpoints(timing, 0) == [7, 15, 23]  # the end of each level, the latest
+    rule = rule_of([timing], {}, {}, {})
+    events = history_events([timing], commits, rule.start, rule.finding)
+    assert [(e.step, e.commit, e.before, e.label) for e in events] == [
+        (Step.REGRESSED, commits[8], commits[7], "SUSPECT"), (Step.FIXED, commits[16], commits[15], "FIXED")]
+    parity = _series("parity", [0.0] * 8)
+    assert checkpoints(parity, 2) == list(range(2, 8))  # exact values: every point
