@@ -255,8 +255,8 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
-    rule, by_baseline = rule_of(series, conf, chosen[1] if chosen else {}, recorded.hashes), judged_by_baseline(
-        series, latest)
+    rule, by_baseline = rule_of(series, conf, chosen[1] if chosen else {}, recorded.hashes), \
+        judged_by_baseline(series, latest)
     events = history_events([s for s in series if not by_baseline(s)], order, rule.start, rule.finding)
     regressions, withheld = without_irreproducible(judged.findings, series)
     target = target_results(root, recorded.config)
