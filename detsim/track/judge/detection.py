@@ -8,6 +8,7 @@ a timing or throughput step is only a suspect here (``detail["confirmation"]``),
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import replace
@@ -251,11 +252,16 @@ def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:
     """Piecewise-constant fit of a positive series, ``[(left, right_exclusive, level)]``: asv's exact Potts solver on
     log values with a per-step penalty of half the threshold (its own automatic one needs long histories and
     misses a 2x step after two commits; splitting liberally is safe, as every step is confirmed after)."""
+    return list(_fit(tuple(y), threshold))
+
+
+@functools.lru_cache(maxsize=256)  # the verdict and the events (:mod:`.events`) fit the same histories again
+def _fit(y: tuple[float, ...], threshold: float) -> tuple[tuple[int, int, float], ...]:
     from asv import step_detect  # the development extra installs asv
 
     logs = [math.log(v) for v in y]
     right, values, _ = step_detect.solve_potts(logs, [1.0] * len(logs), gamma=math.log1p(threshold) / 2)
-    return [(left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values)]
+    return tuple((left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values))
 
 
 def mann_whitney_greater(before: list[float], after: list[float]) -> float:
