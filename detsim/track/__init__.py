@@ -13,3 +13,21 @@ traced quantity that differs), :mod:`.gpu` (the prepared device check, .ci/gpu) 
 (hashed bundles of test runs). At the bottom :mod:`.base`: every fact the areas share, defined once, and
 what every command does alike (safe output, child processes, git, this process and its devices).
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def history(repo: str | Path | None = None, machine: str | None = None):
+    """The recorded history of the project at ``repo`` (the folder holding asv.conf.json; default: the git work
+    tree enclosing the working directory) on ``machine`` (default: the only machine recorded, or this host), as
+    one tidy pandas DataFrame: a row per commit, environment, benchmark and parameter combination, with the columns
+    commit, date, machine, environment, benchmark, family, parameters, value, spread, status, samples, unit, case
+    and threshold (:mod:`detsim.track.judge.frame`; docs/history.md). ``detsim-track history`` writes the same
+    frame as CSV or Parquet. Raises :class:`~detsim.track.judge.history.ResultsError` (a ValueError) naming an
+    unusable stored file."""
+    from detsim.track.base.provenance import repo_root
+    from detsim.track.judge.frame import history_frame
+
+    return history_frame(Path(repo) if repo is not None else repo_root() or Path.cwd(), machine)

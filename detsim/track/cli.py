@@ -33,7 +33,7 @@ if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also fo
 # subcommand -> its module, detsim.track.commands.<name with _ for ->; the first is what a bare ``detsim-track`` runs.
 SUBCOMMANDS = {name: f"detsim.track.commands.{name.replace('-', '_')}" for name in (
     "regressions", "baselines", "bench-gate", "determinism", "diverge", "trace-diff", "parity", "evidence", "speed",
-    "explain", "bisect", "record", "publish", "gpu-check")}
+    "explain", "bisect", "record", "publish", "gpu-check", "history")}
 DEFAULT = "regressions"
 
 

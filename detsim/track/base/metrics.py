@@ -7,6 +7,9 @@ import numpy as np
 
 PARITY_MIN_R = 0.9995  # acceptance threshold of every golden case, float64 and float32 alike
 PARITY_MAX_ONE_MINUS_R = 5e-4  # the same line on the 1 - r scale the histories use
+# 1 - r below this is the rounding of Pearson r over equal or nearly equal images, not a disagreement: a factor on
+# 1 - r (a target's parity rule) is taken on no less than this
+ONE_MINUS_R_FLOOR = 1e-12
 PARITY_DECIMALS = 9  # histories record 1 - r to 1e-9: float noise (~1e-15) never moves it, a physics change does
 
 

@@ -16,11 +16,12 @@ from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.output import json_number, utc_stamp
 from detsim.track.base.provenance import MachineClass, class_fingerprint
 from detsim.track.judge.detection import class_cut, detect
+from detsim.track.judge.events import history_events
 from detsim.track.judge.finding import HASH_FAMILIES, Finding
 from detsim.track.judge.fingerprints import determinism_states
-from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, build_series, checkout_head, \
-    first_commit_cut, load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, \
-    target_results
+from detsim.track.judge.frame import recorded_frame, series_of
+from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, checkout_head, first_commit_cut, \
+    load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, target_results
 from detsim.track.judge.skips import group_skips
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 
@@ -56,22 +57,55 @@ class AtLatest:
     measured: int  # how many series were measured there
 
 
-def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
-          hashes: Mapping[str, dict]) -> AtLatest:
-    """The findings at ``latest`` and what was measured, failed or skipped there. Image fingerprints are judged
-    commit to commit (within the latest commit's machine class) only where no stored baseline of this class
-    judged the same images, and from the first commit asv would judge them, though asv's page never does
-    (null in ``regressions_first_commits``)."""
-    classes = machine_classes(series)
+@dataclass(frozen=True)
+class Rule:
+    """How :func:`judge` judges one series (docs/tracking.md's rules, :func:`.detection.detect`), at its latest
+    point or, for its events (:mod:`.events`), at each point of its history. Image fingerprints are judged
+    commit to commit (within the judged commit's machine class), from the first commit asv would judge them,
+    though asv's page never does (null in ``regressions_first_commits``)."""
+
+    conf: Mapping  # asv.conf.json, its first commits resolved
+    classes: Mapping[str, float]  # commit -> machine class (:func:`machine_classes`)
+    baseline_cases: Mapping  # case -> the stored sha256 of this machine class
+    hashes: Mapping[str, dict]  # commit -> its per-commit hash record, completed from the fingerprints
+
+    def start(self, s: Series) -> int | None:
+        """Index of the first point of ``s`` to judge (None: ``s`` is not judged)."""
+        conf = self.conf
+        if s.family == "fingerprint":
+            conf = {**conf, "regressions_first_commits": {
+                k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
+        return first_commit_cut(conf, s.name, s.family, [p.commit for p in s.points])
+
+    def finding(self, s: Series, start: int) -> Finding | None:
+        """The finding at the latest point of ``s``, looking from ``start`` on (:meth:`start`)."""
+        if s.family == "fingerprint":
+            start = max(start, class_cut(s.points, self.classes))
+        return detect(s, start, self.baseline_cases, self.hashes)
+
+
+def rule_of(series: list[Series], conf: Mapping, baseline: Mapping, hashes: Mapping[str, dict]) -> Rule:
+    """The :class:`Rule` of ``series`` against the stored ``baseline`` of their machine class."""
+    return Rule(conf, machine_classes(series), baseline.get("cases", {}), with_fingerprints(series, hashes))
+
+
+def judged_by_baseline(series: list[Series], latest: str) -> Callable[[Series], bool]:
+    """Whether a series is an image fingerprint whose images the stored baseline of this class judged at
+    ``latest`` (a case's determinism track, or the compiled path's count, measured there): it is not judged."""
     by_baseline = {s.case for s in series if s.family == "determinism" and state_at(s, latest) == "measured"}
     count_judged = any(s.family == "hash count" and state_at(s, latest) == "measured" for s in series)
-    fingerprint_conf = {**conf, "regressions_first_commits": {
-        k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
-    hashes = with_fingerprints(series, hashes)
+    return lambda s: s.family == "fingerprint" and ((s.case in by_baseline) if s.case else count_judged)
+
+
+def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
+          hashes: Mapping[str, dict]) -> AtLatest:
+    """The findings at ``latest`` (by each series' :class:`Rule`) and what was measured, failed or skipped there.
+    Image fingerprints are judged only where no stored baseline of this class judged the same images."""
+    rule = rule_of(series, conf, baseline, hashes)
+    skip = judged_by_baseline(series, latest)
     regressions, unmeasured, skipped, measured = [], [], [], 0
     for s in series:
-        fingerprint = s.family == "fingerprint"
-        if fingerprint and ((s.case in by_baseline) if s.case else count_judged):
+        if skip(s):
             continue  # the stored baseline of this class judged these images
         state = state_at(s, latest)
         if state == "failed":
@@ -81,13 +115,10 @@ def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
             skipped.append(s)
             continue
         measured += state == "measured"
-        start = first_commit_cut(fingerprint_conf if fingerprint else conf, s.name, s.family,
-                                 [p.commit for p in s.points])
+        start = rule.start(s)
         if start is None or state is None:
             continue
-        if fingerprint:
-            start = max(start, class_cut(s.points, classes))
-        finding = detect(s, start, baseline.get("cases", {}), hashes)
+        finding = rule.finding(s, start)
         if finding is not None:
             regressions.append(finding)
     regressions.sort(key=lambda f: (FAMILY_ORDER.index(f.series.family), f.series.name, f.series.params))
@@ -210,7 +241,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
     took a twin's results."""
     recorded = load_recorded(root, machine)
     files = recorded.files
-    series = build_series(files, recorded.benchmarks, recorded.config)
+    series = series_of(recorded_frame(recorded))
     order = list(dict.fromkeys(f["commit_hash"] for f in files))
     latest = order[-1]
     repo = project_repo(root, recorded.config)
@@ -224,6 +255,9 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
     machine_class = machine_classes(series).get(latest)
     chosen = class_baseline(recorded.baselines, machine_class, (recorded.hashes.get(latest) or {}).get("holds_for"))
     judged = judge(series, latest, conf, chosen[1] if chosen else {}, recorded.hashes)
+    rule, by_baseline = rule_of(series, conf, chosen[1] if chosen else {}, recorded.hashes), \
+        judged_by_baseline(series, latest)
+    events = history_events([s for s in series if not by_baseline(s)], order, rule.start, rule.finding)
     regressions, withheld = without_irreproducible(judged.findings, series)
     target = target_results(root, recorded.config)
     note = determinism_note(series, latest, recorded.hashes, recorded.baselines, chosen, target=target is not None)
@@ -253,7 +287,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
         fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
                       for p in s.points if p.commit == latest and p.measured},
         families=families_at(series, latest), history=page_history(series, order, recorded.hashes),
-        target_results=str(target) if target else None, reused=reused,
+        target_results=str(target) if target else None, reused=reused, events=tuple(events),
     )
 
 

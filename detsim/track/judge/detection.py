@@ -8,13 +8,14 @@ a timing or throughput step is only a suspect here (``detail["confirmation"]``),
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import replace
 from typing import Mapping, Sequence
 
 from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.golden import AXES
 from detsim.track.judge.finding import REMEASURED, Finding, Confirmation
 from detsim.track.judge.history import Point, Series, param_values
@@ -31,7 +32,7 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
         return None
     best = min(p.value for p in points)
     if series.family == "parity":
-        return _above(series, points, min(PARITY_MAX_ONE_MINUS_R, best))
+        return _above(series, points, parity_limit(best, series.threshold))
     if series.family == "reproducibility":
         return _irreproducible(series, points)
     if series.family == "determinism":
@@ -46,6 +47,40 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
+
+
+EXACT_FAMILIES = ("parity", "reproducibility", "determinism", "fingerprint", "hash count", "cost", "machine class",
+                  "reference")  # judged on exact values by :func:`detect` (the others: a piecewise-constant fit)
+
+
+def checkpoints(series: Series, start: int) -> list[int]:
+    """Indices of the points from ``start`` on at which to ask :func:`detect` for its answer, each taken as the
+    latest: every point of an exactly judged series; for a noisy one (its rule fits levels, :func:`segments`),
+    as a fit per point costs too much on a long history, the last point of each run of the whole history's
+    levels that stay within the threshold of the run's first, and the latest point (a step the rule finds is
+    dated by its fit, whichever point it is asked at)."""
+    measured = [i for i in range(start, len(series.points)) if series.points[i].measured]
+    if series.family in EXACT_FAMILIES or len(measured) < 2:
+        return measured
+    y = [series.points[i].value for i in measured]
+    y = [1.0 / v if series.family == "throughput" and v > 0 else v for v in y]
+    if not all(v > 0 and math.isfinite(v) for v in y):
+        return measured
+    ends, run_level = {measured[-1]}, None
+    for left, right, level in segments(y, series.threshold):
+        if run_level is not None and max(level, run_level) > min(level, run_level) * (1 + series.threshold):
+            ends.add(measured[left - 1])  # the run before this level ends there
+            run_level = level
+        run_level = level if run_level is None else run_level
+    return sorted(ends)
+
+
+def parity_limit(best: float, rise: float) -> float:
+    """The most 1 - r may be, against the ``best`` judged: the acceptance line, and no rise at all where ``rise``
+    is 0 (detsim's own images are exact: any rise is a changed image), else no rise by more than ``rise`` (a
+    fraction: a target's TARGET_PARITY factor less one) over the best taken no lower than ONE_MINUS_R_FLOOR. A
+    series back within it is no longer regressed; its events (:mod:`.events`) tell the recovery."""
+    return min(PARITY_MAX_ONE_MINUS_R, max(best, ONE_MINUS_R_FLOOR) * (1 + rise) if rise else best)
 
 
 def _above(series: Series, points: list[Point], limit: float, detail: Mapping | None = None) -> Finding | None:
@@ -217,11 +252,16 @@ def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:
     """Piecewise-constant fit of a positive series, ``[(left, right_exclusive, level)]``: asv's exact Potts solver on
     log values with a per-step penalty of half the threshold (its own automatic one needs long histories and
     misses a 2x step after two commits; splitting liberally is safe, as every step is confirmed after)."""
+    return list(_fit(tuple(y), threshold))
+
+
+@functools.lru_cache(maxsize=256)  # the verdict and the events (:mod:`.events`) fit the same histories again
+def _fit(y: tuple[float, ...], threshold: float) -> tuple[tuple[int, int, float], ...]:
     from asv import step_detect  # the development extra installs asv
 
     logs = [math.log(v) for v in y]
     right, values, _ = step_detect.solve_potts(logs, [1.0] * len(logs), gamma=math.log1p(threshold) / 2)
-    return [(left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values)]
+    return tuple((left, r, math.exp(v)) for left, r, v in zip([0, *right[:-1]], right, values))
 
 
 def mann_whitney_greater(before: list[float], after: list[float]) -> float:

@@ -2,10 +2,10 @@
 allows), asv's benchmark list and the results of one machine (``<results_dir>/<machine>/``, asv's format version 2)
 in commit order (HEAD's git history, else the commit dates asv stored), the per-commit image hashes earlier versions
 of the suite wrote (``results/hashes/<commit>.json``) and every machine class's golden baseline
-(:mod:`detsim.track.base.golden`); then the history of every benchmark (:func:`build_series`): one
-:class:`Series` of :class:`Point` per environment, benchmark and parameter combination, with what the benchmark
-says about itself: its family (:func:`family_of`; how each is judged: docs/tracking.md), unit, golden case and
-regression threshold. Every unusable file raises :class:`ResultsError` naming it.
+(:mod:`detsim.track.base.golden`); and what each benchmark says about itself: its family (:func:`family_of`; how
+each is judged: docs/tracking.md), unit, golden case and regression threshold. :mod:`.frame` reads the results
+into one frame and the judge's :class:`Series` of :class:`Point` (one per environment, benchmark and parameter
+combination) from it. Every unusable file raises :class:`ResultsError` naming it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import itertools
 import math
 import re
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from detsim.track.base import recording
 from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
+from detsim.track.judge.family import FAMILY_ORDER, Family  # noqa: F401 - FAMILY_ORDER: read from here too
 from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
 
 CONFIG = "asv.conf.json"
@@ -70,23 +71,21 @@ def check_config(conf: dict, path: Path) -> None:
             raise ResultsError(f"{path}: regressions_first_commits[{regex!r}] = {commit!r} is not a commit hash")
 
 
-FAMILY_ORDER = ("timing", "throughput", "memory", "cost", "track", "parity", "reproducibility", "determinism",
-                "hash count", "fingerprint", "reference", "machine class")
 
 # Benchmarks whose family their name says (method name, or class for the machine reference): the
 # suite's per-golden-case tracks are track_<prefix>_<case id> (benchmarks/common.py define_case_tracks).
 NAMED_FAMILIES = (
-    (re.compile(r"(^|.*\.)track_parity_\w+$"), "parity"),
-    (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), "determinism"),
-    (re.compile(r"(^|.*\.)track_runs_differ$"), "reproducibility"),
-    (re.compile(r"(^|.*\.)track_cases_changed$"), "hash count"),
-    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), "fingerprint"),
-    (re.compile(r"(^|.*\.)track_machine_class$"), "machine class"),
-    (re.compile(r"(^|.*\.)MachineReference\.\w+$"), "reference"),
+    (re.compile(r"(^|.*\.)track_parity_\w+$"), Family.PARITY),
+    (re.compile(r"(^|.*\.)track_hash_changed_\w+$"), Family.IMAGE_CHANGED),
+    (re.compile(r"(^|.*\.)track_runs_differ$"), Family.RUNS_DIFFER),
+    (re.compile(r"(^|.*\.)track_cases_changed$"), Family.CASES_CHANGED),
+    (re.compile(r"(^|.*\.)track_fingerprint(_\w+)?$"), Family.IMAGE_FINGERPRINT),
+    (re.compile(r"(^|.*\.)track_machine_class$"), Family.MACHINE_CLASS),
+    (re.compile(r"(^|.*\.)MachineReference\.\w+$"), Family.MACHINE_REFERENCE),
 )
 # asv's benchmark type by method-name prefix (where benchmarks.json gives none) -> family
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
-TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
+TYPE_FAMILIES = {"time": Family.TIMING, "peakmemory": Family.PEAK_MEMORY, "memory": Family.PEAK_MEMORY}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
 MEMORY_UNITS = ("bytes", "MB")  # a track in one of these is a peak memory (a target's command's own: docs/targets.md)
 TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
@@ -108,7 +107,7 @@ class Series:
     env: str
     name: str
     params: str  # "" or "(pixels=128, dtype='float64')"
-    family: str  # one of FAMILY_ORDER
+    family: str  # a Family (a member equals its word: the tests and a re-labelled finding may give the word)
     unit: str
     case: str | None = None  # golden case id of parity/determinism tracks
     threshold: float = DEFAULT_THRESHOLD
@@ -119,7 +118,7 @@ class Series:
         return self.name + self.params
 
 
-def family_of(name: str, bench: Mapping) -> str:
+def family_of(name: str, bench: Mapping) -> Family:
     """The family of benchmark ``name`` from its name, asv type and unit (see the module docstring)."""
     for pattern, family in NAMED_FAMILIES:
         if pattern.match(name):
@@ -129,12 +128,12 @@ def family_of(name: str, bench: Mapping) -> str:
     if kind in TYPE_FAMILIES:
         return TYPE_FAMILIES[kind]
     if str(bench.get("unit", "")) in MEMORY_UNITS:
-        return "memory"
+        return Family.PEAK_MEMORY
     if str(bench.get("unit", "")) == COST_UNIT:
-        return "cost"
+        return Family.INSTRUCTIONS
     if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
-        return "timing"
-    return "throughput" if str(bench.get("unit", "")).endswith("/s") else "track"
+        return Family.TIMING
+    return Family.THROUGHPUT if str(bench.get("unit", "")).endswith("/s") else Family.OTHER_TRACK
 
 
 def case_of(bench: Mapping) -> str | None:
@@ -149,10 +148,10 @@ def param_values(params: str) -> dict[str, str]:
     return {name: value.strip("'\"") for name, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]*)", params)}
 
 
-def threshold_for(name: str, thresholds: Mapping[str, float]) -> float:
-    """The largest ``regressions_thresholds`` entry whose regex matches ``name`` (asv's rule)."""
+def threshold_for(name: str, thresholds: Mapping[str, float], default: float = DEFAULT_THRESHOLD) -> float:
+    """The largest ``regressions_thresholds`` entry whose regex matches ``name`` (asv's rule), else ``default``."""
     matching = [float(v) for regex, v in thresholds.items() if re.match(regex, name)]
-    return max(matching) if matching else DEFAULT_THRESHOLD
+    return max(matching) if matching else default
 
 
 def param_labels(bench: Mapping) -> list[str]:
@@ -166,47 +165,6 @@ def param_labels(bench: Mapping) -> list[str]:
 def cell(row: list, columns: list, column: str):
     """A results row's cell of ``column`` (None where the row ends before it)."""
     return row[columns.index(column)] if column in columns and columns.index(column) < len(row) else None
-
-
-def _row_points(data: Mapping, name: str, row: list, combos: list[str]) -> Iterator[tuple[str, Point]]:
-    """(parameter label, point) of one benchmark's row in one asv results file."""
-    values = [None] * len(combos) if row[0] is None else row[0]  # None: the whole benchmark failed
-    if len(values) != len(combos):
-        raise ResultsError(f"results of {data['commit_hash'][:8]}: {name} has {len(values)} values "
-                           f"for {len(combos)} parameter combinations")
-    samples = cell(row, data["result_columns"], "samples")
-    if not isinstance(samples, list) or len(samples) != len(combos):
-        samples = [None] * len(combos)
-    for params, value, sample in zip(combos, values, samples):
-        yield params, Point(commit=data["commit_hash"], value=None if value is None else float(value),
-                            samples=tuple(float(s) for s in sample) if isinstance(sample, list) and sample else None)
-
-
-def _current(row: list, columns: list, bench: Mapping | None) -> bool:
-    """Whether a row was measured by the suite's current definition of its benchmark."""
-    version = cell(row, columns, "version")
-    return bench is not None and (version is None or str(version) == str(bench.get("version")))
-
-
-def build_series(files: list[dict], benchmarks: Mapping, conf: Mapping) -> list[Series]:
-    """One series per (env, benchmark, parameter combination), points in the order of ``files``."""
-    heads: dict[tuple, Series] = {}
-    points: dict[tuple, list[Point]] = {}
-    thresholds = conf.get("regressions_thresholds") or {}
-    for data in files:
-        for name, row in data["results"].items():
-            bench = benchmarks.get(name)
-            if not _current(row, data["result_columns"], bench):
-                continue  # not in the current suite, or measured by an older definition
-            for params, point in _row_points(data, name, row, param_labels(bench)):
-                key = (data["env_name"], name, params)
-                if key not in heads:
-                    heads[key] = Series(env=data["env_name"], name=name, params=params,
-                                        family=family_of(name, bench), unit=str(bench.get("unit", "")),
-                                        case=case_of(bench) or param_values(params).get("case"),
-                                        threshold=threshold_for(name, thresholds))
-                points.setdefault(key, []).append(point)
-    return [replace(head, points=tuple(points[key])) for key, head in heads.items()]
 
 
 def project_repo(root: Path, conf: Mapping) -> Path:

@@ -143,6 +143,7 @@ def _machine_lines(report: Report) -> list[str]:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
     lines += [f"skipped at {report.latest[:8]}: {s.text()} (the benchmarks in --json)" for s in report.skips]
     lines += [f"note: {note}" for note in report.notes]
+    lines += event_lines(report, limit=None)
     lines.append(full_summary_line(report))
     return lines
 
@@ -337,9 +338,65 @@ def summary_line(report: Report) -> str:
 def _machine_screen(report: Report) -> list[str]:
     """One machine's verdict on one screen."""
     return [fitted(header(report), report.latest, report.subjects, prefix="latest"),
-            *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), summary_line(report)]
+            *finding_lines(report.regressions, report.subjects), *unmeasured_lines(report), *event_lines(report),
+            summary_line(report)]
 
 
 def screen_lines(judgement: Judgement) -> list[str]:
     """Each machine's verdict on one screen, then, for several, which machines agree and the fleet's exit."""
     return _judgement_lines(judgement, _machine_screen, full=False)
+
+
+FEW_COMMITS = 8  # a history of more commits than this is told as its events too (a short one's findings say it all)
+EVENT_LINES = 12  # events listed on one screen, the latest kept
+
+
+def _step_word(record: Mapping) -> str:
+    """An event's step, a timing step's confirmation with it (the history alone never confirms one)."""
+    return record["step"] + (" (suspect)" if record["label"] == CONFIRMATION_LABELS[Confirmation.SUSPECT] else "")
+
+
+def event_text(record: Mapping) -> str:
+    """One event, from its JSON record: ``<commit> <step> <family> <name>: <old> -> <new> (after <commit>)``."""
+    head = f"{record['commit'][:8]} {_step_word(record)} {family_word(record)} {short_name(record)}: "
+    if record["new"] is None:
+        return head + f"failed (measured {fmt(record['old'], record['unit'])} at {record['before'][:8]})"
+    if record["old"] is None:
+        return head + f"measured again, {fmt(record['new'], record['unit'])}"
+    if record.get("old_sha256") or record.get("new_sha256"):
+        change = f"{(record.get('old_sha256') or '?')[:8]} -> {(record.get('new_sha256') or '?')[:8]}"
+    elif record["unit"] in ("seconds", "bytes", COST_UNIT) or record["unit"].endswith("/s"):
+        change = f"{fmt(record['old'], record['unit'])} -> {fmt(record['new'], record['unit'])}"
+    else:  # 1 - r, counts, 0/1 tracks: the unit first
+        change = f"{record['unit']} {record['old']:.3g} -> {record['new']:.3g}"
+    return head + change + (f" (after {record['before'][:8]})" if record.get("before") else "")
+
+
+def _event_groups(records: list[Mapping]) -> list[str]:
+    """One line per event; :data:`GROUP_AT` or more of one step at one commit (a commit that broke every
+    benchmark) as one line naming them."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        groups.setdefault((r["commit"], _step_word(r)), []).append(r)
+    lines = []
+    for (commit, step), group in groups.items():
+        if len(group) < GROUP_AT:
+            lines += [event_text(r) for r in group]
+            continue
+        head = f"{commit[:8]} {step}: {len(group)} series ("
+        lines.append(head + names_fitting([short_name(r) for r in group], WIDTH - len(head) - 3) + ")")
+    return lines
+
+
+def event_lines(report: Report, limit: int | None = EVENT_LINES, *, always: bool = False) -> list[str]:
+    """The history's events (:mod:`.events`), where it has more than :data:`FEW_COMMITS` commits (or
+    ``always``): a head line, then a line per event (:func:`_event_groups`), at most ``limit`` lines (the
+    latest; None: all)."""
+    if not (always or len(report.commits) > FEW_COMMITS):
+        return []
+    lines = _event_groups([e.record() for e in report.events])
+    shown = lines if limit is None or len(lines) <= limit else lines[-limit:]
+    more = f"; the {len(lines) - len(shown)} earlier lines in verdict.txt" if len(shown) < len(lines) else ""
+    count = len(report.events)
+    head = f"events: {count} step{'s' * (count != 1)} over {len(report.commits)} commits{more}"
+    return [head, *(cut("  " + line, WIDTH) for line in shown)]

@@ -17,6 +17,7 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
+from detsim.track.judge.events import Event
 from detsim.track.judge.finding import Finding
 from detsim.track.judge.history import FAMILY_ORDER
 from detsim.track.judge.skips import Skipped
@@ -47,6 +48,7 @@ class Report:
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
     target_results: str | None = None  # a target's recording: its project folder (history.target_results)
     reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
+    events: tuple[Event, ...] = ()  # every series' steps over the recorded history, in commit order (.events)
 
     def as_json(self) -> dict:
         return {
@@ -59,6 +61,7 @@ class Report:
             "unbuilt": list(self.unbuilt), "families": dict(self.families), "history": dict(self.history),
             **({"target_results": self.target_results} if self.target_results else {}),
             **({"reused": list(self.reused)} if self.reused is not None else {}),
+            "events": [e.record() for e in self.events],
         }
 
 

@@ -22,6 +22,7 @@ from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODU
 from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import change_text
 from detsim.track.judge.verdict import machines_of
+from detsim.track.report.events import events_section
 
 GENERATOR = "detsim-track publish"
 MARK = f'<meta name="generator" content="{GENERATOR}">'
@@ -474,6 +475,7 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
             f"{parity_section(history, subjects, graph_href)}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
             f"{departure_section(departures, subjects)}"
+            f"{events_section(report.get('events') or [], subjects)}"
             f"{commits_table(commits, subjects)}</section>")
 
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.target.render import CaseOutcome
 from detsim.track.judge.thresholds import TARGET_PARITY
 
 PARITY_FACTOR = TARGET_PARITY.value  # 1 - r growing by this factor is a change
-# 1 - r below this is the rounding of Pearson r over equal or nearly equal images, not a disagreement
-ONE_MINUS_R_FLOOR = 1e-12
 TIMING_RUNS = 3  # a timing criterion takes the least of this many whole-process runs per commit
 
 

@@ -38,7 +38,7 @@ from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
 from detsim.track.target.spec import FILE, TargetSpec
 from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC
-from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
+from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
@@ -147,9 +147,11 @@ class Project:
             "branches": [branch.strip()], "environment_type": "existing",
             "benchmark_dir": str(SUITE_DIR), "results_dir": "results", "html_dir": "html",
             "launch_method": "forkserver", "default_benchmark_timeout": 3600,
-            # 1 - r, the image fingerprint and reproducibility are exact (detsim's own rules); max relative
+            # 1 - r may grow by TARGET_PARITY's factor (as a rise: the factor less one), as bisect's parity
+            # criterion; the image fingerprint and reproducibility are exact (detsim's own rules); max relative
             # error and sum ratio are drawn, not judged (1 - r judges parity)
-            "regressions_thresholds": {r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
+            "regressions_thresholds": {r"bench_target\.Case\.track_parity_": TARGET_PARITY.value - 1,
+                                       r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
                                        r"bench_target\.Timing\.": TARGET_TIMING.value,
                                        r"bench_target\.Cost\.": TARGET_COST.value},
             "regressions_first_commits": {r"bench_target\.Case\.track_(max_relative_error|sum_ratio)": None},

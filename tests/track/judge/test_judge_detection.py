@@ -10,11 +10,12 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.hashing import fingerprint, fingerprint_hex
-from detsim.track.base.metrics import PARITY_MAX_ONE_MINUS_R
+from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, \
-    segments, u_counts
+    parity_limit, segments, u_counts
 from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.history import Point, Series, family_of
+from detsim.track.judge.thresholds import TARGET_PARITY
 from detsim.track.judge.text import finding_text, report_lines
 from detsim.track.judge.analysis import determinism_note, judge
 from detsim.track.judge.verdict import Report, judgement_of
@@ -60,9 +61,26 @@ def test_parity_fails_past_the_acceptance_line_even_without_a_rise():
 
 
 def test_a_parity_rise_within_the_line_still_counts():
-    finding = detect(_series("parity", [1e-6, 1e-6, 2e-6], unit="1 - r"), 0, {}, {})
-    assert (finding.last_good, finding.first_bad, finding.old, finding.new) == (C[1], C[2], 1e-6, 2e-6)
-    assert finding.ratio == pytest.approx(2.0)
+    finding = detect(_series("parity", [1e-6, 1e-6, 1.01e-6], unit="1 - r", threshold=0.0), 0, {}, {})
+    assert (finding.last_good, finding.first_bad, finding.old, finding.new) == (C[1], C[2], 1e-6, 1.01e-6)
+    assert finding.ratio == pytest.approx(1.01)
+
+
+TARGET_RISE = TARGET_PARITY.value - 1  # a target's parity row in its asv.conf.json (recording.py)
+
+
+def test_a_targets_parity_may_grow_by_its_factor_over_the_best_and_a_recovery_within_it_is_not_regressed():
+    # issue's example: 1 - r 1.4e-8, a drop x7,000 and back to 2e-8 (x1.4 of the best): no longer regressed
+    a01 = _series("parity", [1.4e-8, 1.4e-8, 1e-4, 1e-4, 2e-8], unit="1 - r", case="a01", threshold=TARGET_RISE)
+    assert detect(a01, 0, {}, {}) is None
+    e01 = replace(a01, case="e01", points=a01.points[:-1] + (Point(C[4], 7e-5),))  # still x5,000 worse
+    finding = detect(e01, 0, {}, {})
+    assert (finding.last_good, finding.first_bad, finding.old, finding.new) == (C[1], C[2], 1.4e-8, 7e-5)
+    # detsim's own parity (threshold 0): the same x1.4 is a changed image
+    assert detect(replace(a01, threshold=0.0), 0, {}, {}).first_bad == C[2]
+    # the factor is taken on no less than the floor, and never past the acceptance line
+    assert parity_limit(0.0, TARGET_RISE) == pytest.approx(TARGET_PARITY.value * ONE_MINUS_R_FLOOR)
+    assert parity_limit(1e-4, TARGET_RISE) == PARITY_MAX_ONE_MINUS_R and parity_limit(0.0, 0.0) == 0.0
 
 
 def test_a_changed_image_names_its_old_and_new_hash():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from detsim.track.judge.history import load_recorded
-from detsim.track.judge.history import build_series
+from detsim.track.judge.frame import frame_of, series_of
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, SAME, compare_case, determinism_states
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
@@ -47,7 +47,7 @@ def test_without_hashes_the_0_1_tracks_decide_where_they_can():
 def test_the_stored_history_of_a_project():
     root = DATA / "regressed"
     recorded = load_recorded(root)
-    series = build_series(recorded.files, recorded.benchmarks, recorded.config)
+    series = series_of(frame_of(recorded.files, recorded.benchmarks, recorded.config))
     commits = list(dict.fromkeys(f["commit_hash"] for f in recorded.files))
     states = determinism_states(recorded.hashes, series, commits)
     assert sorted(states) == ["a01_cubic_mosflm_center", "o01_polar_0.9"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.recording import read_json, strip_comments
-from detsim.track.judge.history import DEFAULT_THRESHOLD, FAMILY_ORDER, Point, ResultsError, Series, build_series, \
+from detsim.track.judge.history import DEFAULT_THRESHOLD, FAMILY_ORDER, Point, ResultsError, Series, \
     case_of, checkout_head, choose_machine, family_of, first_commit_cut, load_baselines, load_config, load_hashes, \
     load_recorded, load_result_file, order_files, param_labels, resolve_first_commits, subjects, \
     threshold_for
@@ -364,28 +364,6 @@ def test_parameter_labels_are_in_asvs_order():
     bench = {"params": [[128, 256], ["'float64'"]], "param_names": ["pixels", "dtype"]}
     assert param_labels(bench) == ["(pixels=128, dtype='float64')", "(pixels=256, dtype='float64')"]
     assert param_labels({}) == [""]
-
-
-def _file(commit: str, results: dict) -> dict:
-    return {"commit_hash": commit, "env_name": "env", "result_columns": ["result", "params", "version", "samples"],
-            "results": results}
-
-
-def test_rows_become_points_per_parameter_combination():
-    benchmarks = {"b.time_x": {"type": "time", "unit": "seconds", "version": "1", "params": [["1", "2"]],
-                               "param_names": ["n"]},
-                  "b.track_old": {"type": "track", "unit": "unit", "version": "2"}}
-    files = [_file("c1", {"b.time_x": [[1.0, 2.0], None, "1", [[0.9, 1.1], [2.0]]], "b.track_old": [[5.0], None, "1"]}),
-             _file("c2", {"b.time_x": [None, None, "1"], "gone.time_y": [[1.0]]})]
-    series = {s.params: s for s in build_series(files, benchmarks, {"regressions_thresholds": {"b": 0.5}})}
-    assert set(series) == {"(n=1)", "(n=2)"}  # track_old: measured by an older version; gone: not in the suite
-    one = series["(n=1)"]
-    assert (one.label, one.family, one.unit, one.threshold) == ("b.time_x(n=1)", "timing", "seconds", 0.5)
-    assert [p.commit for p in one.points] == ["c1", "c2"]
-    assert one.points[0].samples == (0.9, 1.1) and series["(n=2)"].points[0].value == 2.0
-    assert one.points[1].value is None  # c2: the whole benchmark failed
-    with pytest.raises(ResultsError, match="1 values for 2 parameter combinations"):
-        build_series([_file("c" * 40, {"b.time_x": [[1.0], None, "1"]})], benchmarks, {})
 
 
 def test_a_point_is_measured_only_with_a_finite_value():

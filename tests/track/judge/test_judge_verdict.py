@@ -24,7 +24,7 @@ def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
     data = json.loads(json_text(judgement.as_json()))  # one machine: its verdict as it is, a fleet of one
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
                          "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class",
-                         "unbuilt", "families", "history"}
+                         "unbuilt", "families", "history", "events"}
     assert data["exit"] == 1 and data["latest"] == data["commits"][-1] == report.latest
     assert [r["family"] for r in data["regressions"]] == [f.series.family for f in report.regressions]
     with pytest.raises(AttributeError):

@@ -25,7 +25,7 @@ from detsim.track.target.render import CaseOutcome
 from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec
 from detsim.track.judge.history import TARGET_SPEC
-from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_TIMING
+from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 from planted_history import git
 from planted_port import CASE, make_port
 
@@ -43,7 +43,8 @@ def test_the_project_names_the_target_the_suite_and_the_tables_thresholds(tmp_pa
     assert project.folder == (tmp_path / "detsim" / "results" / "targets" / "port").resolve()
     assert (conf["repo"], conf["benchmark_dir"], conf["environment_type"], conf["branches"]) == (
         str(port.root.resolve()), str(SUITE_DIR), "existing", ["main"])
-    assert conf["regressions_thresholds"] == {r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
+    assert conf["regressions_thresholds"] == {r"bench_target\.Case\.track_parity_": TARGET_PARITY.value - 1,
+                                              r"bench_target\.Case\.track_peak_memory": TARGET_MEMORY.value,
                                               r"bench_target\.Timing\.": TARGET_TIMING.value,
                                               r"bench_target\.Cost\.": TARGET_COST.value}
     assert conf[TARGET_SPEC] is None  # the repository's own spec: bisect finds it without --spec
