@@ -9,7 +9,6 @@ import); its values are the suite's words for the same endings.
 from __future__ import annotations
 
 import enum
-import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -61,14 +60,6 @@ class Entry:
         return cls(**record)
 
 
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read(out_dir: str) -> dict[str, Entry]:
     """The entries of ``out_dir``'s manifest by frame name (none when it has no manifest)."""
     path = os.path.join(out_dir, MANIFEST_NAME)
@@ -100,4 +91,4 @@ def write(out_dir: str, entries: dict[str, Entry]) -> None:
     safe_write.atomic_write(os.path.join(out_dir, MANIFEST_NAME), lambda handle: handle.write(text.encode()))
 
 
-__all__ = ["MANIFEST_NAME", "Entry", "FrameStatus", "OutputFile", "read", "sha256", "write"]
+__all__ = ["MANIFEST_NAME", "Entry", "FrameStatus", "OutputFile", "read", "write"]

@@ -20,6 +20,7 @@ from detsim.commandline.arguments import Arguments
 from detsim.commandline.command import output_paths
 from detsim.commandline.to_config import parse_with_headers
 from detsim.fileio import bounded_read
+from detsim.fileio.digest import sha256_file
 
 # the Arguments field each output flag of :func:`~detsim.commandline.command.output_paths` sets
 OUTPUT_FIELDS = {"-floatfile": "floatfile", "-intfile": "intfile", "-pgmfile": "pgmfile",
@@ -77,7 +78,7 @@ def _finished(entry: manifest.Entry | None, frame: Frame, placed: list[tuple[str
         return False
     if sorted((o.flag, o.path) for o in entry.outputs) != sorted(placed):
         return False
-    return all(os.path.isfile(os.path.join(out_dir, o.path)) and manifest.sha256(os.path.join(out_dir, o.path))
+    return all(os.path.isfile(os.path.join(out_dir, o.path)) and sha256_file(os.path.join(out_dir, o.path))
                == o.sha256 for o in entry.outputs)
 
 

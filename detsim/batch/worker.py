@@ -22,7 +22,9 @@ import time
 
 import numpy as np
 
-from detsim.batch.manifest import Entry, FrameStatus, OutputFile, sha256
+from detsim.batch.manifest import Entry, FrameStatus, OutputFile
+from detsim.fileio.digest import sha256_file
+from detsim.host.working_directory import working_directory
 from detsim.batch.plan import Job, place_outputs
 from detsim.commandline import command
 from detsim.commandline.arguments import Arguments
@@ -101,21 +103,20 @@ def render_frame(job: Job, tries: int) -> Entry:
     """Render ``job``'s frame (its ``tries``-th try); the entry says ok with the files' sha256, or why not."""
     start = time.perf_counter()
     frame = job.frame
-    if os.getcwd() != job.cwd:  # a worker of another machine or folder reads inputs as the batch's line does
-        os.chdir(job.cwd)
     try:
-        args, mask = parse_with_headers(list(frame.argv))
-        placed = place_outputs(args, job.frame_dir)
-        there = [path for _, path in placed if os.path.lexists(os.path.join(job.out_dir, path))]
-        if there and len(there) < len(placed):
-            raise FileExistsError(f"an earlier try left {len(there)} of the frame's {len(placed)} files "
-                                  f"({', '.join(there)}); they are not overwritten")
-        if not there:  # else all are there: written by an earlier try whose worker died before handing them back
-            for _, path in placed:
-                os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
-            cache = _cache()
-            command.run_parsed(args, mask, io.StringIO(), build=cache.build, prepare=cache.prepare)
-        outputs = tuple(OutputFile(flag, path, sha256(os.path.join(job.out_dir, path))) for flag, path in placed)
+        with working_directory(job.cwd):  # input files are read as the batch's line reads them
+            args, mask = parse_with_headers(list(frame.argv))
+            placed = place_outputs(args, job.frame_dir)
+            there = [path for _, path in placed if os.path.lexists(os.path.join(job.out_dir, path))]
+            if there and len(there) < len(placed):
+                raise FileExistsError(f"an earlier try left {len(there)} of the frame's {len(placed)} files "
+                                      f"({', '.join(there)}); they are not overwritten")
+            if not there:  # else all are there: written by an earlier try whose worker died before handing them back
+                for _, path in placed:
+                    os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
+                cache = _cache()
+                command.run_parsed(args, mask, io.StringIO(), build=cache.build, prepare=cache.prepare)
+            outputs = tuple(OutputFile(flag, path, sha256_file(os.path.join(job.out_dir, path))) for flag, path in placed)
     except Exception as exc:  # noqa: BLE001 - a frame's failure is reported, never raised into the worker
         _local.__dict__.pop("cache", None)  # a half-made setup is not reused
         remove_empty_folders(job.frame_dir)

@@ -7,6 +7,7 @@ import pytest
 from detsim.batch import manifest
 from detsim.batch.frames import BatchInputError
 from detsim.batch.manifest import Entry, FrameStatus, OutputFile
+from detsim.fileio.digest import sha256_file
 
 
 def test_entries_round_trip_in_name_order_and_no_temporary_file_is_left(tmp_path):
@@ -30,4 +31,4 @@ def test_no_manifest_is_no_entry_and_a_damaged_one_names_its_line(tmp_path):
 
 def test_sha256_is_the_files_digest(tmp_path):
     (tmp_path / "f").write_bytes(b"abc")
-    assert manifest.sha256(str(tmp_path / "f")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert sha256_file(str(tmp_path / "f")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

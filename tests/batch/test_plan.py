@@ -9,6 +9,7 @@ from detsim.batch import manifest
 from detsim.batch.frames import BatchInputError, Frame
 from detsim.batch.manifest import Entry, FrameStatus, OutputFile
 from detsim.batch.plan import plan
+from detsim.fileio.digest import sha256_file
 
 LINE = ("-detpixels", "16", "-nonoise", "-nopgm")
 
@@ -41,7 +42,7 @@ def _finished(tmp_path, frame: Frame) -> Entry:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "floatimage.bin").write_bytes(b"float")
     (folder / "intimage.img").write_bytes(b"int")
-    outputs = tuple(OutputFile(flag, f"{frame.name}/{name}", manifest.sha256(str(folder / name)))
+    outputs = tuple(OutputFile(flag, f"{frame.name}/{name}", sha256_file(str(folder / name)))
                     for flag, name in (("-floatfile", "floatimage.bin"), ("-intfile", "intimage.img")))
     return Entry(frame.name, frame.source, frame.command, FrameStatus.OK, 0.1, 1, outputs)
 
