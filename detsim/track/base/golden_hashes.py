@@ -10,14 +10,12 @@ from typing import Iterable, Mapping
 
 import torch
 
-from detsim.track.base.golden import GoldenCase
+from detsim.track.base.golden import RENDER_DEVICE as DEVICE, RENDER_DTYPE as DTYPE, RENDER_THREADS as THREADS, \
+    GoldenCase
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.runtime import thread_count
 
-THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
-DTYPE = "float64"
-DEVICE = "cpu"
 EAGER, COMPILED = "eager", "compiled"
 
 

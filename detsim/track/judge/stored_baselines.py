@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.base.golden import BaselineError, for_class, stored
+from detsim.track.base.golden import RENDER_DEVICE, RENDER_DTYPE, RENDER_THREADS, BaselineError, for_class, stored
 from detsim.track.base.provenance import MachineClass
 from detsim.track.judge.bench import GateInputError, load_results
 
 GATE_BASELINE = Path("results") / "baselines" / "pytest-baseline.json"  # relative to the project
 REFRESH = "make baselines"  # rewrites every stored baseline of this machine class (Makefile)
-GOLDEN_RENDER = {"threads": 1, "dtype": "float64", "device": "cpu"}  # how the golden hashes are rendered (eager)
+GOLDEN_RENDER = {"threads": RENDER_THREADS, "dtype": RENDER_DTYPE, "device": RENDER_DEVICE}  # of every golden hash
 SIMULATE = "simulate"  # the gate's benchmarks that render a golden case with detsim.simulate's defaults (eager)
 
 
