@@ -254,5 +254,6 @@ def test_a_gate_baseline_that_disagrees_with_the_golden_hashes_exits_1_naming_th
     _gate_baseline(root, "b" * 64)
     assert cli.main(["baselines", "--repo", str(root)]) == 1
     out = capsys.readouterr().out
-    assert f"  {CASES[0]}: results/baselines/pytest-baseline.json (test_simulate[a01-cpu-float64]) holds bbbbbbbbbbbbbbbb, " in out
+    assert (f"  {CASES[0]}: results/baselines/pytest-baseline.json (test_simulate[a01-cpu-float64]) holds "
+            f"{'b' * 16}, ") in out
     assert "run `make baselines` on this machine class" in out
