@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 SLOW_STAMP := $(VENV)/.installed-slow
 
-.PHONY: run test test-slow venv venv-slow clean
+.PHONY: run test test-slow baselines venv venv-slow clean
 
 # pip byte-compiles what it installs one file at a time (~30 s for torch on 2 cores); compileall does it on
 # every core. Like pip, it passes over the few files written for another Python's syntax (its exit status).
@@ -52,6 +52,16 @@ test: venv
 
 test-slow: venv-slow
 	$(PY) -m pytest -q -m slow
+
+# Every stored baseline of this machine class, rewritten together after an accepted change (docs/bench-gate.md,
+# "Refreshing the baselines"): the golden image hashes the tracking run compares against (refused on a work tree
+# with uncommitted changes: a baseline names the commit it holds for), then the bench gate's baseline, then
+# `detsim-track baselines`, which exits 1 if the two files still hold different hashes of one render. Then commit
+# results/baselines/ saying which accepted change the new baselines record.
+baselines: venv
+	$(PY) -m detsim.track.cli baselines --refresh
+	BENCH_PYTHON=$(PY) bash .ci/bench --refresh
+	$(PY) -m detsim.track.cli baselines
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -13,6 +13,7 @@ from detsim.track.base.golden import load_cases
 from detsim.track.judge import confirm
 from detsim.track.judge.confirm import decide
 from detsim.track.judge.confirm import ROUNDS, Remeasurement
+from detsim.track.report.markdown import SUMMARY_ENV
 
 
 def pytest_configure(config):
@@ -67,6 +68,13 @@ def pytest_generate_tests(metafunc):
 def golden_case(request):
     """A :class:`~detsim.track.base.golden.GoldenCase` by id (use with indirect parametrization)."""
     return GOLDEN_CASES[request.param]
+
+
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch):
+    """No test appends to the summary of the CI job that runs it: ``detsim-track regressions`` appends its
+    Markdown verdict to ``$GITHUB_STEP_SUMMARY`` where that is set (the tests of that set their own)."""
+    monkeypatch.delenv(SUMMARY_ENV, raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -168,6 +168,8 @@ def discover(folder: Path) -> list[GoldenCase]:
 
 BASELINE = Path("results") / "baselines" / "golden_hashes.json"  # the single file of earlier versions
 BASELINE_DIR = Path("results") / "baselines" / "golden_hashes"  # one <class slug>.json per machine class
+# how the stored hashes were rendered (eager): the class fields every baseline file's ``holds_for`` has
+RENDER_THREADS, RENDER_DTYPE, RENDER_DEVICE = 1, "float64", "cpu"  # torch intra-op threads as in the asv suite
 SCHEMA = 1
 HASH_KEYS = ("cases", "cases_compiled")  # eager and compiled path; the compiled map may be absent
 

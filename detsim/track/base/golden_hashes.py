@@ -10,14 +10,12 @@ from typing import Iterable, Mapping
 
 import torch
 
-from detsim.track.base.golden import GoldenCase
+from detsim.track.base.golden import RENDER_DEVICE as DEVICE, RENDER_DTYPE as DTYPE, RENDER_THREADS as THREADS, \
+    GoldenCase
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.runtime import thread_count
 
-THREADS = 1  # torch intra-op threads of every golden render (as in the asv suite)
-DTYPE = "float64"
-DEVICE = "cpu"
 EAGER, COMPILED = "eager", "compiled"
 
 
@@ -35,12 +33,12 @@ def machine_class() -> MachineClass:
     return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
-def render(case: GoldenCase, mode: str = EAGER):
-    """The case's image, (slow, fast) float64 on the CPU; the caller pins the thread count."""
+def render(case: GoldenCase, mode: str = EAGER, dtype: str = DTYPE):
+    """The case's image, (slow, fast) in ``dtype`` on the CPU; the caller pins the thread count."""
     import detsim
     from detsim import config_from_argv
 
-    return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=torch.float64, mode=mode)
+    return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=getattr(torch, dtype), mode=mode)
 
 
 def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:

@@ -1,5 +1,7 @@
-"""``detsim-track baselines``: show the stored golden-image hashes, or refresh this machine class's (showing,
-refreshing, and why a refresh refuses images that do not reproduce: docs/determinism.md)."""
+"""``detsim-track baselines``: show the stored golden-image hashes and whether the bench gate's baseline agrees
+with them, or refresh this machine class's golden hashes (showing, refreshing, and why a refresh refuses images
+that do not reproduce: docs/determinism.md; every baseline of a class at once: ``make baselines``,
+docs/bench-gate.md)."""
 
 from __future__ import annotations
 
@@ -7,13 +9,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.commands import refuse
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.base.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
 from detsim.track.base.recording import RecordingError, check_writable
 from detsim.track.base import golden_hashes
+from detsim.track.judge.stored_baselines import GATE_BASELINE, StoreError, disagreements, stale_message
 from detsim.track.base.golden import AXES, BASELINE_DIR, SCHEMA, BaselineError, GoldenError, class_path, \
     differing_fields, for_class, golden_dir, load_cases, stored
 
@@ -72,7 +75,25 @@ def _show(root: Path) -> int:
         print(f"this machine ({machine.slug()}): no baseline of its class; the determinism tracks compare its "
               f"images commit to commit from its first recorded commit (store one with --refresh: "
               f"{class_path(machine)})")
-    return ExitCode.UNMEASURED if incomplete else ExitCode.OK
+    return worst(ExitCode.UNMEASURED if incomplete else ExitCode.OK, _gate_agrees(root))
+
+
+def _gate_agrees(root: Path) -> ExitCode:
+    """Whether the bench gate's baseline holds the golden hashes' hash wherever both hold one render (one line),
+    REGRESSED (and what differs, with the command that refreshes both) where not."""
+    if not (root / GATE_BASELINE).exists():
+        print(f"{GATE_BASELINE}: none, nothing to compare with the golden hashes")
+        return ExitCode.OK
+    try:
+        shared, stale = disagreements(root)
+    except StoreError as exc:
+        print(f"{GATE_BASELINE}: not compared with the golden hashes ({exc})")
+        return ExitCode.UNMEASURED
+    if stale:
+        print(stale_message(stale))
+        return ExitCode.REGRESSED
+    print(f"{GATE_BASELINE}: holds the golden hashes' image hash in all {shared} render(s) both record")
+    return ExitCode.OK
 
 
 def _refresh(root: Path, *, allow_dirty: bool) -> int:

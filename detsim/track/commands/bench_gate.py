@@ -8,13 +8,14 @@ import math
 from pathlib import Path
 
 from detsim.track.commands import refuse
+from detsim.track.judge.stored_baselines import GATE_BASELINE
 from detsim.track.judge.bench import BaselineVerdict, GateInputError, finding_line, judge, load_results
 from detsim.track.judge.text import to_act
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
 
 HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, cost, image sha256"
 
-DEFAULT_BASELINE = Path("results/baselines/pytest-baseline.json")
+DEFAULT_BASELINE = GATE_BASELINE
 
 
 def threshold_value(text: str) -> float:

@@ -21,8 +21,8 @@ from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
-from detsim.track.report.asvpage import FEED, LIST, STATUS_PAGE, TabError, add_status_link, read_index, replacing, \
-    tab, tab_json, vendor_pages
+from detsim.track.report.asvpage import FEED, HTML_DIR, LIST, STATUS_PAGE, TabError, add_status_link, html_folder, \
+    read_index, replacing, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
@@ -32,7 +32,7 @@ ASSET_CACHE = Path(".asv") / "www-assets"  # npm tarballs, relative to the proje
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, default=None,
-                        help="the published folder, replaced whole (default: html_dir of asv.conf.json, reports/html)")
+                        help=f"the published folder, replaced whole (default: html_dir of asv.conf.json, {HTML_DIR})")
     parser.add_argument("--repo", type=Path, default=None,
                         help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
     parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
@@ -121,7 +121,7 @@ def departures(report: Mapping, results: Path | None, root: Path) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     try:
-        html = args.html or root / load_config(root).get("html_dir", "reports/html")
+        html = args.html or html_folder(root, load_config(root))
         path = args.verdict or latest_file(root / REPORTS)
         verdict = read_verdict(path)
         picked = chosen(verdict, path, args.machine, checkout_head(project_repo(root, load_config(root))))

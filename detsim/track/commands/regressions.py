@@ -1,7 +1,9 @@
 """``detsim-track regressions``: what changed in the stored asv history, where, and since which commit (its
 rules, output and exit status: docs/tracking.md, "The verdict"). The one command that judges: it records the
-judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file) and ``verdict.txt``, each atomically,
-replacing only this command's, then moves ``reports/latest`` to them (:mod:`detsim.track.judge.verdict`). Here:
+judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file), ``verdict.txt`` and ``verdict.md``
+(:mod:`detsim.track.report.markdown`, also appended to ``$GITHUB_STEP_SUMMARY`` where that is set), each
+atomically, replacing only this command's, then moves ``reports/latest`` to them
+(:mod:`detsim.track.judge.verdict`). Here:
 the options, the files and ``--explain``; :mod:`detsim.track.judge.analysis` judges and
 :mod:`detsim.track.judge.confirm` re-measures."""
 
@@ -17,11 +19,13 @@ from detsim.track.base.output import REPORTS, OutputError, add_json_option, atom
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
-from detsim.track.judge.history import ResultsError
+from detsim.track.judge.history import ResultsError, load_config
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, TEXT_FILE, Judgement, VerdictError, check_latest, \
-    point_latest
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, VerdictError, \
+    check_latest, point_latest
+from detsim.track.report.asvpage import STATUS_PAGE, html_folder
+from detsim.track.report.markdown import SUMMARY_ENV, append_to_summary, markdown_lines, page_link
 
 HELP = "report benchmarks whose latest value regressed in the stored asv history (the default command)"
 
@@ -68,11 +72,13 @@ def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
 
 def report_files(folder: Path) -> tuple[Path, Path]:
     """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
-    report of this command (a rerun within the same second); anything else there is never replaced."""
+    report of this command (a rerun within the same second); anything else there is never replaced (the
+    Markdown file beside them neither)."""
     text, data = folder / TEXT_FILE, folder / JSON_FILE
     check_output_file(data, "report", COMMAND)
-    if text.exists() and not (text.is_file() and is_report_of(data, COMMAND)):
-        raise OutputError(f"report {text}: exists and is not this command's; refusing to replace it")
+    for other in (text, folder / MARKDOWN_FILE):
+        if other.exists() and not (other.is_file() and is_report_of(data, COMMAND)):
+            raise OutputError(f"report {other}: exists and is not this command's; refusing to replace it")
     return text, data
 
 
@@ -90,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
     data = {"report": COMMAND, **judgement.as_json()}
-    written = _write_report(text_file, json_file, full, data)
+    page = page_link(folder, html_folder(root, load_config(root)) / STATUS_PAGE)
+    markdown = "\n".join(markdown_lines(data, page)) + "\n"
+    written = _write_report(text_file, json_file, full, data, markdown)
+    if written:
+        _to_summary(markdown)
     if args.verbose:
         lines = full
     else:
@@ -119,22 +129,33 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict) -> bool:
-    """The full report's two files, each atomically, both or neither, then the link to the latest verdict
-    moved to them; False (and one line) when the place changed since it was checked."""
+def _write_report(text_file: Path, json_file: Path, lines: list[str], data: dict, markdown: str) -> bool:
+    """The full report's three files (JSON, text, Markdown), each atomically, all or none, then the link to the
+    latest verdict moved to them; False (and one line) when the place changed since it was checked."""
+    markdown_file = json_file.parent / MARKDOWN_FILE
     try:
         atomic_write_text(json_file, json_text(data))
         try:
             atomic_write_text(text_file, "\n".join(lines) + "\n")
+            atomic_write_text(markdown_file, markdown)
             point_latest(json_file.parent)
         except OSError:
-            json_file.unlink(missing_ok=True)
-            text_file.unlink(missing_ok=True)
+            for written in (json_file, text_file, markdown_file):
+                written.unlink(missing_ok=True)
             raise
     except OSError as exc:
         print(f"detsim-track: report {text_file.parent}: not written ({exc.strerror or exc})", file=sys.stderr)
         return False
     return True
+
+
+def _to_summary(markdown: str) -> None:
+    """The Markdown verdict appended to the job summary where ``$GITHUB_STEP_SUMMARY`` names one (a summary
+    that cannot be written is said in one line; the verdict's exit status stays)."""
+    try:
+        append_to_summary(markdown)
+    except OSError as exc:
+        print(f"detsim-track: ${SUMMARY_ENV}: not appended to ({exc.strerror or exc})", file=sys.stderr)
 
 
 def _explain(root: Path, judgement: Judgement, verdict: Path) -> None:

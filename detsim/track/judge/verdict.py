@@ -1,9 +1,9 @@
 """The verdict: one machine's (:class:`Report`), the machines' together with where they agree
 (:class:`Judgement`), and its stored form. ``Judgement.as_json()`` is ``verdict.json``, kept at
-``<reports>/<STAMP>/verdict.json`` (with ``verdict.txt`` beside it) and ``<reports>/latest``, a link to the folder
-of the latest verdict, swapped in atomically once both files are written. Views (``detsim-track publish``,
-``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's judgement. The verdict is made
-by :func:`.analysis.analyse`.
+``<reports>/<STAMP>/verdict.json`` (with ``verdict.txt`` and ``verdict.md`` beside it) and ``<reports>/latest``, a
+link to the folder of the latest verdict, swapped in atomically once all three are written. Views
+(``detsim-track publish``, ``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's
+judgement. The verdict is made by :func:`.analysis.analyse`.
 """
 
 from __future__ import annotations
@@ -159,6 +159,7 @@ def judgement_of(reports: Mapping[str, Report], failed: Mapping[str, str] | None
 
 COMMAND = "detsim-track regressions"  # the "report" field of verdict.json
 TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
+MARKDOWN_FILE = "verdict.md"  # beside them: the findings to act on, for CI summaries (detsim.track.report.markdown)
 LATEST = "latest"  # the link, in the reports folder, to the latest verdict's folder
 MACHINE_FIELDS = ("machine", "latest", "commits", "notes", "exit")  # what every view reads of a machine's verdict
 

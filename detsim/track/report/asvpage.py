@@ -62,6 +62,12 @@ from detsim.track.judge.text import finding_text, where_text
 
 # ---- links ----
 STATUS_PAGE = "status.html"
+HTML_DIR = "reports/html"  # where the page is published when asv.conf.json names no html_dir
+
+
+def html_folder(root: Path, config: Mapping) -> Path:
+    """The folder a project's page is published in: ``html_dir`` of its asv.conf.json (``config``), under ``root``."""
+    return root / config.get("html_dir", HTML_DIR)
 ITEM_ID = "nav-li-status"
 ITEM = f'<li id="{ITEM_ID}"><a href="{STATUS_PAGE}" title="the latest verdict per family, offline">Status</a></li>'
 AFTER = re.compile(r'<li id="nav-li-regressions">.*?</li>', re.S)

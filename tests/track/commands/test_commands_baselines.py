@@ -235,3 +235,25 @@ def test_a_refresh_whose_write_fails_says_so_in_one_line_and_keeps_the_old_file(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No space left on device" in err and "unchanged" in err
     assert not (root / class_path(golden_hashes.machine_class())).exists()
+
+
+def _gate_baseline(root: Path, sha256: str) -> None:
+    """A bench gate baseline holding one render of CASES[0] as the golden hashes render it, on this machine."""
+    extra = {**golden_hashes.machine_class().as_record(), "role": "simulate", "case": CASES[0], "sha256": sha256}
+    (root / "results" / "baselines" / "pytest-baseline.json").write_text(json.dumps({"benchmarks": [
+        {"name": "test_simulate[a01-cpu-float64]", "fullname": "b.py::test_simulate[a01-cpu-float64]",
+         "stats": {"min": 0.1}, "extra_info": extra}]}))
+
+
+def test_a_gate_baseline_that_disagrees_with_the_golden_hashes_exits_1_naming_the_command(tmp_path, capsys):
+    root = _project(tmp_path, golden_hashes.machine_class().as_record())
+    _gate_baseline(root, "a" * 64)
+    assert cli.main(["baselines", "--repo", str(root)]) == 0
+    assert ("results/baselines/pytest-baseline.json: holds the golden hashes' image hash in all 1 render(s) both "
+            "record") in capsys.readouterr().out
+    _gate_baseline(root, "b" * 64)
+    assert cli.main(["baselines", "--repo", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert (f"  {CASES[0]}: results/baselines/pytest-baseline.json (test_simulate[a01-cpu-float64]) holds "
+            f"{'b' * 16}, ") in out
+    assert "run `make baselines` on this machine class" in out

@@ -542,10 +542,10 @@ def test_the_full_report_is_always_written_beside_the_project_and_equals_verbose
     assert cli.main(["regressions", "--repo", str(root), "--remeasure", "0", "-v"]) == 1  # a rerun replaces its own
     verbose = capsys.readouterr().out
     assert (folder / "verdict.txt").read_text() == verbose and len(verbose.splitlines()) > len(default) - 3
-    assert sorted(p.name for p in folder.iterdir()) == ["verdict.json", "verdict.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == ["verdict.json", "verdict.md", "verdict.txt"]
 
 
-@pytest.mark.parametrize("foreign", ["verdict.txt", "verdict.json"])
+@pytest.mark.parametrize("foreign", ["verdict.txt", "verdict.json", "verdict.md"])
 def test_a_report_folder_holding_files_not_ours_is_refused_before_the_work(tmp_path, capsys, monkeypatch, foreign):
     monkeypatch.setattr(regressions, "utc_stamp", lambda: "20260101T000000Z")
     folder = tmp_path / "reports" / "20260101T000000Z"
@@ -557,12 +557,13 @@ def test_a_report_folder_holding_files_not_ours_is_refused_before_the_work(tmp_p
     assert [p.name for p in folder.iterdir()] == [foreign] and (folder / foreign).read_text() == "my notes\n"
 
 
-def test_a_report_that_cannot_be_written_keeps_the_verdict_and_leaves_no_half(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("failing", [2, 3])  # the text, the Markdown file
+def test_a_report_that_cannot_be_written_keeps_the_verdict_and_leaves_no_half(tmp_path, capsys, monkeypatch, failing):
     calls = []
 
     def fail_second(path, text):
         calls.append(path)
-        if len(calls) == 2:
+        if len(calls) == failing:
             raise OSError(28, "No space left on device")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -664,3 +665,23 @@ def test_the_decide_command_carries_the_repo_as_typed_and_runs_as_pasted(tmp_pat
     import shlex
     assert cli.main(shlex.split(command)[1:]) == 0  # pasted: it re-measures, and every step is noise here
     assert "UNDECIDED" not in capsys.readouterr().out
+
+
+def test_the_markdown_verdict_is_written_beside_the_others_and_appended_to_the_job_summary(
+        tmp_path, capsys, monkeypatch, remeasured_as):
+    remeasured_as(default=2.0)
+    summary = tmp_path / "summary.md"
+    summary.write_text("# the tests job\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, report = _run(DATA / "regressed", tmp_path)
+    screen = capsys.readouterr().out.splitlines()
+    [folder] = [p for p in (tmp_path / "reports").iterdir() if not p.is_symlink()]
+    assert sorted(p.name for p in folder.iterdir()) == ["verdict.json", "verdict.md", "verdict.txt"]
+    markdown = (folder / "verdict.md").read_text()
+    assert markdown.startswith("## detsim-track verdict: exit 1, something regressed\n") and code == 1
+    link = markdown.split("[status.html](", 1)[1].split(")", 1)[0]  # from the report folder to the project's page
+    assert (folder / link).resolve() == DATA / "regressed" / "reports" / "html" / "status.html"
+    parity = next(line for line in screen if line.startswith("REGRESSED parity a01_cubic_mosflm_center"))
+    assert f"\n{parity}\n" in markdown  # the terminal's line, word for word
+    assert markdown.count("\nREGRESSED ") + markdown.count("\nCHANGED ") == len(report["regressions"]) == 6
+    assert summary.read_text() == "# the tests job\n" + markdown
