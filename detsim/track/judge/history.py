@@ -21,6 +21,7 @@ from typing import Iterator, Mapping
 from detsim.track.base import recording
 from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
+from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
 
 CONFIG = "asv.conf.json"
@@ -85,6 +86,8 @@ NAMED_FAMILIES = (
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
 TYPE_FAMILIES = {"time": "timing", "peakmemory": "memory", "memory": "memory"}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
+# the units of the device costs counted on the CPU (benchmarks/bench_device_cost.py): exact counts, as instructions
+COST_UNITS = (COST_UNIT, *DEVICE_COST_UNITS)
 MEMORY_UNITS = ("bytes", "MB")  # a track in one of these is a peak memory (a target's command's own: docs/targets.md)
 TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
 
@@ -127,7 +130,7 @@ def family_of(name: str, bench: Mapping) -> str:
         return TYPE_FAMILIES[kind]
     if str(bench.get("unit", "")) in MEMORY_UNITS:
         return "memory"
-    if str(bench.get("unit", "")) == COST_UNIT:
+    if str(bench.get("unit", "")) in COST_UNITS:
         return "cost"
     if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
         return "timing"

@@ -9,7 +9,8 @@ The one rule of what counts (:func:`launches_a_kernel`):
   (its schema returns an alias it does not write: ``view``, ``expand``, ``slice``, ``detach``...) or only
   allocates (``empty``...), which launch nothing; an op may launch more than one kernel on a GPU, so
   this is a lower bound of the launches of eager PyTorch;
-* a copy between two devices (``aten._to_copy``/``aten.copy_`` across devices) is a *copy*, not a kernel;
+* a copy between two devices (``aten._to_copy``/``aten.copy_`` with tensors on two devices) is a *copy*, not
+  a kernel (a copy within one device is a kernel);
 * ``aten._local_scalar_dense`` (``.item()``, ``bool()``, ``int()`` of a tensor) is a *sync*, not a kernel;
 * a Triton kernel called (``kernel[grid](...)``, run by ``triton.runtime.interpreter.GridExecutor`` under
   ``TRITON_INTERPRET=1``) is one *Triton launch*; the aten ops the interpreter itself runs to stage its
@@ -17,7 +18,8 @@ The one rule of what counts (:func:`launches_a_kernel`):
 * a call of a ``torch.compile``d graph is one *compiled call*: on a CPU inductor generates C++, which the
   dispatcher never sees, so a graph's launches on a GPU are counted as one per call (inductor emits at
   least one Triton kernel per graph; a graph it splits would launch more), and the aten ops it falls back
-  to (outside the graph) are counted as kernels as above.
+  to (outside the graph) are counted as kernels as above. Only graphs compiled before the region are seen
+  (a region is counted after a warm-up run), and only kernels of a Triton already imported.
 
 ``launches`` (:attr:`OpCounts.launches`) is kernels + Triton launches + compiled calls. The counts can
 be limited to ops on tensors of one device type (``device=``): a setup moved to ``meta`` counts what it
@@ -27,6 +29,7 @@ would ask of the target device, apart from the CPU work before.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -55,7 +58,7 @@ def _returns_alias(func) -> bool:
 def launches_a_kernel(func) -> bool:
     """The one rule: does ``func`` (an aten overload) launch a kernel on a GPU? (See the module's docstring.)"""
     name = func._schema.name
-    return not (name in SYNC_OPS or name in COPY_OPS or name in ALLOCATING_OPS or name in METADATA_OPS
+    return not (name in SYNC_OPS or name in ALLOCATING_OPS or name in METADATA_OPS
                 or name in VIEW_LIKE_OPS or _returns_alias(func))
 
 
@@ -103,22 +106,14 @@ class _Dispatched(TorchDispatchMode):
         name = func._schema.name
         if name in SYNC_OPS:
             self.counts.syncs += 1
-        elif name in COPY_OPS:
-            if len(devices) > 1:
-                self.counts.copies += 1
-            elif not _returns_alias(func) and not _same_tensor(args, out):
-                self._kernel(name)
+        elif name in COPY_OPS and len(devices) > 1:
+            self.counts.copies += 1
         elif launches_a_kernel(func):
             self._kernel(name)
 
     def _kernel(self, name: str) -> None:
         self.counts.kernels += 1
         self.counts.by_op[name] = self.counts.by_op.get(name, 0) + 1
-
-
-def _same_tensor(args, out) -> bool:
-    """``x.to(x.dtype)`` and the like return their input: nothing is copied."""
-    return bool(args) and isinstance(args[0], torch.Tensor) and out is args[0]
 
 
 _LOCAL = threading.local()
@@ -140,9 +135,8 @@ def _untracked() -> Iterator[None]:
 @contextlib.contextmanager
 def _triton_launches(counts: OpCounts) -> Iterator[None]:
     """Count Triton kernels run by the interpreter (TRITON_INTERPRET=1), not the ops it stages them with."""
-    try:
-        from triton.runtime import interpreter
-    except ImportError:
+    interpreter = sys.modules.get("triton.runtime.interpreter")  # imported with triton; none: no kernel to run
+    if interpreter is None:
         yield
         return
     original = interpreter.GridExecutor.__call__
@@ -163,8 +157,10 @@ def _triton_launches(counts: OpCounts) -> Iterator[None]:
 @contextlib.contextmanager
 def _compiled_calls(counts: OpCounts) -> Iterator[None]:
     """Count calls of torch.compile'd graphs (each stands for at least one GPU kernel), not the ops inside."""
-    from torch._inductor import output_code
-
+    output_code = sys.modules.get("torch._inductor.output_code")  # none: nothing compiled yet (warm up first)
+    if output_code is None:
+        yield
+        return
     graph_call = output_code.CompiledFxGraph.__call__
 
     def counted(self, *args, **kwargs):
