@@ -644,11 +644,5 @@ def count_launches_job(job: dict) -> dict:
         if mode not in available_modes("cpu"):
             out[mode] = {"skip": f"mode {mode!r} does not run on the CPU with this commit"}
             continue
-        setup = prepare(config, device="cpu", dtype=dtype)
-        render(setup, mode=mode)  # warm-up: compilation and lazy imports are not counted
-        with counter.counting() as counts:
-            render(setup, mode=mode)
-        out[mode] = {device_costs.LAUNCHES: counts.launches, device_costs.COPIES: counts.copies,
-                     device_costs.SYNCS: counts.syncs, "kernels": counts.kernels,
-                     "triton_launches": counts.triton_launches, "compiled_calls": counts.compiled_calls}
+        out[mode] = counter.count_render(prepare, render, config, mode, dtype)
     return out

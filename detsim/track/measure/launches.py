@@ -185,4 +185,18 @@ def counting(device: str | None = None) -> Iterator[OpCounts]:
         yield counts
 
 
-__all__ = ["OpCounts", "counting", "launches_a_kernel"]
+def count_render(prepare: Callable, render: Callable, config, mode: str, dtype: torch.dtype) -> dict:
+    """The device operations of one render of ``config`` on path ``mode`` on the CPU (``prepare`` and ``render``:
+    the detsim being measured, passed in so that this module imports none): a warm-up render (compilation, lazy
+    imports), then one counted, the setup prepared before. A JSON-ready record: launches, copies, syncs, their
+    parts and the kernels per op."""
+    setup = prepare(config, device="cpu", dtype=dtype)
+    render(setup, mode=mode)
+    with counting() as counts:
+        render(setup, mode=mode)
+    return {"launches": counts.launches, "copies": counts.copies, "syncs": counts.syncs, "kernels": counts.kernels,
+            "triton_launches": counts.triton_launches, "compiled_calls": counts.compiled_calls,
+            "by_op": dict(sorted(counts.by_op.items()))}
+
+
+__all__ = ["OpCounts", "count_render", "counting", "launches_a_kernel"]

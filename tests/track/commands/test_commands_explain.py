@@ -338,3 +338,40 @@ def test_a_targets_parity_finding_is_explained_by_where_its_image_departs(tmp_pa
                                 "edges") and "the central region passes" in lines[-2]
     [record] = json.loads((out / "explain.json").read_text())["explanations"]
     assert record["details"]["departure"]["where"] == "edges" and record["job"]["first_bad"] == bad
+
+
+def test_a_launch_finding_is_explained_by_counting_its_path_again():
+    job = _job_for({"family": "cost", "unit": "copies", "params": "(mode='compiled')", "last_good": "a",
+                    "first_bad": "b"}, "origin")
+    assert (job.kind, job.workload, job.mode, job.measure) == ("launches", "P2@32", "compiled", "copies")
+    assert job.name == "launches-P2@32-compiled"
+
+
+def test_a_fused_kernel_finding_gets_a_note_not_an_instruction_count(tmp_path, monkeypatch, capsys):
+    spill = _Finding({"family": "cost", "benchmark": "bench_device_cost.FusedKernel.track_local_bytes", "unit":
+                      "local bytes", "params": "(dtype='float32')", "last_good": "HEAD~1", "first_bad": "HEAD"})
+    seen = _record_jobs(monkeypatch, lambda job: "")
+    assert main(["explain", "--root", str(ROOT), "--verdict", _verdict(tmp_path, [spill]),
+                 "--out", str(tmp_path / "bundle")]) == 0
+    assert seen == [] and "the fused kernel's compiled code has no explanation here" in capsys.readouterr().err
+
+
+def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
+    from detsim.track.report.explain import Job, _answer, _explain_launches
+
+    class Side:
+        def __init__(self, short):
+            self.short = short
+
+    old = {"launches": 131, "copies": 0, "syncs": 0, "triton_launches": 8, "compiled_calls": 0,
+           "by_op": {"aten::mul": 50, "aten::add": 16}}
+    new = {**old, "launches": 931, "by_op": {"aten::mul": 850, "aten::add": 16}}
+    job = Job("launches", "a" * 40, "b" * 40, "P2@32", mode="triton")
+    details, finding = _explain_launches(job, Side("aaaa"), Side("bbbb"), {"counts": old}, {"counts": new},
+                                         None, tmp_path, 10)
+    assert details["lines"] == ["aten::mul: 50 -> 850 (+800)"]
+    assert finding == "the kernel launched most more often is aten::mul (50 -> 850)"
+    record = {"pair": {"old": "a" * 40, "new": "b" * 40, "subject": "chunks again"}}
+    answer = _answer(job, record, finding, 131, 931, None, 1)
+    assert answer.startswith("the number of launches of one P2@32 render on the triton path changes at bbbbbbbb") and "x7.11" in answer
+    assert (tmp_path / "explanation.txt").read_text().splitlines()[1] == "aten::mul: 50 -> 850 (+800)"

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from detsim.track.measure.launches import counting, launches_a_kernel
+from detsim.track.measure.launches import count_render, counting, launches_a_kernel
 
 
 def test_views_and_allocations_launch_nothing_and_arithmetic_does():
@@ -37,20 +37,16 @@ def test_copies_between_devices_are_counted_apart_and_ops_can_be_limited_to_one_
     assert (counts.copies, counts.kernels) == (1, 1)
 
 
-def test_a_region_counts_the_same_every_time():
-    from detsim.rendering.engine import render
-    from detsim.rendering.setup import prepare
-    from detsim.track.base.workloads import reduced
+def test_a_render_counts_the_same_every_time_under_the_units_the_suite_tracks():
     from detsim.commandline.to_config import config_from_argv
+    from detsim.rendering.engine import prepare, render
+    from detsim.track.base.device_costs import LAUNCH_UNITS
+    from detsim.track.base.workloads import reduced
 
-    setup = prepare(reduced("P2@8").config(config_from_argv))
-    render(setup)
-    seen = []
-    for _ in range(2):
-        with counting() as counts:
-            render(setup)
-        seen.append((counts.kernels, counts.copies, counts.syncs, dict(counts.by_op)))
-    assert seen[0] == seen[1] and seen[0][0] > 50
+    config = reduced("P2@8").config(config_from_argv)
+    first, second = (count_render(prepare, render, config, "eager", torch.float32) for _ in range(2))
+    assert first == second and set(LAUNCH_UNITS) <= set(first)
+    assert first["launches"] == first["kernels"] == sum(first["by_op"].values()) > 50
 
 
 def test_a_triton_kernel_under_the_interpreter_is_one_launch_and_its_staging_is_not_counted(monkeypatch):
