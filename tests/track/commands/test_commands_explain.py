@@ -375,3 +375,22 @@ def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
     answer = _answer(job, record, finding, 131, 931, None, 1)
     assert answer.startswith("the number of launches of one P2@32 render on the triton path changes at bbbbbbbb") and "x7.11" in answer
     assert (tmp_path / "explanation.txt").read_text().splitlines()[1] == "aten::mul: 50 -> 850 (+800)"
+
+
+LAUNCH_PLANT = ("detsim/rendering/engine.py", "        return paths.chunk_values(chunk)\n",
+                "        for _ in range(100):  # planted: a kernel per step again\n"
+                "            torch.ones(1).add_(1.0)\n"
+                "        return paths.chunk_values(chunk)\n")
+
+
+@pytest.mark.slow
+def test_planted_launches_are_bisected_to_their_commit_and_named(tmp_path_factory, tmp_path):
+    repo = tmp_path_factory.mktemp("launches") / "repo"
+    base = make_history(repo)
+    planted_at = commit_change(repo, "render: a kernel per step", LAUNCH_PLANT)
+    commit_change(repo, "a note")
+    code, record, out = _explain(repo, tmp_path, base, "HEAD", "--kind", "launches", "--mode", "eager")
+    assert code == 1 and record["changed"] and record["pair"]["new"] == planted_at
+    assert record["details"]["top_op"] == {"op": "aten::add_", "old": record["details"]["top_op"]["old"],
+                                           "new": record["details"]["top_op"]["old"] + 100}
+    assert "aten::add_" in record["answer"] and (out / record["job"]["kind"]).exists() is False
