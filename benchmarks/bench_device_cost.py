@@ -1,6 +1,6 @@
 """What a render would ask of a GPU, counted on the CPU: deterministic costs a CPU-only CI tracks per commit.
 
-* ``LaunchesPerRender``: one render of P2@32 (float32) on each path (eager, compiled, triton under Triton's
+* ``LaunchesPerRender``: one render of P2@16 (float32) on each path (eager, compiled, triton under Triton's
   interpreter) after a warm-up render, counted in a fresh interpreter by the working tree's counter
   (``detsim/track/measure/launches.py`` states what a launch, a copy and a sync are): kernel launches
   (aten kernels, Triton kernels, compiled graph calls), host-device copies and host syncs, a track each.
@@ -48,19 +48,19 @@ class LaunchesPerRender:
         return counts[mode][costs.LAUNCHES]
 
     track_launches.unit = costs.LAUNCHES
-    track_launches.pretty_name = "kernel launches of one P2@32 render (counted on the CPU)"
+    track_launches.pretty_name = f"kernel launches of one {costs.LAUNCH_WORKLOAD} render (counted on the CPU)"
 
     def track_copies(self, counts, mode):
         return counts[mode][costs.COPIES]
 
     track_copies.unit = costs.COPIES
-    track_copies.pretty_name = "host-device copies of one P2@32 render (counted on the CPU)"
+    track_copies.pretty_name = f"host-device copies of one {costs.LAUNCH_WORKLOAD} render (counted on the CPU)"
 
     def track_syncs(self, counts, mode):
         return counts[mode][costs.SYNCS]
 
     track_syncs.unit = costs.SYNCS
-    track_syncs.pretty_name = "host syncs of one P2@32 render (counted on the CPU)"
+    track_syncs.pretty_name = f"host syncs of one {costs.LAUNCH_WORKLOAD} render (counted on the CPU)"
 
 
 class FusedKernel:

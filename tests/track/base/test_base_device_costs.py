@@ -17,4 +17,4 @@ def test_every_device_cost_unit_is_a_cost_and_only_one_thing():
 
 def test_the_counted_workload_is_a_reduced_reference_one():
     workload = reduced(device_costs.LAUNCH_WORKLOAD)
-    assert workload is not None and workload.steps == 200 and workload.pixels == 32
+    assert workload is not None and workload.steps == 200 and workload.pixels == 16

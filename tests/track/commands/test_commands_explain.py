@@ -343,8 +343,8 @@ def test_a_targets_parity_finding_is_explained_by_where_its_image_departs(tmp_pa
 def test_a_launch_finding_is_explained_by_counting_its_path_again():
     job = _job_for({"family": "cost", "unit": "copies", "params": "(mode='compiled')", "last_good": "a",
                     "first_bad": "b"}, "origin")
-    assert (job.kind, job.workload, job.mode, job.measure) == ("launches", "P2@32", "compiled", "copies")
-    assert job.name == "launches-P2@32-compiled"
+    assert (job.kind, job.workload, job.mode, job.measure) == ("launches", "P2@16", "compiled", "copies")
+    assert job.name == "launches-P2@16-compiled"
 
 
 def test_a_fused_kernel_finding_gets_a_note_not_an_instruction_count(tmp_path, monkeypatch, capsys):
@@ -366,14 +366,14 @@ def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
     old = {"launches": 131, "copies": 0, "syncs": 0, "triton_launches": 8, "compiled_calls": 0,
            "by_op": {"aten::mul": 50, "aten::add": 16}}
     new = {**old, "launches": 931, "by_op": {"aten::mul": 850, "aten::add": 16}}
-    job = Job("launches", "a" * 40, "b" * 40, "P2@32", mode="triton")
+    job = Job("launches", "a" * 40, "b" * 40, "P2@16", mode="triton")
     details, finding = _explain_launches(job, Side("aaaa"), Side("bbbb"), {"counts": old}, {"counts": new},
                                          None, tmp_path, 10)
     assert details["lines"] == ["aten::mul: 50 -> 850 (+800)"]
     assert finding == "the kernel launched most more often is aten::mul (50 -> 850)"
     record = {"pair": {"old": "a" * 40, "new": "b" * 40, "subject": "chunks again"}}
     answer = _answer(job, record, finding, 131, 931, None, 1)
-    assert answer.startswith("the number of launches of one P2@32 render on the triton path changes at bbbbbbbb") and "x7.11" in answer
+    assert answer.startswith("the number of launches of one P2@16 render on the triton path changes at bbbbbbbb") and "x7.11" in answer
     assert (tmp_path / "explanation.txt").read_text().splitlines()[1] == "aten::mul: 50 -> 850 (+800)"
 
 
@@ -394,4 +394,4 @@ def test_planted_launches_are_bisected_to_their_commit_and_named(tmp_path_factor
     assert record["details"]["top_op"] == {"op": "aten::add_", "old": record["details"]["top_op"]["old"],
                                            "new": record["details"]["top_op"]["old"] + 100}
     assert "The kernel launched most more often is aten::add_ (" in record["answer"]
-    assert (out / "launches-P2@32-eager" / "explanation.txt").is_file()
+    assert (out / "launches-P2@16-eager" / "explanation.txt").is_file()
