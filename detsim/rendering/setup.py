@@ -115,7 +115,7 @@ def _host_setup(config: SimulationConfig, dtype: torch.dtype, reuse: bool) -> Se
 def _on_device(setup: Setup, device: torch.device) -> Setup:
     """``setup`` on ``device``: one copy of its tensors, except a raster pixel list, built there (a few
     kernels instead of copying 8 bytes a pixel)."""
-    raster = setup.raster and not setup.pixels_s.requires_grad
+    raster = setup.raster
     if raster:
         setup = replace(setup, pixels_s=setup.pixels_s[:0], pixels_f=setup.pixels_f[:0])
     setup = replace(moved(setup, device), device=device)
