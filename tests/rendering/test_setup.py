@@ -15,6 +15,7 @@ from detsim.model.config import (
 )
 from _tolerances import F64_ULPS
 from detsim.model.structure_factors import HKLTable, StructureFactors, read_hkl
+from detsim.rendering.engine import render
 from detsim.rendering.setup import SETUPS, _prepare_on, needs_grad, prepare, restrict_pixels
 from detsim.rendering.setup_transfer import tensors_of
 from detsim.track.measure.launches import counting
@@ -203,6 +204,16 @@ def test_a_configuration_of_the_same_content_is_prepared_once():
         other = prepare(_every_field(cell=(30, 32, 34.000000000000007, 90, 90, 90)))  # one ulp of c
     assert counts.kernels > 300
     assert not torch.equal(other.orientations, first.orientations)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_rendering_a_reused_setup_leaves_the_kept_one_as_computed(mode):
+    SETUPS.clear()
+    config = _every_field(mask=False)
+    first, _ = render(prepare(config), mode=mode)
+    again, _ = render(prepare(config), mode=mode)  # the kept setup, rendered a second time
+    assert torch.equal(first, again)
+    _assert_same_setup(prepare(config), prepare(config, reuse=False))
 
 
 def test_a_reused_setup_is_not_changed_by_what_a_caller_does_to_its_tensors():
