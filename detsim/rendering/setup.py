@@ -104,12 +104,14 @@ def _host_setup(config: SimulationConfig, dtype: torch.dtype, reuse: bool) -> Se
     """The setup computed on the host, or the one kept for a configuration of the same content."""
     key = config_key(config) if reuse else None
     kept = SETUPS.get((key, dtype)) if key is not None else None
-    if kept is not None:  # fresh tensor objects over the kept storage: requires_grad_ on one stays there
-        return replace(map_tensors(kept, Tensor.detach), config=config)
-    setup = _prepare_on(config, torch.device("cpu"), dtype)
-    if key is not None:
-        SETUPS.put((key, dtype), setup, sum(t.numel() * t.element_size() for t in tensors_of(setup)))
-    return setup
+    if kept is None:
+        kept = _prepare_on(config, torch.device("cpu"), dtype)
+        if key is None:
+            return kept
+        SETUPS.put((key, dtype), kept, sum(t.numel() * t.element_size() for t in tensors_of(kept)))
+    # the caller's own setup and tensor objects over the kept storage: requires_grad_ on one, or whatever is
+    # cached per setup object, stays with the caller's
+    return replace(map_tensors(kept, Tensor.detach), config=config)
 
 
 def _on_device(setup: Setup, device: torch.device) -> Setup:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import re
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -222,6 +224,10 @@ def test_a_reused_setup_is_not_changed_by_what_a_caller_does_to_its_tensors():
     first.structure.values.requires_grad_(True)  # as a caller differentiating with respect to F does
     again = prepare(_every_field())
     assert not again.structure.values.requires_grad and not needs_grad(again)
+    kept = weakref.ref(first)
+    del first
+    gc.collect()
+    assert kept() is None  # the caller's setup is its own: what is cached per setup object goes with it
 
 
 def test_a_setup_keeps_the_gradient_of_a_configuration_tensor_on_its_device(device):
