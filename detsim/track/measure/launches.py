@@ -45,8 +45,7 @@ ALLOCATING_OPS = frozenset({"aten::empty", "aten::empty_strided", "aten::empty_l
                             "aten::new_empty_strided", "aten::resize_"})
 # metadata queries that reach the dispatcher but read no data
 METADATA_OPS = frozenset({"aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
-                          "aten::is_contiguous", "aten::is_same_size", "aten::is_nonzero_meta", "aten::size",
-                          "aten::stride", "aten::dim", "aten::numel"})
+                          "aten::is_contiguous", "aten::is_same_size"})
 
 
 def _returns_alias(func) -> bool:
@@ -135,7 +134,7 @@ def _untracked() -> Iterator[None]:
 @contextlib.contextmanager
 def _triton_launches(counts: OpCounts) -> Iterator[None]:
     """Count Triton kernels run by the interpreter (TRITON_INTERPRET=1), not the ops it stages them with."""
-    interpreter = sys.modules.get("triton.runtime.interpreter")  # imported with triton; none: no kernel to run
+    interpreter = sys.modules.get("triton.runtime.interpreter")  # imported by a kernel defined interpreted
     if interpreter is None:
         yield
         return
