@@ -102,7 +102,8 @@ class FusedKernel:
         return value
 
     track_instructions_per_step.unit = costs.INSTRUCTIONS_PER_STEP
-    track_instructions_per_step.pretty_name = "fused kernel: SASS instructions per pixel-step (sm_90, compiled on the CPU)"
+    track_instructions_per_step.pretty_name = ("fused kernel: SASS instructions per pixel-step (sm_90, compiled on "
+                                               "the CPU)")
 
     def track_registers(self, reports, dtype):
         return reports[dtype][costs.REGISTERS]

@@ -175,7 +175,8 @@ def test_a_setup_moved_to_a_device_is_the_cpu_setup_bit_for_bit(mask):
     assert moved.device == torch.device("meta")
     for a, b in zip(tensors_of(host), tensors_of(moved), strict=True):
         assert b.device.type == "meta" and (a.dtype, a.shape) == (b.dtype, b.shape)
-    assert (moved.first_sweep.pixels, moved.first_sweep.positions) == (host.first_sweep.pixels, host.first_sweep.positions)
+    first, there = host.first_sweep, moved.first_sweep
+    assert (there.pixels, there.positions) == (first.pixels, first.positions)
 
 
 @pytest.mark.parametrize("mask", [True, False], ids=["masked", "raster"])

@@ -27,8 +27,9 @@ def test_equal_content_has_one_key_and_any_change_another():
     changed[1, 2] = 0
     values = np.full((2, 2, 2), 10.0)
     values[1, 1, 1] = np.nextafter(10.0, 11.0)
-    others = [_config(changed), _config(None), _config(mask, values=values), _config(mask, cell_c=np.nextafter(34.0, 35.0)),
-              _config(mask.astype(np.int32)), replace(_config(None), detector=replace(_config(None).detector, fpixels=4))]
+    wider = replace(_config(None), detector=replace(_config(None).detector, fpixels=4))
+    others = [_config(changed), _config(None), _config(mask, values=values),
+              _config(mask, cell_c=np.nextafter(34.0, 35.0)), _config(mask.astype(np.int32)), wider]
     assert len({key, *map(config_key, others)}) == 1 + len(others)
 
 

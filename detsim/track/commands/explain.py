@@ -176,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
         return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
-    argv = ["explain", *args.commits, *(x for option in ("kind", "workload", "case", "mode", "axis") if getattr(args, option)
+    options = ("kind", "workload", "case", "mode", "axis")
+    argv = ["explain", *args.commits, *(x for option in options if getattr(args, option)
                                        for x in (f"--{option}", getattr(args, option))),
             *(["--target-results", str(args.target_results)] if args.target_results else [])]
     try:

@@ -23,7 +23,8 @@ class Reason:
 NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
 NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
 TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
-NO_DEVICE_COST = Reason("device cost", "device costs", "not countable at this commit here: the benchmark's own line says why")
+NO_DEVICE_COST = Reason("device cost", "device costs",
+                        "not countable at this commit here: the benchmark's own line says why")
 NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
 CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
 UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")

@@ -231,7 +231,8 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 def _explain_launches(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     a, b = old_extra["counts"], new_extra["counts"]
-    parts = [(name, a.get(name, 0), b.get(name, 0)) for name in ("triton_launches", "compiled_calls", "copies", "syncs")]
+    parts = [(name, a.get(name, 0), b.get(name, 0))
+             for name in ("triton_launches", "compiled_calls", "copies", "syncs")]
     ops = sorted(({"op": op, "old": a["by_op"].get(op, 0), "new": b["by_op"].get(op, 0)}
                   for op in {*a["by_op"], *b["by_op"]}), key=lambda r: (-(r["new"] - r["old"]), r["op"]))
     ops = [row for row in ops if row["new"] != row["old"]]

@@ -647,10 +647,10 @@ def _device_costs(tmp_path: Path) -> tuple[Path, list[str]]:
     conf.write_text(json.dumps(text))
     listing = root / "results" / "asv" / "benchmarks.json"
     benchmarks = json.loads(listing.read_text())
-    tracks = {"bench_device_cost.LaunchesPerRender.track_launches": (["mode"], [["'eager'", "'compiled'", "'triton'"]],
-                                                                     "launches"),
-              "bench_device_cost.FusedKernel.track_local_bytes": (["dtype"], [["'float32'", "'float64'"]], "local bytes"),
-              "bench_device_cost.FusedKernel.track_registers": (["dtype"], [["'float32'", "'float64'"]], "registers")}
+    modes, dtypes = [["'eager'", "'compiled'", "'triton'"]], [["'float32'", "'float64'"]]
+    tracks = {"bench_device_cost.LaunchesPerRender.track_launches": (["mode"], modes, "launches"),
+              "bench_device_cost.FusedKernel.track_local_bytes": (["dtype"], dtypes, "local bytes"),
+              "bench_device_cost.FusedKernel.track_registers": (["dtype"], dtypes, "registers")}
     for name, (names, params, unit) in tracks.items():
         benchmarks[name] = {"name": name, "param_names": names, "params": params, "type": "track", "unit": unit,
                             "version": "1"}
