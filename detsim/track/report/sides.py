@@ -7,7 +7,8 @@ on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each writing ``job["out"]`
 eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops
 per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)) and
 ``launches`` (the device operations of one float32 render on path ``mode``, :mod:`detsim.track.measure.launches`,
-as JSON; the triton path under Triton's interpreter). A
+as JSON; the triton path under Triton's interpreter) and ``kernel`` (the commit's fused kernel compiled for sm_90
+in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
 parity change is explained by the first traced quantity that changed between two commits, at the pixel that
 changed most (:func:`first_change`).
 """
@@ -110,7 +111,7 @@ def one_minus_r(image: np.ndarray, workload: str, golden: Path) -> float:
 
 
 # ---- in the side's fresh interpreter ----
-JOBS = ("image", "ops", "trace", "launches")
+JOBS = ("image", "ops", "trace", "launches", "kernel")
 
 
 def config_of(workload: str, golden: Path | None):
@@ -135,10 +136,15 @@ def render(config):
 def do_job(job: dict) -> dict:
     """Do ``job`` (see the module docstring); the file written."""
     golden = job.get("golden_dir")
+    out = Path(job["out"])
+    if job["job"] == "kernel":  # the commit's fused kernel compiled for sm_90 (no device, no configuration)
+        from detsim.track.gpu.kernel_report import fused_kernel_report
+
+        out.write_text(json.dumps(fused_kernel_report(job["dtype"]).record(), indent=1, sort_keys=True) + "\n")
+        return {"out": str(out)}
     if job["job"] == "launches" and job.get("mode") == "triton":
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton's kernels are defined: the CPU runs them interpreted
     config = config_of(job["workload"], Path(golden) if golden else None)
-    out = Path(job["out"])
     if job["job"] == "image":
         np.save(out, render(config).detach().cpu().numpy())
     elif job["job"] == "launches":

@@ -347,13 +347,35 @@ def test_a_launch_finding_is_explained_by_counting_its_path_again():
     assert job.name == "launches-P2@16-compiled"
 
 
-def test_a_fused_kernel_finding_gets_a_note_not_an_instruction_count(tmp_path, monkeypatch, capsys):
-    spill = _Finding({"family": "cost", "benchmark": "bench_device_cost.FusedKernel.track_local_bytes", "unit":
-                      "local bytes", "params": "(dtype='float32')", "last_good": "HEAD~1", "first_bad": "HEAD"})
-    seen = _record_jobs(monkeypatch, lambda job: "")
-    assert main(["explain", "--root", str(ROOT), "--verdict", _verdict(tmp_path, [spill]),
-                 "--out", str(tmp_path / "bundle")]) == 0
-    assert seen == [] and "the fused kernel's compiled code has no explanation here" in capsys.readouterr().err
+def test_a_fused_kernel_finding_is_explained_by_compiling_the_kernel_again():
+    job = _job_for({"family": "cost", "unit": "local bytes", "params": "(dtype='float64')", "last_good": "a",
+                    "first_bad": "b"}, "origin")
+    assert (job.kind, job.workload, job.dtype, job.measure) == ("kernel", "fused-kernel", "float64", "local bytes")
+    assert job.name == "kernel-fused-kernel-float64"
+
+
+def test_a_spill_is_named_with_the_fields_that_changed(tmp_path):
+    from detsim.track.report.explain import Job, _answer, _explain_kernel, is_bad
+
+    class Side:
+        def __init__(self, short):
+            self.short = short
+
+    old = {"target": "cuda sm_90", "registers": 56, "local_bytes": 0, "instructions_per_step": 120.0,
+           "calls": [], "atomics": [], "problems": []}
+    new = {**old, "registers": 255, "local_bytes": 24,
+           "problems": ["24 bytes of local memory per thread (spills or a call's stack)"]}
+    job = Job("kernel", "a" * 40, "b" * 40, "fused-kernel", dtype="float32", measure="local bytes")
+    details, finding = _explain_kernel(job, Side("aaaa"), Side("bbbb"), {"report": old}, {"report": new}, None,
+                                       tmp_path, 10)
+    assert details["lines"] == ["registers: 56 -> 255", "local_bytes: 0 -> 24"]
+    assert finding == ("registers: 56 -> 255; local_bytes: 0 -> 24; new: 24 bytes of local memory per thread "
+                       "(spills or a call's stack)")
+    assert is_bad("kernel", 0)(24) and not is_bad("kernel", 120.0)(125.0) and is_bad("kernel", 120.0)(127.0)
+    record = {"pair": {"old": "a" * 40, "new": "b" * 40, "subject": "a bigger block"}}
+    answer = _answer(job, record, finding, 0, 24, None, 1)
+    assert answer.startswith("the fused kernel's local bytes (float32, compiled for sm_90) changes at bbbbbbbb")
+    assert "0 -> 24." in answer
 
 
 def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
