@@ -87,8 +87,8 @@ def base_module(name: str) -> ModuleType:
     return importlib.import_module(f"{load_base(REPO_ROOT).__name__}.{name}")
 
 
-callgrind, fresh, golden, hashing, metrics, provenance, workloads = map(base_module, (
-    "callgrind", "fresh", "golden", "hashing", "metrics", "provenance", "workloads"))
+callgrind, device_costs, fresh, golden, hashing, metrics, provenance, workloads = map(base_module, (
+    "callgrind", "device_costs", "fresh", "golden", "hashing", "metrics", "provenance", "workloads"))
 
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order
@@ -594,3 +594,55 @@ def count_instructions_many(counted: list[str], dtype: str = "float64", timeout:
         if len(files) != len(counted) + 1:  # the main thread, then one thread per region
             raise RuntimeError(f"expected {len(counted) + 1} callgrind thread files, found {len(files)}")
         return {w: callgrind.parse_total(f.read_text()) for w, f in zip(counted, files[1:])}
+
+
+# -- device operations per render, counted on the CPU ---------------------------------------------
+
+LAUNCH_COUNTER = REPO_ROOT / "detsim" / "track" / "measure" / "launches.py"  # imports torch and triton, no detsim
+
+
+def load_launch_counter() -> ModuleType:
+    """The working tree's counter of device operations, loaded by path (it imports torch and triton, never
+    detsim, so it counts whichever commit is installed)."""
+    loaded = sys.modules.get("_detsim_launches")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("_detsim_launches", LAUNCH_COUNTER)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_detsim_launches"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def count_launches(modes: tuple[str, ...], timeout: float = 600) -> dict:
+    """Device operations of one render of :data:`device_costs.LAUNCH_WORKLOAD` on each of ``modes``, counted in
+    one fresh interpreter of this environment (the commit's ``detsim``, ``TRITON_INTERPRET=1``, one thread):
+    mode -> ``{"launches", "copies", "syncs", ...}``, or mode -> ``{"skip": why}``."""
+    job = json.dumps({"modes": list(modes)})
+    code = (f"import sys; sys.path.insert(0, {str(BENCHMARKS_DIR)!r}); import common, json; "
+            f"print(json.dumps(common.count_launches_job(json.loads({job!r}))))")
+    with tempfile.TemporaryDirectory(prefix="detsim-launches-") as scratch:  # -P and an empty folder: no checkout
+        done = fresh.run([sys.executable, "-P", "-c", code], cwd=Path(scratch), timeout=timeout,
+                         env=fresh.pinned_env(**fresh.thread_vars(THREADS), TRITON_INTERPRET="1"),
+                         what="the launch count").check("the launch count")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def count_launches_job(job: dict) -> dict:
+    """Inside the fresh interpreter of :func:`count_launches`: a warm-up render, then one counted, per mode."""
+    import detsim
+
+    pin_threads()
+    counter = load_launch_counter()
+    prepare, render = getattr(detsim, "prepare", None), getattr(detsim, "render", None)
+    if prepare is None or render is None:
+        return {mode: {"skip": "this commit has no detsim.prepare and detsim.render"} for mode in job["modes"]}
+    config = workload_config(workloads.reduced(device_costs.LAUNCH_WORKLOAD))
+    dtype = DTYPES[device_costs.LAUNCH_DTYPE]
+    out = {}
+    for mode in job["modes"]:
+        if mode not in available_modes("cpu"):
+            out[mode] = {"skip": f"mode {mode!r} does not run on the CPU with this commit"}
+            continue
+        out[mode] = counter.count_render(prepare, render, config, mode, dtype)
+    return out

@@ -189,7 +189,7 @@ def test_a_second_run_records_head_and_what_is_not_a_complete_record_again(check
 
 
 def test_a_commit_whose_recording_was_killed_is_recorded_again_until_complete(checkout):
-    timed = "^(?!bench_(cost|parity|determinism|reproducibility)\\.|bench_engine\\.LargeDetectorMemory\\.)"
+    timed = "^(?!bench_(cost|device_cost|parity|determinism|reproducibility)\\.|bench_engine\\.LargeDetectorMemory\\.)"
     killed = _track(checkout, FAKE_KILL=timed, FAKE_KILL_AFTER="1")  # the timings of the oldest commit only
     assert killed.returncode == -signal.SIGKILL or killed.returncode == 137
     partial = _recorded(checkout)

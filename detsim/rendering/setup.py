@@ -10,6 +10,7 @@ Units are SI (metres, radians) unless a field's name or comment says otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, replace
 
@@ -29,6 +30,8 @@ from detsim.model.sampling import Steps, resolve_mosaic_domains, resolve_thickne
 from detsim.model.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.model.structure_factors import StructureFactors
 from detsim.model.units import ANGSTROM, deg_to_rad, sensor_um_to_m, water_um_to_m
+from detsim.rendering.setup_cache import SetupCache, config_key
+from detsim.rendering.setup_transfer import map_tensors, moved, tensors_of
 from detsim.rendering.thread_first_sweep import FirstSweep, first_swept, first_sweep_phi_angles, thread_first_pixels, thread_pixels
 
 
@@ -71,18 +74,78 @@ class Setup:
         return self.sources.lambda_m.shape[0] * self.orientations.shape[0] * self.oversample ** 2
 
 
+SETUPS: SetupCache[Setup] = SetupCache()  # host setups by (configuration digest, dtype)
+
+
 def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
-            dtype: torch.dtype = torch.float64) -> Setup:
+            dtype: torch.dtype = torch.float64, reuse: bool = True) -> Setup:
     """Resolve the configuration into geometry, sources, orientations and step counts.
 
     Geometry and orientations are computed in float64 whatever ``dtype`` is, then cast: the setup is
-    tiny and float64 keeps float32 images close to float64 ones.
+    tiny and float64 keeps float32 images close to float64 ones. It is computed on the host whatever
+    ``device`` is (the same code and bits as a CPU setup) and moved to ``device`` in one copy
+    (:mod:`detsim.rendering.setup_transfer`); a configuration holding tensors on another device is
+    prepared there instead. With ``reuse``, the host setup of a configuration prepared before with the
+    same content and dtype is taken from :data:`SETUPS` (configurations holding tensors never are).
     """
     device = torch.device(device)
-    setup_dtype = torch.float64
-    beam, det, sampling = config.beam, config.detector, config.sampling
+    det = config.detector
     memory.require(f"a {det.spixels}x{det.fpixels} image (-detpixels)",
                    det.spixels * det.fpixels * (dtype.itemsize + IMAGE_BYTES_PER_PIXEL), device)
+    if device.type != "cpu" and any(t.device.type != "cpu" for t in _config_tensors(config)):
+        setup = _prepare_on(config, device, dtype)
+    else:
+        setup = _host_setup(config, dtype, reuse)
+    _require_pixel_memory(setup, device)
+    return setup if device.type == "cpu" else _on_device(setup, device)
+
+
+def _host_setup(config: SimulationConfig, dtype: torch.dtype, reuse: bool) -> Setup:
+    """The setup computed on the host, or the one kept for a configuration of the same content."""
+    key = config_key(config) if reuse else None
+    kept = SETUPS.get((key, dtype)) if key is not None else None
+    if kept is None:
+        kept = _prepare_on(config, torch.device("cpu"), dtype)
+        if key is None:
+            return kept
+        SETUPS.put((key, dtype), kept, sum(t.numel() * t.element_size() for t in tensors_of(kept)))
+    # the caller's own setup and tensor objects over the kept storage: requires_grad_ on one, or whatever is
+    # cached per setup object, stays with the caller's
+    return replace(map_tensors(kept, Tensor.detach), config=config)
+
+
+def _on_device(setup: Setup, device: torch.device) -> Setup:
+    """``setup`` on ``device``: one copy of its tensors, except a raster pixel list, built there (a few
+    kernels instead of copying 8 bytes a pixel)."""
+    raster = setup.raster
+    if raster:
+        setup = replace(setup, pixels_s=setup.pixels_s[:0], pixels_f=setup.pixels_f[:0])
+    setup = replace(moved(setup, device), device=device)
+    if setup.structure.values is None:
+        setup = replace(setup, structure=StructureFactors(None, setup.structure.default_F, device=device,
+                                                          dtype=setup.dtype))
+    if raster:
+        det = setup.config.detector
+        s_idx, f_idx = _rendered_pixels(det.spixels, det.fpixels, None, None, device)
+        setup = replace(setup, pixels_s=s_idx, pixels_f=f_idx)
+    return setup
+
+
+def _config_tensors(value) -> list[Tensor]:
+    """The tensors a configuration holds (a value to differentiate with respect to, say)."""
+    if isinstance(value, Tensor):
+        return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [t for f in dataclasses.fields(value) for t in _config_tensors(getattr(value, f.name))]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _config_tensors(item)]
+    return []
+
+
+def _prepare_on(config: SimulationConfig, device: torch.device, dtype: torch.dtype) -> Setup:
+    """The setup computed with every tensor on ``device``."""
+    setup_dtype = torch.float64
+    beam, det, sampling = config.beam, config.detector, config.sampling
     crystal = clip_sizes_to_beam(config.crystal, beam.beamsize_mm)
     frame = lab_frame(det, beam, crystal, device=device, dtype=setup_dtype)
     geom = detector_geometry(det, frame, device=device, dtype=setup_dtype)
@@ -113,11 +176,8 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     oversample = sampling.oversample if sampling.oversample else recommended
 
     thickness = resolve_thickness(sensor_um_to_m(det.thick_um), det.thicksteps)  # sensor layers, m
-    n_sources = sources.lambda_m.shape[0]
-    what = (f"-oversample {oversample}" if sampling.oversample else
-            f"automatic -oversample {oversample:.4g} (from -cell/-mat, -N, -lambda, -distance and -pixel)")
-    memory.require(f"one pixel's {what} x {thickness.count} sensor layers (-thicksteps) x {n_sources} sources",
-                   memory.bytes_per_pixel(thickness.count, oversample ** 2, n_sources, dtype.itemsize), device)
+    _require_pixel_memory_of(oversample, not sampling.oversample, thickness.count, sources.lambda_m.shape[0],
+                             dtype, device)
     if det.mu_per_m is not None:  # attenuation coefficient mu, 1/m
         mu = det.mu_per_m
     elif det.thick_um > 0:
@@ -169,6 +229,20 @@ PHI_STEP_BYTES = 2 * 32  # two Python float lists (angles, effective angles)
 DOMAIN_BYTES = 9 * 8 + 400  # a float64 rotation, and its Python rows while the random stream draws them
 ORIENTATION_BYTES = 4 * 9 * 8  # a (3, 3) float64 orientation: rotated, oriented, cast, and one spare
 SCAN_LANES = 1 << 18  # (pixel, layer, subpixel, source) lanes whose -dmin cut is tested at once
+
+
+def _require_pixel_memory(setup: Setup, device: torch.device) -> None:
+    """A pixel's per-pixel terms fit in ``device``'s memory (checked again for each device a setup goes to)."""
+    _require_pixel_memory_of(setup.oversample, setup.oversample_auto, setup.thickness.count,
+                             setup.sources.lambda_m.shape[0], setup.dtype, device)
+
+
+def _require_pixel_memory_of(oversample: int, auto: bool, layers: int, n_sources: int, dtype: torch.dtype,
+                             device: torch.device) -> None:
+    what = (f"automatic -oversample {oversample:.4g} (from -cell/-mat, -N, -lambda, -distance and -pixel)"
+            if auto else f"-oversample {oversample}")
+    memory.require(f"one pixel's {what} x {layers} sensor layers (-thicksteps) x {n_sources} sources",
+                   memory.bytes_per_pixel(layers, oversample ** 2, n_sources, dtype.itemsize), device)
 
 
 def _require_finite_squares(crystal: CrystalConfig) -> None:

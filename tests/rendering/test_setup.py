@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import re
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -12,8 +15,12 @@ import torch
 from detsim.model.config import (
     BeamConfig, ConfigError, CrystalConfig, DetectorConfig, SamplingConfig, SimulationConfig,
 )
-from detsim.model.structure_factors import read_hkl
-from detsim.rendering.setup import needs_grad, prepare, restrict_pixels
+from _tolerances import F64_ULPS
+from detsim.model.structure_factors import HKLTable, StructureFactors, read_hkl
+from detsim.rendering.engine import render
+from detsim.rendering.setup import SETUPS, _prepare_on, needs_grad, prepare, restrict_pixels
+from detsim.rendering.setup_transfer import tensors_of
+from detsim.track.measure.launches import counting
 
 CONFIG = SimulationConfig(
     crystal=CrystalConfig(cell=(30, 32, 34, 90, 90, 90), default_F=50, mosaic_spread_deg=1.0, mosaic_domains=3),
@@ -102,3 +109,134 @@ def test_an_hkl_f_whose_square_overflows_is_refused(tmp_path):
     crystal = replace(CONFIG.crystal, hkl=read_hkl(path))
     with pytest.raises(ConfigError, match=r"^the largest F of .*big.hkl \(-hkl\), 1e\+200, squared overflows"):
         prepare(replace(CONFIG, crystal=crystal))
+
+
+# -- computed on the host, moved to the device in one copy, reused ------------------------------------------
+
+def _table() -> HKLTable:
+    values = np.arange(5 * 4 * 3, dtype=np.float64).reshape(5, 4, 3) + 10.0
+    return HKLTable(h_min=-2, k_min=-2, l_min=-1, values=values, count=values.size, source="test")
+
+
+def _every_field(mask: bool = True, **crystal) -> SimulationConfig:
+    """CONFIG with an HKL table, a mask (unless not ``mask``), -dmin and a first sweep of its own: every
+    tensor a setup can hold."""
+    keep = np.ones((4, 5), dtype=np.uint16)
+    keep[2, 3] = 0
+    return replace(CONFIG, crystal=replace(CONFIG.crystal, hkl=_table(), dmin_A=0.5, **crystal),
+                   detector=replace(CONFIG.detector, mask=keep if mask else None))
+
+
+def _assert_same_setup(a, b, rel: float = 0.0) -> None:
+    """Every field of two setups equal; tensors on the same device type, float ones within ``rel``."""
+    for name, x, y in _fields(a, b):
+        if isinstance(x, torch.Tensor):
+            assert (x.device.type, x.dtype, x.shape) == (y.device.type, y.dtype, y.shape), name
+            if rel and x.is_floating_point():
+                torch.testing.assert_close(x.cpu(), y.cpu(), rtol=rel, atol=0, msg=name)
+            else:
+                assert torch.equal(x.cpu(), y.cpu()), name
+        else:
+            assert x == y, name
+
+
+def _fields(a, b, prefix: str = ""):
+    if isinstance(a, StructureFactors):
+        pairs = [(k, v, vars(b)[k]) for k, v in vars(a).items()]
+    elif dataclasses.is_dataclass(a):
+        pairs = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.name != "config"]
+    else:
+        yield prefix, a, b
+        return
+    for name, x, y in pairs:
+        if isinstance(x, StructureFactors) or (dataclasses.is_dataclass(x) and not isinstance(x, torch.Tensor)):
+            yield from _fields(x, y, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", x, y
+
+
+@pytest.mark.parametrize("mask", [True, False], ids=["masked", "raster"])
+def test_a_device_setup_is_the_one_computed_op_by_op_on_the_device(device, dtype, mask):
+    config = _every_field(mask)
+    moved = prepare(config, device=device, dtype=dtype, reuse=False)
+    there = _prepare_on(config, torch.device(device), dtype)  # every op on the device, as before
+    assert moved.first_sweep is not None and moved.structure.values is not None and moved.raster is not mask
+    assert moved.device == torch.device(device) and moved.structure.device == torch.device(device)
+    # the same ops on the CPU give the same bits; a GPU's own sines and square roots may differ by an ulp
+    _assert_same_setup(moved, there, rel=0.0 if torch.device(device).type == "cpu" else 4 * F64_ULPS)
+
+
+@pytest.mark.parametrize("mask", [True, False], ids=["masked", "raster"])
+def test_a_setup_moved_to_a_device_is_the_cpu_setup_bit_for_bit(mask):
+    # "meta" stands for an accelerator here: a tensor on it has a device, a dtype and a shape, no values
+    config = _every_field(mask)
+    host = prepare(config, reuse=False)
+    moved = prepare(config, device="meta", reuse=False)
+    assert moved.device == torch.device("meta")
+    for a, b in zip(tensors_of(host), tensors_of(moved), strict=True):
+        assert b.device.type == "meta" and (a.dtype, a.shape) == (b.dtype, b.shape)
+    first, there = host.first_sweep, moved.first_sweep
+    assert (there.pixels, there.positions) == (first.pixels, first.positions)
+
+
+@pytest.mark.parametrize("mask", [True, False], ids=["masked", "raster"])
+def test_preparing_for_a_device_asks_it_for_one_copy_a_few_kernels_and_no_sync(mask):
+    # Counts the ops on tensors of the target device ("meta" standing for a GPU). Before the host route,
+    # each of the setup's ~700 small ops ran there, with 18 syncs (which on "meta" even fail); now the
+    # device gets the packed setup in one copy, and a raster pixel list is built there in four kernels.
+    config = _every_field(mask)
+    with counting("meta") as counts:
+        prepare(config, device="meta", dtype=torch.float32, reuse=False)
+    assert (counts.copies, counts.syncs) == (1, 0)
+    assert counts.kernels == (0 if mask else 4), counts.by_op
+    with counting("cpu") as on_the_cpu:  # the counter sees per-op work where it happens: all on the host
+        prepare(config, dtype=torch.float32, reuse=False)
+    assert on_the_cpu.kernels > 300 and on_the_cpu.syncs > 10
+
+
+def test_a_configuration_of_the_same_content_is_prepared_once():
+    SETUPS.clear()
+    first = prepare(_every_field())
+    again = _every_field()  # another object, arrays and all, with the same content
+    with counting() as counts:
+        reused = prepare(again)
+    assert counts.kernels == 0 and counts.syncs == 0  # nothing computed, nothing read back
+    assert reused.config is again
+    _assert_same_setup(first, reused)
+    with counting() as counts:
+        other = prepare(_every_field(cell=(30, 32, 34.000000000000007, 90, 90, 90)))  # one ulp of c
+    assert counts.kernels > 300
+    assert not torch.equal(other.orientations, first.orientations)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_rendering_a_reused_setup_leaves_the_kept_one_as_computed(mode):
+    SETUPS.clear()
+    config = _every_field(mask=False)
+    first, _ = render(prepare(config), mode=mode)
+    again, _ = render(prepare(config), mode=mode)  # the kept setup, rendered a second time
+    assert torch.equal(first, again)
+    _assert_same_setup(prepare(config), prepare(config, reuse=False))
+
+
+def test_a_reused_setup_is_not_changed_by_what_a_caller_does_to_its_tensors():
+    SETUPS.clear()
+    first = prepare(_every_field())
+    first.structure.values.requires_grad_(True)  # as a caller differentiating with respect to F does
+    again = prepare(_every_field())
+    assert not again.structure.values.requires_grad and not needs_grad(again)
+    kept = weakref.ref(first)
+    del first
+    gc.collect()
+    assert kept() is None  # the caller's setup is its own: what is cached per setup object goes with it
+
+
+def test_a_setup_keeps_the_gradient_of_a_configuration_tensor_on_its_device(device):
+    a = torch.tensor(30.0, dtype=torch.float64, requires_grad=True)
+    config = replace(CONFIG, crystal=replace(CONFIG.crystal, cell=(a, 32, 34, 90, 90, 90)))
+    setup = prepare(config, device=device)
+    assert setup.orientations.device.type == torch.device(device).type
+    (setup.orientations[:, 0] ** 2).sum().backward()  # R |a|^2
+    assert float(a.grad) == pytest.approx(2 * setup.orientations.shape[0] * 30e-20, rel=1e-9)
+    moved = prepare(config, device="meta")  # one copy each where a tensor carries a graph: autograd sees it
+    assert moved.orientations.requires_grad and moved.orientations.grad_fn is not None

@@ -16,6 +16,8 @@ from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.commands import count
 from detsim.track.base.output import REPORTS, OutputError, add_report_options, atomic_directory, \
     check_new_folder, report_folder
+from detsim.track.base.device_costs import INSTRUCTIONS_PER_STEP, KERNEL_UNITS, LAUNCH_MODES, LAUNCH_UNITS, \
+    LAUNCH_WORKLOAD
 from detsim.track.base.golden import AXES
 from detsim.track.measure.cost import CountError, not_measured_reason
 from detsim.track.report.explain import KINDS, Job, departure_answer, explain_job, one_per_cause, with_others, \
@@ -30,6 +32,7 @@ HELP = "explain a flagged regression across commits: the functions that grew, th
 AREA = "explain"
 COUNTED = re.compile(r"^(P1|P2|P4096)@\d+$")
 REDUCED = {"P1": "P1@64", "P2": "P2@32", "P4096": "P1@64"}  # a timed workload's counted stand-in
+FUSED_KERNEL = "fused-kernel"  # what a kernel job measures: the fused kernel compiled for sm_90
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what regressed (default: cost, or parity with --case)")
     parser.add_argument("--workload", default=None, help="the counted workload of a cost explanation (default P1@64)")
     parser.add_argument("--case", default=None, help="the golden case of a parity, hash or nondeterministic explanation")
+    parser.add_argument("--mode", choices=LAUNCH_MODES, default=None,
+                        help=f"with --kind launches: the path whose launches per {LAUNCH_WORKLOAD} render to count "
+                             "(default triton)")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                        help="with --kind kernel: the fused kernel's variant, judged on its instructions per "
+                             "pixel-step (default float32)")
     parser.add_argument("--axis", choices=tuple(AXES), default=None,
                         help="with --kind nondeterministic: what the two runs vary (default process)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project checkout (default: here)")
@@ -63,8 +72,21 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
             raise ValueError("--kind nondeterministic takes one COMMIT and --case (a golden case id)")
         return [Job(kind, args.commits[0], args.commits[0], find_case(args.case, golden).id,
                     axis=args.axis or "process")]
+    if args.mode and kind != "launches":
+        raise ValueError("--mode goes with --kind launches")
+    if args.dtype and kind != "kernel":
+        raise ValueError("--dtype goes with --kind kernel")
     if len(args.commits) != 2:
         raise ValueError(f"give LAST_GOOD FIRST_BAD (two commits) or none, got {len(args.commits)}")
+    if kind == "launches":
+        if args.case or args.workload:
+            raise ValueError(f"--kind launches counts {LAUNCH_WORKLOAD}, the suite's workload: give --mode only")
+        return [Job(kind, args.commits[0], args.commits[1], LAUNCH_WORKLOAD, mode=args.mode or "triton")]
+    if kind == "kernel":
+        if args.case or args.workload:
+            raise ValueError("--kind kernel compiles the fused kernel: give --dtype only")
+        return [Job(kind, args.commits[0], args.commits[1], FUSED_KERNEL, dtype=args.dtype or "float32",
+                    measure=INSTRUCTIONS_PER_STEP)]
     if kind == "cost":
         if args.case and args.workload:
             raise ValueError("--workload and --case name the same thing for a cost explanation: give one")
@@ -120,6 +142,14 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
 
 def _job_for(rec: dict, origin: str) -> Job | None:
     family, good, bad = rec["family"], rec["last_good"], rec["first_bad"]
+    if rec.get("unit") in LAUNCH_UNITS:  # a path's device operations: counted again at each commit
+        mode = re.search(r"mode='([^']+)'", rec.get("params") or "")
+        return Job("launches", good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
+                   measure=rec["unit"])
+    if rec.get("unit") in KERNEL_UNITS:  # the fused kernel's code: compiled again at each commit
+        dtype = re.search(r"dtype='([^']+)'", rec.get("params") or "")
+        return Job("kernel", good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
+                   measure=rec["unit"])
     if family == "parity" and rec.get("case"):
         return Job("parity", good, bad, rec["case"], origin)
     if family == "determinism" and rec.get("case"):
@@ -159,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
     if any(job.kind == "cost" for job in jobs) and not_measured_reason():
         return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
-    argv = ["explain", *args.commits, *(x for option in ("kind", "workload", "case", "axis") if getattr(args, option)
+    options = ("kind", "workload", "case", "mode", "dtype", "axis")
+    argv = ["explain", *args.commits, *(x for option in options if getattr(args, option)
                                        for x in (f"--{option}", getattr(args, option))),
             *(["--target-results", str(args.target_results)] if args.target_results else [])]
     try:

@@ -43,7 +43,7 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
         return _above(series, points, best)
     if series.family == "cost":  # exact counts: a rise over the best by more than the threshold
         return _above(series, points, best * (1 + series.threshold), {
-            "evidence": f"instruction count above the best by more than {series.threshold:.0%} (exact: no rank test)"})
+            "evidence": f"{series.unit} above the best by more than {series.threshold:.0%} (exact: no rank test)"})
     if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)

@@ -18,7 +18,8 @@ class Family(str, enum.Enum):
     TIMING = "timing"  # seconds of a run, lower is better; a step is a suspect until re-measured
     THROUGHPUT = "throughput"  # work per second, higher is better (judged on its inverse)
     PEAK_MEMORY = "memory"  # peak bytes of a run
-    INSTRUCTIONS = "cost"  # instructions counted by callgrind: exact, no rank test
+    COUNTED_COST = "cost"  # exact counts: instructions by callgrind, device launches per render, the fused
+    # kernel's compiled instructions and registers; no rank test
     OTHER_TRACK = "track"  # any other tracked number, lower is better
     PARITY = "parity"  # 1 - r of a golden case against nanoBragg.c's image
     RUNS_DIFFER = "reproducibility"  # 1 where two runs of one input differ in a bit (NONDETERMINISTIC)

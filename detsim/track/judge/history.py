@@ -22,6 +22,7 @@ from detsim.track.base import recording
 from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
 from detsim.track.judge.family import FAMILY_ORDER, Family  # noqa: F401 - FAMILY_ORDER: read from here too
+from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.thresholds import DEFAULT_THRESHOLD
 
 CONFIG = "asv.conf.json"
@@ -87,6 +88,8 @@ NAMED_FAMILIES = (
 PREFIX_TYPES = {"time_": "time", "peakmem_": "peakmemory", "mem_": "memory", "track_": "track"}
 TYPE_FAMILIES = {"time": Family.TIMING, "peakmemory": Family.PEAK_MEMORY, "memory": Family.PEAK_MEMORY}
 COST_UNIT = "instructions"  # the unit of the instruction-count tracks (benchmarks/bench_cost.py)
+# the units of the device costs counted on the CPU (benchmarks/bench_device_cost.py): exact counts, as instructions
+COST_UNITS = (COST_UNIT, *DEVICE_COST_UNITS)
 MEMORY_UNITS = ("bytes", "MB")  # a track in one of these is a peak memory (a target's command's own: docs/targets.md)
 TIME_UNIT_PREFIX = "ns/"  # tracks of a time per unit of work (PathThroughput's ns/pixel-step)
 
@@ -129,8 +132,8 @@ def family_of(name: str, bench: Mapping) -> Family:
         return TYPE_FAMILIES[kind]
     if str(bench.get("unit", "")) in MEMORY_UNITS:
         return Family.PEAK_MEMORY
-    if str(bench.get("unit", "")) == COST_UNIT:
-        return Family.INSTRUCTIONS
+    if str(bench.get("unit", "")) in COST_UNITS:
+        return Family.COUNTED_COST
     if str(bench.get("unit", "")).startswith(TIME_UNIT_PREFIX):  # a time per unit of work: lower is better
         return Family.TIMING
     return Family.THROUGHPUT if str(bench.get("unit", "")).endswith("/s") else Family.OTHER_TRACK

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Iterable
 
+from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.finding import HASH_FAMILIES
 from detsim.track.judge.history import Series, param_values
 
@@ -22,6 +23,8 @@ class Reason:
 NO_BASELINE = Reason("image hash", "image hashes", "no baseline for this machine class")
 NO_CUDA = Reason("CUDA benchmark", "CUDA benchmarks", "no GPU here")
 TRITON_ON_CPU = Reason("triton benchmark", "triton benchmarks", "GPU only")
+NO_DEVICE_COST = Reason("device cost", "device costs",
+                        "not countable at this commit here: the benchmark's own line says why")
 NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
 CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
 UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
@@ -32,6 +35,8 @@ def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[s
     ``failed_cases``: the cases with a series that failed at the same commit (the rest of a case's tracks are
     skipped when its render fails)."""
     params = param_values(series.params)
+    if series.unit in DEVICE_COST_UNITS:
+        return NO_DEVICE_COST
     if params.get("device") == "cuda":
         return NO_CUDA
     if params.get("mode") == "triton":

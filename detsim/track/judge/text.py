@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
+from detsim.track.base.device_costs import COUNT_UNITS
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
@@ -37,6 +38,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value / 2**20:.1f} MiB"
     if unit == COST_UNIT:  # counts: every digit is meaningful (a 2 % rise is a regression)
         return f"{value:,.0f} instructions"
+    if unit in COUNT_UNITS:  # launches, copies, syncs, registers, local bytes: whole numbers
+        return f"{value:,.0f} {unit}"
     return f"{value:.4g} {unit}".strip()
 
 

@@ -30,6 +30,13 @@ class Threshold:
 
 COST = Threshold("cost", "both", 0.02, "a count repeats within 0.17 % run to run (docs/bench-gate.md): +2 % is "
                  "over 10x that, and a planted 3 % is caught", r"bench_cost\.")
+LAUNCHES = Threshold("cost", "asv", 0.10, "launches, copies and syncs of one render are counted exactly on the CPU "
+                     "(two processes count the same): a formula's edit moves a path's count by a few ops, a kernel "
+                     "per chunk or per block again multiplies it (x50 is planted and caught)",
+                     r"bench_device_cost\.LaunchesPerRender\.")
+KERNEL = Threshold("cost", "asv", 0.05, "the fused kernel compiled for sm_90 with the pinned Triton: its instructions "
+                   "per pixel-step and registers repeat exactly; +5 % is a slower inner loop, and a spill (local "
+                   "bytes from 0) is any rise", r"bench_device_cost\.FusedKernel\.")
 PARITY_LINE = Threshold("parity", "both", PARITY_MIN_R, "the acceptance line of every golden case: a render "
                         "below it no longer matches nanoBragg.c")
 PARITY = Threshold("parity", "asv", 0.0, "1 - r is exact: any rise over the best recorded is a changed image",
@@ -63,8 +70,8 @@ TARGET_COST = Threshold("cost", "target", 0.02, "a target's whole process counte
                         "twice, and a torch render of it repeats within 0.001 % (docs/target-counts.md): +2 % is a "
                         "change of the code, never load")
 
-TABLE = (COST, PARITY_LINE, PARITY, DETERMINISM, REPRODUCIBILITY, ENGINE_TIMING, MEMORY, CLI_TIMING, ASV_DEFAULT,
-         BENCH_TIMING, BENCH_SUITE, TARGET_PARITY, TARGET_MEMORY, TARGET_TIMING, TARGET_COST)
+TABLE = (COST, LAUNCHES, KERNEL, PARITY_LINE, PARITY, DETERMINISM, REPRODUCIBILITY, ENGINE_TIMING, MEMORY, CLI_TIMING,
+         ASV_DEFAULT, BENCH_TIMING, BENCH_SUITE, TARGET_PARITY, TARGET_MEMORY, TARGET_TIMING, TARGET_COST)
 COST_THRESHOLD = COST.value
 DEFAULT_THRESHOLD = ASV_DEFAULT.value
 

@@ -32,9 +32,14 @@ from detsim.track.report.sides import Side, commits_between, count_at, first_cha
 from detsim.track.report.page import departure_facts, number_text
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.runtime import environment
-from detsim.track.judge.thresholds import COST_THRESHOLD
+from detsim.track.base.device_costs import KERNEL_FIELDS, LAUNCHES
+from detsim.track.judge.thresholds import COST_THRESHOLD, KERNEL as KERNEL_ROW, LAUNCHES as LAUNCHES_ROW
 
-KINDS = ("cost", "parity", "hash", "nondeterministic")
+LAUNCH_THRESHOLD, KERNEL_THRESHOLD = LAUNCHES_ROW.value, KERNEL_ROW.value
+KERNEL_SHOWN = ("instructions_per_step", "loop_instructions", "registers", "local_bytes", "calls", "atomics",
+                "sass_subroutine_calls")  # the report's fields an explanation compares
+
+KINDS = ("cost", "launches", "kernel", "parity", "hash", "nondeterministic")
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,13 @@ class Job:
     also: tuple[str, ...] = ()  # the other findings of the same cause it explains (:func:`one_per_cause`)
     stand_in: bool = False  # counts another workload or measure than the flagged benchmark's (a timing's, a memory's)
     own: str | None = None  # a stand-in's flagged workload, countable itself, where it differs from ``workload``
+    mode: str | None = None  # launches jobs: the path rendered
+    measure: str = LAUNCHES  # launches and kernel jobs: what is judged, one of LAUNCH_UNITS or KERNEL_UNITS
+    dtype: str | None = None  # kernel jobs: the variant compiled
 
     @property
     def name(self) -> str:
-        return f"{self.kind}-{self.workload}" + (f"-{self.axis}" if self.axis else "")
+        return f"{self.kind}-{self.workload}" + "".join(f"-{x}" for x in (self.axis, self.mode, self.dtype) if x)
 
     def as_json(self, **given) -> dict:
         """The job as its explanation's record names it; ``given``: what the explanation found (the full hashes)."""
@@ -86,6 +94,10 @@ def is_bad(kind: str, good) -> Callable[[object], bool]:
     any rise of 1 - r (exact), any other image hash."""
     if kind == "cost":
         return lambda value: value > good * (1 + COST_THRESHOLD)
+    if kind == "launches":
+        return lambda value: value > good * (1 + LAUNCH_THRESHOLD)
+    if kind == "kernel":
+        return lambda value: value > good * (1 + KERNEL_THRESHOLD)
     if kind == "parity":
         return lambda value: value > good
     return lambda value: value != good
@@ -170,7 +182,8 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
         "probes": [{**p, "value": _shown(p["value"])} for p in bisection.probes]}
     record["pair"] = {"old": parent, "new": first_bad, "subject": subject(root, first_bad)}
     record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
-    explainer = {"cost": _explain_cost, "parity": _explain_parity, "hash": _explain_hash}[job.kind]
+    explainer = {"cost": _explain_cost, "launches": _explain_launches, "kernel": _explain_kernel,
+                 "parity": _explain_parity, "hash": _explain_hash}[job.kind]
     record["details"], finding = explainer(job, sides(parent), sides(first_bad), extra[parent], extra[first_bad],
                                            golden, folder, top)
     record["changed"] = True
@@ -183,6 +196,12 @@ def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, 
     if job.kind == "cost":
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
+    if job.kind == "launches":
+        counts = json.loads(_at(side, job, "launches", golden, folder, "launches", ".json", mode=job.mode).read_text())
+        return counts[job.measure], {"counts": counts}
+    if job.kind == "kernel":
+        report = json.loads(_at(side, job, "kernel", golden, folder, "kernel", ".json", dtype=job.dtype).read_text())
+        return report[KERNEL_FIELDS[job.measure]], {"report": report}
     image = np.load(_at(side, job, "image", golden, folder, "images", ".npy"))
     if job.kind == "parity":
         return one_minus_r(image, job.workload, golden), {"image": image}
@@ -218,6 +237,39 @@ def _explain_cost(job, old: Side, new: Side, old_extra, new_extra, golden, folde
             "top_op": changes[0] if changes else None}, finding
 
 
+def _explain_launches(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
+    a, b = old_extra["counts"], new_extra["counts"]
+    parts = [(name, a.get(name, 0), b.get(name, 0))
+             for name in ("triton_launches", "compiled_calls", "copies", "syncs")]
+    ops = sorted(({"op": op, "old": a["by_op"].get(op, 0), "new": b["by_op"].get(op, 0)}
+                  for op in {*a["by_op"], *b["by_op"]}), key=lambda r: (-(r["new"] - r["old"]), r["op"]))
+    ops = [row for row in ops if row["new"] != row["old"]]
+    lines = [f"{name}: {x:,} -> {y:,}" for name, x, y in parts if x != y]
+    lines += [f"{row['op']}: {row['old']:,} -> {row['new']:,} ({row['new'] - row['old']:+,})" for row in ops[:top]]
+    write_json(folder / "launches_diff.json", {"old": a, "new": b})
+    atomic_write_text(folder / "explanation.txt", f"# device operations of one {job.workload} render, {job.mode} "
+                      f"path, {old.short} -> {new.short}\n" + "\n".join(lines or ["(no op changed)"]) + "\n")
+    grown = max(parts, key=lambda p: p[2] - p[1])
+    if grown[2] > grown[1] and (not ops or grown[2] - grown[1] >= ops[0]["new"] - ops[0]["old"]):
+        finding = f"{grown[0].replace('_', ' ')} grew most ({grown[1]:,} -> {grown[2]:,})"
+    elif ops:
+        finding = f"the kernel launched most more often is {ops[0]['op']} ({ops[0]['old']:,} -> {ops[0]['new']:,})"
+    else:
+        finding = ""
+    return {"lines": lines, "top_op": ops[0] if ops else None}, finding
+
+
+def _explain_kernel(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
+    a, b = old_extra["report"], new_extra["report"]
+    lines = [f"{name}: {a.get(name)} -> {b.get(name)}" for name in KERNEL_SHOWN if a.get(name) != b.get(name)]
+    write_json(folder / "kernel_diff.json", {"old": a, "new": b})
+    atomic_write_text(folder / "explanation.txt", f"# the fused kernel ({job.dtype}, {b.get('target')}), {old.short} "
+                      f"-> {new.short}\n" + "\n".join(lines or ["(no field changed)"]) + "\n")
+    problems = [p for p in b.get("problems", []) if p not in a.get("problems", [])]
+    finding = "; ".join(lines[:3]) + (f"; new: {'; '.join(problems)}" if problems else "")
+    return {"lines": lines, "problems": problems}, finding
+
+
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
@@ -242,6 +294,10 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 
 def _what(job: Job) -> str:
+    if job.kind == "launches":
+        return f"the number of {job.measure} of one {job.workload} render on the {job.mode} path"
+    if job.kind == "kernel":
+        return f"the fused kernel's {job.measure} ({job.dtype}, compiled for sm_90)"
     return {"cost": f"the instruction count of {job.workload}", "parity": f"1 - r of golden case {job.workload}",
             "hash": f"the image of golden case {job.workload}"}[job.kind]
 
@@ -250,9 +306,15 @@ def _answer(job: Job, record: dict, finding: str, old, new, bisection: Bisection
     pair = record["pair"]
     found = (f"bisected over {between} commits in {len(bisection.probes)} measurement(s): " if bisection else "")
     change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind == "cost" else
+              f"{old:,} -> {new:,}" + (f" (x{new / old:.2f})" if old else "") if job.kind in ("launches", "kernel") else
               f"{old:.3g} -> {new:.3g}" if job.kind == "parity" else f"sha256 {str(old)[:12]} -> {str(new)[:12]}")
     act = {"cost": "look at that function's caller in the commit's diff; if the extra work is intended, the new count "
                    "becomes the level the next commits are judged against",
+           "launches": "find the loop that launches it in the commit's diff (a kernel per chunk, per block or per "
+                       "step where one served the image); if intended, the new count becomes the level",
+           "kernel": "read the kernel's loop in the commit's diff (a value kept live across the loop costs registers, "
+                     "more than the registers there are spills to local memory, a libdevice function is a call); if "
+                     "intended, the new figure becomes the level",
            "parity": "check that quantity's formula in the commit's diff against nanoBragg's",
            "hash": "if the change is intended (a physics change), refresh the baselines with `detsim-track baselines "
                    "--refresh`; if not (a reordered sum), restore the order"}[job.kind]

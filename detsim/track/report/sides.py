@@ -5,7 +5,10 @@ The core never imports the suite, so the core measured is the commit's own while
 same on both sides. A side's jobs (:func:`do_job`) run in a fresh interpreter (``python -P``, the side first
 on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each writing ``job["out"]``: ``image`` (the float64 CPU
 eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops
-per call site, :mod:`.profile`, as JSON) and ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)). A
+per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)) and
+``launches`` (the device operations of one float32 render on path ``mode``, :mod:`detsim.track.measure.launches`,
+as JSON; the triton path under Triton's interpreter) and ``kernel`` (the commit's fused kernel compiled for sm_90
+in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
 parity change is explained by the first traced quantity that changed between two commits, at the pixel that
 changed most (:func:`first_change`).
 """
@@ -13,6 +16,7 @@ changed most (:func:`first_change`).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,7 @@ from detsim.track.base.fresh import PINNED, ChildError, run_job
 from detsim.track.base.git import GitError, git
 from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
+from detsim.track.base.device_costs import LAUNCH_DTYPE
 from detsim.track.base.workloads import reduced
 from detsim.track.compare.traces import compare_traces, parse_trace
 from detsim.track.measure.cost import Count
@@ -106,7 +111,7 @@ def one_minus_r(image: np.ndarray, workload: str, golden: Path) -> float:
 
 
 # ---- in the side's fresh interpreter ----
-JOBS = ("image", "ops", "trace")
+JOBS = ("image", "ops", "trace", "launches", "kernel")
 
 
 def config_of(workload: str, golden: Path | None):
@@ -131,10 +136,26 @@ def render(config):
 def do_job(job: dict) -> dict:
     """Do ``job`` (see the module docstring); the file written."""
     golden = job.get("golden_dir")
-    config = config_of(job["workload"], Path(golden) if golden else None)
     out = Path(job["out"])
+    if job["job"] == "kernel":  # the commit's fused kernel compiled for sm_90 (no device, no configuration)
+        from detsim.track.gpu.kernel_report import fused_kernel_report
+
+        out.write_text(json.dumps(fused_kernel_report(job["dtype"]).record(), indent=1, sort_keys=True) + "\n")
+        return {"out": str(out)}
+    if job["job"] == "launches" and job.get("mode") == "triton":
+        os.environ["TRITON_INTERPRET"] = "1"  # before Triton's kernels are defined: the CPU runs them interpreted
+    config = config_of(job["workload"], Path(golden) if golden else None)
     if job["job"] == "image":
         np.save(out, render(config).detach().cpu().numpy())
+    elif job["job"] == "launches":
+        import torch
+
+        import detsim
+        from detsim.track.measure.launches import count_render
+
+        torch.set_num_threads(1)
+        counts = count_render(detsim.prepare, detsim.render, config, job["mode"], getattr(torch, LAUNCH_DTYPE))
+        out.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
     elif job["job"] == "ops":
         render(config)  # warm-up: lazy imports and caches are not counted
         out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")

@@ -346,3 +346,83 @@ def test_a_targets_parity_finding_is_explained_by_where_its_image_departs(tmp_pa
                                 "edges") and "the central region passes" in lines[-2]
     [record] = json.loads((out / "explain.json").read_text())["explanations"]
     assert record["details"]["departure"]["where"] == "edges" and record["job"]["first_bad"] == bad
+
+
+def test_a_launch_finding_is_explained_by_counting_its_path_again():
+    job = _job_for({"family": "cost", "unit": "copies", "params": "(mode='compiled')", "last_good": "a",
+                    "first_bad": "b"}, "origin")
+    assert (job.kind, job.workload, job.mode, job.measure) == ("launches", "P2@16", "compiled", "copies")
+    assert job.name == "launches-P2@16-compiled"
+
+
+def test_a_fused_kernel_finding_is_explained_by_compiling_the_kernel_again():
+    job = _job_for({"family": "cost", "unit": "local bytes", "params": "(dtype='float64')", "last_good": "a",
+                    "first_bad": "b"}, "origin")
+    assert (job.kind, job.workload, job.dtype, job.measure) == ("kernel", "fused-kernel", "float64", "local bytes")
+    assert job.name == "kernel-fused-kernel-float64"
+
+
+def test_a_spill_is_named_with_the_fields_that_changed(tmp_path):
+    from detsim.track.report.explain import Job, _answer, _explain_kernel, is_bad
+
+    class Side:
+        def __init__(self, short):
+            self.short = short
+
+    old = {"target": "cuda sm_90", "registers": 56, "local_bytes": 0, "instructions_per_step": 120.0,
+           "calls": [], "atomics": [], "problems": []}
+    new = {**old, "registers": 255, "local_bytes": 24,
+           "problems": ["24 bytes of local memory per thread (spills or a call's stack)"]}
+    job = Job("kernel", "a" * 40, "b" * 40, "fused-kernel", dtype="float32", measure="local bytes")
+    details, finding = _explain_kernel(job, Side("aaaa"), Side("bbbb"), {"report": old}, {"report": new}, None,
+                                       tmp_path, 10)
+    assert details["lines"] == ["registers: 56 -> 255", "local_bytes: 0 -> 24"]
+    assert finding == ("registers: 56 -> 255; local_bytes: 0 -> 24; new: 24 bytes of local memory per thread "
+                       "(spills or a call's stack)")
+    assert is_bad("kernel", 0)(24) and not is_bad("kernel", 120.0)(125.0) and is_bad("kernel", 120.0)(127.0)
+    record = {"pair": {"old": "a" * 40, "new": "b" * 40, "subject": "a bigger block"}}
+    answer = _answer(job, record, finding, 0, 24, None, 1)
+    assert answer.startswith("the fused kernel's local bytes (float32, compiled for sm_90) changes at bbbbbbbb")
+    assert "0 -> 24." in answer
+
+
+def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
+    from detsim.track.report.explain import Job, _answer, _explain_launches
+
+    class Side:
+        def __init__(self, short):
+            self.short = short
+
+    old = {"launches": 131, "copies": 0, "syncs": 0, "triton_launches": 8, "compiled_calls": 0,
+           "by_op": {"aten::mul": 50, "aten::add": 16}}
+    new = {**old, "launches": 931, "by_op": {"aten::mul": 850, "aten::add": 16}}
+    job = Job("launches", "a" * 40, "b" * 40, "P2@16", mode="triton")
+    details, finding = _explain_launches(job, Side("aaaa"), Side("bbbb"), {"counts": old}, {"counts": new},
+                                         None, tmp_path, 10)
+    assert details["lines"] == ["aten::mul: 50 -> 850 (+800)"]
+    assert finding == "the kernel launched most more often is aten::mul (50 -> 850)"
+    record = {"pair": {"old": "a" * 40, "new": "b" * 40, "subject": "chunks again"}}
+    answer = _answer(job, record, finding, 131, 931, None, 1)
+    assert answer.startswith("the number of launches of one P2@16 render on the triton path changes at bbbbbbbb")
+    assert "131 -> 931 (x7.11)" in answer
+    assert (tmp_path / "explanation.txt").read_text().splitlines()[1] == "aten::mul: 50 -> 850 (+800)"
+
+
+LAUNCH_PLANT = ("detsim/rendering/engine.py", "        return paths.chunk_values(chunk)\n",
+                "        for _ in range(100):  # planted: a kernel per step again\n"
+                "            torch.ones(1).add_(1.0)\n"
+                "        return paths.chunk_values(chunk)\n")
+
+
+@pytest.mark.slow
+def test_planted_launches_are_bisected_to_their_commit_and_named(tmp_path_factory, tmp_path):
+    repo = tmp_path_factory.mktemp("launches") / "repo"
+    base = make_history(repo)
+    planted_at = commit_change(repo, "render: a kernel per step", LAUNCH_PLANT)
+    commit_change(repo, "a note")
+    code, record, out = _explain(repo, tmp_path, base, "HEAD", "--kind", "launches", "--mode", "eager")
+    assert code == 1 and record["changed"] and record["pair"]["new"] == planted_at
+    assert record["details"]["top_op"] == {"op": "aten::add_", "old": record["details"]["top_op"]["old"],
+                                           "new": record["details"]["top_op"]["old"] + 100}
+    assert "The kernel launched most more often is aten::add_ (" in record["answer"]
+    assert (out / "launches-P2@16-eager" / "explanation.txt").is_file()

@@ -27,6 +27,7 @@ from detsim.track.base.golden import load_cases
 from detsim.track.commands import regressions
 from detsim.track.judge import confirm
 from detsim.track.judge.text import WIDTH
+from detsim.track.judge.thresholds import KERNEL, LAUNCHES
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -685,3 +686,49 @@ def test_the_markdown_verdict_is_written_beside_the_others_and_appended_to_the_j
     assert f"\n{parity}\n" in markdown  # the terminal's line, word for word
     assert markdown.count("\nREGRESSED ") + markdown.count("\nCHANGED ") == len(report["regressions"]) == 6
     assert summary.read_text() == "# the tests job\n" + markdown
+
+
+def _device_costs(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The flat history with the device costs counted on the CPU (benchmarks/bench_device_cost.py): launches per
+    render flat on every path until commit 2, where the triton path launches a kernel per chunk again (x50),
+    and the fused kernel clean until commit 3, where it spills 24 bytes per thread; the thresholds are the
+    table's own rows."""
+    root = tmp_path / "device"
+    shutil.copytree(DATA / "good", root)
+    commits = _commits(root)
+    conf = root / "asv.conf.json"
+    text = json.loads("\n".join(line for line in conf.read_text().splitlines() if not line.strip().startswith("//")))
+    text["regressions_thresholds"].update({row.asv_regex: row.value for row in (LAUNCHES, KERNEL)})
+    conf.write_text(json.dumps(text))
+    listing = root / "results" / "asv" / "benchmarks.json"
+    benchmarks = json.loads(listing.read_text())
+    modes, dtypes = [["'eager'", "'compiled'", "'triton'"]], [["'float32'", "'float64'"]]
+    tracks = {"bench_device_cost.LaunchesPerRender.track_launches": (["mode"], modes, "launches"),
+              "bench_device_cost.FusedKernel.track_local_bytes": (["dtype"], dtypes, "local bytes"),
+              "bench_device_cost.FusedKernel.track_registers": (["dtype"], dtypes, "registers")}
+    for name, (names, params, unit) in tracks.items():
+        benchmarks[name] = {"name": name, "param_names": names, "params": params, "type": "track", "unit": unit,
+                            "version": "1"}
+    listing.write_text(json.dumps(benchmarks))
+    for path in (root / MACHINE_DIR).glob("*-virtualenv*.json"):
+        data = json.loads(path.read_text())
+        at = commits.index(data["commit_hash"])
+        launches = [289, 127, 3 * (50 if at >= 2 else 1)]  # triton: one fused launch per block of 3, then x50
+        spilled = [24 if at >= 3 else 0, 0]
+        for name, values in zip(tracks, (launches, spilled, [96, 128])):
+            data["results"][name] = [values, tracks[name][1], "1", 1795314300000, 0.1]
+        path.write_text(json.dumps(data))
+    return root, commits
+
+
+def test_a_commit_that_launches_a_kernel_per_chunk_again_is_flagged_at_that_commit(tmp_path):
+    root, commits = _device_costs(tmp_path)
+    code, report = _run(root, tmp_path)
+    assert code == 1
+    found = {(r["benchmark"], r["params"]): r for r in report["regressions"]}
+    launches = found.pop(("bench_device_cost.LaunchesPerRender.track_launches", "(mode='triton')"))
+    assert (launches["family"], launches["first_bad"], launches["last_good"]) == ("cost", commits[2], commits[1])
+    assert (launches["old"], launches["new"], launches["label"]) == (3, 150, "REGRESSED")
+    spill = found.pop(("bench_device_cost.FusedKernel.track_local_bytes", "(dtype='float32')"))
+    assert (spill["family"], spill["first_bad"], spill["last_good"]) == ("cost", commits[3], commits[2])
+    assert found == {}  # the flat paths, dtypes and registers are not flagged

@@ -295,6 +295,8 @@ def _family_before(name: str, bench: dict) -> str:
         return "memory"
     if unit == "instructions":  # the instruction-count tracks, their own family since they exist
         return "cost"
+    if name.startswith("bench_device_cost."):  # device costs counted on the CPU: cost since they exist
+        return "cost"
     return "throughput" if unit.endswith("/s") else "track"
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.history import Series
-from detsim.track.judge.skips import CASE_FAILED, NO_BASELINE, NO_CUDA, NO_VALGRIND, TRITON_ON_CPU, UNKNOWN, \
-    group_skips, skip_reason
+from detsim.track.judge.skips import CASE_FAILED, NO_BASELINE, NO_CUDA, NO_DEVICE_COST, NO_VALGRIND, TRITON_ON_CPU, \
+    UNKNOWN, group_skips, skip_reason
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 
@@ -62,3 +62,11 @@ def test_skips_are_grouped_by_reason_largest_first_the_unknown_last():
     assert groups[1].record() == {"what": "CUDA benchmarks", "why": "no GPU here",
                                   "benchmarks": [CUDA.label, TRITON_CUDA.label]}
     assert group_skips([], class_baseline=False) == ()
+
+
+def test_a_device_cost_skipped_is_its_own_reason_not_valgrind_nor_a_gpu():
+    launches = Series(env="e", name="bench_device_cost.LaunchesPerRender.track_launches", params="(mode='triton')",
+                      family="cost", unit="launches")
+    kernel = Series(env="e", name="bench_device_cost.FusedKernel.track_registers", params="(dtype='float32')",
+                    family="cost", unit="registers")
+    assert skip_reason(launches, True) is skip_reason(kernel, True) is NO_DEVICE_COST

@@ -164,3 +164,21 @@ def test_the_first_quantity_that_differs_is_named_with_both_values():
 def test_agreeing_traces_say_so():
     assert first_change(OLD, OLD) is None
     assert "agree at both commits" in trace_sentence("abcdef0123", None, (3, 4))
+
+
+def test_the_launches_job_counts_one_render_of_the_path(tmp_path):
+    out = tmp_path / "launches.json"
+    do_job({"job": "launches", "workload": "P2@8", "mode": "eager", "out": str(out)})
+    counts = json.loads(out.read_text())
+    assert counts["launches"] == sum(counts["by_op"].values()) > 50 and (counts["copies"], counts["syncs"]) == (0, 0)
+
+
+def test_the_kernel_job_writes_the_commits_kernel_report_without_a_configuration(tmp_path, monkeypatch):
+    import types
+
+    fake = types.ModuleType("detsim.track.gpu.kernel_report")
+    fake.fused_kernel_report = lambda dtype: types.SimpleNamespace(record=lambda: {"dtype": dtype, "registers": 56})
+    monkeypatch.setitem(sys.modules, "detsim.track.gpu.kernel_report", fake)
+    out = tmp_path / "kernel.json"
+    do_job({"job": "kernel", "workload": "fused-kernel", "dtype": "float64", "out": str(out)})
+    assert json.loads(out.read_text()) == {"dtype": "float64", "registers": 56}
