@@ -75,7 +75,8 @@ def client(cluster: Cluster) -> Iterator:
             yield made
         return
     with distributed.LocalCluster(n_workers=cluster.workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as local, \
+                                  dashboard_address=None, scheduler_kwargs={"dashboard": False},
+                                  silence_logs=logging.ERROR) as local, \
             distributed.Client(local) as made:
         yield made
 
