@@ -93,11 +93,11 @@ class Progress:
     """Tasks done, failed and the time left, on ``stream``: one line rewritten in place on a terminal, else a
     line as each task ends."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr, what: str = "tasks"):
-        self.total, self.stream, self.what = total, stream, what
+    def __init__(self, total: int, stream: TextIO | None = None, what: str = "tasks"):
+        self.total, self.stream, self.what = total, stream or sys.stderr, what
         self.done = self.failed = 0
         self.began = time.monotonic()
-        self.live = stream.isatty()
+        self.live = self.stream.isatty()
 
     def line(self) -> str:
         ended = self.done + self.failed
@@ -121,7 +121,7 @@ class Progress:
 class Tasks:
     """Tasks submitted to ``client`` one by one (while the caller goes on), then gathered by :meth:`results`."""
 
-    def __init__(self, client, what: str = "tasks", stream: TextIO = sys.stderr):
+    def __init__(self, client, what: str = "tasks", stream: TextIO | None = None):
         self.client, self.what, self.stream = client, what, stream
         self.futures: dict[Hashable, object] = {}
 
