@@ -16,7 +16,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e ".[dev,triton]"
+	$(PY) -m pip install -q --no-compile -e ".[dev,triton,cluster]"
 	$(COMPILE_PACKAGES)
 	touch $(STAMP)
 
