@@ -1,12 +1,15 @@
 """detsim.track.target.cluster: a cluster asked for is one of --workers N or --scheduler ADDRESS, checked
 before anything starts; tasks on a LocalCluster give the same results on one worker as on two, a task that
 raises is retried and one that keeps raising is failed with its line, a task whose worker process dies under
-it runs again and comes back once, and the progress line counts tasks done, failed and the time left."""
+it runs again and comes back once, and the progress line counts tasks done, failed and the time left; a
+scheduler and workers started by hand (docs/cluster.md's local example) run them too."""
 
 from __future__ import annotations
 
 import io
 import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +18,8 @@ import pytest
 distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402 - distributed's own dependency
 
-from detsim.track.target.cluster import Cluster, Progress, RETRIES, Tasks  # noqa: E402
+from detsim.track.target import cluster  # noqa: E402
+from detsim.track.target.cluster import RETRIES, Cluster, ClusterError, Outcome, Progress, Tasks, client  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the tasks below, to worker processes
 NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}  # (another cluster on the host may hold 8787)
@@ -122,3 +126,45 @@ def test_a_task_whose_worker_dies_under_it_runs_again_and_comes_back_once(tmp_pa
     assert Path(marker + ".done").read_text() == "5\n"  # and ran to its end once
     assert stream.getvalue().splitlines()[-1].startswith("t: 2/2 ended, 2 done, 0 failed")
     assert RETRIES >= 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_existing_scheduler_and_its_workers_started_by_hand_run_the_tasks(tmp_path):
+    """docs/cluster.md's local example: ``dask scheduler --host 127.0.0.1`` and ``dask worker ADDRESS
+    --nworkers 2 --nthreads 1`` (on a free port here: another cluster may hold 8786), then the tasks by
+    ``client(Cluster(scheduler=ADDRESS))``."""
+    dask = Path(sys.executable).with_name("dask")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], **quiet)
+    workers = subprocess.Popen([str(dask), "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                "--dashboard-address", ":0"], **quiet)
+    try:
+        stream = io.StringIO()
+        with client(Cluster(scheduler=address)) as running:
+            running.wait_for_workers(2, timeout=60)
+            # a function every worker imports (the test module's own are sent by value: the scheduler, a process
+            # of its own here, unpickles the graph)
+            assert _run(running, [(n, pow, n, 2) for n in range(4)], stream) == {
+                n: Outcome(n * n) for n in range(4)}
+            assert len({w["id"] for w in running.scheduler_info()["workers"].values()}) == 2
+        assert stream.getvalue().splitlines()[-1].startswith("t: 4/4 ended, 4 done, 0 failed")
+    finally:
+        for process in (workers, scheduler):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_an_address_where_no_scheduler_answers_is_one_line(monkeypatch):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    with pytest.raises(ClusterError, match=f"^--scheduler {address}: no scheduler answers"):
+        with client(Cluster(scheduler=address)):
+            pass
