@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--workers", type=positive_int, nargs="?", const=default_workers(), default=None, metavar="N",
                        help="measure what no load changes (renders, parity, hashes, reproducibility, counts) on N "
                             "Dask worker processes of this machine (default N: one per core); the timings are "
-                            "measured here, alone, after them (docs/cluster.md)")
+                            "measured here, alone, after them (docs/cluster.md; a RANGE goes before it)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="as --workers, on the existing Dask cluster whose scheduler is at ADDRESS "
                             "(e.g. tcp://127.0.0.1:8786); its workers must see this checkout's files")
