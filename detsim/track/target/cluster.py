@@ -93,10 +93,10 @@ class Progress:
     """Tasks done, failed and the time left, on ``stream``: one line rewritten in place on a terminal, else a
     line as each task ends."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, what: str = "tasks"):
+    def __init__(self, total: int, stream: TextIO | None = None, what: str = "tasks", began: float | None = None):
         self.total, self.stream, self.what = total, stream or sys.stderr, what
         self.done = self.failed = 0
-        self.began = time.monotonic()
+        self.began = time.monotonic() if began is None else began  # the time left: at the rate since then
         self.live = self.stream.isatty()
 
     def line(self) -> str:
@@ -124,10 +124,12 @@ class Tasks:
     def __init__(self, client, what: str = "tasks", stream: TextIO | None = None):
         self.client, self.what, self.stream = client, what, stream
         self.futures: dict[Hashable, object] = {}
+        self.began: float | None = None  # the first submission (tasks run from then on)
 
     def submit(self, key: Hashable, function: Callable, *args) -> None:
         """Run ``function(*args)`` on a worker, once per ``key`` (a key submitted again is the same task)."""
         if key not in self.futures:
+            self.began = self.began or time.monotonic()
             self.futures[key] = self.client.submit(function, *args, key=f"{self.what}-{key}", pure=False,
                                                    retries=RETRIES)
 
@@ -136,7 +138,7 @@ class Tasks:
         from distributed import as_completed
 
         keys = {future.key: key for key, future in self.futures.items()}
-        progress = Progress(len(self.futures), self.stream, self.what)
+        progress = Progress(len(self.futures), self.stream, self.what, self.began)
         found: dict[Hashable, Outcome] = {}
         for future in as_completed(list(self.futures.values())):
             key = keys[future.key]
