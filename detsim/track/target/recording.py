@@ -279,13 +279,16 @@ class TargetRecorder:
             measured.unlink(missing_ok=True)
         if not outcome_file.is_file():
             raise BuildError(f"asv recorded nothing (exit {done.returncode}: {done.last_line()})")
-        folder = self.project.results(self.machine)
+        folder, found = self.project.results(self.machine), False
         for path in sorted(folder.glob(f"{commit[:8]}-*.json")):
             data = json.loads(path.read_text())
             name = in_series(self.project, data)
             if data.get("commit_hash") == commit and name != path.name:
                 atomic_write_text(folder / name, json.dumps(data))  # whole, then the original goes
                 path.unlink()
+            found = found or data.get("commit_hash") == commit
+        if not found:  # a row without asv's results is no record: the commit is recorded again by the next run
+            raise BuildError(f"asv wrote no results (exit {done.returncode}: {done.last_line()})")
         self.renders += renders_of(cases)
         return cases
 

@@ -54,7 +54,7 @@ def _differences(a, b, path="") -> list[str]:
         return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b or (a != a and b != b) else [f"{path}: {a!r} != {b!r}"]  # (nan: a failed benchmark)
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@ on a cluster of worker threads: a window recorded with two workers gives the row
 distinct tree is built and measured once, its twins take its results; the timings run here after every task,
 in history order; a task that fails leaves its commit and its twins unmeasured (said why) and no results; a
 second run records only what the first could not, nothing twice. asv's timing results go whole into the
-project's one series, and a slice merged twice is merged once. The recording through pip and asv:
+project's one series (a timing run that wrote none leaves its commit unmeasured), and a slice merged twice is
+merged once. The recording through pip and asv:
 tests/track/commands/test_commands_record_cluster.py (slow)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import cloudpickle  # noqa: E402 - distributed's own dependency
 
 from detsim.track.base.status import Status  # noqa: E402
 from detsim.track.target import cluster_recording  # noqa: E402
-from detsim.track.target.build import Builder, Installation, source_key  # noqa: E402
+from detsim.track.target.build import Builder, BuildError, Installation, source_key  # noqa: E402
 from detsim.track.target.cluster import Cluster  # noqa: E402
 from detsim.track.target.recording import Project, TargetRecorder, Window, in_series, merge_slices  # noqa: E402
 from detsim.track.target.render import CaseOutcome  # noqa: E402
@@ -178,3 +179,13 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
     merge_slices(mine, [project.folder])
     assert (_tree(mine.folder / "results"), _tree(mine.folder / "outcomes")) == once
     assert list(once[0]) == [f"m1/{in_series(mine, dict(data))}"] and len(once[1]) == 1
+    other = port.commits["edge"]
+    silent = Installation(other, installed.bin_dir, tmp_path, "fp", 0.0)
+
+    def silent_asv(*args, timeout=600, commit="", measured=None):  # the suite ran, asv wrote no results
+        (project.outcomes("m1") / f"{commit}.json").write_text(json.dumps({"commit": commit, "cases": cases}))
+        return type("Done", (), {"returncode": 1, "last_line": lambda self: "asv: planted end"})()
+
+    recorder.asv = silent_asv
+    with pytest.raises(BuildError, match=r"asv wrote no results \(exit 1: asv: planted end\)"):
+        recorder.timed(silent, cases)
