@@ -19,7 +19,9 @@ dies leaves each commit recorded or not at all; a task lost with its worker ran 
 from __future__ import annotations
 
 import shutil
+import socket
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Sequence
 
 from detsim.track.target.build import Builder, BuildError, Installation, Measured
@@ -38,6 +40,19 @@ class Pending:
     """The results of ``commit``, measured by a task not yet gathered (what :class:`Reuse` stores meanwhile)."""
 
     commit: str
+
+
+class NotShared(RuntimeError):
+    """A worker that does not see the checkout's files (a task fails rather than record every case as broken)."""
+
+
+def measure_on_worker(spec, cases, bin_dir: Path, count_work: Path) -> dict:
+    """A task: :func:`~.outcomes.measure_cases` of the commit built in ``bin_dir``, on a worker that sees it."""
+    for needed in (Path(bin_dir), Path(spec.root)):
+        if not needed.is_dir():
+            raise NotShared(f"this worker ({socket.gethostname()}) does not see {needed}: a cluster's workers must "
+                            "share this checkout's file system (docs/cluster.md)")
+    return measure_cases(spec, cases, bin_dir, count_work)
 
 
 def where(cluster: Cluster, machine: str) -> str:
@@ -60,7 +75,7 @@ def record_on_cluster(recorder: TargetRecorder, commits: Sequence[str], cluster:
             tasks = Tasks(running, TASK)
 
             def submit(installed: Installation) -> Pending:
-                tasks.submit(installed.commit, measure_cases, spec, cases, installed.bin_dir,
+                tasks.submit(installed.commit, measure_on_worker, spec, cases, installed.bin_dir,
                              project.folder / COUNTS / installed.commit[:12])
                 return Pending(installed.commit)
 

@@ -189,3 +189,10 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
     recorder.asv = silent_asv
     with pytest.raises(BuildError, match=r"asv wrote no results \(exit 1: asv: planted end\)"):
         recorder.timed(silent, cases)
+
+
+def test_a_worker_that_does_not_see_the_build_fails_its_task_rather_than_render_nothing(tmp_path):
+    port = make_port(tmp_path, GOLDEN, render="copy")
+    with pytest.raises(cluster_recording.NotShared, match="does not see .*nowhere/venv/bin: a cluster's workers must"):
+        cluster_recording.measure_on_worker(load_spec(port.root), [], tmp_path / "nowhere" / "venv" / "bin",
+                                            tmp_path / "counts")
