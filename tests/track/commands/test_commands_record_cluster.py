@@ -27,7 +27,8 @@ def test_workers_and_a_scheduler_together_or_a_bad_address_are_one_line(tmp_path
         main([*base, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"])
     assert ended.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
     assert main([*base, "--scheduler", "tcp://a b"]) == 2
-    assert capsys.readouterr().err == "record: --scheduler 'tcp://a b': not a scheduler address (e.g. tcp://127.0.0.1:8786)\n"
+    assert capsys.readouterr().err == ("record: --scheduler 'tcp://a b': not a scheduler address "
+                                       "(e.g. tcp://127.0.0.1:8786)\n")
     assert not (tmp_path / "d").exists()
 
 
