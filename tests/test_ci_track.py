@@ -292,6 +292,17 @@ def test_a_target_is_recorded_by_detsim_track_record_then_judged_and_published_a
     assert not (checkout / "results" / "asv").exists() or not any((checkout / "results" / "asv").rglob("*.json"))
 
 
+def test_workers_is_passed_to_a_targets_recording_as_a_number_or_a_schedulers_address(checkout, tmp_path):
+    port = tmp_path / "port"
+    port.mkdir()
+    address = "tcp://127.0.0.1:8786"
+    for workers, passed in (("2", ["--workers", "2"]), (address, ["--scheduler", address])):
+        done = _track(checkout, TARGET=str(port), FAKE_VERDICT="0", WORKERS=workers)
+        assert done.returncode == 0, done.stderr
+        record = next(call for call in _calls(checkout) if call[:2] == ["detsim-track", "record"])
+        assert record[-2:] == passed
+
+
 def test_a_relative_target_is_the_callers_and_a_missing_one_is_refused_in_one_line(checkout, tmp_path):
     (tmp_path / "port").mkdir()
     elsewhere = subprocess.run(["bash", str(checkout / ".ci" / "track")], cwd=tmp_path, capture_output=True, text=True,

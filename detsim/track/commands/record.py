@@ -16,6 +16,7 @@ from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
 from detsim.track.base.recording import RecordingError
 from detsim.track.base.status import Status
+from detsim.track.target.cluster import Cluster, ClusterError, default_workers
 from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,
                                            not_measured, record_window, turns)
 from detsim.track.target.spec import load_spec, target_cases
@@ -41,6 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(slices recorded on several machines) into this one; turns and verdict over the whole")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="also write the window's record (rows, turns, counts) to PATH")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=positive_int, nargs="?", const=default_workers(), default=None, metavar="N",
+                       help="measure what no load changes (renders, parity, hashes, reproducibility, counts) on N "
+                            "Dask worker processes of this machine (default N: one per core); the timings are "
+                            "measured here, alone, after them (docs/cluster.md; a RANGE goes before it)")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="as --workers, on the existing Dask cluster whose scheduler is at ADDRESS "
+                            "(e.g. tcp://127.0.0.1:8786); its workers must see this checkout's files")
     parser.add_argument("--no-judge", action="store_true",
                         help="record only (the tracking run judges with `detsim-track regressions --repo "
                              "results/targets/<target>` itself)")
@@ -64,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
         spec = load_spec(args.target.resolve(), args.spec)
         if args.json is not None:
             check_output_file(args.json, "--json", "record")
+        cluster = None
+        if args.workers is not None or args.scheduler is not None:
+            if args.merge:
+                raise ValueError("--merge records nothing: it takes no --workers or --scheduler")
+            cluster = Cluster(args.workers, args.scheduler)
         project = Project.of(spec, root)
         project.check(spec)
         cases = target_cases(spec, root)
@@ -73,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
             for note in merge_slices(project, args.merge):
                 print(f"record: the slices disagree: {note}", file=sys.stderr)
             rows = merge_rows(spec.root, [{"target": spec.name, "rows": project.rows(args.machine)}])[0]
-            window = Window(spec.name, rows=rows, turns=turns(rows), already=len(rows))
+            window = Window(spec.name, rows=rows, turns=turns(rows), already=len(rows),
+                            where="as each slice's machine recorded it (merged)")
             commits = [row["commit"] for row in rows]
         else:
             commits = _commits(spec, args.range, args.recent)
@@ -85,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             window = record_window(spec, commits, root, args.machine,
-                                   functools.partial(print, "record:", file=sys.stderr, flush=True))
-        except RecordingError as exc:
+                                   functools.partial(print, "record:", file=sys.stderr, flush=True), cluster)
+        except (RecordingError, ClusterError) as exc:
             return refuse(f"record: {exc}")
     _print(window, len(commits), project, not_measured(spec))
     if args.json is not None:
@@ -110,6 +125,7 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
         print(f"{turn.kind.value.upper()}: {turn.case} at {turn.commit[:10]}"
               + (f" (against {turn.previous[:10]})" if turn.previous else "") + f": {turn.why}")
     print(f"skipped for a target: {skipped}")
+    print(f"where: {window.where}")
     print(f"{commits} commits: {window.builds} built, {window.renders} renders, {window.reused} reused (the same "
           f"installed files as a recorded commit), {window.already} recorded before; asv results: {project.folder}")
 

@@ -32,7 +32,7 @@ from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.status import Status
 from detsim.track.base.recording import RecordingError
-from detsim.track.target.build import SUITE_VAR, BuildError, Builder, Installation, Measured, Reuse
+from detsim.track.target.build import SUITE_VAR, VENV, BuildError, Builder, Installation, Measured, Reuse
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
@@ -42,7 +42,11 @@ from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PAR
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"
 SUITE = "suite.json"  # the suite's facts, in the project folder
+MEASURED = "measured"  # in the project folder: a commit's outcomes measured by a Dask task, while asv times it
 COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMMIT in an existing environment)
+# set where a commit's cases were measured elsewhere (a Dask task: :mod:`.cluster_recording`): the file of their
+# records ({"commit", "cases"}), which the suite's setup_cache reads rather than rendering; asv times the renders
+MEASURED_VAR = "DETSIM_TARGET_MEASURED"
 CHECKED_ROWS = 20  # rows whose commits must be the target's before a recording goes on (Project.check)
 TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times (and counted once where the spec
@@ -86,6 +90,11 @@ class Project:
 
     def outcomes(self, machine: str) -> Path:
         return self.folder / "outcomes" / machine
+
+    @property
+    def python(self) -> Path:
+        """The interpreter that names the project's one asv series (its build venv's)."""
+        return self.build / VENV / "bin" / "python"
 
     @property
     def count_work(self) -> Path:
@@ -184,8 +193,11 @@ class TargetRecorder:
             if not row["build_error"]:
                 self.reuse.put(row["reused_from"] or row["commit"], row["cases"], *row["keys"])
 
-    def asv(self, *args: str, timeout: float = 600, commit: str = ""):
+    def asv(self, *args: str, timeout: float = 600, commit: str = "", measured: Path | None = None):
         env = {**os.environ, "HOME": str(self.home), SUITE_VAR: str(self.project.folder), COMMIT_VAR: commit}
+        env.pop(MEASURED_VAR, None)
+        if measured is not None:
+            env[MEASURED_VAR] = str(measured)
         env.pop("PYTHONPATH", None)
         try:
             return run([sys.executable, "-m", "asv", "--config", str(self.project.config), *args], env=env,
@@ -209,7 +221,10 @@ class TargetRecorder:
 
     def record(self, commit: str) -> dict:
         """Measure ``commit`` (or take a twin's results) and store its row."""
-        got = self.reuse.measure(self.builder, commit, self._measure, folder=self.project.build)
+        return self.store(commit, self.reuse.measure(self.builder, commit, self._measure, folder=self.project.build))
+
+    def store(self, commit: str, got: Measured) -> dict:
+        """``commit``'s row (and a twin's asv results under its hash) for what :class:`Reuse` made of it."""
         if got.build_error is not None:
             return self._store(commit, {"build_error": got.build_error, "keys": [], "cases": {}})
         if got.reused_from is None:
@@ -245,8 +260,38 @@ class TargetRecorder:
         if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
             raise BuildError(f"asv measured nothing (exit {done.returncode}: {done.last_line()})")
         cases = json.loads(outcome_file.read_text())["cases"]
-        # setup_cache's runs (a failed run ends a render) and time_render's one run of each image
-        self.renders += sum(len(o["hashes"]) + 1 if Status(o["status"]) is Status.OK else 1 for o in cases.values())
+        self.renders += renders_of(cases)
+        return cases
+
+    def timed(self, installed: Installation, cases: dict) -> dict:
+        """``cases`` (the outcomes of ``installed``'s commit, measured elsewhere: a Dask task) recorded by asv
+        with the timings it measures here: the suite reads them rather than rendering (:data:`MEASURED_VAR`) and
+        times one render of each case. asv's results are then put into the project's one series (its
+        interpreter is the commit's own build folder's)."""
+        commit = installed.commit
+        measured = self.project.folder / MEASURED / f"{commit}.json"
+        write_json(measured, {"commit": commit, "cases": cases})
+        outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
+        outcome_file.unlink(missing_ok=True)
+        try:
+            done = self.asv("run", "--environment", f"existing:{installed.bin_dir / 'python'}", "--set-commit-hash",
+                            commit, "--machine", self.machine, "--record-samples", "--show-stderr",
+                            timeout=ASV_TIMEOUT_S, commit=commit, measured=measured)
+        finally:
+            measured.unlink(missing_ok=True)
+        if not outcome_file.is_file():
+            raise BuildError(f"asv recorded nothing (exit {done.returncode}: {done.last_line()})")
+        folder, found = self.project.results(self.machine), False
+        for path in sorted(folder.glob(f"{commit[:8]}-*.json")):
+            data = json.loads(path.read_text())
+            name = in_series(self.project, data)
+            if data.get("commit_hash") == commit and name != path.name:
+                atomic_write_text(folder / name, json.dumps(data))  # whole, then the original goes
+                path.unlink()
+            found = found or data.get("commit_hash") == commit
+        if not found:  # a row without asv's results is no record: the commit is recorded again by the next run
+            raise BuildError(f"asv wrote no results (exit {done.returncode}: {done.last_line()})")
+        self.renders += renders_of(cases)
         return cases
 
     def _store(self, commit: str, fields: dict) -> dict:
@@ -263,30 +308,43 @@ class TargetRecorder:
 
 
 def record_window(spec: TargetSpec, commits: Sequence[str], root: Path, machine: str,
-                  say: Callable[[str], None] = lambda line: None) -> Window:
+                  say: Callable[[str], None] = lambda line: None, cluster=None) -> Window:
     """Record ``commits`` (oldest first) on ``machine`` into the target's project folder; the window's rows,
-    its turns (against the rows recorded before it on this machine) and the counts."""
+    its turns (against the rows recorded before it on this machine) and the counts. With ``cluster`` (a
+    :class:`~.cluster.Cluster`) what no load changes is measured by its workers, the timings here
+    (:mod:`.cluster_recording`)."""
     project = Project.of(spec, root)
     recorder = TargetRecorder(spec, project, root, machine)
     recorder.start()
     window = Window(spec.name)
     try:
-        for i, commit in enumerate(commits, 1):
-            row = recorder.recorded(commit)
-            if row is not None:
-                window.already += 1
-                say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
-            else:
-                row = recorder.record(commit)
-                how = _how(row) or f"built in {row['build_s']:.1f} s, measured by asv"
-                say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
-            window.rows.append(row)
+        if cluster is None:
+            _record_here(recorder, commits, window, say)
+        else:
+            from detsim.track.target.cluster_recording import record_on_cluster  # dask only when asked for
+
+            record_on_cluster(recorder, commits, cluster, window, say)
     finally:
         recorder.close()
     history, _ = merge_rows(spec.root, [{"target": spec.name, "rows": project.rows(machine)}])
     window.turns = [t for t in turns(history) if t.commit in set(commits)]
     window.builds, window.renders, window.reused = recorder.reuse.builds, recorder.renders, recorder.reuse.reused
     return window
+
+
+def _record_here(recorder: TargetRecorder, commits: Sequence[str], window: Window,
+                 say: Callable[[str], None]) -> None:
+    """Each commit measured here by asv, one after another, into ``window``."""
+    for i, commit in enumerate(commits, 1):
+        row = recorder.recorded(commit)
+        if row is not None:
+            window.already += 1
+            say(f"[{i}/{len(commits)}] {commit[:8]}: recorded before")
+        else:
+            row = recorder.record(commit)
+            how = _how(row) or f"built in {row['build_s']:.1f} s, measured by asv"
+            say(f"[{i}/{len(commits)}] {commit[:8]}: {how}")
+        window.rows.append(row)
 
 
 def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
@@ -307,13 +365,8 @@ def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
                     if not (mine / path.name).exists():
                         shutil.copy2(path, mine / path.name)
                     continue
-                from asv.environment import get_env_name  # asv only where a recording is merged: imports stay light
-
-                data = json.loads(path.read_text())  # one series: the interpreter is this project's build venv
-                python = str(project.build / "venv" / "bin" / "python")
-                data.update(env_name=get_env_name("existing", python, {}, {}), python=python,
-                            params={**data.get("params", {}), "python": python})
-                copy = mine / f"{path.name.split('-', 1)[0]}-{data['env_name']}.json"
+                data = json.loads(path.read_text())
+                copy = mine / in_series(project, data)
                 if not copy.exists():
                     atomic_write_text(copy, json.dumps(data))
             for path in sorted((other / "outcomes" / machine).glob("*.json")):
@@ -329,6 +382,24 @@ def merge_slices(project: Project, slices: Sequence[Path]) -> list[str]:
                         notes.append(f"{path.stem[:10]} {case}: image {str(ours.get('sha256'))[:12]} here, "
                                      f"{str(outcome.get('sha256'))[:12]} in {other} ({machine})")
     return notes
+
+
+def in_series(project: Project, data: dict) -> str:
+    """Put asv's results ``data`` of one commit (recorded with another interpreter: another machine's build
+    venv, or a build folder of its own) into ``project``'s one series (its build venv's interpreter); the file
+    name they go under in a results folder."""
+    from asv.environment import get_env_name  # asv only where results are moved: imports stay light
+
+    python = str(project.python)
+    data.update(env_name=get_env_name("existing", python, {}, {}), python=python,
+                params={**data.get("params", {}), "python": python})
+    return f"{data['commit_hash'][:8]}-{data['env_name']}.json"
+
+
+def renders_of(cases: dict) -> int:
+    """The processes a commit's recording ran for ``cases`` (records): each image's renders and its one timed
+    render; one for a case that failed (a failed run ends its render)."""
+    return sum(len(o["hashes"]) + 1 if Status(o["status"]) is Status.OK else 1 for o in cases.values())
 
 
 JUDGED = (Kind.BROKEN, Kind.PARITY, Kind.CHANGED)  # in this order: the first that turns names the change (last)
@@ -357,11 +428,12 @@ class Window:
     renders: int = 0
     reused: int = 0
     already: int = 0  # commits taken from the earlier record
+    where: str = "every measure: here, one commit at a time"  # where the timings and the other measures ran
 
     def record(self) -> dict:
         return {"report": "record", "target": self.target, "rows": self.rows,
                 "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
-                "reused": self.reused, "already_recorded": self.already,
+                "reused": self.reused, "already_recorded": self.already, "where": self.where,
                 "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
 
     def table(self) -> list[str]:

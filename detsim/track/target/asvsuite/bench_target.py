@@ -6,7 +6,7 @@ asv runs this suite in the target's built environment (``environment_type: exist
 (the recording sets it: asv passes its environment on): the target, its spec, detsim's checkout and the folder
 of per-commit outcomes.
 
-``setup_cache`` renders every case twice, each in a fresh process (:func:`~detsim.track.target.render.render_case`),
+``setup_cache`` renders every case twice, each in a fresh process (:func:`~detsim.track.target.outcomes.measure_cases`),
 and writes each case's outcome (and, for an image that departs from its reference, where it departs) to
 ``outcomes/<commit>.json``. The tracks read it, named as detsim's own so that the verdict judges them alike:
 parity 1 - r, the image's fingerprint (its hash, judged commit to commit), whether a second process
@@ -26,16 +26,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from detsim.track.base.callgrind import CountError
 from detsim.track.base.hashing import fingerprint
 from detsim.track.base.metrics import PARITY_DECIMALS
 from detsim.track.judge.history import COST_UNIT
-from detsim.track.target.count import count_render, not_counted_reason
-from detsim.track.target.departure import departure
-from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, SUITE, SUITE_VAR, Project
+from detsim.track.target.count import not_counted_reason
+from detsim.track.target.outcomes import measure_cases
+from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, MEASURED_VAR, SUITE, SUITE_VAR, Project
 from detsim.track.target.render import render_case
 from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec, target_cases
@@ -45,7 +43,6 @@ try:
 except ImportError:  # pragma: no cover - asv's runner is in every environment asv runs
     Skip = NotImplementedError
 
-RUNS = 2  # processes per render in setup_cache: the second must reproduce the first's hash
 VERSION = "1"
 
 
@@ -71,23 +68,16 @@ def bin_dir() -> Path:
 
 
 def renders() -> dict:
-    """Every case rendered ``RUNS`` times at this commit: case id -> its outcome's record (with its
-    departure where it has an image that differs from the reference), also written to the outcomes file."""
+    """Every case's outcome at this commit (:func:`~detsim.track.target.outcomes.measure_cases`: rendered
+    twice, counted where the spec asks), or, in a recording whose cases a Dask task measured, that
+    task's records (the file :data:`~detsim.track.target.recording.MEASURED_VAR` names); written to the
+    outcomes file either way."""
     suite, spec, cases = _setup()
-    out = {}
-    for case in cases:
-        rendered = render_case(spec, case, bin_dir(), runs=RUNS)
-        outcome = rendered.outcome
-        if spec.count_instructions and outcome.status is Status.OK:
-            try:
-                outcome = replace(outcome, instructions=count_render(spec, case, bin_dir(),
-                                                                     Project(Path(os.environ[SUITE_VAR])).count_work))
-            except CountError as exc:
-                outcome = replace(outcome, not_counted=str(exc))
-        record = outcome.record()
-        if rendered.image is not None and record["parity"].get("max_abs") != 0:
-            record["departure"] = departure(rendered.image, rendered.reference)
-        out[case.id] = record
+    measured = os.environ.get(MEASURED_VAR)
+    if measured:
+        out = json.loads(Path(measured).read_text())["cases"]
+    else:
+        out = measure_cases(spec, cases, bin_dir(), Project(Path(os.environ[SUITE_VAR])).count_work)
     commit = os.environ.get(COMMIT_VAR)
     if commit:
         folder = Path(suite["outcomes"])

@@ -1,0 +1,176 @@
+"""detsim.track.target.cluster: a cluster asked for is one of --workers N or --scheduler ADDRESS, checked
+before anything starts; tasks on a LocalCluster give the same results on one worker as on two, a task that
+raises is retried and one that keeps raising is failed with its line, a task whose worker process dies under
+it runs again and comes back once, and the progress line counts tasks done, failed and the time left; a
+scheduler and workers started by hand (docs/cluster.md's local example) run them too."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+import cloudpickle  # noqa: E402 - distributed's own dependency
+
+from detsim.track.target import cluster  # noqa: E402
+from detsim.track.target.cluster import Cluster, ClusterError, Outcome, Progress, Tasks, client  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the tasks below, to worker processes
+NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}  # (another cluster on the host may hold 8787)
+
+
+def test_a_cluster_is_workers_or_a_scheduler_and_a_bad_one_is_refused_before_it_starts():
+    assert Cluster(workers=2).describe() == "2 Dask worker process(es) on this machine"
+    assert Cluster(scheduler="tcp://127.0.0.1:8786").describe() == "the Dask cluster at tcp://127.0.0.1:8786"
+    for bad, why in [(dict(), "one of them"), (dict(workers=2, scheduler="tcp://h:1"), "one of them"),
+                     (dict(workers=0), "give 1 or more"), (dict(scheduler="tcp://a b"), "not a scheduler address")]:
+        with pytest.raises(ValueError, match=why):
+            Cluster(**bad)
+
+
+def square_slowly(x: int) -> int:
+    return x * x
+
+
+def fails_once(marker: str, x: int) -> int:
+    """Raises the first time it runs (a marker file says it ran), then returns ``x``."""
+    if not os.path.exists(marker):
+        Path(marker).write_text("ran")
+        raise RuntimeError("planted failure")
+    return x
+
+
+def always_fails(x: int) -> int:
+    raise ValueError(f"no result for {x}\nsecond line")
+
+
+def _run(client, submissions, stream) -> dict:
+    tasks = Tasks(client, "t", stream)
+    for key, function, *args in submissions:
+        tasks.submit(key, function, *args)
+    return tasks.results()
+
+
+@pytest.fixture(scope="module")
+def threads():
+    """Two clusters of worker threads (one worker, two): in this process, started in about a second."""
+    made = []
+    for n in (1, 2):
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=False,
+                                           scheduler_kwargs=NO_DASHBOARD)
+        made.append((cluster, distributed.Client(cluster)))
+    yield [client for _, client in made]
+    for cluster, client in made:
+        client.close()
+        cluster.close()
+
+
+def test_one_worker_and_two_give_the_same_results_and_a_failure_is_retried_or_named(threads, tmp_path):
+    got = []
+    for i, client in enumerate(threads):
+        stream = io.StringIO()
+        work = [(n, square_slowly, n) for n in range(6)]
+        work += [("flaky", fails_once, str(tmp_path / f"marker{i}"), 7), ("bad", always_fails, 3)]
+        results = _run(client, work, stream)
+        got.append({key: (o.value, o.failed) for key, o in results.items()})
+        lines = stream.getvalue().splitlines()
+        assert len(lines) == 8 and lines[-1].startswith("t: 8/8 ended, 7 done, 1 failed (")
+    assert got[0] == got[1]
+    assert got[0] == {**{n: (n * n, None) for n in range(6)}, "flaky": (7, None),
+                      "bad": (None, "ValueError: no result for 3")}
+
+
+def test_a_key_submitted_twice_is_one_task(threads):
+    tasks = Tasks(threads[1], "t", io.StringIO())
+    tasks.submit("a", square_slowly, 2)
+    tasks.submit("a", square_slowly, 3)
+    assert {k: o.value for k, o in tasks.results().items()} == {"a": 4}
+
+
+def test_the_progress_line_says_done_failed_and_the_time_left():
+    stream = io.StringIO()
+    progress = Progress(4, stream, "measure")
+    progress.began -= 10  # ten seconds in
+    progress.tick(True)
+    progress.tick(False)
+    first, second = stream.getvalue().splitlines()
+    assert first == "measure: 1/4 ended, 1 done, 0 failed, about 30 s left (10 s)"
+    assert second == "measure: 2/4 ended, 1 done, 1 failed, about 10 s left (10 s)"
+
+
+def dies_once(marker: str, x: int) -> int:
+    """Ends its own worker process the first time it runs (mid-task: the marker is written), then returns ``x``
+    and counts its completed runs in ``marker``.done."""
+    if not os.path.exists(marker):
+        Path(marker).write_text(str(os.getpid()))
+        os._exit(1)
+    with open(marker + ".done", "a") as out:
+        out.write(f"{x}\n")
+    return x
+
+
+def test_a_task_whose_worker_dies_under_it_runs_again_and_comes_back_once(tmp_path):
+    stream = io.StringIO()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, scheduler_kwargs=NO_DASHBOARD,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        marker = str(tmp_path / "marker")
+        results = _run(client, [("lost", dies_once, marker, 5), ("other", square_slowly, 4)], stream)
+    assert {k: (o.value, o.failed) for k, o in results.items()} == {"lost": (5, None), "other": (16, None)}
+    assert Path(marker).read_text().isdigit()  # it did die once, mid-task
+    assert Path(marker + ".done").read_text() == "5\n"  # and ran to its end once
+    assert stream.getvalue().splitlines()[-1].startswith("t: 2/2 ended, 2 done, 0 failed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_existing_scheduler_and_its_workers_started_by_hand_run_the_tasks(tmp_path):
+    """docs/cluster.md's local example: ``dask scheduler --host 127.0.0.1`` and ``dask worker ADDRESS
+    --nworkers 2 --nthreads 1`` (on a free port here: another cluster may hold 8786), then the tasks by
+    ``client(Cluster(scheduler=ADDRESS))``."""
+    dask = Path(sys.executable).with_name("dask")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], **quiet)
+    workers = subprocess.Popen([str(dask), "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                "--dashboard-address", ":0"], **quiet)
+    try:
+        stream = io.StringIO()
+        with client(Cluster(scheduler=address)) as running:
+            running.wait_for_workers(2, timeout=60)
+            # a function every worker imports (the test module's own are sent by value: the scheduler, a process
+            # of its own here, unpickles the graph)
+            assert _run(running, [(n, pow, n, 2) for n in range(4)], stream) == {
+                n: Outcome(n * n) for n in range(4)}
+            assert len({w["id"] for w in running.scheduler_info()["workers"].values()}) == 2
+        assert stream.getvalue().splitlines()[-1].startswith("t: 4/4 ended, 4 done, 0 failed")
+    finally:
+        for process in (workers, scheduler):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_an_address_where_no_scheduler_answers_is_one_line(monkeypatch):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    with pytest.raises(ClusterError, match=f"^--scheduler {address}: no scheduler answers"):
+        with client(Cluster(scheduler=address)):
+            pass
+
+
+def test_dask_is_imported_only_when_a_cluster_is_asked_for():
+    code = ("import sys, detsim.track.cli, detsim.track.commands.record, detsim.track.target.cluster_recording; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
