@@ -14,7 +14,8 @@ and, where a setup has thread-first pixels (spec §4.7), their first sweep's ori
 positions in the pixel list (F,).
 
 The pack is built with device ops from the setup's own tensors (no host read), so building it does not
-wait for the device; a second render of the same setup reuses it and copies nothing. This module does
+wait for the device; a second render of the same setup reuses it and copies nothing, and so does the render of
+a setup prepared again from the same cached host setup (:class:`detsim.rendering.setup_cache.Derived`). This module does
 not import Triton.
 """
 
@@ -91,7 +92,11 @@ _CACHE: dict[int, tuple[weakref.ref, FusedParams]] = {}
 
 
 def fused_params(setup: Setup) -> FusedParams:
-    """The setup's packed parameters, built on its device at the first call and kept while it lives."""
+    """The setup's packed parameters, built on its device at the first call and kept while it lives; for a
+    setup prepared from the setup cache, kept with the cache entry (``setup.derived``) for every setup prepared
+    from it on the same device: a configuration prepared again packs and copies nothing."""
+    if setup.derived is not None:
+        return setup.derived.get_or_make(("fused_params", setup.device), lambda: _pack(setup))
     key = id(setup)
     kept = _CACHE.get(key)
     if kept is not None and kept[0]() is setup:
