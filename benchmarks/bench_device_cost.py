@@ -5,8 +5,10 @@
   (``detsim/track/measure/launches.py`` states what a launch, a copy and a sync are): kernel launches
   (aten kernels, Triton kernels, compiled graph calls), host-device copies and host syncs, a track each.
   The count is the render's as planned for the CPU (its chunks and blocks); the setup is prepared before
-  and not counted (``tests/rendering/test_setup.py`` holds prepare to one copy). ~40 s per commit, most of
-  it the compiled path's compilation and the interpreter's triton render.
+  and not counted (``tests/rendering/test_setup.py`` holds prepare to one copy). Triton kernels are counted,
+  not run (``count_render(..., run_triton=False)``: the counts are the same, see the counter's rule). ~15 s
+  per commit (2026-11-29, this machine, 2 interleaved samples: 14-16 s wall and ~8.6 CPU s, against 21-24 s
+  and ~12 CPU s before), most of it the compiled path's compilation and the imports.
 * ``FusedKernel``: the fused whole-image kernel compiled for sm_90 with no GPU
   (``detsim.track.gpu.kernel_report.fused_kernel_report``, the commit's own): instructions per pixel·step of
   its innermost loop, registers per thread, local (spilled) bytes per thread, per dtype. A commit without

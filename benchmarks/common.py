@@ -644,5 +644,5 @@ def count_launches_job(job: dict) -> dict:
         if mode not in available_modes("cpu"):
             out[mode] = {"skip": f"mode {mode!r} does not run on the CPU with this commit"}
             continue
-        out[mode] = counter.count_render(prepare, render, config, mode, dtype)
+        out[mode] = counter.count_render(prepare, render, config, mode, dtype, run_triton=False)  # counts only
     return out

@@ -164,38 +164,17 @@ def render(setup: Setup, *, chunk_pixels: int | None = None,
 
 
 def _render_fused(setup: Setup, progress: Callable[[float], None] | None) -> tuple[Tensor, RenderInfo]:
-    """The whole image by one launch of the fused kernel, from the setup's packed parameters (built at its
-    first render, then reused: nothing is copied and nothing waits for the device); the thread-first pixels,
-    if any, are then rendered again by the eager code (:func:`_first_sweeps_into`)."""
+    """The whole image by one launch of the fused kernel, the thread-first pixels' first sweeps included (spec
+    §4.7), from the setup's packed parameters (built at its first render, then reused: nothing is copied and
+    nothing waits for the device)."""
     from detsim.rendering import fused_kernel
 
     image = fused_kernel.render_fused(setup, fused_image.fused_params(setup))
-    first = setup.first_sweep
-    if first is not None and first.positions:
-        _first_sweeps_into(setup, image.view(-1))
     if progress is not None:
         progress(1.0)
     lanes = fused_kernel.block_pixels(setup.device) * setup.sources.lambda_m.shape[0] * setup.orientations.shape[0]
     return image, RenderInfo(interpolation_switched_off_at=None, chunk_pixels=setup.pixels_s.numel(),
                              block_lanes=lanes, fused=True)
-
-
-def _first_sweeps_into(setup: Setup, image: Tensor) -> None:
-    """Render the thread-first pixels (spec §4.7) again, each alone by the eager code with its first sweep's
-    orientations, as the eager path does, into the (raster) ``image``: a few pixels, where nanoBragg's stale phi
-    meets a zero step before a non-zero one."""
-    first = setup.first_sweep
-    sizes = memory.plan(device=setup.device, itemsize=setup.dtype.itemsize, fused=False,
-                        layers=setup.thickness.count, subpixels=setup.oversample ** 2,
-                        sources=setup.sources.lambda_m.shape[0],
-                        lanes_per_pixel=setup.sources.lambda_m.shape[0] * setup.orientations.shape[0])
-    chunks = _Chunks(setup, InterpolationState(enabled=False), Projections(setup),
-                     Projections(replace(setup, orientations=first.orientations)), frozenset(first.positions),
-                     sizes.block_lanes, None, "eager", 1)
-    fpixels = setup.config.detector.fpixels
-    for i in first.positions:
-        where = setup.pixels_s[i:i + 1].long() * fpixels + setup.pixels_f[i:i + 1]  # (1,) raster index
-        image.index_put_((where,), chunks.values(i, i + 1))
 
 
 def _parallel(setup: Setup, mode: str, grad: bool, observe: Observer | None, interp: InterpolationState) -> bool:

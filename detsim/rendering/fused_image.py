@@ -10,8 +10,12 @@ in registers. Everything the kernel reads besides the pixel list is packed here,
     axes       (R, 9)              crystal axes a, b, c (m) of every (phi step, mosaic domain) orientation
     table      (H*K*L,)            the HKL table, flattened (one 0 without a table)
 
+and, where a setup has thread-first pixels (spec §4.7), their first sweep's orientations (R, 9) and their
+positions in the pixel list (F,).
+
 The pack is built with device ops from the setup's own tensors (no host read), so building it does not
-wait for the device; a second render of the same setup reuses it and copies nothing. This module does
+wait for the device; a second render of the same setup reuses it and copies nothing, and so does the render of
+a setup prepared again from the same cached host setup (:class:`detsim.rendering.setup_cache.Derived`). This module does
 not import Triton.
 """
 
@@ -62,6 +66,8 @@ class FusedParams:
     sensor: bool  # a sensor model: the capture fraction is computed (else 1)
     point_pixel: bool
     curved: bool  # every subpixel at the sample distance (spec §3.4)
+    first_axes: Tensor | None = None  # (R, 9) the thread-first pixels' first-sweep orientations (spec §4.7)
+    first_positions: Tensor | None = None  # (F,) int32: where those pixels are in the setup's list; None: none
 
 
 def unfused_reason(setup: Setup, observed: bool = False) -> str | None:
@@ -86,7 +92,11 @@ _CACHE: dict[int, tuple[weakref.ref, FusedParams]] = {}
 
 
 def fused_params(setup: Setup) -> FusedParams:
-    """The setup's packed parameters, built on its device at the first call and kept while it lives."""
+    """The setup's packed parameters, built on its device at the first call and kept while it lives; for a
+    setup prepared from the setup cache, kept with the cache entry (``setup.derived``) for every setup prepared
+    from it on the same device: a configuration prepared again packs and copies nothing."""
+    if setup.derived is not None:
+        return setup.derived.get_or_make(("fused_params", setup.device), lambda: _pack(setup))
     key = id(setup)
     kept = _CACHE.get(key)
     if kept is not None and kept[0]() is setup:
@@ -121,12 +131,18 @@ def _pack(setup: Setup) -> FusedParams:
     table = values.detach().reshape(-1).contiguous() if values is not None else torch.zeros(1, dtype=dtype, device=dev)
     box = ((structure.h_min, structure.k_min, structure.l_min, *values.shape) if values is not None
            else (0, 0, 0, 0, 0, 0))
+    first = setup.first_sweep
+    first_axes = first_positions = None
+    if first is not None and first.positions:
+        first_axes = first.orientations.reshape(-1, 9).detach().to(dtype).contiguous()  # (R, 9) rows a, b, c
+        first_positions = torch.tensor(first.positions, dtype=torch.int32, device=dev)  # (F,)
     beam = cfg.beam
     polar = 0 if beam.nopolar else (2 if beam.polarization_kahn != 0.0 else 1)
     return FusedParams(geometry=geometry, sources=sources, axes=axes, table=table, table_box=box,
                        shape=KERNEL_SHAPES[cfg.crystal.shape], has_table=values is not None,
                        has_dmin=cfg.crystal.dmin_A > 0, polar=polar, sensor=setup.thickness.range > 0,
-                       point_pixel=cfg.detector.point_pixel, curved=cfg.detector.curved)
+                       point_pixel=cfg.detector.point_pixel, curved=cfg.detector.curved,
+                       first_axes=first_axes, first_positions=first_positions)
 
 
 def _kahn_frame(polar_axis: Tensor, incident: Tensor) -> tuple[Tensor, Tensor]:

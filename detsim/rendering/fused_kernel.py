@@ -10,6 +10,12 @@ store per pixel, so an image is the same bits run to run. The finish factors are
 fraction of the last layer (§5.8), the polarization at the first surviving source (§5.5), the solid angle
 of the first subpixel of layer 0 (§5.4), and r_e² Φ / steps.
 
+nanoBragg's thread-first pixels (spec §4.7; :mod:`detsim.rendering.thread_first_sweep`) are the kernel's too,
+in its ``HAS_FIRST_SWEEP`` variant: such a pixel sweeps the first sweep's orientation table at its first
+(layer, subpixel, source) in loop order that ``-dmin`` does not cut (``detsim.rendering.paths.first_sweep_of``),
+the regular table after. A block holding none of those pixels at a step runs the common loop; the other picks
+each axis per pixel, once per (layer, subpixel, source) until its first sweep is done.
+
 The lattice factor needs no sine call: with f = h - round(h) and g = N f - round(N f) (N an integer),
 sin²(N π h) / sin²(π h) = sin²(π g) / sin²(π f), both arguments in [-π/2, π/2], where an odd polynomial
 in f (the Taylor series of sin(π f), to f^21 in float64, f^13 in float32) is accurate to a few units of the
@@ -167,12 +173,79 @@ def _polarization(dx, dy, dz, src_ptr, s, kahn, POLAR: tl.constexpr):
 
 
 @triton.jit
-def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_ptr,
-                       P, n_layers, n_os, n_sources, n_orient, fpixels,
+def _axis(axis, first, use_first, i):
+    """Element ``i`` of an orientation's row-major axes: the first sweep's where ``use_first`` (spec §4.7)."""
+    return tl.where(use_first, tl.load(first + i), tl.load(axis + i))
+
+
+@triton.jit
+def _orientation_sum(total, sx, sy, sz, weight, alive, live, axes_ptr, first_ptr, use_first, n_orient, g_ptr,
+                     table_ptr, na, nb, nc, default_f, fudge, n_prod, h_min, k_min, l_min, h_range, k_range, l_range,
+                     SHAPE: tl.constexpr, TABLE: tl.constexpr, DMIN: tl.constexpr, F64: tl.constexpr,
+                     MIXED: tl.constexpr):
+    """``total`` plus F² F_latt² of every orientation (phi step, mosaic domain) at the scattering vector S
+    (1/m); ``alive``: where -dmin spares the source (DMIN only). ``MIXED``: a pixel where ``use_first`` takes its
+    orientations from the first sweep's table (``first_ptr``), the others from ``axes_ptr``."""
+    for r in range(0, n_orient):
+        axis = axes_ptr + r * 9
+        if MIXED:
+            first = first_ptr + r * 9
+            h = _axis(axis, first, use_first, 0) * sx + _axis(axis, first, use_first, 1) * sy \
+                + _axis(axis, first, use_first, 2) * sz
+            k = _axis(axis, first, use_first, 3) * sx + _axis(axis, first, use_first, 4) * sy \
+                + _axis(axis, first, use_first, 5) * sz
+            l = _axis(axis, first, use_first, 6) * sx + _axis(axis, first, use_first, 7) * sy \
+                + _axis(axis, first, use_first, 8) * sz
+        else:
+            h = tl.load(axis) * sx + tl.load(axis + 1) * sy + tl.load(axis + 2) * sz
+            k = tl.load(axis + 3) * sx + tl.load(axis + 4) * sy + tl.load(axis + 5) * sz
+            l = tl.load(axis + 6) * sx + tl.load(axis + 7) * sy + tl.load(axis + 8) * sz
+        if SHAPE == 0:
+            latt = _square_lattice_sq(h, k, l, na, nb, nc, F64)
+        if TABLE or SHAPE != 0:
+            h0 = tl.ceil(h - 0.5)  # nearest integer, ties down (spec §5.6)
+            k0 = tl.ceil(k - 0.5)
+            l0 = tl.ceil(l - 0.5)
+        if SHAPE != 0:
+            fh = h - h0
+            fk = k - k0
+            fl = l - l0
+            ex = fh * tl.load(g_ptr + _RECIP) + fk * tl.load(g_ptr + _RECIP + 3) \
+                + fl * tl.load(g_ptr + _RECIP + 6)
+            ey = fh * tl.load(g_ptr + _RECIP + 1) + fk * tl.load(g_ptr + _RECIP + 4) \
+                + fl * tl.load(g_ptr + _RECIP + 7)
+            ez = fh * tl.load(g_ptr + _RECIP + 2) + fk * tl.load(g_ptr + _RECIP + 5) \
+                + fl * tl.load(g_ptr + _RECIP + 8)
+            rad = (ex * ex + ey * ey + ez * ez) * (n_prod * n_prod)  # rad*, 1/A² (spec §5.6)
+            if SHAPE == 2:
+                value = n_prod * tl.exp(-rad / _GAUSS_WIDTH * fudge)
+            else:
+                value = tl.where(rad * fudge < _TOPHAT_RADIUS_SQ, n_prod, 0.0)
+            latt = value * value
+        if TABLE:
+            inside = (h0 >= h_min) & (h0 < h_min + h_range) & (k0 >= k_min) \
+                & (k0 < k_min + k_range) & (l0 >= l_min) & (l0 < l_min + l_range)
+            ih = tl.where(inside, h0 - h_min, 0.0).to(tl.int32)
+            ik = tl.where(inside, k0 - k_min, 0.0).to(tl.int32)
+            il = tl.where(inside, l0 - l_min, 0.0).to(tl.int32)
+            cell = tl.load(table_ptr + (ih * k_range + ik) * l_range + il, mask=inside & live,
+                           other=default_f)  # F, electrons (spec §5.7)
+            cell = tl.where(inside, cell, default_f)
+            if DMIN:
+                cell = tl.where(alive, cell, 0.0)
+            total += cell * cell * latt
+        else:
+            total += weight * latt
+    return total
+
+
+@triton.jit
+def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_ptr, first_ptr, first_pos_ptr,
+                       P, n_layers, n_os, n_sources, n_orient, fpixels, n_first,
                        h_min, k_min, l_min, h_range, k_range, l_range,
                        SHAPE: tl.constexpr, TABLE: tl.constexpr, DMIN: tl.constexpr, POLAR: tl.constexpr,
                        SENSOR: tl.constexpr, POINT_PIXEL: tl.constexpr, CURVED: tl.constexpr, F64: tl.constexpr,
-                       BLOCK_P: tl.constexpr):
+                       HAS_FIRST_SWEEP: tl.constexpr, BLOCK_P: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK_P + tl.arange(0, BLOCK_P)
     live = offs < P
@@ -194,6 +267,11 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
 
     found = tl.zeros([BLOCK_P], dtype=sub.dtype)  # 1 once a pixel has met a source that -dmin spares
     polar = found  # the polarization at that source (-dmin only; else taken after the loops)
+    alive = live  # where -dmin spares the current source (DMIN only)
+    pending = offs < 0  # a thread-first pixel whose first sweep is still to come (HAS_FIRST_SWEEP only)
+    if HAS_FIRST_SWEEP:
+        for j in range(0, n_first):
+            pending = pending | (offs == tl.load(first_pos_ptr + j))
 
     total = found + tl.load(g_ptr + _WATER_BG)  # I starts at the water background (spec §6.1)
     subpixels = n_os * n_os
@@ -225,47 +303,27 @@ def fused_image_kernel(s_ptr, f_ptr, out_ptr, g_ptr, src_ptr, axes_ptr, table_pt
                 polar = tl.where(alive & (found == 0.0), here, polar)
                 found = tl.where(alive, 1.0, found)
                 weight = tl.where(alive, weight, 0.0)
-            for r in range(0, n_orient):
-                axis = axes_ptr + r * 9
-                h = tl.load(axis) * sx + tl.load(axis + 1) * sy + tl.load(axis + 2) * sz
-                k = tl.load(axis + 3) * sx + tl.load(axis + 4) * sy + tl.load(axis + 5) * sz
-                l = tl.load(axis + 6) * sx + tl.load(axis + 7) * sy + tl.load(axis + 8) * sz
-                if SHAPE == 0:
-                    latt = _square_lattice_sq(h, k, l, na, nb, nc, F64)
-                if TABLE or SHAPE != 0:
-                    h0 = tl.ceil(h - 0.5)  # nearest integer, ties down (spec §5.6)
-                    k0 = tl.ceil(k - 0.5)
-                    l0 = tl.ceil(l - 0.5)
-                if SHAPE != 0:
-                    fh = h - h0
-                    fk = k - k0
-                    fl = l - l0
-                    ex = fh * tl.load(g_ptr + _RECIP) + fk * tl.load(g_ptr + _RECIP + 3) \
-                        + fl * tl.load(g_ptr + _RECIP + 6)
-                    ey = fh * tl.load(g_ptr + _RECIP + 1) + fk * tl.load(g_ptr + _RECIP + 4) \
-                        + fl * tl.load(g_ptr + _RECIP + 7)
-                    ez = fh * tl.load(g_ptr + _RECIP + 2) + fk * tl.load(g_ptr + _RECIP + 5) \
-                        + fl * tl.load(g_ptr + _RECIP + 8)
-                    rad = (ex * ex + ey * ey + ez * ez) * (n_prod * n_prod)  # rad*, 1/A² (spec §5.6)
-                    if SHAPE == 2:
-                        value = n_prod * tl.exp(-rad / _GAUSS_WIDTH * fudge)
-                    else:
-                        value = tl.where(rad * fudge < _TOPHAT_RADIUS_SQ, n_prod, 0.0)
-                    latt = value * value
-                if TABLE:
-                    inside = (h0 >= h_min) & (h0 < h_min + h_range) & (k0 >= k_min) \
-                        & (k0 < k_min + k_range) & (l0 >= l_min) & (l0 < l_min + l_range)
-                    ih = tl.where(inside, h0 - h_min, 0.0).to(tl.int32)
-                    ik = tl.where(inside, k0 - k_min, 0.0).to(tl.int32)
-                    il = tl.where(inside, l0 - l_min, 0.0).to(tl.int32)
-                    cell = tl.load(table_ptr + (ih * k_range + ik) * l_range + il, mask=inside & live,
-                                   other=default_f)  # F, electrons (spec §5.7)
-                    cell = tl.where(inside, cell, default_f)
-                    if DMIN:
-                        cell = tl.where(alive, cell, 0.0)
-                    total += cell * cell * latt
+            if HAS_FIRST_SWEEP:  # a thread-first pixel's first sweep takes the first sweep's orientations
+                if DMIN:
+                    use_first = pending & alive
                 else:
-                    total += weight * latt
+                    use_first = pending
+                if tl.max(use_first.to(tl.int32), axis=0) > 0:
+                    total = _orientation_sum(total, sx, sy, sz, weight, alive, live, axes_ptr, first_ptr, use_first,
+                                             n_orient, g_ptr, table_ptr, na, nb, nc, default_f, fudge, n_prod,
+                                             h_min, k_min, l_min, h_range, k_range, l_range,
+                                             SHAPE, TABLE, DMIN, F64, True)
+                else:
+                    total = _orientation_sum(total, sx, sy, sz, weight, alive, live, axes_ptr, first_ptr, use_first,
+                                             n_orient, g_ptr, table_ptr, na, nb, nc, default_f, fudge, n_prod,
+                                             h_min, k_min, l_min, h_range, k_range, l_range,
+                                             SHAPE, TABLE, DMIN, F64, False)
+                pending = pending & ~use_first
+            else:
+                total = _orientation_sum(total, sx, sy, sz, weight, alive, live, axes_ptr, first_ptr, pending,
+                                         n_orient, g_ptr, table_ptr, na, nb, nc, default_f, fudge, n_prod,
+                                         h_min, k_min, l_min, h_range, k_range, l_range,
+                                         SHAPE, TABLE, DMIN, F64, False)
     # The finish factors (spec §5.4, §5.5, §5.8), after the loops so that nothing of them is live across them:
     # the solid angle and (without -dmin) the polarization at the first subpixel of layer 0, the capture
     # fraction at the first subpixel of the last layer.
@@ -301,7 +359,8 @@ def block_pixels(device: torch.device) -> int:
 
 
 def render_fused(setup: Setup, params: FusedParams, block_p: int | None = None) -> Tensor:
-    """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`; 0 outside the ROI and mask.
+    """(slow, fast) image of ``setup`` by one launch of :func:`fused_image_kernel`, the thread-first pixels' first
+    sweeps included (spec §4.7); 0 outside the ROI and mask.
     ``block_p``: pixels per program (default :func:`block_pixels`)."""
     if block_p is None:
         block_p = block_pixels(setup.device)
@@ -310,15 +369,18 @@ def render_fused(setup: Setup, params: FusedParams, block_p: int | None = None) 
     image = (torch.empty if setup.raster else torch.zeros)(det.spixels * det.fpixels, dtype=setup.dtype,
                                                            device=setup.device)
     P = setup.pixels_s.numel()
+    first = params.first_positions  # the thread-first pixels (spec §4.7); None: none
     if P:
         grid = (triton.cdiv(P, block_p),)
         fused_image_kernel[grid](
             setup.pixels_s, setup.pixels_f, image, params.geometry, params.sources, params.axes, params.table,
+            params.axes if first is None else params.first_axes,
+            setup.pixels_s if first is None else params.first_positions,
             P, setup.thickness.count, setup.oversample, params.sources.shape[0], params.axes.shape[0],
-            det.fpixels, *params.table_box,
+            det.fpixels, 0 if first is None else params.first_positions.shape[0], *params.table_box,
             SHAPE=params.shape, TABLE=params.has_table, DMIN=params.has_dmin, POLAR=params.polar,
             SENSOR=params.sensor, POINT_PIXEL=params.point_pixel, CURVED=params.curved,
-            F64=setup.dtype == torch.float64,
+            F64=setup.dtype == torch.float64, HAS_FIRST_SWEEP=first is not None,
             BLOCK_P=block_p, num_warps=NUM_WARPS)
     return image.reshape(det.spixels, det.fpixels)
 

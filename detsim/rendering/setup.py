@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from detsim.model.sampling import Steps, resolve_mosaic_domains, resolve_thickne
 from detsim.model.sources import SOURCE_BYTES, Sources, build_sources, grid_steps
 from detsim.model.structure_factors import StructureFactors
 from detsim.model.units import ANGSTROM, deg_to_rad, sensor_um_to_m, water_um_to_m
-from detsim.rendering.setup_cache import SetupCache, config_key
+from detsim.rendering.setup_cache import Derived, SetupCache, config_key
 from detsim.rendering.setup_transfer import map_tensors, moved, tensors_of
 from detsim.rendering.thread_first_sweep import FirstSweep, first_swept, first_sweep_phi_angles, thread_first_pixels, thread_pixels
 
@@ -62,6 +62,10 @@ class Setup:
     device: torch.device
     dtype: torch.dtype
     raster: bool = False  # pixels_s, pixels_f are every pixel in raster order: pixel i is image element i
+    # what is computed from the kept host setup this one was prepared from (detsim.rendering.setup_cache), shared
+    # by every setup prepared from it; None when not prepared from the cache. Not an argument: a setup made by
+    # ``replace`` (other tensors, other pixels) has none, so it never takes values computed for another
+    derived: Derived | None = field(default=None, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def cell_counts(self) -> tuple[float, float, float]:
@@ -97,7 +101,11 @@ def prepare(config: SimulationConfig, *, device: torch.device | str = "cpu",
     else:
         setup = _host_setup(config, dtype, reuse)
     _require_pixel_memory(setup, device)
-    return setup if device.type == "cpu" else _on_device(setup, device)
+    if device.type == "cpu":
+        return setup
+    moved_setup = _with_derived(_on_device(setup, device), setup.derived)
+    moved_setup.__dict__["cell_counts"] = setup.cell_counts  # read on the host: the device is not waited for
+    return moved_setup
 
 
 def _host_setup(config: SimulationConfig, dtype: torch.dtype, reuse: bool) -> Setup:
@@ -108,10 +116,17 @@ def _host_setup(config: SimulationConfig, dtype: torch.dtype, reuse: bool) -> Se
         kept = _prepare_on(config, torch.device("cpu"), dtype)
         if key is None:
             return kept
+        kept = _with_derived(kept, Derived())
         SETUPS.put((key, dtype), kept, sum(t.numel() * t.element_size() for t in tensors_of(kept)))
     # the caller's own setup and tensor objects over the kept storage: requires_grad_ on one, or whatever is
-    # cached per setup object, stays with the caller's
-    return replace(map_tensors(kept, Tensor.detach), config=config)
+    # cached per setup object, stays with the caller's; what is derived from the kept one is shared
+    return _with_derived(replace(map_tensors(kept, Tensor.detach), config=config), kept.derived)
+
+
+def _with_derived(setup: Setup, derived: Derived | None) -> Setup:
+    """``setup``, carrying ``derived`` (set once, on a setup just made)."""
+    object.__setattr__(setup, "derived", derived)
+    return setup
 
 
 def _on_device(setup: Setup, device: torch.device) -> Setup:

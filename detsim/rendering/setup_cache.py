@@ -4,7 +4,8 @@ A configuration is keyed by a digest of its content (:func:`config_key`), not by
 read twice from the same command line, arrays (a mask, an HKL table) included, share one key. A configuration
 that holds anything the digest cannot read exactly (a tensor, which may carry a gradient or change in
 place; an object of an unknown type) has no key and is never reused. The cache (:class:`SetupCache`) is
-bounded in entries and in bytes, least recently used first out.
+bounded in entries and in bytes, least recently used first out. What is computed from a kept setup (the
+fused kernel's packed parameters on a device) is kept with it (:class:`Derived`), for every setup made from it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import threading
 from collections import OrderedDict
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 
@@ -71,6 +72,27 @@ def _feed(digest, value: Any) -> None:
         raise _Unkeyable(type(value).__name__)
 
 
+class Derived:
+    """Values computed from one kept setup and kept with it (a device's packed kernel parameters, say): every
+    setup prepared from the same cache entry carries this one object, so a value computed for one of them
+    serves the others; it goes when the entry has left the cache and no setup made from it is alive. Keys are
+    few (a kind and a device), so it holds a few values; safe to share between threads."""
+
+    def __init__(self):
+        self._values: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: Any, make: Callable[[], Value]) -> Value:
+        """The value kept under ``key``, made by ``make()`` the first time."""
+        with self._lock:
+            if key not in self._values:
+                self._values[key] = make()
+            return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
 class SetupCache(Generic[Value]):
     """At most ``entries`` values, of at most ``max_bytes`` together, least recently used out first; safe to
     share between threads."""
@@ -106,4 +128,4 @@ class SetupCache(Generic[Value]):
         return len(self._kept)
 
 
-__all__ = ["MAX_BYTES", "MAX_ENTRIES", "SetupCache", "config_key"]
+__all__ = ["Derived", "MAX_BYTES", "MAX_ENTRIES", "SetupCache", "config_key"]

@@ -5,7 +5,8 @@ Run in its own process (``python tests/data/fused_interpreter.py``): ``TRITON_IN
 before any ``@triton.jit`` module is imported, and must not leak into the rest of the test session (the
 compile-only check needs the real kernel object). Each scenario is rendered by ``render(mode="triton")``
 in float64 and float32 and by the eager path in both; launches are counted by wrapping the interpreter's
-``GridExecutor.__call__`` (Triton's launch hooks do not fire under the interpreter).
+``GridExecutor.__call__`` (Triton's launch hooks do not fire under the interpreter), and every device operation
+of the fused render (its parameters packed before) by the suite's counter (detsim.track.measure.launches).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import torch  # noqa: E402
 from triton.runtime import interpreter  # noqa: E402
 
 from detsim.commandline.to_config import config_from_argv  # noqa: E402
+from detsim.rendering import fused_image  # noqa: E402
 from detsim.rendering.engine import prepare, render  # noqa: E402
 from detsim.rendering.setup import restrict_pixels  # noqa: E402
 from detsim.track.base.golden import load_cases  # noqa: E402
+from detsim.track.measure.launches import counting  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SMALL = "-cell 30 32 34 90 90 90 -misset 10 20 30 -lambda 1 -distance 40 -pixel 0.4 -detpixels 12 -oversample 1"
@@ -54,6 +57,11 @@ EDGES = [
     # stale phi with a zero step first: each nanoBragg thread's first pixel sweeps other orientations (spec §4.7)
     ("thread_first_sweep", f"-default_F 100 -N 4 -phi 0 -osc 0.6 -phisteps 3 -mosaic 1 -mosaic_dom 2 "
                            f"-nanobragg_threads 2 {SMALL}", "all"),
+    # the same with -dmin cutting each thread-first pixel's first two sources: its first sweep is at the third,
+    # and the threads' first pixels move past pixels whose every source is cut
+    ("thread_first_sweep_dmin", f"-default_F 100 -N 4 -phi 0 -osc 0.6 -phisteps 3 -mosaic 1 -mosaic_dom 2 "
+                                f"-nanobragg_threads 2 -dmin 20 -dispersion 30 -dispsteps 3 -hdivrange 2 "
+                                f"-hdivsteps 2 -polar 0.7 {SMALL}", "all"),
     ("tophat", f"-default_F 100 -N 4 -tophat_spots -fudge 4 {SMALL}", "all"),
 ]
 
@@ -104,10 +112,16 @@ def compare(config, pixels, launches: Launches) -> dict:
         if pixels != "all":
             setup = restrict_pixels(setup, pixels)
         eager[dtype], _ = render(setup)
+        if fused_image.unfused_reason(setup) is None:
+            fused_image.fused_params(setup)  # packed once per setup: not the render's cost
         before, started = launches.count, time.perf_counter()
-        image, info = render(setup, mode="triton")
+        with counting() as counts:
+            image, info = render(setup, mode="triton")
         out["seconds"][str(dtype)[6:]] = round(time.perf_counter() - started, 3)
         out.setdefault("launches", {})[str(dtype)[6:]] = launches.count - before
+        out.setdefault("operations", {})[str(dtype)[6:]] = {
+            "triton_launches": counts.triton_launches, "kernels": counts.kernels, "copies": counts.copies,
+            "syncs": counts.syncs}
         out["fused"], out["reason"] = info.fused, info.unfused_reason
         out["first_sweep_pixels"] = len(setup.first_sweep.positions) if setup.first_sweep is not None else 0
         out.setdefault("images", {})[str(dtype)[6:]] = image

@@ -30,8 +30,8 @@ FALLS_BACK = {
     "m05_round_xtal_fudge": "crystal shape ROUND",
 }
 EDGES = ("one_orientation", "ragged_tiles", "roi", "mask", "layers_and_sources", "oversample_mosaic_phi", "dmin",
-         "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep", "curved",
-         "hkl_table_edges", "hkl_table_dmin")
+         "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep",
+         "thread_first_sweep_dmin", "curved", "hkl_table_edges", "hkl_table_dmin")
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +75,22 @@ def test_the_ragged_tile_and_the_roi_render_what_they_should(scenarios):
     assert {name for name in scenarios if name.startswith("edge:")} == {f"edge:{edge}" for edge in EDGES}
     assert scenarios["edge:ragged_tiles"]["pixels"] == 1100  # two programs of 1,024 pixels, the second with 76
     assert scenarios["edge:roi"]["pixels"] == 8 * 5  # -roi 2 9 3 7: outside it, both images hold 0
-    # the two thread-first pixels are rendered again by the eager code, after the one launch
+    # the thread-first pixels' first sweeps are the kernel's own, in its one launch (spec §4.7)
     assert scenarios["edge:thread_first_sweep"]["first_sweep_pixels"] == 2
+    assert scenarios["edge:thread_first_sweep_dmin"]["first_sweep_pixels"] == 2
     assert scenarios["golden:j02_phi0_quirk"]["first_sweep_pixels"] == 1
+
+
+def test_a_fused_render_is_one_launch_and_a_fill_at_most_with_no_copy_or_sync(scenarios):
+    fused = {name: result for name, result in scenarios.items() if result["fused"]}
+    assert len(fused) > len(EDGES)
+    for name, result in fused.items():
+        for dtype, ops in result["operations"].items():
+            assert ops["triton_launches"] == 1 and ops["copies"] == 0 and ops["syncs"] == 0, (name, dtype, ops)
+            assert ops["kernels"] <= 1, (name, dtype, ops)  # the zero fill outside an ROI or mask, if any
+    # a phi sweep from 0 (thread-first pixels) over the whole detector: the one launch and nothing else
+    for name in ("edge:thread_first_sweep", "edge:thread_first_sweep_dmin"):
+        assert fused[name]["operations"]["float64"] == {"triton_launches": 1, "kernels": 0, "copies": 0, "syncs": 0}
 
 
 def test_unserved_golden_cases_fall_back_and_say_why(scenarios):

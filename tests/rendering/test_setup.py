@@ -144,7 +144,8 @@ def _fields(a, b, prefix: str = ""):
     if isinstance(a, StructureFactors):
         pairs = [(k, v, vars(b)[k]) for k, v in vars(a).items()]
     elif dataclasses.is_dataclass(a):
-        pairs = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.name != "config"]
+        pairs = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+                 if f.name != "config" and f.compare]  # not what is derived from the cache entry
     else:
         yield prefix, a, b
         return

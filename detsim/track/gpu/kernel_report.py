@@ -36,10 +36,13 @@ SASS_BRANCH = re.compile(r"^(?:@!?U?P\w+\s+)?BRA(?:\.\w+)*\s+(?:`\(\.L_x_\d+\)|0
 RESOURCES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 # The fused kernel's variants (its compile-time switches) for the report: the common case (see the module
-# docstring), and every feature at once (HKL table, -dmin, Kahn polarization, sensor, curved detector).
-FUSED_VARIANT = dict(SHAPE=0, TABLE=False, DMIN=False, POLAR=1, SENSOR=False, POINT_PIXEL=False, CURVED=False)
-FUSED_VARIANTS = {"common": FUSED_VARIANT,
-                  "every feature": dict(FUSED_VARIANT, TABLE=True, DMIN=True, POLAR=2, SENSOR=True, CURVED=True)}
+# docstring), the common case with thread-first pixels (a phi sweep from 0, spec §4.7: nanoBragg's default), and
+# every feature at once (HKL table, -dmin, Kahn polarization, sensor, curved detector, thread-first pixels).
+FUSED_VARIANT = dict(SHAPE=0, TABLE=False, DMIN=False, POLAR=1, SENSOR=False, POINT_PIXEL=False, CURVED=False,
+                     HAS_FIRST_SWEEP=False)
+FUSED_VARIANTS = {"common": FUSED_VARIANT, "first sweep": dict(FUSED_VARIANT, HAS_FIRST_SWEEP=True),
+                  "every feature": dict(FUSED_VARIANT, TABLE=True, DMIN=True, POLAR=2, SENSOR=True, CURVED=True,
+                                        HAS_FIRST_SWEEP=True)}
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ def fused_kernel_report(dtype: str, target=None, variant: str = "common") -> Ker
 
     constants = {**FUSED_VARIANTS[variant], "F64": dtype == "float64", "BLOCK_P": fused_kernel.BLOCK_P}
     return kernel_report(fused_kernel.fused_image_kernel, dtype, constants,
-                         pointer_types={"s_ptr": "i32", "f_ptr": "i32"}, num_warps=fused_kernel.NUM_WARPS,
+                         pointer_types={"s_ptr": "i32", "f_ptr": "i32", "first_pos_ptr": "i32"}, num_warps=fused_kernel.NUM_WARPS,
                          block=fused_kernel.BLOCK_P, target=target)
 
 

@@ -24,11 +24,21 @@ The one rule of what counts (:func:`launches_a_kernel`):
 ``launches`` (:attr:`OpCounts.launches`) is kernels + Triton launches + compiled calls. The counts can
 be limited to ops on tensors of one device type (``device=``): a setup moved to ``meta`` counts what it
 would ask of the target device, apart from the CPU work before.
+
+Counts only (:func:`triton_bodies_skipped`, ``count_render(..., run_triton=False)``): a Triton kernel called
+under the interpreter is counted and not run, its outputs left as allocated. The rule: the counts are the same
+as when it runs wherever nothing after the launch decides what to do from the kernel's output - no read of it
+to the host (``.item()``, ``bool()``), no data-dependent shape (``nonzero``, masked selection), no Python branch
+on its values - since the dispatcher then sees the same ops whatever the values are. detsim's render meets it:
+a kernel's output (the fused image, a chunk's lane sums) is only added, scaled and stored
+(``tests/track/measure/test_measure_launches.py`` holds the counts equal on each path). A caller that reads a
+kernel's output for control flow must run it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -154,6 +164,27 @@ def _triton_launches(counts: OpCounts) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def triton_bodies_skipped() -> Iterator[None]:
+    """Within the block, a Triton kernel called under the interpreter (``TRITON_INTERPRET=1``) is not run: its
+    outputs keep what they held. For counting only, where the rule of the module's docstring holds."""
+    try:  # imported here: a kernel module imported inside the block (a lazy import) runs through it
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:  # no Triton: no kernel to skip
+        yield
+        return
+    original = interpreter.GridExecutor.__call__
+
+    def skipped(self, *args, **kwargs):
+        return None
+
+    interpreter.GridExecutor.__call__ = skipped
+    try:
+        yield
+    finally:
+        interpreter.GridExecutor.__call__ = original
+
+
+@contextlib.contextmanager
 def _compiled_calls(counts: OpCounts) -> Iterator[None]:
     """Count calls of torch.compile'd graphs (each stands for at least one GPU kernel), not the ops inside."""
     output_code = sys.modules.get("torch._inductor.output_code")  # none: nothing compiled yet (warm up first)
@@ -184,18 +215,21 @@ def counting(device: str | None = None) -> Iterator[OpCounts]:
         yield counts
 
 
-def count_render(prepare: Callable, render: Callable, config, mode: str, dtype: torch.dtype) -> dict:
+def count_render(prepare: Callable, render: Callable, config, mode: str, dtype: torch.dtype,
+                 run_triton: bool = True) -> dict:
     """The device operations of one render of ``config`` on path ``mode`` on the CPU (``prepare`` and ``render``:
     the detsim being measured, passed in so that this module imports none): a warm-up render (compilation, lazy
     imports), then one counted, the setup prepared before. A JSON-ready record: launches, copies, syncs, their
-    parts and the kernels per op."""
+    parts and the kernels per op. ``run_triton=False``: Triton kernels under the interpreter are counted, not
+    run (:func:`triton_bodies_skipped`; the image is then not the render's)."""
     setup = prepare(config, device="cpu", dtype=dtype)
-    render(setup, mode=mode)
-    with counting() as counts:
+    with contextlib.nullcontext() if run_triton else triton_bodies_skipped():
         render(setup, mode=mode)
+        with counting() as counts:
+            render(setup, mode=mode)
     return {"launches": counts.launches, "copies": counts.copies, "syncs": counts.syncs, "kernels": counts.kernels,
             "triton_launches": counts.triton_launches, "compiled_calls": counts.compiled_calls,
             "by_op": dict(sorted(counts.by_op.items()))}
 
 
-__all__ = ["OpCounts", "count_render", "counting", "launches_a_kernel"]
+__all__ = ["OpCounts", "count_render", "counting", "launches_a_kernel", "triton_bodies_skipped"]

@@ -43,6 +43,14 @@ def test_the_fused_kernel_with_every_feature_compiles_clean_for_sm_90():
     assert report.problems() == [] and report.instructions_per_step is not None
 
 
+def test_the_fused_kernel_with_thread_first_pixels_compiles_clean_and_leaves_the_common_variant_alone():
+    first = fused_kernel_report("float32", variant="first sweep")  # a phi sweep from 0: nanoBragg's default
+    assert first.problems() == [] and first.instructions_per_step is not None
+    common = fused_kernel_report("float32")
+    # its innermost loop is the mixed one (each axis picked per pixel): longer than the common loop
+    assert first.instructions_per_step > common.instructions_per_step
+
+
 def test_a_planted_atomic_and_a_planted_call_are_reported():
     atomic = kernel_report(_planted_atomic, "float32", {"N": 128})
     assert atomic.atomics and any("atomic" in line for line in atomic.problems())

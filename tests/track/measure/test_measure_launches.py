@@ -70,3 +70,58 @@ def test_a_triton_kernel_under_the_interpreter_is_one_launch_and_its_staging_is_
     assert (counts.triton_launches, counts.kernels, counts.launches) == (2, 0, 2)
     assert torch.equal(out, x * 2)
     assert os.environ["TRITON_INTERPRET"] == "1"
+
+
+def _counts_run_and_skipped(*paths: str) -> dict:
+    """path -> {"True": counts with the Triton kernels run, "False": counted only}, from a child process under
+    Triton's interpreter (tests/data/launch_counts_skipped.py)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("triton")
+    tests = Path(__file__).parents[2]
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join([str(tests.parent), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(tests / "data" / "launch_counts_skipped.py"), *paths],
+                          cwd=tests.parent, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_counting_triton_kernels_without_running_them_counts_the_same_on_each_path():
+    counts = _counts_run_and_skipped("eager", "triton", "triton per chunk")
+    assert set(counts) == {"eager", "triton", "triton per chunk"}
+    for path, both in counts.items():
+        assert both["True"] == both["False"], path
+    assert counts["triton"]["False"]["triton_launches"] == 1  # the fused kernel: counted, not run
+    assert counts["triton per chunk"]["False"]["triton_launches"] > 1  # the lane-sum kernel, per block
+
+
+@pytest.mark.slow
+def test_counting_triton_kernels_without_running_them_counts_the_same_on_the_compiled_path():
+    both = _counts_run_and_skipped("compiled")["compiled"]  # torch.compile's warm-up: slow on a CPU
+    assert both["True"] == both["False"] and both["False"]["compiled_calls"] > 0
+
+
+def test_a_triton_kernel_counted_only_is_not_run(monkeypatch):
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    from detsim.track.measure.launches import triton_bodies_skipped
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    if not triton.knobs.runtime.interpret:
+        pytest.skip("this Triton reads TRITON_INTERPRET only at import")
+
+    @triton.jit
+    def fill(out_ptr, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], 7.0, tl.float32))
+
+    out = torch.zeros(4)
+    with triton_bodies_skipped(), counting() as counts:
+        fill[(1,)](out, BLOCK=4)
+    assert counts.triton_launches == 1 and torch.equal(out, torch.zeros(4))  # counted, not run
+    fill[(1,)](out, BLOCK=4)
+    assert torch.equal(out, torch.full((4,), 7.0))  # outside the block it runs again
