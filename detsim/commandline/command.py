@@ -297,10 +297,6 @@ def _header_fields(setup: Setup) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["batch"]:  # no nanoBragg flag is a bare word: `detsim batch ...` renders many frames
-        from detsim.batch.cli import main as batch_main
-
-        return batch_main(argv[1:])
     asked = next((i for i, token in enumerate(argv) if token in HELP_FLAGS), None)
     if asked is not None:  # the tokens after the help flag name what to explain (flag_help)
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.commandline.command import main
+from detsim.entry import main
 
 LINE = "-detpixels 16 -nonoise -nopgm"
 
@@ -45,7 +45,7 @@ def test_a_usage_error_exits_2_and_help_0(capsys):
 
 
 def test_detsim_without_batch_never_imports_dask():
-    code = ("import sys; from detsim.commandline.command import main; import detsim.batch.cli, detsim.batch.worker; "
+    code = ("import sys; from detsim.entry import main; import detsim.batch.cli, detsim.batch.worker; "
             "main(['-bogus']); main(['-h']); "
             "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')], 'dask imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from detsim.batch.cluster import local_cluster
-from detsim.commandline.command import main
+from detsim.entry import main
 from crash_plugin import CRASH_DISTANCE_MM, CRASH_FLAG_FILE
 from test_worker import LINE, detsim_files
 
