@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 from detsim.batch.frames import BatchInputError
 from detsim.batch.manifest import Entry, FrameStatus
-from detsim.batch.plan import Job
+from detsim.batch.plan import FrameJob
 from detsim.batch.progress import BatchProgress
 from detsim.batch.worker import remove_empty_folders, render_frame
 
@@ -55,7 +55,7 @@ def client_for(workers: int | None, scheduler: str | None) -> Iterator:
         yield client
 
 
-def _lost(job: Job, tries: int, exc: BaseException) -> Entry:
+def _lost(job: FrameJob, tries: int, exc: BaseException) -> Entry:
     from distributed import KilledWorker
 
     reason = ("its worker died while rendering it" if isinstance(exc, KilledWorker)
@@ -64,19 +64,19 @@ def _lost(job: Job, tries: int, exc: BaseException) -> Entry:
     return Entry(frame.name, frame.source, frame.command, FrameStatus.FAILED, 0.0, tries, reason=reason)
 
 
-def render_all(client, jobs: list[Job], on_entry: Callable[[Entry], None], progress: BatchProgress) -> None:
+def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], progress: BatchProgress) -> None:
     """Render ``jobs`` on ``client``'s workers; ``on_entry`` gets each frame's last entry as it ends."""
     from distributed import as_completed
 
     batch = uuid.uuid4().hex[:8]
 
-    def submit(job: Job, tries: int):
+    def submit(job: FrameJob, tries: int):
         future = client.submit(render_frame, job, tries, key=f"detsim-batch-{batch}-{job.frame.name}-try{tries}",
                                pure=False)
         pending[future.key] = (job, tries)
         return future
 
-    pending: dict[str, tuple[Job, int]] = {}
+    pending: dict[str, tuple[FrameJob, int]] = {}
     futures = as_completed([submit(job, 1) for job in jobs])
     try:
         for future in futures:

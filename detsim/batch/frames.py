@@ -27,7 +27,7 @@ class BatchInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class Frame:
+class BatchFrame:
     """One image to render: its name (its output folder), where it came from and its command line."""
 
     name: str  # lineNNNN or rowNNNN: the frame's folder under the output directory
@@ -60,7 +60,7 @@ def _read_text(path: str) -> str:
         raise BatchInputError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
-def read_lines(path: str) -> list[Frame]:
+def read_lines(path: str) -> list[BatchFrame]:
     """The frames of a file of command lines (1-based line numbers name them)."""
     frames = []
     for number, text in enumerate(_read_text(path).splitlines(), start=1):
@@ -68,13 +68,13 @@ def read_lines(path: str) -> list[Frame]:
         tokens = _without_program(_split(text, where))
         if not tokens:
             continue  # blank or a comment
-        frames.append(Frame(f"line{number:04d}", where, tuple(tokens)))
+        frames.append(BatchFrame(f"line{number:04d}", where, tuple(tokens)))
     if not frames:
         raise BatchInputError(f"{path}: holds no command line")
     return frames
 
 
-def read_sweep(base: str, path: str) -> list[Frame]:
+def read_sweep(base: str, path: str) -> list[BatchFrame]:
     """The frames of a sweep: ``base`` then, per CSV row, each column's flag and values (1-based rows)."""
     base_tokens = _without_program(_split(base, "--base"))
     rows = list(csv.reader(_read_text(path).splitlines()))
@@ -98,10 +98,10 @@ def read_sweep(base: str, path: str) -> list[Frame]:
             values = _split(cell, where)
             if cell.strip():
                 tokens += [flag, *values]
-        frames.append(Frame(f"row{number:04d}", where, tuple(tokens)))
+        frames.append(BatchFrame(f"row{number:04d}", where, tuple(tokens)))
     if not frames:
         raise BatchInputError(f"{path}: holds no row of values under its header")
     return frames
 
 
-__all__ = ["BatchInputError", "Frame", "read_lines", "read_sweep"]
+__all__ = ["BatchInputError", "BatchFrame", "read_lines", "read_sweep"]

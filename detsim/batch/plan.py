@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from detsim.batch import manifest
-from detsim.batch.frames import BatchInputError, Frame
+from detsim.batch.frames import BatchInputError, BatchFrame
 from detsim.commandline.arguments import Arguments
 from detsim.commandline.command import output_paths
 from detsim.commandline.to_config import parse_with_headers
@@ -28,10 +28,10 @@ OUTPUT_FIELDS = {"-floatfile": "floatfile", "-intfile": "intfile", "-pgmfile": "
 
 
 @dataclass(frozen=True)
-class Job:
+class FrameJob:
     """A frame to render, with where it reads (``cwd``: relative input paths) and writes (``frame_dir``)."""
 
-    frame: Frame
+    frame: BatchFrame
     out_dir: str  # absolute
     cwd: str  # absolute: the batch's working directory
 
@@ -56,7 +56,7 @@ def place_outputs(args: Arguments, frame_dir: str) -> list[tuple[str, str]]:
     return placed
 
 
-def _check_frame(frame: Frame, frame_dir: str) -> list[tuple[str, str]]:
+def _check_frame(frame: BatchFrame, frame_dir: str) -> list[tuple[str, str]]:
     try:
         args, _ = parse_with_headers(list(frame.argv))
         for flag, path in args.input_files():
@@ -72,7 +72,7 @@ def _check_frame(frame: Frame, frame_dir: str) -> list[tuple[str, str]]:
     return placed
 
 
-def _finished(entry: manifest.Entry | None, frame: Frame, placed: list[tuple[str, str]], out_dir: str) -> bool:
+def _finished(entry: manifest.Entry | None, frame: BatchFrame, placed: list[tuple[str, str]], out_dir: str) -> bool:
     """Whether the manifest's ``entry`` is this frame's line, ok, with every file there and unchanged."""
     if entry is None or entry.status is not manifest.FrameStatus.OK or entry.command != frame.command:
         return False
@@ -82,7 +82,7 @@ def _finished(entry: manifest.Entry | None, frame: Frame, placed: list[tuple[str
                == o.sha256 for o in entry.outputs)
 
 
-def plan(frames: list[Frame], out_dir: str, cwd: str) -> tuple[list[Job], list[manifest.Entry]]:
+def plan(frames: list[BatchFrame], out_dir: str, cwd: str) -> tuple[list[FrameJob], list[manifest.Entry]]:
     """(frames to render, manifest entries of frames already finished); raises :class:`BatchInputError`."""
     out_dir, cwd = os.path.abspath(out_dir), os.path.abspath(cwd)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -90,7 +90,7 @@ def plan(frames: list[Frame], out_dir: str, cwd: str) -> tuple[list[Job], list[m
     done = manifest.read(out_dir)
     jobs, skipped = [], []
     for frame in frames:
-        job = Job(frame, out_dir, cwd)
+        job = FrameJob(frame, out_dir, cwd)
         placed = _check_frame(frame, job.frame_dir)
         entry = done.get(frame.name)
         if _finished(entry, frame, placed, out_dir):
@@ -105,4 +105,4 @@ def plan(frames: list[Frame], out_dir: str, cwd: str) -> tuple[list[Job], list[m
     return jobs, skipped
 
 
-__all__ = ["Job", "OUTPUT_FIELDS", "place_outputs", "plan"]
+__all__ = ["FrameJob", "OUTPUT_FIELDS", "place_outputs", "plan"]

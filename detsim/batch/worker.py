@@ -3,7 +3,7 @@
 
 A worker renders many frames in one process, so torch and the engine are imported once; consecutive frames
 whose setup is unchanged (the same flags but for the outputs', the same mask, the same input files) reuse the
-configuration and the prepared setup (:class:`SetupCache`, one per worker thread). Any error of a frame is
+configuration and the prepared setup (:class:`FrameSetups`, one per worker thread). Any error of a frame is
 its failure, returned with the reason; it never reaches the worker.
 
 The batch checked that no output of a frame to render existed (:mod:`detsim.batch.plan`), so a frame that finds
@@ -25,7 +25,7 @@ import numpy as np
 from detsim.batch.manifest import Entry, FrameStatus, OutputFile
 from detsim.fileio.digest import sha256_file
 from detsim.host.working_directory import working_directory
-from detsim.batch.plan import Job, place_outputs
+from detsim.batch.plan import FrameJob, place_outputs
 from detsim.commandline import command
 from detsim.commandline.arguments import Arguments
 from detsim.commandline.to_config import build_config, parse_with_headers
@@ -51,7 +51,7 @@ def setup_key(args: Arguments, mask: np.ndarray | None) -> tuple:
     return dataclasses.replace(args, **_NOT_SETUP), mask_key, files
 
 
-class SetupCache:
+class FrameSetups:
     """The last configuration and setup made, handed out again while the next frame's are the same."""
 
     def __init__(self) -> None:
@@ -79,9 +79,9 @@ class SetupCache:
 _local = threading.local()
 
 
-def _cache() -> SetupCache:
+def _cache() -> FrameSetups:
     if not hasattr(_local, "cache"):
-        _local.cache = SetupCache()
+        _local.cache = FrameSetups()
     return _local.cache
 
 
@@ -99,7 +99,7 @@ def remove_empty_folders(top: str) -> None:
             pass
 
 
-def render_frame(job: Job, tries: int) -> Entry:
+def render_frame(job: FrameJob, tries: int) -> Entry:
     """Render ``job``'s frame (its ``tries``-th try); the entry says ok with the files' sha256, or why not."""
     start = time.perf_counter()
     frame = job.frame
@@ -116,7 +116,8 @@ def render_frame(job: Job, tries: int) -> Entry:
                     os.makedirs(os.path.dirname(os.path.join(job.out_dir, path)), exist_ok=True)
                 cache = _cache()
                 command.run_parsed(args, mask, io.StringIO(), build=cache.build, prepare=cache.prepare)
-            outputs = tuple(OutputFile(flag, path, sha256_file(os.path.join(job.out_dir, path))) for flag, path in placed)
+            outputs = tuple(OutputFile(flag, path, sha256_file(os.path.join(job.out_dir, path)))
+                            for flag, path in placed)
     except Exception as exc:  # noqa: BLE001 - a frame's failure is reported, never raised into the worker
         _local.__dict__.pop("cache", None)  # a half-made setup is not reused
         remove_empty_folders(job.frame_dir)
@@ -126,4 +127,4 @@ def render_frame(job: Job, tries: int) -> Entry:
                  outputs)
 
 
-__all__ = ["SetupCache", "remove_empty_folders", "render_frame", "setup_key"]
+__all__ = ["FrameSetups", "remove_empty_folders", "render_frame", "setup_key"]

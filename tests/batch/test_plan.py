@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from detsim.batch import manifest
-from detsim.batch.frames import BatchInputError, Frame
+from detsim.batch.frames import BatchInputError, BatchFrame
 from detsim.batch.manifest import Entry, FrameStatus, OutputFile
 from detsim.batch.plan import plan
 from detsim.fileio.digest import sha256_file
@@ -14,8 +14,8 @@ from detsim.fileio.digest import sha256_file
 LINE = ("-detpixels", "16", "-nonoise", "-nopgm")
 
 
-def _frame(*extra: str, name: str = "line0001") -> Frame:
-    return Frame(name, f"l.txt:{int(name[-4:])}", LINE + extra)
+def _frame(*extra: str, name: str = "line0001") -> BatchFrame:
+    return BatchFrame(name, f"l.txt:{int(name[-4:])}", LINE + extra)
 
 
 def test_outputs_go_to_the_frames_folder_under_their_own_names(tmp_path):
@@ -37,7 +37,7 @@ def test_a_bad_line_is_refused_naming_it(extra, named, tmp_path, monkeypatch):
     assert str(caught.value).startswith(named.replace("l.txt:1", "l.txt:2")), caught.value
 
 
-def _finished(tmp_path, frame: Frame) -> Entry:
+def _finished(tmp_path, frame: BatchFrame) -> Entry:
     folder = tmp_path / "out" / frame.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "floatimage.bin").write_bytes(b"float")

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from detsim.batch import worker
-from detsim.batch.frames import Frame
+from detsim.batch.frames import BatchFrame
 from detsim.batch.manifest import FrameStatus
-from detsim.batch.plan import Job
+from detsim.batch.plan import FrameJob
 from detsim.commandline.command import main
 
 LINE = ("-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-N", "2", "-detpixels", "16",
@@ -43,9 +43,10 @@ def prepared(monkeypatch) -> list:
 
 def test_a_frame_writes_what_detsim_writes_for_its_line_and_reuses_an_unchanged_setup(tmp_path, prepared):
     out = tmp_path / "out"
-    frames = [Frame("line0001", "l:1", LINE), Frame("line0002", "l:2", LINE + ("-seed", "8", "-floatfile", "b.bin")),
-              Frame("line0003", "l:3", LINE + ("-distance", "90"))]
-    entries = [worker.render_frame(Job(frame, str(out), str(tmp_path)), 1) for frame in frames]
+    frames = [BatchFrame("line0001", "l:1", LINE),
+              BatchFrame("line0002", "l:2", LINE + ("-seed", "8", "-floatfile", "b.bin")),
+              BatchFrame("line0003", "l:3", LINE + ("-distance", "90"))]
+    entries = [worker.render_frame(FrameJob(frame, str(out), str(tmp_path)), 1) for frame in frames]
     assert [e.status for e in entries] == [FrameStatus.OK] * 3
     assert len(prepared) == 2  # line 2 differs from line 1 only in what it writes: line 1's setup
     for frame, entry in zip(frames, entries):
@@ -57,24 +58,24 @@ def test_a_frame_writes_what_detsim_writes_for_its_line_and_reuses_an_unchanged_
 def test_a_changed_input_file_makes_a_new_setup(tmp_path, prepared):
     hkl = tmp_path / "f.hkl"
     hkl.write_text("0 0 0 10\n1 0 0 20\n")
-    frame = Frame("line0001", "l:1", LINE + ("-hkl", "f.hkl", "-nonoise", "-nopgm"))
-    first = worker.render_frame(Job(frame, str(tmp_path / "a"), str(tmp_path)), 1)
+    frame = BatchFrame("line0001", "l:1", LINE + ("-hkl", "f.hkl", "-nonoise", "-nopgm"))
+    first = worker.render_frame(FrameJob(frame, str(tmp_path / "a"), str(tmp_path)), 1)
     hkl.write_text("0 0 0 10\n1 0 0 30\n")
     os.utime(hkl, ns=(1, 1))  # another modification time, whatever the clock's resolution
-    second = worker.render_frame(Job(frame, str(tmp_path / "b"), str(tmp_path)), 1)
+    second = worker.render_frame(FrameJob(frame, str(tmp_path / "b"), str(tmp_path)), 1)
     assert len(prepared) == 2 and first.status is second.status is FrameStatus.OK
 
 
 def test_a_failing_frame_returns_its_reason_and_leaves_no_folder(tmp_path, prepared):
-    frame = Frame("line0004", "l:4", LINE + ("-distance", "-5", "-floatfile", "sub/f.bin"))
-    entry = worker.render_frame(Job(frame, str(tmp_path / "out"), str(tmp_path)), 2)
+    frame = BatchFrame("line0004", "l:4", LINE + ("-distance", "-5", "-floatfile", "sub/f.bin"))
+    entry = worker.render_frame(FrameJob(frame, str(tmp_path / "out"), str(tmp_path)), 2)
     assert entry.status is FrameStatus.FAILED and entry.tries == 2 and entry.outputs == ()
     assert "-distance" in entry.reason and "\n" not in entry.reason
     assert not (tmp_path / "out" / "line0004").exists()
 
 
 def test_a_try_that_finds_its_files_takes_them_as_written_and_one_that_finds_some_fails(tmp_path, prepared):
-    job = Job(Frame("line0001", "l:1", LINE), str(tmp_path / "out"), str(tmp_path))
+    job = FrameJob(BatchFrame("line0001", "l:1", LINE), str(tmp_path / "out"), str(tmp_path))
     first = worker.render_frame(job, 1)
     files = [tmp_path / "out" / o.path for o in first.outputs]
     written = [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]

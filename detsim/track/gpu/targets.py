@@ -35,7 +35,7 @@ class Scope(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Target:
+class DeviceTarget:
     key: str  # stable name in gpu.json
     what: str  # one line: the quantity
     sense: Sense
@@ -66,27 +66,27 @@ class Target:
 _RATE = (f"the throughput workload (>= {MIN_THROUGHPUT_PIXEL_STEPS:.0e} pixel·steps): {{}}, the median of the timed "
          f"calls")
 TARGETS = (
-    Target("rate-float32-kernel", "float32 throughput, kernel time", Sense.AT_LEAST, 3e11, "pixel·steps/s",
+    DeviceTarget("rate-float32-kernel", "float32 throughput, kernel time", Sense.AT_LEAST, 3e11, "pixel·steps/s",
            Scope.BEST, _RATE.format("CUDA events around render() of a prepared set-up, after warm-up")),
-    Target("rate-float32-end-to-end", "float32 throughput, end to end", Sense.AT_LEAST, 3e11, "pixel·steps/s",
+    DeviceTarget("rate-float32-end-to-end", "float32 throughput, end to end", Sense.AT_LEAST, 3e11, "pixel·steps/s",
            Scope.BEST, _RATE.format("prepare + render + synchronize, wall clock, after warm-up")),
-    Target("rate-float64-kernel", "float64 throughput, kernel time", Sense.AT_LEAST, 1e11, "pixel·steps/s",
+    DeviceTarget("rate-float64-kernel", "float64 throughput, kernel time", Sense.AT_LEAST, 1e11, "pixel·steps/s",
            Scope.BEST, _RATE.format("CUDA events around render() of a prepared set-up, after warm-up")),
-    Target("rate-float64-end-to-end", "float64 throughput, end to end", Sense.AT_LEAST, 1e11, "pixel·steps/s",
+    DeviceTarget("rate-float64-end-to-end", "float64 throughput, end to end", Sense.AT_LEAST, 1e11, "pixel·steps/s",
            Scope.BEST, _RATE.format("prepare + render + synchronize, wall clock, after warm-up")),
-    Target("p2-end-to-end-float32", "P2 (1024², 200 steps) end to end, warm, float32", Sense.AT_MOST, 2.0, "ms",
+    DeviceTarget("p2-end-to-end-float32", "P2 (1024², 200 steps) end to end, warm, float32", Sense.AT_MOST, 2.0, "ms",
            Scope.BEST, "prepare + render + synchronize of the same configuration, wall clock, median"),
-    Target("fixed-cost-new", "fixed cost, a new configuration each call", Sense.AT_MOST, 1.0, "ms", Scope.BEST,
+    DeviceTarget("fixed-cost-new", "fixed cost, a new configuration each call", Sense.AT_MOST, 1.0, "ms", Scope.BEST,
            "P1@8 (64 pixels): prepare + render + synchronize, wall clock, -distance 1 nm apart each call, median"),
-    Target("fixed-cost-cached", "fixed cost, the same configuration each call", Sense.AT_MOST, 0.2, "ms",
+    DeviceTarget("fixed-cost-cached", "fixed cost, the same configuration each call", Sense.AT_MOST, 0.2, "ms",
            Scope.BEST, "P1@8: prepare + render + synchronize of one configuration again, wall clock, median"),
-    Target("p4096-per-step", "P4096 (4096², 1 step) per pixel·step, against P2", Sense.AT_LEAST, 1.0,
+    DeviceTarget("p4096-per-step", "P4096 (4096², 1 step) per pixel·step, against P2", Sense.AT_LEAST, 1.0,
            "x P2's rate", Scope.BEST, "end-to-end rate of P4096 over P2's on the same path"),
-    Target("launches", "device launches per render (P2)", Sense.AT_MOST, 10, "launches", Scope.BEST,
+    DeviceTarget("launches", "device launches per render (P2)", Sense.AT_MOST, 10, "launches", Scope.BEST,
            "torch.profiler: kernels + copies/fills the device ran for render() of a prepared set-up"),
-    Target("bit-identical", "paths whose image differs run to run or across processes", Sense.AT_MOST, 0, "paths",
+    DeviceTarget("bit-identical", "paths whose image differs run to run or across processes", Sense.AT_MOST, 0, "paths",
            Scope.EVERY, "P2's sha256: twice in the speed step's process, once in the parity step's"),
-    Target("parity", "lowest r over every golden case", Sense.AT_LEAST, PARITY_MIN_R, "r", Scope.EVERY,
+    DeviceTarget("parity", "lowest r over every golden case", Sense.AT_LEAST, PARITY_MIN_R, "r", Scope.EVERY,
            "the parity steps: each case against nanoBragg.c's image (a case a path leaves to the eager code is "
            "the eager path's)", gap_on_complement=True),
 )
@@ -94,7 +94,7 @@ TARGETS_BY_KEY = {t.key: t for t in TARGETS}
 
 
 @dataclass(frozen=True)
-class Measured:
+class TargetValue:
     """A target's measured value: ``value`` None where nothing was measured (``why``); ``where`` names the path
     (and workload) it came from; ``missing`` lists what an EVERY target still lacks (paths or cases)."""
 
@@ -105,12 +105,12 @@ class Measured:
 
 
 @dataclass(frozen=True)
-class Row:
+class TargetRow:
     """One line of the targets table."""
 
-    target: Target
+    target: DeviceTarget
     verdict: Verdict
-    measured: Measured
+    measured: TargetValue
     gap: float | None = None  # where missed
     note: str = ""
 
@@ -121,23 +121,23 @@ class Row:
                 "gap": self.gap, "note": self.note}
 
 
-def judge(target: Target, measured: Measured, on_gpu: str | None) -> Row:
+def judge(target: DeviceTarget, measured: TargetValue, on_gpu: str | None) -> TargetRow:
     """The verdict of ``measured`` against ``target``. ``on_gpu``: None where the run was a dry run or saw no CUDA
     device (then nothing is met or missed: a CPU figure is shown as what it is), else the card's name."""
     if on_gpu is None:
         note = "no CUDA device: dry run" + (f" (CPU, small size: {target.shown(measured.value)} {target.unit})"
                                             if measured.value is not None else "")
-        return Row(target, Verdict.NOT_MEASURED, measured, note=note)
+        return TargetRow(target, Verdict.NOT_MEASURED, measured, note=note)
     if measured.value is None:
-        return Row(target, Verdict.NOT_MEASURED, measured, note=measured.why)
+        return TargetRow(target, Verdict.NOT_MEASURED, measured, note=measured.why)
     if not target.meets(measured.value):
         gap = target.gap(measured.value)
         note = f"{gap:.3g}x off" if gap is not None else ""
         if measured.missing:
             note += f"{'; ' if note else ''}also not measured: {', '.join(measured.missing)}"
-        return Row(target, Verdict.MISSED, measured, gap, note)
+        return TargetRow(target, Verdict.MISSED, measured, gap, note)
     if target.scope is Scope.EVERY and measured.missing:
-        return Row(target, Verdict.NOT_MEASURED, measured,
+        return TargetRow(target, Verdict.NOT_MEASURED, measured,
                    note=f"met where measured; not measured: {', '.join(measured.missing)}")
-    return Row(target, Verdict.MET, measured, note=measured.why)
+    return TargetRow(target, Verdict.MET, measured, note=measured.why)
 

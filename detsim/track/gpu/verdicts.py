@@ -6,12 +6,12 @@ rows, which the check stores in ``gpu.json`` (``targets``, ``side_by_side``) and
 from __future__ import annotations
 
 from detsim.track.gpu.plan import workload
-from detsim.track.gpu.targets import (MIN_THROUGHPUT_PIXEL_STEPS, TARGETS, Measured, Row, judge)
+from detsim.track.gpu.targets import (MIN_THROUGHPUT_PIXEL_STEPS, TARGETS, TargetValue, TargetRow, judge)
 
 DTYPES = ("float32", "float64")
 
 
-def target_rows(record: dict) -> list[Row]:
+def target_rows(record: dict) -> list[TargetRow]:
     """Each target's verdict on this record: nothing is met or missed without a CUDA device."""
     cuda = _data(record, "probe").get("cuda")
     on_gpu = None if record["dry_run"] or record["device"] != "cuda" else (cuda or {}).get("name", "a CUDA device")
@@ -19,7 +19,7 @@ def target_rows(record: dict) -> list[Row]:
     return [judge(target, found[target.key], on_gpu) for target in TARGETS]
 
 
-def measurements(record: dict) -> dict[str, Measured]:
+def measurements(record: dict) -> dict[str, TargetValue]:
     """Each target's measured value (keys: :data:`~.targets.TARGETS`' keys)."""
     plan, speeds = record["plan"], _speeds(record)
     p2, p4096 = (_named(plan["speed_workloads"], base) for base in ("P2", "P4096"))
@@ -89,25 +89,25 @@ def _at(speeds: dict[str, dict], name: str) -> dict[str, dict]:
     return {path: data["workloads"][name] for path, data in speeds.items() if name in data["workloads"]}
 
 
-def _best(values: dict[str, float], *, lowest: bool, where: str, none: str) -> Measured:
+def _best(values: dict[str, float], *, lowest: bool, where: str, none: str) -> TargetValue:
     if not values:
-        return Measured(None, why=none)
+        return TargetValue(None, why=none)
     path = (min if lowest else max)(values, key=values.get)
-    return Measured(values[path], f"{path}, {where}" if where else path)
+    return TargetValue(values[path], f"{path}, {where}" if where else path)
 
 
-def _rate(record: dict, speeds: dict, dtype: str, kind: str) -> Measured:
+def _rate(record: dict, speeds: dict, dtype: str, kind: str) -> TargetValue:
     name = record["plan"].get("throughput_workload")
     if name is None:
-        return Measured(None, why="the plan has no throughput workload")
+        return TargetValue(None, why="the plan has no throughput workload")
     size = workload(name).pixel_steps
     if size < MIN_THROUGHPUT_PIXEL_STEPS and not record["dry_run"]:
-        return Measured(None, why=f"{name} is {size:.3g} pixel·steps, under {MIN_THROUGHPUT_PIXEL_STEPS:.0e}")
+        return TargetValue(None, why=f"{name} is {size:.3g} pixel·steps, under {MIN_THROUGHPUT_PIXEL_STEPS:.0e}")
     rates = {path: m[kind]["pixel_steps_per_s"] for path, m in _at(speeds, name).items() if path.endswith(dtype)}
     return _best(rates, lowest=False, where=name, none=f"{name} was not measured on a {dtype} path")
 
 
-def _launches(record: dict, measured: dict[str, dict], name: str) -> Measured:
+def _launches(record: dict, measured: dict[str, dict], name: str) -> TargetValue:
     """On CUDA the kernels and copies/fills of one render of a prepared set-up; on a CPU the Triton kernels
     launched under the interpreter (the ATen calls beside them named)."""
     counts = {path: m["launches"]["render"] for path, m in measured.items() if m.get("launches")}
@@ -116,25 +116,25 @@ def _launches(record: dict, measured: dict[str, dict], name: str) -> Measured:
                      lowest=True, where=name, none=f"no render of {name} was profiled")
     interpreted = {path: c for path, c in counts.items() if c.get("interpreted_launches") is not None}
     if not interpreted:
-        return Measured(None, why="no Triton path was profiled under the interpreter")
+        return TargetValue(None, why="no Triton path was profiled under the interpreter")
     path = min(interpreted, key=lambda p: interpreted[p]["interpreted_launches"])
-    return Measured(interpreted[path]["interpreted_launches"],
+    return TargetValue(interpreted[path]["interpreted_launches"],
                     f"{path}, {name}: Triton launches under the interpreter, {interpreted[path]['aten_ops']} ATen "
                     f"calls beside them")
 
 
-def _identical(record: dict) -> Measured:
+def _identical(record: dict) -> TargetValue:
     steps = [s for s in record["steps"] if s["name"].startswith("determinism ")]
     differing = [s["name"].removeprefix("determinism ") for s in steps if s["status"] == "failed"]
     missing = [s["name"].removeprefix("determinism ") for s in steps if s["status"] != "failed"
                and (s["status"] != "ok" or s["data"].get("across_processes") is None)]
     missing += [path for path in record["plan"]["paths"] if f"determinism {path}" not in {s["name"] for s in steps}]
     if len(missing) == len(record["plan"]["paths"]):
-        return Measured(None, why="no path's determinism was compared in two processes")
-    return Measured(len(differing), ", ".join(differing) or "every path compared", missing=tuple(missing))
+        return TargetValue(None, why="no path's determinism was compared in two processes")
+    return TargetValue(len(differing), ", ".join(differing) or "every path compared", missing=tuple(missing))
 
 
-def _parity(record: dict) -> Measured:
+def _parity(record: dict) -> TargetValue:
     """The lowest r of any path; a path is missing where it has cases not run or not rendered, or no case at all
     (a path that left every case it ran to the eager code is the eager path's)."""
     parities = {s["name"].removeprefix("parity "): s["data"] for s in record["steps"]
@@ -149,6 +149,6 @@ def _parity(record: dict) -> Measured:
         elif path not in scored and not d.get("eager_code"):
             missing.append(path)
     if not scored:
-        return Measured(None, why="no path rendered a golden case")
+        return TargetValue(None, why="no path rendered a golden case")
     worst = min(scored, key=scored.get)
-    return Measured(scored[worst], f"{worst}, {parities[worst].get('worst_case')}", missing=tuple(missing))
+    return TargetValue(scored[worst], f"{worst}, {parities[worst].get('worst_case')}", missing=tuple(missing))

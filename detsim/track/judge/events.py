@@ -24,7 +24,7 @@ from detsim.track.judge.history import FAMILY_ORDER, Series
 NOISE = CONFIRMATION_LABELS[Confirmation.NOISE]  # a step the history itself explains as noise: no event
 
 
-class Step(str, enum.Enum):
+class EventStep(str, enum.Enum):
     """What happened to a series at an event's commit (its value is what ``verdict.json`` stores)."""
 
     def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
@@ -37,14 +37,15 @@ class Step(str, enum.Enum):
     FIXED = "fixed"  # back within the rule, or measured again after failing
 
 
-STEP_OF_LABEL = {CHANGED: Step.CHANGED, NONDETERMINISTIC: Step.IRREPRODUCIBLE}  # any other flagged label: REGRESSED
+# a flagged finding's label -> its step; any other flagged label: REGRESSED
+STEP_OF_LABEL = {CHANGED: EventStep.CHANGED, NONDETERMINISTIC: EventStep.IRREPRODUCIBLE}
 SHA_KEYS = ("old_sha256", "new_sha256")  # an image change's values on both sides
 
 
 @dataclass(frozen=True)
-class Event:
+class HistoryEvent:
     series: Series
-    step: Step
+    step: EventStep
     commit: str  # the first commit of the new state
     before: str | None  # the last commit of the state before it (None: none recorded)
     old: float | None  # the value on each side (None: not measured)
@@ -69,19 +70,20 @@ def _fired(finding: Finding | None) -> Finding | None:
     return None if finding is None or finding.label == NOISE else finding
 
 
-def _step(series: Series, finding: Finding) -> Event:
-    return Event(series, STEP_OF_LABEL.get(finding.label, Step.REGRESSED), finding.first_bad, finding.last_good,
-                 finding.old, finding.new, finding.label,
-                 {k: finding.detail[k] for k in SHA_KEYS if k in finding.detail})
+def _step(series: Series, finding: Finding) -> HistoryEvent:
+    step = STEP_OF_LABEL.get(finding.label, EventStep.REGRESSED)
+    return HistoryEvent(series, step, finding.first_bad, finding.last_good,
+                        finding.old, finding.new, finding.label,
+                        {k: finding.detail[k] for k in SHA_KEYS if k in finding.detail})
 
 
 def series_events(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None],
-                  checked: Sequence[int] | None = None) -> list[Event]:
+                  checked: Sequence[int] | None = None) -> list[HistoryEvent]:
     """The events of one series from its point ``start`` on; ``finding_at(prefix, start)`` is the rule's finding
     at the latest point of ``prefix`` (the series up to one commit), asked at the points ``checked`` (default:
     every measured one; :func:`~.detection.checkpoints`). A recovery is dated at the first measured point after
     the last one checked that still held the finding."""
-    events: list[Event] = []
+    events: list[HistoryEvent] = []
     held: Finding | None = None  # the state settled so far: the rule's finding, or None (within the rule)
     last = None  # the last measured point
     since_check: list = []  # the measured points after the last one checked (oldest first)
@@ -92,13 +94,14 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
         point = series.points[i]
         if point.value is None:  # failed: nothing measured
             if not broken and last is not None:
-                events.append(Event(head, Step.BROKEN, point.commit, last.commit, last.value, None, "BROKEN"))
+                events.append(HistoryEvent(head, EventStep.BROKEN, point.commit, last.commit, last.value, None,
+                                           "BROKEN"))
             broken = True
             continue
         if not point.measured:  # skipped: the state holds
             continue
         if broken and last is not None:
-            events.append(Event(head, Step.FIXED, point.commit, None, None, point.value, "FIXED"))
+            events.append(HistoryEvent(head, EventStep.FIXED, point.commit, None, None, point.value, "FIXED"))
         broken = False
         since_check.append((last, point))
         last = point
@@ -107,7 +110,7 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
         found = _fired(finding_at(replace(series, points=series.points[:i + 1]), start))
         if found is None and held is not None:
             before, first = since_check[0]
-            events.append(Event(head, Step.FIXED, first.commit, before.commit if before else None,
+            events.append(HistoryEvent(head, EventStep.FIXED, first.commit, before.commit if before else None,
                                 before.value if before else None, first.value, "FIXED"))
         elif found is not None and found.last_good is not None and (
                 held is None or (found.first_bad, found.label) != (held.first_bad, held.label)):
@@ -117,7 +120,7 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
 
 
 def history_events(series: list[Series], order: list[str], start_of: Callable[[Series], int | None],
-                   finding_at: Callable[[Series, int], Finding | None]) -> list[Event]:
+                   finding_at: Callable[[Series, int], Finding | None]) -> list[HistoryEvent]:
     """Every series' events (``start_of``: its first point to judge, None: not judged), the rule asked where it
     can change its answer (:func:`~.detection.checkpoints`), in commit order (``order``, oldest first), then by
     family, benchmark and parameters."""

@@ -17,7 +17,7 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.judge.events import Event
+from detsim.track.judge.events import HistoryEvent
 from detsim.track.judge.finding import Finding
 from detsim.track.judge.history import FAMILY_ORDER
 from detsim.track.judge.skips import Skipped
@@ -48,7 +48,7 @@ class Report:
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
     target_results: str | None = None  # a target's recording: its project folder (history.target_results)
     reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
-    events: tuple[Event, ...] = ()  # every series' steps over the recorded history, in commit order (.events)
+    events: tuple[HistoryEvent, ...] = ()  # every series' steps over the recorded history, in commit order (.events)
 
     def as_json(self) -> dict:
         return {

@@ -2,7 +2,7 @@
 nanoBragg.c beside detsim, and what was a dry run."""
 
 from detsim.track.gpu.summary import summary
-from detsim.track.gpu.targets import TARGETS_BY_KEY, Measured, judge
+from detsim.track.gpu.targets import TARGETS_BY_KEY, TargetValue, judge
 
 
 def _step(name, status="ok", reason="", **data):
@@ -33,9 +33,9 @@ def _record(dry_run=False):
         _step("atomics", target="cuda sm_90", variants={"float32 J=3": {"atomics": [], "ptx_lines": 9}}),
     ]
     on_gpu = None if dry_run else "NVIDIA H100 80GB HBM3"
-    targets = [judge(TARGETS_BY_KEY["rate-float32-kernel"], Measured(4.5e11, "triton-float32, P3G"), on_gpu),
-               judge(TARGETS_BY_KEY["launches"], Measured(15, "triton-float32, P2"), on_gpu),
-               judge(TARGETS_BY_KEY["parity"], Measured(None, why="no path rendered a golden case"), on_gpu)]
+    targets = [judge(TARGETS_BY_KEY["rate-float32-kernel"], TargetValue(4.5e11, "triton-float32, P3G"), on_gpu),
+               judge(TARGETS_BY_KEY["launches"], TargetValue(15, "triton-float32, P2"), on_gpu),
+               judge(TARGETS_BY_KEY["parity"], TargetValue(None, why="no path rendered a golden case"), on_gpu)]
     side = [{"workload": "P2", "pixel_steps": 2.1e8, "nanobragg_s": 0.25, "nanobragg_pixel_steps_per_s": 8.4e8,
              "float64": None, "float32": {"path": "triton-float32", "pixel_steps_per_s": 3.25e11, "ratio": 387.0}}]
     return {"started": "20261127T190000Z", "dry_run": dry_run, "commit": "f" * 40, "dirty": False, "wall_s": 300.0,

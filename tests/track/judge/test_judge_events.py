@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from detsim.track.judge.analysis import analyse, rule_of
-from detsim.track.judge.events import Step, history_events
+from detsim.track.judge.events import EventStep, history_events
 from detsim.track.judge.history import Point, Series
 from tests import planted_history
 
@@ -32,7 +32,8 @@ def test_a_drop_and_its_recovery_are_two_events_with_the_values_on_both_sides():
     parity = _series("parity", [1e-12, 1e-12, 1e-12, 0.02, 0.02, 0.03, 1e-12, 1e-12])
     events = _events([parity])
     assert [(e.step, e.commit, e.before, e.old, e.new, e.label) for e in events] == [
-        (Step.REGRESSED, "c3", "c2", 1e-12, 0.02, "REGRESSED"), (Step.FIXED, "c6", "c5", 0.03, 1e-12, "FIXED")]
+        (EventStep.REGRESSED, "c3", "c2", 1e-12, 0.02, "REGRESSED"),
+        (EventStep.FIXED, "c6", "c5", 0.03, 1e-12, "FIXED")]
     assert json.dumps([e.record() for e in events], allow_nan=False)  # strict JSON, as verdict.json is
 
 
@@ -41,26 +42,26 @@ def test_a_failure_is_broken_then_fixed_and_a_skip_changes_nothing():
                    case=None)
     events = _events([cost])
     assert [(e.step, e.commit, e.before, e.old, e.new) for e in events] == [
-        (Step.BROKEN, "c1", "c0", 100.0, None), (Step.FIXED, "c3", None, None, 100.0)]
+        (EventStep.BROKEN, "c1", "c0", 100.0, None), (EventStep.FIXED, "c3", None, None, 100.0)]
 
 
 def test_image_changes_and_irreproducible_runs_are_their_own_steps():
     changed = _series("hash count", [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0], unit="cases changed", case=None)
     differ = _series("reproducibility", [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0], unit="runs differ (0/1)")
     steps = [(e.step, e.commit, e.series.family) for e in _events([differ, changed])]
-    assert steps == [(Step.CHANGED, "c2", "hash count"), (Step.FIXED, "c4", "hash count"),
-                     (Step.IRREPRODUCIBLE, "c5", "reproducibility"), (Step.FIXED, "c7", "reproducibility")]
+    assert steps == [(EventStep.CHANGED, "c2", "hash count"), (EventStep.FIXED, "c4", "hash count"),
+                     (EventStep.IRREPRODUCIBLE, "c5", "reproducibility"), (EventStep.FIXED, "c7", "reproducibility")]
 
 
 def test_a_series_bad_from_its_first_commit_has_no_step_but_its_recovery_is_one():
     parity = _series("parity", [0.01, 0.01, 0.01, 1e-12, 1e-12, 1e-12, 1e-12, 1e-12])
-    assert [(e.step, e.commit) for e in _events([parity])] == [(Step.FIXED, "c3")]
+    assert [(e.step, e.commit) for e in _events([parity])] == [(EventStep.FIXED, "c3")]
 
 
 def test_nothing_before_the_first_commit_asv_judges_and_nothing_where_detection_is_off():
     parity = _series("parity", [1e-12, 0.02, 1e-12, 1e-12, 0.02, 0.02, 0.02, 0.02])
     conf = {"regressions_first_commits": {"b.track_parity": "c2"}}
-    assert [(e.step, e.commit) for e in _events([parity], conf)] == [(Step.REGRESSED, "c4")]
+    assert [(e.step, e.commit) for e in _events([parity], conf)] == [(EventStep.REGRESSED, "c4")]
     assert _events([parity], {"regressions_first_commits": {"b.track_parity": None}}) == []
 
 
@@ -91,7 +92,7 @@ def test_a_planted_drop_and_recovery_are_told_at_their_commits_in_the_verdict(tm
     report = analyse(root).single
     parity = [e for e in report.events if e.series.family == "parity"]
     assert [(e.step, e.commit, e.before, e.old, e.new) for e in parity] == [
-        (Step.REGRESSED, shas[2], shas[1], 0.0, 0.02), (Step.FIXED, shas[5], shas[4], 0.02, 0.0)]
+        (EventStep.REGRESSED, shas[2], shas[1], 0.0, 0.02), (EventStep.FIXED, shas[5], shas[4], 0.02, 0.0)]
     assert not [f for f in report.regressions if f.series.family == "parity"]  # recovered: not regressed now
     records = report.as_json()["events"]
     assert [(r["step"], r["commit"], r["case"]) for r in records if r["family"] == "parity"] == [
@@ -127,7 +128,8 @@ def test_a_targets_parity_recovery_within_its_factor_is_an_event_and_no_longer_r
     a01 = case("a01", [1.4e-8] * 3 + [1e-4] * 3 + [2e-8] * 2)  # back within x10 of its best
     e01 = case("e01", [1.4e-8] * 3 + [1e-4] * 3 + [7e-5] * 2)  # still x5,000 worse
     steps = [(e.series.case, e.step, e.commit) for e in _events([a01, e01])]
-    assert steps == [("a01", Step.REGRESSED, "c3"), ("e01", Step.REGRESSED, "c3"), ("a01", Step.FIXED, "c6")]
+    assert steps == [("a01", EventStep.REGRESSED, "c3"), ("e01", EventStep.REGRESSED, "c3"),
+                     ("a01", EventStep.FIXED, "c6")]
     [finding] = judge([a01, e01], "c7", {}, {}, {}).findings
     assert (finding.series.case, finding.first_bad, finding.label) == ("e01", "c3", "REGRESSED")
 
@@ -144,6 +146,6 @@ def test_a_timing_step_and_its_return_are_dated_by_the_fit_asked_once_per_level(
     rule = rule_of([timing], {}, {}, {})
     events = history_events([timing], commits, rule.start, rule.finding)
     assert [(e.step, e.commit, e.before, e.label) for e in events] == [
-        (Step.REGRESSED, commits[8], commits[7], "SUSPECT"), (Step.FIXED, commits[16], commits[15], "FIXED")]
+        (EventStep.REGRESSED, commits[8], commits[7], "SUSPECT"), (EventStep.FIXED, commits[16], commits[15], "FIXED")]
     parity = _series("parity", [0.0] * 8)
     assert checkpoints(parity, 2) == list(range(2, 8))  # exact values: every point
