@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from detsim.model.config import ConfigError
+from detsim.errors import ConfigError
 
 if TYPE_CHECKING:  # torch is imported where a device is asked: reading an image's size needs no torch
     import torch
@@ -120,7 +120,7 @@ def gib(n_bytes: float) -> str:
 
 
 def require(what: str, needed: float, device: torch.device | str = "cpu") -> None:
-    """Raise :class:`~detsim.model.config.ConfigError` when ``needed`` bytes exceed the memory available now.
+    """Raise :class:`~detsim.errors.ConfigError` when ``needed`` bytes exceed the memory available now.
 
     For sizes known before anything is allocated (image, orientations, one pixel's subpixels), so an absurd
     request ends with one line naming ``what`` instead of an allocation failure or a machine out of memory.

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Callable, TypeVar
 
+from detsim.errors import ConfigError  # noqa: F401 - the model's error, defined below every sub-package
 from detsim.fileio.c_numbers import C_INT_MAX
 from detsim.model.units import DEFAULT_FLUENCE_PER_M2, deg_to_rad
 
@@ -43,10 +44,6 @@ MIN_MOSAIC_DOMAINS = 1  # -mosaic_dom
 MIN_OVERSAMPLE = 1  # -oversample (the command line's 0 is "automatic": None here)
 MIN_NANOBRAGG_THREADS = 1  # -nanobragg_threads
 MIN_STEPS = 0  # -hdivsteps, -vdivsteps, -dispsteps, -phisteps, -detector_thicksteps
-
-
-class ConfigError(ValueError):
-    """Invalid configuration value; the message names the offending field or flag."""
 
 
 class Convention(Enum):
