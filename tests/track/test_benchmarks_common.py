@@ -21,7 +21,7 @@ import torch
 
 import detsim
 from detsim import config_from_argv
-from detsim.commandline.command import main as detsim_main
+from detsim.entry import main as detsim_main  # the console script the package declares
 from detsim.track.base.callgrind import not_measured_reason
 from detsim.track.base.golden import find_case, golden_dir, load_cases
 from detsim.track.base.hashing import image_sha256
