@@ -88,7 +88,8 @@ def build_config(args: Arguments, mask: np.ndarray | None = None) -> SimulationC
         a_matrix=read_matrix_file(args.matrix_file) if args.matrix_file else None,
         misset_deg=args.misset_deg or (0.0, 0.0, 0.0),
         misset_random=args.misset_random,
-        misset_seed=args.misset_seed if args.misset_seed is not None else time_seed(),
+        # the clock only where the seed draws the misset (-misset random), so one command line is one config
+        misset_seed=args.misset_seed if args.misset_seed is not None else time_seed() if args.misset_random else 0,
         Na=args.Na, Nb=args.Nb, Nc=args.Nc,
         xtal_size_mm=tuple(args.xtal_size_mm),
         shape=args.shape, fudge=args.fudge, default_F=args.default_F, hkl=hkl,

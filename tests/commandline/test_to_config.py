@@ -256,3 +256,13 @@ def test_a_bad_header_value_is_named_by_its_header_key(key, value, fragment, tmp
     _smv(tmp_path / "in.img", (8, 8), **{key: value})
     with pytest.raises(InputError, match=f"^-img in.img: {re.escape(fragment)}"):
         config_from_argv(SMALL + ["-img", "in.img"])
+
+
+def test_one_command_line_is_one_configuration_unless_the_misset_is_drawn_from_the_clock(monkeypatch):
+    from detsim.commandline import to_config
+    clock = iter(range(100, 200))
+    monkeypatch.setattr(to_config, "time_seed", lambda: next(clock))
+    assert config_from_argv(SMALL + ["-misset", "10", "20", "30"]) == config_from_argv(SMALL + ["-misset", "10", "20", "30"])
+    assert config_from_argv(SMALL) == config_from_argv(SMALL)
+    drawn = [config_from_argv(SMALL + ["-misset", "random"]).crystal.misset_seed for _ in range(2)]
+    assert drawn[0] != drawn[1]
