@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.record import Event
+from detsim.track.compare.run_log import Event
 
 ROOT_ROLES = ("culprit", "uninitialized", "leak", "operands")
 ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEAK", "operands": "DIFFERENT OPERANDS"}
@@ -150,7 +150,7 @@ class RecordComparison:
         if self.errors:
             return "NO DIVERGENCE in the recorded events, but a run raised (see errors)"
         if self.nothing_recorded:
-            return ("NOTHING TO COMPARE: the target produced no tensor output and recorded no events "
+            return ("NOTHING TO COMPARE: the computation produced no tensor output and recorded no events "
                     "(return a tensor, a sequence or a mapping of tensors, or record the layer that does the work)")
         results = f"{self.results_compared} result tensor(s) identical" if self.results_compared else \
             "no result tensors returned"

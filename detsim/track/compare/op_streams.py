@@ -17,8 +17,8 @@ from pathlib import Path
 from detsim.track.base.fresh import PINNED, thread_vars
 from detsim.track.base.golden import AXES, Axis
 from detsim.track.compare.divergences import RecordComparison
-from detsim.track.compare.record import RunRecord
-from detsim.track.compare.runs import record_at
+from detsim.track.compare.run_log import RunLog
+from detsim.track.compare.runs import Named, trace_at
 
 # why the first divergence of a hash change matters, by its role
 ROLES = {
@@ -34,9 +34,9 @@ RUNS = ("A", "B")
 PACKAGE_PREFIX = re.compile(r"\S*?(?=(?<![\w.])detsim/)")  # everything before the package's own detsim/
 
 
-def record_case(side, case: str, golden: Path, out: Path) -> RunRecord:
+def record_case(side, case: str, golden: Path, out: Path) -> RunLog:
     """The op stream of one eager render of golden ``case`` at ``side`` (also left in ``out``)."""
-    return record_at({"case": case, "golden_dir": str(golden)}, out, path=(side.package_dir,), python=side.python,
+    return trace_at(Named("golden", case, golden_dir=str(golden)), out, path=(side.package_dir,), python=side.python,
                      layers=("ops",), interpret="off", env=PINNED)
 
 
@@ -59,15 +59,15 @@ def hash_sentence(commit: str, report: RecordComparison) -> str:
     return f"the image change at {commit[:8]} starts at {first.headline()}: {why}{detail}"
 
 
-def target(case: str, golden: Path, axis: Axis) -> dict:
-    """The divergence finder's target of one run of ``case`` along ``axis`` (float64, CPU, the axis's path)."""
-    return {"case": case, "golden_dir": str(golden), "mode": axis.mode}
+def axis_run(case: str, golden: Path, axis: Axis) -> Named:
+    """One run of ``case`` along ``axis`` as the divergence finder names it (float64, CPU, the axis's path)."""
+    return Named("golden", case, golden_dir=str(golden), mode=axis.mode)
 
 
-def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[RunRecord, RunRecord]:
+def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[RunLog, RunLog]:
     """The two runs of ``case`` at ``side`` that ``axis`` varies, recorded op by op (also left in ``folder``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return tuple(record_at(target(case, golden, axis), folder / f"run-{run}.json", path=(side.package_dir,),
+    return tuple(trace_at(axis_run(case, golden, axis), folder / f"run-{run}.json", path=(side.package_dir,),
                            python=side.python, run=run, threads=threads, layers=("ops",), interpret="off",
                            env={**thread_vars(threads), "PYTHONHASHSEED": seed})
                  for run, threads, seed in zip(RUNS, axis.threads, axis.hash_seeds))

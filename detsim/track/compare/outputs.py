@@ -1,7 +1,7 @@
 """The one comparer of two records: is each named output the same in both, and which one differs first?
 
 Input: two records, each as its named outputs in order (name -> value): a run's results
-(:meth:`.record.RunRecord.outputs`), a trace's lines per pixel (:meth:`.traces.Trace.outputs`), a bundle's
+(:meth:`.record.RunLog.outputs`), a trace's lines per pixel (:meth:`.traces.Trace.outputs`), a bundle's
 tests (:meth:`.outcomes.Outcomes.outputs`), warnings, runs and stable artifacts (:mod:`.previous`); each owner
 keeps the provenance beside them. Output: an :class:`OutputDiff`, how many names both hold and every
 difference (held by both and different, or by one only), the first one first. What an owner concludes from

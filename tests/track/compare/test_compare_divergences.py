@@ -6,7 +6,7 @@ from __future__ import annotations
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.divergences import (Divergence, RecordComparison, base_name, explain, leak_text,
                                               operands_text, ref_text, uninitialized_text)
-from detsim.track.compare.record import Event, TensorInfo
+from detsim.track.compare.run_log import Event, TensorInfo
 
 
 def report(**kw) -> RecordComparison:
@@ -48,7 +48,7 @@ def test_uninitialized_operands_and_path_findings_read_as_their_kind():
 def test_nothing_recorded_and_nothing_returned_is_unmeasured():
     empty = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1))
     assert empty.nothing_recorded and empty.exit_code() is ExitCode.UNMEASURED
-    assert empty.verdict().startswith("NOTHING TO COMPARE: the target produced no tensor output and recorded no")
+    assert empty.verdict().startswith("NOTHING TO COMPARE: the computation produced no tensor output and recorded no")
     returned = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
     assert not returned.nothing_recorded and returned.exit_code() is ExitCode.OK
 

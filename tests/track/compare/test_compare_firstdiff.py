@@ -10,8 +10,8 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.firstdiff import compare_records, compare_results, find_divergence, without_lines
-from detsim.track.compare.record import Event, RunRecord, TensorInfo
-from detsim.track.compare.recorder import record
+from detsim.track.compare.run_log import Event, RunLog, TensorInfo
+from detsim.track.compare.tracer import trace
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PLANTED = DATA / "planted_divergence.py"
@@ -29,9 +29,9 @@ def op(index: int, name: str, inputs, outputs, **kw) -> Event:
     return Event(index, "op", name, f"model.py:{10 + index} in step", inputs, outputs, **kw)
 
 
-def records(events_a, events_b, results_a=(), results_b=(), threads=(1, 1)) -> tuple[RunRecord, RunRecord]:
-    return (RunRecord("run", events=list(events_a), results=list(results_a), threads=threads[0]),
-            RunRecord("run", events=list(events_b), results=list(results_b), threads=threads[1]))
+def records(events_a, events_b, results_a=(), results_b=(), threads=(1, 1)) -> tuple[RunLog, RunLog]:
+    return (RunLog("run", events=list(events_a), results=list(results_a), threads=threads[0]),
+            RunLog("run", events=list(events_b), results=list(results_b), threads=threads[1]))
 
 
 def test_the_first_op_with_equal_inputs_and_different_outputs_is_the_culprit_and_its_consumer_a_victim():
@@ -329,7 +329,7 @@ def test_without_lines_keeps_file_and_function_and_drops_views():
     def fn(x):
         return (x.unsqueeze(0) * 2).sum()
 
-    rec = record(fn, torch.ones(3))
+    rec = trace(fn, torch.ones(3))
     computing = without_lines(rec)
     assert [e.name for e in computing.events] == [e.name for e in rec.events if e.name != "aten.unsqueeze.default"]
     assert all(":" not in e.where.split(" in ")[0] for e in computing.events)
@@ -340,7 +340,7 @@ def test_without_lines_keeps_file_and_function_and_drops_views():
 
 def test_results_differ_by_digest_shape_or_dtype_or_never_written_elements_and_pair_by_name():
     def run(*results):
-        return RunRecord("x", results=list(results))
+        return RunLog("x", results=list(results))
 
     image = TensorInfo("image", "h1", [2, 3], "float64", "cpu")
     same_bytes_other_shape = TensorInfo("image", "h1", [3, 2], "float64", "cpu")
