@@ -22,6 +22,7 @@ from detsim.track.compare.firstdiff import compare_results
 from detsim.track.compare.run_log import RunConfig, RunLog
 from detsim.track.base.status import Status
 from detsim.track.base.output import json_number
+from detsim.track.base.runtime import device_problem
 
 OK, CRASHED, SKIPPED = Status.OK, Status.CRASHED, Status.SKIPPED
 
@@ -211,7 +212,7 @@ class Matrix:
         lines += [f"CRASH    {t} {where} ({', '.join(runs)}): {error}" for (t, where, error), runs in crashes.items()]
         skips: dict[tuple, set[str]] = {}
         for r in (r for r in self.runs if r.status == SKIPPED):
-            where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
+            where = r.config.device if r.reason and r.reason == device_problem(r.config.device) else \
                 f"{r.config.device}/{r.config.mode}"
             skips.setdefault((where, r.reason or "not run"), set()).add(r.config.computation)
         lines += [f"SKIPPED  {where} for {len(t)} computation(s): {reason}" for (where, reason), t in skips.items()]

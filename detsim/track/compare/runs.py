@@ -32,7 +32,7 @@ from detsim.track.base.computations import DTYPES, Computation, ComputationError
     resolve_callable, resolve_case, resolve_command_line
 from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
 from detsim.track.base.output import atomic_write_text
-from detsim.track.base.runtime import thread_count
+from detsim.track.base.runtime import device_problem, thread_count
 from detsim.track.base.status import Status
 from detsim.track.compare.matrix import Matrix
 from detsim.track.compare.run_log import RunConfig, RunLog, ended_log, output_log
@@ -216,7 +216,7 @@ def run_matrix(computations: Sequence[Computation], *, devices, dtypes, modes, t
                                   range(repeats))
         for device, dtype, mode, n, repeat in cells:
             config = RunConfig(computation.name, device, dtype, mode, n)
-            skip = device_unavailable(device) or computation.unavailable(device, mode)
+            skip = device_problem(device) or computation.unavailable(device, mode)
             if skip:
                 matrix.add(ended_log(config, repeat, Status.SKIPPED, reason=skip))
             elif named is not None:
@@ -224,17 +224,6 @@ def run_matrix(computations: Sequence[Computation], *, devices, dtypes, modes, t
             else:
                 matrix.add(run_once(computation, config, repeat, deterministic))
     return matrix
-
-
-def device_unavailable(device: str) -> str | None:
-    """Why a device cannot run here, or None."""
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        return f"not a torch device: {exc}"
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        return "torch.cuda.is_available() is False" + ("" if torch.version.cuda else " (CPU-only torch build)")
-    return None
 
 
 def run_once(computation: Computation, config: RunConfig, repeat: int, deterministic: bool) -> RunLog:

@@ -19,7 +19,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.firstdiff import compare_commits
 from detsim.track.compare.run_log import RunConfig, RunLog
 from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, JobError, Named, \
-    TraceJob, TracingError, deterministic_mode, device_unavailable, isolated_job, run_isolated, run_matrix, run_once, \
+    TraceJob, TracingError, deterministic_mode, isolated_job, run_isolated, run_matrix, run_once, \
     set_interpreter, trace_at, trace_job, trace_run
 from detsim.track.base.computations import ComputationError, resolve_callable, resolve_case, resolve_command_line
 
@@ -102,7 +102,7 @@ def test_a_crash_is_captured_verbatim_and_the_matrix_goes_on():
 def test_an_absent_device_is_reported_as_skipped():
     matrix = matrix_of([planted("thread_dependent_sum")], devices=["cpu", "cuda"], dtypes=["float64"], threads=[1])
     skipped = [r for r in matrix.runs if r.status == "skipped"]
-    assert len(skipped) == 2 and all("torch.cuda.is_available() is False" in r.reason for r in skipped)
+    assert len(skipped) == 2 and all(r.reason == "no CUDA device on this machine" for r in skipped)
     assert matrix.exit_code() == 0
     assert "SKIPPED  cuda" in matrix.render()
 
@@ -132,9 +132,12 @@ def test_a_callable_has_only_the_eager_mode_and_the_others_are_noted():
     assert any("have no compiled mode" in note for note in matrix.notes)
 
 
-def test_device_unavailable_names_a_bad_device_and_accepts_the_cpu():
-    assert device_unavailable("cpu") is None
-    assert device_unavailable("no_such_device").startswith("not a torch device")
+def test_a_device_that_is_no_torch_device_is_skipped_with_the_reason():
+    matrix = matrix_of([planted("thread_dependent_sum")], devices=["no_such_device"], dtypes=["float64"], threads=[1],
+                       repeats=1)
+    (skipped,) = matrix.runs
+    assert skipped.status == "skipped" and skipped.reason.startswith("not a torch device")
+    assert "SKIPPED  no_such_device for 1 computation(s): not a torch device" in matrix.render()
 
 
 def test_deterministic_mode_is_undone_after_the_block():
