@@ -21,8 +21,8 @@ from detsim.track.base.output import OutputError, add_report_options, atomic_dir
 from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.computations import DTYPES, ComputationError
 from detsim.track.compare import spelled
-from detsim.track.compare.divergences import RecordComparison
-from detsim.track.compare.firstdiff import compare_records, find_divergence
+from detsim.track.compare.divergences import RunComparison
+from detsim.track.compare.firstdiff import compare_logs, find_divergence
 from detsim.track.compare.run_log import RunLog
 from detsim.track.compare.runs import INTERPRET, LAYERS, EndedWithoutLog, JobError, Named, set_interpreter, trace_at, \
     trace_run
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             records = [trace_run(call, label, n, args.layers, run=run) for run, n in zip("AB", threads)]
     except (ComputationError, JobError, RuntimeError, EndedWithoutLog) as exc:
         return refuse(f"diverge: {exc}")
-    report = compare_records(*records, max_items=args.max_items, device=args.device.split(":")[0])
+    report = compare_logs(*records, max_items=args.max_items, device=args.device.split(":")[0])
     if "ops" in args.layers and args.mode != "eager" and (args.case or args.nanobragg):
         report.notes.append(f"mode {args.mode!r} was traced with ops on: a dispatch mode makes torch.compile "
                             "fall back to eager; use --layers kernels to trace compiled kernels as they run")
@@ -136,7 +136,7 @@ def diverge_argv(args: argparse.Namespace, *, out: Path | None = None) -> list[s
             *(["--", *args.program_args] if args.program_args else [])]
 
 
-def write_bundle(out_dir: Path, records: list[RunLog], report: RecordComparison, args: argparse.Namespace, text: str,
+def write_bundle(out_dir: Path, records: list[RunLog], report: RunComparison, args: argparse.Namespace, text: str,
                  code: int) -> None:
     """run_A/B.json, report.txt/json, env.json, commands.txt and summary.md, written atomically."""
     env = environment()

@@ -1,6 +1,6 @@
-"""The one way to find where two run records first differ, and why: two runs of one call
-(:func:`find_divergence`), two records (:func:`compare_records`, e.g. recorded on two machines) or two
-commits' records (:func:`compare_commits`: call sites without folders and line numbers, since code moves
+"""The one way to find where two run logs first differ, and why: two runs of one call
+(:func:`find_divergence`), two logs (:func:`compare_logs`, e.g. traced on two machines) or two
+commits' logs (:func:`compare_commits`: call sites without folders and line numbers, since code moves
 up and down a file between commits without the computation changing).
 
 Each event whose inputs or outputs differ becomes a divergence (docs/determinism.md): identical inputs and
@@ -19,7 +19,7 @@ import torch
 from torch.utils._pytree import tree_map_only
 
 from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, ROOT_ROLES, Divergence,
-                                              RecordComparison, base_name, explain, leak_text, operands_text,
+                                              RunComparison, base_name, explain, leak_text, operands_text,
                                               ref_text, uninitialized_text)
 from detsim.track.compare.outputs import OutputDiff, compare_outputs
 from detsim.track.compare.run_log import Event, RunLog, TensorInfo
@@ -47,22 +47,22 @@ def _ref(event: Event, role: str) -> dict:
 
 
 def site(where: str) -> str:
-    """A call site without directories: records made in different folders still compare."""
+    """A call site without directories: logs made in different folders still compare."""
     return re.sub(r"[^\s:()]*[/\\]", "", where or "")
 
 
 def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
-                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> RecordComparison:
+                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> RunComparison:
     """Run ``fn(*args, **kwargs)`` twice, each run on fresh clones of the tensor arguments, at its own thread
-    count (default: the current one) and fill of never-written memory, and compare the two records."""
-    records = []
+    count (default: the current one) and fill of never-written memory, and compare the two logs."""
+    logs = []
     for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
         run_args, run_kwargs = tree_map_only(
             torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
         with thread_count(n):
-            records.append(trace(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
+            logs.append(trace(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
                                   kernels=kernels, fill=fill, **run_kwargs))
-    return compare_records(*records, max_items=max_items)
+    return compare_logs(*logs, max_items=max_items)
 
 
 def without_lines(rec: RunLog) -> RunLog:
@@ -75,14 +75,14 @@ def without_lines(rec: RunLog) -> RunLog:
     return stripped
 
 
-def compare_commits(old: RunLog, new: RunLog) -> RecordComparison:
+def compare_commits(old: RunLog, new: RunLog) -> RunComparison:
     """The first op or kernel where the new commit's run departs from the old one's."""
-    return compare_records(without_lines(old), without_lines(new))
+    return compare_logs(without_lines(old), without_lines(new))
 
 
-def compare_records(a: RunLog, b: RunLog, *, max_items: int = 3, device: str | None = None) -> RecordComparison:
-    """Walk both records in order; the first divergence is the answer, the rest is context."""
-    report = RecordComparison(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
+def compare_logs(a: RunLog, b: RunLog, *, max_items: int = 3, device: str | None = None) -> RunComparison:
+    """Walk both logs in order; the first divergence is the answer, the rest is context."""
+    report = RunComparison(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
                     events_b=len(b.events), counts=a.counts(), threads=(a.threads, b.threads))
     report.errors = {label: r.error for label, r in (("A", a), ("B", b)) if r.error}
     divergences = []
@@ -112,7 +112,7 @@ def compare_results(a: RunLog, b: RunLog) -> OutputDiff[str, TensorInfo]:
     return compare_outputs(a.outputs(), b.outputs(), lambda x, y: _differs(x, y) or x.unwritten or y.unwritten)
 
 
-def _compare_results(report: RecordComparison, a: RunLog, b: RunLog) -> None:
+def _compare_results(report: RunComparison, a: RunLog, b: RunLog) -> None:
     """:func:`compare_results` as the report lists them."""
     found = compare_results(a, b)
     report.results_compared = found.compared
@@ -128,7 +128,7 @@ def _compare_results(report: RecordComparison, a: RunLog, b: RunLog) -> None:
 
 
 class _Walk:
-    """One pass over both records, keeping who produced which content in each run."""
+    """One pass over both logs, keeping who produced which content in each run."""
 
     def __init__(self, a: RunLog, b: RunLog, device: str) -> None:
         self.a, self.b, self.device = a, b, device
@@ -316,7 +316,7 @@ class _Walk:
         else:
             reason = "not the cause: its input already differed"
         fix = f"fix {ref_text(root)}" if root else \
-            "record the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
+            "trace the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
         return Divergence("victim", eb.index, producer=producer, root=root, reason=reason, fix=fix, **data)
 
 

@@ -1,4 +1,4 @@
-"""The determinism matrix: its runs (run records without events, one per cell and repeat), their
+"""The determinism matrix: its runs (run logs without events, one per cell and repeat), their
 bit-for-bit comparisons (results paired by :func:`~detsim.track.compare.firstdiff.compare_results`, through
 the one comparer of :mod:`~detsim.track.compare.outputs`), and how they are shown.
 

@@ -4,7 +4,7 @@
 A hash change compares two commits' op streams with call sites stripped of line numbers
 (:func:`~detsim.track.compare.firstdiff.compare_commits`); images that do not reproduce compare two runs of
 one commit along a reproducibility axis (:data:`detsim.track.base.golden.AXES`), line numbers kept
-(:func:`~detsim.track.compare.firstdiff.compare_records`). Each stream is recorded in a side's package
+(:func:`~detsim.track.compare.firstdiff.compare_logs`). Each stream is traced in a side's package
 (anything with the ``package_dir`` and ``python`` of ``detsim.track.report.sides.Side``) in a fresh
 interpreter (float64, CPU).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from detsim.track.base.fresh import PINNED, thread_vars
 from detsim.track.base.golden import AXES, Axis
-from detsim.track.compare.divergences import RecordComparison
+from detsim.track.compare.divergences import RunComparison
 from detsim.track.compare.run_log import RunLog
 from detsim.track.compare.runs import Named, trace_at
 
@@ -40,7 +40,7 @@ def record_case(side, case: str, golden: Path, out: Path) -> RunLog:
                      layers=("ops",), interpret="off", env=PINNED)
 
 
-def hash_sentence(commit: str, report: RecordComparison) -> str:
+def hash_sentence(commit: str, report: RunComparison) -> str:
     """``the image change at <commit> starts at #i op at site: why``."""
     first = report.first
     if first is None:
@@ -73,7 +73,7 @@ def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tupl
                  for run, threads, seed in zip(RUNS, axis.threads, axis.hash_seeds))
 
 
-def runs_sentence(commit: str, case: str, axis: Axis, report: RecordComparison) -> str:
+def runs_sentence(commit: str, case: str, axis: Axis, report: RunComparison) -> str:
     """Where the two runs of ``case`` at ``commit`` first differ, or that they agreed here."""
     runs = f"two runs of {case} at {commit[:8]} ({axis.name}: {axis.runs})"
     first = report.first
@@ -104,7 +104,7 @@ def axis_named(name: str) -> Axis:
     return AXES[name]
 
 
-def first_record(report: RecordComparison) -> dict | None:
+def first_record(report: RunComparison) -> dict | None:
     """The first divergence of ``report`` as the explanation's record keeps it."""
     first = report.first
     return None if first is None else {"role": first.role, "index": first.index, "name": first.name,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from detsim.track.base.golden import AXES
-from detsim.track.compare.firstdiff import compare_commits, compare_records
+from detsim.track.compare.firstdiff import compare_commits, compare_logs
 from detsim.track.compare.tracer import trace
 from detsim.track.compare.op_streams import axis_named, axis_run, first_record, hash_sentence, in_package, runs_sentence
 from detsim.track.compare.runs import Named
@@ -68,7 +68,7 @@ def _runs(seeded: bool):
 
 
 def test_an_unseeded_random_op_is_named_as_the_first_divergence():
-    report = compare_records(*_runs(seeded=False))
+    report = compare_logs(*_runs(seeded=False))
     said = runs_sentence("0123456789abcdef", "s01", AXES["process"], report)
     assert report.first.name.startswith("aten.rand") and report.first.role == "culprit"
     assert said.startswith("two runs of s01 at 01234567 (process: a render in a second fresh process against the "
@@ -79,14 +79,14 @@ def test_an_unseeded_random_op_is_named_as_the_first_divergence():
 def test_a_python_value_that_differs_is_named_with_both_values_and_the_site_inside_the_package():
     a = trace(_scaled, X, 1.5, label="case", fill=0)
     b = trace(_scaled, X, 1.25, label="case", fill=1)
-    said = runs_sentence("0123456789abcdef", "s01", AXES["process"], compare_records(a, b))
+    said = runs_sentence("0123456789abcdef", "s01", AXES["process"], compare_logs(a, b))
     assert "its argument `other` is 1.5 in run A and 1.25 in run B: a Python value computed differently" in said
     assert in_package("../../tmp/detsim-explain-x/0123/detsim/rendering/engine.py:180 in render") == "detsim/rendering/engine.py:180 in render"
     assert in_package("tests/mydetsim/x.py:3 in f") == "tests/mydetsim/x.py:3 in f"
 
 
 def test_runs_that_agree_say_the_variation_did_not_show_here():
-    report = compare_records(*_runs(seeded=True))
+    report = compare_logs(*_runs(seeded=True))
     assert not report.diverged
     assert runs_sentence("0123456789abcdef", "a01", AXES["threads"], report).endswith(
         "gave the same ops and results here: the variation did not show in these two runs (it may need more runs, "

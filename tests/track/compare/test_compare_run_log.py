@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.firstdiff import compare_logs
 from detsim.track.base.status import Status
 from detsim.track.compare.run_log import RunConfig, RunLog, named_tensors, call_site, canonical, fill, \
     output_log, scalar_text, sentinel, storage_key, tensor_info
@@ -25,7 +25,7 @@ import planted_ops  # noqa: E402
 def test_records_survive_json_and_compare_the_same():
     a, b = trace(planted_ops.hidden_counter, label="x"), trace(planted_ops.hidden_counter, label="x")
     reloaded = [RunLog.from_dict(json.loads(r.to_json())) for r in (a, b)]
-    assert compare_records(*reloaded).to_dict() == compare_records(a, b).to_dict()
+    assert compare_logs(*reloaded).to_dict() == compare_logs(a, b).to_dict()
 
 
 def test_a_record_loads_from_its_file(tmp_path):

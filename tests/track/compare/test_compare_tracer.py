@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.firstdiff import compare_logs
 from detsim.track.compare.tracer import Tracer, grid_list, inductor_launch, jit_launch, trace
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -240,11 +240,11 @@ def test_gpu_launch_wrappers_with_stand_ins():
     event = records[1].events[0]
     assert [t.name for t in event.inputs] == ["in_ptr0", "out_ptr0"] and event.scalars == {"xnumel": "8"}
     assert event.config == {"XBLOCK": "2", "num_warps": 2, "num_stages": 1} and event.grid == [4, 1, 1]
-    culprit = compare_records(*records).first
+    culprit = compare_logs(*records).first
     assert (culprit.role, culprit.name, culprit.tensor) == ("culprit", "triton_red_fused_sum_0", "out_ptr0")
     assert culprit.grid_a == [2, 1, 1] and "torch._inductor.config.deterministic = True" in culprit.fix
     records[1].events[0].grid, records[1].events[0].config = records[0].events[0].grid, records[0].events[0].config
-    culprit = compare_records(*records).first
+    culprit = compare_logs(*records).first
     assert "force_filter_reduction_configs" in culprit.fix and "reduction" in culprit.reason
 
 
