@@ -3,7 +3,8 @@
 * the core (``detsim/`` and its sub-packages but ``track``) never imports the tracking suite, and its
   sub-packages (and top-level modules: ``errors``, ``entry``) form an acyclic graph of imports, lazy ones
   included (the engine owns the observer hook the diagnostics implement, so ``rendering`` never imports
-  ``diagnostics``; ``host`` reads the configuration's error from ``errors``, not from ``model``);
+  ``diagnostics``; ``host`` reads the configuration's error from ``errors``, not from ``model``), and nothing
+  in the engine (``rendering``, ``model``) prints;
 * every suite fact has one home in ``detsim/track/base`` (the acceptance line, Pearson r, the exit codes,
   sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
 * every suite module has a test file of its own, mirroring its place in the package;
@@ -195,6 +196,34 @@ def test_the_core_graph_finds_a_planted_cycle(tmp_path):
     (package / "rendering" / "engine.py").write_text("from detsim.errors import ConfigError\n")
     _imports.cache_clear()
     assert _cycle(_core_graph(package)) is None
+
+
+ENGINE = ("rendering", "model")  # nothing in the engine prints: progress and diagnoses go through hooks
+
+
+def _prints(path: Path) -> list[str]:
+    """Where a module prints: calls of ``print`` and uses of ``sys.stdout``/``sys.stderr``, as ``line: what``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append(f"{node.lineno}: print")
+        elif isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr") \
+                and isinstance(node.value, ast.Name) and node.value.id == "sys":
+            found.append(f"{node.lineno}: sys.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in CORE if p.relative_to(PACKAGE).parts[0] in ENGINE],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_engine_never_prints(path):
+    assert not _prints(path), f"{path.relative_to(ROOT)} prints at {_prints(path)}"
+
+
+def test_the_print_rule_sees_print_and_the_standard_streams(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('"""print(x) in prose"""\nimport sys\ndef f(x):\n    print(x)\n    sys.stderr.write("y")\n'
+                       "    log.print = 1\n")
+    assert _prints(planted) == ["4: print", "5: sys.stderr"]
 
 
 def test_no_area_imports_the_command_layer():
