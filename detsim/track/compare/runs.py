@@ -230,11 +230,7 @@ def run_once(computation: Computation, config: RunConfig, repeat: int, determini
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
-        with thread_count(config.threads), deterministic_mode(deterministic):
-            outputs = computation.run(config.device, DTYPES[config.dtype], config.mode)
-            if config.device.startswith("cuda"):
-                torch.cuda.synchronize()
-            outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
+        outputs = _cpu_outputs(computation, config.device, config.dtype, config.mode, config.threads, deterministic)
     except Exception:
         return ended_log(config, repeat, Status.CRASHED, seconds=time.perf_counter() - start,
                          error=traceback.format_exc())
@@ -265,10 +261,17 @@ def isolated_job(data: dict) -> dict:
     """In the fresh interpreter: run the :class:`IsolatedJob`'s computation once and save its outputs."""
     job = IsolatedJob.from_dict(data)
     named = job.computation
-    with thread_count(job.threads), deterministic_mode(job.deterministic):
-        outputs = named.computation().run(named.device, DTYPES[named.dtype], named.mode)
-    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, job.out)
+    outputs = _cpu_outputs(named.computation(), named.device, named.dtype, named.mode, job.threads, job.deterministic)
+    torch.save(outputs, job.out)
     return {"saved": sorted(outputs)}
+
+
+def _cpu_outputs(computation: Computation, device: str, dtype: str, mode: str, threads: int,
+                 deterministic: bool) -> dict[str, torch.Tensor]:
+    """One run's outputs, copied to the CPU (which waits for the device), at ``threads`` threads."""
+    with thread_count(threads), deterministic_mode(deterministic):
+        outputs = computation.run(device, DTYPES[dtype], mode)
+        return {k: v.detach().to("cpu") for k, v in outputs.items()}
 
 
 # -- one run traced op by op --------------------------------------------------------------------------------
