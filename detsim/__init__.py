@@ -13,8 +13,9 @@ This module is the public facade, the names docs/python-api.md documents: the co
     detsim.commandline   the ``detsim`` command: flags, arguments, argument list -> configuration
     detsim.fileio        image formats, safe output, bounded input, numbers read as C reads them
     detsim.model         configuration, units, geometry, crystal, sources, structure factors, random streams
-    detsim.rendering     the engine: prepare, render, the execution paths and the lattice factor's kernels
-    detsim.diagnostics   per-pixel traces and the observed path they read
+    detsim.rendering     the engine: prepare, render, the execution paths, the lattice factor's kernels and
+                         the observed path's hook
+    detsim.diagnostics   per-pixel traces, read through the engine's observed path
     detsim.host          memory, worker threads and processes, signals
     detsim.track         the tracking suite (which the rest never imports)
 

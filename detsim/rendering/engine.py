@@ -19,7 +19,9 @@ plan alone.
 
 A chunk goes through three stages, each in its own module: per-pixel terms (:mod:`detsim.rendering.pixel_terms`),
 the sum over the sampling loops by one of four maths paths (:mod:`detsim.rendering.paths`), and, only when
-an observer is given, the observed path that reports the intermediates (:mod:`detsim.diagnostics.observed_path`).
+an observer is given, the observed path that reports the intermediates (:mod:`detsim.rendering.observed_path`,
+which defines the hook's protocol; the diagnoses that implement it, :mod:`detsim.diagnostics`, sit outside
+the engine and import it, never the other way).
 
 The engine never prints: progress goes to an optional callback.
 """
@@ -34,7 +36,6 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from detsim.diagnostics.observed_path import OBSERVED, Observer, observed_values
 from detsim.host import memory, processes
 from detsim.host.threads import intra_op_threads, requested, run
 from detsim.model.config import SimulationConfig
@@ -42,6 +43,7 @@ from detsim.model.geometry import pixel_positions
 from detsim.rendering import fused_image, paths
 from detsim.rendering.interpolation import InterpolationState, scan_edge
 from detsim.rendering.lane_blocks import Projections
+from detsim.rendering.observed_path import OBSERVED, Observer, observed_values
 from detsim.rendering.pixel_terms import PixelTerms, pixel_terms
 from detsim.rendering.setup import Setup, layer_offsets, needs_grad, prepare, restrict_pixels
 

@@ -12,7 +12,7 @@ pixels at once, one :class:`Block` (a range of sources x orientations at one (t,
     SQUARE   (P, Sb, Rb) :class:`BlockTerms` of a square crystal without interpolation or autograd (with an
              HKL table, a -dmin cut or an -oversample_* flag)
     GENERAL  (P, Sb, Rb) :class:`BlockTerms` for any crystal shape, interpolation and autograd; the path an
-             observer sees (:mod:`detsim.diagnostics.observed_path`)
+             observer sees (:mod:`detsim.rendering.observed_path`)
 
 :func:`plan_chunk` picks the path once per chunk; :func:`chunk_values` runs it. Terms are summed plainly,
 or, under an ``-oversample_*`` flag, as nanoBragg's running products (:func:`accumulate`). Nothing here

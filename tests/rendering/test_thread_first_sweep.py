@@ -13,7 +13,7 @@ import torch
 
 from _tolerances import ALLCLOSE, FLOAT32_IMAGE_REL
 from detsim.commandline.to_config import config_from_argv
-from detsim.diagnostics.observed_path import OBSERVED
+from detsim.rendering.observed_path import OBSERVED
 from detsim.model.config import SamplingConfig
 from detsim.model.crystal import effective_phi_angles
 from detsim.rendering.engine import prepare, render, restrict_pixels

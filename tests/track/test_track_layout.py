@@ -1,6 +1,10 @@
 """The package's layering and the suite's one-definition rule, checked on the source itself.
 
-* the core (``detsim/`` and its sub-packages but ``track``) never imports the tracking suite;
+* the core (``detsim/`` and its sub-packages but ``track``) never imports the tracking suite, and its
+  sub-packages (and top-level modules: ``errors``, ``entry``) form an acyclic graph of imports, lazy ones
+  included (the engine owns the observer hook the diagnostics implement, so ``rendering`` never imports
+  ``diagnostics``; ``host`` reads the configuration's error from ``errors``, not from ``model``), and nothing
+  in the engine (``rendering``, ``model``) prints;
 * every suite fact has one home in ``detsim/track/base`` (the acceptance line, Pearson r, the exit codes,
   sha256, changing directory); a second definition elsewhere in ``detsim/`` fails here, naming the file;
 * every suite module has a test file of its own, mirroring its place in the package;
@@ -77,23 +81,32 @@ def _imports(path: Path, root: Path = ROOT) -> frozenset[str]:
 COMMAND_LAYER = {"commands", "cli"}
 
 
-def _area(module: str) -> str | None:
-    """The area (first name under ``detsim.track``) a dotted module name belongs to, or None."""
-    parts = module.split(".")
-    return parts[2] if parts[:2] == ["detsim", "track"] and len(parts) > 2 else None
+def _graph(folder: Path, depth: int, skip: frozenset[str] = frozenset()) -> dict[str, set[str]]:
+    """part -> the other parts its modules import (any import, lazy ones included), where a part is a first
+    name under ``folder`` (a sub-package, or a module of its own), ``folder`` being the package named by its
+    last ``depth`` path names (``detsim``: 1, ``detsim/track``: 2); the package's ``__init__`` and the parts
+    in ``skip`` are left out."""
+    root = folder.parents[depth - 1]
+    prefix = list(folder.relative_to(root).parts)
+    graph: dict[str, set[str]] = {}
+    for path in folder.rglob("*.py"):
+        source = path.relative_to(folder).with_suffix("").parts[0]
+        if source == "__init__" or source in skip:
+            continue
+        parts = (name.split(".") for name in _imports(path, root))
+        targets = {p[depth] for p in parts if p[:depth] == prefix and len(p) > depth} - {source, *skip}
+        graph.setdefault(source, set()).update(targets)
+    return graph
 
 
 def _area_graph(track: Path) -> dict[str, set[str]]:
-    """area -> the other areas its modules import (any import, lazy ones included)."""
-    graph: dict[str, set[str]] = {}
-    for path in track.rglob("*.py"):
-        parts = path.relative_to(track.parent.parent).with_suffix("").parts
-        source = parts[2] if len(parts) > 2 else None
-        if source is None or source == "__init__":
-            continue
-        targets = {_area(name) for name in _imports(path, track.parent.parent)} - {None, source}
-        graph.setdefault(source, set()).update(targets)
-    return graph
+    """area -> the other areas of the tracking suite its modules import."""
+    return _graph(track, 2)
+
+
+def _core_graph(package: Path) -> dict[str, set[str]]:
+    """sub-package (or top-level module) of the core -> the others it imports; the suite is not the core."""
+    return _graph(package, 1, frozenset({"track"}))
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -154,6 +167,63 @@ def test_every_suite_module_has_its_own_test_file(module):
 def test_the_areas_import_each_other_without_a_cycle():
     cycle = _cycle(_area_graph(TRACK))
     assert cycle is None, "import cycle between areas: " + " -> ".join(cycle)
+
+
+def test_the_core_sub_packages_import_each_other_without_a_cycle():
+    graph = _core_graph(PACKAGE)
+    assert {"rendering", "diagnostics", "model", "host", "fileio"} <= set(graph)  # the graph was read
+    assert "rendering" in graph["diagnostics"]  # the diagnoses implement the engine's hook
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle between the core's sub-packages: " + " -> ".join(cycle)
+
+
+def test_the_core_graph_finds_a_planted_cycle(tmp_path):
+    """The engine importing a diagnosis lazily, the diagnosis importing the engine relatively: a cycle; a
+    top-level module is a part of its own; the suite is not the core."""
+    package = tmp_path / "detsim"
+    for part in ("rendering", "diagnostics", "track"):
+        (package / part).mkdir(parents=True)
+        (package / part / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from detsim.rendering import engine\n")
+    (package / "errors.py").write_text("")
+    (package / "rendering" / "engine.py").write_text("from detsim.errors import ConfigError\n"
+                                                     "def render():\n    from detsim.diagnostics import trace\n")
+    (package / "diagnostics" / "trace.py").write_text("from ..rendering.engine import render\n")
+    (package / "track" / "cli.py").write_text("import detsim.diagnostics.trace\n")
+    graph = _core_graph(package)
+    assert graph == {"rendering": {"errors", "diagnostics"}, "diagnostics": {"rendering"}, "errors": set()}
+    assert _cycle(graph) in (["diagnostics", "rendering", "diagnostics"], ["rendering", "diagnostics", "rendering"])
+    (package / "rendering" / "engine.py").write_text("from detsim.errors import ConfigError\n")
+    _imports.cache_clear()
+    assert _cycle(_core_graph(package)) is None
+
+
+ENGINE = ("rendering", "model")  # nothing in the engine prints: progress and diagnoses go through hooks
+
+
+def _prints(path: Path) -> list[str]:
+    """Where a module prints: calls of ``print`` and uses of ``sys.stdout``/``sys.stderr``, as ``line: what``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append(f"{node.lineno}: print")
+        elif isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr") \
+                and isinstance(node.value, ast.Name) and node.value.id == "sys":
+            found.append(f"{node.lineno}: sys.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in CORE if p.relative_to(PACKAGE).parts[0] in ENGINE],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_engine_never_prints(path):
+    assert not _prints(path), f"{path.relative_to(ROOT)} prints at {_prints(path)}"
+
+
+def test_the_print_rule_sees_print_and_the_standard_streams(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('"""print(x) in prose"""\nimport sys\ndef f(x):\n    print(x)\n    sys.stderr.write("y")\n'
+                       "    log.print = 1\n")
+    assert _prints(planted) == ["4: print", "5: sys.stderr"]
 
 
 def test_no_area_imports_the_command_layer():

@@ -15,11 +15,10 @@ from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, add_report_options, atomic_directory, atomic_write_text, \
     check_new_folder, folder_option, report_folder, write_json
 from detsim.track.base.runtime import environment
-from detsim.track.base.targets import DTYPES, Computation, TargetError, resolve_callable, resolve_case, \
-    resolve_command_line
+from detsim.track.base.computations import DTYPES, ComputationError
 from detsim.track.compare import spelled
 from detsim.track.compare.matrix import Matrix
-from detsim.track.compare.runs import run_matrix
+from detsim.track.compare.runs import Named, run_matrix
 
 HELP = "run cases repeatedly across threads, dtypes, devices and modes; show which runs agree bit for bit"
 
@@ -66,16 +65,16 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     args = with_defaults(args)
     try:
-        targets = build_targets(args)
+        named = named_computations(args)
+        computations = [n.computation() for n in named]
         out_dir = report_folder(args, AREA, base=Path())  # relative: reports/<STAMP>/determinism
         if out_dir is not None:
             check_new_folder(out_dir, folder_option(args))
-    except (TargetError, OutputError) as exc:
+    except (ComputationError, OutputError) as exc:
         return refuse(f"determinism: {exc}")
-    isolate = {"grads": list(args.grad), "chunk_pixels": args.chunk_pixels,
-               "golden_dir": str(args.golden_dir) if args.golden_dir else None} if args.isolate else None
-    matrix = run_matrix(targets, devices=args.devices, dtypes=args.dtypes, modes=args.modes, threads=args.threads,
-                        repeats=args.repeats, deterministic=args.deterministic, isolate=isolate)
+    matrix = run_matrix(computations, devices=args.devices, dtypes=args.dtypes, modes=args.modes,
+                        threads=args.threads, repeats=args.repeats, deterministic=args.deterministic,
+                        isolate=named if args.isolate else None)
     text = matrix.render(strict=args.strict)
     print(text)
     code = matrix.exit_code(strict=args.strict)
@@ -86,24 +85,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """A copy of ``args`` with the default targets (:data:`DEFAULT_CASES`), devices and modes filled in."""
+    """A copy of ``args`` with the default computations (:data:`DEFAULT_CASES`), devices and modes filled in."""
     from detsim import MODES
 
-    no_targets = not args.cases and not args.nanobragg and not args.call
+    none_named = not args.cases and not args.nanobragg and not args.call
     return argparse.Namespace(**{
-        **vars(args), "cases": list(DEFAULT_CASES) if no_targets else args.cases,
+        **vars(args), "cases": list(DEFAULT_CASES) if none_named else args.cases,
         "devices": args.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else []),
         "modes": args.modes or list(MODES)})
 
 
-def build_targets(args: argparse.Namespace) -> list[Computation]:
-    """The targets the arguments name; raises TargetError."""
+def named_computations(args: argparse.Namespace) -> list[Named]:
+    """The computations the arguments name, cases first; raises ComputationError."""
     grads = tuple(args.grad)
     if args.call and grads:
-        raise TargetError("--grad applies to simulation cases only; a callable returns its own gradients")
-    targets = [resolve_case(c, grads, args.chunk_pixels, args.golden_dir) for c in args.cases]
-    targets += [resolve_command_line(c, grads, args.chunk_pixels) for c in args.nanobragg]
-    return targets + [resolve_callable(c) for c in args.call]
+        raise ComputationError("--grad applies to simulation cases only; a callable returns its own gradients")
+    how = {"grads": grads, "chunk_pixels": args.chunk_pixels,
+           "golden_dir": str(args.golden_dir) if args.golden_dir else None}
+    return ([Named("golden", c, **how) for c in args.cases] + [Named("nanobragg", c, **how) for c in args.nanobragg]
+            + [Named("callable", c) for c in args.call])
 
 
 def command_line(args: argparse.Namespace, *, out: Path | None = None, entry: str = "detsim-track") -> str:
@@ -141,9 +141,10 @@ def _commands_text(args: argparse.Namespace, matrix: Matrix, command: str) -> st
              "# one configuration at a time:"]
     option = {"golden": "cases", "nanobragg": "nanobragg", "callable": "call"}  # the option naming each kind
     for config in matrix.configs():
-        target = matrix.targets[config.target]
+        computation = matrix.computations[config.computation]
         lines.append(command_line(argparse.Namespace(**{
             **vars(args), "threads": [config.threads], "dtypes": [config.dtype], "devices": [config.device],
-            "modes": [config.mode], "cases": [], "nanobragg": [], "call": [], option[target.kind]: [target.spec]})))
+            "modes": [config.mode], "cases": [], "nanobragg": [], "call": [],
+            option[computation.kind]: [computation.spec]})))
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,5 @@
 """``detsim-track evidence``: run a pytest selection on every device and archive the evidence bundle
-(docs/evidence.md); the steps are :mod:`detsim.track.compare.bundle`'s."""
+(docs/evidence.md); the steps are :mod:`detsim.track.evidence.bundle`'s."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from detsim.fileio.bounded_read import DIRECTORY, MISSING, what_is
 from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, OutputError, atomic_directory, check_place
-from detsim.track.compare.bundle import make_bundle
-from detsim.track.compare.durations import RETIMES
-from detsim.track.compare.manifest import MANIFEST, check_bundle, listed_count
-from detsim.track.compare.previous import free_stamp, history
-from detsim.track.compare.outcomes import Request
-from detsim.track.compare.summary import console_report
+from detsim.track.evidence.bundle import make_bundle
+from detsim.track.evidence.durations import RETIMES
+from detsim.track.evidence.manifest import MANIFEST, check_bundle, listed_count
+from detsim.track.evidence.previous import free_stamp, history
+from detsim.track.evidence.outcomes import Request
+from detsim.track.evidence.summary import console_report
 
 HELP = "run tests on every device and archive logs, environment, hashes and a verdict compared with last time"
 

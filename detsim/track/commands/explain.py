@@ -24,7 +24,7 @@ from detsim.track.report.explain import KINDS, Job, departure_answer, explain_jo
     write_bundle
 from detsim.track.report.profile import ProfileError
 from detsim.track.report.sides import SideError
-from detsim.track.compare.runs import RecordError
+from detsim.track.compare.runs import TracingError
 from detsim.track.judge.finding import flags
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     record = (_departure(job, target) if target else
                               _explained(job, root, golden, tmp, bisecting=not args.no_bisect, top=args.top))
-                except (CommitError, SideError, CountError, ProfileError, RecordError, GoldenError, LookupError) as exc:
+                except (CommitError, SideError, CountError, ProfileError, TracingError, GoldenError, LookupError) as exc:
                     print(f"explain: {job.kind} of {job.workload}: {exc}", file=sys.stderr)
                     codes.append(ExitCode.UNMEASURED)
                     continue

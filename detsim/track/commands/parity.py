@@ -18,7 +18,7 @@ from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.base.output import OutputError, atomic_directory, atomic_write_bytes, atomic_write_text, \
     check_new_folder, utc_stamp, write_json, written_line
 from detsim.track.base.runtime import device_problem, environment
-from detsim.track.base.targets import DTYPES
+from detsim.track.base.computations import DTYPES
 from detsim.track.measure import parity
 from detsim.track.measure.parity import CaseRun, next_steps, run_case, worst_pixel_trace
 

@@ -22,7 +22,7 @@ from detsim.track.base.output import OutputError, add_report_options, atomic_dir
 from detsim.track.base.provenance import repo_root
 from detsim.rendering.engine import MODES as ENGINE_MODES
 from detsim.track.base.runtime import device_problem, environment
-from detsim.track.base.targets import DTYPES
+from detsim.track.base.computations import DTYPES
 from detsim.track.base.workloads import WORKLOADS, Workload
 from detsim.host.threads import MAX_THREADS
 from detsim.track.measure.speed import PROCESS, RENDER, add_ratios, compare_images, detsim_process_row, detsim_row, \

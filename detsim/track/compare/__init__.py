@@ -1,27 +1,23 @@
-"""Do two runs differ, and where first? (``detsim-track determinism``, ``diverge``, ``trace-diff``,
-``evidence``, and what ``explain`` says about image-hash, reproducibility and parity changes;
-docs/determinism.md, docs/trace.md, docs/evidence.md)
+"""Do two runs differ, and where first? (``detsim-track determinism``, ``diverge``, ``trace-diff``, and what
+``explain`` says about image-hash, reproducibility and parity changes; docs/determinism.md, docs/trace.md)
 
-Inputs: a target (a golden case, a nanoBragg command line, a callable, a module or a script) run here or in
-a fresh interpreter, at one commit's package or two (:mod:`.runs`); two per-pixel trace logs, whatever
-printed them (:mod:`.traces`); a pytest selection run on every device, and the area's earlier bundles
-(:mod:`.bundle`).
+Inputs: a computation (a golden case, a nanoBragg command line, a callable, a module or a script) run here or
+in a fresh interpreter, at one commit's package or two (:mod:`.runs`); two per-pixel trace logs, whatever
+printed them (:mod:`.traces`).
 
-One record of a run (:mod:`.record`, recorded op by op by :mod:`.recorder`) round-trips through JSON, so runs
-recorded apart compare. One comparer (:func:`.outputs.compare_outputs`) pairs named outputs: a run's results,
-a trace's quantities per pixel, a bundle's tests, warnings, runs and stable artifacts. Three questions keep
-their own rules: the op-stream walk inside a run (:mod:`.firstdiff`), test times judged against a noisy
-history (:mod:`.durations`) and one bundle against its own ``sha256.txt`` (:mod:`.manifest`).
+One log of a run (:mod:`.run_log`, traced op by op by :mod:`.tracer`) round-trips through JSON, so runs traced
+apart compare. One comparer (:func:`.outputs.compare_outputs`) pairs named outputs: a run's results, a trace's
+quantities per pixel (and, outside this area, an evidence bundle's tests: :mod:`detsim.track.evidence`). The
+op-stream walk inside a run keeps its own rules (:mod:`.firstdiff`).
 
 Outputs: which runs agree bit for bit across repeats, threads, dtypes, devices and modes (:mod:`.matrix`);
-the first divergent event of two records and why (:mod:`.firstdiff`, :mod:`.divergences`), in words for
-``explain`` (:mod:`.op_streams`); the first traced quantity that differs (:mod:`.traces`); an evidence
-bundle of a pytest run and what changed since the previous one (:mod:`.bundle` and the modules it names).
-Each comparison carries a verdict line and an exit code (0 agree, 1 differ, 2 nothing comparable or a run
-crashed).
+the first divergent event of two logs and why (:mod:`.firstdiff`, :mod:`.divergences`), in words for
+``explain`` (:mod:`.op_streams`); the first traced quantity that differs (:mod:`.traces`). Each comparison
+carries a verdict line and an exit code (0 agree, 1 differ, 2 nothing comparable or a run crashed).
 
-Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``) and the status page's
-commit-to-commit image states (``detsim/track/judge/fingerprints.py``).
+Not here: the reproducibility axes and cases (``detsim/track/base/golden.py``), the status page's
+commit-to-commit image states (``detsim/track/judge/fingerprints.py``) and the evidence bundle of a pytest run
+(:mod:`detsim.track.evidence`).
 """
 
 

@@ -1,5 +1,5 @@
-"""What comparing two run records finds: :class:`Divergence` (one divergent event; its ``role`` is one of
-the findings of docs/determinism.md) and :class:`RecordComparison` (the whole comparison: the first
+"""What comparing two run logs finds: :class:`Divergence` (one divergent event; its ``role`` is one of
+the findings of docs/determinism.md) and :class:`RunComparison` (the whole comparison: the first
 divergence, victims, other culprits, the results; its verdict and exit code); and why a culprit or another
 divergence happened, with the knob that usually fixes it (the tables of docs/determinism.md)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.record import Event
+from detsim.track.compare.run_log import Event
 
 ROOT_ROLES = ("culprit", "uninitialized", "leak", "operands")
 ROLE_LABELS = {"uninitialized": "READS UNINITIALIZED MEMORY", "leak": "STATE LEAK", "operands": "DIFFERENT OPERANDS"}
@@ -113,7 +113,7 @@ def ref_text(ref: dict | None) -> str:
 
 
 @dataclass
-class RecordComparison:
+class RunComparison:
     """The outcome of comparing run A with run B."""
 
     label: str
@@ -136,7 +136,7 @@ class RecordComparison:
         return self.first is not None or bool(self.result_differences)
 
     @property
-    def nothing_recorded(self) -> bool:
+    def nothing_traced(self) -> bool:
         """Neither run recorded an event or returned a tensor: there was nothing to compare."""
         return not (self.diverged or self.events_a or self.events_b or self.results_compared or self.errors)
 
@@ -149,9 +149,9 @@ class RecordComparison:
             return "DIVERGED: every recorded event matches but the results differ (computed outside recorded ops)"
         if self.errors:
             return "NO DIVERGENCE in the recorded events, but a run raised (see errors)"
-        if self.nothing_recorded:
-            return ("NOTHING TO COMPARE: the target produced no tensor output and recorded no events "
-                    "(return a tensor, a sequence or a mapping of tensors, or record the layer that does the work)")
+        if self.nothing_traced:
+            return ("NOTHING TO COMPARE: the computation produced no tensor output and recorded no events "
+                    "(return a tensor, a sequence or a mapping of tensors, or trace the layer that does the work)")
         results = f"{self.results_compared} result tensor(s) identical" if self.results_compared else \
             "no result tensors returned"
         return (f"NO DIVERGENCE: {self.events_a} events ({self.counts['op']} ops, {self.counts['kernel']} kernels) "
@@ -160,7 +160,7 @@ class RecordComparison:
     def exit_code(self) -> ExitCode:
         if self.diverged:
             return ExitCode.REGRESSED
-        return ExitCode.UNMEASURED if self.errors or self.nothing_recorded else ExitCode.OK
+        return ExitCode.UNMEASURED if self.errors or self.nothing_traced else ExitCode.OK
 
     def render(self) -> str:
         threads = "" if self.threads[0] == self.threads[1] else f" (threads {self.threads[0]} vs {self.threads[1]})"

@@ -1,6 +1,6 @@
-"""The one way to find where two run records first differ, and why: two runs of one call
-(:func:`find_divergence`), two records (:func:`compare_records`, e.g. recorded on two machines) or two
-commits' records (:func:`compare_commits`: call sites without folders and line numbers, since code moves
+"""The one way to find where two run logs first differ, and why: two runs of one call
+(:func:`find_divergence`), two logs (:func:`compare_logs`, e.g. traced on two machines) or two
+commits' logs (:func:`compare_commits`: call sites without folders and line numbers, since code moves
 up and down a file between commits without the computation changing).
 
 Each event whose inputs or outputs differ becomes a divergence (docs/determinism.md): identical inputs and
@@ -19,11 +19,11 @@ import torch
 from torch.utils._pytree import tree_map_only
 
 from detsim.track.compare.divergences import (PYTHON_VALUE, PYTHON_VALUE_OPS, RANDOM_OPS, ROOT_ROLES, Divergence,
-                                              RecordComparison, base_name, explain, leak_text, operands_text,
+                                              RunComparison, base_name, explain, leak_text, operands_text,
                                               ref_text, uninitialized_text)
 from detsim.track.compare.outputs import OutputDiff, compare_outputs
-from detsim.track.compare.record import Event, RunRecord, TensorInfo
-from detsim.track.compare.recorder import record
+from detsim.track.compare.run_log import Event, RunLog, TensorInfo
+from detsim.track.compare.tracer import trace
 from detsim.track.base.runtime import thread_count
 
 _LINE = re.compile(r":\d+(?= in )")
@@ -47,25 +47,25 @@ def _ref(event: Event, role: str) -> dict:
 
 
 def site(where: str) -> str:
-    """A call site without directories: records made in different folders still compare."""
+    """A call site without directories: logs made in different folders still compare."""
     return re.sub(r"[^\s:()]*[/\\]", "", where or "")
 
 
 def find_divergence(fn: Callable, *args, threads: tuple[int, int] | None = None, ops: bool = True,
-                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> RecordComparison:
+                    kernels: bool = True, max_items: int = 3, label: str | None = None, **kwargs) -> RunComparison:
     """Run ``fn(*args, **kwargs)`` twice, each run on fresh clones of the tensor arguments, at its own thread
-    count (default: the current one) and fill of never-written memory, and compare the two records."""
-    records = []
+    count (default: the current one) and fill of never-written memory, and compare the two logs."""
+    logs = []
     for fill, n in enumerate(threads or (torch.get_num_threads(),) * 2):
         run_args, run_kwargs = tree_map_only(
             torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
         with thread_count(n):
-            records.append(record(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
+            logs.append(trace(fn, *run_args, label=label or getattr(fn, "__qualname__", str(fn)), ops=ops,
                                   kernels=kernels, fill=fill, **run_kwargs))
-    return compare_records(*records, max_items=max_items)
+    return compare_logs(*logs, max_items=max_items)
 
 
-def without_lines(rec: RunRecord) -> RunRecord:
+def without_lines(rec: RunLog) -> RunLog:
     """A copy of ``rec`` whose call sites name file and function only, without the view ops (they move no
     data), renumbered from 0, so that a divergence lands on the op that computes."""
     stripped = copy.deepcopy(rec)
@@ -75,14 +75,14 @@ def without_lines(rec: RunRecord) -> RunRecord:
     return stripped
 
 
-def compare_commits(old: RunRecord, new: RunRecord) -> RecordComparison:
+def compare_commits(old: RunLog, new: RunLog) -> RunComparison:
     """The first op or kernel where the new commit's run departs from the old one's."""
-    return compare_records(without_lines(old), without_lines(new))
+    return compare_logs(without_lines(old), without_lines(new))
 
 
-def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: str | None = None) -> RecordComparison:
-    """Walk both records in order; the first divergence is the answer, the rest is context."""
-    report = RecordComparison(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
+def compare_logs(a: RunLog, b: RunLog, *, max_items: int = 3, device: str | None = None) -> RunComparison:
+    """Walk both logs in order; the first divergence is the answer, the rest is context."""
+    report = RunComparison(label=a.label if a.label == b.label else f"{a.label} / {b.label}", events_a=len(a.events),
                     events_b=len(b.events), counts=a.counts(), threads=(a.threads, b.threads))
     report.errors = {label: r.error for label, r in (("A", a), ("B", b)) if r.error}
     divergences = []
@@ -106,13 +106,13 @@ def compare_records(a: RunRecord, b: RunRecord, *, max_items: int = 3, device: s
     return report
 
 
-def compare_results(a: RunRecord, b: RunRecord) -> OutputDiff[str, TensorInfo]:
+def compare_results(a: RunLog, b: RunLog) -> OutputDiff[str, TensorInfo]:
     """Two runs' results paired by name: those whose digest, shape or dtype differ, that hold never-written
     elements, or that one run alone returned."""
     return compare_outputs(a.outputs(), b.outputs(), lambda x, y: _differs(x, y) or x.unwritten or y.unwritten)
 
 
-def _compare_results(report: RecordComparison, a: RunRecord, b: RunRecord) -> None:
+def _compare_results(report: RunComparison, a: RunLog, b: RunLog) -> None:
     """:func:`compare_results` as the report lists them."""
     found = compare_results(a, b)
     report.results_compared = found.compared
@@ -128,9 +128,9 @@ def _compare_results(report: RecordComparison, a: RunRecord, b: RunRecord) -> No
 
 
 class _Walk:
-    """One pass over both records, keeping who produced which content in each run."""
+    """One pass over both logs, keeping who produced which content in each run."""
 
-    def __init__(self, a: RunRecord, b: RunRecord, device: str) -> None:
+    def __init__(self, a: RunLog, b: RunLog, device: str) -> None:
         self.a, self.b, self.device = a, b, device
         self.threads_differ = a.threads != b.threads
         self.fills_differ = a.settings.get("fill") != b.settings.get("fill")
@@ -316,7 +316,7 @@ class _Walk:
         else:
             reason = "not the cause: its input already differed"
         fix = f"fix {ref_text(root)}" if root else \
-            "record the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
+            "trace the layer that wrote it (ops and kernels), or look for writes outside PyTorch"
         return Divergence("victim", eb.index, producer=producer, root=root, reason=reason, fix=fix, **data)
 
 
@@ -325,11 +325,11 @@ def _step(event: Event) -> tuple:
     return event.kind, event.name, len(event.inputs), len(event.outputs), site(event.where)
 
 
-def _inputs_as_producers(rec: RunRecord) -> dict[str, dict]:
+def _inputs_as_producers(rec: RunLog) -> dict[str, dict]:
     return {t.hash: {"index": None, "name": f"the computation's input `{t.name}`"} for t in rec.inputs if t.hash}
 
 
-def _writers(rec: RunRecord) -> tuple[dict[str, dict], dict[str, dict]]:
+def _writers(rec: RunLog) -> tuple[dict[str, dict], dict[str, dict]]:
     """(content -> the last event that wrote it in place, content -> the last event that made it) of a run."""
     in_place, made = {}, {}
     for event in rec.events:

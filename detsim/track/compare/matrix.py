@@ -1,4 +1,4 @@
-"""The determinism matrix: its runs (run records without events, one per cell and repeat), their
+"""The determinism matrix: its runs (run logs without events, one per cell and repeat), their
 bit-for-bit comparisons (results paired by :func:`~detsim.track.compare.firstdiff.compare_results`, through
 the one comparer of :mod:`~detsim.track.compare.outputs`), and how they are shown.
 
@@ -19,25 +19,26 @@ import torch
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import last_line
 from detsim.track.compare.firstdiff import compare_results
-from detsim.track.compare.record import RunConfig, RunRecord
+from detsim.track.compare.run_log import RunConfig, RunLog
 from detsim.track.base.status import Status
 from detsim.track.base.output import json_number
+from detsim.track.base.runtime import device_problem
 
 OK, CRASHED, SKIPPED = Status.OK, Status.CRASHED, Status.SKIPPED
 
 
-def _ref(run: RunRecord) -> dict:
+def _ref(run: RunLog) -> dict:
     """Which run: its configuration and repeat."""
     return {**dataclasses.asdict(run.config), "repeat": run.repeat}
 
 
-def _row(run: RunRecord) -> dict:
+def _row(run: RunLog) -> dict:
     """A run as matrix.json lists it."""
     return {**_ref(run), "status": run.status, "seconds": round(run.seconds, 4), "hashes": _hashes(run),
             "error": run.error, "reason": run.reason}
 
 
-def _hashes(run: RunRecord) -> dict:
+def _hashes(run: RunLog) -> dict:
     """Output -> its float32 and native digests, shape and dtype."""
     return {t.name: {"sha256": t.float32, "sha256_native": t.hash, "shape": t.shape, "dtype": t.dtype}
             for t in run.results}
@@ -68,8 +69,8 @@ class OutputComparison:
     """Two runs compared output by output."""
 
     kind: str  # "repeat", or the axis that varies: "threads", "mode", "device"
-    a: RunRecord
-    b: RunRecord
+    a: RunLog
+    b: RunLog
     identical: bool
     outputs: dict  # output -> tensor_difference(...) (only for outputs whose hashes differ)
 
@@ -94,7 +95,7 @@ def _num(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def compare_runs(kind: str, a: RunRecord, b: RunRecord) -> OutputComparison:
+def compare_runs(kind: str, a: RunLog, b: RunLog) -> OutputComparison:
     """Two runs of the matrix compared by the one comparer; differing outputs sized when both runs kept them."""
     if a.key() == b.key():
         return OutputComparison(kind, a, b, True, {})
@@ -112,12 +113,12 @@ class Matrix:
         self.threads = threads
         self.repeats = repeats
         self.deterministic = deterministic
-        self.targets: dict = {}
-        self.runs: list[RunRecord] = []
+        self.computations: dict = {}  # name -> Computation
+        self.runs: list[RunLog] = []
         self.notes: list[str] = []
         self._comparisons: list[OutputComparison] | None = None
 
-    def add(self, run: RunRecord) -> None:
+    def add(self, run: RunLog) -> None:
         first = next((r for r in self.runs if r.config == run.config and r.status == OK), None)
         if run.status == OK and first is not None and first.key() == run.key():
             run = dataclasses.replace(run, tensors={})  # an identical repeat: no diff needs its tensors
@@ -147,7 +148,7 @@ class Matrix:
         # a configuration whose repeats already disagree says nothing about threads, modes or devices
         firsts = {c: r for c, r in firsts.items() if c not in unstable}
         for axis, preferred in (("threads", None), ("mode", "eager"), ("device", "cpu")):
-            groups: dict[tuple, list[RunRecord]] = {}
+            groups: dict[tuple, list[RunLog]] = {}
             for config, run in firsts.items():
                 groups.setdefault(dataclasses.replace(config, **{axis: None}), []).append(run)
             for runs in groups.values():
@@ -162,7 +163,7 @@ class Matrix:
     def findings(self, strict: bool = False) -> list[OutputComparison]:
         return [c for c in self.comparisons() if not c.identical and not _must_agree(c, strict)]
 
-    def crashed(self) -> list[RunRecord]:
+    def crashed(self) -> list[RunLog]:
         return [r for r in self.runs if r.status == CRASHED]
 
     def exit_code(self, strict: bool = False) -> ExitCode:
@@ -189,45 +190,45 @@ class Matrix:
                     f"bit{tail}")
         return f"DETERMINISTIC: every configuration repeats bit for bit ({ok} runs){tail}"
 
-    def letters(self, target: str) -> dict[tuple, str]:
-        """A letter per distinct set of output hashes of a target, in order of first appearance."""
+    def letters(self, computation: str) -> dict[tuple, str]:
+        """A letter per distinct set of output hashes of a computation, in order of first appearance."""
         names: dict[tuple, str] = {}
         for run in self.runs:
-            if run.config.target == target and run.status == OK and run.key() not in names:
+            if run.config.computation == computation and run.status == OK and run.key() not in names:
                 names[run.key()] = _letter(len(names))
         return names
 
     def render(self, strict: bool = False) -> str:
         lines = []
-        for target in self.targets:
-            lines += self._render_target(target)
+        for computation in self.computations:
+            lines += self._render_computation(computation)
         lines.append("")
         lines += [f"FAIL     {kind} {where}: {text}" for kind, where, text in _grouped(self.failures(strict))]
         lines += [f"FINDING  {kind} {where}: {text}" for kind, where, text in _grouped(self.findings(strict))]
         crashes: dict[tuple, list[str]] = {}
         for r in self.crashed():
-            key = (r.config.target, f"{r.config.device}/{r.config.dtype}/{r.config.mode}", _last_line(r.error))
+            key = (r.config.computation, f"{r.config.device}/{r.config.dtype}/{r.config.mode}", _last_line(r.error))
             crashes.setdefault(key, []).append(f"threads={r.config.threads} repeat {r.repeat}")
         lines += [f"CRASH    {t} {where} ({', '.join(runs)}): {error}" for (t, where, error), runs in crashes.items()]
         skips: dict[tuple, set[str]] = {}
         for r in (r for r in self.runs if r.status == SKIPPED):
-            where = r.config.device if r.reason and r.reason.startswith("torch.cuda") else \
+            where = r.config.device if r.reason and r.reason == device_problem(r.config.device) else \
                 f"{r.config.device}/{r.config.mode}"
-            skips.setdefault((where, r.reason or "not run"), set()).add(r.config.target)
-        lines += [f"SKIPPED  {where} for {len(t)} target(s): {reason}" for (where, reason), t in skips.items()]
+            skips.setdefault((where, r.reason or "not run"), set()).add(r.config.computation)
+        lines += [f"SKIPPED  {where} for {len(t)} computation(s): {reason}" for (where, reason), t in skips.items()]
         if any(c.kind == "repeat" and not c.identical for c in self.comparisons()):
             lines.append("NOTE     configurations whose repeats differ are not compared across threads/modes/devices")
         lines += [f"NOTE     {note}" for note in self.notes]
         lines.append(f"VERDICT  {self.verdict(strict)}")
         return "\n".join(lines)
 
-    def _render_target(self, target: str) -> list[str]:
-        runs = [r for r in self.runs if r.config.target == target]
-        letters = self.letters(target)
+    def _render_computation(self, computation: str) -> list[str]:
+        runs = [r for r in self.runs if r.config.computation == computation]
+        letters = self.letters(computation)
         ok = next((r for r in runs if r.status == OK), None)
         shapes = ", ".join(f"{n} {'x'.join(map(str, h['shape'])) or 'scalar'}" for n, h in _hashes(ok).items()) \
             if ok else "no completed run"
-        lines = [f"{target}  ({shapes}; {self.repeats} repeat(s) per cell, one letter per run, "
+        lines = [f"{computation}  ({shapes}; {self.repeats} repeat(s) per cell, one letter per run, "
                  "equal letters = identical bits)"]
         rows: dict[tuple, dict[int, list[str]]] = {}
         for r in runs:
@@ -259,10 +260,10 @@ class Matrix:
             "verdict": self.verdict(strict), "exit_code": self.exit_code(strict),
             "strict": strict, "deterministic_algorithms": self.deterministic,
             "threads": self.threads, "repeats": self.repeats, "notes": self.notes,
-            "targets": {name: {"kind": t.kind, "spec": t.spec, "modes": list(t.modes),
-                               "letters": {letter: {output: digest for output, digest, *_ in key}
-                                           for key, letter in self.letters(name).items()}}
-                        for name, t in self.targets.items()},
+            "computations": {name: {"kind": c.kind, "spec": c.spec, "modes": list(c.modes),
+                                    "letters": {letter: {output: digest for output, digest, *_ in key}
+                                                for key, letter in self.letters(name).items()}}
+                             for name, c in self.computations.items()},
             "runs": [_row(r) for r in self.runs],
             "comparisons": [c.to_dict() for c in self.comparisons()],
             "failures": [c.to_dict() for c in self.failures(strict)],
@@ -270,11 +271,11 @@ class Matrix:
         }
 
     def runs_tsv(self) -> str:
-        lines = ["target\tdevice\tdtype\tmode\tthreads\trepeat\tstatus\tseconds\toutput\tshape\tsha256_float32\t"
+        lines = ["computation\tdevice\tdtype\tmode\tthreads\trepeat\tstatus\tseconds\toutput\tshape\tsha256_float32\t"
                  "sha256_native"]
         for r in self.runs:
             c = r.config
-            head = f"{c.target}\t{c.device}\t{c.dtype}\t{c.mode}\t{c.threads}\t{r.repeat}\t{r.status}\t{r.seconds:.4f}"
+            head = f"{c.computation}\t{c.device}\t{c.dtype}\t{c.mode}\t{c.threads}\t{r.repeat}\t{r.status}\t{r.seconds:.4f}"
             if not r.results:
                 lines.append(f"{head}\t-\t-\t-\t-")
             for name, h in _hashes(r).items():
@@ -288,7 +289,7 @@ class Matrix:
         for i, r in enumerate(self.crashed(), 1):
             c = r.config
             name = re.sub(r"[^\w.=-]+", "_",
-                          f"{i:02d}-{c.target}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
+                          f"{i:02d}-{c.computation}-{c.device}-{c.dtype}-{c.mode}-t{c.threads}-r{r.repeat}")
             head = "\n".join(f"{k}: {v}" for k, v in _ref(r).items())
             reports[name[:120] + ".txt"] = f"{head}\n\n{r.error}"
         return reports
@@ -312,7 +313,7 @@ class Matrix:
                                            in _grouped(comparisons)] or ["None."]), ""]
         lines += ["## Crashes", ""]
         crash_files = list(self.crash_reports())
-        lines += [f"* {r.config.target} {r.config.label()} repeat {r.repeat}: `{_last_line(r.error)}` "
+        lines += [f"* {r.config.computation} {r.config.label()} repeat {r.repeat}: `{_last_line(r.error)}` "
                   f"(traceback: `crashes/{f}`)" for r, f in zip(self.crashed(), crash_files)] or ["None."]
         lines += ["", "Files: `matrix.txt`, `matrix.json` (every run and comparison), `runs.tsv` (per-run hashes), "
                   "`env.json`, `commands.txt`, `crashes/`.", ""]
@@ -331,10 +332,10 @@ def _letter(i: int) -> str:
 def _where(c: OutputComparison) -> str:
     a, b = c.a.config, c.b.config
     if c.kind == "repeat":
-        return f"{b.target} {b.label()}: repeat {c.b.repeat} vs {c.a.repeat}"
+        return f"{b.computation} {b.label()}: repeat {c.b.repeat} vs {c.a.repeat}"
     attr = c.kind  # "threads", "mode" or "device": the RunConfig field that varies
     fixed = RunConfig(**{**dataclasses.asdict(b), attr: "*"}).label().replace("threads=*", "threads *")
-    return f"{b.target} {fixed}: {attr} {getattr(b, attr)} vs {getattr(a, attr)}"
+    return f"{b.computation} {fixed}: {attr} {getattr(b, attr)} vs {getattr(a, attr)}"
 
 
 def _grouped(comparisons: list[OutputComparison]) -> list[tuple[str, str, str]]:

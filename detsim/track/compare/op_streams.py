@@ -4,7 +4,7 @@
 A hash change compares two commits' op streams with call sites stripped of line numbers
 (:func:`~detsim.track.compare.firstdiff.compare_commits`); images that do not reproduce compare two runs of
 one commit along a reproducibility axis (:data:`detsim.track.base.golden.AXES`), line numbers kept
-(:func:`~detsim.track.compare.firstdiff.compare_records`). Each stream is recorded in a side's package
+(:func:`~detsim.track.compare.firstdiff.compare_logs`). Each stream is traced in a side's package
 (anything with the ``package_dir`` and ``python`` of ``detsim.track.report.sides.Side``) in a fresh
 interpreter (float64, CPU).
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from detsim.track.base.fresh import PINNED, thread_vars
 from detsim.track.base.golden import AXES, Axis
-from detsim.track.compare.divergences import RecordComparison
-from detsim.track.compare.record import RunRecord
-from detsim.track.compare.runs import record_at
+from detsim.track.compare.divergences import RunComparison
+from detsim.track.compare.run_log import RunLog
+from detsim.track.compare.runs import Named, trace_at
 
 # why the first divergence of a hash change matters, by its role
 ROLES = {
@@ -34,13 +34,13 @@ RUNS = ("A", "B")
 PACKAGE_PREFIX = re.compile(r"\S*?(?=(?<![\w.])detsim/)")  # everything before the package's own detsim/
 
 
-def record_case(side, case: str, golden: Path, out: Path) -> RunRecord:
+def record_case(side, case: str, golden: Path, out: Path) -> RunLog:
     """The op stream of one eager render of golden ``case`` at ``side`` (also left in ``out``)."""
-    return record_at({"case": case, "golden_dir": str(golden)}, out, path=(side.package_dir,), python=side.python,
+    return trace_at(Named("golden", case, golden_dir=str(golden)), out, path=(side.package_dir,), python=side.python,
                      layers=("ops",), interpret="off", env=PINNED)
 
 
-def hash_sentence(commit: str, report: RecordComparison) -> str:
+def hash_sentence(commit: str, report: RunComparison) -> str:
     """``the image change at <commit> starts at #i op at site: why``."""
     first = report.first
     if first is None:
@@ -59,21 +59,21 @@ def hash_sentence(commit: str, report: RecordComparison) -> str:
     return f"the image change at {commit[:8]} starts at {first.headline()}: {why}{detail}"
 
 
-def target(case: str, golden: Path, axis: Axis) -> dict:
-    """The divergence finder's target of one run of ``case`` along ``axis`` (float64, CPU, the axis's path)."""
-    return {"case": case, "golden_dir": str(golden), "mode": axis.mode}
+def axis_run(case: str, golden: Path, axis: Axis) -> Named:
+    """One run of ``case`` along ``axis`` as the divergence finder names it (float64, CPU, the axis's path)."""
+    return Named("golden", case, golden_dir=str(golden), mode=axis.mode)
 
 
-def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[RunRecord, RunRecord]:
+def record_runs(side, case: str, golden: Path, axis: Axis, folder: Path) -> tuple[RunLog, RunLog]:
     """The two runs of ``case`` at ``side`` that ``axis`` varies, recorded op by op (also left in ``folder``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return tuple(record_at(target(case, golden, axis), folder / f"run-{run}.json", path=(side.package_dir,),
+    return tuple(trace_at(axis_run(case, golden, axis), folder / f"run-{run}.json", path=(side.package_dir,),
                            python=side.python, run=run, threads=threads, layers=("ops",), interpret="off",
                            env={**thread_vars(threads), "PYTHONHASHSEED": seed})
                  for run, threads, seed in zip(RUNS, axis.threads, axis.hash_seeds))
 
 
-def runs_sentence(commit: str, case: str, axis: Axis, report: RecordComparison) -> str:
+def runs_sentence(commit: str, case: str, axis: Axis, report: RunComparison) -> str:
     """Where the two runs of ``case`` at ``commit`` first differ, or that they agreed here."""
     runs = f"two runs of {case} at {commit[:8]} ({axis.name}: {axis.runs})"
     first = report.first
@@ -104,7 +104,7 @@ def axis_named(name: str) -> Axis:
     return AXES[name]
 
 
-def first_record(report: RecordComparison) -> dict | None:
+def first_record(report: RunComparison) -> dict | None:
     """The first divergence of ``report`` as the explanation's record keeps it."""
     first = report.first
     return None if first is None else {"role": first.role, "index": first.index, "name": first.name,

@@ -1,8 +1,9 @@
-"""The one comparer of two records: is each named output the same in both, and which one differs first?
+"""The one comparer of two runs' outputs: is each named output the same in both, and which one differs first?
 
-Input: two records, each as its named outputs in order (name -> value): a run's results
-(:meth:`.record.RunRecord.outputs`), a trace's lines per pixel (:meth:`.traces.Trace.outputs`), a bundle's
-tests (:meth:`.outcomes.Outcomes.outputs`), warnings, runs and stable artifacts (:mod:`.previous`); each owner
+Input: two runs, each as its named outputs in order (name -> value): a run's results
+(:meth:`.run_log.RunLog.outputs`), a trace's lines per pixel (:meth:`.traces.Trace.outputs`), an evidence
+bundle's tests (:meth:`detsim.track.evidence.outcomes.Outcomes.outputs`), warnings, runs and stable artifacts
+(:mod:`detsim.track.evidence.previous`); each owner
 keeps the provenance beside them. Output: an :class:`OutputDiff`, how many names both hold and every
 difference (held by both and different, or by one only), the first one first. What an owner concludes from
 it (a result that differs, a trace line beyond tolerance, a new failure) is its own.
@@ -31,7 +32,7 @@ class Difference(Generic[K, V]):
 
 @dataclass(frozen=True)
 class OutputDiff(Generic[K, V]):
-    """Two records compared output by output: in run A's order, then what run B alone holds."""
+    """Two runs compared output by output: in run A's order, then what run B alone holds."""
 
     compared: int  # names both runs hold
     differences: tuple[Difference[K, V], ...] = ()

@@ -1,12 +1,15 @@
-"""Running a target, in this process or in a fresh interpreter, into the records compared here.
+"""Running a computation, in this process or in a fresh interpreter, into the run logs compared here.
 
-* The determinism matrix: every target in every configuration, each run's outputs digested (a
-  :class:`~detsim.track.compare.record.RunRecord` without events); isolated, a fresh interpreter per run (a
+* The determinism matrix: every computation in every configuration, each run's outputs digested (a
+  :class:`~detsim.track.compare.run_log.RunLog` without events); isolated, a fresh interpreter per run (a
   non-zero exit, even a segfault, is a crash carrying the child's stderr).
-* One run recorded op by op (:class:`~detsim.track.compare.record.RunRecord`) of a target given as
-  ``detsim-track diverge``'s options name it (``case``, ``nanobragg``, ``call``, ``module`` or ``script``),
-  here (:func:`record_run`) or in a fresh interpreter with a package of choice first on its path
-  (:func:`record_at`: another commit's exported package, or this one)."""
+* One run traced op by op (:class:`~detsim.track.compare.run_log.RunLog`) of a computation as
+  ``detsim-track diverge``'s options name it (a :class:`Named` computation: a golden case, a nanoBragg command
+  line, a callable, a module or a script), here (:func:`trace_run`) or in a fresh interpreter with a package
+  of choice first on its path (:func:`trace_at`: another commit's exported package, or this one).
+
+What crosses to a fresh interpreter is a frozen job (:class:`OutputsJob`, :class:`TraceJob`), written as JSON
+and validated when the child reads it back (:class:`JobError`, one line)."""
 
 from __future__ import annotations
 
@@ -19,23 +22,163 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from detsim.track.base.computations import DTYPES, Computation, ComputationError, load_callable, \
+    resolve_callable, resolve_case, resolve_command_line
 from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
-from detsim.track.compare.matrix import Matrix
-from detsim.track.compare.record import RunConfig, RunRecord, ended_record, output_record
-from detsim.track.base.status import Status
-from detsim.track.compare.recorder import record
 from detsim.track.base.output import atomic_write_text
-from detsim.track.base.runtime import thread_count
-from detsim.track.base.targets import DTYPES, Computation, load_callable, resolve_callable, resolve_case, \
-    resolve_command_line
+from detsim.track.base.runtime import device_problem, thread_count
+from detsim.track.base.status import Status
+from detsim.track.compare.matrix import Matrix
+from detsim.track.compare.run_log import RunConfig, RunLog, ended_log, output_log
+from detsim.track.compare.tracer import trace
 
-ISOLATED_RUN = "detsim.track.compare.runs:isolated_job"  # the job of an isolated matrix run
-RECORD_RUN = "detsim.track.compare.runs:record_job"  # the job of a run recorded in a fresh interpreter
+ISOLATED_RUN = "detsim.track.compare.runs:isolated_job"  # an isolated matrix run, in a fresh interpreter
+TRACE_RUN = "detsim.track.compare.runs:trace_job"  # a run traced in a fresh interpreter
+KINDS = ("golden", "nanobragg", "callable", "module", "script")  # how a command line names a computation
+LAYERS = ("ops", "kernels")  # what a trace can hold: aten ops, Triton kernel launches
+RUNS = ("A", "B")  # a traced run's name, which picks its fill of never-written memory
+INTERPRET = ("auto", "on", "off")  # TRITON_INTERPRET for a traced run (:func:`set_interpreter`)
+
+
+class JobError(ValueError):
+    """A job that is not what its type says: refused where it is made, or where a fresh interpreter reads it."""
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise JobError(what)
+
+
+def _strings(value, what: str) -> tuple[str, ...]:
+    _check(isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value),
+           f"{what}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A computation as a command line names it: how (``kind``, one of :data:`KINDS`) and by what (``name``: a
+    golden case id, a nanoBragg command line, ``module:function``, a module or a script), and how to run it."""
+
+    kind: str
+    name: str
+    argv: tuple[str, ...] = ()  # a module's or a script's arguments
+    device: str = "cpu"
+    dtype: str = "float64"  # a key of DTYPES
+    mode: str = "eager"
+    grads: tuple[str, ...] = ()  # also d(image.sum())/d(each): simulations only
+    chunk_pixels: int | None = None
+    golden_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.kind in KINDS, f"computation kind {self.kind!r}: expected one of {', '.join(KINDS)}")
+        _check(isinstance(self.name, str) and bool(self.name), f"{self.kind}: expected a name, got {self.name!r}")
+        object.__setattr__(self, "argv", _strings(self.argv, "argv"))
+        object.__setattr__(self, "grads", _strings(self.grads, "grads"))
+        _check(self.dtype in DTYPES, f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}")
+        _check(isinstance(self.device, str) and isinstance(self.mode, str), "device, mode: expected names")
+        _check(self.chunk_pixels is None or (type(self.chunk_pixels) is int and self.chunk_pixels > 0),
+               f"chunk_pixels {self.chunk_pixels!r}: expected a positive integer or none")
+        _check(self.golden_dir is None or isinstance(self.golden_dir, str), "golden_dir: expected a path or none")
+
+    @classmethod
+    def from_dict(cls, data) -> "Named":
+        return cls(**_fields(cls, data))
+
+    def computation(self) -> Computation:
+        """The detsim simulation (``golden``, ``nanobragg``) or callable (run as ``f(device=, dtype=)``) it
+        names; raises ComputationError."""
+        if self.kind == "golden":
+            return resolve_case(self.name, self.grads, self.chunk_pixels, Path(self.golden_dir) if self.golden_dir
+                                else None)
+        if self.kind == "nanobragg":
+            return resolve_command_line(self.name, self.grads, self.chunk_pixels)
+        if self.kind == "callable":
+            return resolve_callable(self.name)
+        raise ComputationError(f"{self.name}: a {self.kind} returns no outputs; name a case, a command line or "
+                               "a callable")
+
+    def call(self) -> tuple[Callable[[], object], str]:
+        """It as a zero-argument function on its device, dtype and mode, and its label; raises
+        ComputationError."""
+        dtype = DTYPES[self.dtype]
+        if self.kind in ("golden", "nanobragg"):
+            simulation = self.computation()
+            return (lambda: simulation.run(self.device, dtype, self.mode)), simulation.name
+        if self.kind == "callable":
+            fn = load_callable(self.name)
+            params = _parameters(fn)
+            options = {k: v for k, v in (("device", self.device), ("dtype", dtype)) if k in params}
+            return (lambda: fn(**options)), self.name
+        if self.kind == "module":
+            return (lambda: _run_main(lambda: runpy.run_module(self.name, run_name="__main__", alter_sys=True),
+                                      [self.name, *self.argv])), f"-m {self.name}"
+        path = str(Path(self.name))
+        return (lambda: _run_main(lambda: runpy.run_path(path, run_name="__main__"), [path, *self.argv])), self.name
+
+
+def _fields(cls, data) -> dict:
+    """``data``, a job's JSON object, checked to hold exactly the fields of the dataclass ``cls``."""
+    _check(isinstance(data, dict), f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+    names = {f.name for f in fields(cls)}
+    _check(set(data) == names, f"{cls.__name__}: fields {', '.join(sorted(names ^ set(data)))} missing or unknown")
+    return data
+
+
+class _Job:
+    """A job for a fresh interpreter: written as JSON (:meth:`to_dict`), validated when read back."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        data = _fields(cls, data)
+        return cls(**{**data, "computation": Named.from_dict(data["computation"])})
+
+    def _check_common(self) -> None:
+        _check(isinstance(self.computation, Named), "computation: expected a named computation")
+        _check(type(self.threads) is int and self.threads > 0, f"threads {self.threads!r}: expected a positive integer")
+        _check(isinstance(self.out, str) and bool(self.out), "out: expected a path")
+
+
+@dataclass(frozen=True)
+class IsolatedJob(_Job):
+    """One run of the matrix in a fresh interpreter: the computation's outputs saved to ``out`` (torch.save)."""
+
+    computation: Named  # its device, dtype and mode are the run's
+    threads: int
+    deterministic: bool
+    out: str
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        _check(isinstance(self.deterministic, bool), "deterministic: expected true or false")
+
+
+@dataclass(frozen=True)
+class TraceJob(_Job):
+    """One run traced op by op in a fresh interpreter, its log written to ``out``."""
+
+    computation: Named
+    layers: tuple[str, ...]  # of LAYERS
+    interpret: str  # of INTERPRET
+    threads: int
+    run: str  # of RUNS
+    out: str
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        object.__setattr__(self, "layers", _strings(self.layers, "layers"))
+        _check(set(self.layers) <= set(LAYERS), f"layers {list(self.layers)}: expected some of {', '.join(LAYERS)}")
+        _check(self.interpret in INTERPRET, f"interpret {self.interpret!r}: expected one of {', '.join(INTERPRET)}")
+        _check(self.run in RUNS, f"run {self.run!r}: expected one of {', '.join(RUNS)}")
 
 
 @contextlib.contextmanager
@@ -57,133 +200,96 @@ def deterministic_mode(enabled: bool) -> Iterator[None]:
         inductor_config.deterministic = before[2]
 
 
-def run_matrix(targets: list[Computation], *, devices, dtypes, modes, threads, repeats: int,
-               deterministic: bool = False, isolate: dict | None = None) -> Matrix:
+def run_matrix(computations: Sequence[Computation], *, devices, dtypes, modes, threads, repeats: int,
+               deterministic: bool = False, isolate: Sequence[Named] | None = None) -> Matrix:
     """Run every configuration ``repeats`` times; crashes and unavailable devices are recorded, not raised.
-    ``isolate``: the job fields of :func:`isolated_job` besides the configuration (run each repeat there)."""
+    ``isolate``: what named each computation, in order; given, each repeat runs in a fresh interpreter that
+    resolves it again (:func:`run_isolated`)."""
     matrix = Matrix(threads=list(threads), repeats=repeats, deterministic=deterministic)
-    for target in targets:
-        matrix.targets[target.name] = target
-        missing = [m for m in modes if m not in target.modes]
+    for computation, named in zip(computations, isolate or [None] * len(computations)):
+        matrix.computations[computation.name] = computation
+        missing = [m for m in modes if m not in computation.modes]
         if missing:
-            matrix.notes.append(f"{target.name}: {target.kind} targets have no {', '.join(missing)} mode "
-                                f"(only {', '.join(target.modes)}); those rows are left out")
-        cells = itertools.product(devices, dtypes, [m for m in modes if m in target.modes], threads, range(repeats))
+            matrix.notes.append(f"{computation.name}: {computation.kind} computations have no {', '.join(missing)} "
+                                f"mode (only {', '.join(computation.modes)}); those rows are left out")
+        cells = itertools.product(devices, dtypes, [m for m in modes if m in computation.modes], threads,
+                                  range(repeats))
         for device, dtype, mode, n, repeat in cells:
-            config = RunConfig(target.name, device, dtype, mode, n)
-            skip = device_unavailable(device) or target.unavailable(device, mode)
+            config = RunConfig(computation.name, device, dtype, mode, n)
+            skip = device_problem(device) or computation.unavailable(device, mode)
             if skip:
-                matrix.add(ended_record(config, repeat, Status.SKIPPED, reason=skip))
-            elif isolate is not None:
-                matrix.add(run_isolated(target, config, repeat, deterministic, isolate))
+                matrix.add(ended_log(config, repeat, Status.SKIPPED, reason=skip))
+            elif named is not None:
+                matrix.add(run_isolated(named, config, repeat, deterministic))
             else:
-                matrix.add(run_once(target, config, repeat, deterministic))
+                matrix.add(run_once(computation, config, repeat, deterministic))
     return matrix
 
 
-def device_unavailable(device: str) -> str | None:
-    """Why a device cannot run here, or None."""
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        return f"not a torch device: {exc}"
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        return "torch.cuda.is_available() is False" + ("" if torch.version.cuda else " (CPU-only torch build)")
-    return None
-
-
-def run_once(target: Computation, config: RunConfig, repeat: int, deterministic: bool) -> RunRecord:
+def run_once(computation: Computation, config: RunConfig, repeat: int, deterministic: bool) -> RunLog:
     """One run in this process; an exception becomes a crashed result with the traceback verbatim."""
     start = time.perf_counter()
     try:
-        with thread_count(config.threads), deterministic_mode(deterministic):
-            outputs = target.run(config.device, DTYPES[config.dtype], config.mode)
-            if config.device.startswith("cuda"):
-                torch.cuda.synchronize()
-            outputs = {k: v.detach().to("cpu") for k, v in outputs.items()}
+        outputs = _cpu_outputs(computation, config.device, config.dtype, config.mode, config.threads, deterministic)
     except Exception:
-        return ended_record(config, repeat, Status.CRASHED, seconds=time.perf_counter() - start,
-                            error=traceback.format_exc())
-    return output_record(config, repeat, outputs, time.perf_counter() - start)
+        return ended_log(config, repeat, Status.CRASHED, seconds=time.perf_counter() - start,
+                         error=traceback.format_exc())
+    return output_log(config, repeat, outputs, time.perf_counter() - start)
 
 
-def run_isolated(target: Computation, config: RunConfig, repeat: int, deterministic: bool, isolate: dict) -> RunRecord:
-    """One run in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its stderr."""
+def run_isolated(named: Named, config: RunConfig, repeat: int, deterministic: bool) -> RunLog:
+    """One run of ``named`` in a fresh interpreter; a non-zero exit (even a segfault) is a crash with its
+    stderr."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="detsim-determinism-") as tmp:
         saved = Path(tmp) / "outputs.pt"
-        key = {"golden": "case", "nanobragg": "nanobragg"}.get(target.kind, "call")
-        job = {**isolate, key: target.spec, "device": config.device, "dtype": config.dtype,
-               "mode": config.mode, "threads": config.threads, "deterministic": deterministic, "out": str(saved)}
-        # this package first, then the working directory (as ``python -m`` has it) for targets named by module
-        done = run_job(ISOLATED_RUN, job, path=(HERE, Path.cwd()), env=thread_vars(config.threads),
+        job = IsolatedJob(replace(named, device=config.device, dtype=config.dtype, mode=config.mode),
+                          config.threads, deterministic, str(saved))
+        # this package first, then the working directory (as ``python -m`` has it) for callables named by module
+        done = run_job(ISOLATED_RUN, job.to_dict(), path=(HERE, Path.cwd()), env=thread_vars(config.threads),
                        check=False)
         seconds = time.perf_counter() - start
         if done.result is None:
             error = done.stderr or f"worker exited with status {done.returncode} and no output"
-            return ended_record(config, repeat, Status.CRASHED, seconds=seconds,
-                                error=f"[isolated worker, exit status {done.returncode}]\n{error}")
+            return ended_log(config, repeat, Status.CRASHED, seconds=seconds,
+                             error=f"[isolated worker, exit status {done.returncode}]\n{error}")
         outputs = torch.load(saved, weights_only=True)
-    return output_record(config, repeat, outputs, seconds)
+    return output_log(config, repeat, outputs, seconds)
 
 
-def job_target(target: dict) -> Computation:
-    """The detsim simulation (``case``, ``nanobragg``) or callable (``call``, run as ``f(device=, dtype=)``)
-    that a target dict names, with its ``grads``, ``chunk_pixels`` and ``golden_dir``; raises TargetError."""
-    grads, chunk, golden = tuple(target.get("grads", ())), target.get("chunk_pixels"), target.get("golden_dir")
-    if target.get("case"):
-        return resolve_case(target["case"], grads, chunk, Path(golden) if golden else None)
-    if target.get("nanobragg"):
-        return resolve_command_line(target["nanobragg"], grads, chunk)
-    return resolve_callable(target["call"])
-
-
-def isolated_job(job: dict) -> dict:
-    """In the fresh interpreter: run the job's target once and save its outputs to ``job["out"]``."""
-    with thread_count(job["threads"]), deterministic_mode(job["deterministic"]):
-        outputs = job_target(job).run(job["device"], DTYPES[job["dtype"]], job["mode"])
-    torch.save({k: v.detach().to("cpu") for k, v in outputs.items()}, job["out"])
+def isolated_job(data: dict) -> dict:
+    """In the fresh interpreter: run the :class:`IsolatedJob`'s computation once and save its outputs."""
+    job = IsolatedJob.from_dict(data)
+    named = job.computation
+    outputs = _cpu_outputs(named.computation(), named.device, named.dtype, named.mode, job.threads, job.deterministic)
+    torch.save(outputs, job.out)
     return {"saved": sorted(outputs)}
 
 
-# -- one run recorded op by op ------------------------------------------------------------------------------
+def _cpu_outputs(computation: Computation, device: str, dtype: str, mode: str, threads: int,
+                 deterministic: bool) -> dict[str, torch.Tensor]:
+    """One run's outputs, copied to the CPU (which waits for the device), at ``threads`` threads."""
+    with thread_count(threads), deterministic_mode(deterministic):
+        outputs = computation.run(device, DTYPES[dtype], mode)
+        return {k: v.detach().to("cpu") for k, v in outputs.items()}
 
-LAYERS = ("ops", "kernels")  # what a record can hold: aten ops, Triton kernel launches
+
+# -- one run traced op by op --------------------------------------------------------------------------------
 
 
-class EndedWithoutRecord(BaseException):
-    """The target ended the process (``os._exit``); a BaseException, so that its ``except Exception`` lets it by."""
+class EndedWithoutLog(BaseException):
+    """The computation ended the process (``os._exit``); a BaseException, so that its ``except Exception`` lets
+    it by."""
 
 
 def set_interpreter(choice: str) -> None:
-    """Set ``TRITON_INTERPRET`` for ``choice`` (``on``, ``off``, ``auto``: on without CUDA), before the target
-    and its ``@triton.jit`` kernels are imported."""
+    """Set ``TRITON_INTERPRET`` for ``choice`` (``on``, ``off``, ``auto``: on without CUDA), before the
+    computation and its ``@triton.jit`` kernels are imported."""
     if choice == "on" or (choice == "auto" and "TRITON_INTERPRET" not in os.environ
                           and not torch.cuda.is_available()):
         os.environ["TRITON_INTERPRET"] = "1"
     elif choice == "off":
         os.environ.pop("TRITON_INTERPRET", None)
-
-
-def build_call(target: dict) -> tuple[Callable[[], object], str]:
-    """The target as a zero-argument function, and its label; raises TargetError."""
-    dtype = DTYPES[target.get("dtype", "float64")]
-    device, mode = target.get("device", "cpu"), target.get("mode", "eager")
-    if target.get("case") or target.get("nanobragg"):
-        simulation = job_target(target)
-        return (lambda: simulation.run(device, dtype, mode)), simulation.name
-    argv = list(target.get("argv", ()))
-    if target.get("call"):
-        fn = load_callable(target["call"])
-        params = _parameters(fn)
-        options = {k: v for k, v in (("device", device), ("dtype", dtype)) if k in params}
-        return (lambda: fn(**options)), target["call"]
-    if target.get("module"):
-        module = target["module"]
-        return (lambda: _run_main(lambda: runpy.run_module(module, run_name="__main__", alter_sys=True),
-                                  [module, *argv])), f"-m {module}"
-    path = str(Path(target["script"]))
-    return (lambda: _run_main(lambda: runpy.run_path(path, run_name="__main__"), [path, *argv])), target["script"]
 
 
 def _parameters(fn: Callable) -> set[str]:
@@ -208,22 +314,22 @@ def _run_main(run_it: Callable[[], object], argv: list[str]) -> None:
         sys.argv = saved
 
 
-def record_run(call: Callable[[], object], label: str, threads: int, layers=LAYERS, *, run: str = "A") -> RunRecord:
-    """Record run ``run`` (``A`` or ``B``: its fill of never-written memory) of ``call`` at ``threads`` threads."""
+def trace_run(call: Callable[[], object], label: str, threads: int, layers=LAYERS, *, run: str = "A") -> RunLog:
+    """Trace run ``run`` (``A`` or ``B``: its fill of never-written memory) of ``call`` at ``threads`` threads."""
     with thread_count(threads), _no_hard_exit(label, run):
-        return record(call, label=label, ops="ops" in layers, kernels="kernels" in layers, fill="AB".index(run))
+        return trace(call, label=label, ops="ops" in layers, kernels="kernels" in layers, fill=RUNS.index(run))
 
 
 @contextlib.contextmanager
 def _no_hard_exit(label: str, run: str):
-    """``os._exit`` in this process (not in a child it forks) raises :class:`EndedWithoutRecord` instead."""
+    """``os._exit`` in this process (not in a child it forks) raises :class:`EndedWithoutLog` instead."""
     real_exit, pid = os._exit, os.getpid()
 
     def hard_exit(status: int = 0):
         if os.getpid() != pid:
             real_exit(status)
-        raise EndedWithoutRecord(f"{label}: run {run} ended without a record: the target called "
-                                 f"os._exit({status}), which ends the process before anything can be compared")
+        raise EndedWithoutLog(f"{label}: run {run} ended without a log: the computation called "
+                              f"os._exit({status}), which ends the process before anything can be compared")
 
     os._exit = hard_exit
     try:
@@ -232,35 +338,36 @@ def _no_hard_exit(label: str, run: str):
         os._exit = real_exit
 
 
-def record_job(job: dict) -> dict:
-    """In a fresh interpreter (:func:`record_at`): record one run of ``job["target"]`` into ``job["out"]``."""
-    set_interpreter(job["interpret"])
-    call, label = build_call(job["target"])
+def trace_job(data: dict) -> dict:
+    """In a fresh interpreter (:func:`trace_at`): trace one run of the :class:`TraceJob`'s computation into its
+    ``out``."""
+    job = TraceJob.from_dict(data)
+    set_interpreter(job.interpret)
+    call, label = job.computation.call()
     try:
-        rec = record_run(call, label, job["threads"], job["layers"], run=job["run"])
-    except EndedWithoutRecord as exc:
+        log = trace_run(call, label, job.threads, job.layers, run=job.run)
+    except EndedWithoutLog as exc:
         return {"ended": str(exc)}
-    atomic_write_text(Path(job["out"]), rec.to_json())
+    atomic_write_text(Path(job.out), log.to_json())
     return {"label": label}
 
 
-class RecordError(RuntimeError):
-    """A side whose run could not be recorded (one line)."""
+class TracingError(RuntimeError):
+    """A side whose run could not be traced (one line)."""
 
 
-def record_at(target: dict, out: Path, *, path: Sequence[Path] = (HERE,), python: str | None = None,
-              run: str = "A", threads: int = 1, layers: Sequence[str] = LAYERS, interpret: str = "auto",
-              cwd: Path | None = None, env: Mapping[str, str] | None = None, timeout: float | None = 900,
-              what: str | None = None) -> RunRecord:
-    """Record run ``run`` of ``target`` in a fresh interpreter, ``path`` first on its ``PYTHONPATH``; the
-    record is also left in ``out``. Raises :class:`RecordError` when the process fails or the run ends it."""
-    job = {"target": target, "layers": list(layers), "interpret": interpret, "threads": threads, "run": run,
-           "out": str(out)}
+def trace_at(named: Named, out: Path, *, path: Sequence[Path] = (HERE,), python: str | None = None,
+             run: str = "A", threads: int = 1, layers: Sequence[str] = LAYERS, interpret: str = "auto",
+             cwd: Path | None = None, env: Mapping[str, str] | None = None, timeout: float | None = 900,
+             what: str | None = None) -> RunLog:
+    """Trace run ``run`` of ``named`` in a fresh interpreter, ``path`` first on its ``PYTHONPATH``; the log is
+    also left in ``out``. Raises :class:`TracingError` when the process fails or the run ends it."""
+    job = TraceJob(named, tuple(layers), interpret, threads, run, str(out))
     try:
-        answer = run_job(RECORD_RUN, job, python=python, path=path,
-                         cwd=cwd or out.parent, env=env, timeout=timeout, what=what or f"recording at {path[0]}").result
+        answer = run_job(TRACE_RUN, job.to_dict(), python=python, path=path, cwd=cwd or out.parent, env=env,
+                         timeout=timeout, what=what or f"tracing at {path[0]}").result
     except ChildError as exc:
-        raise RecordError(str(exc)) from None
+        raise TracingError(str(exc)) from None
     if "ended" in answer:
-        raise RecordError(answer["ended"])
-    return RunRecord.load(out)
+        raise TracingError(answer["ended"])
+    return RunLog.load(out)

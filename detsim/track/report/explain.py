@@ -24,9 +24,9 @@ from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.workloads import reduced
 from detsim.track.compare import op_streams
-from detsim.track.compare.firstdiff import compare_commits, compare_records
+from detsim.track.compare.firstdiff import compare_commits, compare_logs as compare_records
 from detsim.track.report import profile
-from detsim.track.compare.manifest import write_manifest
+from detsim.track.evidence.manifest import write_manifest
 from detsim.track.report.sides import Side, commits_between, count_at, first_change, one_minus_r, prepare_side, \
     run_side_job, subject, trace_sentence, worst_pixel
 from detsim.track.report.page import departure_facts, number_text

@@ -129,7 +129,7 @@ def count_ops(fn: Callable[[], object]) -> list[dict]:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from detsim.track.compare.record import call_site
+    from detsim.track.compare.run_log import call_site
 
     rows: dict[tuple[str, str], dict] = {}
 

@@ -97,16 +97,18 @@ def test_a_bare_out_is_a_stamped_folder_under_reports():
     assert report_folder(parse("--out", "x/{stamp}"), cmd_determinism.AREA).parent == Path("x")
 
 
-def test_build_targets_defaults_to_two_golden_cases_and_refuses_grads_of_callables():
-    from detsim.track.base.targets import TargetError
+def test_the_named_computations_default_to_two_golden_cases_and_refuse_grads_of_callables():
+    from detsim.track.base.computations import ComputationError
 
     given = parse()
     defaults = cmd_determinism.with_defaults(given)
-    assert [t.name for t in cmd_determinism.build_targets(defaults)] == list(cmd_determinism.DEFAULT_CASES)
+    named = cmd_determinism.named_computations(defaults)
+    assert [(n.kind, n.name) for n in named] == [("golden", case) for case in cmd_determinism.DEFAULT_CASES]
+    assert [n.computation().name for n in named] == list(cmd_determinism.DEFAULT_CASES)
     assert not given.cases and not given.modes  # the caller's arguments are left as they were
     assert defaults.devices[0] == "cpu" and defaults.modes[0] == "eager"
-    with pytest.raises(TargetError, match="--grad applies to simulation cases only"):
-        cmd_determinism.build_targets(cmd_determinism.with_defaults(
+    with pytest.raises(ComputationError, match="--grad applies to simulation cases only"):
+        cmd_determinism.named_computations(cmd_determinism.with_defaults(
             parse("--call", f"{PLANTED}:drifting", "--grad", "detector.distance_mm")))
 
 

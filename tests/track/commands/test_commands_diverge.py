@@ -1,4 +1,5 @@
-"""detsim-track diverge: targets, exit codes, the evidence bundle, runs recorded here or in their own processes."""
+"""detsim-track diverge: named computations, exit codes, the evidence bundle, runs traced here or in their own
+processes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_cli_names_the_culprit_and_writes_a_bundle(tmp_path, capsys):
     assert code == 1
     text = capsys.readouterr().out
     assert "CULPRIT: #1 op aten.rand.default" in text and "VICTIM: #2 op aten.mul.Tensor" in text
-    assert {p.name for p in out.iterdir()} == {"record_A.json", "record_B.json", "report.txt", "report.json",
+    assert {p.name for p in out.iterdir()} == {"run_A.json", "run_B.json", "report.txt", "report.json",
                                                 "env.json", "commands.txt", "summary.md"}
     report = json.loads((out / "report.json").read_text())
     assert report["first"]["name"] == "aten.rand.default" and report["diverged"] is True
@@ -50,7 +51,7 @@ def test_cli_runs_a_script_like_python(tmp_path, capsys):
     assert "argument `size`" not in text  # the same size in both runs
 
 
-def test_bad_targets_and_existing_bundles_exit_2(tmp_path, capsys):
+def test_bad_computations_and_existing_bundles_exit_2(tmp_path, capsys):
     assert cli.main(["diverge", "--case", "no_such_case"]) == 2
     assert "not a golden case" in capsys.readouterr().err
     assert cli.main(["diverge", "--call", "torch:zeros", "--out", str(tmp_path)]) == 2
@@ -65,10 +66,10 @@ def test_bad_targets_and_existing_bundles_exit_2(tmp_path, capsys):
     (["--case", "a01", "--device", "gpu"], "--device gpu: not a torch device ("),
 ])
 @pytest.mark.parametrize("processes", [[], ["--processes"]], ids=["in-process", "own-process"])
-def test_a_target_or_device_that_cannot_run_is_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, why,
+def test_a_computation_or_device_that_cannot_run_is_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, why,
                                                                      processes):
-    monkeypatch.setattr(cmd_diverge, "record_run", lambda *a, **k: pytest.fail("nothing may run"))
-    monkeypatch.setattr(cmd_diverge, "_record_in_process", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.setattr(cmd_diverge, "trace_run", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.setattr(cmd_diverge, "_trace_in_process", lambda *a, **k: pytest.fail("nothing may run"))
     out = tmp_path / "bundle"
     assert cli.main(["diverge", *argv, *processes, "--out", str(out)]) == 2
     captured = capsys.readouterr()
@@ -85,7 +86,7 @@ def test_counts_are_refused_when_the_options_are_read(capsys, argv):
 
 
 @pytest.mark.parametrize("flag", ["--case", "--nanobragg", "--call", "-m", "--script"])
-def test_an_empty_target_is_refused_when_the_options_are_read(capsys, flag):
+def test_an_empty_name_is_refused_when_the_options_are_read(capsys, flag):
     with pytest.raises(SystemExit) as stopped:
         cli.main(["diverge", flag, ""])
     assert stopped.value.code == 2
@@ -102,7 +103,7 @@ def test_a_script_that_exits_non_zero_is_unmeasured(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("processes", [False, True], ids=["in-process", "own-process"])
-def test_a_script_that_ends_the_process_could_not_be_recorded(tmp_path, capsys, processes):
+def test_a_script_that_ends_the_process_could_not_be_traced(tmp_path, capsys, processes):
     """os._exit ends the process at once: that is no verdict, but exit 2 and one line saying so."""
     script = tmp_path / "quits.py"
     script.write_text("import os, torch\n"
@@ -116,7 +117,7 @@ def test_a_script_that_ends_the_process_could_not_be_recorded(tmp_path, capsys, 
     captured = capsys.readouterr()
     assert code == 2, captured
     (line,) = captured.err.strip().splitlines()
-    assert line.startswith(f"diverge: {script}: run A ended without a record") and "os._exit(0)" in line
+    assert line.startswith(f"diverge: {script}: run A ended without a log") and "os._exit(0)" in line
     assert "survived" not in captured.out and "VERDICT" not in captured.out
 
 
@@ -126,7 +127,7 @@ def test_a_callable_returning_no_tensor_and_recording_nothing_has_nothing_to_com
     code = cli.main(["diverge", "--call", f"{target}:f"])
     text = capsys.readouterr().out
     assert code == 2
-    assert "VERDICT  NOTHING TO COMPARE: the target produced no tensor output and recorded no events" in text
+    assert "VERDICT  NOTHING TO COMPARE: the computation produced no tensor output and recorded no events" in text
     assert "NO DIVERGENCE" not in text
 
 
@@ -168,13 +169,13 @@ def test_no_module_of_the_area_imports_the_dispatcher():
 
 
 @pytest.mark.slow
-def test_runs_recorded_in_their_own_processes_agree(capsys):
+def test_runs_traced_in_their_own_processes_agree(capsys):
     code = cli.main(["diverge", "--call", f"{DATA / 'planted_ops.py'}:deterministic", "--processes"])
     assert code == 0 and "NO DIVERGENCE" in capsys.readouterr().out
 
 
 @pytest.mark.slow
-def test_never_written_padding_recorded_in_their_own_processes_agrees(capsys):
+def test_never_written_padding_traced_in_their_own_processes_agrees(capsys):
     """Each process fills never-written memory with its run's value: padding still does not diverge."""
     code = cli.main(["diverge", "--call", f"{DATA / 'planted_divergence.py'}:padded_scratch", "--processes"])
     assert code == 0 and "NO DIVERGENCE" in capsys.readouterr().out

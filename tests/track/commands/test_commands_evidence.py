@@ -14,9 +14,9 @@ import torch
 from detsim.track import cli
 
 from detsim.track.commands import evidence
-from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.bundle import RETIME_HEADER
-from detsim.track.compare.pytest_runs import Command
+from detsim.track.evidence import pytest_runs as pr
+from detsim.track.evidence.bundle import RETIME_HEADER
+from detsim.track.evidence.pytest_runs import Command
 
 CONFTEST = '''
 def pytest_addoption(parser):
@@ -239,8 +239,8 @@ def test_second_unchanged_run_reports_no_change(first_bundle_alone, capsys, monk
 
 # Two runs of evidence and a re-timing: five pytest processes, slow. Quick twins in the default run: the
 # comparison end to end with a previous bundle (test_second_unchanged_run_reports_no_change), and new failures,
-# new warnings and a confirmed slowdown on given results (tests/track/compare/test_compare_previous.py,
-# test_compare_bundle.py: test_a_test_that_looks_slower_is_retimed_with_its_controls, test_compare_summary.py).
+# new warnings and a confirmed slowdown on given results (tests/track/compare/test_evidence_previous.py,
+# test_evidence_bundle.py: test_a_test_that_looks_slower_is_retimed_with_its_controls, test_evidence_summary.py).
 @pytest.mark.slow
 def test_comparison_reports_new_failure_new_warning_and_confirmed_slowdown(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -383,7 +383,7 @@ def test_a_corrupt_previous_bundle_is_named_and_nothing_runs(tmp_path, capsys, m
 
 def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, monkeypatch):
     _, _, bundle = first_bundle
-    from detsim.track.compare import manifest
+    from detsim.track.evidence import manifest
 
     real = manifest.sha256_file
     monkeypatch.setattr(manifest, "sha256_file", lambda p: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
@@ -395,7 +395,7 @@ def test_verify_names_a_file_it_cannot_read_and_exits_2(first_bundle, capsys, mo
 
 @pytest.mark.parametrize("kind", ["a directory", "a FIFO (named pipe)", "a symlink to nothing"])
 def test_verify_calls_a_listed_file_that_is_not_a_regular_file_unreadable_and_exits_2(tmp_path, capsys, kind):
-    from detsim.track.compare.manifest import write_manifest
+    from detsim.track.evidence.manifest import write_manifest
 
     bundle = tmp_path / "bundle"
     bundle.mkdir()

@@ -103,7 +103,7 @@ def _explain(repo, tmp_path, *argv):
     out = tmp_path / "bundle"
     code = main(["explain", *argv, "--root", str(repo), "--out", str(out)])
     records = json.loads((out / "explain.json").read_text())["explanations"]
-    from detsim.track.compare.manifest import check_bundle
+    from detsim.track.evidence.manifest import check_bundle
     assert check_bundle(out) == []
     return code, records[0], out
 

@@ -4,13 +4,13 @@ reason and the knob for each kind of culprit and divergence."""
 from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.divergences import (Divergence, RecordComparison, base_name, explain, leak_text,
+from detsim.track.compare.divergences import (Divergence, RunComparison, base_name, explain, leak_text,
                                               operands_text, ref_text, uninitialized_text)
-from detsim.track.compare.record import Event, TensorInfo
+from detsim.track.compare.run_log import Event, TensorInfo
 
 
-def report(**kw) -> RecordComparison:
-    return RecordComparison("run", 1, 1, {"op": 1, "kernel": 0}, (1, 1), **kw)
+def report(**kw) -> RunComparison:
+    return RunComparison("run", 1, 1, {"op": 1, "kernel": 0}, (1, 1), **kw)
 
 
 def ref(index: int, name: str, where: str, role: str) -> dict:
@@ -46,11 +46,11 @@ def test_uninitialized_operands_and_path_findings_read_as_their_kind():
 
 
 def test_nothing_recorded_and_nothing_returned_is_unmeasured():
-    empty = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1))
-    assert empty.nothing_recorded and empty.exit_code() is ExitCode.UNMEASURED
-    assert empty.verdict().startswith("NOTHING TO COMPARE: the target produced no tensor output and recorded no")
-    returned = RecordComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
-    assert not returned.nothing_recorded and returned.exit_code() is ExitCode.OK
+    empty = RunComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1))
+    assert empty.nothing_traced and empty.exit_code() is ExitCode.UNMEASURED
+    assert empty.verdict().startswith("NOTHING TO COMPARE: the computation produced no tensor output and recorded no")
+    returned = RunComparison("f", 0, 0, {"op": 0, "kernel": 0}, (1, 1), results_compared=1)
+    assert not returned.nothing_traced and returned.exit_code() is ExitCode.OK
 
 
 def op(name: str, inputs=()) -> Event:

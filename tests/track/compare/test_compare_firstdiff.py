@@ -9,9 +9,9 @@ from pathlib import Path
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.firstdiff import compare_records, compare_results, find_divergence, without_lines
-from detsim.track.compare.record import Event, RunRecord, TensorInfo
-from detsim.track.compare.recorder import record
+from detsim.track.compare.firstdiff import compare_logs, compare_results, find_divergence, without_lines
+from detsim.track.compare.run_log import Event, RunLog, TensorInfo
+from detsim.track.compare.tracer import trace
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PLANTED = DATA / "planted_divergence.py"
@@ -29,9 +29,9 @@ def op(index: int, name: str, inputs, outputs, **kw) -> Event:
     return Event(index, "op", name, f"model.py:{10 + index} in step", inputs, outputs, **kw)
 
 
-def records(events_a, events_b, results_a=(), results_b=(), threads=(1, 1)) -> tuple[RunRecord, RunRecord]:
-    return (RunRecord("run", events=list(events_a), results=list(results_a), threads=threads[0]),
-            RunRecord("run", events=list(events_b), results=list(results_b), threads=threads[1]))
+def records(events_a, events_b, results_a=(), results_b=(), threads=(1, 1)) -> tuple[RunLog, RunLog]:
+    return (RunLog("run", events=list(events_a), results=list(results_a), threads=threads[0]),
+            RunLog("run", events=list(events_b), results=list(results_b), threads=threads[1]))
 
 
 def test_the_first_op_with_equal_inputs_and_different_outputs_is_the_culprit_and_its_consumer_a_victim():
@@ -41,7 +41,7 @@ def test_the_first_op_with_equal_inputs_and_different_outputs_is_the_culprit_and
         [op(0, "aten.exp.default", [info("self", "a")], [info("out", "d")]),
          op(1, "aten.add.Tensor", [info("self", "d")], [info("out", "e")])],
         [info("result", "c")], [info("result", "e")])
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     culprit, (victim,) = report.first, report.victims
     assert (culprit.role, culprit.index, culprit.tensor) == ("culprit", 0, "out")
     assert (victim.role, victim.index, victim.producer["index"]) == ("victim", 1, 0)
@@ -53,17 +53,17 @@ def test_the_first_op_with_equal_inputs_and_different_outputs_is_the_culprit_and
 def test_a_different_sequence_is_a_path_divergence():
     same = op(0, "aten.exp.default", [info("self", "a")], [info("out", "b")])
     a, b = records([same, op(1, "aten.sin.default", [], [])], [same, op(1, "aten.cos.default", [], [])])
-    first = compare_records(a, b).first
+    first = compare_logs(a, b).first
     assert (first.role, first.index, first.name) == ("path", 1, "aten.cos.default")
     a, b = records([same], [same, op(1, "aten.cos.default", [], [])])
-    first = compare_records(a, b).first
+    first = compare_logs(a, b).first
     assert first.role == "path" and "run B goes on with 1 more event(s)" in first.reason
 
 
 def test_different_inputs_are_named_before_any_event():
     a, b = records([], [])
     a.inputs, b.inputs = [info("arg0", "a")], [info("arg0", "b")]
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     assert report.first.role == "inputs" and report.verdict().startswith("DIVERGED before the first event")
     assert any("no op or kernel was recorded" in note for note in report.notes)
 
@@ -71,22 +71,22 @@ def test_different_inputs_are_named_before_any_event():
 def test_identical_records_do_not_diverge_and_errors_make_them_unmeasured():
     event = op(0, "aten.exp.default", [info("self", "a")], [info("out", "b")])
     a, b = records([event], [event], [info("r", "b")], [info("r", "b")])
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     assert report.first is None and report.exit_code() is ExitCode.OK
     assert report.verdict() == ("NO DIVERGENCE: 1 events (1 ops, 0 kernels) with identical inputs and outputs; "
                                 "1 result tensor(s) identical")
     b.error = "Traceback ...\nValueError: boom"
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     assert report.exit_code() is ExitCode.UNMEASURED and "ERROR    run B raised: ValueError: boom" in report.render()
 
 
 def test_uncompared_outputs_and_launch_changes_with_equal_outputs_are_not_culprits():
     a, b = records([op(0, "aten.empty.memory_format", [], [info("out", "a", compare=False)])],
                    [op(0, "aten.empty.memory_format", [], [info("out", "b", compare=False)])])
-    assert compare_records(a, b).first is None
+    assert compare_logs(a, b).first is None
     kernel_a = Event(0, "kernel", "k", "", [], [info("out", "a")], grid=[1, 1, 1])
     kernel_b = Event(0, "kernel", "k", "", [], [info("out", "a")], grid=[2, 1, 1])
-    report = compare_records(*records([kernel_a], [kernel_b]))
+    report = compare_logs(*records([kernel_a], [kernel_b]))
     assert report.first is None and "launch configuration differs" in report.notes[0]
 
 
@@ -94,7 +94,7 @@ def test_a_branch_running_the_same_op_on_another_line_is_a_path_divergence():
     a, b = records([op(0, "aten.mul.Tensor", [info("self", "a")], [info("out", "b")], scalars={"other": "2"})],
                    [Event(0, "op", "aten.mul.Tensor", "model.py:30 in step", [info("self", "a")], [info("out", "c")],
                           scalars={"other": "3"})])
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     path = report.first
     assert (path.role, path.where_a, path.where) == ("path", "model.py:10 in step", "model.py:30 in step")
     assert "both runs executed op aten.mul.Tensor, but run A at model.py:10 in step and run B at model.py:30" \
@@ -108,7 +108,7 @@ def test_call_sites_are_compared_without_their_folders():
                           [info("out", "b")])],
                    [Event(0, "op", "aten.exp.default", "/srv/b/model.py:10 in step", [info("self", "a")],
                           [info("out", "b")])])
-    assert compare_records(a, b).first is None
+    assert compare_logs(a, b).first is None
 
 
 def _filled(events_a, events_b, results_a=(), results_b=()):
@@ -122,24 +122,24 @@ def test_a_read_of_never_written_elements_is_a_finding_only_when_it_reaches_a_re
     garbage = info("self", "g", unwritten=2, note="2 never-written element(s) (allocated by #0)")
     read_a = op(0, "aten.sum.default", [garbage], [info("out", "s")])
     read_b = op(0, "aten.sum.default", [garbage], [info("out", "t")])
-    report = compare_records(*_filled([read_a], [read_b], [info("result", "s")], [info("result", "t")]))
+    report = compare_logs(*_filled([read_a], [read_b], [info("result", "s")], [info("result", "t")]))
     assert (report.first.role, report.first.reads["count"]) == ("uninitialized", 2)
     assert report.verdict() == "DIVERGED at #0: op aten.sum.default reads uninitialized memory (`self`)"
-    report = compare_records(*_filled([read_a], [read_b], [info("result", "r")], [info("result", "r")]))
+    report = compare_logs(*_filled([read_a], [read_b], [info("result", "r")], [info("result", "r")]))
     assert report.first is None and report.exit_code() == 0 and "not a divergence" in report.notes[0]
     a, b = records([read_a], [read_b], [info("result", "s")], [info("result", "t")])
     a.settings = b.settings = {"fill": 0}  # one fill for both runs: the never-written part cannot explain it
-    assert compare_records(a, b).first.role == "culprit"
+    assert compare_logs(a, b).first.role == "culprit"
 
 
 def test_a_kernel_that_leaves_a_padded_input_alone_does_not_read_it():
     padded = info("x_ptr", "p", unwritten=16)
     kernel = Event(0, "kernel", "masked_kernel", "m.py:3 in f", [padded, info("out_ptr", "o", compare=False)],
                    [info("x_ptr", "p", unwritten=16, written=False), info("out_ptr", "q")], grid=[1, 1, 1])
-    report = compare_records(*_filled([kernel], [kernel], [info("r", "q")], [info("r", "q")]))
+    report = compare_logs(*_filled([kernel], [kernel], [info("r", "q")], [info("r", "q")]))
     assert report.first is None and report.notes == []
     copy = op(0, "aten.clone.default", [padded], [info("out", "p", unwritten=16)])  # carries them on: a read
-    report = compare_records(*_filled([copy], [copy], [info("r", "q")], [info("r", "q")]))
+    report = compare_logs(*_filled([copy], [copy], [info("r", "q")], [info("r", "q")]))
     assert report.first is None and "aten.clone.default" in report.notes[0] and "not a divergence" in report.notes[0]
 
 
@@ -148,7 +148,7 @@ def test_an_input_run_a_wrote_in_place_and_run_b_never_made_is_a_leak():
                     op(1, "aten.add_.Tensor", [info("self", "0")], [info("out", "2")])],
                    [op(0, "aten.sub.Tensor", [info("other", "2")], [info("out", "3")]),
                     op(1, "aten.add_.Tensor", [info("self", "2")], [info("out", "4")])])
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     leak = report.first
     assert (leak.role, leak.index, leak.producer_a["index"]) == ("leak", 0, 1)
     assert report.verdict() == ("DIVERGED at #0: state written by run A at model.py:11 in step is read by run B "
@@ -161,7 +161,7 @@ def test_different_operands_each_made_in_both_runs_are_named_with_their_sources(
             op(1, "aten.sin.default", [info("self", "a")], [info("out", "q")])]
     a, b = records(made + [op(2, "aten.add.Tensor", [info("self", "p"), info("other", "q")], [info("out", "r")])],
                    made + [op(2, "aten.add.Tensor", [info("self", "q"), info("other", "p")], [info("out", "s")])])
-    first = compare_records(a, b).first
+    first = compare_logs(a, b).first
     assert (first.role, first.tensor, first.producer_a["index"], first.producer["index"]) == ("operands", "self", 0, 1)
     assert "run A passed #0 op aten.exp.default" in "\n".join(first.lines())
 
@@ -169,13 +169,13 @@ def test_different_operands_each_made_in_both_runs_are_named_with_their_sources(
 def test_a_tensor_made_from_python_values_is_the_culprit_not_a_victim():
     a, b = records([op(0, "aten.lift_fresh.default", [info("self", "1")], [info("out", "1")])],
                    [op(0, "aten.lift_fresh.default", [info("self", "2")], [info("out", "2")])])
-    first = compare_records(a, b).first
+    first = compare_logs(a, b).first
     assert (first.role, first.tensor) == ("culprit", "out") and "Python value" in first.reason
 
 
 def test_a_result_holding_never_written_elements_diverges():
     a, b = _filled([], [], [info("result", "r", unwritten=3)], [info("result", "r", unwritten=3)])
-    report = compare_records(a, b)
+    report = compare_logs(a, b)
     assert report.exit_code() == 1 and report.verdict().startswith("DIVERGED: a result holds memory that was never")
 
 
@@ -320,7 +320,7 @@ def test_a_tensor_made_from_a_python_counter_is_the_culprit():
     culprit = report.first
     assert (culprit.role, culprit.index, culprit.name) == ("culprit", 0, "aten.lift_fresh.default")
     assert culprit.where.endswith(_line("stamped_by_counter", "made"))
-    assert "Python value" in culprit.reason and "record" not in culprit.fix
+    assert "Python value" in culprit.reason and "trace the layer" not in culprit.fix
     assert report.verdict() == "DIVERGED at #0: culprit op aten.lift_fresh.default (`out`)"
     assert report.exit_code() == 1
 
@@ -329,7 +329,7 @@ def test_without_lines_keeps_file_and_function_and_drops_views():
     def fn(x):
         return (x.unsqueeze(0) * 2).sum()
 
-    rec = record(fn, torch.ones(3))
+    rec = trace(fn, torch.ones(3))
     computing = without_lines(rec)
     assert [e.name for e in computing.events] == [e.name for e in rec.events if e.name != "aten.unsqueeze.default"]
     assert all(":" not in e.where.split(" in ")[0] for e in computing.events)
@@ -340,7 +340,7 @@ def test_without_lines_keeps_file_and_function_and_drops_views():
 
 def test_results_differ_by_digest_shape_or_dtype_or_never_written_elements_and_pair_by_name():
     def run(*results):
-        return RunRecord("x", results=list(results))
+        return RunLog("x", results=list(results))
 
     image = TensorInfo("image", "h1", [2, 3], "float64", "cpu")
     same_bytes_other_shape = TensorInfo("image", "h1", [3, 2], "float64", "cpu")

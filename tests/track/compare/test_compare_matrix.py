@@ -8,12 +8,12 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.matrix import Matrix, _letter, compare_runs, tensor_difference
-from detsim.track.compare.record import RunConfig, RunRecord, ended_record, output_record
+from detsim.track.compare.run_log import RunConfig, RunLog, ended_log, output_log
 from detsim.track.base.status import Status
 
 
-def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> RunRecord:
-    return output_record(config, repeat, {"out": out}, 0.0)
+def ok_run(config: RunConfig, repeat: int, out: torch.Tensor) -> RunLog:
+    return output_log(config, repeat, {"out": out}, 0.0)
 
 
 def test_tensor_difference_counts_elements_and_treats_nan_as_equal(device, dtype):
@@ -56,7 +56,7 @@ def test_thread_differences_are_findings_unless_strict_and_modes_compare_against
 
 def test_a_matrix_without_a_completed_run_is_unmeasured():
     matrix = Matrix(threads=[1], repeats=1)
-    matrix.add(ended_record(RunConfig("t", "cuda", "float64", "eager", 1), 0, Status.SKIPPED, reason="no GPU"))
+    matrix.add(ended_log(RunConfig("t", "cuda", "float64", "eager", 1), 0, Status.SKIPPED, reason="no GPU"))
     assert matrix.exit_code() is ExitCode.UNMEASURED and matrix.verdict() == "UNMEASURED: no run completed"
 
 
@@ -64,7 +64,7 @@ def test_compare_of_identical_runs_lists_no_outputs_and_an_output_of_one_run_is_
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     a, b = ok_run(config, 0, torch.ones(2)), ok_run(config, 1, torch.ones(2))
     assert compare_runs("repeat", a, b).identical and compare_runs("repeat", a, b).outputs == {}
-    extra = output_record(config, 2, {"out": torch.ones(2), "grad": torch.zeros(2)}, 0.0)
+    extra = output_log(config, 2, {"out": torch.ones(2), "grad": torch.zeros(2)}, 0.0)
     assert compare_runs("repeat", a, extra).outputs == {"grad": {"comparable": False,
                                                                  "note": "output present in one run only"}}
 
@@ -85,7 +85,7 @@ def test_runs_tsv_has_one_row_per_output_and_a_dash_row_for_runs_without_outputs
     config = RunConfig("t", "cpu", "float64", "eager", 1)
     matrix = Matrix(threads=[1], repeats=2)
     matrix.add(ok_run(config, 0, torch.ones(2, 3)))
-    matrix.add(ended_record(config, 1, Status.CRASHED, error="Traceback ...\nValueError: boom"))
+    matrix.add(ended_log(config, 1, Status.CRASHED, error="Traceback ...\nValueError: boom"))
     header, ok, crashed = matrix.runs_tsv().splitlines()
     assert header.split("\t")[-2:] == ["sha256_float32", "sha256_native"]
     assert ok.split("\t")[8:10] == ["out", "2x3"] and crashed.split("\t")[-4:] == ["-"] * 4

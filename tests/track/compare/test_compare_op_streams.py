@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from detsim.track.base.golden import AXES
-from detsim.track.compare.firstdiff import compare_commits, compare_records
-from detsim.track.compare.recorder import record
-from detsim.track.compare.op_streams import axis_named, first_record, hash_sentence, in_package, runs_sentence, target
+from detsim.track.compare.firstdiff import compare_commits, compare_logs
+from detsim.track.compare.tracer import trace
+from detsim.track.compare.op_streams import axis_named, axis_run, first_record, hash_sentence, in_package, runs_sentence
+from detsim.track.compare.runs import Named
 
 X = torch.linspace(0, 1, 16, dtype=torch.float64)
 
@@ -26,7 +27,7 @@ def _scaled(a, factor):
 
 
 def _recorded(fn, *args, fill=0):
-    return record(fn, *args, label="case", fill=fill)
+    return trace(fn, *args, label="case", fill=fill)
 
 
 def test_a_reordered_sum_is_named_at_the_op_that_takes_the_other_operand():
@@ -60,14 +61,14 @@ def _noisy(a, seeded):
 
 def _runs(seeded: bool):
     torch.manual_seed(1)
-    a = record(_noisy, X, seeded, label="case", fill=0)
+    a = trace(_noisy, X, seeded, label="case", fill=0)
     torch.manual_seed(2)  # what a second process without a fixed seed would start from
-    b = record(_noisy, X, seeded, label="case", fill=1)
+    b = trace(_noisy, X, seeded, label="case", fill=1)
     return a, b
 
 
 def test_an_unseeded_random_op_is_named_as_the_first_divergence():
-    report = compare_records(*_runs(seeded=False))
+    report = compare_logs(*_runs(seeded=False))
     said = runs_sentence("0123456789abcdef", "s01", AXES["process"], report)
     assert report.first.name.startswith("aten.rand") and report.first.role == "culprit"
     assert said.startswith("two runs of s01 at 01234567 (process: a render in a second fresh process against the "
@@ -76,16 +77,16 @@ def test_an_unseeded_random_op_is_named_as_the_first_divergence():
 
 
 def test_a_python_value_that_differs_is_named_with_both_values_and_the_site_inside_the_package():
-    a = record(_scaled, X, 1.5, label="case", fill=0)
-    b = record(_scaled, X, 1.25, label="case", fill=1)
-    said = runs_sentence("0123456789abcdef", "s01", AXES["process"], compare_records(a, b))
+    a = trace(_scaled, X, 1.5, label="case", fill=0)
+    b = trace(_scaled, X, 1.25, label="case", fill=1)
+    said = runs_sentence("0123456789abcdef", "s01", AXES["process"], compare_logs(a, b))
     assert "its argument `other` is 1.5 in run A and 1.25 in run B: a Python value computed differently" in said
     assert in_package("../../tmp/detsim-explain-x/0123/detsim/rendering/engine.py:180 in render") == "detsim/rendering/engine.py:180 in render"
     assert in_package("tests/mydetsim/x.py:3 in f") == "tests/mydetsim/x.py:3 in f"
 
 
 def test_runs_that_agree_say_the_variation_did_not_show_here():
-    report = compare_records(*_runs(seeded=True))
+    report = compare_logs(*_runs(seeded=True))
     assert not report.diverged
     assert runs_sentence("0123456789abcdef", "a01", AXES["threads"], report).endswith(
         "gave the same ops and results here: the variation did not show in these two runs (it may need more runs, "
@@ -93,7 +94,7 @@ def test_runs_that_agree_say_the_variation_did_not_show_here():
 
 
 def test_each_axis_runs_its_own_path_and_unknown_axes_are_refused():
-    assert target("a01", Path("g"), AXES["compiled"]) == {"case": "a01", "golden_dir": "g", "mode": "compiled"}
-    assert target("a01", Path("g"), AXES["threads"])["mode"] == "eager"
+    assert axis_run("a01", Path("g"), AXES["compiled"]) == Named("golden", "a01", mode="compiled", golden_dir="g")
+    assert axis_run("a01", Path("g"), AXES["threads"]).mode == "eager"
     with pytest.raises(ValueError, match="no reproducibility axis 'seed' \\(known: process, threads, compiled\\)"):
         axis_named("seed")

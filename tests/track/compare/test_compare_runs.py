@@ -1,10 +1,12 @@
-"""compare.runs: the matrix run here and in fresh processes (verdicts of planted behaviours); targets made
-calls, and runs recorded here and in a fresh interpreter with a given package."""
+"""compare.runs: the matrix run here and in fresh processes (verdicts of planted behaviours); named
+computations made calls, the jobs of fresh interpreters validated, and runs traced here and in a fresh
+interpreter with a given package."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import sys
@@ -15,11 +17,11 @@ import torch
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.compare.firstdiff import compare_commits
-from detsim.track.compare.record import RunConfig, RunRecord
-from detsim.track.compare.runs import ISOLATED_RUN, RECORD_RUN, EndedWithoutRecord, RecordError, build_call, \
-    deterministic_mode, device_unavailable, isolated_job, job_target, record_at, record_job, record_run, \
-    run_isolated, run_matrix, run_once, set_interpreter
-from detsim.track.base.targets import TargetError, resolve_callable, resolve_case, resolve_command_line
+from detsim.track.compare.run_log import RunConfig, RunLog
+from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, JobError, Named, \
+    TraceJob, TracingError, deterministic_mode, isolated_job, run_isolated, run_matrix, run_once, \
+    set_interpreter, trace_at, trace_job, trace_run
+from detsim.track.base.computations import ComputationError, resolve_callable, resolve_case, resolve_command_line
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 ROOT = DATA.parent.parent
@@ -33,10 +35,10 @@ def planted(name: str):
     return resolve_callable(f"{PLANTED}:{name}")
 
 
-def matrix_of(targets, **axes):
+def matrix_of(computations, **axes):
     options = dict(devices=["cpu"], dtypes=["float64", "float32"], modes=["eager"], threads=[1, 2], repeats=2)
     options.update(axes)
-    return run_matrix(targets, **options)
+    return run_matrix(computations, **options)
 
 
 def test_detsim_repeats_bit_for_bit_across_threads_and_hashes_the_floatfile_bytes():
@@ -83,13 +85,13 @@ def test_repeats_that_differ_fail_with_the_size_of_the_difference():
 def test_a_crash_is_captured_verbatim_and_the_matrix_goes_on():
     matrix = matrix_of([planted("crashes_in_float32"), planted("thread_dependent_sum")], threads=[1])
     crashed = matrix.crashed()
-    assert {(r.config.target.rsplit(":", 1)[1], r.config.dtype) for r in crashed} == {("crashes_in_float32", "float32")}
+    assert {(r.config.computation.rsplit(":", 1)[1], r.config.dtype) for r in crashed} == {("crashes_in_float32", "float32")}
     assert len(crashed) == 2
     assert "Traceback (most recent call last)" in crashed[0].error
     assert "in crashes_in_float32" in crashed[0].error
     assert crashed[0].error.rstrip().endswith("RuntimeError: planted failure: no float32 kernel for this configuration")
     ran = [r for r in matrix.runs if r.status == "ok"]
-    assert len(ran) == 2 + 4  # float64 of the crashing target, everything of the other
+    assert len(ran) == 2 + 4  # float64 of the crashing computation, everything of the other
     assert matrix.exit_code() == 2
     assert "INCOMPLETE" in matrix.verdict()
     report = next(iter(matrix.crash_reports().values()))
@@ -100,7 +102,7 @@ def test_a_crash_is_captured_verbatim_and_the_matrix_goes_on():
 def test_an_absent_device_is_reported_as_skipped():
     matrix = matrix_of([planted("thread_dependent_sum")], devices=["cpu", "cuda"], dtypes=["float64"], threads=[1])
     skipped = [r for r in matrix.runs if r.status == "skipped"]
-    assert len(skipped) == 2 and all("torch.cuda.is_available() is False" in r.reason for r in skipped)
+    assert len(skipped) == 2 and all(r.reason == "no CUDA device on this machine" for r in skipped)
     assert matrix.exit_code() == 0
     assert "SKIPPED  cuda" in matrix.render()
 
@@ -130,9 +132,12 @@ def test_a_callable_has_only_the_eager_mode_and_the_others_are_noted():
     assert any("have no compiled mode" in note for note in matrix.notes)
 
 
-def test_device_unavailable_names_a_bad_device_and_accepts_the_cpu():
-    assert device_unavailable("cpu") is None
-    assert device_unavailable("no_such_device").startswith("not a torch device")
+def test_a_device_that_is_no_torch_device_is_skipped_with_the_reason():
+    matrix = matrix_of([planted("thread_dependent_sum")], devices=["no_such_device"], dtypes=["float64"], threads=[1],
+                       repeats=1)
+    (skipped,) = matrix.runs
+    assert skipped.status == "skipped" and skipped.reason.startswith("not a torch device")
+    assert "SKIPPED  no_such_device for 1 computation(s): not a torch device" in matrix.render()
 
 
 def test_deterministic_mode_is_undone_after_the_block():
@@ -145,12 +150,12 @@ def test_deterministic_mode_is_undone_after_the_block():
 
 
 def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_its_stderr():
-    isolate = {"grads": [], "chunk_pixels": None, "golden_dir": None}
-    target = planted("crashes_in_float32")
-    ran = run_isolated(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False, isolate)
-    here = run_once(target, RunConfig(target.name, "cpu", "float64", "eager", 1), 0, False)
+    named = Named("callable", f"{PLANTED}:crashes_in_float32")
+    computation = named.computation()
+    ran = run_isolated(named, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
+    here = run_once(computation, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
     assert ran.status == "ok" and ran.results == here.results and torch.equal(ran.tensors["out"], here.tensors["out"])
-    crashed = run_isolated(target, RunConfig(target.name, "cpu", "float32", "eager", 1), 0, False, isolate)
+    crashed = run_isolated(named, RunConfig(computation.name, "cpu", "float32", "eager", 1), 0, False)
     assert crashed.status == "crashed" and crashed.error.startswith("[isolated worker, exit status 1]\n")
     assert "Traceback (most recent call last)" in crashed.error  # the child's stderr whole, not one line
     assert crashed.error.rstrip().endswith("RuntimeError: planted failure: no float32 kernel for this configuration")
@@ -166,10 +171,9 @@ def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
 
 @pytest.mark.slow
 def test_isolated_runs_agree_with_in_process_runs():
-    target = resolve_command_line(TINY)
-    isolate = {"grads": [], "chunk_pixels": None, "golden_dir": None}
-    apart = matrix_of([target], dtypes=["float32"], isolate=isolate)
-    together = matrix_of([target], dtypes=["float32"])
+    named = Named("nanobragg", TINY)
+    apart = matrix_of([named.computation()], dtypes=["float32"], isolate=[named])
+    together = matrix_of([named.computation()], dtypes=["float32"])
     assert apart.exit_code() == 0
     assert [r.key() for r in apart.runs] == [r.key() for r in together.runs]
 
@@ -178,8 +182,8 @@ def test_isolated_runs_agree_with_in_process_runs():
 def test_golden_cases_in_every_mode_repeat_bit_for_bit():
     from detsim.rendering.engine import MODES, available_modes
 
-    targets = [resolve_case("c02"), resolve_case("o01")]
-    matrix = run_matrix(targets, devices=["cpu"], dtypes=["float64", "float32"], modes=list(available_modes("cpu")),
+    computations = [resolve_case("c02"), resolve_case("o01")]
+    matrix = run_matrix(computations, devices=["cpu"], dtypes=["float64", "float32"], modes=list(available_modes("cpu")),
                         threads=[1, 2], repeats=2)
     assert not matrix.crashed(), matrix.render()
     assert matrix.exit_code() == 0, matrix.render()  # every configuration repeats bit for bit
@@ -192,60 +196,77 @@ def test_golden_cases_in_every_mode_repeat_bit_for_bit():
 
 
 def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
-    job = {"grads": [], "chunk_pixels": None, "golden_dir": None,
-           "call": f"{PLANTED}:crashes_in_float32", "device": "cpu", "dtype": "float64", "mode": "eager",
-           "threads": 1, "deterministic": False, "out": str(tmp_path / "out.pt")}
-    assert job_target(job).name == job["call"]
-    assert isolated_job(job) == {"saved": ["out"]}
+    call = f"{PLANTED}:crashes_in_float32"
+    job = IsolatedJob(Named("callable", call), threads=1, deterministic=False, out=str(tmp_path / "out.pt"))
+    assert isolated_job(json.loads(json.dumps(job.to_dict()))) == {"saved": ["out"]}  # as the child reads it
     saved = torch.load(tmp_path / "out.pt", weights_only=True)
-    here = run_once(resolve_callable(job["call"]), RunConfig(job["call"], "cpu", "float64", "eager", 1), 0, False)
+    here = run_once(resolve_callable(call), RunConfig(call, "cpu", "float64", "eager", 1), 0, False)
     assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.tensors["out"])
-    golden = job_target({**job, "call": None, "case": "c02"})
+    golden = Named("golden", "c02").computation()
     assert (golden.kind, golden.name) == ("golden", "c02_xds_xbeam_quirk")
 
 
+def test_a_job_round_trips_through_json_and_a_bad_one_is_refused_in_one_line(tmp_path):
+    named = Named("nanobragg", TINY, grads=("detector.distance_mm",), chunk_pixels=64, golden_dir="g")
+    job = TraceJob(named, ("ops",), "off", 2, "B", str(tmp_path / "b.json"))
+    data = json.loads(json.dumps(job.to_dict()))
+    assert TraceJob.from_dict(data) == job and data["computation"]["grads"] == ["detector.distance_mm"]
+    for change, message in (({"run": "C"}, "run 'C'"), ({"threads": 0}, "threads 0"),
+                            ({"layers": ["ops", "tensors"]}, "layers"), ({"extra": 1}, "extra missing or unknown"),
+                            ({"computation": {**data["computation"], "kind": "shell"}}, "computation kind 'shell'"),
+                            ({"computation": {**data["computation"], "dtype": "float16"}}, "dtype 'float16'"),
+                            ({"computation": {**data["computation"], "chunk_pixels": "64"}}, "chunk_pixels '64'")):
+        with pytest.raises(JobError, match=re.escape(message)):
+            TraceJob.from_dict({**data, **change})
+    with pytest.raises(JobError, match="missing or unknown"):
+        IsolatedJob.from_dict(data)  # a trace job is not an isolated run's
+    with pytest.raises(JobError, match="expected a JSON object"):
+        Named.from_dict(["golden", "c02"])
+
+
 def test_the_jobs_of_fresh_interpreters_are_named_after_this_module():
-    for job, function in ((ISOLATED_RUN, isolated_job), (RECORD_RUN, record_job)):
+    for job, function in ((ISOLATED_RUN, isolated_job), (TRACE_RUN, trace_job)):
         module, name = job.split(":")
         assert module == function.__module__ and name == function.__name__
 
 
 def test_the_job_writes_one_run_as_json(tmp_path):
-    out = tmp_path / "record_B.json"
-    job = {"target": {"call": f"{DATA / 'planted_ops.py'}:deterministic", "dtype": "float32"},
-           "layers": ["ops", "kernels"], "interpret": "auto", "threads": 1, "run": "B", "out": str(out)}
-    assert record_job(job) == {"label": f"{DATA / 'planted_ops.py'}:deterministic"}
-    rec = RunRecord.load(out)
+    out = tmp_path / "run_B.json"
+    job = TraceJob(Named("callable", f"{DATA / 'planted_ops.py'}:deterministic", dtype="float32"),
+                   ("ops", "kernels"), "auto", 1, "B", str(out))
+    assert trace_job(job.to_dict()) == {"label": f"{DATA / 'planted_ops.py'}:deterministic"}
+    rec = RunLog.load(out)
     assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
     assert rec.settings["fill"] == 1  # run B's fill of never-written memory
     assert {t.dtype for t in rec.results} == {"float32"}
 
 
-def test_a_run_that_ends_the_process_is_an_answer_and_no_record(tmp_path):
+def test_a_run_that_ends_the_process_is_an_answer_and_no_log(tmp_path):
     script = tmp_path / "quits.py"
     script.write_text("import os\nos._exit(0)\n")
-    out = tmp_path / "record_A.json"
-    job = {"target": {"script": str(script)}, "layers": ["ops"], "interpret": "off", "threads": 1, "run": "A",
-           "out": str(out)}
-    answer = record_job(job)
-    assert answer["ended"].startswith(f"{script}: run A ended without a record") and not out.exists()
-    with pytest.raises(EndedWithoutRecord):
-        record_run(*build_call({"script": str(script)}), 1, ("ops",))
+    out = tmp_path / "run_A.json"
+    job = TraceJob(Named("script", str(script)), ("ops",), "off", 1, "A", str(out))
+    answer = trace_job(job.to_dict())
+    assert answer["ended"].startswith(f"{script}: run A ended without a log") and not out.exists()
+    with pytest.raises(EndedWithoutLog):
+        trace_run(*Named("script", str(script)).call(), 1, ("ops",))
 
 
-def test_targets_are_labelled_and_scripts_get_their_arguments(tmp_path):
+def test_named_computations_are_labelled_and_scripts_get_their_arguments(tmp_path):
     script = tmp_path / "argv.py"
     script.write_text("import sys\nassert sys.argv[1:] == ['-x', '1'], sys.argv\n")
-    call, label = build_call({"script": str(script), "argv": ["-x", "1"]})
+    call, label = Named("script", str(script), argv=("-x", "1")).call()
     assert label == str(script) and call() is None
-    assert build_call({"module": "json.tool"})[1] == "-m json.tool"
-    assert build_call({"nanobragg": "-cell 30 30 30 90 90 90 -default_F 1 -detpixels 4"})[1]
-    with pytest.raises(TargetError):
-        build_call({"case": "no_such_case"})
+    assert Named("module", "json.tool").call()[1] == "-m json.tool"
+    assert Named("nanobragg", "-cell 30 30 30 90 90 90 -default_F 1 -detpixels 4").call()[1]
+    with pytest.raises(ComputationError):
+        Named("golden", "no_such_case").call()
+    with pytest.raises(ComputationError, match="a script returns no outputs"):
+        Named("script", str(script)).computation()
     failing = tmp_path / "fails.py"
     failing.write_text("import sys\nsys.exit(3)\n")
     with pytest.raises(RuntimeError, match="exited with status 3"):
-        build_call({"script": str(failing)})[0]()
+        Named("script", str(failing)).call()[0]()
 
 
 def test_the_interpreter_switch_is_set_and_cleared(monkeypatch):
@@ -272,24 +293,24 @@ def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
     return path
 
 
-def test_a_record_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
+def test_a_log_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
     path = _target(tmp_path, "a", 0, 2.0)
-    rec = record_at({"call": f"{path}:target"}, tmp_path / "a.json", path=(ROOT,), python=sys.executable)
+    rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable)
     assert (tmp_path / "a.json").is_file()
     assert any(e.name == "aten.linspace.default" for e in rec.events)
     assert rec.results and rec.results[0].hash
 
 
-def _recorded_here(target: dict, run: str = "A"):
-    """What :func:`record_at` records in its fresh interpreter (the test above), recorded in this one."""
-    call, label = build_call(target)
-    return record_run(call, label, threads=1, run=run)
+def _traced_here(call: str, run: str = "A"):
+    """What :func:`trace_at` traces in its fresh interpreter (the test above), traced in this one."""
+    call, label = Named("callable", call).call()
+    return trace_run(call, label, threads=1, run=run)
 
 
 def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
-    old = _recorded_here({"call": f"{_target(tmp_path, 'a', 0, 2.0)}:target"})
-    moved = _recorded_here({"call": f"{_target(tmp_path, 'b', 3, 2.0)}:target"})
-    changed = _recorded_here({"call": f"{_target(tmp_path, 'c', 0, 2.5)}:target"}, run="B")
+    old = _traced_here(f"{_target(tmp_path, 'a', 0, 2.0)}:target")
+    moved = _traced_here(f"{_target(tmp_path, 'b', 3, 2.0)}:target")
+    changed = _traced_here(f"{_target(tmp_path, 'c', 0, 2.5)}:target", run="B")
     assert old.events[0].where != moved.events[0].where  # the line numbers differ ...
     assert not compare_commits(old, moved).diverged  # ... and that alone is no change
     report = compare_commits(old, changed)
@@ -297,10 +318,10 @@ def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
     assert report.first.scalars == {"other": ["2.0", "2.5"]}
 
 
-def test_a_recording_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
+def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
     path = tmp_path / "slow.py"
     path.write_text("import os, time\n\n\ndef target():\n    time.sleep(30)\n\n\ndef quits():\n    os._exit(0)\n")
-    with pytest.raises(RecordError, match=rf"^recording at {re.escape(str(ROOT))} ran past 1 s$"):
-        record_at({"call": f"{path}:target"}, tmp_path / "s.json", path=(ROOT,), timeout=1)
-    with pytest.raises(RecordError, match=r"run A ended without a record: the target called os._exit\(0\)"):
-        record_at({"call": f"{path}:quits"}, tmp_path / "q.json", layers=("ops",))
+    with pytest.raises(TracingError, match=rf"^tracing at {re.escape(str(ROOT))} ran past 1 s$"):
+        trace_at(Named("callable", f"{path}:target"), tmp_path / "s.json", path=(ROOT,), timeout=1)
+    with pytest.raises(TracingError, match=r"run A ended without a log: the computation called os._exit\(0\)"):
+        trace_at(Named("callable", f"{path}:quits"), tmp_path / "q.json", layers=("ops",))

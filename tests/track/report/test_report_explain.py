@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.git import resolve
-from detsim.track.compare.manifest import check_bundle
+from detsim.track.evidence.manifest import check_bundle
 from detsim.track.report import explain
 from detsim.track.report.explain import NAMED, Job, also_text, answer_text, bisect, explain_job, \
     is_bad, one_per_cause, render_cost, short, with_others, write_bundle

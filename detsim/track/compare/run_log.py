@@ -1,14 +1,14 @@
-"""The one record format of a run: tensor digests, events (one aten op or Triton launch each) and the
-:class:`RunRecord` of one run (what ran, where, its results' digests, the events it did when recorded op by
-op, how it ended), which round-trips through JSON so that runs recorded apart compare. A run of the
-determinism matrix is a record without events, its :class:`RunConfig` naming the cell it fills.
+"""The one log format of a run: tensor digests, events (one aten op or Triton launch each) and the
+:class:`RunLog` of one run (what ran, where, its results' digests, the events it did when traced op by op
+(:mod:`.tracer`), how it ended), which round-trips through JSON so that runs traced apart compare. A run of
+the determinism matrix is a log without events, its :class:`RunConfig` naming the cell it fills.
 
 A digest is the sha256 of a tensor's native bytes; never-written memory is left out of it: like
 ``torch.utils.deterministic.fill_uninitialized_memory``, but run A and run B fill it with different
 sentinels (large finite values of opposite signs, with a mantissa no computation is likely to produce
 exactly), so an op that reads it gives different outputs while its inputs hash the same. Dtypes without a
 value that rare (bool, 8-bit types, unsigned integers wider than 8 bits) are zeroed in both runs. The
-determinism matrix digests its outputs here too (:func:`output_record`), adding the sha256 of their float32
+determinism matrix digests its outputs here too (:func:`output_log`), adding the sha256 of their float32
 bytes (what ``-floatfile`` writes)."""
 
 from __future__ import annotations
@@ -75,20 +75,22 @@ def canonical(data: torch.Tensor, run: int | None) -> tuple[str, int, torch.Tens
     are hashed as zeros, followed by the map of where they are."""
     where = mask(data, run) if run is not None else None
     if where is None or not bool(where.any()):
-        return sha256_bytes(tensor_bytes(data)), 0, data.reshape(-1)
+        return tensor_sha256(data), 0, data.reshape(-1)
     zeroed = data.clone()
     zeroed[where] = 0
     digest = sha256_bytes(tensor_bytes(zeroed) + b"\0never-written:" + tensor_bytes(where))
     return digest, int(where.sum()), data[~where]
 
 
-_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
-_SUITE_DIR = str(Path(__file__).resolve().parent.parent)  # detsim/track: the tracking suite's own frames
+# torch's and the tracking suite's (detsim/track) own frames, as imported and with links resolved (a venv
+# may be a link: frames name either)
+_SKIPPED_DIRS = tuple({str(folder) for path in (Path(torch.__file__).parent, Path(__file__).parent.parent)
+                       for folder in (path.absolute(), path.resolve())})
 
 
 @dataclass
 class TensorInfo:
-    """A tensor as recorded: its hash (None when it could not be read) and cheap statistics."""
+    """A tensor as traced: its hash (None when it could not be read) and cheap statistics."""
 
     name: str
     hash: str | None
@@ -105,7 +107,7 @@ class TensorInfo:
 
 @dataclass
 class Event:
-    """One recorded op or kernel launch (a kernel's grid and config may be filled in after the launch)."""
+    """One traced op or kernel launch (a kernel's grid and config may be filled in after the launch)."""
 
     index: int
     kind: str  # "op" or "kernel"
@@ -124,9 +126,9 @@ class Event:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Where a target ran: one device, dtype, mode and thread count (a row and column of the matrix)."""
+    """Where a computation ran: one device, dtype, mode and thread count (a row and column of the matrix)."""
 
-    target: str
+    computation: str  # its name (Computation.name)
     device: str
     dtype: str
     mode: str
@@ -137,9 +139,9 @@ class RunConfig:
 
 
 @dataclass
-class RunRecord:
+class RunLog:
     """One run: what ran (``label``; ``config`` and ``repeat`` for a cell of the determinism matrix) and where
-    (``threads``, ``settings``), its inputs' and results' digests, the events it did in order (when recorded
+    (``threads``, ``settings``), its inputs' and results' digests, the events it did in order (when traced
     op by op), and how it ended: ``status`` ``ok``, ``crashed`` (``error``: the traceback) or ``skipped``
     (``reason``). ``tensors`` keeps a matrix run's outputs in memory for diffs; it is never serialised."""
 
@@ -163,7 +165,7 @@ class RunRecord:
         return json.dumps(data, sort_keys=True, allow_nan=False, default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunRecord":
+    def from_dict(cls, data: dict) -> "RunLog":
         def infos(items):
             return [TensorInfo(**t) for t in items]
 
@@ -174,7 +176,7 @@ class RunRecord:
                       "config": config, "status": Status(data.get("status", Status.OK))})
 
     @classmethod
-    def load(cls, path: Path) -> "RunRecord":
+    def load(cls, path: Path) -> "RunLog":
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def counts(self) -> dict[str, int]:
@@ -190,26 +192,26 @@ class RunRecord:
         return tuple(sorted((t.name, t.hash, tuple(t.shape), t.dtype) for t in self.results))
 
 
-def output_record(config: RunConfig, repeat: int, outputs: dict[str, torch.Tensor], seconds: float) -> RunRecord:
+def output_log(config: RunConfig, repeat: int, outputs: dict[str, torch.Tensor], seconds: float) -> RunLog:
     """A completed run of the matrix: per output the digest of its native bytes (the digest :func:`tensor_info`
     gives a tensor without never-written elements) and of its float32 bytes; the tensors are kept."""
     results = []
     for name, t in outputs.items():
         as32 = t.detach().to("cpu", torch.float32) if t.is_floating_point() else t
         results.append(replace(tensor_info(name, t), float32=tensor_sha256(as32)))
-    return RunRecord(config.target, results=results, threads=config.threads, config=config, repeat=repeat,
+    return RunLog(config.computation, results=results, threads=config.threads, config=config, repeat=repeat,
                      seconds=seconds, tensors=outputs)
 
 
-def ended_record(config: RunConfig, repeat: int, status: Status, **fields) -> RunRecord:
+def ended_log(config: RunConfig, repeat: int, status: Status, **fields) -> RunLog:
     """A run of the matrix that did not complete: ``crashed`` (with its ``error``) or ``skipped`` (``reason``)."""
-    return RunRecord(config.target, threads=config.threads, config=config, repeat=repeat, status=status, **fields)
+    return RunLog(config.computation, threads=config.threads, config=config, repeat=repeat, status=status, **fields)
 
 
 def tensor_info(name: str, t: torch.Tensor, *, compare: bool = True, note: str | None = None,
                 run: int | None = None) -> TensorInfo:
     """Hash a tensor's values (sha256 of its contiguous native bytes) and summarise them; elements holding
-    run ``run``'s fill are left out. Run it with recording paused: its copies are not the computation's."""
+    run ``run``'s fill are left out. Run it with tracing paused: its copies are not the computation's."""
     shape, dtype, device = list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
     if t.is_sparse or t.device.type == "meta" or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
         return TensorInfo(name, None, shape, dtype, device, compare=False,
@@ -263,7 +265,7 @@ def call_site() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        skip = (filename.startswith((_TORCH_DIR, _SUITE_DIR)) or "/triton/" in filename
+        skip = (filename.startswith(_SKIPPED_DIRS) or "/triton/" in filename
                 or filename.endswith(("contextlib.py", "runpy.py")) or filename.startswith("<frozen"))
         if not skip:
             return f"{os.path.relpath(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"

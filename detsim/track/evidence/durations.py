@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from detsim.track.compare.outcomes import DurationMove, Key, TestResult
+from detsim.track.evidence.outcomes import DurationMove, Key, TestResult
 
 MOVE_RATIO = 2.0  # a move exceeds this factor...
 MOVE_FLOOR_S = 0.5  # ...and this many seconds

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.compare import summary
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
+from detsim.track.evidence import summary
+from detsim.track.evidence.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
                                            LoggedWarning, NewFailure, Outcomes, Request, TestPresence,
                                            TestResult)
 

@@ -1,5 +1,5 @@
-"""detsim.track.base.targets: golden cases, nanoBragg command lines and callables resolved into computations of
-(device, dtype, mode)."""
+"""detsim.track.base.computations: golden cases, nanoBragg command lines and callables resolved into
+computations of (device, dtype, mode)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from detsim.track.base.golden import find_case
-from detsim.track.base.targets import DTYPES, TargetError, load_callable, named_tensors, resolve_callable, \
+from detsim.track.base.computations import DTYPES, ComputationError, load_callable, output_tensors, resolve_callable, \
     resolve_case, resolve_command_line
 
 PLANTED = Path(__file__).resolve().parents[2] / "data" / "planted_ops.py"
@@ -18,31 +18,31 @@ TINY = "-cell 30 32 34 90 90 90 -default_F 50 -N 3 -detpixels 4 -pixel 4 -distan
 
 def test_golden_case_ids_resolve_by_unique_prefix():
     assert resolve_case("c02").name == "c02_xds_xbeam_quirk"
-    with pytest.raises(TargetError, match="ambiguous"):
+    with pytest.raises(ComputationError, match="ambiguous"):
         resolve_case("d0")
-    with pytest.raises(TargetError, match="not a golden case"):
+    with pytest.raises(ComputationError, match="not a golden case"):
         resolve_case("no_such_case")
-    with pytest.raises(TargetError, match="gradient parameter"):
+    with pytest.raises(ComputationError, match="gradient parameter"):
         resolve_case("c02", grads=("detector.nope",))
 
 
-def test_a_golden_target_runs_the_case_in_its_own_folder():
-    target = resolve_case("c02")
+def test_a_golden_computation_runs_the_case_in_its_own_folder():
+    computation = resolve_case("c02")
     case = find_case("c02")
-    assert (target.kind, target.spec) == ("golden", "c02")
-    image = target.run("cpu", torch.float32, "eager")["image"]
+    assert (computation.kind, computation.spec) == ("golden", "c02")
+    image = computation.run("cpu", torch.float32, "eager")["image"]
     assert tuple(image.shape) == case.shape and image.dtype == torch.float32
 
 
-def test_an_unknown_golden_folder_is_a_target_error(tmp_path):
-    with pytest.raises(TargetError, match="manifest.json"):
+def test_an_unknown_golden_folder_is_a_computation_error(tmp_path):
+    with pytest.raises(ComputationError, match="manifest.json"):
         resolve_case("c02", directory=tmp_path)
 
 
-def test_a_command_line_target_returns_the_image_and_the_gradients_asked_for(dtype):
-    target = resolve_command_line("nanoBragg " + TINY, grads=("detector.distance_mm", "crystal.cell[0]"))
-    assert target.name == "cmdline:" + TINY and target.kind == "nanobragg" and "eager" in target.modes
-    outputs = target.run("cpu", dtype, "eager")
+def test_a_command_line_computation_returns_the_image_and_the_gradients_asked_for(dtype):
+    computation = resolve_command_line("nanoBragg " + TINY, grads=("detector.distance_mm", "crystal.cell[0]"))
+    assert computation.name == "cmdline:" + TINY and computation.kind == "nanobragg" and "eager" in computation.modes
+    outputs = computation.run("cpu", dtype, "eager")
     assert list(outputs) == ["image", "grad:detector.distance_mm", "grad:crystal.cell[0]"]
     assert outputs["image"].shape == (4, 4) and outputs["image"].dtype == dtype
     assert all(torch.isfinite(g).all() and g.ndim == 0 for name, g in outputs.items() if name != "image")
@@ -54,12 +54,12 @@ def test_a_command_line_target_returns_the_image_and_the_gradients_asked_for(dty
     ("crystal.cell[7]", "not a tuple of that length"),
 ])
 def test_bad_gradient_parameters_are_refused_before_anything_runs(param, message):
-    with pytest.raises(TargetError, match=message):
+    with pytest.raises(ComputationError, match=message):
         resolve_command_line(TINY, grads=(param,))
 
 
-def test_a_bad_command_line_is_a_target_error():
-    with pytest.raises(TargetError, match="cmdline:"):
+def test_a_bad_command_line_is_a_computation_error():
+    with pytest.raises(ComputationError, match="cmdline:"):
         resolve_command_line("-cell 1 2")
 
 
@@ -69,28 +69,28 @@ def test_callables_load_from_files_and_modules_and_report_what_is_wrong():
     for spec, message in (("no_colon", "expected module:function"), (f"{PLANTED}:nope", "has no attribute"),
                           ("no_such_module_xyz:f", "cannot import"), ("/no/such/file.py:f", "no file"),
                           (f"{PLANTED}:SIZE", "is not callable")):
-        with pytest.raises(TargetError, match=message):
+        with pytest.raises(ComputationError, match=message):
             load_callable(spec)
 
 
-def test_a_callable_target_has_only_the_eager_mode(device, dtype):
-    target = resolve_callable(f"{PLANTED}:crashes_in_float32")
-    assert target.modes == ("eager",) and target.unavailable(device, "eager") is None
-    assert "no 'compiled' mode" in target.unavailable(device, "compiled")
+def test_a_callable_computation_has_only_the_eager_mode(device, dtype):
+    computation = resolve_callable(f"{PLANTED}:crashes_in_float32")
+    assert computation.modes == ("eager",) and computation.unavailable(device, "eager") is None
+    assert "no 'compiled' mode" in computation.unavailable(device, "compiled")
     if dtype == torch.float64:
-        (out,) = target.run(device, dtype, "eager").values()
+        (out,) = computation.run(device, dtype, "eager").values()
         assert out.dtype == dtype and out.device.type == torch.device(device).type
 
 
-def test_named_tensors_names_a_tensor_a_sequence_and_a_mapping(dtype):
+def test_output_tensors_names_a_tensor_a_sequence_and_a_mapping(dtype):
     t = torch.zeros(2, dtype=dtype, requires_grad=True)
-    assert list(named_tensors(t)) == ["out"] and not named_tensors(t)["out"].requires_grad
-    assert list(named_tensors((t, t))) == ["out0", "out1"]
-    assert list(named_tensors({"image": t, 3: t})) == ["image", "3"]
+    assert list(output_tensors(t)) == ["out"] and not output_tensors(t)["out"].requires_grad
+    assert list(output_tensors((t, t))) == ["out0", "out1"]
+    assert list(output_tensors({"image": t, 3: t})) == ["image", "3"]
     with pytest.raises(TypeError, match="not a tensor"):
-        named_tensors([t, 1.0])
+        output_tensors([t, 1.0])
     with pytest.raises(TypeError, match="expected a tensor"):
-        named_tensors(1.0)
+        output_tensors(1.0)
 
 
 def test_dtype_names_are_the_two_simulation_dtypes():

@@ -16,16 +16,17 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, output
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.base.provenance import ENV_VARS
-from detsim.track.compare import pytest_runs as pr, spelled
-from detsim.track.compare.durations import RETIMES, RetimePlan, retime_plan
-from detsim.track.compare.manifest import write_manifest
+from detsim.track.compare import spelled
+from detsim.track.evidence import pytest_runs as pr
+from detsim.track.evidence.durations import RETIMES, RetimePlan, retime_plan
+from detsim.track.evidence.manifest import write_manifest
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, DeviceRun, Key,
+from detsim.track.evidence.outcomes import (BundleResults, CollectResult, DeviceRun, Key,
                                            LoggedWarning, Outcomes, Request, TestResult)
-from detsim.track.compare.previous import PastBundle, compare_with
+from detsim.track.evidence.previous import PastBundle, compare_with
 from detsim.track.base.status import Status
-from detsim.track.compare.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
-from detsim.track.compare.summary import render_summary
+from detsim.track.evidence.pytest_runs import BUNDLE, RETIME_HEADER, Command, ProcessResult, exit_status, pytest_argv
+from detsim.track.evidence.summary import render_summary
 from detsim.track.base.output import REPORTS, atomic_write_text, write_json
 from detsim.track.base.runtime import environment
 

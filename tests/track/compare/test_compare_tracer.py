@@ -1,4 +1,4 @@
-"""compare.recorder: the Recorder's layers, its exclusivity, aten ops recorded with their tensors hashed; planted
+"""compare.tracer: the Tracer's layers, its exclusivity, aten ops recorded with their tensors hashed; planted
 Triton scenarios under the interpreter, and the GPU wrappers with stand-ins."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from detsim.track.compare.firstdiff import compare_records
-from detsim.track.compare.recorder import Recorder, grid_list, inductor_launch, jit_launch, record
+from detsim.track.compare.firstdiff import compare_logs
+from detsim.track.compare.tracer import Tracer, grid_list, inductor_launch, jit_launch, trace
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REPO = DATA.parent.parent
@@ -28,7 +28,7 @@ def test_record_fingerprints_inputs_and_nested_results(dtype):
         return {"image": x * scale, "parts": [x.sum(), (x + 1).max()]}
 
     x = torch.arange(3, dtype=dtype)
-    rec = record(step, x, scale=torch.tensor(2.0, dtype=dtype), label="step")
+    rec = trace(step, x, scale=torch.tensor(2.0, dtype=dtype), label="step")
     assert rec.label == "step" and rec.error is None and rec.threads == torch.get_num_threads()
     assert [t.name for t in rec.inputs] == ["arg0", "scale"]
     assert [t.name for t in rec.results] == ["result.image", "result.parts[0]", "result.parts[1]"]
@@ -44,43 +44,43 @@ def test_an_exception_is_kept_in_the_record():
         torch.ones(2).sum()
         raise ValueError("planted")
 
-    rec = record(fails)
+    rec = trace(fails)
     assert rec.error.rstrip().endswith("ValueError: planted") and len(rec.events) == 2 and rec.results == []
 
 
 def test_layers_that_are_off_record_nothing():
-    rec = record(lambda: torch.ones(2) * 2, ops=False, kernels=False)
+    rec = trace(lambda: torch.ones(2) * 2, ops=False, kernels=False)
     assert rec.events == [] and len(rec.results) == 1
 
 
-def test_paused_ops_are_not_recorded_and_only_one_recorder_runs_at_a_time():
-    recorder = Recorder("outer")
-    with recorder:
+def test_paused_ops_are_not_traced_and_only_one_tracer_runs_at_a_time():
+    tracer = Tracer("outer")
+    with tracer:
         torch.ones(1)
-        with recorder.paused():
-            assert recorder.is_paused
+        with tracer.paused():
+            assert tracer.is_paused
             torch.zeros(1)
-        assert not recorder.is_paused
+        assert not tracer.is_paused
         with pytest.raises(RuntimeError, match="already active"):
-            with Recorder("inner"):
+            with Tracer("inner"):
                 pass
-    assert [e.name for e in recorder.record.events] == ["aten.ones.default"]
-    with Recorder("next", kernels=False):  # the first one let go
+    assert [e.name for e in tracer.log.events] == ["aten.ones.default"]
+    with Tracer("next", kernels=False):  # the first one let go
         pass
 
 
 def test_exit_undoes_what_was_registered_last_first():
     undone = []
-    with Recorder("r", ops=False, kernels=False) as recorder:
-        recorder.on_exit(lambda: undone.append("first"))
-        recorder.on_exit(lambda: undone.append("second"))
+    with Tracer("r", ops=False, kernels=False) as tracer:
+        tracer.on_exit(lambda: undone.append("first"))
+        tracer.on_exit(lambda: undone.append("second"))
     assert undone == ["second", "first"]
-    event = recorder.add(kind="op", name="x", where="", inputs=[], outputs=[])
-    assert event.index == 0 and recorder.record.events == [event]
+    event = tracer.add(kind="op", name="x", where="", inputs=[], outputs=[])
+    assert event.index == 0 and tracer.log.events == [event]
 
 
 def test_empty_buffers_are_counted_as_never_written_and_overwritten_ones_are_not_compared():
-    rec = record(planted_ops.deterministic)
+    rec = trace(planted_ops.deterministic)
     by_name = {}
     for event in rec.events:
         by_name.setdefault(event.name, event)
@@ -97,7 +97,7 @@ def test_an_op_event_names_its_tensors_by_schema_and_keeps_python_values_as_text
     def step(x):
         return torch.clamp(x, min=0.25) + torch.cat([x, x]).sum()
 
-    (clamp, cat, total, add) = record(step, torch.linspace(0, 1, 5, dtype=dtype)).events
+    (clamp, cat, total, add) = trace(step, torch.linspace(0, 1, 5, dtype=dtype)).events
     assert (clamp.name, [t.name for t in clamp.inputs], clamp.scalars) == (
         "aten.clamp.default", ["self"], {"min": "0.25"})
     assert [t.name for t in cat.inputs] == ["tensors[0]", "tensors[1]"] and cat.outputs[0].shape == [10]
@@ -113,7 +113,7 @@ def test_an_empty_buffer_is_compared_once_written_and_metadata_reads_are_not_has
         buf.fill_(1.0)
         return buf + like
 
-    empty, zeros_like, fill, add = record(step).events
+    empty, zeros_like, fill, add = trace(step).events
     assert empty.outputs[0].note == "never written (empty)" and empty.outputs[0].unwritten == 3
     assert zeros_like.inputs[0].hash is None and zeros_like.inputs[0].note == "metadata only"
     assert fill.inputs[0].note == "overwritten by the op" and fill.outputs[0].unwritten == 0
@@ -126,7 +126,7 @@ def test_a_read_of_never_written_elements_is_noted_with_the_op_that_allocated_th
         buf[:3] = 1.0
         return buf * 2
 
-    rec = record(step)
+    rec = trace(step)
     mul = rec.events[-1]
     assert (mul.name, mul.inputs[0].unwritten, mul.outputs[0].unwritten) == ("aten.mul.Tensor", 1, 0)
     assert mul.inputs[0].note.startswith("1 never-written element(s) (allocated by #0 aten.empty.memory_format at ")
@@ -134,7 +134,7 @@ def test_a_read_of_never_written_elements_is_noted_with_the_op_that_allocated_th
 
 
 def test_a_python_value_an_op_returns_is_kept():
-    rec = record(lambda: torch.tensor(3.5).item())
+    rec = trace(lambda: torch.tensor(3.5).item())
     assert rec.events[-1].name == "aten._local_scalar_dense.default" and rec.events[-1].scalars["result"] == "3.5"
 
 
@@ -222,10 +222,10 @@ def test_gpu_launch_wrappers_with_stand_ins():
         out.copy_(x * 2)
 
     x = torch.arange(8, dtype=torch.float32)
-    recorder = Recorder("gpu", ops=False, kernels=False)
-    jit_launch(recorder, launch, fn, x, torch.empty(8), 8, grid=lambda meta: (8 // meta["BLOCK"],), warmup=False,
+    tracer = Tracer("gpu", ops=False, kernels=False)
+    jit_launch(tracer, launch, fn, x, torch.empty(8), 8, grid=lambda meta: (8 // meta["BLOCK"],), warmup=False,
                BLOCK=4)
-    (event,) = recorder.record.events
+    (event,) = tracer.log.events
     assert (event.kind, event.name, event.grid, event.config, event.scalars) == (
         "kernel", "double_kernel", [2, 1, 1], {"BLOCK": "4"}, {"n": "8"})
     assert [(t.name, t.compare) for t in event.inputs] == [("x_ptr", True), ("out_ptr", False)]
@@ -233,28 +233,28 @@ def test_gpu_launch_wrappers_with_stand_ins():
 
     records = []
     for block, scale in ((4, 1.0), (2, 1.0 + 2**-20)):
-        recorder = Recorder("inductor", ops=False, kernels=False)
+        tracer = Tracer("inductor", ops=False, kernels=False)
         tuner, original = _inductor_stand_in(block, scale)
-        inductor_launch(recorder, original, tuner, x.clone(), torch.empty(1), 8, stream=0)
-        records.append(recorder.record)
+        inductor_launch(tracer, original, tuner, x.clone(), torch.empty(1), 8, stream=0)
+        records.append(tracer.log)
     event = records[1].events[0]
     assert [t.name for t in event.inputs] == ["in_ptr0", "out_ptr0"] and event.scalars == {"xnumel": "8"}
     assert event.config == {"XBLOCK": "2", "num_warps": 2, "num_stages": 1} and event.grid == [4, 1, 1]
-    culprit = compare_records(*records).first
+    culprit = compare_logs(*records).first
     assert (culprit.role, culprit.name, culprit.tensor) == ("culprit", "triton_red_fused_sum_0", "out_ptr0")
     assert culprit.grid_a == [2, 1, 1] and "torch._inductor.config.deterministic = True" in culprit.fix
     records[1].events[0].grid, records[1].events[0].config = records[0].events[0].grid, records[0].events[0].config
-    culprit = compare_records(*records).first
+    culprit = compare_logs(*records).first
     assert "force_filter_reduction_configs" in culprit.fix and "reduction" in culprit.reason
 
 
 def test_warm_up_and_benchmark_launches_are_not_recorded():
-    recorder = Recorder("gpu", ops=False, kernels=False)
+    tracer = Tracer("gpu", ops=False, kernels=False)
     ran = []
-    jit_launch(recorder, lambda fn, *a, **kw: ran.append("warmup"), SimpleNamespace(), grid=(1,), warmup=True)
+    jit_launch(tracer, lambda fn, *a, **kw: ran.append("warmup"), SimpleNamespace(), grid=(1,), warmup=True)
     tuner, original = _inductor_stand_in(4, 1.0)
-    inductor_launch(recorder, original, tuner, torch.ones(8), torch.empty(1), 8, stream=0, benchmark_run=True)
-    assert ran == ["warmup"] and recorder.record.events == []
+    inductor_launch(tracer, original, tuner, torch.ones(8), torch.empty(1), 8, stream=0, benchmark_run=True)
+    assert ran == ["warmup"] and tracer.log.events == []
 
 
 def test_grid_list_pads_to_three_dimensions():

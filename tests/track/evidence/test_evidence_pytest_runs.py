@@ -1,4 +1,4 @@
-"""compare.pytest_runs: exit statuses, re-runnable shell lines, logs kept whole, time-outs and Ctrl-C; reading what
+"""evidence.pytest_runs: exit statuses, re-runnable shell lines, logs kept whole, time-outs and Ctrl-C; reading what
 a pytest run left behind: node ids, junit XML, warning summaries, the end of a killed log."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
-from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.pytest_runs import BUNDLE, Command, pytest_argv
+from detsim.track.evidence import pytest_runs as pr
+from detsim.track.evidence.pytest_runs import BUNDLE, Command, pytest_argv
 
 
 def test_pytest_runs_in_this_interpreter_unbuffered_without_cache_or_colour():
     assert pytest_argv("-q", "a.py") == (sys.executable, "-u", "-m", "pytest", "-p", "no:cacheprovider",
-                                         "-p", "detsim.track.compare.plugin", "--color=no", "-q", "a.py")
+                                         "-p", "detsim.track.evidence.plugin", "--color=no", "-q", "a.py")
 
 
 def test_shell_line_quotes_words_and_stands_bundle_for_the_folder(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.pytest_runs import FAILING, ProcessResult, warning_key
+from detsim.track.evidence.pytest_runs import FAILING, ProcessResult, warning_key
 from detsim.track.base.status import Status
 
 FORMAT = 1  # the version of results.json's layout
@@ -136,7 +136,7 @@ class Outcomes:
                    {d: DeviceRun.from_record(r) for d, r in results.get("runs", {}).items()})
 
     def outputs(self) -> dict[Key, TestResult]:
-        """Its tests by (device, node id), in that order: the named outputs :func:`~.outputs.compare_outputs`
+        """Its tests by (device, node id), in that order: the named outputs :func:`~detsim.track.compare.outputs.compare_outputs`
         pairs."""
         return dict(sorted({t.key: t for t in self.tests}.items()))
 
@@ -213,7 +213,7 @@ class ArtifactChange:
 @dataclass(frozen=True)
 class BundleChanges:
     """What changed since the previous bundle (docs/evidence.md, "Comparison with the previous bundle"): the
-    differences :func:`~.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
+    differences :func:`~detsim.track.compare.outputs.compare_outputs` found (:func:`~.previous.compare`), as the bundle names them."""
 
     new_failures: tuple[NewFailure, ...] = ()
     fixed: tuple[Fixed, ...] = ()

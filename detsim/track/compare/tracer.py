@@ -1,10 +1,10 @@
-"""Record a computation event by event into a :class:`~detsim.track.compare.record.RunRecord`: aten ops
+"""Trace a computation event by event into a :class:`~detsim.track.compare.run_log.RunLog`: aten ops
 through a ``TorchDispatchMode`` (one event per op, its tensors hashed around it) and Triton launches, by
 wrapping Triton's launch paths (docs/determinism.md).
 
-Only one :class:`Recorder` may be active at a time: the Triton wrappers are process-wide. Recording ops
-makes ``torch.compile`` fall back to eager inside the recorded region (a dispatch mode disables Dynamo);
-record compiled code with ops off and kernels on.
+Only one :class:`Tracer` may be active at a time: the Triton wrappers are process-wide. Tracing ops
+makes ``torch.compile`` fall back to eager inside the traced region (a dispatch mode disables Dynamo);
+trace compiled code with ops off and kernels on.
 
 Launch hooks do not fire under ``TRITON_INTERPRET=1``, so the interpreter's ``GridExecutor.__call__`` is
 wrapped; on GPU ``JITFunction.run`` (user kernels) and Inductor's ``CachingAutotuner.run``. Arguments
@@ -26,7 +26,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from detsim.track.base.status import Status
-from detsim.track.compare.record import Event, RunRecord, TensorInfo, call_site, fill, named_tensors, \
+from detsim.track.compare.run_log import Event, RunLog, TensorInfo, call_site, fill, named_tensors, \
     scalar_text, storage_key, tensor_info
 
 EMPTY_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
@@ -38,12 +38,12 @@ METADATA_OPS = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like
 WRITE_ONLY_KERNEL_ARG = re.compile(r"^(out|output)(_|\d|$)", re.IGNORECASE)
 
 
-def op_mode(recorder) -> TorchDispatchMode:
-    """A dispatch mode feeding ``recorder`` (enter it to record).
+def op_mode(tracer) -> TorchDispatchMode:
+    """A dispatch mode feeding ``tracer`` (enter it to trace).
 
     Torch wraps a mode's ``__torch_dispatch__`` so that Dynamo never traces it, which imports Dynamo
     (seconds); here the wrapper is put in place only once Dynamo is loaded, so recording eager code costs
-    no import and compiled code never traces the recorder.
+    no import and compiled code never traces the tracer.
     """
 
     class _OpMode(TorchDispatchMode):
@@ -53,7 +53,7 @@ def op_mode(recorder) -> TorchDispatchMode:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             _guard_against_dynamo(type(self))
-            return record_op(recorder, func, args, kwargs or {})
+            return trace_op(tracer, func, args, kwargs or {})
 
     _guard_against_dynamo(_OpMode)
     return _OpMode()
@@ -65,12 +65,12 @@ def _guard_against_dynamo(cls) -> None:
         cls.__torch_dispatch__ = torch._disable_dynamo(cls.__dict__["__torch_dispatch__"], recursive=True)
 
 
-def record_op(recorder, func, args: tuple, kwargs: dict):
-    """Run one op and add its event to ``recorder`` (just run it while the recorder is paused)."""
-    if recorder.is_paused:
+def trace_op(tracer, func, args: tuple, kwargs: dict):
+    """Run one op and add its event to ``tracer`` (just run it while the tracer is paused)."""
+    if tracer.is_paused:
         return func(*args, **kwargs)
     base = func._overloadpacket.__name__
-    inputs, scalars = _op_inputs(recorder, func._schema, base, args, kwargs)
+    inputs, scalars = _op_inputs(tracer, func._schema, base, args, kwargs)
     where = call_site()
     node = torch._C._current_autograd_node()
     if node is not None:
@@ -79,41 +79,41 @@ def record_op(recorder, func, args: tuple, kwargs: dict):
     outputs = []
     for tname, t in named_tensors("out", result):
         if base in EMPTY_OPS:
-            with recorder.paused():
-                fill(t, recorder.fill)
-            recorder.uninitialised[storage_key(t)] = f"#{len(recorder.record.events)} {func}" + \
+            with tracer.paused():
+                fill(t, tracer.fill)
+            tracer.uninitialised[storage_key(t)] = f"#{len(tracer.log.events)} {func}" + \
                 (f" at {where}" if where else "")
-            outputs.append(recorder.info(tname, t, note="never written (empty)"))
+            outputs.append(tracer.info(tname, t, note="never written (empty)"))
         else:
-            outputs.append(recorder.info(tname, t))
+            outputs.append(tracer.info(tname, t))
     if not outputs and result is not None and not isinstance(result, (torch.Tensor, list, tuple)):
         scalars["result"] = scalar_text(result)  # .item() and friends: the Python value it returned
-    recorder.add(kind="op", name=str(func), where=where, inputs=inputs, outputs=outputs, scalars=scalars,
+    tracer.add(kind="op", name=str(func), where=where, inputs=inputs, outputs=outputs, scalars=scalars,
                  view=bool(func.is_view))
     return result
 
 
-def _op_inputs(recorder, schema, base: str, args: tuple, kwargs: dict):
+def _op_inputs(tracer, schema, base: str, args: tuple, kwargs: dict):
     """(tensor inputs hashed before the op, non-tensor arguments as text)."""
     inputs, scalars = [], {}
     for name, value, arg in _bind(schema, args, kwargs):
         tensors = named_tensors(name, value)
         if not (arg is not None and arg.is_out):  # out= buffers are written, not read
             overwrite = bool(arg is not None and arg.is_write and base in OVERWRITE_OPS)
-            inputs += [_input_info(recorder, base, tname, t, overwrite=overwrite) for tname, t in tensors]
+            inputs += [_input_info(tracer, base, tname, t, overwrite=overwrite) for tname, t in tensors]
         if not tensors and value is not None and not isinstance(value, torch.Tensor):
             scalars[name] = scalar_text(value)
     return inputs, scalars
 
 
-def _input_info(recorder, base: str, name: str, t: torch.Tensor, *, overwrite: bool) -> TensorInfo:
+def _input_info(tracer, base: str, name: str, t: torch.Tensor, *, overwrite: bool) -> TensorInfo:
     """A tensor input as read by the op: metadata only, overwritten, or hashed (never-written elements noted)."""
     if base in METADATA_OPS:
         return TensorInfo(name, None, list(t.shape), str(t.dtype).replace("torch.", ""), str(t.device),
                           compare=False, note="metadata only")
     if overwrite:
-        return recorder.info(name, t, compare=False, note="overwritten by the op")
-    return recorder.read(name, t)
+        return tracer.info(name, t, compare=False, note="overwritten by the op")
+    return tracer.read(name, t)
 
 
 def _bind(schema, args: tuple, kwargs: dict):
@@ -127,15 +127,15 @@ def _bind(schema, args: tuple, kwargs: dict):
         yield name, value, by_name.get(name)
 
 
-class Recorder:
-    """Context manager recording ops and/or Triton launches into :attr:`record`; the layers add events
+class Tracer:
+    """Context manager recording ops and/or Triton launches into :attr:`log`; the layers add events
     (:meth:`add`) and hash tensors (:meth:`info`)."""
 
-    _active: "Recorder | None" = None
+    _active: "Tracer | None" = None
     _lock = threading.Lock()
 
     def __init__(self, label: str = "run", *, ops: bool = True, kernels: bool = True, fill: int = 0) -> None:
-        self.record = RunRecord(label=label, threads=torch.get_num_threads(),
+        self.log = RunLog(label=label, threads=torch.get_num_threads(),
                              settings={"ops": ops, "kernels": kernels, "fill": fill,
                                        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()})
         self.ops, self.kernels, self.fill = ops, kernels, fill
@@ -144,11 +144,11 @@ class Recorder:
         self._mode: TorchDispatchMode | None = None
         self._undo: list[Callable[[], None]] = []
 
-    def __enter__(self) -> "Recorder":
-        with Recorder._lock:
-            if Recorder._active is not None:
-                raise RuntimeError("another Recorder is already active")
-            Recorder._active = self
+    def __enter__(self) -> "Tracer":
+        with Tracer._lock:
+            if Tracer._active is not None:
+                raise RuntimeError("another Tracer is already active")
+            Tracer._active = self
         try:
             if self.kernels:
                 install(self)
@@ -169,10 +169,10 @@ class Recorder:
             for undo in reversed(self._undo):
                 undo()
             self._undo.clear()
-            Recorder._active = None
+            Tracer._active = None
 
     def on_exit(self, undo: Callable[[], None]) -> None:
-        """Call ``undo`` when the recorder exits (the last registered first)."""
+        """Call ``undo`` when the tracer exits (the last registered first)."""
         self._undo.append(undo)
 
     @contextlib.contextmanager
@@ -189,7 +189,7 @@ class Recorder:
         return self._paused > 0
 
     def info(self, name: str, t: torch.Tensor, **kw) -> TensorInfo:
-        """:func:`~detsim.track.compare.record.tensor_info` of ``t``, not recorded itself."""
+        """:func:`~detsim.track.compare.run_log.tensor_info` of ``t``, not recorded itself."""
         with self.paused():
             return tensor_info(name, t, run=self.fill, **kw)
 
@@ -204,90 +204,90 @@ class Recorder:
         return info
 
     def add(self, **fields) -> Event:
-        """Append the next event (its index is its position in the record)."""
-        event = Event(index=len(self.record.events), **fields)
-        self.record.events.append(event)
+        """Append the next event (its index is its position in the log)."""
+        event = Event(index=len(self.log.events), **fields)
+        self.log.events.append(event)
         return event
 
 
-def record(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, fill: int = 0,
-           **kwargs) -> RunRecord:
-    """Run ``fn(*args, **kwargs)`` once under a :class:`Recorder`; an exception is kept in ``record.error``.
+def trace(fn: Callable, *args, label: str = "run", ops: bool = True, kernels: bool = True, fill: int = 0,
+          **kwargs) -> RunLog:
+    """Run ``fn(*args, **kwargs)`` once under a :class:`Tracer`; an exception is kept in the log's ``error``.
     ``fill``: the run's value for never-written memory (give run A and run B different ones)."""
-    recorder = Recorder(label, ops=ops, kernels=kernels, fill=fill)
-    rec = recorder.record
+    tracer = Tracer(label, ops=ops, kernels=kernels, fill=fill)
+    log = tracer.log
     named = [*((f"arg{i}", a) for i, a in enumerate(args)), *kwargs.items()]
-    rec.inputs = [tensor_info(n, t) for name, value in named for n, t in named_tensors(name, value)]
+    log.inputs = [tensor_info(n, t) for name, value in named for n, t in named_tensors(name, value)]
     result = None
     try:
-        with recorder:
+        with tracer:
             result = fn(*args, **kwargs)
     except Exception:
-        rec.error, rec.status = traceback.format_exc(), Status.CRASHED
-    rec.results = [recorder.read(name, t) for name, t in named_tensors("result", result)]
-    return rec
+        log.error, log.status = traceback.format_exc(), Status.CRASHED
+    log.results = [tracer.read(name, t) for name, t in named_tensors("result", result)]
+    return log
 
 
 # -- Triton launches ------------------------------------------------------------------------------------
 
 
-def install(recorder) -> None:
-    """Wrap Triton's launch paths so that they report to ``recorder`` until it exits (no-op without Triton)."""
+def install(tracer) -> None:
+    """Wrap Triton's launch paths so that they report to ``tracer`` until it exits (no-op without Triton)."""
     try:
         from triton import knobs
     except ImportError:
         return
     if knobs.runtime.interpret:
         from triton.runtime import interpreter
-        _wrap(recorder, interpreter.GridExecutor, "__call__", interpreter_launch)
+        _wrap(tracer, interpreter.GridExecutor, "__call__", interpreter_launch)
         return
     from triton.runtime import autotuner, jit
-    _wrap(recorder, jit.JITFunction, "run", jit_launch)
-    _wrap(recorder, autotuner.Autotuner, "_bench", _benchmark)
+    _wrap(tracer, jit.JITFunction, "run", jit_launch)
+    _wrap(tracer, autotuner.Autotuner, "_bench", _benchmark)
     if torch.cuda.is_available() or "torch._inductor.runtime.triton_heuristics" in sys.modules:
         # Inductor emits Triton only for GPUs; importing it costs seconds, so only then.
         from torch._inductor.runtime import triton_heuristics
-        _wrap(recorder, triton_heuristics.CachingAutotuner, "run", inductor_launch)
+        _wrap(tracer, triton_heuristics.CachingAutotuner, "run", inductor_launch)
     if torch.cuda.is_available():
-        hook = functools.partial(_launch_hook, recorder)
+        hook = functools.partial(_launch_hook, tracer)
         knobs.runtime.launch_enter_hook.add(hook)
-        recorder.on_exit(lambda: knobs.runtime.launch_enter_hook.remove(hook))
+        tracer.on_exit(lambda: knobs.runtime.launch_enter_hook.remove(hook))
 
 
-def _wrap(recorder, cls, attr: str, wrapper) -> None:
-    """Replace ``cls.attr`` by a function calling ``wrapper(recorder, original, instance, ...)``."""
+def _wrap(tracer, cls, attr: str, wrapper) -> None:
+    """Replace ``cls.attr`` by a function calling ``wrapper(tracer, original, instance, ...)``."""
     original = cls.__dict__[attr]
 
     def patched(instance, *args, **kwargs):
-        if recorder.is_paused:
+        if tracer.is_paused:
             return original(instance, *args, **kwargs)
-        return wrapper(recorder, original, instance, *args, **kwargs)
+        return wrapper(tracer, original, instance, *args, **kwargs)
 
     patched.__wrapped__ = original
     setattr(cls, attr, patched)
-    recorder.on_exit(lambda: setattr(cls, attr, original))
+    tracer.on_exit(lambda: setattr(cls, attr, original))
 
 
-def record_launch(recorder, name: str, bound: dict, launch: Callable[[], Any], *, grid=None, config=None,
+def trace_launch(tracer, name: str, bound: dict, launch: Callable[[], Any], *, grid=None, config=None,
                   constexprs: tuple = ()):
     """Hash tensor arguments, launch, hash them again, add the event; returns what ``launch`` returned."""
     where = call_site()
-    with recorder.paused():
+    with tracer.paused():
         tensors = {n: t for n, v in bound.items() for n, t in named_tensors(n, v)}
         scalars = {n: scalar_text(v) for n, v in bound.items() if not named_tensors(n, v) and n not in constexprs}
         before = {}
         for n, t in tensors.items():
             unread = bool(WRITE_ONLY_KERNEL_ARG.match(n))
-            before[n] = recorder.read(n, t, compare=not unread, note="write-only (by name)" if unread else None)
+            before[n] = tracer.read(n, t, compare=not unread, note="write-only (by name)" if unread else None)
         result = launch()
         if any(t.is_cuda for t in tensors.values()):
             torch.cuda.synchronize()
         after = []
         for n, t in tensors.items():
-            info = recorder.info(n, t)
+            info = tracer.info(n, t)
             info.written = info.hash != before[n].hash
             after.append(info)
-    recorder.add(kind="kernel", name=name, where=where, inputs=list(before.values()), outputs=after,
+    tracer.add(kind="kernel", name=name, where=where, inputs=list(before.values()), outputs=after,
                  scalars=scalars, grid=grid_list(grid), config=config)
     return result
 
@@ -303,7 +303,7 @@ def grid_list(grid) -> list | None:
     return values + [1] * (3 - len(values))
 
 
-def _user_kernel(recorder, name: str, names, accepted, constexpr_names, grid, args, kwargs, launch):
+def _user_kernel(tracer, name: str, names, accepted, constexpr_names, grid, args, kwargs, launch):
     """Record the launch of a user kernel: arguments bound by name, ``constexpr`` and unknown keyword
     arguments as its configuration, a callable grid resolved against the arguments."""
     bound = dict(zip(names, args))
@@ -315,30 +315,30 @@ def _user_kernel(recorder, name: str, names, accepted, constexpr_names, grid, ar
             grid = grid(bound)
         except Exception as exc:
             grid = f"<grid callable failed: {exc}>"
-    return record_launch(recorder, name, bound, launch, grid=grid, config={**constexprs, **extra} or None,
+    return trace_launch(tracer, name, bound, launch, grid=grid, config={**constexprs, **extra} or None,
                          constexprs=tuple(constexprs))
 
 
-def interpreter_launch(recorder, original, executor, *args, **kwargs):
+def interpreter_launch(tracer, original, executor, *args, **kwargs):
     """``GridExecutor.__call__`` under ``TRITON_INTERPRET=1``."""
     spec = inspect.getfullargspec(executor.fn)
-    return _user_kernel(recorder, executor.fn.__name__, executor.arg_names, {*spec.args, *spec.kwonlyargs},
+    return _user_kernel(tracer, executor.fn.__name__, executor.arg_names, {*spec.args, *spec.kwonlyargs},
                         executor.constexprs, executor.grid, args, kwargs,
                         lambda: original(executor, *args, **kwargs))
 
 
-def jit_launch(recorder, original, fn, *args, grid, warmup, **kwargs):
+def jit_launch(tracer, original, fn, *args, grid, warmup, **kwargs):
     """``JITFunction.run``: a user kernel launched on the GPU (warm-up compilations are not launches)."""
     def launch():
         return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
 
     if warmup:
         return launch()
-    return _user_kernel(recorder, getattr(fn, "__name__", None) or fn.fn.__name__, fn.arg_names, set(fn.arg_names),
+    return _user_kernel(tracer, getattr(fn, "__name__", None) or fn.fn.__name__, fn.arg_names, set(fn.arg_names),
                         [p.name for p in fn.params if p.is_constexpr], grid, args, kwargs, launch)
 
 
-def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=False, **kwargs):
+def inductor_launch(tracer, original, tuner, *args, stream, benchmark_run=False, **kwargs):
     """``CachingAutotuner.run``: an Inductor kernel, with the configuration autotuning chose."""
     if benchmark_run:
         return original(tuner, *args, stream=stream, benchmark_run=benchmark_run, **kwargs)
@@ -347,10 +347,10 @@ def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=Fals
     names = [n for n in signature if n not in configured and signature.get(n) != "constexpr"]
     names += [f"arg{i}" for i in range(len(names), len(args))]
     bound = dict(zip(names, args))
-    result = record_launch(recorder, tuner.fn.__name__, bound,
+    result = trace_launch(tracer, tuner.fn.__name__, bound,
                            lambda: original(tuner, *args, stream=stream, benchmark_run=benchmark_run, **kwargs))
     if len(getattr(tuner, "launchers", ())) == 1:  # the configuration is known once the tuner has chosen it
-        event = recorder.record.events[-1]
+        event = tracer.log.events[-1]
         cfg = tuner.launchers[0].config
         event.config = {**{k: scalar_text(v) for k, v in cfg.kwargs.items()},
                         "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
@@ -359,15 +359,15 @@ def inductor_launch(recorder, original, tuner, *args, stream, benchmark_run=Fals
     return result
 
 
-def _benchmark(recorder, original, tuner, *args, **kwargs):
+def _benchmark(tracer, original, tuner, *args, **kwargs):
     """``Autotuner._bench``: benchmark launches are not part of the computation."""
-    with recorder.paused():
+    with tracer.paused():
         return original(tuner, *args, **kwargs)
 
 
-def _launch_hook(recorder, metadata) -> None:
-    if recorder.is_paused:
+def _launch_hook(tracer, metadata) -> None:
+    if tracer.is_paused:
         return  # a launch already recorded by a wrapper, or an autotuning benchmark
     data = metadata.get() if hasattr(metadata, "get") else dict(metadata)
-    recorder.add(kind="kernel", name=str(data.get("name")), where="launch hook (arguments not visible)",
+    tracer.add(kind="kernel", name=str(data.get("name")), where="launch hook (arguments not visible)",
                  inputs=[], outputs=[], scalars={}, grid=None, config=None)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.compare import previous as prev
-from detsim.track.compare.manifest import write_manifest
-from detsim.track.compare.bundle import RETIME_HEADER
+from detsim.track.evidence import previous as prev
+from detsim.track.evidence.manifest import write_manifest
+from detsim.track.evidence.bundle import RETIME_HEADER
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import Outcomes
+from detsim.track.evidence.outcomes import Outcomes
 
 
 def test_stamps_never_collide_and_sort_in_order(tmp_path, monkeypatch):

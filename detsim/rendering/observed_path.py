@@ -1,6 +1,8 @@
 """The observed path: a chunk computed by the GENERAL maths path, its intermediates handed to an observer.
 
-An :data:`Observer` is a diagnosis hook (per-pixel traces, :mod:`detsim.diagnostics.pixel_trace`). When one is given to
+The engine owns the hook's protocol (:class:`Observer`) and the names it reports (:data:`OBSERVED`); a
+diagnosis outside the engine implements it (per-pixel traces, :mod:`detsim.diagnostics.pixel_trace`), so the
+engine never imports its diagnoses and never prints. When an observer is given to
 :func:`detsim.rendering.engine.render`, every chunk runs :func:`observed_values`: the same functions as the
 unobserved GENERAL path (:mod:`detsim.rendering.paths`), in the same order, with the observer called
 between them: the observed pixel values are bit-identical to the GENERAL path's, and agree with the
@@ -9,7 +11,7 @@ image's (which another path may have summed) up to rounding.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -19,13 +21,15 @@ from detsim.rendering import lattice_factor
 from detsim.rendering.paths import BlockTerms, Chunk, accumulate, chunk_blocks, cut, finish, general_terms, scale, start
 from detsim.rendering.pixel_terms import PixelTerms
 
-Observer = Callable[..., None]
-"""``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
+class Observer(Protocol):
+    """``observe(name, tensor, **where)``: receives named intermediate tensors of a chunk (diagnosis hook).
 
-Called only when given to :func:`detsim.rendering.engine.render`; the names and shapes are listed in
-:data:`OBSERVED`. ``where`` holds the block's position in the sampling loops: ``layer``, ``subpixel``,
-``sources`` and ``orientations`` (slices).
-"""
+    Called only when given to :func:`detsim.rendering.engine.render`; the names and shapes are listed in
+    :data:`OBSERVED`. ``where`` holds the block's position in the sampling loops: ``layer``, ``subpixel``,
+    ``sources`` and ``orientations`` (slices).
+    """
+
+    def __call__(self, name: str, tensor: Tensor, /, **where: slice) -> None: ...
 
 OBSERVED = {
     "pixel_pos": "(P, T, O, 3) subpixel position, m",

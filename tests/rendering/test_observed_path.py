@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from _tolerances import F64_ROUNDING, F64_SAME_OPERATIONS
-from detsim.diagnostics.observed_path import OBSERVED, observed_values
+from detsim.rendering.observed_path import OBSERVED, observed_values
 from detsim.model.geometry import pixel_positions
 from detsim.rendering.engine import prepare, render, restrict_pixels
 from detsim.rendering.interpolation import InterpolationState

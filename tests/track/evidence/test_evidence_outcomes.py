@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare.outcomes import (FORMAT, BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
+from detsim.track.evidence.outcomes import (FORMAT, BundleResults, CollectResult, BundleChanges, DeviceRun, DurationMove,
                                            Fixed, LoggedWarning, Outcomes, Request, TestResult)
 
 from detsim.track.base.status import Status

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from detsim.track.compare import manifest
+from detsim.track.evidence import manifest
 
 
 @pytest.fixture

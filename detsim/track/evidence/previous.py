@@ -12,13 +12,13 @@ from typing import Sequence
 
 from detsim.track.base.hashing import sha256_bytes
 from detsim.track.base.output import utc_stamp
-from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.durations import HISTORY, judge_durations
-from detsim.track.compare.manifest import check_bundle
+from detsim.track.evidence import pytest_runs as pr
+from detsim.track.evidence.durations import HISTORY, judge_durations
+from detsim.track.evidence.manifest import check_bundle
 from detsim.track.compare.outputs import compare_outputs
 from detsim.track.base.status import Status
 from detsim.track.base.exitcodes import BadInput
-from detsim.track.compare.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
+from detsim.track.evidence.outcomes import (ArtifactChange, BundleChanges, Fixed, NewFailure,
                                            OutcomeChange, Outcomes, RunChange, TestPresence, TestResult)
 
 STAMP_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?$")
@@ -86,7 +86,7 @@ def history(area_dir: Path, stamp: str) -> list[PastBundle]:
 
 def compare(current: Outcomes, previous: Outcomes, history: Sequence[Sequence[TestResult]]) -> BundleChanges:
     """What changed from ``previous`` to ``current`` (durations are also judged against ``history``): their
-    tests, warnings and runs compared by :func:`~.outputs.compare_outputs` (run A: now, run B: before)."""
+    tests, warnings and runs compared by :func:`~detsim.track.compare.outputs.compare_outputs` (run A: now, run B: before)."""
     tests = compare_outputs(current.outputs(), previous.outputs(), lambda now, was: now.outcome != was.outcome)
     new_failures, fixed, changed = [], [], []
     for d in tests.differences:

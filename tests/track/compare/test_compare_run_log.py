@@ -1,4 +1,4 @@
-"""compare.record: tensor digests (never-written memory left out; the matrix's two hashes), argument text
+"""compare.run_log: tensor digests (never-written memory left out; the matrix's two hashes), argument text
 and call sites, and records through JSON."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from detsim.track.compare.firstdiff import compare_records
+from detsim.track.compare.firstdiff import compare_logs
 from detsim.track.base.status import Status
-from detsim.track.compare.record import RunConfig, RunRecord, named_tensors, call_site, canonical, fill, \
-    output_record, scalar_text, sentinel, storage_key, tensor_info
-from detsim.track.compare.recorder import record
+from detsim.track.compare.run_log import RunConfig, RunLog, named_tensors, call_site, canonical, fill, \
+    output_log, scalar_text, sentinel, storage_key, tensor_info
+from detsim.track.compare.tracer import trace
 from detsim.track.base.runtime import tensor_sha256
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -23,15 +23,15 @@ import planted_ops  # noqa: E402
 
 
 def test_records_survive_json_and_compare_the_same():
-    a, b = record(planted_ops.hidden_counter, label="x"), record(planted_ops.hidden_counter, label="x")
-    reloaded = [RunRecord.from_dict(json.loads(r.to_json())) for r in (a, b)]
-    assert compare_records(*reloaded).to_dict() == compare_records(a, b).to_dict()
+    a, b = trace(planted_ops.hidden_counter, label="x"), trace(planted_ops.hidden_counter, label="x")
+    reloaded = [RunLog.from_dict(json.loads(r.to_json())) for r in (a, b)]
+    assert compare_logs(*reloaded).to_dict() == compare_logs(a, b).to_dict()
 
 
 def test_a_record_loads_from_its_file(tmp_path):
-    rec = record(planted_ops.unseeded_noise, label="saved")
+    rec = trace(planted_ops.unseeded_noise, label="saved")
     (tmp_path / "r.json").write_text(rec.to_json())
-    loaded = RunRecord.load(tmp_path / "r.json")
+    loaded = RunLog.load(tmp_path / "r.json")
     assert loaded == rec and loaded.counts() == rec.counts() == {"op": len(rec.events), "kernel": 0}
 
 
@@ -50,15 +50,15 @@ def test_tensor_info_is_the_native_hash_with_float64_statistics(device, dtype):
 def test_a_matrix_run_hashes_the_float32_bytes_and_the_native_bytes_and_survives_json(device, dtype):
     image = torch.linspace(0, 1, 12, device=device, dtype=dtype).reshape(3, 4) / 3
     config = RunConfig("t", device, str(dtype).replace("torch.", ""), "eager", 1)
-    run = output_record(config, 1, {"image": image}, 0.5)
+    run = output_log(config, 1, {"image": image}, 0.5)
     (digest,) = run.results
     assert digest.float32 == tensor_sha256(image.to("cpu", torch.float32))
     assert digest.hash == tensor_sha256(image) == tensor_info("image", image).hash  # one digest
     assert (digest.float32 == digest.hash) == (dtype == torch.float32)
     assert digest.shape == [3, 4] and digest.dtype == str(dtype).replace("torch.", "")
     counts = torch.arange(3, device=device)  # integers are hashed as they are, not as float32
-    assert output_record(config, 0, {"n": counts}, 0.0).results[0].float32 == tensor_sha256(counts)
-    again = RunRecord.from_dict(json.loads(run.to_json()))
+    assert output_log(config, 0, {"n": counts}, 0.0).results[0].float32 == tensor_sha256(counts)
+    again = RunLog.from_dict(json.loads(run.to_json()))
     assert again.config == config and again.key() == run.key() and again.tensors == {} and run.tensors
     assert again.status is Status.OK and json.loads(run.to_json())["status"] == "ok"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from detsim.track.compare import durations
-from detsim.track.compare.outcomes import Outcomes, TestResult
+from detsim.track.evidence import durations
+from detsim.track.evidence.outcomes import Outcomes, TestResult
 
 
 def _results(*tests, warnings=()):

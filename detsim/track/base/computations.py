@@ -1,10 +1,10 @@
-"""What the determinism and divergence commands run: a target given on their command line, resolved into a
-:class:`Computation` that turns (device, dtype, mode) into named output tensors.
+"""What the determinism and divergence commands run: a computation named on their command line, resolved into
+a :class:`Computation` that turns (device, dtype, mode) into named output tensors.
 
-Inputs: a target. Outputs: a :class:`Computation` (or :class:`TargetError`, one line); a computation's outputs,
-``{name: tensor}``. A target is a golden case id (input files relative to the case folder), a nanoBragg command
-line (relative to the working directory) or a callable ``module:function`` / ``path/to/file.py:function`` called
-as ``function(device=..., dtype=...)``. A simulation can also return gradients of ``image.sum()`` with respect to
+Inputs: a computation's name. Outputs: a :class:`Computation` (or :class:`ComputationError`, one line); a
+computation's outputs, ``{name: tensor}``. A computation is named by a golden case id (input files relative to
+the case folder), a nanoBragg command line (relative to the working directory) or a callable
+``module:function`` / ``path/to/file.py:function`` called as ``function(device=..., dtype=...)``. A simulation can also return gradients of ``image.sum()`` with respect to
 configuration scalars (``--grad detector.distance_mm``, ``--grad crystal.cell[0]``): outputs ``grad:<param>``.
 """
 
@@ -28,14 +28,14 @@ from detsim.track.base.golden import GoldenError, find_case, working_directory
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
-class TargetError(ValueError):
-    """A target that cannot be resolved (unknown case id, bad command line, missing callable)."""
+class ComputationError(ValueError):
+    """A computation that cannot be resolved (unknown case id, bad command line, missing callable)."""
 
 
 @dataclass(frozen=True)
 class Computation:
-    """A named computation, run as ``outputs = computation.run(device, dtype, mode)``; ``spec`` is the target
-    it was resolved from, as given on the command line."""
+    """A named computation, run as ``outputs = computation.run(device, dtype, mode)``; ``spec`` is what named it
+    on the command line."""
 
     name: str
     kind: str  # "golden", "nanobragg" or "callable"
@@ -46,7 +46,7 @@ class Computation:
     def unavailable(self, device: str, mode: str) -> str | None:
         """Why ``mode`` cannot run on ``device`` here (None when it can)."""
         if mode not in self.modes:
-            return f"{self.kind} targets have no {mode!r} mode"
+            return f"{self.kind} computations have no {mode!r} mode"
         if self.kind == "callable":
             return None
         import detsim.rendering.engine as engine
@@ -65,8 +65,8 @@ def resolve_case(case_id: str, grads: tuple[str, ...] = (), chunk_pixels: int | 
     try:
         case = find_case(case_id, directory)
     except GoldenError as exc:
-        raise TargetError(str(exc)) from None
-    return _simulation_target(case.id, "golden", case_id, list(case.args), case.folder, grads, chunk_pixels)
+        raise ComputationError(str(exc)) from None
+    return _simulation(case.id, "golden", case_id, list(case.args), case.folder, grads, chunk_pixels)
 
 
 def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_pixels: int | None = None
@@ -75,10 +75,10 @@ def resolve_command_line(command_line: str, grads: tuple[str, ...] = (), chunk_p
     args = shlex.split(command_line)
     if args and not args[0].startswith("-"):
         args = args[1:]
-    return _simulation_target("cmdline:" + " ".join(args), "nanobragg", command_line, args, None, grads, chunk_pixels)
+    return _simulation("cmdline:" + " ".join(args), "nanobragg", command_line, args, None, grads, chunk_pixels)
 
 
-def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
+def _simulation(name: str, kind: str, spec: str, args: list[str], case_dir: Path | None,
                        grads: tuple[str, ...], chunk_pixels: int | None) -> Computation:
     from detsim import config_from_argv, MODES
 
@@ -86,7 +86,7 @@ def _simulation_target(name: str, kind: str, spec: str, args: list[str], case_di
         with working_directory(case_dir):
             config = config_from_argv(args)
     except (ValueError, OSError) as exc:
-        raise TargetError(f"{name}: {exc}") from None
+        raise ComputationError(f"{name}: {exc}") from None
     for path in grads:
         _read_param(config, path)  # fail early on a bad parameter name
 
@@ -113,19 +113,19 @@ _PARAM = re.compile(r"^(crystal|detector|beam|sampling)\.(\w+)(?:\[(\d)\])?$")
 def _read_param(config, path: str):
     match = _PARAM.match(path)
     if not match:
-        raise TargetError(f"gradient parameter {path!r}: expected section.field or section.field[i], "
+        raise ComputationError(f"gradient parameter {path!r}: expected section.field or section.field[i], "
                           "e.g. detector.distance_mm or crystal.cell[0]")
     section, field_name, index = match.groups()
     sub = getattr(config, section)
     if not hasattr(sub, field_name):
-        raise TargetError(f"gradient parameter {path!r}: {section} has no field {field_name!r}")
+        raise ComputationError(f"gradient parameter {path!r}: {section} has no field {field_name!r}")
     value = getattr(sub, field_name)
     if index is not None:
         if not isinstance(value, tuple) or int(index) >= len(value):
-            raise TargetError(f"gradient parameter {path!r}: {field_name} is not a tuple of that length")
+            raise ComputationError(f"gradient parameter {path!r}: {field_name} is not a tuple of that length")
         value = value[int(index)]
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TargetError(f"gradient parameter {path!r}: {value!r} is not a number")
+        raise ComputationError(f"gradient parameter {path!r}: {value!r} is not a number")
     return match.groups(), float(value)
 
 
@@ -147,12 +147,12 @@ def load_callable(spec: str) -> Callable:
     """``package.module:function`` or ``path/to/file.py:function`` (attribute paths allowed)."""
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
-        raise TargetError(f"{spec!r}: expected module:function or file.py:function")
+        raise ComputationError(f"{spec!r}: expected module:function or file.py:function")
     if module_part.endswith(".py") or os.sep in module_part:
         path = Path(module_part).resolve()
         if not path.exists():
-            raise TargetError(f"{spec!r}: no file {path}")
-        name = "_detsim_target_" + re.sub(r"\W", "_", str(path))
+            raise ComputationError(f"{spec!r}: no file {path}")
+        name = "_detsim_computation_" + re.sub(r"\W", "_", str(path))
         module = sys.modules.get(name)
         if module is None:
             file_spec = importlib.util.spec_from_file_location(name, path)
@@ -167,28 +167,28 @@ def load_callable(spec: str) -> Callable:
         try:
             module = importlib.import_module(module_part)
         except ModuleNotFoundError as exc:
-            raise TargetError(f"{spec!r}: cannot import {module_part} ({exc})") from None
+            raise ComputationError(f"{spec!r}: cannot import {module_part} ({exc})") from None
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise TargetError(f"{spec!r}: {module_part} has no attribute {attr!r}")
+            raise ComputationError(f"{spec!r}: {module_part} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise TargetError(f"{spec!r}: {attr} is not callable")
+        raise ComputationError(f"{spec!r}: {attr} is not callable")
     return obj
 
 
 def resolve_callable(spec: str) -> Computation:
-    """A user function ``f(device=..., dtype=...)`` returning tensors, as a target."""
+    """A user function ``f(device=..., dtype=...)`` returning tensors, as a computation."""
     fn = load_callable(spec)
 
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
-        return named_tensors(fn(device=device, dtype=dtype))
+        return output_tensors(fn(device=device, dtype=dtype))
 
     return Computation(name=spec, kind="callable", spec=spec, modes=("eager",), run=run)
 
 
-def named_tensors(result) -> dict[str, torch.Tensor]:
+def output_tensors(result) -> dict[str, torch.Tensor]:
     """Outputs of a callable as ``{name: tensor}``: a tensor is ``out``, a sequence ``out0, out1...``."""
     if isinstance(result, torch.Tensor):
         return {"out": result.detach()}

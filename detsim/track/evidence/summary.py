@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from detsim.track.compare import pytest_runs as pr
+from detsim.track.evidence import pytest_runs as pr
 from detsim.track.base.status import Status
-from detsim.track.compare.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
-from detsim.track.compare.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
+from detsim.track.evidence.durations import FASTER_MIN_SAMPLES, MOVE_FLOOR_S, MOVE_RATIO
+from detsim.track.evidence.outcomes import BundleResults, BundleChanges, DeviceRun, DurationMove, TestResult
 
 SLOWEST = 10  # tests in summary.md's slowest-tests table
 LISTED = 10  # items shown per listing of the change list

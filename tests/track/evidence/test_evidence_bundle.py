@@ -1,4 +1,4 @@
-"""compare.bundle: the steps of a bundle that need no real pytest run (the verdict, crash reasons, re-timing), and
+"""evidence.bundle: the steps of a bundle that need no real pytest run (the verdict, crash reasons, re-timing), and
 env.json and commands.txt: where a bundle was made, and how to make it again."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.compare import bundle
-from detsim.track.compare import pytest_runs as pr
-from detsim.track.compare.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, NewFailure, Outcomes,
+from detsim.track.evidence import bundle
+from detsim.track.evidence import pytest_runs as pr
+from detsim.track.evidence.outcomes import (BundleResults, CollectResult, BundleChanges, DeviceRun, NewFailure, Outcomes,
                                            Request, TestResult)
-from detsim.track.compare.previous import PastBundle
-from detsim.track.compare.pytest_runs import Command, ProcessResult
+from detsim.track.evidence.previous import PastBundle
+from detsim.track.evidence.pytest_runs import Command, ProcessResult
 
 OK_COLLECT = CollectResult(0, False, 0.5, "ok", "pytest exit 0", 3, "collect.log")
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from detsim.track.commands import evidence as cmd_evidence
-from detsim.track.compare import plugin
+from detsim.track.evidence import plugin
 from detsim.track import cli
 
 CONFTEST_WITH_DEVICE = '''

@@ -36,7 +36,7 @@ PYTEST_EXIT = {
     0: "all tests passed", 1: "some tests failed", 2: "interrupted (collection errors or a test run stopped)",
     3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected",
 }
-PLUGIN = "detsim.track.compare.plugin"  # provides --device where the selection's conftest does not
+PLUGIN = "detsim.track.evidence.plugin"  # provides --device where the selection's conftest does not
 
 
 def pytest_argv(*args: str) -> tuple[str, ...]:
