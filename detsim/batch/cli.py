@@ -21,7 +21,7 @@ import time
 from detsim.batch import manifest
 from detsim.batch.frames import BatchInputError, read_lines, read_sweep
 from detsim.batch.plan import plan
-from detsim.batch.progress import BatchProgress
+from detsim.batch.progress import TaskProgress
 from detsim.commandline.command import EXIT_BAD_INPUT
 
 EXIT_FRAME_FAILED = 1  # every frame was tried; at least one failed (the manifest names it)
@@ -95,7 +95,7 @@ def _render(jobs, skipped, options: argparse.Namespace) -> int:
     logging.getLogger("distributed").setLevel(logging.CRITICAL)  # a dead worker is the manifest's to report
     if skipped:
         print(f"detsim batch: {len(skipped)} frames already done, {len(jobs)} to render", file=sys.stderr)
-    progress = BatchProgress(len(jobs))
+    progress = TaskProgress(len(jobs))
     try:
         with client_for(options.workers, options.scheduler) as client:
             os.makedirs(options.out, exist_ok=True)

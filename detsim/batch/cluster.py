@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from detsim.batch.frames import BatchInputError
 from detsim.batch.manifest import Entry, FrameStatus
 from detsim.batch.plan import FrameJob
-from detsim.batch.progress import BatchProgress
+from detsim.batch.progress import TaskProgress
 from detsim.batch.worker import remove_empty_folders, render_frame
 
 TRIES = 2  # a failed frame is tried once more
@@ -64,7 +64,7 @@ def _lost(job: FrameJob, tries: int, exc: BaseException) -> Entry:
     return Entry(frame.name, frame.source, frame.command, FrameStatus.FAILED, 0.0, tries, reason=reason)
 
 
-def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], progress: BatchProgress) -> None:
+def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], progress: TaskProgress) -> None:
     """Render ``jobs`` on ``client``'s workers; ``on_entry`` gets each frame's last entry as it ends."""
     from distributed import as_completed
 
