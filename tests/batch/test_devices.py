@@ -88,3 +88,16 @@ def test_device_cuda_without_a_gpu_is_one_line_exit_2(tmp_path, monkeypatch, cap
     assert "jobs" not in no_cluster and not (tmp_path / "batch-out").exists()
     assert main(["batch", "lines.txt", "--device", "cuda", "--scheduler", "tcp://127.0.0.1:1"]) == 0
     assert no_cluster["cuda"] and no_cluster["gpus"] == ()  # an existing cluster's workers declare their GPUs
+
+
+def test_an_existing_cluster_without_gpu_workers_is_refused_rather_than_waited_on():
+    class Scheduler:
+        def __init__(self, *resources):
+            self.workers = {f"tcp://w{i}": {"resources": r} for i, r in enumerate(resources)}
+
+        def scheduler_info(self):
+            return {"workers": self.workers}
+
+    with pytest.raises(BatchInputError, match="no worker of tcp://h:8786 offers the resource GPU"):
+        cluster._check_gpu_workers(Scheduler({}, {"MEM": 4}), "tcp://h:8786")
+    cluster._check_gpu_workers(Scheduler({}, {GPU_RESOURCE: 1}), "tcp://h:8786")  # one GPU worker is enough
