@@ -32,6 +32,7 @@ IMPROVABLE = (Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY, Family.COUNT
               Family.PARITY)  # the families whose rule has a direction (lower, or throughput higher, is better)
 
 NOISE = CONFIRMATION_LABELS[Confirmation.NOISE]  # a step the history itself explains as noise: no event
+IMPROVED = "IMPROVED"  # an improvement's label (a timing or throughput one keeps its confirmation's: SUSPECT)
 
 
 class EventStep(str, enum.Enum):
@@ -87,9 +88,6 @@ def _step(series: Series, finding: Finding) -> HistoryEvent:
     return HistoryEvent(series, step, finding.first_bad, finding.last_good,
                         finding.old, finding.new, finding.label,
                         {k: finding.detail[k] for k in SHA_KEYS if k in finding.detail})
-
-
-IMPROVED = "IMPROVED"  # an improvement's label (a timing or throughput one keeps its confirmation's: SUSPECT)
 
 
 def improvement(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None]) -> Finding | None:
