@@ -1,6 +1,6 @@
 """``detsim batch``: render a file of nanoBragg command lines, or a sweep, on a Dask cluster.
 
-    detsim batch lines.txt [--out DIR] [--workers N | --scheduler ADDRESS]
+    detsim batch lines.txt [--out DIR] [--workers N | --scheduler ADDRESS] [--device cpu|cuda]
     detsim batch --base "-cell 100 100 100 90 90 90 -N 5 ..." --sweep values.csv [--out DIR] ...
 
 Every line (row) is checked before anything renders; a bad one ends the batch with one line naming its file
@@ -19,9 +19,10 @@ import sys
 import time
 
 from detsim.batch import manifest
+from detsim.batch.devices import DEVICES, plan_gpu_workers
 from detsim.batch.frames import BatchInputError, read_lines, read_sweep
 from detsim.batch.plan import plan
-from detsim.batch.progress import BatchProgress
+from detsim.batch.progress import TaskProgress
 from detsim.commandline.command import EXIT_BAD_INPUT
 
 EXIT_FRAME_FAILED = 1  # every frame was tried; at least one failed (the manifest names it)
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--workers", type=int, metavar="N",
                        help="workers of an embedded cluster, one process each (default: one per core)")
     where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:port)")
+    parser.add_argument("--device", choices=DEVICES,
+                        help="every frame on it, in place of its line's -device; cuda: the embedded cluster has one "
+                             "worker per visible GPU, pinned to it (--workers N: the first N GPUs)")
     return parser
 
 
@@ -65,7 +69,7 @@ def main(argv: list[str]) -> int:
         return _bad_input(BatchInputError(f"--workers {options.workers}: give at least 1"))
     try:
         frames = _frames(options)
-        jobs, skipped = plan(frames, options.out, os.getcwd())
+        jobs, skipped = plan(frames, options.out, os.getcwd(), options.device)
     except BatchInputError as exc:
         return _bad_input(exc)
     if not jobs:
@@ -76,10 +80,14 @@ def main(argv: list[str]) -> int:
         import distributed  # noqa: F401 - the cluster extra
     except ImportError:
         return _bad_input(BatchInputError("needs dask and distributed: pip install 'detsim[cluster]'"))
-    return _render(jobs, skipped, options)
+    try:
+        gpus = plan_gpu_workers(options.workers) if options.device == "cuda" and options.scheduler is None else ()
+    except BatchInputError as exc:
+        return _bad_input(exc)
+    return _render(jobs, skipped, options, gpus)
 
 
-def _render(jobs, skipped, options: argparse.Namespace) -> int:
+def _render(jobs, skipped, options: argparse.Namespace, gpus=()) -> int:
     from detsim.batch.cluster import client_for, render_all
 
     entries = manifest.read(options.out)
@@ -95,9 +103,9 @@ def _render(jobs, skipped, options: argparse.Namespace) -> int:
     logging.getLogger("distributed").setLevel(logging.CRITICAL)  # a dead worker is the manifest's to report
     if skipped:
         print(f"detsim batch: {len(skipped)} frames already done, {len(jobs)} to render", file=sys.stderr)
-    progress = BatchProgress(len(jobs))
+    progress = TaskProgress(len(jobs))
     try:
-        with client_for(options.workers, options.scheduler) as client:
+        with client_for(options.workers, options.scheduler, gpus, cuda=options.device == "cuda") as client:
             os.makedirs(options.out, exist_ok=True)
             try:
                 render_all(client, jobs, on_entry, progress)

@@ -1,6 +1,8 @@
 """The frames rendered on a Dask cluster: an embedded LocalCluster (one single-threaded worker process per
-core by default) or an existing scheduler's workers; each frame gets a second try when the first fails or its
-worker dies, and every finished frame is handed back at once (for the manifest and the progress line).
+core by default, or one per GPU, each pinned to its GPU: :mod:`.devices`) or an existing scheduler's workers;
+each frame gets a second try when the first fails or its worker dies, and every finished frame is handed back
+at once (for the manifest and the progress line). A CUDA frame asks for one unit of the workers' GPU resource,
+so it runs only on a worker that has a GPU, one frame a GPU at a time.
 
 The embedded cluster hands a worker one frame at a time (``worker-saturation`` 1.0) and gives up on a task at
 the first worker that dies under it (``allowed-failures`` 0): the retry is this module's, once, so a frame
@@ -14,12 +16,13 @@ import contextlib
 import logging
 import os
 import uuid
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping, Sequence
 
+from detsim.batch.devices import GPU_RESOURCE, GpuWorker
 from detsim.batch.frames import BatchInputError
 from detsim.batch.manifest import Entry, FrameStatus
 from detsim.batch.plan import FrameJob
-from detsim.batch.progress import BatchProgress
+from detsim.batch.progress import TaskProgress
 from detsim.batch.worker import remove_empty_folders, render_frame
 
 TRIES = 2  # a failed frame is tried once more
@@ -28,19 +31,47 @@ LOCAL_SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}
 
 
-def local_cluster(workers: int | None = None, *, processes: bool = True, **worker_options):
-    """An embedded cluster of ``workers`` single-threaded workers (default: one per core), quiet, no dashboard."""
+def gpu_worker_specs(template: Mapping, gpus: Sequence[GpuWorker]) -> dict[str, dict]:
+    """The worker specs of an embedded cluster on ``gpus``: the cluster's own worker options (``template``, a
+    SpecCluster's ``new_spec``) in a nanny process per GPU, started with its pinning and one GPU resource."""
+    from distributed import Nanny
+
+    options = dict(template["options"])
+    return {g.name: {"cls": Nanny, "options": {**options, "nthreads": 1, "env": dict(g.env),
+                                               "resources": {GPU_RESOURCE: 1}}} for g in gpus}
+
+
+def local_cluster(workers: int | None = None, *, processes: bool = True, gpus: Sequence[GpuWorker] = (),
+                  **worker_options):
+    """An embedded cluster, quiet, no dashboard: ``workers`` single-threaded workers (default: one per core),
+    or, given ``gpus``, one worker process per GPU pinned to it (:func:`gpu_worker_specs`)."""
     import dask
     from distributed import LocalCluster
 
     with dask.config.set(LOCAL_SCHEDULER_CONFIG):
-        return LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=processes,
-                            dashboard_address=None, silence_logs=logging.CRITICAL, **worker_options)
+        cluster = LocalCluster(n_workers=0 if gpus else workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=processes, dashboard_address=None, silence_logs=logging.CRITICAL,
+                               **worker_options)
+    if gpus:
+        cluster.worker_spec.update(gpu_worker_specs(cluster.new_spec, gpus))
+        cluster.scale(len(gpus))
+    return cluster
+
+
+def _check_gpu_workers(client, scheduler: str) -> None:
+    """Refuses an existing cluster none of whose workers offers the GPU resource (its CUDA frames would wait)."""
+    found = client.scheduler_info().get("workers", {}).values()
+    if not any((w.get("resources") or {}).get(GPU_RESOURCE) for w in found):
+        raise BatchInputError(f"--device cuda: no worker of {scheduler} offers the resource {GPU_RESOURCE} (start "
+                              f"one per GPU with `dask worker {scheduler} --nthreads 1 --resources {GPU_RESOURCE}=1`, "
+                              "docs/batch.md)")
 
 
 @contextlib.contextmanager
-def client_for(workers: int | None, scheduler: str | None) -> Iterator:
-    """A Dask client of an existing scheduler (``scheduler``) or of an embedded cluster, closed after."""
+def client_for(workers: int | None, scheduler: str | None, gpus: Sequence[GpuWorker] = (),
+               cuda: bool = False) -> Iterator:
+    """A Dask client of an existing scheduler (``scheduler``; with ``cuda``, one of its workers must have a
+    GPU) or of an embedded cluster (on ``gpus`` where given), closed after."""
     from distributed import Client
 
     if scheduler is not None:
@@ -49,9 +80,11 @@ def client_for(workers: int | None, scheduler: str | None) -> Iterator:
         except (OSError, ValueError) as exc:  # unreachable (TimeoutError is an OSError), or not an address
             raise BatchInputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         with client:
+            if cuda:
+                _check_gpu_workers(client, scheduler)
             yield client
         return
-    with local_cluster(workers) as cluster, Client(cluster) as client:
+    with local_cluster(workers, gpus=gpus) as cluster, Client(cluster) as client:
         yield client
 
 
@@ -64,15 +97,21 @@ def _lost(job: FrameJob, tries: int, exc: BaseException) -> Entry:
     return Entry(frame.name, frame.source, frame.command, FrameStatus.FAILED, 0.0, tries, reason=reason)
 
 
-def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], progress: BatchProgress) -> None:
-    """Render ``jobs`` on ``client``'s workers; ``on_entry`` gets each frame's last entry as it ends."""
+def task_resources(job: FrameJob) -> dict | None:
+    """What a frame's task asks of its worker: one GPU for a CUDA frame of ``--device cuda``, else nothing."""
+    return {GPU_RESOURCE: 1} if job.device == "cuda" else None
+
+
+def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], progress: TaskProgress) -> None:
+    """Render ``jobs`` on ``client``'s workers (a CUDA job on one with a GPU); ``on_entry`` gets each frame's last
+    entry as it ends."""
     from distributed import as_completed
 
     batch = uuid.uuid4().hex[:8]
 
     def submit(job: FrameJob, tries: int):
         future = client.submit(render_frame, job, tries, key=f"detsim-batch-{batch}-{job.frame.name}-try{tries}",
-                               pure=False)
+                               pure=False, resources=task_resources(job))
         pending[future.key] = (job, tries)
         return future
 
@@ -99,4 +138,5 @@ def render_all(client, jobs: list[FrameJob], on_entry: Callable[[Entry], None], 
             future.cancel()
 
 
-__all__ = ["LOCAL_SCHEDULER_CONFIG", "TRIES", "client_for", "local_cluster", "render_all"]
+__all__ = ["LOCAL_SCHEDULER_CONFIG", "TRIES", "client_for", "gpu_worker_specs", "local_cluster", "render_all",
+           "task_resources"]

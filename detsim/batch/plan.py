@@ -34,6 +34,7 @@ class FrameJob:
     frame: BatchFrame
     out_dir: str  # absolute
     cwd: str  # absolute: the batch's working directory
+    device: str | None = None  # the batch's --device, in place of the line's -device (None: the line's)
 
     @property
     def frame_dir(self) -> str:
@@ -82,15 +83,17 @@ def _finished(entry: manifest.Entry | None, frame: BatchFrame, placed: list[tupl
                == o.sha256 for o in entry.outputs)
 
 
-def plan(frames: list[BatchFrame], out_dir: str, cwd: str) -> tuple[list[FrameJob], list[manifest.Entry]]:
-    """(frames to render, manifest entries of frames already finished); raises :class:`BatchInputError`."""
+def plan(frames: list[BatchFrame], out_dir: str, cwd: str,
+         device: str | None = None) -> tuple[list[FrameJob], list[manifest.Entry]]:
+    """(frames to render on ``device``, manifest entries of frames already finished); raises
+    :class:`BatchInputError`."""
     out_dir, cwd = os.path.abspath(out_dir), os.path.abspath(cwd)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise BatchInputError(f"--out {out_dir}: is not a directory")
     done = manifest.read(out_dir)
     jobs, skipped = [], []
     for frame in frames:
-        job = FrameJob(frame, out_dir, cwd)
+        job = FrameJob(frame, out_dir, cwd, device)
         placed = _check_frame(frame, job.frame_dir)
         entry = done.get(frame.name)
         if _finished(entry, frame, placed, out_dir):

@@ -106,6 +106,8 @@ def render_frame(job: FrameJob, tries: int) -> Entry:
     try:
         with working_directory(job.cwd):  # input files are read as the batch's line reads them
             args, mask = parse_with_headers(list(frame.argv))
+            if job.device is not None:
+                args = dataclasses.replace(args, device=job.device)
             placed = place_outputs(args, job.frame_dir)
             there = [path for _, path in placed if os.path.lexists(os.path.join(job.out_dir, path))]
             if there and len(there) < len(placed):

@@ -92,3 +92,22 @@ def test_a_frame_that_kills_its_worker_twice_is_named_and_the_others_are_written
         "line0005": ("ok", 1)}
     assert sorted(p.name for p in Path("batch-out").iterdir()) == ["line0001", "line0004", "line0005",
                                                                     "manifest.jsonl"]
+
+
+def _pinning() -> str:
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+
+
+@pytest.mark.slow
+def test_gpu_workers_start_pinned_and_a_gpu_task_runs_only_on_them():
+    from distributed import Client
+
+    from detsim.batch.devices import GPU_RESOURCE, gpu_workers
+
+    with local_cluster(gpus=gpu_workers(2, "4,6")) as cluster, Client(cluster) as client:  # no GPU needed
+        client.wait_for_workers(2, timeout=120)
+        workers = client.scheduler_info()["workers"].values()
+        assert sorted((w["name"], w["resources"].get(GPU_RESOURCE)) for w in workers) == [("gpu0", 1), ("gpu1", 1)]
+        assert sorted(client.run(_pinning).values()) == ["4", "6"]
+        on = client.gather([client.submit(_pinning, pure=False, resources={GPU_RESOURCE: 1}) for _ in range(4)])
+        assert set(on) <= {"4", "6"}

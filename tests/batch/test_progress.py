@@ -5,14 +5,14 @@ from __future__ import annotations
 import io
 
 from detsim.batch import progress as progress_module
-from detsim.batch.progress import BatchProgress
+from detsim.batch.progress import TaskProgress
 
 
 def test_the_line_counts_frames_and_projects_the_time_left(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
     stream = io.StringIO()
-    shown = BatchProgress(5, stream, every_s=0)
+    shown = TaskProgress(5, stream, every_s=0)
     assert shown.line() == "detsim batch: 0 done, 0 failed, 5 left, ? to go"
     now[0] = 110.0
     shown.finished(ok=True)  # 1 frame in 10 s, 4 left
@@ -27,7 +27,7 @@ def test_off_a_terminal_a_line_is_written_only_every_few_seconds_and_the_last_al
     now = [0.0]
     monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
     stream = io.StringIO()
-    shown = BatchProgress(3, stream, every_s=5.0)
+    shown = TaskProgress(3, stream, every_s=5.0)
     for t in (1.0, 2.0, 3.0):
         now[0] = t
         shown.finished(ok=True)

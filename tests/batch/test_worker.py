@@ -86,3 +86,16 @@ def test_a_try_that_finds_its_files_takes_them_as_written_and_one_that_finds_som
     partial = worker.render_frame(job, 2)
     assert partial.status is FrameStatus.FAILED and "an earlier try left 3 of the frame's 4 files" in partial.reason
     assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files[1:]] == written[1:]
+
+
+def test_the_batchs_device_replaces_the_lines_own(tmp_path, prepared):
+    import torch
+
+    frame = BatchFrame("line0001", "l:1", LINE + ("-device", "cuda"))
+    entry = worker.render_frame(FrameJob(frame, str(tmp_path / "out"), str(tmp_path), "cpu"), 1)
+    assert entry.status is FrameStatus.OK  # rendered on the CPU whatever the line said
+    written = {o.path.removeprefix("line0001/"): (tmp_path / "out" / o.path).read_bytes() for o in entry.outputs}
+    assert written == detsim_files(tmp_path / "detsim", LINE)
+    if not torch.cuda.is_available():  # the line alone asks for a GPU that is not here
+        failed = worker.render_frame(FrameJob(frame, str(tmp_path / "alone"), str(tmp_path)), 1)
+        assert failed.status is FrameStatus.FAILED and "no CUDA device" in failed.reason

@@ -21,6 +21,7 @@ from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
+from detsim.track.report.events import ASV_SCRIPT, add_asv_script, asv_script
 from detsim.track.report.asvpage import FEED, HTML_DIR, LIST, STATUS_PAGE, TabError, add_status_link, html_folder, \
     read_index, replacing, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
@@ -166,11 +167,15 @@ def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets
             said.append(f"detsim-track publish: not in the Regressions tab, no graph of them on asv's page: "
                         f"{', '.join(listed.missing)}")
     page = html / "index.html"
-    linked = add_status_link(page.read_text(encoding="utf-8"))
+    text = page.read_text(encoding="utf-8")
+    linked = add_status_link(text)
     if linked is None:
         said.append(f"detsim-track publish: {shown / page.name} has no navigation bar: no link to {STATUS_PAGE} added")
-    elif linked != page.read_text(encoding="utf-8"):
-        atomic_write_text(page, linked)
+    marked = add_asv_script(linked or text)  # the events on asv's graphs (None: a page without a head)
+    if marked is not None:
+        atomic_write_text(html / ASV_SCRIPT, asv_script(picked))
+    if (marked or linked or text) != text:
+        atomic_write_text(page, marked or linked)
     problem = vendor_pages(html, assets)
     if problem:
         said.append(f"detsim-track publish: offline copies not made: {problem}")

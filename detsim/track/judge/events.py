@@ -8,6 +8,12 @@ regressed, changed, irreproducible; a timing step as the history shows it, a sus
 new step while one holds, a finding gone (fixed: back within the rule), a commit where the series failed
 (broken), and the first measured one after (fixed). A series bad from its first judged commit has no step into
 that state; its recovery is still an event.
+
+An improvement is the same rule read backwards (:func:`improvement`): where the series' earlier state would be
+flagged against its latest, by its family's threshold (:mod:`.thresholds`), it improved, at the first commit of
+the run at the tip that the earlier state is past the rule of (a timing or throughput improvement is a suspect,
+as its steps are). Only families whose rule has a direction improve (:data:`IMPROVABLE`); a recovery (fixed) is
+not also told as an improvement.
 """
 
 from __future__ import annotations
@@ -18,10 +24,15 @@ from typing import Callable, Mapping, Sequence
 
 from detsim.track.base.output import json_number
 from detsim.track.judge.detection import checkpoints
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, Confirmation, Finding
 from detsim.track.judge.history import FAMILY_ORDER, Series
 
+IMPROVABLE = (Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY, Family.COUNTED_COST, Family.OTHER_TRACK,
+              Family.PARITY)  # the families whose rule has a direction (lower, or throughput higher, is better)
+
 NOISE = CONFIRMATION_LABELS[Confirmation.NOISE]  # a step the history itself explains as noise: no event
+IMPROVED = "IMPROVED"  # an improvement's label (a timing or throughput one keeps its confirmation's: SUSPECT)
 
 
 class EventStep(str, enum.Enum):
@@ -31,6 +42,7 @@ class EventStep(str, enum.Enum):
         return self.value
 
     REGRESSED = "regressed"  # the value stepped past its family's rule (a timing step: a suspect)
+    IMPROVED = "improved"  # the value stepped past its family's rule the other way (a timing step: a suspect)
     CHANGED = "changed"  # the image's bits changed
     IRREPRODUCIBLE = "irreproducible"  # runs that should agree bit for bit differ
     BROKEN = "broken"  # the benchmark failed: nothing measured
@@ -50,7 +62,8 @@ class HistoryEvent:
     before: str | None  # the last commit of the state before it (None: none recorded)
     old: float | None  # the value on each side (None: not measured)
     new: float | None
-    label: str  # the verdict's word for it: the finding's label (REGRESSED, CHANGED, ..., SUSPECT), FIXED or BROKEN
+    label: str  # the verdict's word for it: the finding's label (REGRESSED, CHANGED, ..., SUSPECT), IMPROVED (a
+    # timing's: SUSPECT), FIXED or BROKEN
     detail: Mapping = field(default_factory=dict)  # an image change's sha256 on both sides
 
     def record(self) -> dict:
@@ -77,6 +90,23 @@ def _step(series: Series, finding: Finding) -> HistoryEvent:
                         {k: finding.detail[k] for k in SHA_KEYS if k in finding.detail})
 
 
+def improvement(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None]) -> Finding | None:
+    """The rule read backwards at the latest point of ``series``, looking from ``start`` on: the finding of its
+    measured points in reverse order (the earlier state against the latest), or None where its family has no
+    direction or the earlier state is within the rule. Its ``last_good`` is the first commit of the improved run,
+    its ``first_bad`` the commit before it, its ``old`` the improved level."""
+    if series.family not in IMPROVABLE:
+        return None
+    points = tuple(p for p in series.points[start:] if p.measured)
+    return _fired(finding_at(replace(series, points=points[::-1]), 0)) if len(points) > 1 else None
+
+
+def _improved(series: Series, found: Finding, value_at: Mapping[str, float]) -> HistoryEvent:
+    label = found.label if found.label in CONFIRMATION_LABELS.values() else IMPROVED
+    return HistoryEvent(series, EventStep.IMPROVED, found.last_good, found.first_bad, value_at[found.first_bad],
+                        found.old, label)
+
+
 def series_events(series: Series, start: int, finding_at: Callable[[Series, int], Finding | None],
                   checked: Sequence[int] | None = None) -> list[HistoryEvent]:
     """The events of one series from its point ``start`` on; ``finding_at(prefix, start)`` is the rule's finding
@@ -85,6 +115,8 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
     the last one checked that still held the finding."""
     events: list[HistoryEvent] = []
     held: Finding | None = None  # the state settled so far: the rule's finding, or None (within the rule)
+    better: Finding | None = None  # the improvement settled so far (:func:`improvement`), or None
+    value_at = {p.commit: p.value for p in series.points if p.measured}
     last = None  # the last measured point
     since_check: list = []  # the measured points after the last one checked (oldest first)
     broken = False
@@ -107,15 +139,21 @@ def series_events(series: Series, start: int, finding_at: Callable[[Series, int]
         last = point
         if i not in checked:
             continue
-        found = _fired(finding_at(replace(series, points=series.points[:i + 1]), start))
-        if found is None and held is not None:
+        prefix = replace(series, points=series.points[:i + 1])
+        found = _fired(finding_at(prefix, start))
+        improved = improvement(prefix, start, finding_at)
+        fixed = found is None and held is not None
+        if fixed:
             before, first = since_check[0]
             events.append(HistoryEvent(head, EventStep.FIXED, first.commit, before.commit if before else None,
                                 before.value if before else None, first.value, "FIXED"))
         elif found is not None and found.last_good is not None and (
                 held is None or (found.first_bad, found.label) != (held.first_bad, held.label)):
             events.append(_step(head, found))
-        held, since_check = found, []
+        if not fixed and improved is not None and improved.last_good is not None and (
+                better is None or (improved.last_good, improved.label) != (better.last_good, better.label)):
+            events.append(_improved(head, improved, value_at))
+        held, better, since_check = found, improved, []
     return events
 
 

@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
-from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
+from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, REMEASURED, Finding, \
+    Confirmation
 from detsim.track.base.device_costs import COUNT_UNITS
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.judge.verdict import Judgement, Report
@@ -391,15 +392,39 @@ def _event_groups(records: list[Mapping]) -> list[str]:
     return lines
 
 
+def _suspect_step(record: Mapping) -> bool:
+    """Whether an event is a timing step the history alone cannot decide: a suspect, or a suspect's return
+    within the rule (a fixed timing or throughput series that was measured before)."""
+    if record["step"] == "fixed":
+        return record["family"] in REMEASURED and record["old"] is not None
+    return record["label"] == CONFIRMATION_LABELS[Confirmation.SUSPECT]
+
+
+def suspect_line(records: list[Mapping]) -> str | None:
+    """The suspect timing steps among ``records`` (:func:`_suspect_step`) in one line: how many, of which step,
+    at how many commits; None without any."""
+    suspects = [r for r in records if _suspect_step(r)]
+    if not suspects:
+        return None
+    steps = Counter("back within the rule" if r["step"] == "fixed" else r["step"] for r in suspects)
+    commits = len({r["commit"] for r in suspects})
+    return (f"{len(suspects)} suspect timing step{'s' * (len(suspects) != 1)} at {commits} commit"
+            f"{'s' * (commits != 1)} ({', '.join(f'{n} {step}' for step, n in steps.items())}): not re-measured "
+            "here, each in verdict.txt and verdict.json")
+
+
 def event_lines(report: Report, limit: int | None = EVENT_LINES, *, always: bool = False) -> list[str]:
     """The history's events (:mod:`.events`), where it has more than :data:`FEW_COMMITS` commits (or
-    ``always``): a head line, then a line per event (:func:`_event_groups`), at most ``limit`` lines (the
-    latest; None: all)."""
+    ``always``): a head line, then a line per event (:func:`_event_groups`). In full (``limit`` None) every
+    event in commit order; on one screen the decided events (at most ``limit`` lines, the latest), then the
+    suspect timing steps in one line (:func:`suspect_line`)."""
     if not (always or len(report.commits) > FEW_COMMITS):
         return []
-    lines = _event_groups([e.record() for e in report.events])
-    shown = lines if limit is None or len(lines) <= limit else lines[-limit:]
+    records = [e.record() for e in report.events]
+    lines = _event_groups([r for r in records if limit is None or not _suspect_step(r)])
+    shown = lines if limit is None or len(lines) <= limit else lines[len(lines) - limit:]
+    tail = [] if limit is None else [line for line in [suspect_line(records)] if line]
     more = f"; the {len(lines) - len(shown)} earlier lines in verdict.txt" if len(shown) < len(lines) else ""
     count = len(report.events)
     head = f"events: {count} step{'s' * (count != 1)} over {len(report.commits)} commits{more}"
-    return [head, *(cut("  " + line, WIDTH) for line in shown)]
+    return [head, *(cut("  " + line, WIDTH) for line in [*shown, *tail])]

@@ -22,7 +22,7 @@ from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODU
 from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import change_text
 from detsim.track.judge.verdict import machines_of
-from detsim.track.report.events import events_section
+from detsim.track.report.events import events_section, svg_marks
 
 GENERATOR = "detsim-track publish"
 MARK = f'<meta name="generator" content="{GENERATOR}">'
@@ -212,8 +212,9 @@ def fmt(value: float | None) -> str:
 
 
 def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool = False,
-               subjects: dict[str, str] | None = None, href: str | None = None) -> str:
-    """One case's history: ``points`` are (commit, 1 - r) oldest first (None failed, NaN skipped)."""
+               subjects: dict[str, str] | None = None, href: str | None = None, events: Sequence[Mapping] = ()) -> str:
+    """One case's history: ``points`` are (commit, 1 - r) oldest first (None failed, NaN skipped); ``events``
+    (its series' records in ``verdict.json``) marked at their commits."""
     frame, subjects = Frame(), subjects or {}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="parity{" worst" if worst else ""}" '
            f'data-case="{escape(case)}" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
@@ -247,6 +248,8 @@ def parity_svg(case: str, points: list[tuple[str, float | None]], *, worst: bool
         dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" class="pt {kind}">'
                     f'<title>{where}: 1 - r = {fmt(value)}</title></circle>')
     out += [f'<polyline points="{" ".join(run)}" class="line"/>' for run in lines if len(run) > 1]
+    out += svg_marks(events, {c: x_of(i, len(points), frame) for i, (c, _) in enumerate(points)}, frame.top,
+                     frame.bottom)
     return "".join([*out, *dots, "</svg>"])
 
 
@@ -357,13 +360,14 @@ def family_table(rows: Sequence[Row], report: Mapping) -> str:
     return "".join(out)
 
 
-def parity_section(history: History, subjects: Mapping[str, str], graph_href) -> str:
+def parity_section(history: History, subjects: Mapping[str, str], graph_href, events: Sequence[Mapping] = ()) -> str:
     if not history.parity:
         return "<h2>Parity</h2><p class=\"hint\">No parity track recorded.</p>"
     latest = {case: (points[-1][1] if points else None) for case, _, points in history.parity}
     departing = departing_case(latest)
     ordered = sorted(history.parity, key=lambda c: (c[0] != departing, c[0]))
-    figures = "".join(parity_svg(case, points, worst=case == departing, subjects=subjects, href=graph_href(bench))
+    figures = "".join(parity_svg(case, points, worst=case == departing, subjects=subjects, href=graph_href(bench),
+                                 events=[e for e in events if e["family"] == "parity" and e.get("case") == case])
                       for case, bench, points in ordered)
     worst_text = parity_caption(latest)
     return (f"<h2>Parity with nanoBragg.c: 1 - r per golden case</h2>"
@@ -472,7 +476,7 @@ def machine_section(report: Mapping, rows: Sequence[Row], history: History, grap
             f"({MEANING.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
-            f"{parity_section(history, subjects, graph_href)}"
+            f"{parity_section(history, subjects, graph_href, report.get('events') or [])}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
             f"{departure_section(departures, subjects)}"
             f"{events_section(report.get('events') or [], subjects)}"

@@ -3,8 +3,9 @@
 Input: a :class:`Cluster` (``--workers N``: a ``LocalCluster`` on this machine, N worker processes of one thread
 each; ``--scheduler ADDRESS``: an existing cluster's scheduler, ``dask scheduler`` + ``dask worker`` or
 dask-jobqueue's), then tasks (a key, a function, its arguments). Output: each task's result, or the one line
-saying why it failed, and on stderr a progress line as each ends (done, failed, the time left). dask and
-distributed are imported here only, and only when a cluster is asked for (the ``cluster`` extra).
+saying why it failed, and on stderr the core's progress line (done, failed, the time left:
+:mod:`detsim.batch.progress`). dask and distributed are imported here only, and only when a cluster is asked for
+(the ``cluster`` extra).
 
 A task lost with its worker is run again on another (distributed's scheduler reschedules it, up to its
 ``distributed.scheduler.allowed-failures``), one that raises is retried :data:`RETRIES` times; results come
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterator, TextIO
+
+from detsim.batch.progress import TaskProgress
 
 RETRIES = 2  # a task that raises is run again this many times before it is failed
 CONNECT_TIMEOUT_S = 30  # an existing scheduler must answer within this
@@ -89,35 +90,6 @@ class Outcome:
     failed: str | None = None
 
 
-class Progress:
-    """Tasks done, failed and the time left, on ``stream``: one line rewritten in place on a terminal, else a
-    line as each task ends."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, what: str = "tasks", began: float | None = None):
-        self.total, self.stream, self.what = total, stream or sys.stderr, what
-        self.done = self.failed = 0
-        self.began = time.monotonic() if began is None else began  # the time left: at the rate since then
-        self.live = self.stream.isatty()
-
-    def line(self) -> str:
-        ended = self.done + self.failed
-        spent = time.monotonic() - self.began
-        left = spent / ended * (self.total - ended) if ended else math.nan
-        eta = "" if ended == self.total else (f", about {left:.0f} s left" if ended else ", time left not known yet")
-        return f"{self.what}: {ended}/{self.total} ended, {self.done} done, {self.failed} failed{eta} ({spent:.0f} s)"
-
-    def tick(self, ok: bool) -> None:
-        if ok:
-            self.done += 1
-        else:
-            self.failed += 1
-        ended = self.done + self.failed == self.total
-        if self.live:
-            print(f"\r{self.line()}\033[K", end="\n" if ended else "", file=self.stream, flush=True)
-        else:
-            print(self.line(), file=self.stream, flush=True)
-
-
 class Tasks:
     """Tasks submitted to ``client`` one by one (while the caller goes on), then gathered by :meth:`results`."""
 
@@ -138,7 +110,7 @@ class Tasks:
         from distributed import as_completed
 
         keys = {future.key: key for key, future in self.futures.items()}
-        progress = Progress(len(self.futures), self.stream, self.what, self.began)
+        progress = TaskProgress(len(self.futures), self.stream, what=self.what, began=self.began)
         found: dict[Hashable, Outcome] = {}
         for future in as_completed(list(self.futures.values())):
             key = keys[future.key]
@@ -148,5 +120,6 @@ class Tasks:
                 exc = future.exception()
                 found[key] = Outcome(failed=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             future.release()
-            progress.tick(found[key].failed is None)
+            progress.finished(found[key].failed is None)
+        progress.close()
         return found

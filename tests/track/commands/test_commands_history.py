@@ -68,12 +68,13 @@ def test_an_existing_file_is_never_replaced(capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.csv"]  # no temporary file left
 
 
-def test_events_are_one_screen_in_commit_order(capsys):
+def test_events_are_one_screen_decided_ones_in_commit_order_then_the_suspects_counted(capsys):
     code, out, _ = _run(capsys, "--repo", str(DATA / "regressed"), "--events")
     lines = out.splitlines()
     assert code == 0 and lines[1] == "events: 6 steps over 5 commits" and len(lines) == 6
-    assert [line.split()[0] for line in lines[2:]] == ["cf5345b8", "5432ab33", "5432ab33", "224b823e"]
-    assert lines[3] == "  5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.0063 (after cf5345b8)"
+    assert [line.split()[0] for line in lines[2:5]] == ["5432ab33", "5432ab33", "224b823e"]
+    assert lines[5].startswith("  3 suspect timing steps at 1 commit (3 regressed)")
+    assert lines[2] == "  5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.0063 (after cf5345b8)"
 
 
 def test_the_docs_notebook_example_runs_on_a_fixtures_table(capsys, tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ import pytest
 from detsim.track.cli import main
 from detsim.track.commands import publish
 from detsim.track.report.asvpage import ITEM
+from detsim.track.report.events import ASV_SCRIPT, ASV_TAG
 from detsim.track.report.page import COLOURS, is_ours
 from detsim.track.report.page import GREEN, GREY, RED
 from detsim.track.report.asvpage import remote_loads
@@ -179,7 +180,8 @@ def test_without_npm_and_cache_one_line_says_so_and_asv_page_stays(project, caps
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and out[0].startswith("detsim-track publish: offline copies not made: npm is not installed")
     index = (html / "index.html").read_text()
-    assert index.replace("\n\t" + ITEM, "") == (ASV_WWW / "index.html").read_text()  # only the link added
+    assert index.count(ASV_TAG) == 1 and (html / ASV_SCRIPT).is_file()  # the events on asv's graphs: offline
+    assert index.replace("\n\t" + ITEM, "").replace(ASV_TAG + "\n", "") == (ASV_WWW / "index.html").read_text()
     assert is_ours((html / "status.html").read_text())
 
 

@@ -87,16 +87,50 @@ def _planted(tmp_path: Path, a01: list[float]) -> tuple[Path, list[str]]:
     return root, shas
 
 
-def test_a_planted_drop_and_recovery_are_told_at_their_commits_in_the_verdict(tmp_path):
-    root, shas = _planted(tmp_path, [0.0, 0.0, 0.02, 0.02, 0.02, 0.0, 0.0])
+def test_a_planted_improvement_drop_and_recovery_are_told_at_their_commits_in_the_verdict(tmp_path):
+    root, shas = _planted(tmp_path, [1e-4, 1e-4, 0.0, 0.0, 0.02, 0.02, 0.02, 0.0, 0.0])
     report = analyse(root).single
     parity = [e for e in report.events if e.series.family == "parity"]
-    assert [(e.step, e.commit, e.before, e.old, e.new) for e in parity] == [
-        (EventStep.REGRESSED, shas[2], shas[1], 0.0, 0.02), (EventStep.FIXED, shas[5], shas[4], 0.02, 0.0)]
+    assert [(e.step, e.commit, e.before, e.old, e.new, e.label) for e in parity] == [
+        (EventStep.IMPROVED, shas[2], shas[1], 1e-4, 0.0, "IMPROVED"),
+        (EventStep.REGRESSED, shas[4], shas[3], 0.0, 0.02, "REGRESSED"),
+        (EventStep.FIXED, shas[7], shas[6], 0.02, 0.0, "FIXED")]
     assert not [f for f in report.regressions if f.series.family == "parity"]  # recovered: not regressed now
     records = report.as_json()["events"]
     assert [(r["step"], r["commit"], r["case"]) for r in records if r["family"] == "parity"] == [
-        ("regressed", shas[2], "a01_cubic_mosflm_center"), ("fixed", shas[5], "a01_cubic_mosflm_center")]
+        ("improved", shas[2], "a01_cubic_mosflm_center"), ("regressed", shas[4], "a01_cubic_mosflm_center"),
+        ("fixed", shas[7], "a01_cubic_mosflm_center")]
+
+
+def _directed(family: str, values, threshold: float, unit: str = "seconds") -> tuple[Series, list[str]]:
+    commits = [f"{i:040x}" for i in range(len(values))]
+    return Series(env="e", name=f"b.{family}_x", params="", family=family, unit=unit, threshold=threshold,
+                  points=tuple(Point(c, v) for c, v in zip(commits, values))), commits
+
+
+def test_an_improvement_is_the_rule_read_backwards_with_the_same_threshold():
+    from detsim.track.judge.thresholds import COST
+
+    cost, c = _directed("cost", [100.0] * 3 + [97.0] * 3 + [96.0] * 2 + [120.0] * 2, COST.value, "instructions")
+    rule = rule_of([cost], {}, {}, {})
+    assert [(e.step, e.commit, e.before, e.old, e.new, e.label) for e in history_events(
+        [cost], c, rule.start, rule.finding)] == [
+        (EventStep.IMPROVED, c[3], c[2], 100.0, 97.0, "IMPROVED"),  # 3 % past the 2 % rule; 97 -> 96 within it
+        (EventStep.REGRESSED, c[8], c[7], 96.0, 120.0, "REGRESSED")]
+    within, c = _directed("cost", [100.0] * 4 + [98.5] * 4, COST.value, "instructions")
+    assert history_events([within], c, rule.start, rule.finding) == []  # 1.5 %: within the rule either way
+
+
+def test_a_timing_improvement_is_a_suspect_and_throughput_improves_upwards():
+    level = [1.0 + 0.002 * (i % 3) for i in range(8)]
+    timing, c = _directed("timing", level + [0.6 * v for v in level], 0.05)
+    rule = rule_of([timing], {}, {}, {})
+    [event] = history_events([timing], c, rule.start, rule.finding)
+    assert (event.step, event.commit, event.before, event.label) == (EventStep.IMPROVED, c[8], c[7], "SUSPECT")
+    rate, c = _directed("throughput", [1e6 * v for v in level] + [2e6 * v for v in level] + [1e6 * v for v in level],
+                        0.05, "steps/s")
+    steps = [(e.step, e.commit, e.label) for e in history_events([rate], c, rule.start, rule.finding)]
+    assert steps == [(EventStep.IMPROVED, c[8], "SUSPECT"), (EventStep.REGRESSED, c[16], "SUSPECT")]
 
 
 def test_a_long_history_tells_its_events_on_the_verdicts_screen_and_in_full(tmp_path):
@@ -149,3 +183,29 @@ def test_a_timing_step_and_its_return_are_dated_by_the_fit_asked_once_per_level(
         (EventStep.REGRESSED, commits[8], commits[7], "SUSPECT"), (EventStep.FIXED, commits[16], commits[15], "FIXED")]
     parity = _series("parity", [0.0] * 8)
     assert checkpoints(parity, 2) == list(range(2, 8))  # exact values: every point
+
+
+def test_the_screen_leads_with_decided_events_and_counts_the_suspect_timing_steps_in_one_line(tmp_path):
+    from dataclasses import replace
+
+    from detsim.track.judge.text import event_lines
+
+    values = [0.0] * 3 + [0.02] * 3 + [0.0] * 5
+    root, shas = _planted(tmp_path, values)
+    report = analyse(root).single
+    level = [1.0 + 0.002 * (i % 3) for i in range(4)]
+    timing = Series(env="e", name="b.time_x", params="", family="timing", unit="seconds", threshold=0.05,
+                    points=tuple(Point(c, v) for c, v in zip(shas, level + [1.5 * v for v in level] + level[:3])))
+    rule = rule_of([timing], {}, {}, {})
+    noise = history_events([timing], shas, rule.start, rule.finding)
+    assert [(e.step, e.label) for e in noise] == [(EventStep.REGRESSED, "SUSPECT"), (EventStep.FIXED, "FIXED")]
+    report = replace(report, events=tuple(sorted((*report.events, *noise), key=lambda e: shas.index(e.commit))))
+    screen = event_lines(report)
+    assert screen == [
+        f"events: 4 steps over {len(shas)} commits",
+        f"  {shas[3][:8]} regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.02 (after {shas[2][:8]})",
+        f"  {shas[6][:8]} fixed parity a01_cubic_mosflm_center: 1 - r 0.02 -> 0 (after {shas[5][:8]})",
+        "  2 suspect timing steps at 2 commits (1 regressed, 1 back within the rule): not re-measured here, each in "
+        "verdict.txt and verdict.json"]
+    full = event_lines(report, limit=None)
+    assert len(full) == 5 and full[2].startswith(f"  {shas[4][:8]} regressed (suspect) timing b.time_x")

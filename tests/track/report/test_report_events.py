@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
+
 from detsim.track.judge.analysis import analyse
-from detsim.track.report.events import events_section
+from detsim.track.report.events import ASV_SCRIPT, ASV_TAG, add_asv_script, asv_marks, asv_script, events_section, \
+    svg_marks
 from detsim.track.report.page import machine_page
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
@@ -30,3 +37,73 @@ def test_the_machine_page_holds_the_section_only_where_there_are_events():
     assert page.index("Events: every step") < page.index("Recorded commits")
     good, _ = machine_page(analyse(DATA / "good").single.as_json(), {})
     assert "Events:" not in good
+
+
+def test_each_parity_event_is_marked_at_its_commit_on_its_cases_graph():
+    regressed = analyse(DATA / "regressed").single.as_json()
+    page, _ = machine_page(regressed, {})
+    graphs = {svg.split('data-case="', 1)[1].split('"', 1)[0]: svg for svg in page.split("<svg ")[1:]}
+    marks = {case: re.findall(r'<line [^>]*class="event" data-step="(\w+)"[^>]*><title>([^<]*)</title>', svg)
+             for case, svg in graphs.items()}
+    assert marks == {"a01_cubic_mosflm_center": [
+        ("regressed", "5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -&gt; 0.0063 (after cf5345b8)")],
+        "o01_polar_0.9": []}  # its change is an image hash's, not a parity step
+    commits, [step] = regressed["commits"], [e for e in regressed["events"] if e["family"] == "parity"]
+    x = float(re.search(r'<line x1="([\d.]+)"[^>]*class="event"', graphs["a01_cubic_mosflm_center"]).group(1))
+    assert x == round(50 + commits.index(step["commit"]) * (300 - 8 - 50) / (len(commits) - 1), 1)  # its commit's
+    assert svg_marks([{**step, "step": "improved"}], {step["commit"]: 10.0}, 1, 2)[0].count(
+        'stroke="#2e7d32"') == 1  # a step that does not flag: green
+
+
+def test_asvs_page_loads_the_events_script_once_and_it_holds_each_benchmarks_events():
+    regressed = analyse(DATA / "regressed").single.as_json()
+    marks = asv_marks({"m": regressed})
+    parity = marks["bench_parity.track_parity_a01_cubic_mosflm_center"]
+    assert parity == [{"commit": "5432ab332fd4600933fd741ef2e638f38b152b2b", "step": "regressed", "color": "#c62828",
+                       "text": "5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.0063 (after cf5345b8)"}]
+    assert sum(len(v) for v in marks.values()) == len(regressed["events"])
+    assert asv_marks({"a": regressed, "b": regressed})[
+        "bench_parity.track_parity_a01_cubic_mosflm_center"][1]["text"].startswith("b: 5432ab33 regressed")
+    page = "<html><head><script src='asv.js'></script></head><body></body></html>"
+    once = add_asv_script(page)
+    assert once.index(ASV_TAG) > once.index("asv.js") and add_asv_script(once) == once
+    assert add_asv_script("<body>no head</body>") is None
+    assert "https://" not in asv_script({"m": regressed})  # nothing from the network
+
+
+NODE_CHECK = r"""
+var hooks = {processOptions: [], draw: []}, plugins = [];
+var main = {revision_to_hash: {"3": "aaa", "7": "bbb"}, revision_to_date: {"3": 3000, "7": 7000}};
+global.window = {location: {hash: "#bench.x?p-a=1"}, jQuery: {plot: {plugins: plugins}, asv: {main_json: main},
+  each: function (list, f) { for (var i = 0; i < list.length; i++) { f(i, list[i]); } }}};
+eval(require("fs").readFileSync(process.argv[2], "utf8"));
+var plot = {hooks: hooks, getPlaceholder: function () { return {attr: function () { return "main-graph"; }}; }};
+plugins[0].init(plot);
+var out = {};
+[["time", {mode: "time"}], ["commits", {mode: null, axisLabel: "commits"}], ["param", {axisLabel: "pixels"}]]
+  .forEach(function (c) {
+    var options = {xaxis: c[1], grid: {markings: [{color: "#ddd", xaxis: {from: 1, to: 1}}]}};
+    hooks.processOptions[0](plot, options);
+    out[c[0]] = options.grid.markings.map(function (m) { return [m.color, m.xaxis.from]; });
+  });
+out.unknown = detsimEventX("ccc", {mode: "time"}, main);
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_plugin_adds_the_benchmarks_events_to_asvs_markings_at_their_commits(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the plugin's JavaScript is not run")
+    script = tmp_path / ASV_SCRIPT
+    script.write_text(asv_script({"m": {"events": [
+        {"commit": "bbb", "step": "regressed", "benchmark": "bench.x", "family": "cost", "label": "REGRESSED",
+         "unit": "instructions", "old": 1.0, "new": 2.0, "before": "aaa", "params": "", "env": "e"},
+        {"commit": "aaa", "step": "fixed", "benchmark": "bench.other", "family": "cost", "label": "FIXED",
+         "unit": "instructions", "old": 2.0, "new": 1.0, "before": None, "params": "", "env": "e"}]}}))
+    (tmp_path / "check.js").write_text(NODE_CHECK)
+    done = subprocess.run([node, str(tmp_path / "check.js"), str(script)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {  # asv's own marking kept; only bench.x's event, where the x axis is commits
+        "time": [["#ddd", 1], ["#c62828", 7000]], "commits": [["#ddd", 1], ["#c62828", 7]],
+        "param": [["#ddd", 1]], "unknown": None}

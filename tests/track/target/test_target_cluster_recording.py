@@ -113,7 +113,7 @@ def test_two_workers_record_what_one_records_each_tree_once_and_a_failed_task_le
         assert "3 commit(s) to measure on" in said  # base, edge, shrink: the rest share their sources
         windows.append(window)
     progress = capsys.readouterr().err.splitlines()
-    assert progress[-1].startswith("measure: 3/3 ended, 2 done, 1 failed")
+    assert progress[-1].startswith("measure: 2 done, 1 failed, 0 left")
     one, two = ([{k: v for k, v in row.items() if k != "machine"} for row in w.rows] for w in windows)
     assert one == two
     rows = {names[row["commit"]]: row for row in windows[0].rows}
