@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ FIXTURES = sorted(p.name for p in (DATA / "asv").iterdir() if (p / "asv.conf.jso
 SNAPSHOTS = DATA / "snapshots"
 UPDATE = os.environ.get("DETSIM_UPDATE_SNAPSHOTS") == "1"
 _STAMP = re.compile(r"\d{8}T\d{6}Z?(-\d+)?")  # a report folder's time stamp
+_RELATIVE_LINK = re.compile(r"\]\((\.\./)+[^)]*\)")  # a link from the report's folder up to the page: depth varies
 _VOLATILE_KEYS = ("generated", "written", "created", "now")  # verdict.json's clock fields, if any
 
 
@@ -37,42 +40,52 @@ def _no_measuring(monkeypatch, tmp_path):
     monkeypatch.setattr(confirm, "CACHE", tmp_path / "confirmations.json")
 
 
-def _masked(text: str, tmp_path: Path) -> str:
-    text = text.replace(str(tmp_path), "<tmp>").replace(str(DATA), "<data>")
-    return _STAMP.sub("<stamp>", text)
+@pytest.fixture
+def fixtures_copy():
+    """A folder of one length on every machine for the fixture's copy: the verdict fits its lines to the screen,
+    so a checkout's own path must not decide where a line is cut."""
+    folder = Path(tempfile.mkdtemp(prefix="ds", dir="/tmp"))  # /tmp/dsXXXXXXXX
+    yield folder
+    shutil.rmtree(folder)
 
 
-def _json_masked(text: str, tmp_path: Path) -> str:
+def _masked(text: str, tmp_path: Path, copy: Path) -> str:
+    text = text.replace(str(tmp_path), "<tmp>").replace(str(copy), "<data>/asv").replace(str(DATA), "<data>")
+    return _RELATIVE_LINK.sub("](<relative link>)", _STAMP.sub("<stamp>", text))
+
+
+def _json_masked(text: str, tmp_path: Path, copy: Path) -> str:
     def scrub(node):
         if isinstance(node, dict):
             return {k: ("<clock>" if k in _VOLATILE_KEYS else scrub(v)) for k, v in node.items()}
         if isinstance(node, list):
             return [scrub(v) for v in node]
         return node
-    return _masked(json.dumps(scrub(json.loads(text)), indent=1, sort_keys=True) + "\n", tmp_path)
+    return _masked(json.dumps(scrub(json.loads(text)), indent=1, sort_keys=True) + "\n", tmp_path, copy)
 
 
-def _views(fixture: str, tmp_path: Path, capsys) -> dict[str, str]:
+def _views(fixture: str, tmp_path: Path, copy: Path, capsys) -> dict[str, str]:
     """Every text the suite shows for ``fixture``, masked of temporary paths and clocks."""
-    root = DATA / "asv" / fixture
+    root = copy / fixture
+    shutil.copytree(DATA / "asv" / fixture, root)
     views: dict[str, str] = {}
     code = cli.main(["regressions", "--repo", str(root), "--remeasure", "0", "--out-root", str(tmp_path / "reports")])
     out, err = capsys.readouterr()
-    views["regressions.out"] = _masked(f"exit {code}\n--- stdout\n{out}--- stderr\n{err}", tmp_path)
+    views["regressions.out"] = _masked(f"exit {code}\n--- stdout\n{out}--- stderr\n{err}", tmp_path, copy)
     for report in sorted((tmp_path / "reports").glob("*/verdict.*")):
         text = report.read_text()
-        views[report.name] = _json_masked(text, tmp_path) if report.suffix == ".json" else _masked(text, tmp_path)
+        views[report.name] = _json_masked(text, tmp_path, copy) if report.suffix == ".json" else _masked(text, tmp_path, copy)
     for name, argv in (("events.out", ["history", "--repo", str(root), "--events"]),
                        ("history.csv", ["history", "--repo", str(root)])):
         code = cli.main(argv)
         out, err = capsys.readouterr()
-        views[name] = _masked(f"exit {code}\n--- stdout\n{out}--- stderr\n{err}", tmp_path)
+        views[name] = _masked(f"exit {code}\n--- stdout\n{out}--- stderr\n{err}", tmp_path, copy)
     return views
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)
-def test_every_view_of_the_fixture_is_unchanged(fixture, tmp_path, capsys):
-    views = _views(fixture, tmp_path, capsys)
+def test_every_view_of_the_fixture_is_unchanged(fixture, tmp_path, fixtures_copy, capsys):
+    views = _views(fixture, tmp_path, fixtures_copy, capsys)
     folder = SNAPSHOTS / fixture
     if UPDATE:
         folder.mkdir(parents=True, exist_ok=True)
