@@ -5,11 +5,13 @@ judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file), ``ve
 atomically, replacing only this command's, then moves ``reports/latest`` to them
 (:mod:`detsim.track.judge.verdict`). Here:
 the options, the files and ``--explain``; :mod:`detsim.track.judge.analysis` judges and
-:mod:`detsim.track.judge.confirm` re-measures."""
+:mod:`detsim.track.judge.confirm` re-measures (a target's suspects: its installed commits, plugged in from
+:mod:`detsim.track.target.retiming`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -18,8 +20,8 @@ from detsim.track.commands import count, refuse
 from detsim.track.base.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
-from detsim.track.judge.history import ResultsError, load_config
+from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, Measurer, confirm
+from detsim.track.judge.history import ResultsError, load_config, target_results
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, VerdictError, \
@@ -70,6 +72,16 @@ def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
         raise ResultsError(str(exc)) from None
 
 
+def _measurer(root: Path) -> contextlib.AbstractContextManager[Measurer | None]:
+    """How the project's timing suspects are re-measured: a target's installed commits, side by side, for a
+    target's recording; detsim's own (None) for detsim."""
+    if target_results(root, load_config(root)) is None:
+        return contextlib.nullcontext()
+    from detsim.track.target.retiming import target_measurer
+
+    return target_measurer(root)
+
+
 def report_files(folder: Path) -> tuple[Path, Path]:
     """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
     report of this command (a rerun within the same second); anything else there is never replaced (the
@@ -90,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
-        judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
-                            budget_s=args.remeasure_budget, progress=_say, repo=args.repo)
+        with _measurer(root) as measurer:
+            judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
+                                budget_s=args.remeasure_budget, progress=_say, repo=args.repo, measurer=measurer)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
