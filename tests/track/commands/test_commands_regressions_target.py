@@ -17,7 +17,7 @@ from detsim.track.base.status import Status
 from detsim.track.cli import main
 from detsim.track.commands import publish
 from detsim.track.judge import confirm
-from detsim.track.target import retiming
+from detsim.track.target import cluster_recording, retiming
 from detsim.track.target.recording import Project
 from detsim.track.target.render import CaseOutcome, CaseRender
 from detsim.track.target.spec import load_spec
@@ -131,6 +131,7 @@ def test_a_targets_verdict_names_its_recording_counts_reuse_and_decides_its_timi
     # each side rendered once unmeasured, then once a round, the sides going first in turns
     assert [commit for _, commit in renders] == [good, bad] + [good, bad, bad, good] * (confirm.ROUNDS // 2)
     assert "UNDECIDED" not in screen and "decide:" not in screen
+    assert not any(note.startswith("where it was measured") for note in verdict["notes"])  # all here: nothing said
     assert "REGRESSED parity" in screen and "3 commits recorded" in screen and "; 1 reused a twin's results)" in screen
 
 
@@ -186,6 +187,23 @@ def test_an_unreadable_row_of_the_recording_is_one_line_naming_it(recorded, caps
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"detsim-track: {row}: not a readable row of a target's recording") and "\n" not in err
     assert not (project.folder / "reports" / "latest").exists()
+
+
+def test_a_target_whose_measures_a_dask_cluster_took_says_so_and_where_the_timings_were_taken(recorded, capsys):
+    port, project = recorded
+    workers = {"base": "tcp://10.0.0.7:40001", "docs1": "tcp://10.0.0.7:40001", "edge": "tcp://10.0.0.8:40002"}
+    for name in ("base", "docs1"):  # as a recording with --workers stores them (docs1: base's results)
+        row_file = project.outcomes(MACHINE) / f"{port.commits[name]}.json"
+        row = json.loads(row_file.read_text())
+        row["cases"][CASE][cluster_recording.WORKER] = workers[name]
+        row_file.write_text(json.dumps(row))
+    assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE, "--remeasure", "0"]) == 1
+    note = (f"where it was measured: the timings on machine {MACHINE} alone (the machine this history belongs to); "
+            "parity, image hashes, reproducibility, instruction counts and peak memory of 2 of the 3 commits judged "
+            "by 1 Dask worker(s) on 10.0.0.7 (`detsim-track record --workers/--scheduler`), of the other 1 on "
+            f"machine {MACHINE}")
+    assert note in _verdict(project)["notes"]
+    assert note in (project.folder / "reports" / "latest" / "verdict.txt").read_text()
 
 
 def test_the_re_timing_installs_with_the_spec_the_recording_was_made_with(recorded, renders_take, tmp_path):
