@@ -124,6 +124,14 @@ def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool 
     return Port(root, commits)
 
 
+def plant(port: Port, name: str, **faults) -> str:
+    """One more commit of ``port`` named ``name``, with ``faults`` changed (e.g. SLOW=3.0: four times the CPU
+    time); its sha, also added to ``port.commits``."""
+    _faults(port.root, **faults)
+    port.commits[name] = commit(port.root, name)
+    return port.commits[name]
+
+
 # -- a target's recording as stored, written by hand (what `detsim-track record` writes through asv) --------
 
 RECORDED_ENV = "existing-py_x_bin_python"  # asv's name of the one interpreter a target's recording uses

@@ -285,7 +285,7 @@ def test_a_target_is_recorded_by_detsim_track_record_then_judged_and_published_a
     steps = [call for call in calls if call[0] == "detsim-track"]
     assert steps == [["detsim-track", "record", "--target", str(port), "--recent", "3", "--machine", MACHINE,
                       "--no-judge"],
-                     ["detsim-track", "regressions", "--repo", project, "--machine", MACHINE, "--remeasure", "0"],
+                     ["detsim-track", "regressions", "--repo", project, "--machine", MACHINE],
                      ["detsim-track", "publish", "--repo", project, "--machine", MACHINE, "--assets",
                       ".asv/www-assets"]]
     assert not [call for call in calls if call[0] == "asv"]  # detsim's own asv run is not started

@@ -131,12 +131,11 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
 
 
 def _judge(project: Project, machine: str) -> int:
-    """``detsim-track regressions`` on the target's project: its verdict and exit status (timing steps are
-    reported as suspects, never re-measured: re-measuring runs detsim's own suite)."""
+    """``detsim-track regressions`` on the target's project: its verdict and exit status (its timing suspects
+    re-timed side by side at both commits' installs, as the command does by default)."""
     from detsim.track.commands import regressions
 
     parser = argparse.ArgumentParser(prog="detsim-track regressions")
     regressions.add_arguments(parser)
     sys.stdout.flush()
-    return regressions.run(parser.parse_args(["--repo", str(project.folder), "--machine", machine,
-                                              "--remeasure", "0"]))
+    return regressions.run(parser.parse_args(["--repo", str(project.folder), "--machine", machine]))

@@ -5,12 +5,15 @@ judgement in ``reports/<STAMP>/verdict.json`` (every view reads that file), ``ve
 atomically, replacing only this command's, then moves ``reports/latest`` to them
 (:mod:`detsim.track.judge.verdict`). Here:
 the options, the files and ``--explain``; :mod:`detsim.track.judge.analysis` judges and
-:mod:`detsim.track.judge.confirm` re-measures."""
+:mod:`detsim.track.judge.confirm` re-measures (a target's suspects: its installed commits, plugged in from
+:mod:`detsim.track.target.retiming`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from detsim.track.base.exitcodes import ExitCode
@@ -18,12 +21,12 @@ from detsim.track.commands import count, refuse
 from detsim.track.base.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
-from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
-from detsim.track.judge.history import ResultsError, load_config
+from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, Measurer, confirm
+from detsim.track.judge.history import ResultsError, load_config, target_results
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, VerdictError, \
-    check_latest, point_latest
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, Report, VerdictError, \
+    check_latest, judgement_of, point_latest
 from detsim.track.report.asvpage import STATUS_PAGE, html_folder
 from detsim.track.report.markdown import SUMMARY_ENV, append_to_summary, markdown_lines, page_link
 
@@ -70,6 +73,31 @@ def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
         raise ResultsError(str(exc)) from None
 
 
+def _where_measured(report: Report) -> Report:
+    """A target's ``report`` with a note saying where its commits' measures were taken, where a Dask cluster's
+    workers took some (as the recording's rows store it)."""
+    if not report.target_results:
+        return report
+    from detsim.track.target.cluster_recording import measured_where
+    from detsim.track.target.recording import Project
+
+    try:
+        line = measured_where(Project(Path(report.target_results)), report.machine, report.commits)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResultsError(f"{report.target_results}: a row of the recording is not readable ({exc})") from None
+    return replace(report, notes=(*report.notes, line)) if line else report
+
+
+def _measurer(root: Path) -> contextlib.AbstractContextManager[Measurer | None]:
+    """How the project's timing suspects are re-measured: a target's installed commits, side by side, for a
+    target's recording; detsim's own (None) for detsim."""
+    if target_results(root, load_config(root)) is None:
+        return contextlib.nullcontext()
+    from detsim.track.target.retiming import target_measurer
+
+    return target_measurer(root)
+
+
 def report_files(folder: Path) -> tuple[Path, Path]:
     """The full report's text and JSON files in ``folder``, checked before the work: each new, or a previous
     report of this command (a rerun within the same second); anything else there is never replaced (the
@@ -90,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.json, "--json", COMMAND)
         text_file, json_file = report_files(folder)
         check_latest(folder.parent)
-        judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
-                            budget_s=args.remeasure_budget, progress=_say, repo=args.repo)
+        with _measurer(root) as measurer:
+            judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
+                                budget_s=args.remeasure_budget, progress=_say, repo=args.repo, measurer=measurer)
+        judgement = judgement_of({m: _where_measured(r) for m, r in judgement.reports.items()}, judgement.failed)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)

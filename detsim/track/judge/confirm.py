@@ -1,11 +1,13 @@
 """Confirming a verdict's timing suspects by re-measuring them, before any becomes a regression (docs/tracking.md).
 
-Re-measuring (:func:`remeasure`): one benchmark at two commits, interleaved, each measurement in a fresh process.
-Each commit's ``detsim`` package is exported into a temporary folder. One server (:mod:`.fork_server`), pinned to
-one CPU so that both commits share its core, imports torch once and forks a fresh process per commit each round;
-the two sample in turn, a fraction of a second apart, so a busy spell of the machine weighs on both alike. A side's
-figure in a round is the minimum of its samples (a neighbour on a shared machine only ever adds time), in the
-lower-is-better direction (a throughput's inverse).
+Re-measuring (:func:`in_rounds`): one benchmark at two commits, interleaved, each measurement in a fresh process;
+the two commits are made ready by a project's :data:`Sides`: detsim's (:func:`detsim_sides`) unless the command
+plugs in another's (:class:`Measurer`: a target's two installed commits, :mod:`detsim.track.target.retiming`).
+For detsim, each commit's ``detsim`` package is exported into a temporary folder. One server
+(:mod:`.fork_server`), pinned to one CPU so that both commits share its core, imports torch once and forks a fresh
+process per commit each round; the two sample in turn, a fraction of a second apart, so a busy spell of the
+machine weighs on both alike. A side's figure in a round is the minimum of its samples (a neighbour on a shared
+machine only ever adds time), in the lower-is-better direction (a throughput's inverse).
 
 Deciding (:func:`decide`): confirmed or noise, by a test on the log ratios ``log(b / a)`` of the paired rounds, two
 consecutive rounds (one started by each side) averaged into one block, which cancels any effect of sampling first
@@ -21,6 +23,7 @@ run, that commit is re-measured and named the first bad one. Only confirmed step
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import itertools
 import json
@@ -33,13 +36,12 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, ContextManager, Iterator, Mapping
 
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_benchmarks, load_config, \
-    param_labels, project_repo
+from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 from detsim.track.base.output import write_json
@@ -85,15 +87,14 @@ def _figure(answer: dict, target: Target, commit: str, package: Path) -> float:
     return 1.0 / max(values) if target.larger_is_better else min(values)
 
 
-def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, rounds: int = ROUNDS,
-              more: Callable[[Remeasurement], int] | None = None, python: str | None = None,
-              deadline: float | None = None) -> Remeasurement:
-    """``rounds`` rounds of ``target`` at ``commit_a`` and ``commit_b``, then as many more as
-    ``more(remeasurement so far)`` asks for (0 to stop). Past ``deadline`` (``time.monotonic()``) no
-    round starts: :class:`RemeasureError` says how far it got."""
-    python = python or benchmark_python(root)
-    figures: dict[str, list[float]] = {"A": [], "B": []}
-    order = ""
+Sample = Callable[[str], Mapping[str, float]]  # one round, its sides in the order given ("AB" or "BA"): each
+# side's figure (lower is better)
+Sides = Callable[[Target, str, str], ContextManager[Sample]]  # both commits made ready to be sampled side by side
+
+
+@contextlib.contextmanager
+def detsim_sides(root: Path, target: Target, commit_a: str, commit_b: str, *, python: str) -> Iterator[Sample]:
+    """detsim's package at both commits, exported, sampled by one fork server (module docstring)."""
     commits = {"A": commit_a, "B": commit_b}
     with tempfile.TemporaryDirectory(prefix="detsim-confirm-") as tmp:
         work = Path(tmp)
@@ -107,24 +108,48 @@ def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, round
             with Conversation([python, "-P", str(FORK_SERVER), str(spec)], cwd=work, env=env,
                               cpu=max(os.sched_getaffinity(0)), what="the measuring server",
                               timeout=MEASUREMENT_TIMEOUT_S) as server:  # one JSON answer per round's order
-                todo = rounds
-                while todo > 0:
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise RemeasureError(f"the time given to re-measuring ran out after {len(order)} rounds")
-                    first = "AB" if len(order) % 2 == 0 else "BA"
+
+                def sample(first: str) -> dict[str, float]:
                     answer = server.ask({"order": first})
                     if "error" in answer:
                         commit = commits.get(answer.get("side"), commit_a)
                         raise RemeasureError(f"{target.label} did not run at {commit[:8]}: {answer['error']}")
-                    for side in "AB":
-                        figures[side].append(_figure(answer[side], target, commits[side], packages[side]))
-                    order += first[0]
-                    todo -= 1
-                    if todo == 0 and more:  # a batch done: as many more as ``more`` asks for
-                        todo = more(_result(commits, figures, order))
+                    return {side: _figure(answer[side], target, commits[side], packages[side]) for side in "AB"}
+
+                yield sample
         except (CommitError, ChildError) as exc:
             raise RemeasureError(str(exc)) from None
+
+
+def in_rounds(sample: Sample, commit_a: str, commit_b: str, *, rounds: int = ROUNDS,
+              more: Callable[[Remeasurement], int] | None = None, deadline: float | None = None) -> Remeasurement:
+    """``rounds`` rounds of ``sample``, each side going first every other round, then as many more as
+    ``more(remeasurement so far)`` asks for (0 to stop). Past ``deadline`` (``time.monotonic()``) no round
+    starts: :class:`RemeasureError` says how far it got."""
+    commits = {"A": commit_a, "B": commit_b}
+    figures: dict[str, list[float]] = {"A": [], "B": []}
+    order = ""
+    todo = rounds
+    while todo > 0:
+        if deadline is not None and time.monotonic() > deadline:
+            raise RemeasureError(f"the time given to re-measuring ran out after {len(order)} rounds")
+        first = "AB" if len(order) % 2 == 0 else "BA"
+        got = sample(first)
+        for side in "AB":
+            figures[side].append(got[side])
+        order += first[0]
+        todo -= 1
+        if todo == 0 and more:  # a batch done: as many more as ``more`` asks for
+            todo = more(_result(commits, figures, order))
     return _result(commits, figures, order)
+
+
+def remeasure(root: Path, target: Target, commit_a: str, commit_b: str, *, rounds: int = ROUNDS,
+              more: Callable[[Remeasurement], int] | None = None, python: str | None = None,
+              deadline: float | None = None) -> Remeasurement:
+    """:func:`in_rounds` of detsim's ``target`` at ``commit_a`` and ``commit_b`` (:func:`detsim_sides`)."""
+    with detsim_sides(root, target, commit_a, commit_b, python=python or benchmark_python(root)) as sample:
+        return in_rounds(sample, commit_a, commit_b, rounds=rounds, more=more, deadline=deadline)
 
 
 def _result(commits: dict, figures: dict, order: str) -> Remeasurement:
@@ -270,62 +295,65 @@ def _first_changed(finding: Finding, tree: Callable[[str], str | None]) -> str |
 
 
 DECIDE_BUDGET_S = 900  # the budget the command that decides an undecided step gives re-measuring
-REMEASURES = "re-measures the undecided steps"  # what the command that decides detsim's steps does
-TARGET_NOT_REMEASURED = ("a target's timing is its command's whole-process seconds, recorded once per commit; "
-                         "re-measuring runs detsim's own package, so a target's step is never re-measured")
-TARGET_DECIDES = "times the two commits side by side"
-
-
-def _left_undecided(finding: Finding, why: str, command: str | None, does: str | None) -> Finding:
-    """``finding`` left undecided: why it was not re-measured, the one command that decides it (None: none
-    can) and what that command does."""
-    history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
-    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command, decide_does=does,
-                 confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
+REMEASURES = "re-measures the undecided steps"  # what the command that decides a step does
 
 
 def _undecided(machine: str, finding: Finding, why: str, repo: Path | None = None) -> Finding:
-    """A step of detsim's left undecided, decided by re-measuring (each decided step is kept in :data:`CACHE`,
-    so later runs reuse it): the command carries the run's ``--repo`` as it was given, so that it pastes."""
+    """A step left undecided: why it was not re-measured, and the command that decides it by re-measuring
+    (each decided step is kept in :data:`CACHE`, so later runs reuse it), with the run's ``--repo`` as it was
+    given, so that it pastes."""
     where = f" --repo {shlex.quote(str(repo))}" if repo is not None else ""
-    return _left_undecided(finding, why, f"detsim-track regressions{where} --machine {machine} "
-                                         f"--remeasure-budget {DECIDE_BUDGET_S}", REMEASURES)
+    history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
+    command = f"detsim-track regressions{where} --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
+    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command, decide_does=REMEASURES,
+                 confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
 
 
-def _target_undecided(finding: Finding, root: Path) -> Finding:
-    """A target's timing suspect: never re-measured; decided by ``detsim-track bisect --slower`` between its
-    last good and first bad commits (docs/targets.md), which needs both."""
-    if finding.last_good is None or not finding.series.case:
-        return _left_undecided(finding, f"{TARGET_NOT_REMEASURED}; no earlier commit recorded", None, None)
-    conf = load_config(root)
-    folder = Path(conf.get(TARGET_FOLDER) or project_repo(root, conf))  # the target's own, else the repository
-    spec = conf.get(TARGET_SPEC)  # the spec the recording was made with, wherever it lives (none: an older one)
-    command = (f"detsim-track bisect {finding.last_good[:10]} {finding.first_bad[:10]} --target {folder}"
-               f"{f' --spec {Path(spec)}' if spec else ''} --slower {finding.series.case} "
-               f"{round(finding.series.threshold * 100)}")
-    return _left_undecided(finding, TARGET_NOT_REMEASURED, command, TARGET_DECIDES)
+Measure = Callable[[Target, str, str, float, float | None], Decision]  # target, commit_a, commit_b, threshold,
+# deadline -> the step decided
 
 
-def default_measure(root: Path) -> Callable[[Target, str, str, float, float | None], Decision]:
-    """Re-measuring with asv's own environment of the project (its ``env_dir``), as asv measured."""
-    python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
-
+def measuring(sides: Sides) -> Measure:
+    """The one way a step is decided: ``sides`` makes both commits ready, :func:`in_rounds` samples them in turn
+    (:func:`extra_rounds` more where the first look is undecided) and :func:`decide` judges the rounds."""
     def measure(target: Target, commit_a: str, commit_b: str, threshold: float,
                 deadline: float | None = None) -> Decision:
-        return decide(remeasure(root, target, commit_a, commit_b, more=extra_rounds(threshold), python=python,
-                                deadline=deadline), threshold)
+        with sides(target, commit_a, commit_b) as sample:
+            rounds = in_rounds(sample, commit_a, commit_b, more=extra_rounds(threshold), deadline=deadline)
+        return decide(rounds, threshold)
     return measure
+
+
+def default_measure(root: Path) -> Measure:
+    """detsim's re-measuring: its package at both commits, with asv's own environment of the project (its
+    ``env_dir``), as asv measured."""
+    python = benchmark_python(root, load_config(root).get("env_dir", DEFAULT_ENV_DIR))
+    return measuring(functools.partial(detsim_sides, root, python=python))
+
+
+@dataclass(frozen=True)
+class Measurer:
+    """Another project's re-measuring, plugged in by the command that judges it in place of detsim's own
+    (:func:`default_measure`, asv's machines of this host, and a step whose commits all run the last good
+    commit's detsim package taken for noise unmeasured): a target's installed commits re-timed side by side
+    (:mod:`detsim.track.target.retiming`). Each of its suspects is re-measured at its own first bad commit."""
+
+    measure: Measure
+    machines: set[str] | None = None  # the machines whose steps may be re-measured here (None: any)
 
 
 Progress = Callable[[str], None]  # receives one line before each re-measurement (the command prints it)
 
 
 def confirm(judgement: Judgement, root: Path, *, limit: int = MAX_REMEASURED, budget_s: float = BUDGET_S,
-            progress: Progress | None = None, repo: Path | None = None) -> Judgement:
+            progress: Progress | None = None, repo: Path | None = None,
+            measurer: Measurer | None = None) -> Judgement:
     """The judgement with every machine's suspects re-measured (each machine within ``budget_s`` seconds)
     and the exit codes recomputed; ``progress`` gets a line as each re-measurement starts; ``repo``, the run's
-    ``--repo`` as given (None: none given), goes into the command that decides a step left undecided."""
-    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s, progress=progress, repo=repo)
+    ``--repo`` as given (None: none given), goes into the command that decides a step left undecided;
+    ``measurer``: another project's re-measuring (None: detsim's)."""
+    return judgement_of({m: _confirm_machine(r, root, limit=limit, budget_s=budget_s, progress=progress, repo=repo,
+                                             measurer=measurer)
                          for m, r in judgement.reports.items()}, judgement.failed)
 
 
@@ -337,21 +365,18 @@ def progress_line(done: int, total: int, machine: str, label: str, commit_a: str
 
 
 def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float,
-                     progress: Progress | None = None, repo: Path | None = None) -> Report:
+                     progress: Progress | None = None, repo: Path | None = None,
+                     measurer: Measurer | None = None) -> Report:
     """One machine's ``report`` with its suspects re-measured within ``budget_s`` seconds and its exit code
     recomputed."""
     originals = [f for f in report.regressions if f.detail.get("confirmation") == Confirmation.SUSPECT]
     if not originals:
         return report
-    if report.target_results:
-        findings = tuple(_target_undecided(f, root) if f.detail.get("confirmation") == Confirmation.SUSPECT else f
-                         for f in report.regressions)
-        return replace(report, regressions=findings)
     decided: dict[int, Finding] = {}  # id of the report's finding -> what it became
     suspects: dict[int, Finding] = {}  # ... -> the step to re-measure (its first bad commit where the code changed)
     tree = functools.cache(lambda commit: package_tree(root, commit))  # suspects share their commits
     for finding in originals:
-        changed = _first_changed(finding, tree)
+        changed = _first_changed(finding, tree) if measurer is None else finding.first_bad
         if changed is None:  # no commit of its run changed the package
             decided[id(finding)] = _with(finding, confirmation=Confirmation.NOISE, confirmation_evidence=(
                 f"{finding.first_bad[:8]} and the {len(_run_at_tip(finding)) - 1} commits after it run the same "
@@ -359,7 +384,7 @@ def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float,
                 "it can only be the machine"))
         else:
             suspects[id(finding)] = replace(finding, first_bad=changed)
-    decided.update(_remeasured(report, root, suspects, limit, budget_s, progress, repo) if suspects else {})
+    decided.update(_remeasured(report, root, suspects, limit, budget_s, progress, repo, measurer) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
     return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
 
@@ -381,14 +406,15 @@ def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, ran
     return None
 
 
-def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int,
-                budget_s: float, progress: Progress | None = None, repo: Path | None = None) -> dict[int, Finding]:
+def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit: int, budget_s: float,
+                progress: Progress | None = None, repo: Path | None = None,
+                measurer: Measurer | None = None) -> dict[int, Finding]:
     """Each suspect (by the id of the report's finding) re-measured, kept from an earlier run, or undecided."""
-    measure = default_measure(root)
+    measure = default_measure(root) if measurer is None else measurer.measure
     cache_path = root / CACHE
     cache = _load_cache(cache_path)
     outcomes = cache.setdefault("outcomes", {})
-    here = machines_here()
+    here = machines_here() if measurer is None else measurer.machines
     benchmarks = load_benchmarks(root / load_config(root).get("results_dir", "results"))
     ranked = sorted(suspects.items(), key=lambda item: -(item[1].detail.get("rise") or 0))
     deadline = time.monotonic() + budget_s

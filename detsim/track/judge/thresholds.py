@@ -64,7 +64,7 @@ TARGET_PARITY = Threshold("parity", "target", 10.0, "a factor on 1 - r: a port's
 TARGET_MEMORY = Threshold("memory", "target", 0.25, "a target's peak memory, as detsim's: it moves with the "
                           "allocator's behaviour, not with load")
 TARGET_TIMING = Threshold("timing", "target", 0.25, "a target's whole process (interpreter start, its imports, a "
-                          "render), as detsim's command: a step is a suspect, never re-measured for a target")
+                          "render), as detsim's command: a step is a suspect, re-timed at both commits' installs")
 TARGET_COST = Threshold("cost", "target", 0.02, "a target's whole process counted by callgrind, judged as detsim's "
                         "counts: the planted port's numpy command counts the same instructions exactly, built once or "
                         "twice, and a torch render of it repeats within 0.001 % (docs/target-counts.md): +2 % is a "

@@ -13,7 +13,9 @@ machine's only (asv's ``--machine``, the history they belong to), and its result
 series (:func:`~.recording.in_series`); each twin then takes its commit's results, as on one machine.
 
 A commit's row and results are written only in step 3, whole (temporary file, then rename), so a run that
-dies leaves each commit recorded or not at all; a task lost with its worker ran again (:mod:`.cluster`).
+dies leaves each commit recorded or not at all; a task lost with its worker ran again (:mod:`.cluster`). Each
+case's record names the worker that measured it (:data:`WORKER`), which the verdict reads
+(:func:`measured_where`).
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
+from urllib.parse import urlsplit
 
 from detsim.track.target.build import Builder, BuildError, Installation, Measured
 from detsim.track.target.cluster import Cluster, Outcome, Tasks, client
 from detsim.track.target.outcomes import measure_cases
-from detsim.track.target.recording import TargetRecorder, Window, _how
+from detsim.track.target.recording import Project, TargetRecorder, Window, _how
 from detsim.track.target.spec import target_cases
 
 BUILDS = "builds"  # in the project folder: one folder per built commit, until asv has timed it
 COUNTS = "counts"  # in the project folder: a counted render's work folder per commit (one length for all)
 TASK = "measure"  # the tasks' name on the cluster (with the commit)
+WORKER = "dask_worker"  # in a case's record: the address of the worker that measured it (none: measured here)
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,37 @@ def measure_on_worker(spec, cases, bin_dir: Path, count_work: Path) -> dict:
         if not needed.is_dir():
             raise NotShared(f"this worker ({socket.gethostname()}) does not see {needed}: a cluster's workers must "
                             "share this checkout's file system (docs/cluster.md)")
-    return measure_cases(spec, cases, bin_dir, count_work)
+    worker = _worker_address()
+    measured = measure_cases(spec, cases, bin_dir, count_work)
+    return {case: {**record, WORKER: worker} for case, record in measured.items()}
+
+
+def _worker_address() -> str:
+    """The address of the Dask worker running this task (this host's name, called outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return socket.gethostname()
+
+
+def measured_where(project: Project, machine: str, commits: Sequence[str]) -> str | None:
+    """Where the measures of ``commits`` recorded on ``machine`` were taken, as their rows store it, in one
+    line; None where no Dask worker measured any of them (every measure was ``machine``'s)."""
+    judged = set(commits)
+    workers = {row["commit"]: {rec.get(WORKER) for rec in row["cases"].values()} - {None}
+               for row in project.rows(machine) if row["commit"] in judged}
+    on_cluster = [commit for commit in commits if workers.get(commit)]
+    if not on_cluster:
+        return None
+    every = set().union(*workers.values())
+    hosts = sorted({urlsplit(address).hostname or address for address in every})
+    others = len(commits) - len(on_cluster)
+    return (f"where it was measured: the timings on machine {machine} alone (the machine this history belongs to); "
+            f"parity, image hashes, reproducibility, instruction counts and peak memory of {len(on_cluster)} of the "
+            f"{len(commits)} commits judged by {len(every)} Dask worker(s) on {', '.join(hosts)} (`detsim-track "
+            "record --workers/--scheduler`)" + (f", of the other {others} on machine {machine}" if others else ""))
 
 
 def where(cluster: Cluster, machine: str) -> str:

@@ -1,7 +1,8 @@
 """``detsim-track record --workers``: a planted target's window recorded through pip and asv with one Dask
 worker process and with two gives the same rows and asv results (times masked); the record says where the
-timings and the rest were measured; --workers and --scheduler are refused together, a bad address before
-anything is written. Slow: each recording builds and times three commits."""
+timings and the rest were measured, and so does the verdict, from the rows; --workers and --scheduler are
+refused together, a bad address before anything is written. Slow: each recording builds and times three
+commits."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from planted_port import make_port
 pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
-TIMES = ("seconds", "cpu_s", "peak_mb", "build_s", "baseline_s", "baseline_cpu_s")  # what a load moves
+TIMES = ("seconds", "cpu_s", "peak_mb", "build_s", "baseline_s", "baseline_cpu_s",  # what a load moves
+         "dask_worker")  # and the worker that measured a case
 
 
 def test_workers_and_a_scheduler_together_or_a_bad_address_are_one_line(tmp_path, capsys):
@@ -77,6 +79,13 @@ def test_one_worker_and_two_record_the_same_window(tmp_path, capsys):
         assert record["where"].startswith("timings: measured here (asv machine m1), alone")
         got.append({"rows": _masked(record["rows"]), "turns": [t["kind"] for t in record["turns"]],
                     "asv": _asv(project / "results" / "m1")})
+        main(["regressions", "--repo", str(project), "--machine", "m1", "--remeasure", "0"])
+        verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+        [where] = [note for note in verdict["notes"] if note.startswith("where it was measured")]
+        assert where.startswith("where it was measured: the timings on machine m1 alone (the machine this history "
+                                "belongs to); parity, image hashes, reproducibility, instruction counts and peak "
+                                "memory of 6 of the 6 commits judged by "), where
+        capsys.readouterr()
         project.rename(tmp_path / f"port-{workers}")
     assert not _differences(got[0], got[1]), _differences(got[0], got[1])
     assert len(got[0]["asv"]) == 6 and got[0]["turns"] == ["parity", "broken"]  # edge's parity, shrink's size
