@@ -14,7 +14,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
-from detsim.track.base.recording import RecordingError
+from detsim.track.base.files import RecordingError
 from detsim.track.base.status import Status
 from detsim.track.target.cluster import Cluster, ClusterError, default_workers
 from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,

@@ -31,7 +31,7 @@ from detsim.track.base.fresh import ChildError, run
 from detsim.track.base.git import GitError, git, query
 from detsim.track.base.output import atomic_write_text, write_json
 from detsim.track.base.status import Status
-from detsim.track.base.recording import RecordingError
+from detsim.track.base.files import RecordingError
 from detsim.track.target.build import SUITE_VAR, VENV, BuildError, Builder, Installation, Measured, Reuse
 from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome

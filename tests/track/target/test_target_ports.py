@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from detsim.track.base.golden import GoldenCase, GoldenError
-from detsim.track.base.recording import RecordingError
+from detsim.track.base.files import RecordingError
 from detsim.track.cli import main
 from detsim.track.target.build import (SUITE_VAR, BuildError, Builder, installed_fingerprint, pip_reason, source_key,
                                        tree_of)
