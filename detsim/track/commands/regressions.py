@@ -62,7 +62,7 @@ def _seconds(text: str) -> float:
 
 def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
     """A target's commits and the commit whose results each took, as its recording holds them."""
-    from detsim.track.target.recording import Project
+    from detsim.track.target.project import Project
 
     try:
         return Project(folder).twins(machine)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.base.metrics import passes_parity, pearson_r
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 
 HOLDS = 0.8  # a region "holds" the disagreement when it has this share of the total absolute difference
 EDGE_FRACTION = 0.05  # the edge band: this fraction of the shorter side, at least one pixel

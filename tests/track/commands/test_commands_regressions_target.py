@@ -15,7 +15,7 @@ import pytest
 from detsim.track.cli import main
 from detsim.track.commands import publish
 from detsim.track.judge import confirm
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 from detsim.track.target.spec import load_spec
 from planted_history import git
 from planted_port import CASE, make_port, start_results, write_results

@@ -1,4 +1,4 @@
-"""detsim.track.target.cluster_recording, with light stand-ins for pip (a build is a folder), the renders (a
+"""detsim.track.recorder.cluster, with light stand-ins for pip (a build is a folder), the renders (a
 task returns an outcome made from the commit's planted faults) and asv's timing run (a results file written),
 on a cluster of worker threads: a window recorded with two workers gives the rows one worker gives; each
 distinct tree is built and measured once, its twins take its results; the timings run here after every task,
@@ -23,10 +23,12 @@ distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402 - distributed's own dependency
 
 from detsim.track.base.status import Status  # noqa: E402
-from detsim.track.target import cluster_recording  # noqa: E402
+from detsim.track.recorder import cluster as cluster_recording  # noqa: E402
 from detsim.track.target.build import Builder, BuildError, Installation, source_key  # noqa: E402
 from detsim.track.target.cluster import Cluster  # noqa: E402
-from detsim.track.target.recording import Project, TargetRecorder, Window, in_series, merge_slices  # noqa: E402
+from detsim.track.recorder.target import TargetRecorder, merge_slices  # noqa: E402
+from detsim.track.recorder.window import Window  # noqa: E402
+from detsim.track.target.project import Project, in_series  # noqa: E402
 from detsim.track.target.render import CaseOutcome  # noqa: E402
 from detsim.track.target.spec import load_spec  # noqa: E402
 from planted_history import git  # noqa: E402
