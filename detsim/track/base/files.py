@@ -28,6 +28,9 @@ def validate_machine_name(name: str) -> str:
     return name
 
 
+TARGET_PROJECTS = Path("results") / "targets"  # under detsim's checkout: a recorded target's project folders
+
+
 class RecordingError(Exception):
     """What a step cannot do; the message is one line naming the file."""
 

@@ -120,37 +120,33 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, {**window.record(), "not_measured": not_measured(spec), "project": str(project.folder)})
     if args.no_judge:
         return ExitCode.OK
-    return _judge(project.folder, args.machine, root)
+    return _judge(project.folder, args.machine)
 
 
 def _record_own(args: argparse.Namespace, root: Path) -> int:
     """detsim's own commits recorded in ``root`` (one run at a time: the tracking run's lock), then judged."""
+    given = [option for option in ("merge", "json", "spec", "workers", "scheduler") if getattr(args, option) is not None]
     try:
-        for option in ("merge", "json", "spec", "workers", "scheduler"):
-            if getattr(args, option) is not None:
-                raise ValueError(f"--{option} is a target's option (give --target DIR)"
-                                 + (f"; {NOT_FOR_OWN}" if option in ("workers", "scheduler") else ""))
+        if given:
+            raise ValueError(f"--{given[0]} is a target's option (give --target DIR)"
+                             + (f"; {NOT_FOR_OWN}" if given[0] in ("workers", "scheduler") else ""))
         machine = validate_machine_name(args.machine)
         for folder in (root / ".asv", root / "results" / "asv" / machine):
             check_writable(folder)
         (root / ".asv").mkdir(exist_ok=True)
-        lock = open(root / LOCK, "a")
+        with open(root / LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while another run holds it
+            clean_up(root)
+            try:
+                OwnRecording(root, machine).record(args.recent, args.range)
+            finally:
+                clean_up(root, below=os.getpid())
+    except BlockingIOError:
+        return refuse(f"record: another tracking run is under way in this clone (it holds {LOCK}); run again when "
+                      "it has ended")
     except (ValueError, RecordingError, OSError) as exc:
         return refuse(f"record: {getattr(exc, 'strerror', None) or exc}")
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return refuse(f"record: another tracking run is under way in this clone (it holds {LOCK}); run again "
-                          "when it has ended")
-        try:
-            clean_up(root)
-            OwnRecording(root, machine).record(args.recent, args.range)
-        except (RecordingError, OSError) as exc:
-            return refuse(f"record: {getattr(exc, 'strerror', None) or exc}")
-        finally:
-            clean_up(root, below=os.getpid())
-    return ExitCode.OK if args.no_judge else _judge(None, machine, root)
+    return ExitCode.OK if args.no_judge else _judge(root, machine)
 
 
 def _print(window: Window, commits: int, project: Project, skipped: str) -> None:
@@ -172,15 +168,13 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
           f"installed files as a recorded commit), {window.already} recorded before; asv results: {project.folder}")
 
 
-def _judge(project: Path | None, machine: str, root: Path) -> int:
-    """``detsim-track regressions`` on the recording (a target's project folder, or detsim's checkout ``root``
-    where ``project`` is None): its verdict and exit status (a target's timing steps are reported as suspects,
-    never re-measured: re-measuring runs detsim's own suite)."""
+def _judge(project: Path, machine: str) -> int:
+    """``detsim-track regressions`` on the recording (detsim's checkout, or a target's project folder, whose
+    timing steps it reports as suspects, never re-measured: re-measuring runs detsim's own suite): its verdict
+    and exit status."""
     from detsim.track.commands import regressions
 
     parser = argparse.ArgumentParser(prog="detsim-track regressions")
     regressions.add_arguments(parser)
     sys.stdout.flush()
-    if project is None:
-        return regressions.run(parser.parse_args(["--repo", str(root), "--machine", machine]))
-    return regressions.run(parser.parse_args(["--repo", str(project), "--machine", machine, "--remeasure", "0"]))
+    return regressions.run(parser.parse_args(["--repo", str(project), "--machine", machine]))

@@ -123,7 +123,7 @@ def _time_and_store(recorder: TargetRecorder, builder: Builder, plan: Sequence[t
                         raise BuildError(f"its task failed on the cluster: {outcome.failed}")
                     timed += 1
                     say(f"timing [{timed}] {commit[:8]}")
-                    got = replace(got, results=recorder.timed(built[commit], outcome.value))
+                    got = replace(got, results=recorder.measure(built[commit], outcome.value))
                 except BuildError as exc:
                     failed[commit] = str(exc)
                     got = replace(got, results=None, build_error=str(exc))

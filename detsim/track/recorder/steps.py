@@ -27,11 +27,10 @@ if not __package__:  # run by path: detsim/track loaded as a package of its own,
     __package__ = "tracking_run.recorder"
     importlib.import_module(__package__)
 
-from ..base.files import RecordingError, check_writable, validate_machine_name  # noqa: E402
+from ..base.files import TARGET_PROJECTS, RecordingError, check_writable, validate_machine_name  # noqa: E402
 from .own import VENV_BIN, OwnRecording  # noqa: E402
 from .processes import clean_up  # noqa: E402
 
-TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target (target/project.py)
 NOT_FOR_OWN = "WORKERS is for a TARGET's recording; detsim's own commits are recorded on this machine's cores"
 
 
@@ -47,7 +46,7 @@ def target_folder(given: str, caller: Path) -> str:
 
 def project(target: str) -> str:
     """The folder the judge and the page are given: a target's recording's (relative), "" for detsim's own."""
-    return str(TARGETS / Path(target).resolve().name) if target else ""
+    return str(TARGET_PROJECTS / Path(target).resolve().name) if target else ""
 
 
 def cluster_options(workers: str) -> list[str]:

@@ -87,7 +87,7 @@ class TargetRecorder:
 
     def record(self, commit: str) -> dict:
         """Measure ``commit`` (or take a twin's results) and store its row."""
-        return self.store(commit, self.reuse.measure(self.builder, commit, self._measure, folder=self.project.build))
+        return self.store(commit, self.reuse.measure(self.builder, commit, self.measure, folder=self.project.build))
 
     def store(self, commit: str, got: Measured) -> dict:
         """``commit``'s row (and a twin's asv results under its hash) for what :class:`Reuse` made of it."""
@@ -114,29 +114,15 @@ class TargetRecorder:
         return self._store(commit, {"build_error": None, "keys": list(got.keys), "cases": got.results,
                                     "reused_from": twin, "reused_by": got.reused_by, "build_s": got.build_s})
 
-    def _measure(self, installed: Installation) -> dict:
+    def measure(self, installed: Installation, cases: dict | None = None) -> dict:
         """The cases' outcomes at the installed commit, measured by asv (its suite writes them to the outcomes
-        file)."""
+        file). With ``cases`` (measured elsewhere: a Dask task) the suite reads them rather than rendering
+        (:data:`MEASURED_VAR`) and times one render of each case, and asv's results are put into the project's
+        one series (their interpreter is the commit's own build folder's)."""
         commit = installed.commit
-        outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
-        outcome_file.unlink(missing_ok=True)
-        done = self.asv("run", "--environment", f"existing:{installed.bin_dir / 'python'}", "--set-commit-hash",
-                        commit, "--machine", self.machine, "--record-samples", "--show-stderr",
-                        timeout=ASV_TIMEOUT_S, commit=commit)
-        if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
-            raise BuildError(f"asv measured nothing (exit {done.returncode}: {done.last_line()})")
-        cases = json.loads(outcome_file.read_text())["cases"]
-        self.renders += renders_of(cases)
-        return cases
-
-    def timed(self, installed: Installation, cases: dict) -> dict:
-        """``cases`` (the outcomes of ``installed``'s commit, measured elsewhere: a Dask task) recorded by asv
-        with the timings it measures here: the suite reads them rather than rendering (:data:`MEASURED_VAR`) and
-        times one render of each case. asv's results are then put into the project's one series (its
-        interpreter is the commit's own build folder's)."""
-        commit = installed.commit
-        measured = self.project.folder / MEASURED / f"{commit}.json"
-        write_json(measured, {"commit": commit, "cases": cases})
+        measured = None if cases is None else self.project.folder / MEASURED / f"{commit}.json"
+        if measured is not None:
+            write_json(measured, {"commit": commit, "cases": cases})
         outcome_file = self.project.outcomes(self.machine) / f"{commit}.json"
         outcome_file.unlink(missing_ok=True)
         try:
@@ -144,9 +130,20 @@ class TargetRecorder:
                             commit, "--machine", self.machine, "--record-samples", "--show-stderr",
                             timeout=ASV_TIMEOUT_S, commit=commit, measured=measured)
         finally:
-            measured.unlink(missing_ok=True)
-        if not outcome_file.is_file():
-            raise BuildError(f"asv recorded nothing (exit {done.returncode}: {done.last_line()})")
+            if measured is not None:
+                measured.unlink(missing_ok=True)
+        ended = f"(exit {done.returncode}: {done.last_line()})"
+        if not outcome_file.is_file():  # its setup_cache never finished: asv recorded failures, nothing to reuse
+            raise BuildError(f"asv {'measured' if cases is None else 'recorded'} nothing {ended}")
+        if cases is None:
+            cases = json.loads(outcome_file.read_text())["cases"]
+        elif not self._into_series(commit):  # a row without asv's results is no record: recorded again next run
+            raise BuildError(f"asv wrote no results {ended}")
+        self.renders += renders_of(cases)
+        return cases
+
+    def _into_series(self, commit: str) -> bool:
+        """asv's results of ``commit`` moved into the project's one series; whether there are any."""
         folder, found = self.project.results(self.machine), False
         for path in sorted(folder.glob(f"{commit[:8]}-*.json")):
             data = json.loads(path.read_text())
@@ -155,10 +152,7 @@ class TargetRecorder:
                 atomic_write_text(folder / name, json.dumps(data))  # whole, then the original goes
                 path.unlink()
             found = found or data.get("commit_hash") == commit
-        if not found:  # a row without asv's results is no record: the commit is recorded again by the next run
-            raise BuildError(f"asv wrote no results (exit {done.returncode}: {done.last_line()})")
-        self.renders += renders_of(cases)
-        return cases
+        return found
 
     def _store(self, commit: str, fields: dict) -> dict:
         row = {"commit": commit, "machine": self.machine,

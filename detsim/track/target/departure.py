@@ -192,7 +192,7 @@ def stored(results_dir: Path, commit: str, case: str) -> dict | None:
     target's recording stored it (``results_dir``: the folder ``detsim-track record`` writes for that target,
     ``results/targets/<target>/``; the first machine that has it); None where the image does not depart, the
     case rendered no image, or the commit is not recorded. ValueError: an unreadable stored row."""
-    for row in Project(Path(results_dir)).rows_of(commit):
+    for row in Project(Path(results_dir)).rows(commit=commit):
         found = (row.get("cases", {}).get(case) or {}).get("departure")
         if found:
             return found

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from detsim.track.base.files import RecordingError
+from detsim.track.base.files import TARGET_PROJECTS, RecordingError
 from detsim.track.base.git import query
 from detsim.track.base.output import write_json
 from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC
@@ -28,7 +28,6 @@ COMMIT_VAR = "DETSIM_TARGET_COMMIT"  # the commit measured (asv sets no ASV_COMM
 # records ({"commit", "cases"}), which the suite's setup_cache reads rather than rendering; asv times the renders
 MEASURED_VAR = "DETSIM_TARGET_MEASURED"
 CHECKED_ROWS = 20  # rows whose commits must be the target's before a recording goes on (Project.check)
-TARGETS = Path("results") / "targets"  # under detsim's checkout: one project folder per target
 ASV_TIMEOUT_S = 4 * 3600  # one commit's asv run: every case rendered three times (and counted once where the spec
 # asks: about 50 renders' time), each within the spec's timeout
 
@@ -41,7 +40,7 @@ class Project:
 
     @classmethod
     def of(cls, spec: TargetSpec, root: Path) -> "Project":
-        return cls(Path(root).resolve() / TARGETS / spec.name)
+        return cls(Path(root).resolve() / TARGET_PROJECTS / spec.name)
 
     @property
     def config(self) -> Path:
@@ -68,32 +67,25 @@ class Project:
         """Where a counted render runs: one path for every commit, as a count depends on its folder's name."""
         return self.folder / "count"
 
-    def rows(self, machine: str) -> list[dict]:
-        """The rows recorded on ``machine`` (any order)."""
-        return [json.loads(p.read_text()) for p in sorted(self.outcomes(machine).glob("*.json"))]
+    def rows(self, machine: str = "*", commit: str = "") -> list[dict]:
+        """The rows recorded on ``machine`` (default: every machine), of ``commit`` (a full hash or a prefix;
+        default: every commit); ValueError naming an unreadable row."""
+        rows = []
+        for path in sorted(self.folder.glob(f"outcomes/{machine}/{commit}*.json")):
+            try:
+                row = json.loads(path.read_text())
+                if not isinstance(row, dict) or "commit" not in row:
+                    raise ValueError("no commit")
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
+            rows.append(row)
+        return rows
 
     def twins(self, machine: str) -> dict[str, str | None] | None:
         """Commit -> the commit whose results it took (None: measured, or it did not build), for every row
         recorded on ``machine``; None where none is (ValueError: an unreadable row). The one record of reuse:
         what a verdict counts, whichever run or slice recorded the commit."""
-        found = {}
-        for path in sorted(self.outcomes(machine).glob("*.json")):
-            try:
-                row = json.loads(path.read_text())
-                found[row["commit"]] = row.get("reused_from")
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
-        return found or None
-
-    def rows_of(self, commit: str) -> list[dict]:
-        """The rows of ``commit`` (a full hash or a prefix) on every machine (ValueError: an unreadable row)."""
-        rows = []
-        for path in sorted(self.folder.glob(f"outcomes/*/{commit}*.json")):
-            try:
-                rows.append(json.loads(path.read_text()))
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: not a readable row of a target's recording ({exc})") from None
-        return rows
+        return {row["commit"]: row.get("reused_from") for row in self.rows(machine)} or None
 
     def check(self, spec: TargetSpec) -> str:
         """The repository asv is to clone for ``spec``: its top folder (a target may be a folder inside its

@@ -65,7 +65,7 @@ def fakes(monkeypatch):
     """Stand-ins for pip, the renders and asv; the commits asv timed, in order (cleared per run)."""
     timed: list[str] = []
 
-    def fake_timed(self, installed: Installation, cases: dict) -> dict:
+    def fake_timed(self, installed: Installation, cases: dict | None = None) -> dict:
         assert installed.bin_dir.is_dir()  # its build is still there when it is timed
         data = {"commit_hash": installed.commit, "results": {"bench_target.Timing.time_render": [[0.1]]}}
         folder = self.project.results(self.machine)
@@ -75,7 +75,7 @@ def fakes(monkeypatch):
         return cases
 
     monkeypatch.setattr(Builder, "install", _fake_install)
-    monkeypatch.setattr(TargetRecorder, "timed", fake_timed)
+    monkeypatch.setattr(TargetRecorder, "measure", fake_timed)
     monkeypatch.setattr(cluster_recording, "measure_cases", fake_measure)
     return timed
 
@@ -166,7 +166,7 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
         return type("Done", (), {"returncode": 0, "last_line": lambda self: ""})()
 
     recorder.asv = fake_asv
-    assert recorder.timed(installed, cases) == cases and given == [cases]
+    assert recorder.measure(installed, cases) == cases and given == [cases]
     assert not (project.folder / "measured" / f"{commit}.json").exists()
     (only,) = project.results("m1").glob(f"{commit[:8]}-*.json")
     data = json.loads(only.read_text())
@@ -190,7 +190,7 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
 
     recorder.asv = silent_asv
     with pytest.raises(BuildError, match=r"asv wrote no results \(exit 1: asv: planted end\)"):
-        recorder.timed(silent, cases)
+        recorder.measure(silent, cases)
 
 
 def test_a_worker_that_does_not_see_the_build_fails_its_task_rather_than_render_nothing(tmp_path):
