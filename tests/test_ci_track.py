@@ -36,9 +36,11 @@ def _checkout(tmp_path: Path) -> Path:
     """A checkout of 3 commits holding .ci/track and its steps, a package that does not import, and the
     stand-ins in .venv/bin; HOME is a folder of its own."""
     repo = tmp_path / "repo"
-    for part in (".ci/track", "detsim/track/base/recording.py", "pyproject.toml"):
+    for part in (".ci/track", "pyproject.toml", "detsim/track/__init__.py"):
         (repo / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / part, repo / part)
+    for part in ("detsim/track/base", "detsim/track/recorder"):  # the recorder's steps and the base they import
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "detsim" / "__init__.py").write_text("raise ImportError('this commit breaks the package')\n")
     (repo / "benchmarks").mkdir()
     (repo / "asv.conf.json").write_text(CONFIG)
@@ -131,7 +133,7 @@ def test_a_run_records_every_commit_completely_then_judges_then_publishes(first_
     assert done.returncode == 1, done.stderr  # the verdict's status
     assert [c for c in calls if c[0] == "detsim-track"] == [
         ["detsim-track", "regressions", "--help"], ["detsim-track", "regressions", "--machine", MACHINE],
-        ["detsim-track", "publish", "--machine", MACHINE]]
+        ["detsim-track", "publish", "--machine", MACHINE, "--assets", ".asv/www-assets"]]
     assert not any(c[:2] == ["asv", "publish"] for c in calls)  # detsim-track publish makes the page
     assert calls.index(["detsim-track", "regressions", "--machine", MACHINE]) > max(
         calls.index(run) for run in _runs(calls))
@@ -285,6 +287,7 @@ def test_a_target_is_recorded_by_detsim_track_record_then_judged_and_published_a
     steps = [call for call in calls if call[0] == "detsim-track"]
     assert steps == [["detsim-track", "record", "--target", str(port), "--recent", "3", "--machine", MACHINE,
                       "--no-judge"],
+                     ["detsim-track", "regressions", "--help"],
                      ["detsim-track", "regressions", "--repo", project, "--machine", MACHINE],
                      ["detsim-track", "publish", "--repo", project, "--machine", MACHINE, "--assets",
                       ".asv/www-assets"]]

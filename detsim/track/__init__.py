@@ -4,7 +4,8 @@ Layers, each importing only those below it (``tests/track/test_track_layout.py``
 imports any of it. On top, :mod:`.cli` and :mod:`.commands` (``detsim-track``, one module per subcommand:
 arguments, calls into the areas, printing, exit codes). Then the areas, one job each: :mod:`.publish` (the
 status page, asv's page offline), :mod:`.confirm` (re-measuring a timing suspect), :mod:`.verdict` (findings
-and the report), :mod:`.history` (what asv recorded), :mod:`.target` (another repository's
+and the report), :mod:`.recorder` (a project's commits measured into its results: detsim's own and a target's;
+its steps run by path, standard library only), :mod:`.history` (what asv recorded), :mod:`.target` (another repository's
 nanoBragg-compatible command: its renders, its first bad commit), :mod:`.explain` (why a regression
 happened), :mod:`.gate` (the pytest-benchmark gate), :mod:`.measure` (what is measured outside asv:
 instruction counts, speed against nanoBragg.c, parity against the reference images), :mod:`.compare` (do

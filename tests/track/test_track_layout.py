@@ -12,8 +12,9 @@
   area imports the command layer (:mod:`detsim.track.commands`, :mod:`detsim.track.cli`);
 * the modules of the base the asv suite loads (and what they import) import only the standard library, numpy
   and the base, relatively (lazy imports included): the suite loads them from the working tree under a name
-  of its own beside any commit's ``detsim``; ``recording.py``, which ``.ci/track`` runs by path, only the
-  standard library.
+  of its own beside any commit's ``detsim``; the recorder's steps, which ``.ci/track`` runs by path, and all
+  they import, only the standard library;
+* the judge imports neither a target's modules nor the recorder: what it needs of a recording is given to it.
 """
 
 from __future__ import annotations
@@ -296,9 +297,50 @@ def test_the_base_the_asv_suite_loads_imports_only_the_standard_library_numpy_an
     assert not outside, f"{path.relative_to(ROOT)} imports {outside}"
 
 
+def _module_file(name: str) -> Path | None:
+    """The file of a dotted module name of the package, or None (a name imported from a module, or none of ours)."""
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else \
+        (path / "__init__.py" if (path / "__init__.py").is_file() else None)
+
+
+def _top_level_imports(path: Path) -> frozenset[str]:
+    """The absolute imports a package's ``__init__`` runs when loaded (its functions' lazy ones are not run)."""
+    body = ast.parse(path.read_text()).body
+    return frozenset(name for node in body if isinstance(node, (ast.Import, ast.ImportFrom))
+                     for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]))
+
+
+def _steps_closure() -> dict[Path, frozenset[str]]:
+    """Each module the recorder's steps (run by path by ``.ci/track``, ``detsim/track`` loaded as a package of its
+    own) import, at any depth, and the packages' ``__init__`` files that loads, with their imports."""
+    found, todo = {}, [TRACK / "recorder" / "steps.py"]
+    while todo:
+        path = todo.pop()
+        if path in found:
+            continue
+        found[path] = _imports(path) if path.name != "__init__.py" else _top_level_imports(path)
+        todo += [f for f in map(_module_file, found[path]) if f is not None]
+        todo += [folder / "__init__.py" for folder in path.parents if TRACK in (folder, *folder.parents)]
+    return found
+
+
 def test_the_recording_steps_need_only_the_standard_library():
-    outside = sorted(name for name in _imports(BASE / "recording.py") if name.split(".")[0] not in sys.stdlib_module_names)
-    assert not outside, f"detsim/track/base/recording.py imports {outside}"
+    closure = _steps_closure()
+    assert {TRACK / "recorder" / "own.py", BASE / "files.py", TRACK / "__init__.py"} <= set(closure)
+    for path, names in closure.items():
+        outside = sorted(n for n in names if n.split(".")[0] not in sys.stdlib_module_names
+                         and not (n.startswith("detsim.track.") and (_module_file(n) or _module_file(n.rsplit(".", 1)[0]))
+                                  in closure))
+        assert not outside, f"{path.relative_to(ROOT)}, which the tracking run's steps import, imports {outside}"
+    assert not [p for p in closure if p.parent == PACKAGE]  # detsim/__init__.py: the measured package
+
+
+JUDGE_NEVER_IMPORTS = {"target", "recorder"}  # what the judge needs of a recording is passed in (twins) or in base
+
+
+def test_the_judge_imports_neither_targets_nor_the_recorder():
+    assert not _area_graph(TRACK)["judge"] & JUDGE_NEVER_IMPORTS
 
 
 def test_the_base_rule_sees_lazy_absolute_and_parent_imports(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from detsim.fileio.safe_write import OutputError, atomic_write
-from detsim.track.base.recording import NOT_A_FOLDER, why_unwritable
+from detsim.track.base.files import NOT_A_FOLDER, why_unwritable
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
@@ -100,7 +100,7 @@ def _remove_empty(folders: list[Path]) -> None:
 
 def check_place(folder: Path, option: str, shown: Path | str | None = None) -> None:
     """Files can be created inside ``folder`` (made when missing): its nearest existing ancestor is a
-    folder we can write in (:func:`~detsim.track.base.recording.why_unwritable`). Raises
+    folder we can write in (:func:`~detsim.track.base.files.why_unwritable`). Raises
     :class:`OutputError` naming ``option`` and ``shown`` (default ``folder``)."""
     shown = folder if shown is None else shown
     if not str(shown):

@@ -14,7 +14,7 @@ from detsim.track.commands import refuse
 from detsim.track.base.hashing import IMAGE_HASH
 from detsim.track.base.output import utc_stamp, write_json
 from detsim.track.base.provenance import MachineClass, cpu_model, git_info, repo_root
-from detsim.track.base.recording import RecordingError, check_writable
+from detsim.track.base.files import RecordingError, check_writable
 from detsim.track.base import golden_hashes
 from detsim.track.judge.stored_baselines import GATE_BASELINE, StoreError, disagreements, stale_message
 from detsim.track.base.golden import AXES, BASELINE_DIR, SCHEMA, BaselineError, GoldenError, class_path, \

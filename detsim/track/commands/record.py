@@ -1,11 +1,15 @@
-"""``detsim-track record --target DIR``: a window of a target's history recorded with asv (each commit built
-into the project's venv and measured by asv's suite for targets; twins reused), its table printed and the
-commits where a case turns bad named, then judged by ``detsim-track regressions`` (docs/targets.md)."""
+"""``detsim-track record``: recent commits recorded by the recorder, then judged by ``detsim-track regressions``.
+Without ``--target``, detsim's own (:mod:`~detsim.track.recorder.own`: its asv suite in asv's environments, in
+two phases; docs/tracking.md); with ``--target DIR``, a window of a target's history (each commit built into the
+project's venv and measured by asv's suite for targets, twins reused: docs/targets.md), its table printed and
+the commits where a case turns bad named."""
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import functools
+import os
 import socket
 import sys
 from pathlib import Path
@@ -14,27 +18,34 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.git import GitError, git
 from detsim.track.commands import positive_int, refuse
 from detsim.track.base.output import OutputError, check_output_file, write_json
-from detsim.track.base.recording import RecordingError
+from detsim.track.base.files import RecordingError, check_writable, validate_machine_name
 from detsim.track.base.status import Status
+from detsim.track.recorder.own import OwnRecording
+from detsim.track.recorder.processes import clean_up
+from detsim.track.recorder.steps import NOT_FOR_OWN
+from detsim.track.recorder.target import merge_slices, not_measured, record_window
+from detsim.track.recorder.window import Window, merge_rows, turns
 from detsim.track.target.cluster import Cluster, ClusterError, default_workers
-from detsim.track.target.recording import (Project, Window, merge_rows, merge_slices,
-                                           not_measured, record_window, turns)
+from detsim.track.target.project import Project
 from detsim.track.target.spec import load_spec, target_cases
 
-HELP = "record a window of a target repository's history with asv (per commit and case parity, image hash, a " \
-       "second process's hash, seconds and peak memory) and judge it as detsim's own history"
+HELP = "record detsim's recent commits with its asv suite, or a window of a target repository's history (per " \
+       "commit and case parity, image hash, a second process's hash, seconds and peak memory), then judge them"
+LOCK = ".asv/track.lock"  # one recording of detsim's own commits at a time per clone (.ci/track holds it too)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("range", nargs="?", default=None, metavar="RANGE",
-                        help="the commits, as A..B (first-parent; default: the --recent latest of HEAD)")
-    parser.add_argument("--target", type=Path, required=True, metavar="DIR", help="the target repository")
+                        help="the commits, as A..B (a target's: first-parent; default: the --recent latest of HEAD)")
+    parser.add_argument("--target", type=Path, default=None, metavar="DIR",
+                        help="the target repository (default: detsim's own commits, in --root)")
     parser.add_argument("--spec", type=Path, default=None, metavar="FILE",
                         help="the target's spec (default: DIR/detsim-target.toml)")
     parser.add_argument("--recent", type=positive_int, default=10, metavar="N",
                         help="without RANGE: the N latest commits")
     parser.add_argument("--root", type=Path, default=Path.cwd(),
-                        help="detsim's checkout (default: here); the recording goes to its results/targets/<target>/")
+                        help="detsim's checkout (default: here); a target's recording goes to its "
+                             "results/targets/<target>/, detsim's own to its results/asv/")
     parser.add_argument("--machine", default=socket.gethostname(),
                         help="asv's machine name of this recording (default: the host name)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, metavar="SLICE",
@@ -51,8 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="as --workers, on the existing Dask cluster whose scheduler is at ADDRESS "
                             "(e.g. tcp://127.0.0.1:8786); its workers must see this checkout's files")
     parser.add_argument("--no-judge", action="store_true",
-                        help="record only (the tracking run judges with `detsim-track regressions --repo "
-                             "results/targets/<target>` itself)")
+                        help="record only (the tracking run judges with `detsim-track regressions` itself)")
 
 
 def _commits(spec, rev_range: str | None, recent: int) -> list[str]:
@@ -69,6 +79,8 @@ def _commits(spec, rev_range: str | None, recent: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
+    if args.target is None:
+        return _record_own(args, root)
     try:
         spec = load_spec(args.target.resolve(), args.spec)
         if args.json is not None:
@@ -108,7 +120,33 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, {**window.record(), "not_measured": not_measured(spec), "project": str(project.folder)})
     if args.no_judge:
         return ExitCode.OK
-    return _judge(project, args.machine)
+    return _judge(project.folder, args.machine)
+
+
+def _record_own(args: argparse.Namespace, root: Path) -> int:
+    """detsim's own commits recorded in ``root`` (one run at a time: the tracking run's lock), then judged."""
+    given = [option for option in ("merge", "json", "spec", "workers", "scheduler") if getattr(args, option) is not None]
+    try:
+        if given:
+            raise ValueError(f"--{given[0]} is a target's option (give --target DIR)"
+                             + (f"; {NOT_FOR_OWN}" if given[0] in ("workers", "scheduler") else ""))
+        machine = validate_machine_name(args.machine)
+        for folder in (root / ".asv", root / "results" / "asv" / machine):
+            check_writable(folder)
+        (root / ".asv").mkdir(exist_ok=True)
+        with open(root / LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while another run holds it
+            clean_up(root)
+            try:
+                OwnRecording(root, machine).record(args.recent, args.range)
+            finally:
+                clean_up(root, below=os.getpid())
+    except BlockingIOError:
+        return refuse(f"record: another tracking run is under way in this clone (it holds {LOCK}); run again when "
+                      "it has ended")
+    except (ValueError, RecordingError, OSError) as exc:
+        return refuse(f"record: {getattr(exc, 'strerror', None) or exc}")
+    return ExitCode.OK if args.no_judge else _judge(root, machine)
 
 
 def _print(window: Window, commits: int, project: Project, skipped: str) -> None:
@@ -130,12 +168,13 @@ def _print(window: Window, commits: int, project: Project, skipped: str) -> None
           f"installed files as a recorded commit), {window.already} recorded before; asv results: {project.folder}")
 
 
-def _judge(project: Project, machine: str) -> int:
-    """``detsim-track regressions`` on the target's project: its verdict and exit status (its timing suspects
-    re-timed side by side at both commits' installs, as the command does by default)."""
+def _judge(project: Path, machine: str) -> int:
+    """``detsim-track regressions`` on the recording (detsim's checkout, or a target's project folder): its verdict
+    and exit status, timing suspects re-measured as the command does by default (a target's re-timed side by side
+    at both commits' installs)."""
     from detsim.track.commands import regressions
 
     parser = argparse.ArgumentParser(prog="detsim-track regressions")
     regressions.add_arguments(parser)
     sys.stdout.flush()
-    return regressions.run(parser.parse_args(["--repo", str(project.folder), "--machine", machine]))
+    return regressions.run(parser.parse_args(["--repo", str(project), "--machine", machine]))

@@ -65,7 +65,7 @@ def _seconds(text: str) -> float:
 
 def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
     """A target's commits and the commit whose results each took, as its recording holds them."""
-    from detsim.track.target.recording import Project
+    from detsim.track.target.project import Project
 
     try:
         return Project(folder).twins(machine)
@@ -78,8 +78,8 @@ def _where_measured(report: Report) -> Report:
     workers took some (as the recording's rows store it)."""
     if not report.target_results:
         return report
-    from detsim.track.target.cluster_recording import measured_where
-    from detsim.track.target.recording import Project
+    from detsim.track.recorder.cluster import measured_where
+    from detsim.track.target.project import Project
 
     try:
         line = measured_where(Project(Path(report.target_results)), report.machine, report.commits)

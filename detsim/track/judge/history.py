@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from detsim.track.base import recording
+from detsim.track.base.files import read_json
 from detsim.track.base.golden import BaselineError, stored
 from detsim.track.base.git import query
 from detsim.track.judge.family import FAMILY_ORDER, Family  # noqa: F401 - FAMILY_ORDER: read from here too
@@ -40,7 +40,7 @@ def load_config(root: Path) -> dict:
     names ``--repo`` (every command that reads it takes one)."""
     if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
         raise ResultsError(f"no {CONFIG} in {root}: run this in the project's checkout, or pass --repo DIR")
-    conf = recording.read_json(root / CONFIG, comments=True, error=ResultsError)
+    conf = read_json(root / CONFIG, comments=True, error=ResultsError)
     if not isinstance(conf, dict):
         raise ResultsError(f"{root / CONFIG}: not a JSON object")
     check_config(conf, root / CONFIG)
@@ -305,14 +305,14 @@ def choose_machine(results_dir: Path, requested: str | None) -> Path:
 
 def load_benchmarks(results_dir: Path) -> dict:
     path = results_dir / "benchmarks.json"
-    data = recording.read_json(path, error=ResultsError)
+    data = read_json(path, error=ResultsError)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for k, v in data.items() if k != "version"):
         raise ResultsError(f"{path}: not an asv benchmark list")
     return {k: v for k, v in data.items() if k != "version"}
 
 
 def load_result_file(path: Path) -> dict:
-    data = recording.read_json(path, error=ResultsError)  # NaN allowed: asv writes it for skips
+    data = read_json(path, error=ResultsError)  # NaN allowed: asv writes it for skips
     if not isinstance(data, dict) or data.get("version") != 2:
         raise ResultsError(f"{path}: not an asv results file (format version 2)")
     columns, results = data.get("result_columns"), data.get("results")
@@ -364,7 +364,7 @@ def load_hashes(root: Path) -> dict[str, dict]:
     """Commit -> its per-commit hash record (empty without ``results/hashes``)."""
     hashes = {}
     for path in sorted((root / HASHES).glob("*.json")):
-        data = hashes[path.stem] = recording.read_json(path, error=ResultsError)
+        data = hashes[path.stem] = read_json(path, error=ResultsError)
         if not isinstance(data, dict) or data.get("commit") != path.stem or not isinstance(data.get("cases"), dict):
             raise ResultsError(f"{path}: not a per-commit hash record")
     return hashes

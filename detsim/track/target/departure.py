@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.base.metrics import passes_parity, pearson_r
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 
 HOLDS = 0.8  # a region "holds" the disagreement when it has this share of the total absolute difference
 EDGE_FRACTION = 0.05  # the edge band: this fraction of the shorter side, at least one pixel
@@ -192,7 +192,7 @@ def stored(results_dir: Path, commit: str, case: str) -> dict | None:
     target's recording stored it (``results_dir``: the folder ``detsim-track record`` writes for that target,
     ``results/targets/<target>/``; the first machine that has it); None where the image does not depart, the
     case rendered no image, or the commit is not recorded. ValueError: an unreadable stored row."""
-    for row in Project(Path(results_dir)).rows_of(commit):
+    for row in Project(Path(results_dir)).rows(commit=commit):
         found = (row.get("cases", {}).get(case) or {}).get("departure")
         if found:
             return found

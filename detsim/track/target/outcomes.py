@@ -6,7 +6,7 @@ callgrind.
 Input: a :class:`~.spec.TargetSpec`, its cases, the installed commit's command folder and a count work folder.
 Output: case id -> its outcome's record. None of it depends on the machine's load: asv's suite for targets runs
 it in its ``setup_cache`` (:mod:`.asvsuite.bench_target`), and a recording on a Dask cluster runs it as one
-task per commit on any worker (:mod:`.cluster_recording`), the suite then reading the task's records
+task per commit on any worker (:mod:`detsim.track.recorder.cluster`), the suite then reading the task's records
 (:data:`~.recording.MEASURED_VAR`) and timing only.
 """
 

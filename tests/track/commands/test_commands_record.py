@@ -1,9 +1,12 @@
-"""``detsim-track record --target``: bad input refused in one line with exit 2 before any build, and (slow)
+"""``detsim-track record``: detsim's own commits recorded by the recorder (a target's options refused, one run at a
+time per clone; the recording itself: tests/test_ci_track.py); ``--target``: bad input refused in one line with
+exit 2 before any build, and (slow)
 a planted target's history recorded with asv and judged by ``detsim-track regressions``: every fault found by
 the verdict at its commit, a second run measuring nothing, slices of two machines merged."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 from pathlib import Path
@@ -33,6 +36,24 @@ def test_a_target_without_a_spec_a_foreign_json_or_a_bad_range_is_one_line(tmp_p
     err = capsys.readouterr().err.strip()
     assert err.startswith("record: HEAD~3..HEAD: not a range of") and not (tmp_path / "new.json").exists()
     assert not (tmp_path / "results").exists()  # nothing written before the input was checked
+
+
+@pytest.mark.parametrize("option, said", [(["--merge", "x"], "--merge is a target's option"),
+                                          (["--workers", "2"], "WORKERS is for a TARGET's recording"),
+                                          (["--machine", "../evil"], "'../evil' refused")])
+def test_detsims_own_recording_refuses_a_targets_options_before_anything_is_written(tmp_path, capsys, option, said):
+    assert main(["record", "--root", str(tmp_path), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and list(tmp_path.iterdir()) == []
+
+
+def test_detsims_own_recording_is_refused_while_a_tracking_run_holds_the_clone(tmp_path, capsys):
+    (tmp_path / ".asv").mkdir()
+    with open(tmp_path / ".asv" / "track.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert main(["record", "--root", str(tmp_path), "--machine", "m"]) == 2
+    assert "another tracking run is under way in this clone" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / ".asv").iterdir()) == ["track.lock"]
 
 
 def _verdict(root: Path) -> dict:

@@ -17,8 +17,9 @@ from detsim.track.base.status import Status
 from detsim.track.cli import main
 from detsim.track.commands import publish
 from detsim.track.judge import confirm
-from detsim.track.target import cluster_recording, retiming
-from detsim.track.target.recording import Project
+from detsim.track.recorder import cluster as cluster_recording
+from detsim.track.target import retiming
+from detsim.track.target.project import Project
 from detsim.track.target.render import CaseOutcome, CaseRender
 from detsim.track.target.spec import load_spec
 from planted_history import git

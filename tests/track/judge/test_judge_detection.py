@@ -66,7 +66,7 @@ def test_a_parity_rise_within_the_line_still_counts():
     assert finding.ratio == pytest.approx(1.01)
 
 
-TARGET_RISE = TARGET_PARITY.value - 1  # a target's parity row in its asv.conf.json (recording.py)
+TARGET_RISE = TARGET_PARITY.value - 1  # a target's parity row in its asv.conf.json (target/project.py)
 
 
 def test_a_targets_parity_may_grow_by_its_factor_over_the_best_and_a_recovery_within_it_is_not_regressed():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.base.recording import read_json, strip_comments
+from detsim.track.base.files import read_json, strip_comments
 from detsim.track.judge.history import DEFAULT_THRESHOLD, FAMILY_ORDER, Point, ResultsError, Series, \
     case_of, checkout_head, choose_machine, family_of, first_commit_cut, load_baselines, load_config, load_hashes, \
     load_recorded, load_result_file, order_files, param_labels, resolve_first_commits, subjects, \

@@ -159,7 +159,7 @@ def test_an_address_where_no_scheduler_answers_is_one_line(monkeypatch):
 
 
 def test_dask_is_imported_only_when_a_cluster_is_asked_for():
-    code = ("import sys, detsim.track.cli, detsim.track.commands.record, detsim.track.target.cluster_recording; "
+    code = ("import sys, detsim.track.cli, detsim.track.commands.record, detsim.track.recorder.cluster; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

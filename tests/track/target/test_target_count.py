@@ -23,7 +23,7 @@ from detsim.track.judge.thresholds import TARGET_COST
 from detsim.track.target import count as counting
 from detsim.track.target.build import Builder
 from detsim.track.target.count import count_env, count_render
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 from detsim.track.target.spec import load_spec
 from planted_history import git
 from planted_port import CASE, make_port, start_results, write_results

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from detsim.track.base.golden import GoldenCase, GoldenError
-from detsim.track.base.recording import RecordingError
+from detsim.track.base.files import RecordingError
 from detsim.track.cli import main
 from detsim.track.target.build import (SUITE_VAR, BuildError, Builder, installed_fingerprint, pip_reason, source_key,
                                        tree_of)
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 from detsim.track.target.render import command_env, command_words, render_case
 from detsim.track.base.status import Status
 from detsim.track.target.spec import FILE, TargetSpec, load_spec, target_cases

@@ -13,7 +13,7 @@ from detsim.track.base.status import Status
 from detsim.track.judge.confirm import RemeasureError, Target
 from detsim.track.target import retiming
 from detsim.track.target.build import BuildError
-from detsim.track.target.recording import Project
+from detsim.track.target.project import Project
 from detsim.track.target.render import CaseOutcome, CaseRender
 from detsim.track.target.spec import load_spec
 from planted_port import CASE, make_port

@@ -1,7 +1,7 @@
 """asv's benchmarks of a target: each golden case rendered by the target's command (docs/targets.md).
 
 asv runs this suite in the target's built environment (``environment_type: existing``, the venv
-:mod:`detsim.track.target.recording` installed the commit into), its results saved under the commit with
+:mod:`detsim.track.recorder.target` installed the commit into), its results saved under the commit with
 ``--set-commit-hash``. The suite's facts come from ``suite.json`` in the folder ``DETSIM_TARGET_SUITE_DIR`` names
 (the recording sets it: asv passes its environment on): the target, its spec, detsim's checkout and the folder
 of per-commit outcomes.
@@ -33,7 +33,8 @@ from detsim.track.base.metrics import PARITY_DECIMALS
 from detsim.track.judge.history import COST_UNIT
 from detsim.track.target.count import not_counted_reason
 from detsim.track.target.outcomes import measure_cases
-from detsim.track.target.recording import ASV_TIMEOUT_S, COMMIT_VAR, MEASURED_VAR, SUITE, SUITE_VAR, Project
+from detsim.track.target.build import SUITE_VAR
+from detsim.track.target.project import ASV_TIMEOUT_S, COMMIT_VAR, MEASURED_VAR, SUITE, Project
 from detsim.track.target.render import render_case
 from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec, target_cases
@@ -70,7 +71,7 @@ def bin_dir() -> Path:
 def renders() -> dict:
     """Every case's outcome at this commit (:func:`~detsim.track.target.outcomes.measure_cases`: rendered
     twice, counted where the spec asks), or, in a recording whose cases a Dask task measured, that
-    task's records (the file :data:`~detsim.track.target.recording.MEASURED_VAR` names); written to the
+    task's records (the file :data:`~detsim.track.target.project.MEASURED_VAR` names); written to the
     outcomes file either way."""
     suite, spec, cases = _setup()
     measured = os.environ.get(MEASURED_VAR)

@@ -1,20 +1,20 @@
 """A window of a target's history recorded with a Dask cluster (``detsim-track record --workers/--scheduler``,
 docs/cluster.md): what no load changes on the cluster's workers, the timings here, alone.
 
-Three steps. (1) Here, commit after commit, :class:`~.build.Reuse` decides as in a recording on one machine:
+Three steps. (1) Here, commit after commit, :class:`~detsim.track.target.build.Reuse` decides as in a recording on one machine:
 a commit whose sources or installed files are a measured commit's takes its results; every other is built
 once, into a folder of its own (``builds/<commit>``: the workers read it, so a cluster's workers share this
 checkout's file system), and its cases' renders, reproducibility runs, departures and instruction counts
-(:func:`~.outcomes.measure_cases`) go to the cluster as one task, while the next commit builds. (2) The
+(:func:`~detsim.track.target.outcomes.measure_cases`) go to the cluster as one task, while the next commit builds. (2) The
 tasks are gathered (a progress line on stderr) and the cluster let go: a LocalCluster ends, its cores are
 free. (3) Here, with nothing of the recording running beside it, asv records each measured commit in history
 order: its suite takes the task's outcomes and times one render of each case, so the timings are this
 machine's only (asv's ``--machine``, the history they belong to), and its results go into the project's one
-series (:func:`~.recording.in_series`); each twin then takes its commit's results, as on one machine.
+series (:func:`~detsim.track.target.project.in_series`); each twin then takes its commit's results, as on one machine.
 
 A commit's row and results are written only in step 3, whole (temporary file, then rename), so a run that
-dies leaves each commit recorded or not at all; a task lost with its worker ran again (:mod:`.cluster`). Each
-case's record names the worker that measured it (:data:`WORKER`), which the verdict reads
+dies leaves each commit recorded or not at all; a task lost with its worker ran again (:mod:`detsim.track.target.cluster`).
+Each case's record names the worker that measured it (:data:`WORKER`), which the verdict reads
 (:func:`measured_where`).
 """
 
@@ -30,7 +30,9 @@ from urllib.parse import urlsplit
 from detsim.track.target.build import Builder, BuildError, Installation, Measured
 from detsim.track.target.cluster import Cluster, Outcome, Tasks, client
 from detsim.track.target.outcomes import measure_cases
-from detsim.track.target.recording import Project, TargetRecorder, Window, _how
+from detsim.track.recorder.target import TargetRecorder
+from detsim.track.recorder.window import Window, how
+from detsim.track.target.project import Project
 from detsim.track.target.spec import target_cases
 
 BUILDS = "builds"  # in the project folder: one folder per built commit, until asv has timed it
@@ -123,9 +125,9 @@ def record_on_cluster(recorder: TargetRecorder, commits: Sequence[str], cluster:
                                              done=lambda installed: built.__setitem__(installed.commit, installed))
                 if got.reused_from is not None and commit in built:
                     builder.discard(built.pop(commit))  # a twin by its installed files: nothing to time
-                how = _how({"build_error": got.build_error, "reused_from": got.reused_from, "reused_by": got.reused_by})
+                done = how({"build_error": got.build_error, "reused_from": got.reused_from, "reused_by": got.reused_by})
                 say(f"[{i}/{len(commits)}] {commit[:8]}: "
-                    + (how or f"built in {got.build_s:.1f} s, measured on the cluster"))
+                    + (done or f"built in {got.build_s:.1f} s, measured on the cluster"))
                 plan.append((commit, got))
             say(f"{len(tasks.futures)} commit(s) to measure on {cluster.describe()}")
             outcomes = tasks.results()
@@ -156,7 +158,7 @@ def _time_and_store(recorder: TargetRecorder, builder: Builder, plan: Sequence[t
                         raise BuildError(f"its task failed on the cluster: {outcome.failed}")
                     timed += 1
                     say(f"timing [{timed}] {commit[:8]}")
-                    got = replace(got, results=recorder.timed(built[commit], outcome.value))
+                    got = replace(got, results=recorder.measure(built[commit], outcome.value))
                 except BuildError as exc:
                     failed[commit] = str(exc)
                     got = replace(got, results=None, build_error=str(exc))

@@ -1,4 +1,4 @@
-"""detsim.track.target.cluster_recording, with light stand-ins for pip (a build is a folder), the renders (a
+"""detsim.track.recorder.cluster, with light stand-ins for pip (a build is a folder), the renders (a
 task returns an outcome made from the commit's planted faults) and asv's timing run (a results file written),
 on a cluster of worker threads: a window recorded with two workers gives the rows one worker gives; each
 distinct tree is built and measured once, its twins take its results; the timings run here after every task,
@@ -23,10 +23,12 @@ distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402 - distributed's own dependency
 
 from detsim.track.base.status import Status  # noqa: E402
-from detsim.track.target import cluster_recording  # noqa: E402
+from detsim.track.recorder import cluster as cluster_recording  # noqa: E402
 from detsim.track.target.build import Builder, BuildError, Installation, source_key  # noqa: E402
 from detsim.track.target.cluster import Cluster  # noqa: E402
-from detsim.track.target.recording import Project, TargetRecorder, Window, in_series, merge_slices  # noqa: E402
+from detsim.track.recorder.target import TargetRecorder, merge_slices  # noqa: E402
+from detsim.track.recorder.window import Window  # noqa: E402
+from detsim.track.target.project import Project, in_series  # noqa: E402
 from detsim.track.target.render import CaseOutcome  # noqa: E402
 from detsim.track.target.spec import load_spec  # noqa: E402
 from planted_history import git  # noqa: E402
@@ -63,7 +65,7 @@ def fakes(monkeypatch):
     """Stand-ins for pip, the renders and asv; the commits asv timed, in order (cleared per run)."""
     timed: list[str] = []
 
-    def fake_timed(self, installed: Installation, cases: dict) -> dict:
+    def fake_timed(self, installed: Installation, cases: dict | None = None) -> dict:
         assert installed.bin_dir.is_dir()  # its build is still there when it is timed
         data = {"commit_hash": installed.commit, "results": {"bench_target.Timing.time_render": [[0.1]]}}
         folder = self.project.results(self.machine)
@@ -73,7 +75,7 @@ def fakes(monkeypatch):
         return cases
 
     monkeypatch.setattr(Builder, "install", _fake_install)
-    monkeypatch.setattr(TargetRecorder, "timed", fake_timed)
+    monkeypatch.setattr(TargetRecorder, "measure", fake_timed)
     monkeypatch.setattr(cluster_recording, "measure_cases", fake_measure)
     return timed
 
@@ -172,7 +174,7 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
         return type("Done", (), {"returncode": 0, "last_line": lambda self: ""})()
 
     recorder.asv = fake_asv
-    assert recorder.timed(installed, cases) == cases and given == [cases]
+    assert recorder.measure(installed, cases) == cases and given == [cases]
     assert not (project.folder / "measured" / f"{commit}.json").exists()
     (only,) = project.results("m1").glob(f"{commit[:8]}-*.json")
     data = json.loads(only.read_text())
@@ -196,7 +198,7 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
 
     recorder.asv = silent_asv
     with pytest.raises(BuildError, match=r"asv wrote no results \(exit 1: asv: planted end\)"):
-        recorder.timed(silent, cases)
+        recorder.measure(silent, cases)
 
 
 def test_a_worker_that_does_not_see_the_build_fails_its_task_rather_than_render_nothing(tmp_path):

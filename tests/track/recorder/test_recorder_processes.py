@@ -1,0 +1,59 @@
+"""What a recording leaves running is stopped, and the fork servers' folders removed, nothing of other runs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from detsim.track.recorder import processes
+
+
+SERVER = ("import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[3]); s.listen(); "
+          "open(sys.argv[3] + '.up', 'w').close(); time.sleep(60)")
+
+
+def _fork_server(root):
+    """A process as asv starts its fork server: its own group, a socket in a folder asv-forkserver-*."""
+    folder = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
+    server = subprocess.Popen([sys.executable, "-c", SERVER, "run_server", str(root / "benchmarks"),
+                               str(folder / "socket")], process_group=0)
+    while not (folder / "socket.up").exists():
+        time.sleep(0.01)
+    return server, folder
+
+
+def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path):
+    ours, our_folder = _fork_server(tmp_path / "ours")
+    theirs, their_folder = _fork_server(tmp_path / "another-clone")
+    dead = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
+    (dead / "socket").write_text("")  # a socket file no process holds
+    try:
+        # the test runner is the servers' parent, not asv: as if asv had been killed
+        done = processes.clean_up(tmp_path / "ours")
+        assert ours.wait(timeout=5) is not None and theirs.poll() is None
+        assert not our_folder.exists() and not dead.exists() and their_folder.exists()
+        assert any(str(ours.pid) in line for line in done)
+    finally:
+        theirs.kill()
+        theirs.wait()
+        shutil.rmtree(their_folder)
+
+
+def test_a_run_that_ends_stops_every_process_below_it(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                               "time.sleep(60)"])
+    deadline = time.monotonic() + 10
+    while not processes.descendants(parent.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    [child] = processes.descendants(parent.pid)
+    processes.clean_up(tmp_path, below=parent.pid)
+    assert not processes._alive(child)
+    parent.kill()
+    parent.wait()
+
+
