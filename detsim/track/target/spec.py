@@ -69,8 +69,9 @@ def detsim_spec(root: Path) -> TargetSpec:
 
 def load_spec(target: Path, spec_file: Path | None = None) -> TargetSpec:
     """The spec of the repository ``target``: ``spec_file``, else ``target/detsim-target.toml``."""
-    target = Path(target)
-    path = Path(spec_file) if spec_file is not None else target / FILE
+    # absolute here: the suite for targets reads the spec from its project folder, not the caller's directory
+    target = Path(target).absolute()
+    path = Path(spec_file).absolute() if spec_file is not None else target / FILE
     if not target.is_dir():
         raise SpecError(f"{target}: the target is not a folder")
     try:

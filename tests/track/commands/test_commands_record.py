@@ -38,6 +38,20 @@ def test_a_target_without_a_spec_a_foreign_json_or_a_bad_range_is_one_line(tmp_p
     assert not (tmp_path / "results").exists()  # nothing written before the input was checked
 
 
+def test_a_window_where_no_commit_could_be_measured_exits_2_naming_why(tmp_path, capsys, monkeypatch):
+    from detsim.track.commands import record
+    from detsim.track.recorder.window import Window
+
+    port = make_port(tmp_path, GOLDEN, count=False)
+    failed = "asv recorded nothing (exit 1: No benchmarks selected)"
+    monkeypatch.setattr(record, "record_window", lambda spec, commits, *args: Window(
+        spec.name, rows=[{"commit": c, "build_error": failed, "reused_from": None, "cases": {}, "keys": []}
+                         for c in commits]))
+    monkeypatch.setattr(record, "_print", lambda *args: None)
+    assert main(["record", "--target", str(port.root), "--root", str(tmp_path), "--recent", "2", "--no-judge"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"record: nothing of port's window could be measured ({failed})"
+
+
 @pytest.mark.parametrize("option, said", [(["--merge", "x"], "--merge is a target's option"),
                                           (["--workers", "2"], "WORKERS is for a TARGET's recording"),
                                           (["--machine", "../evil"], "'../evil' refused")])

@@ -45,6 +45,17 @@ def test_only_the_command_is_required_and_a_spec_may_live_elsewhere(tmp_path):
     assert spec.count_instructions is False  # off unless asked for: a count takes ~50x a render
 
 
+def test_a_spec_and_target_named_relative_to_the_caller_are_kept_as_absolute_paths(tmp_path, monkeypatch):
+    """The suite for targets reads the spec again from the project's folder: a path relative to the caller's
+    directory would name nothing there, and every case would go unmeasured."""
+    (tmp_path / "port").mkdir()
+    (tmp_path / "spec.toml").write_text('command = "port-render"\ncases = ["a01_cubic_mosflm_center"]\n')
+    monkeypatch.chdir(tmp_path / "port")
+    spec = load_spec(Path("."), Path("../spec.toml"))
+    assert spec.source.is_absolute() and spec.source.resolve() == (tmp_path / "spec.toml").resolve()
+    assert spec.root.is_absolute() and spec.root.resolve() == (tmp_path / "port").resolve()
+
+
 def test_detsim_is_the_default_target_without_a_file(tmp_path):
     spec = detsim_spec(tmp_path)
     assert (spec.name, spec.command, spec.source, spec.cases) == ("detsim", ("detsim",), None, None)
