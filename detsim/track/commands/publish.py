@@ -20,7 +20,7 @@ from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
+from detsim.track.judge.results_files import ResultsError, checkout_head, load_config, project_repo
 from detsim.track.report.asvpage import FEED, HTML_DIR, LIST, STATUS_PAGE, TabError, add_status_link, html_folder, \
     read_index, replacing, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page

@@ -19,7 +19,7 @@ from detsim.track.base.output import REPORTS, OutputError, add_json_option, atom
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, confirm
-from detsim.track.judge.history import ResultsError, load_config
+from detsim.track.judge.results_files import ResultsError, load_config
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, VerdictError, \

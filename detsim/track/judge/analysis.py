@@ -19,9 +19,13 @@ from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.events import history_events
 from detsim.track.judge.finding import HASH_FAMILIES, Finding
 from detsim.track.judge.fingerprints import determinism_states
-from detsim.track.judge.frame import recorded_frame, series_of
-from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, checkout_head, first_commit_cut, \
-    load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, target_results
+from detsim.track.judge.history import recorded_frame
+from detsim.track.judge.series import Series, series_of
+from detsim.track.judge.family import FAMILY_ORDER, Family
+from detsim.track.judge.results_files import ResultsError, checkout_head, load_recorded, project_repo, \
+    recorded_machines, target_results
+from detsim.track.judge.commits import first_commit_cut, resolve_first_commits, subjects
+from detsim.track.judge.benchmarks import param_values
 from detsim.track.judge.skips import group_skips
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 

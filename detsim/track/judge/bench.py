@@ -22,7 +22,8 @@ from typing import Iterable, Mapping, NamedTuple
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import COST_UNIT, Series
+from detsim.track.judge.benchmarks import COST_UNIT
+from detsim.track.judge.series import Series
 from detsim.track.judge.text import change_text, family_word, fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
     REPRODUCIBILITY

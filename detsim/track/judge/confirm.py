@@ -38,8 +38,9 @@ from typing import Callable, Mapping
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_benchmarks, load_config, \
-    param_labels, project_repo
+from detsim.track.judge.results_files import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_benchmarks, load_config, \
+    project_repo
+from detsim.track.judge.benchmarks import param_labels
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 from detsim.track.base.output import write_json

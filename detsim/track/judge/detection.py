@@ -18,7 +18,8 @@ from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.golden import AXES
 from detsim.track.judge.finding import REMEASURED, Finding, Confirmation
-from detsim.track.judge.history import Point, Series, param_values
+from detsim.track.judge.series import Point, Series
+from detsim.track.judge.benchmarks import param_values
 from detsim.track.judge.thresholds import ALPHA
 
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test

@@ -19,7 +19,8 @@ from typing import Callable, Mapping, Sequence
 from detsim.track.base.output import json_number
 from detsim.track.judge.detection import checkpoints
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, Confirmation, Finding
-from detsim.track.judge.history import FAMILY_ORDER, Series
+from detsim.track.judge.family import FAMILY_ORDER
+from detsim.track.judge.series import Series
 
 NOISE = CONFIRMATION_LABELS[Confirmation.NOISE]  # a step the history itself explains as noise: no event
 

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from detsim.track.judge.history import Series
+from detsim.track.judge.series import Series
 
 REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
 HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints

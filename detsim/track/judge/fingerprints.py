@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from detsim.track.base.golden import EAGER_AXES
-from detsim.track.judge.history import Series, param_values
+from detsim.track.judge.series import Series
+from detsim.track.judge.benchmarks import param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
 

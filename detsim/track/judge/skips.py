@@ -10,7 +10,8 @@ from typing import Collection, Iterable
 
 from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.finding import HASH_FAMILIES
-from detsim.track.judge.history import Series, param_values
+from detsim.track.judge.series import Series
+from detsim.track.judge.benchmarks import param_values
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
 from detsim.track.base.device_costs import COUNT_UNITS
-from detsim.track.judge.history import COST_UNIT
+from detsim.track.judge.benchmarks import COST_UNIT
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 

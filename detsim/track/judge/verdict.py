@@ -19,7 +19,7 @@ from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.judge.events import HistoryEvent
 from detsim.track.judge.finding import Finding
-from detsim.track.judge.history import FAMILY_ORDER
+from detsim.track.judge.family import FAMILY_ORDER
 from detsim.track.judge.skips import Skipped
 
 

@@ -55,7 +55,7 @@ from typing import Iterable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 from detsim.track.base.fresh import ChildError, last_line, run
-from detsim.track.judge.history import param_labels
+from detsim.track.judge.benchmarks import param_labels
 from detsim.track.base.output import atomic_write_bytes, atomic_write_text
 from detsim.track.judge.finding import flags
 from detsim.track.judge.text import finding_text, where_text

@@ -37,7 +37,7 @@ from detsim.track.target.criteria import Criterion, Kind, Mark
 from detsim.track.target.render import CaseOutcome
 from detsim.track.target.count import not_counted_reason
 from detsim.track.target.spec import FILE, TargetSpec
-from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC
+from detsim.track.judge.results_files import TARGET_FOLDER, TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 
 SUITE_DIR = Path(__file__).resolve().parent / "asvsuite"

@@ -20,7 +20,7 @@ import pytest
 
 from detsim.track.base import recording
 from detsim.track.base.recording import RecordingError, merge_results, validate_machine_name
-from detsim.track.judge.history import load_result_file
+from detsim.track.judge.results_files import load_result_file
 
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]

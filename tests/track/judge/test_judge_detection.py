@@ -14,7 +14,8 @@ from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, \
     parity_limit, segments, u_counts
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Point, Series, family_of
+from detsim.track.judge.series import Point, Series
+from detsim.track.judge.benchmarks import family_of
 from detsim.track.judge.thresholds import TARGET_PARITY
 from detsim.track.judge.text import finding_text, report_lines
 from detsim.track.judge.analysis import determinism_note, judge
@@ -231,8 +232,7 @@ def test_a_commit_that_measured_nothing_does_not_restart_the_chain():
 
 
 def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_commit():
-    skipped = _fp_series("hash_changed", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
-    skipped = Series(**{**skipped.__dict__, "family": "determinism"})
+    skipped = _fp_series("determinism", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
     fp = _fp_series("fingerprint", _fp(*"aabbb"))
     same_class = _fp_series("machine class", [7.0] * 5, name="bench_determinism.track_machine_class", case=None)
     conf = {"regressions_first_commits": {r"bench_determinism\.track_fingerprint_": None}}  # asv's page only

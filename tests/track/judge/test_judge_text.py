@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Series
+from detsim.track.judge.series import Series
 from detsim.track.judge.text import GROUP_AT, GROUP_HASHES, WIDTH, finding_text, fitted, fmt, names_fitting, \
     report_lines, screen_lines, short_params, summary_line
 from detsim.track.judge.skips import NO_BASELINE, NO_CUDA, NO_VALGRIND, Skipped, UNKNOWN

@@ -7,7 +7,7 @@ import pytest
 
 from detsim.track.base.exitcodes import MEANING, ExitCode
 from detsim.track.judge.finding import Confirmation, Finding
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 from detsim.track.judge.text import finding_line
 from detsim.track.judge.verdict import Report
 from detsim.track.report.markdown import SUMMARY_ENV, append_to_summary, markdown_lines, meaning, page_link

@@ -11,7 +11,7 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.report.page import ACCEPT, AMBER, COLOURS, FLOOR, GENERATOR, GREEN, GREY, MARK, RED, ROWS, \
     SERVE_HINT, TICKS, Frame, History, Item, Row, document, family_rows, fmt, is_ours, log_y, machine_page, \

@@ -24,7 +24,7 @@ from detsim.track.target.recording import MergeError, Project, TargetRecorder, S
 from detsim.track.target.render import CaseOutcome
 from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec
-from detsim.track.judge.history import TARGET_SPEC
+from detsim.track.judge.results_files import TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 from planted_history import git
 from planted_port import CASE, make_port
