@@ -20,6 +20,7 @@ from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
+from detsim.track.judge.family import Family
 from detsim.track.judge.results_files import ResultsError, checkout_head, load_config, project_repo
 from detsim.track.report.asvpage import FEED, HTML_DIR, LIST, STATUS_PAGE, TabError, add_status_link, html_folder, \
     read_index, replacing, tab, tab_json, vendor_pages
@@ -110,7 +111,7 @@ def departures(report: Mapping, results: Path | None, root: Path) -> list[dict]:
 
     found = []
     for finding in report.get("regressions", []):
-        if finding.get("family") == "parity" and finding.get("case") and finding.get("first_bad"):
+        if finding.get("family") == Family.PARITY and finding.get("case") and finding.get("first_bad"):
             record = stored(results, finding["first_bad"], finding["case"])
             if record is not None:
                 found.append({**record, "case": finding["case"], "commit": finding["first_bad"],

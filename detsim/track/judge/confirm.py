@@ -37,6 +37,7 @@ from typing import Callable, Mapping
 
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.results_files import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_benchmarks, load_config, \
     project_repo
@@ -220,7 +221,7 @@ def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     if series.params not in labels:
         raise RemeasureError(f"{series.label}: parameters not in the suite's benchmark list")
     combos = list(itertools.product(*[[ast.literal_eval(v) for v in values] for values in bench.get("params") or []]))
-    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == "throughput")
+    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == Family.THROUGHPUT)
 
 
 def machines_here() -> set[str] | None:

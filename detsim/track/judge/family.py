@@ -15,6 +15,8 @@ class Family(str, enum.Enum):
     def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
         return self.value
 
+    __hash__ = str.__hash__  # a member hashes as its word, so a map keyed by members finds the word too
+
     TIMING = "timing"  # seconds of a run, lower is better; a step is a suspect until re-measured
     THROUGHPUT = "throughput"  # work per second, higher is better (judged on its inverse)
     PEAK_MEMORY = "memory"  # peak bytes of a run

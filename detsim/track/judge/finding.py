@@ -12,11 +12,12 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from detsim.track.judge.family import Family
 from detsim.track.judge.series import Series
 
-REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
-HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
-# are judged as determinism where none is stored)
+REMEASURED = (Family.TIMING, Family.THROUGHPUT)  # families whose steps are suspects until re-measured
+# judged against a stored baseline of the machine class (fingerprints are judged as determinism where none is stored)
+HASH_FAMILIES = (Family.IMAGE_CHANGED, Family.CASES_CHANGED)
 
 
 class Confirmation(str, enum.Enum):
@@ -33,7 +34,7 @@ class Confirmation(str, enum.Enum):
 
 NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED"
 FLAGGED = (REGRESSED, CHANGED, NONDETERMINISTIC)  # the labels of the findings that are regressions
-FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
+FAMILY_LABELS = {Family.RUNS_DIFFER: NONDETERMINISTIC, Family.IMAGE_CHANGED: CHANGED, Family.IMAGE_FINGERPRINT: CHANGED,
                  "hash count": CHANGED}
 CONFIRMATION_LABELS = {Confirmation.SUSPECT: "SUSPECT", Confirmation.NOISE: "NOISE",
                        Confirmation.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
@@ -77,7 +78,7 @@ class Finding:
                   "ratio": None if self.ratio is None else round(self.ratio, 4), "label": self.label, **self.detail}
         if s.case:
             record["case"] = s.case
-        if s.family == "parity":
+        if s.family == Family.PARITY:
             record["new_r"] = round(1 - self.new, 12)
             record["old_r"] = None if self.old is None else round(1 - self.old, 12)
         return record

@@ -190,8 +190,10 @@ def load_result_file(path: Path) -> dict:
     return data
 
 
-POSITIVE_FAMILIES = (Family.TIMING, Family.PEAK_MEMORY, Family.THROUGHPUT, Family.MACHINE_REFERENCE)  # a 0 or negative value is impossible
-CHECKED_COLUMNS = {"result": "value", "samples": "sample", "stats_ci_99_a": "interval bound", "stats_ci_99_b": "interval bound"}
+# families where a 0 or negative value is impossible
+POSITIVE_FAMILIES = (Family.TIMING, Family.PEAK_MEMORY, Family.THROUGHPUT, Family.MACHINE_REFERENCE)
+CHECKED_COLUMNS = {"result": "value", "samples": "sample", "stats_ci_99_a": "interval bound",
+                   "stats_ci_99_b": "interval bound"}
 
 
 def _impossible(value, family: Family | None) -> str | None:

@@ -10,6 +10,7 @@ from typing import Collection, Iterable
 
 from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.finding import HASH_FAMILIES
+from detsim.track.judge.family import Family
 from detsim.track.judge.series import Series
 from detsim.track.judge.benchmarks import param_values
 
@@ -46,7 +47,7 @@ def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[s
         return CASE_FAILED
     if series.family in HASH_FAMILIES and not class_baseline:
         return NO_BASELINE
-    if series.family == "cost":
+    if series.family == Family.COUNTED_COST:
         return NO_VALGRIND
     return UNKNOWN
 

@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, Finding, Confirmation
 from detsim.track.base.device_costs import COUNT_UNITS
 from detsim.track.judge.benchmarks import COST_UNIT
+from detsim.track.judge.family import Family
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 
@@ -70,10 +71,10 @@ def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
 
 def change_text(r: Mapping, sha_digits: int | None = None) -> str:
     """Old -> new in the family's terms (image hashes cut to ``sha_digits``)."""
-    if r["family"] == "parity":
+    if r["family"] == Family.PARITY:
         old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
         return f"r {old} -> {r['new_r']:.9f}"
-    if r["family"] == "determinism":
+    if r["family"] == Family.IMAGE_CHANGED:
         return f"{(r['old_sha256'] or '?')[:sha_digits]} -> {(r['new_sha256'] or '?')[:sha_digits]}"
     ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
     return f"{fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}{ratio}"
@@ -81,11 +82,11 @@ def change_text(r: Mapping, sha_digits: int | None = None) -> str:
 
 def finding_text(r: Mapping) -> str:
     """What changed, in the family's own terms (the commits are added by the caller)."""
-    if r["family"] == "parity":
+    if r["family"] == Family.PARITY:
         return f"parity {r['case']}: {change_text(r)} (1 - r {r['old']} -> {r['new']})"
-    if r["family"] == "reproducibility":
+    if r["family"] == Family.RUNS_DIFFER:
         return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
-    if r["family"] == "determinism":
+    if r["family"] == Family.IMAGE_CHANGED:
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
         note = f" ({r['note']})" if r.get("note") else ""
         return f"image hash {r.get('case') or r['benchmark']}: {change_text(r)}{again}{note}"
@@ -105,9 +106,9 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
     irreproducible: dict[tuple, list[Mapping]] = {}
     hashes: dict[tuple, list[Mapping]] = {}
     for r in records:
-        if r["family"] == "reproducibility":
+        if r["family"] == Family.RUNS_DIFFER:
             irreproducible.setdefault((r["axis"], r["first_bad"], r["last_good"]), []).append(r)
-        elif r["family"] == "determinism":
+        elif r["family"] == Family.IMAGE_CHANGED:
             hashes.setdefault((r["first_bad"], r["last_good"]), []).append(r)
     lines = [f"{NONDETERMINISTIC} images of {len(group)} golden case{'s' * (len(group) > 1)} ({_cases(group)}) "
              f"differ between two runs ({axis}: {group[0]['runs']}), {where_text(group[0], subjects)}"
@@ -116,8 +117,8 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
               f"{where_text(group[0], subjects)} (sha256s with --json)"
               for group in hashes.values() if len(group) > GROUP_HASHES]
     lines += [f"{r['label']} {finding_text(r)}, {where_text(r, subjects)}" for r in records
-              if r["family"] != "reproducibility"
-              and (r["family"] != "determinism" or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
+              if r["family"] != Family.RUNS_DIFFER and (r["family"] != Family.IMAGE_CHANGED
+                                                         or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
     return lines
 
 
@@ -212,7 +213,7 @@ def case_tag(record: Mapping) -> str:
 
 
 def family_word(record: Mapping) -> str:
-    return "image hash" if record["family"] == "determinism" else record["family"]
+    return "image hash" if record["family"] == Family.IMAGE_CHANGED else record["family"]
 
 
 def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
@@ -237,14 +238,14 @@ def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
 def _group_head(records: list[Mapping], names: str) -> str:
     first, count = records[0], len(records)
     family = first["family"]
-    if family == "reproducibility":
+    if family == Family.RUNS_DIFFER:
         cases = f"{count} golden cases ({names})" if count > 1 else first.get("case") or first["benchmark"]
         return f"{first['label']} images of {cases} differ between two runs ({first['axis']})"
     what = "golden cases" if all(r.get("case") for r in records) else "benchmarks"
     head = f"{first['label']} {family_word(first)} of {count} {what} ({names})"
-    if family == "parity":
+    if family == Family.PARITY:
         return head + f", r down to {min(r['new_r'] for r in records):.9f}"
-    ratios = [r["ratio"] for r in records if r["ratio"] is not None and family != "determinism"]
+    ratios = [r["ratio"] for r in records if r["ratio"] is not None and family != Family.IMAGE_CHANGED]
     if ratios:
         low, high = min(ratios), max(ratios)
         head += f", x{low:.2f}" + (f" to x{high:.2f}" if f"{high:.2f}" != f"{low:.2f}" else "")
@@ -273,7 +274,7 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
     decide = "decide: " + "; ".join(sorted(does))
     lines, told = [], False
     for group in groups.values():
-        if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
+        if group[0]["family"] == Family.RUNS_DIFFER or len(group) >= GROUP_AT:
             lines.append(group_line(group, subjects))
             continue
         for record in group:

@@ -19,7 +19,7 @@ from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.judge.events import HistoryEvent
 from detsim.track.judge.finding import Finding
-from detsim.track.judge.family import FAMILY_ORDER
+from detsim.track.judge.family import FAMILY_ORDER, Family
 from detsim.track.judge.skips import Skipped
 
 
@@ -108,7 +108,7 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for m, report in reports.items():
         for f in (f for f in report.regressions if f.is_verdict):
             found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
-    families = [fam for fam in FAMILY_ORDER if fam in ("timing", "determinism")
+    families = [fam for fam in FAMILY_ORDER if fam in (Family.TIMING, Family.IMAGE_CHANGED)
                 or any(fam in found[m] for m in machines)]
     lines = []
     for family in families:

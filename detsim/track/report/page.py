@@ -19,6 +19,7 @@ from detsim.track.base.exitcodes import MEANING, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import change_text
 from detsim.track.judge.verdict import machines_of
@@ -30,12 +31,12 @@ MARK = f'<meta name="generator" content="{GENERATOR}">'
 # ---- the family rows -------------------------------------------------------------------------------------
 # A timing finding whose confirmation says ``undecided`` or ``noise`` does not make a row red; only undecided
 # steps make it grey (never amber: nothing is known to be wrong).
-ROWS = ("timing", "memory", "cost", "parity", "determinism")
-MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism",
-          "reproducibility": "determinism"}
+ROWS = (Family.TIMING, Family.PEAK_MEMORY, Family.COUNTED_COST, Family.PARITY, Family.IMAGE_CHANGED)
+MERGED = {Family.THROUGHPUT: Family.TIMING, Family.CASES_CHANGED: Family.IMAGE_CHANGED,
+          Family.IMAGE_FINGERPRINT: Family.IMAGE_CHANGED, Family.RUNS_DIFFER: Family.IMAGE_CHANGED}
 # the determinism row's words by the labels of its findings, the first that applies (finding.FAMILY_LABELS)
 DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
-HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
+HIDDEN = (Family.MACHINE_REFERENCE, Family.MACHINE_CLASS)  # the machine's own speed and class: context, not verdicts
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
 UNDECIDED = (Confirmation.SUSPECT, Confirmation.UNDECIDED)  # timing confirmations of a step not re-measured
 NOT_COUNTED = (*UNDECIDED, Confirmation.NOISE)  # timing confirmations that do not make a row red
@@ -88,9 +89,9 @@ class Row:
 def _item_text(record: Mapping) -> str:
     """One line for a finding of the verdict's JSON report."""
     family, label = record.get("family"), (record.get("case") or record.get("benchmark", "?") + record.get("params", ""))
-    if family in ("parity", "determinism"):
+    if family in (Family.PARITY, Family.IMAGE_CHANGED):
         return f"{label}: {'image sha256 ' * (family == 'determinism')}{change_text(record, 12)}"
-    if family == "reproducibility":
+    if family == Family.RUNS_DIFFER:
         return f"{label}: two runs differ ({record.get('axis')})"
     num = lambda value: "?" if value is None else f"{value:.6g}"  # noqa: E731
     ratio = record.get("ratio")
@@ -105,7 +106,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
     ``machine``: links show that machine's series only (several machines on one history)."""
     findings: dict[str, list[Mapping]] = {}
     for record in report.get("regressions", []):
-        family = record.get("family", "track")
+        family = record.get("family", Family.OTHER_TRACK)
         findings.setdefault(MERGED.get(family, family), []).append(record)
     extra = sorted((set(present) | set(findings)) - set(ROWS) - set(HIDDEN))
     rows = []
@@ -125,7 +126,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
                               graph_url(name, "(" + params if params else "", benchmarks, machine=machine)))
         counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
         undecided = [r for r in found if r.get("confirmation") in UNDECIDED]
-        if counted and family == "determinism":
+        if counted and family == Family.IMAGE_CHANGED:
             status = RED
             labels = [r.get("label") for r in counted]
             verdict = next(word for label, word in (*DETERMINISM_WORDS, (None, "regressed"))
@@ -135,7 +136,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
         elif counted:
             status, verdict = RED, "regressed"
             summary = f"{len(counted)} regressed" + (f", {len(undecided)} undecided" if undecided else "")
-        elif here.failed or (family == "determinism" and here.skipped and not here.measured):
+        elif here.failed or (family == Family.IMAGE_CHANGED and here.skipped and not here.measured):
             status = AMBER
             if here.failed:
                 verdict, summary = "not measured", f"{len(here.failed)} failed at the latest commit"
@@ -149,7 +150,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             command = undecided[0].get("decide_command")
             summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
                 (f"; {here.measured} measured" if here.measured else "")
-        elif not here.measured and family == "cost" and report.get("target_results") and not here.skipped:
+        elif not here.measured and family == Family.COUNTED_COST and report.get("target_results") and not here.skipped:
             status, verdict, summary = GREY, "not counted", TARGET_UNCOUNTED  # not asked for: nothing failed
         elif not here.measured:
             status, verdict = GREY, "not measured"
