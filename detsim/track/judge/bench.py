@@ -7,8 +7,8 @@ Input: two ``--benchmark-json`` files (the committed baseline is one too), read 
 (:func:`load_results`). Each benchmark's ``extra_info`` holds what ``bench/conftest.py`` records: its role, the
 machine class, the Pearson r, the image sha256. The **calibration** benchmark is a fixed torch workload that does
 not use detsim; its min time per device (:func:`calibration_times`) is the unit every other benchmark's time is
-measured in. Output: a :class:`BaselineVerdict`, each :class:`~detsim.track.judge.finding.Finding` as a line in
-the verdict's words (:func:`finding_line`).
+measured in. Output: a :class:`BaselineVerdict`, each :class:`~detsim.track.judge.finding.Finding` written in the
+verdict's words by :func:`detsim.track.judge.text.finding_line` (``view=View.GATE``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Finding, Confirmation
 from detsim.track.judge.benchmarks import COST_UNIT
 from detsim.track.judge.series import Series
-from detsim.track.judge.text import change_text, family_word, fmt
+from detsim.track.judge.text import fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
     REPRODUCIBILITY
 
@@ -125,7 +125,6 @@ def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:
 
 MACHINE_CLASS_FIELDS = tuple(f.name for f in fields(MachineClass))
 CALIBRATIONS = "calibrations"  # the unit of a gated time: the benchmark's min over its device's calibration min
-SHA_DIGITS = 16  # of an image sha256 on a line
 
 
 class GateLine(NamedTuple):
@@ -182,16 +181,6 @@ def finding(old: Benchmark, new: Benchmark, family: Family, before: float | None
     """A finding of the gate: the baseline's commit is the last good, the run's the first bad."""
     series = Series(env=new.device, name=name or old.name, params="", family=family, unit=unit, threshold=threshold)
     return Finding(series, old.commit or None, new.commit, before, after, detail)
-
-
-def finding_line(f: Finding) -> str:
-    """A finding in the verdict's words (docs/tracking.md, "The verdict"), the baseline where it says since when."""
-    r = f.record()
-    evidence = f" ({r['evidence']})" if r.get("evidence") else ""
-    if r["family"] == Family.RUNS_DIFFER:  # within the run: no baseline involved
-        return f"{r['label']} images of {r['benchmark']} differ between {r['runs']}{evidence}"
-    where = f"the baseline of {r['last_good'][:8]}" if r["last_good"] else "the baseline"
-    return f"{r['label']} {family_word(r)} {r['benchmark']}: {change_text(r, SHA_DIGITS)}{evidence}, against {where}"
 
 
 def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,

@@ -58,7 +58,7 @@ from detsim.track.base.fresh import ChildError, last_line, run
 from detsim.track.judge.benchmarks import param_labels
 from detsim.track.base.output import atomic_write_bytes, atomic_write_text
 from detsim.track.judge.finding import flags
-from detsim.track.judge.text import finding_text, where_text
+from detsim.track.judge.text import View, finding_line
 
 # ---- links ----
 STATUS_PAGE = "status.html"
@@ -225,7 +225,7 @@ def tab(verdicts: Mapping[str, Mapping], index: Mapping, html: Path) -> Tab:
             missing.append(f"{record['benchmark']}{record['params']} on {machine}")
             continue
         entries.append(made)
-        texts.append(f"{record['label']} {finding_text(record)}, {where_text(record, {})}")
+        texts.append(finding_line(record, view=View.FULL))
     return Tab(tuple(entries), _feed(entries, texts, index), tuple(missing))
 
 

@@ -21,7 +21,7 @@ from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Confirmation
-from detsim.track.judge.text import change_text
+from detsim.track.judge.text import View, finding_line
 from detsim.track.judge.verdict import machines_of
 from detsim.track.report.events import events_section
 
@@ -86,19 +86,6 @@ class Row:
     items: tuple[Item, ...] = ()
 
 
-def _item_text(record: Mapping) -> str:
-    """One line for a finding of the verdict's JSON report."""
-    family, label = record.get("family"), (record.get("case") or record.get("benchmark", "?") + record.get("params", ""))
-    if family in (Family.PARITY, Family.IMAGE_CHANGED):
-        return f"{label}: {'image sha256 ' * (family == 'determinism')}{change_text(record, 12)}"
-    if family == Family.RUNS_DIFFER:
-        return f"{label}: two runs differ ({record.get('axis')})"
-    num = lambda value: "?" if value is None else f"{value:.6g}"  # noqa: E731
-    ratio = record.get("ratio")
-    text = f"{label}: {num(record.get('old'))} -> {num(record.get('new'))} {record.get('unit', '')}".rstrip()
-    return text + (f" (x{ratio:.2f})" if ratio else "")
-
-
 def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
                 note_not_comparable: str | None = None, machine: str | None = None) -> list[Row]:
     """The rows of the verdict ``report`` (``Report.as_json()``): :data:`ROWS` first, then any other
@@ -115,7 +102,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
         items = []
         for record in found:
             confirmation = record.get("confirmation")
-            text = _item_text(record) + (f" [{confirmation}]" if confirmation else "")
+            text = finding_line(record, view=View.PAGE) + (f" [{confirmation}]" if confirmation else "")
             href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
                              commits=(record.get("last_good"), record.get("first_bad") or ""), machine=machine) \
                 if record.get("benchmark") else None
