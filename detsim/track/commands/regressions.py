@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
-    data = {"report": COMMAND, **judgement.as_json()}
+    data = judgement.as_json()
     page = page_link(folder, html_folder(root, load_config(root)) / STATUS_PAGE)
-    markdown = "\n".join(markdown_lines(data, page)) + "\n"
+    markdown = "\n".join(markdown_lines(judgement, page)) + "\n"
     written = _write_report(text_file, json_file, full, data, markdown)
     if written:
         _to_summary(markdown)

@@ -40,9 +40,20 @@ CONFIRMATION_LABELS = {Confirmation.SUSPECT: "SUSPECT", Confirmation.NOISE: "NOI
                        Confirmation.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
 
 
+def series_of_record(record: Mapping) -> Series:
+    """The series a finding's or an event's JSON record names (its points are not stored)."""
+    return Series(env=record["env"], name=record["benchmark"], params=record["params"], family=Family(record["family"]),
+                  unit=record["unit"], case=record.get("case"))
+
+
 def flags(record: Mapping) -> bool:
     """Whether a finding's JSON record (:meth:`Finding.record`) is a regression (:attr:`Finding.is_verdict`)."""
     return record.get("label") in FLAGGED
+
+
+# a record's keys made from the finding itself (the others are its evidence, ``detail``)
+RECORD_KEYS = ("family", "benchmark", "params", "env", "unit", "last_good", "first_bad", "old", "new", "ratio", "label",
+               "case", "new_r", "old_r")
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,15 @@ class Finding:
     @property
     def ratio(self) -> float | None:
         return None if self.old in (None, 0) else self.new / self.old
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> Finding:
+        """The finding :meth:`record` stored (its series without points; the rest of the record its evidence)."""
+        detail = {k: v for k, v in record.items() if k not in RECORD_KEYS}
+        if "confirmation" in detail:
+            detail["confirmation"] = Confirmation(detail["confirmation"])
+        return cls(series_of_record(record), record["last_good"], record["first_bad"], record["old"], record["new"],
+                   detail)
 
     def record(self) -> dict:
         """The finding as the JSON report stores it."""

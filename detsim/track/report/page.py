@@ -22,7 +22,7 @@ from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODU
 from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import View, finding_line
-from detsim.track.judge.verdict import machines_of
+from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.report.events import events_section
 
 GENERATOR = "detsim-track publish"
@@ -86,13 +86,13 @@ class Row:
     items: tuple[Item, ...] = ()
 
 
-def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
+def family_rows(report: Report, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
                 note_not_comparable: str | None = None, machine: str | None = None) -> list[Row]:
-    """The rows of the verdict ``report`` (``Report.as_json()``): :data:`ROWS` first, then any other
+    """The rows of the verdict ``report``: :data:`ROWS` first, then any other
     family with series. ``note_not_comparable``: why determinism was not compared here, if it was not;
     ``machine``: links show that machine's series only (several machines on one history)."""
     findings: dict[str, list[Mapping]] = {}
-    for record in report.get("regressions", []):
+    for record in (f.record() for f in report.regressions):
         family = record.get("family", Family.OTHER_TRACK)
         findings.setdefault(MERGED.get(family, family), []).append(record)
     extra = sorted((set(present) | set(findings)) - set(ROWS) - set(HIDDEN))
@@ -137,7 +137,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             command = undecided[0].get("decide_command")
             summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
                 (f"; {here.measured} measured" if here.measured else "")
-        elif not here.measured and family == Family.COUNTED_COST and report.get("target_results") and not here.skipped:
+        elif not here.measured and family == Family.COUNTED_COST and report.target_results and not here.skipped:
             status, verdict, summary = GREY, "not counted", TARGET_UNCOUNTED  # not asked for: nothing failed
         elif not here.measured:
             status, verdict = GREY, "not measured"
@@ -326,14 +326,14 @@ def _item_html(item: Item) -> str:
     return f"<li{title}>{text}</li>"
 
 
-def family_table(rows: Sequence[Row], report: Mapping) -> str:
-    subjects, order = report.get("subjects", {}), list(report.get("commits", []))
+def family_table(rows: Sequence[Row], report: Report) -> str:
+    subjects, order = report.subjects, list(report.commits)
     out = ['<table class="families"><tr><th>family</th><th>verdict</th><th>commit</th><th>details</th></tr>']
     for row in rows:
         # an ok row changed nowhere: the commits its items name (steps dismissed as noise) are no "since"
         named = {i.commit for i in row.items if i.commit} if row.status != GREEN else set()
         commits = sorted(named, key=lambda c: order.index(c) if c in order else -1)
-        where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.get('latest'), subjects)}"
+        where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.latest, subjects)}"
         items = "".join(_item_html(i) for i in row.items)
         items = f'<ul class="items">{items}</ul>' if items else ""
         text = "#fff" if row.status in (GREEN, RED) else "#212121"
@@ -447,34 +447,34 @@ def document(title: str, body: str) -> str:
             f"<title>{escape(title)}</title><style>{css}</style></head><body>{body}</body></html>\n")
 
 
-def machine_section(report: Mapping, rows: Sequence[Row], history: History, graph_href,
+def machine_section(report: Report, rows: Sequence[Row], history: History, graph_href,
                     departures: Sequence[Mapping] = ()) -> str:
     """One machine's verdict: its family table, notes, parity graphs, determinism strips, departures and
     commits. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
-    subjects, commits = report.get("subjects", {}), list(report.get("commits", []))
-    notes = "".join(f"<li>{escape(n)}</li>" for n in report.get("notes", []))
-    code = report.get("exit")
-    return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
-            f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
-            f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({MEANING.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
+    subjects, commits = report.subjects, list(report.commits)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
+    code = int(report.exit)
+    return (f'<section class="machine" data-machine="{escape(report.machine)}">'
+            f'<p class="meta">machine <b>{escape(report.machine)}</b>, {len(commits)} commits recorded; '
+            f"latest {_short(report.latest, subjects)}; verdict: exit {code} "
+            f"({MEANING.get(code, '?')}); generated {escape(report.generated_at)}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
             f"{parity_section(history, subjects, graph_href)}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
             f"{departure_section(departures, subjects)}"
-            f"{events_section(report.get('events') or [], subjects)}"
+            f"{events_section([e.record() for e in report.events], subjects)}"
             f"{commits_table(commits, subjects)}</section>")
 
 
-def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping], departures: Sequence[Mapping] = ()
+def machine_page(report: Report, benchmarks: Mapping[str, Mapping], departures: Sequence[Mapping] = ()
                  ) -> tuple[str, list[Row]]:
     """One machine's section of the page and its rows, from its stored verdict; ``benchmarks``: asv's list
     (for the links into its graphs); ``departures``: as :func:`departure_section` takes them."""
-    note = next((n for n in report["notes"] if n.startswith("image hashes not compared")), None)
-    machine = report["machine"]  # links show this machine's series only
-    rows = family_rows(report, presence(report.get("families") or {}), benchmarks, note, machine)
-    drawn = report.get("history") or {}
+    note = next((n for n in report.notes if n.startswith("image hashes not compared")), None)
+    machine = report.machine  # links show this machine's series only
+    rows = family_rows(report, presence(report.families), benchmarks, note, machine)
+    drawn = report.history
     history = History(
         parity=[(case, bench, [(commit, float(v) if isinstance(v, str) else v) for commit, v in points])
                 for case, bench, points in drawn.get("parity", [])],  # "nan": skipped there
@@ -485,8 +485,8 @@ def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping], departures:
     return section, rows
 
 
-def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Mapping,
-                departures: Callable[[Mapping], Sequence[Mapping]] = lambda report: ()) -> tuple[str, list[str]]:
+def status_page(verdict: Judgement, picked: Mapping[str, Report], benchmarks: Mapping,
+                departures: Callable[[Report], Sequence[Mapping]] = lambda report: ()) -> tuple[str, list[str]]:
     """The status page of the machines ``picked`` (machine -> its stored verdict) of ``verdict``, and one
     summary per machine (``family verdict, ...``); ``departures(report)``: a machine's departure records."""
     summaries, sections = [], []
@@ -496,14 +496,13 @@ def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Map
         summaries.append(f"{machine}: " * (len(picked) > 1) + ", ".join(f"{r.family} {r.verdict}" for r in rows))
     if len(picked) == 1:
         [report] = picked.values()
-        title, body = f"detsim status: {report['latest'][:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT
+        title, body = f"detsim status: {report.latest[:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT
         return document(title, body + sections[0]), summaries
-    whole = set(picked) == set(machines_of(verdict))  # the agreement is the whole fleet's
-    code = verdict["exit"] if whole else int(worst_exit(*(r["exit"] for r in picked.values())))
-    agree = "".join(f"<li>{escape(line)}</li>" for key in ("agreement", "facts") if whole
-                    for line in verdict.get(key) or [])
+    whole = set(picked) == set(verdict.reports)  # the agreement is the whole fleet's
+    code = int(verdict.exit if whole else worst_exit(*(r.exit for r in picked.values())))
+    agree = "".join(f"<li>{escape(line)}</li>" for line in (*verdict.agreement, *verdict.facts) if whole)
     failed = "".join(f"<li>{escape(m)}: not judged ({escape(why)})</li>"
-                     for m, why in ((verdict.get("not_judged") or {}).items() if whole else ()))
+                     for m, why in (verdict.failed.items() if whole else ()))
     toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in picked)
     body = (f"<h1>detsim: the latest verdict on {len(picked)} machines</h1>"
             f'<p class="meta">verdict: exit {escape(str(code))} ({MEANING.get(code, "?")}); machines: {toc}</p>'

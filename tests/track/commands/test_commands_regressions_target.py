@@ -64,7 +64,9 @@ def recorded(tmp_path, monkeypatch):
 
 
 def _verdict(project: Project) -> dict:
-    return json.loads((project.folder / "reports" / "latest" / "verdict.json").read_text())
+    """The stored verdict of the only machine judged."""
+    [report] = json.loads((project.folder / "reports" / "latest" / "verdict.json").read_text())["machines"].values()
+    return report
 
 
 def test_a_targets_verdict_names_its_recording_counts_reuse_and_advises_bisect(recorded, capsys):

@@ -24,9 +24,9 @@ def test_the_events_are_listed_newest_first_red_where_they_flag_and_escaped():
 
 
 def test_the_machine_page_holds_the_section_only_where_there_are_events():
-    regressed = analyse(DATA / "regressed").single.as_json()
+    regressed = analyse(DATA / "regressed").single
     page, _ = machine_page(regressed, {})
     assert "<h2>Events: every step of the history (6)</h2>" in page
     assert page.index("Events: every step") < page.index("Recorded commits")
-    good, _ = machine_page(analyse(DATA / "good").single.as_json(), {})
+    good, _ = machine_page(analyse(DATA / "good").single, {})
     assert "Events:" not in good
