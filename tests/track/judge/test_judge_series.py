@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from detsim.track.judge.family import Family
 from detsim.track.judge.series import Point, Series
 
 
