@@ -45,7 +45,7 @@ class Report:
     measured: int = 0  # series measured at the latest commit
     skips: tuple[Skipped, ...] = ()  # the ``skipped`` series by reason
     unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
-    families: Mapping[str, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
+    families: Mapping[Family, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
     target_results: str | None = None  # a target's recording: its project folder (history.target_results)
     reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
@@ -75,10 +75,9 @@ class Report:
             skipped=data["skipped"], built=data["built"], notes=tuple(data["notes"]), exit=ExitCode(data["exit"]),
             machine_class=None if data["machine_class"] is None else fingerprint(data["machine_class"]),
             measured=data["measured"], skips=tuple(map(Skipped.from_record, data["skips"])),
-            unbuilt=tuple(data["unbuilt"]), families=dict(data["families"]), history=dict(data["history"]),
-            target_results=data.get("target_results"),
-            reused=tuple(data["reused"]) if "reused" in data else None,
-            events=tuple(map(_event_of, data["events"])))
+            unbuilt=tuple(data["unbuilt"]), families={Family(k): v for k, v in data["families"].items()},
+            history=dict(data["history"]), target_results=data.get("target_results"),
+            reused=tuple(data["reused"]) if "reused" in data else None, events=tuple(map(_event_of, data["events"])))
 
 
 def _number(value) -> float | None:

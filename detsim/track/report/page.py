@@ -79,7 +79,7 @@ class Item:
 
 @dataclass(frozen=True)
 class Row:
-    family: str
+    family: Family
     status: str  # GREEN, RED, AMBER or GREY
     verdict: str  # the words shown in the coloured cell
     summary: str
