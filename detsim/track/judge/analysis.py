@@ -240,8 +240,8 @@ def page_history(series: list[Series], commits: list[str], hashes: Mapping[str, 
 
 
 def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Report:
-    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files); a target's
-    recording (:func:`~.history.target_results`) names its folder, and with ``twins`` how many of its commits
+    """One machine's verdict (raises :class:`~.results_files.ResultsError` on unusable stored files); a target's
+    recording (:func:`~.results_files.target_results`) names its folder, and with ``twins`` how many of its commits
     took a twin's results."""
     recorded = load_recorded(root, machine)
     files = recorded.files
@@ -298,7 +298,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
 def analyse(root: Path, machines: list[str] | None = None, twins: Twins | None = None) -> Judgement:
     """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
     and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
-    named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
+    named, and makes the exit 2. Raises :class:`~.results_files.ResultsError` when none can be judged.
     ``twins``: a target's commits that took another's results (:data:`Twins`, given by the caller as the target
     area sits above this one)."""
     machines = machines or recorded_machines(root) or [None]

@@ -1,5 +1,5 @@
 """The verdict's families: what a recorded benchmark measures, which decides how it is judged (docs/tracking.md,
-"How each family is judged"; its threshold: :mod:`.thresholds`). :func:`.history.family_of` names a benchmark's.
+"How each family is judged"; its threshold: :mod:`.thresholds`). :func:`.benchmarks.family_of` names a benchmark's.
 
 Each member's value is the word the verdict, ``verdict.json`` and the history's table have always used, so a
 member equals its word (``Family.IMAGE_CHANGED == "determinism"``), and the words read back as members

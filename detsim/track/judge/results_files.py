@@ -98,14 +98,14 @@ def order_files(root: Path, files: list[dict]) -> tuple[list[dict], list[str]]:
     of its own orders them by its HEAD's history: a copy inside another repository (a fixture copied into a
     clone) is not judged by that repository's commits."""
     own = checkout_head(root) is not None
-    history = (query(root, "rev-list", "--topo-order", "HEAD") or "").split() if own else []
-    position = {sha: i for i, sha in enumerate(reversed(history))}
+    ancestry = (query(root, "rev-list", "--topo-order", "HEAD") or "").split() if own else []  # HEAD's, newest first
+    position = {sha: i for i, sha in enumerate(reversed(ancestry))}
     known = [f for f in files if f["commit_hash"] in position]
     if known:
         left_out = len(files) - len(known)
         notes = [f"{left_out} results of commits outside HEAD's history were ignored"] if left_out else []
         return sorted(known, key=lambda f: (position[f["commit_hash"]], f["env_name"])), notes
-    notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if history else []
+    notes = ["no recorded commit is in HEAD's history; ordered by commit date"] if ancestry else []
     return sorted(files, key=lambda f: (f.get("date") or 0, f["env_name"])), notes
 
 

@@ -1,6 +1,6 @@
 """Why series were skipped at the latest commit: each one's reason (:func:`skip_reason`), and the skipped series
 grouped by reason (:func:`group_skips`) as the verdict lists them: ``54 image hashes (no baseline for this machine
-class)``. Input: the skipped :class:`~.history.Series`; output: :class:`Skipped` groups, the largest first.
+class)``. Input: the skipped :class:`~.series.Series`; output: :class:`Skipped` groups, the largest first.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class Report:
     unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
     families: Mapping[Family, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
-    target_results: str | None = None  # a target's recording: its project folder (history.target_results)
+    target_results: str | None = None  # a target's recording: its project folder (results_files.target_results)
     reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
     events: tuple[HistoryEvent, ...] = ()  # every series' steps over the recorded history, in commit order (.events)
 
