@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from detsim.track.judge.bench import BaselineVerdict, finding_line, judge, load_results
+from detsim.track.judge.bench import BaselineVerdict, judge, load_results
+from detsim.track.judge.text import View, finding_line
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "bench"
@@ -32,7 +33,7 @@ def verdict_of(results: Path, baseline: Path = BASELINE, **kwargs) -> BaselineVe
 
 def flagged(verdict: BaselineVerdict, family: str) -> dict[str, str]:
     """The lines of the verdict's findings of ``family`` (``timing``, ``parity``, ``determinism``...), by name."""
-    return {f.series.name: finding_line(f) for f in verdict.findings if f.series.family == family}
+    return {f.series.name: finding_line(f, view=View.GATE) for f in verdict.findings if f.series.family == family}
 
 
 def write_variant(tmp_path: Path, edit: Callable[[dict], None], source: str = "unchanged.json",

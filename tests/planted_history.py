@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from detsim.track.judge.history import load_config
+from detsim.track.judge.results_files import load_config
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_CACHE = REPO / ".asv" / "planted-env"  # asv's virtualenv, kept between runs: torch installs once

@@ -33,8 +33,8 @@ from detsim.track.judge.confirm import Confirmation, decide, extra_rounds
 from detsim.track.judge.confirm import Target, remeasure
 from detsim.track.measure.cost import not_measured_reason
 from detsim.track.measure.cost import CostSpec, count_spec
-from detsim.track.judge.history import threshold_for
-from detsim.track.judge.history import load_config
+from detsim.track.judge.benchmarks import threshold_for
+from detsim.track.judge.results_files import load_config
 
 pytestmark = pytest.mark.slow
 

@@ -63,7 +63,7 @@ def tracked(tmp_path_factory):
     env = {**env, "RECENT": str(len(commits)), "ASV_MACHINE": MACHINE}
     done = subprocess.run(["bash", ".ci/track"], cwd=root, env=env, capture_output=True, text=True, timeout=3600)
     log.write_text(done.stdout + done.stderr)
-    report = json.loads(max((root / "reports").glob("*/verdict.json")).read_text()) \
+    report = next(iter(json.loads(max((root / "reports").glob("*/verdict.json")).read_text())["machines"].values())) \
         if list((root / "reports").glob("*/verdict.json")) else None
     return {"exit": done.returncode, "out": done.stdout, "err": done.stderr, "commits": commits, "root": root,
             "report": report}

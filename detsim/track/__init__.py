@@ -25,10 +25,10 @@ def history(repo: str | Path | None = None, machine: str | None = None):
     tree enclosing the working directory) on ``machine`` (default: the only machine recorded, or this host), as
     one tidy pandas DataFrame: a row per commit, environment, benchmark and parameter combination, with the columns
     commit, date, machine, environment, benchmark, family, parameters, value, spread, status, samples, unit, case
-    and threshold (:mod:`detsim.track.judge.frame`; docs/history.md). ``detsim-track history`` writes the same
-    frame as CSV or Parquet. Raises :class:`~detsim.track.judge.history.ResultsError` (a ValueError) naming an
+    and threshold (:mod:`detsim.track.judge.history`; docs/history.md). ``detsim-track history`` writes the same
+    frame as CSV or Parquet. Raises :class:`~detsim.track.judge.results_files.ResultsError` (a ValueError) naming an
     unusable stored file."""
     from detsim.track.base.provenance import repo_root
-    from detsim.track.judge.frame import history_frame
+    from detsim.track.judge.history import history_frame
 
     return history_frame(Path(repo) if repo is not None else repo_root() or Path.cwd(), machine)

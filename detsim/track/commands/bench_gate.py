@@ -9,8 +9,8 @@ from pathlib import Path
 
 from detsim.track.commands import refuse
 from detsim.track.judge.stored_baselines import GATE_BASELINE
-from detsim.track.judge.bench import BaselineVerdict, GateInputError, finding_line, judge, load_results
-from detsim.track.judge.text import to_act
+from detsim.track.judge.bench import BaselineVerdict, GateInputError, judge, load_results
+from detsim.track.judge.text import View, finding_line, to_act
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, PARITY_LINE
 
 HELP = "gate a pytest-benchmark run against the baseline: calibrated time, parity, cost, image sha256"
@@ -42,7 +42,7 @@ def verdict_lines(verdict: BaselineVerdict) -> list[str]:
     """What passed, the findings in the verdict's words, what was not measured, the notes, the summary."""
     unmeasured = verdict.of("not measured")
     return [*(f"passed {name}: {text}" for name, text in verdict.of("passed").items()),
-            *map(finding_line, verdict.findings),
+            *(finding_line(f, view=View.GATE) for f in verdict.findings),
             *(f"NOT MEASURED {name}: {text}" for name, text in unmeasured.items()),
             *(f"note: {line.name}: {line.text}" for line in verdict.lines if line.kind == "note"),
             f"summary: {to_act(verdict.findings, len(unmeasured), bool(unmeasured))}; {verdict.gated} benchmarks "

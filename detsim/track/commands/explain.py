@@ -26,7 +26,7 @@ from detsim.track.report.profile import ProfileError
 from detsim.track.report.sides import SideError
 from detsim.track.compare.runs import TracingError
 from detsim.track.judge.finding import flags
-from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
+from detsim.track.judge.verdict import VerdictError, latest_file, read_verdict
 
 HELP = "explain a flagged regression across commits: the functions that grew, the first changed quantity or op"
 AREA = "explain"
@@ -102,7 +102,7 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
 
 def machine_verdict(path: Path, machine: str | None) -> dict:
     """The stored verdict of ``machine`` (default: the only machine judged) in the verdict file ``path``."""
-    judged = machines_of(read_verdict(path))
+    judged = {m: report.as_json() for m, report in read_verdict(path).reports.items()}
     if machine is None and len(judged) > 1:
         raise ValueError(f"{path} judges several machines ({', '.join(judged)}): give --machine")
     if machine is not None and machine not in judged:

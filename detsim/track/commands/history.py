@@ -1,5 +1,5 @@
 """``detsim-track history``: the recorded history as one tidy table a notebook or a spreadsheet reads (CSV or
-Parquet; :mod:`detsim.track.judge.frame`), or, with ``--events``, its events on one screen
+Parquet; :mod:`detsim.track.judge.history`), or, with ``--events``, its events on one screen
 (:mod:`detsim.track.judge.events`); docs/history.md."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import OutputError, atomic_write_bytes, check_output_file
 from detsim.track.base.provenance import repo_root
 from detsim.track.commands import refuse
-from detsim.track.judge.history import ResultsError
+from detsim.track.judge.results_files import ResultsError
 
 HELP = "write the recorded history as one table (CSV or Parquet), or list its events (--events)"
 COMMAND = "detsim-track history"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from detsim.track.judge.frame import FORMATS
+    from detsim.track.judge.history import FORMATS
 
     parser.add_argument("--repo", type=Path, default=None,
                         help="project checkout holding asv.conf.json (default: the enclosing git work tree)")
@@ -46,7 +46,7 @@ def _events(root: Path, machine: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from detsim.track.judge.frame import history_frame, table_bytes
+    from detsim.track.judge.history import history_frame, table_bytes
 
     root = (args.repo or repo_root() or Path.cwd()).resolve()
     if args.format == "parquet" and args.out is None and not args.events:

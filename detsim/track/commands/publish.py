@@ -13,6 +13,7 @@ import argparse
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -20,12 +21,13 @@ from detsim.track.base.exitcodes import BadInput, ExitCode
 from detsim.track.commands import refuse
 from detsim.track.base.output import REPORTS, atomic_write_bytes, atomic_write_text
 from detsim.track.base.provenance import repo_root
-from detsim.track.judge.history import ResultsError, checkout_head, load_config, project_repo
+from detsim.track.judge.family import Family
+from detsim.track.judge.results_files import ResultsError, checkout_head, load_config, project_repo
 from detsim.track.report.events import ASV_SCRIPT, add_asv_script, asv_script
 from detsim.track.report.asvpage import FEED, HTML_DIR, LIST, STATUS_PAGE, TabError, add_status_link, html_folder, \
     read_index, replacing, tab, tab_json, vendor_pages
 from detsim.track.report.page import is_ours, status_page
-from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
+from detsim.track.judge.verdict import Judgement, Report, VerdictError, latest_file, read_verdict
 
 HELP = "publish the latest verdict: asv's page, the status page beside it, the folder made offline, swapped in whole"
 ASSET_CACHE = Path(".asv") / "www-assets"  # npm tarballs, relative to the project
@@ -75,18 +77,18 @@ def check_html(html: Path) -> None:
         raise BadInput(f"--html {html}: {html.parent} is not writable")
 
 
-def chosen(verdict: Mapping, path: Path, machines: list[str] | None, head: str | None) -> dict[str, dict]:
+def chosen(verdict: Judgement, path: Path, machines: list[str] | None, head: str | None) -> dict[str, Report]:
     """Machine -> its stored verdict, of ``machines`` (default every one judged); each must be judged there,
     at HEAD where ``head`` is known (a verdict of an older commit is never published as the latest)."""
-    judged = machines_of(verdict)
+    judged = verdict.reports
     missing = [m for m in machines or () if m not in judged]
     if missing:
         raise BadInput(f"{path}: no verdict on machine {', '.join(missing)} (judged: {', '.join(judged)}); "
                        "run `detsim-track regressions` for it first")
-    picked = {m: judged[m] for m in machines} if machines else judged
+    picked = {m: judged[m] for m in machines} if machines else dict(judged)
     for machine, report in picked.items():
-        if head and report.get("latest") != head:
-            raise BadInput(f"{path}: judged {str(report.get('latest'))[:8]} on {machine}, but HEAD is {head[:8]}: "
+        if head and report.latest != head:
+            raise BadInput(f"{path}: judged {report.latest[:8]} on {machine}, but HEAD is {head[:8]}: "
                            "run `detsim-track regressions` first")
     return picked
 
@@ -100,22 +102,22 @@ def asv_publish(root: Path, dest: Path) -> None:
         raise PageError(f"`asv publish` failed ({lines[-1].strip() if lines else f'exit {done.returncode}'})")
 
 
-def departures(report: Mapping, results: Path | None, root: Path) -> list[dict]:
+def departures(report: Report, results: Path | None, root: Path) -> list[dict]:
     """Where the image of each parity finding of a target's verdict ``report`` departs, as ``detsim-track
     record`` stored it in ``results`` (default: the verdict's ``target_results``, under ``root``); none for
     detsim's own verdict. Each record gets the finding's ``case`` and first bad ``commit``, and its sentence."""
-    results = results or (root / report["target_results"] if report.get("target_results") else None)
+    results = results or (root / report.target_results if report.target_results else None)
     if results is None:
         return []
     from detsim.track.target.departure import sentence, stored
 
     found = []
-    for finding in report.get("regressions", []):
-        if finding.get("family") == "parity" and finding.get("case") and finding.get("first_bad"):
-            record = stored(results, finding["first_bad"], finding["case"])
+    for finding in report.regressions:
+        case = finding.series.case
+        if finding.series.family == Family.PARITY and case and finding.first_bad:
+            record = stored(results, finding.first_bad, case)
             if record is not None:
-                found.append({**record, "case": finding["case"], "commit": finding["first_bad"],
-                              "sentence": sentence(record)})
+                found.append({**record, "case": case, "commit": finding.first_bad, "sentence": sentence(record)})
     return found
 
 
@@ -127,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = read_verdict(path)
         picked = chosen(verdict, path, args.machine, checkout_head(project_repo(root, load_config(root))))
         if args.target_results is not None:  # the flag names a target's recording: its page reads as a target's
-            picked = {machine: {**report, "target_results": str(args.target_results)}
+            picked = {machine: replace(report, target_results=str(args.target_results))
                       for machine, report in picked.items()}
         check_html(html)
     except (BadInput, ResultsError, VerdictError) as exc:
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _write_page(html: Path, verdict: Mapping, picked: Mapping[str, dict], assets: Path, shown: Path,
+def _write_page(html: Path, verdict: Judgement, picked: Mapping[str, Report], assets: Path, shown: Path,
                 departed) -> list[str]:
     """The status page, the Regressions tab, the link and the offline copies, into asv's page in ``html``
     (``shown``: where it will be; ``departed(report)``: a machine's departures); the lines to print, the last

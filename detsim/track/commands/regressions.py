@@ -22,7 +22,7 @@ from detsim.track.base.output import REPORTS, OutputError, add_json_option, atom
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, Measurer, confirm
-from detsim.track.judge.history import ResultsError, load_config, target_results
+from detsim.track.judge.results_files import ResultsError, load_config, target_results
 from detsim.track.judge.text import report_lines, screen_lines
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.verdict import COMMAND, JSON_FILE, MARKDOWN_FILE, TEXT_FILE, Judgement, Report, VerdictError, \
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)
-    data = {"report": COMMAND, **judgement.as_json()}
+    data = judgement.as_json()
     page = page_link(folder, html_folder(root, load_config(root)) / STATUS_PAGE)
-    markdown = "\n".join(markdown_lines(data, page)) + "\n"
+    markdown = "\n".join(markdown_lines(judgement, page)) + "\n"
     written = _write_report(text_file, json_file, full, data, markdown)
     if written:
         _to_summary(markdown)

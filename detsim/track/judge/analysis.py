@@ -19,16 +19,20 @@ from detsim.track.judge.detection import class_cut, detect
 from detsim.track.judge.events import history_events
 from detsim.track.judge.finding import HASH_FAMILIES, Finding
 from detsim.track.judge.fingerprints import determinism_states
-from detsim.track.judge.frame import recorded_frame, series_of
-from detsim.track.judge.history import FAMILY_ORDER, ResultsError, Series, checkout_head, first_commit_cut, \
-    load_recorded, param_values, project_repo, recorded_machines, resolve_first_commits, subjects, target_results
+from detsim.track.judge.history import recorded_frame
+from detsim.track.judge.series import Series, series_of
+from detsim.track.judge.family import FAMILY_ORDER, Family
+from detsim.track.judge.results_files import ResultsError, checkout_head, load_recorded, project_repo, \
+    recorded_machines, target_results
+from detsim.track.judge.commits import first_commit_cut, resolve_first_commits, subjects
+from detsim.track.judge.benchmarks import param_values
 from detsim.track.judge.skips import group_skips
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 
 
 def machine_classes(series: list[Series]) -> dict[str, float]:
     """Commit -> the machine-class fingerprint of its golden renders (``track_machine_class``)."""
-    return {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+    return {p.commit: p.value for s in series if s.family == Family.MACHINE_CLASS for p in s.points if p.measured}
 
 
 def state_at(s: Series, latest: str) -> str | None:
@@ -41,7 +45,7 @@ def with_fingerprints(series: list[Series], hashes: Mapping[str, dict]) -> dict[
     """The per-commit hash records, completed from the image fingerprints (the start of each sha256)
     where no record of earlier versions of the suite holds the case."""
     merged = {commit: {**record, "cases": dict(record.get("cases") or {})} for commit, record in hashes.items()}
-    for s in (s for s in series if s.family == "fingerprint" and s.case):
+    for s in (s for s in series if s.family == Family.IMAGE_FINGERPRINT and s.case):
         for p in (p for p in s.points if p.measured):
             merged.setdefault(p.commit, {"cases": {}})["cases"].setdefault(s.case, {"sha256": fingerprint_hex(p.value)})
     return merged
@@ -72,14 +76,14 @@ class Rule:
     def start(self, s: Series) -> int | None:
         """Index of the first point of ``s`` to judge (None: ``s`` is not judged)."""
         conf = self.conf
-        if s.family == "fingerprint":
+        if s.family == Family.IMAGE_FINGERPRINT:
             conf = {**conf, "regressions_first_commits": {
                 k: v for k, v in (conf.get("regressions_first_commits") or {}).items() if v is not None}}
         return first_commit_cut(conf, s.name, s.family, [p.commit for p in s.points])
 
     def finding(self, s: Series, start: int) -> Finding | None:
         """The finding at the latest point of ``s``, looking from ``start`` on (:meth:`start`)."""
-        if s.family == "fingerprint":
+        if s.family == Family.IMAGE_FINGERPRINT:
             start = max(start, class_cut(s.points, self.classes))
         return detect(s, start, self.baseline_cases, self.hashes)
 
@@ -92,9 +96,9 @@ def rule_of(series: list[Series], conf: Mapping, baseline: Mapping, hashes: Mapp
 def judged_by_baseline(series: list[Series], latest: str) -> Callable[[Series], bool]:
     """Whether a series is an image fingerprint whose images the stored baseline of this class judged at
     ``latest`` (a case's determinism track, or the compiled path's count, measured there): it is not judged."""
-    by_baseline = {s.case for s in series if s.family == "determinism" and state_at(s, latest) == "measured"}
-    count_judged = any(s.family == "hash count" and state_at(s, latest) == "measured" for s in series)
-    return lambda s: s.family == "fingerprint" and ((s.case in by_baseline) if s.case else count_judged)
+    by_baseline = {s.case for s in series if s.family == Family.IMAGE_CHANGED and state_at(s, latest) == "measured"}
+    count_judged = any(s.family == Family.CASES_CHANGED and state_at(s, latest) == "measured" for s in series)
+    return lambda s: s.family == Family.IMAGE_FINGERPRINT and ((s.case in by_baseline) if s.case else count_judged)
 
 
 def judge(series: list[Series], latest: str, conf: Mapping, baseline: Mapping,
@@ -131,7 +135,7 @@ def without_irreproducible(findings: list[Finding], series: list[Series]) -> tup
     hashes differ by chance, not by a change. And one note saying how many were withheld and why."""
     irreproducible: dict[str, set[str]] = {}  # commit -> the axes along which some golden image did not reproduce
     for s in series:
-        for p in s.points if s.family == "reproducibility" else ():
+        for p in s.points if s.family == Family.RUNS_DIFFER else ():
             if p.measured and p.value > 0:
                 irreproducible.setdefault(p.commit, set()).add(param_values(s.params).get("axis", "?"))
     kept, withheld = [], []
@@ -169,7 +173,7 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
     """How the image hashes were judged at ``latest`` where no stored baseline of this machine's class
     applied: commit to commit from the class's first recorded commit, and how the stored classes
     differ (facts, never failures); a ``target``'s images have no stored baseline to store."""
-    if chosen is not None or not baselines and not any(s.family == "fingerprint" for s in series):
+    if chosen is not None or not baselines and not any(s.family == Family.IMAGE_FINGERPRINT for s in series):
         return None
     here = (hashes.get(latest) or {}).get("holds_for")
     others = []
@@ -182,7 +186,7 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
                                                if differing else machine_class.slug() if machine_class
                                                else "another class"))
     facts = ("; ".join(others) + " (another machine class: a fact, not a failure)") if others else "none is stored"
-    fingerprints = [s for s in series if s.family == "fingerprint" and state_at(s, latest) == "measured"]
+    fingerprints = [s for s in series if s.family == Family.IMAGE_FINGERPRINT and state_at(s, latest) == "measured"]
     if fingerprints:
         points = fingerprints[0].points
         cut = class_cut(points, machine_classes(series))
@@ -193,7 +197,7 @@ def determinism_note(series: list[Series], latest: str, hashes: Mapping[str, dic
         return (f"image hashes: no stored baseline of this machine's class, so its images are compared commit to "
                 f"commit from its first recorded commit of that class, {first[:8]}; {facts}; store one with "
                 "`detsim-track baselines --refresh` on this machine class")
-    if not any(s.family == "determinism" and state_at(s, latest) == "skipped" for s in series):
+    if not any(s.family == Family.IMAGE_CHANGED and state_at(s, latest) == "skipped" for s in series):
         return None  # no hash skipped at the latest
     return (f"image hashes not compared at {latest[:8]}: no stored baseline of this machine's class ({facts}); "
             "store one with `detsim-track baselines --refresh` on this machine class")
@@ -226,18 +230,18 @@ def page_history(series: list[Series], commits: list[str], hashes: Mapping[str, 
     0/1 hash track of each case."""
     parity: dict[str, list] = {}
     for s in series:
-        if s.family == "parity" and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
+        if s.family == Family.PARITY and s.case and len(s.points) >= len(parity.get(s.case, ("", "", []))[2]):
             parity[s.case] = [s.case, s.name, [[p.commit, p.value if p.value is None else json_number(p.value)]
                                                for p in s.points]]
     states = determinism_states(hashes, series, commits)
     return {"parity": [parity[c] for c in sorted(parity)],
             "determinism": {case: [[st.commit, st.state, st.why] for st in sts] for case, sts in states.items()},
-            "determinism_benchmarks": {s.case: s.name for s in series if s.family == "determinism" and s.case}}
+            "determinism_benchmarks": {s.case: s.name for s in series if s.family == Family.IMAGE_CHANGED and s.case}}
 
 
 def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Report:
-    """One machine's verdict (raises :class:`~.history.ResultsError` on unusable stored files); a target's
-    recording (:func:`~.history.target_results`) names its folder, and with ``twins`` how many of its commits
+    """One machine's verdict (raises :class:`~.results_files.ResultsError` on unusable stored files); a target's
+    recording (:func:`~.results_files.target_results`) names its folder, and with ``twins`` how many of its commits
     took a twin's results."""
     recorded = load_recorded(root, machine)
     files = recorded.files
@@ -284,7 +288,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
         machine_class=machine_class, measured=judged.measured,
         skips=group_skips(judged.skipped, class_baseline=chosen is not None,
                           failed_cases={s.case for s in series if s.case and s.label in judged.unmeasured}),
-        fingerprints={s.case: p.value for s in series if s.family == "fingerprint" and s.case
+        fingerprints={s.case: p.value for s in series if s.family == Family.IMAGE_FINGERPRINT and s.case
                       for p in s.points if p.commit == latest and p.measured},
         families=families_at(series, latest), history=page_history(series, order, recorded.hashes),
         target_results=str(target) if target else None, reused=reused, events=tuple(events),
@@ -294,7 +298,7 @@ def _analyse_machine(root: Path, machine: str | None, twins: Twins | None) -> Re
 def analyse(root: Path, machines: list[str] | None = None, twins: Twins | None = None) -> Judgement:
     """Every machine's verdict (``machines``, default every recorded one, or the only one asv could choose)
     and where they agree; a machine that cannot be judged (HEAD not measured there, an unusable file) is
-    named, and makes the exit 2. Raises :class:`~.history.ResultsError` when none can be judged.
+    named, and makes the exit 2. Raises :class:`~.results_files.ResultsError` when none can be judged.
     ``twins``: a target's commits that took another's results (:data:`Twins`, given by the caller as the target
     area sits above this one)."""
     machines = machines or recorded_machines(root) or [None]

@@ -7,8 +7,8 @@ Input: two ``--benchmark-json`` files (the committed baseline is one too), read 
 (:func:`load_results`). Each benchmark's ``extra_info`` holds what ``bench/conftest.py`` records: its role, the
 machine class, the Pearson r, the image sha256. The **calibration** benchmark is a fixed torch workload that does
 not use detsim; its min time per device (:func:`calibration_times`) is the unit every other benchmark's time is
-measured in. Output: a :class:`BaselineVerdict`, each :class:`~detsim.track.judge.finding.Finding` as a line in
-the verdict's words (:func:`finding_line`).
+measured in. Output: a :class:`BaselineVerdict`, each :class:`~detsim.track.judge.finding.Finding` written in the
+verdict's words by :func:`detsim.track.judge.text.finding_line` (``view=View.GATE``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from typing import Iterable, Mapping, NamedTuple
 
 from detsim.track.base.exitcodes import ExitCode, worst
 from detsim.track.base.provenance import MachineClass
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import COST_UNIT, Series
-from detsim.track.judge.text import change_text, family_word, fmt
+from detsim.track.judge.benchmarks import COST_UNIT
+from detsim.track.judge.series import Series
+from detsim.track.judge.text import fmt
 from detsim.track.judge.thresholds import BENCH_SUITE, BENCH_TIMING, COST_THRESHOLD, DETERMINISM, PARITY_LINE, \
     REPRODUCIBILITY
 
@@ -123,7 +125,6 @@ def calibration_times(results: Mapping[str, Benchmark]) -> dict[str, float]:
 
 MACHINE_CLASS_FIELDS = tuple(f.name for f in fields(MachineClass))
 CALIBRATIONS = "calibrations"  # the unit of a gated time: the benchmark's min over its device's calibration min
-SHA_DIGITS = 16  # of an image sha256 on a line
 
 
 class GateLine(NamedTuple):
@@ -175,21 +176,11 @@ class CalibratedTiming:
                 f"calibration {fmt(old_cal, seconds)} -> {fmt(new_cal, seconds)}")
 
 
-def finding(old: Benchmark, new: Benchmark, family: str, before: float | None, after: float, unit: str = "",
+def finding(old: Benchmark, new: Benchmark, family: Family, before: float | None, after: float, unit: str = "",
             threshold: float = 0.0, name: str | None = None, **detail) -> Finding:
     """A finding of the gate: the baseline's commit is the last good, the run's the first bad."""
     series = Series(env=new.device, name=name or old.name, params="", family=family, unit=unit, threshold=threshold)
     return Finding(series, old.commit or None, new.commit, before, after, detail)
-
-
-def finding_line(f: Finding) -> str:
-    """A finding in the verdict's words (docs/tracking.md, "The verdict"), the baseline where it says since when."""
-    r = f.record()
-    evidence = f" ({r['evidence']})" if r.get("evidence") else ""
-    if r["family"] == "reproducibility":  # within the run: no baseline involved
-        return f"{r['label']} images of {r['benchmark']} differ between {r['runs']}{evidence}"
-    where = f"the baseline of {r['last_good'][:8]}" if r["last_good"] else "the baseline"
-    return f"{r['label']} {family_word(r)} {r['benchmark']}: {change_text(r, SHA_DIGITS)}{evidence}, against {where}"
 
 
 def judge(baseline: Mapping[str, Benchmark], run: Mapping[str, Benchmark], *,
@@ -250,7 +241,7 @@ def _suite_check(device: str, group: list[CalibratedTiming], suite_threshold: fl
     if change <= 1 + suite_threshold:
         return GateLine("passed", name, f"timing x{change:.2f} ({evidence})")
     before = _geomean(t.ratios[0] for t in group)
-    return finding(group[0].old, group[0].new, "timing", before, before * change, CALIBRATIONS, suite_threshold,
+    return finding(group[0].old, group[0].new, Family.TIMING, before, before * change, CALIBRATIONS, suite_threshold,
                    name, confirmation=Confirmation.CONFIRMED, evidence=evidence)
 
 
@@ -274,8 +265,8 @@ def time_check(old: Benchmark, new: Benchmark, timing: CalibratedTiming | None, 
                     f"min {fmt(old.min_s, 'seconds')} cannot be compared")
     (before, after), change = timing.ratios, timing.change
     if change > limit:
-        return finding(old, new, "timing", before, after, CALIBRATIONS, limit - 1, confirmation=Confirmation.CONFIRMED,
-                       evidence=timing.evidence(limit))
+        return finding(old, new, Family.TIMING, before, after, CALIBRATIONS, limit - 1,
+                       confirmation=Confirmation.CONFIRMED, evidence=timing.evidence(limit))
     faster = "; faster than the baseline, refresh it to keep the gain" if change < 1 / (1 + threshold) else ""
     return (f"timing {fmt(before, CALIBRATIONS)} -> {fmt(after, CALIBRATIONS)}, x{change:.2f} "
             f"({timing.evidence(limit)}){faster}")
@@ -288,11 +279,11 @@ def parity_check(old: Benchmark, new: Benchmark) -> Finding | str | None:
     before, after = old.extra.get("pearson_r"), new.extra.get("pearson_r")
     old_value = 1 - before if is_number(before) else None
     if not is_number(after):
-        return finding(old, new, "parity", old_value, math.nan, "1 - r", evidence=f"{after}, not a number: an image "
-                       "with NaN/inf pixels or no parity check")
+        return finding(old, new, Family.PARITY, old_value, math.nan, "1 - r", evidence=f"{after}, not a number: an "
+                       "image with NaN/inf pixels or no parity check")
     if after < PARITY_LINE.value:
         against = new.extra.get("case") or new.extra.get("parity_reference", "?")
-        return finding(old, new, "parity", old_value, 1 - after, "1 - r",
+        return finding(old, new, Family.PARITY, old_value, 1 - after, "1 - r",
                        evidence=f"below {PARITY_LINE.value} against {against}")
     return f"parity r {after:.9f}"
 
@@ -305,7 +296,7 @@ def reproducibility_check(old: Benchmark, new: Benchmark) -> Finding | str | Non
     distinct = sorted(set(map(str, rounds)))
     if len(distinct) > 1 + REPRODUCIBILITY.value:
         shown = ", ".join(f"{sha[:12]}..." for sha in distinct[:3]) + (", ..." if len(distinct) > 3 else "")
-        return finding(old, new, "reproducibility", 1.0, float(len(distinct)), "images",
+        return finding(old, new, Family.RUNS_DIFFER, 1.0, float(len(distinct)), "images",
                        runs=f"the {len(rounds)} rounds of this run", axis="rounds",
                        evidence=f"{len(distinct)} distinct sha256: {shown}; its hash is not compared with the "
                                 "baseline's")
@@ -321,7 +312,7 @@ def hash_check(old: Benchmark, new: Benchmark) -> Finding | str | None:
     if after == before:
         return "image hash unchanged"
     r = new.extra.get("pearson_r")
-    return finding(old, new, "determinism", 0.0, 1.0, threshold=DETERMINISM.value, old_sha256=str(before),
+    return finding(old, new, Family.IMAGE_CHANGED, 0.0, 1.0, threshold=DETERMINISM.value, old_sha256=str(before),
                    new_sha256=str(after), evidence=f"same machine class: {old.machine_class.describe()}; Pearson r "
                    f"now {f'{r:.9f}' if is_number(r) else r}")
 
@@ -358,7 +349,7 @@ def cost_check(old: Benchmark, new: Benchmark) -> Finding | GateLine | str | Non
     change = after / before - 1
     evidence = f"{change:+.2%}, limit +{COST_THRESHOLD:.0%}, counted on {new.extra.get('instructions_workload')}"
     if change > COST_THRESHOLD:
-        return finding(old, new, "cost", before, after, COST_UNIT, COST_THRESHOLD, evidence=evidence)
+        return finding(old, new, Family.COUNTED_COST, before, after, COST_UNIT, COST_THRESHOLD, evidence=evidence)
     return f"cost {fmt(before, COST_UNIT)} -> {fmt(after, COST_UNIT)} ({evidence})"
 
 

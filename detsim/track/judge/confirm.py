@@ -40,8 +40,10 @@ from typing import Callable, ContextManager, Iterator, Mapping
 
 from detsim.track.base.git import CommitError, benchmark_python, export_package, package_tree
 from detsim.track.base.fresh import ChildError, Conversation
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import ResultsError, load_benchmarks, load_config, param_labels
+from detsim.track.judge.results_files import ResultsError, load_benchmarks, load_config
+from detsim.track.judge.benchmarks import param_labels
 from detsim.track.judge.thresholds import ALPHA, EXTEND_BELOW_P
 from detsim.track.judge.verdict import Judgement, Report, exit_code, judgement_of
 from detsim.track.base.output import write_json
@@ -244,7 +246,7 @@ def target_of(finding: Finding, benchmarks: Mapping[str, dict]) -> Target:
     if series.params not in labels:
         raise RemeasureError(f"{series.label}: parameters not in the suite's benchmark list")
     combos = list(itertools.product(*[[ast.literal_eval(v) for v in values] for values in bench.get("params") or []]))
-    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == "throughput")
+    return Target(series.name, combos[labels.index(series.params)], larger_is_better=series.family == Family.THROUGHPUT)
 
 
 def machines_here() -> set[str] | None:

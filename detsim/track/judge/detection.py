@@ -17,8 +17,10 @@ from typing import Mapping, Sequence
 from detsim.track.base.hashing import fingerprint_hex
 from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.base.golden import AXES
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import REMEASURED, Finding, Confirmation
-from detsim.track.judge.history import Point, Series, param_values
+from detsim.track.judge.series import Point, Series
+from detsim.track.judge.benchmarks import param_values
 from detsim.track.judge.thresholds import ALPHA
 
 NEIGHBOURS = 3  # commits pooled on each side of a step for the rank test
@@ -31,26 +33,27 @@ def detect(series: Series, start: int, baseline_hashes: Mapping, hashes: Mapping
     if not points or not series.points[-1].measured:
         return None
     best = min(p.value for p in points)
-    if series.family == "parity":
+    if series.family == Family.PARITY:
         return _above(series, points, parity_limit(best, series.threshold))
-    if series.family == "reproducibility":
+    if series.family == Family.RUNS_DIFFER:
         return _irreproducible(series, points)
-    if series.family == "determinism":
+    if series.family == Family.IMAGE_CHANGED:
         return _hash_changed(series, points, baseline_hashes, hashes)
-    if series.family == "fingerprint":  # no baseline of this class: commit to commit (the caller cuts by class)
+    if series.family == Family.IMAGE_FINGERPRINT:  # no baseline of its class: commit to commit (the caller cuts by class)
         return fingerprint_finding(series, points)
-    if series.family == "hash count":  # cases whose image differs from its stored hash: any rise counts
+    if series.family == Family.CASES_CHANGED:  # cases whose image differs from its stored hash: any rise counts
         return _above(series, points, best)
-    if series.family == "cost":  # exact counts: a rise over the best by more than the threshold
+    if series.family == Family.COUNTED_COST:  # exact counts: a rise over the best by more than the threshold
         return _above(series, points, best * (1 + series.threshold), {
             "evidence": f"{series.unit} above the best by more than {series.threshold:.0%} (exact: no rank test)"})
-    if series.family in ("machine class", "reference"):  # what the machine is, never a verdict
+    if series.family in (Family.MACHINE_CLASS, Family.MACHINE_REFERENCE):  # what the machine is, never a verdict
         return None
     return _noisy(series, points)
 
 
-EXACT_FAMILIES = ("parity", "reproducibility", "determinism", "fingerprint", "hash count", "cost", "machine class",
-                  "reference")  # judged on exact values by :func:`detect` (the others: a piecewise-constant fit)
+# judged on exact values by :func:`detect` (the others: a piecewise-constant fit)
+EXACT_FAMILIES = (Family.PARITY, Family.RUNS_DIFFER, Family.IMAGE_CHANGED, Family.IMAGE_FINGERPRINT,
+                  Family.CASES_CHANGED, Family.COUNTED_COST, Family.MACHINE_CLASS, Family.MACHINE_REFERENCE)
 
 
 def checkpoints(series: Series, start: int) -> list[int]:
@@ -63,7 +66,7 @@ def checkpoints(series: Series, start: int) -> list[int]:
     if series.family in EXACT_FAMILIES or len(measured) < 2:
         return measured
     y = [series.points[i].value for i in measured]
-    y = [1.0 / v if series.family == "throughput" and v > 0 else v for v in y]
+    y = [1.0 / v if series.family == Family.THROUGHPUT and v > 0 else v for v in y]
     if not all(v > 0 and math.isfinite(v) for v in y):
         return measured
     ends, run_level = {measured[-1]}, None
@@ -180,7 +183,7 @@ def _suspect(series: Series, points: list[Point], y: list[float]) -> Finding | N
              else f"above the {threshold:.0%} threshold; not re-measured")
     detail = {"rise": round(rise, 4), "confirmation": Confirmation.NOISE if noise else Confirmation.SUSPECT,
               "confirmation_evidence": f"a step of x{rise:.2f} in the recorded history, {where}"}
-    if series.family == "throughput":  # judged on its inverse
+    if series.family == Family.THROUGHPUT:  # judged on its inverse
         old, latest = 1 / old, 1 / latest
     return Finding(series, points[before].commit, points[after].commit, old, latest, detail)
 
@@ -189,7 +192,7 @@ def _noisy(series: Series, points: list[Point]) -> Finding | None:
     """A step up at the tip's level: a suspect (timings, throughput), or, for the other noisy series, a
     regression when it clears the threshold and the rank test of the raw samples either side (a step
     without samples counts as it is)."""
-    y = [1.0 / p.value if series.family == "throughput" else p.value for p in points]
+    y = [1.0 / p.value if series.family == Family.THROUGHPUT else p.value for p in points]
     if not all(v > 0 and math.isfinite(v) for v in y):
         return None
     if series.family in REMEASURED:
@@ -244,8 +247,8 @@ def fingerprint_finding(series: Series, points: list[Point]) -> Finding | None:
     changes = [p.commit for prev, p in zip(points[first:], points[first + 1:]) if p.value != prev.value]
     detail = {"old_sha256": fingerprint_hex(points[first - 1].value), "new_sha256": fingerprint_hex(points[-1].value),
               "changed_again_at": changes, "compared": COMPARED, "baseline_commit": points[0].commit}
-    return Finding(replace(series, family="determinism"), points[first - 1].commit, points[first].commit, 0.0, 1.0,
-                   detail)
+    return Finding(replace(series, family=Family.IMAGE_CHANGED), points[first - 1].commit, points[first].commit,
+                   0.0, 1.0, detail)
 
 
 def segments(y: list[float], threshold: float) -> list[tuple[int, int, float]]:

@@ -26,7 +26,8 @@ from detsim.track.base.output import json_number
 from detsim.track.judge.detection import checkpoints
 from detsim.track.judge.family import Family
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, Confirmation, Finding
-from detsim.track.judge.history import FAMILY_ORDER, Series
+from detsim.track.judge.family import FAMILY_ORDER
+from detsim.track.judge.series import Series
 
 IMPROVABLE = (Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY, Family.COUNTED_COST, Family.OTHER_TRACK,
               Family.PARITY)  # the families whose rule has a direction (lower, or throughput higher, is better)

@@ -1,5 +1,5 @@
 """The verdict's families: what a recorded benchmark measures, which decides how it is judged (docs/tracking.md,
-"How each family is judged"; its threshold: :mod:`.thresholds`). :func:`.history.family_of` names a benchmark's.
+"How each family is judged"; its threshold: :mod:`.thresholds`). :func:`.benchmarks.family_of` names a benchmark's.
 
 Each member's value is the word the verdict, ``verdict.json`` and the history's table have always used, so a
 member equals its word (``Family.IMAGE_CHANGED == "determinism"``), and the words read back as members
@@ -14,6 +14,8 @@ import enum
 class Family(str, enum.Enum):
     def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
         return self.value
+
+    __hash__ = str.__hash__  # a member hashes as its word, so a map keyed by members finds the word too
 
     TIMING = "timing"  # seconds of a run, lower is better; a step is a suspect until re-measured
     THROUGHPUT = "throughput"  # work per second, higher is better (judged on its inverse)

@@ -12,11 +12,12 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from detsim.track.judge.history import Series
+from detsim.track.judge.family import Family
+from detsim.track.judge.series import Series
 
-REMEASURED = ("timing", "throughput")  # families whose steps are suspects until re-measured
-HASH_FAMILIES = ("determinism", "hash count")  # judged against a stored baseline of the machine class (fingerprints
-# are judged as determinism where none is stored)
+REMEASURED = (Family.TIMING, Family.THROUGHPUT)  # families whose steps are suspects until re-measured
+# judged against a stored baseline of the machine class (fingerprints are judged as determinism where none is stored)
+HASH_FAMILIES = (Family.IMAGE_CHANGED, Family.CASES_CHANGED)
 
 
 class Confirmation(str, enum.Enum):
@@ -33,15 +34,26 @@ class Confirmation(str, enum.Enum):
 
 NONDETERMINISTIC, CHANGED, REGRESSED = "NONDETERMINISTIC", "CHANGED", "REGRESSED"
 FLAGGED = (REGRESSED, CHANGED, NONDETERMINISTIC)  # the labels of the findings that are regressions
-FAMILY_LABELS = {"reproducibility": NONDETERMINISTIC, "determinism": CHANGED, "fingerprint": CHANGED,
-                 "hash count": CHANGED}
+FAMILY_LABELS = {Family.RUNS_DIFFER: NONDETERMINISTIC, Family.IMAGE_CHANGED: CHANGED, Family.IMAGE_FINGERPRINT: CHANGED,
+                 Family.CASES_CHANGED: CHANGED}
 CONFIRMATION_LABELS = {Confirmation.SUSPECT: "SUSPECT", Confirmation.NOISE: "NOISE",
                        Confirmation.UNDECIDED: "UNDECIDED"}  # a timing step's label until confirmed
+
+
+def series_of_record(record: Mapping) -> Series:
+    """The series a finding's or an event's JSON record names (its points are not stored)."""
+    return Series(env=record["env"], name=record["benchmark"], params=record["params"], family=Family(record["family"]),
+                  unit=record["unit"], case=record.get("case"))
 
 
 def flags(record: Mapping) -> bool:
     """Whether a finding's JSON record (:meth:`Finding.record`) is a regression (:attr:`Finding.is_verdict`)."""
     return record.get("label") in FLAGGED
+
+
+# a record's keys made from the finding itself (the others are its evidence, ``detail``)
+RECORD_KEYS = ("family", "benchmark", "params", "env", "unit", "last_good", "first_bad", "old", "new", "ratio", "label",
+               "case", "new_r", "old_r")
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,15 @@ class Finding:
     def ratio(self) -> float | None:
         return None if self.old in (None, 0) else self.new / self.old
 
+    @classmethod
+    def from_record(cls, record: Mapping) -> Finding:
+        """The finding :meth:`record` stored (its series without points; the rest of the record its evidence)."""
+        detail = {k: v for k, v in record.items() if k not in RECORD_KEYS}
+        if "confirmation" in detail:
+            detail["confirmation"] = Confirmation(detail["confirmation"])
+        return cls(series_of_record(record), record["last_good"], record["first_bad"], record["old"], record["new"],
+                   detail)
+
     def record(self) -> dict:
         """The finding as the JSON report stores it."""
         s = self.series
@@ -77,7 +98,7 @@ class Finding:
                   "ratio": None if self.ratio is None else round(self.ratio, 4), "label": self.label, **self.detail}
         if s.case:
             record["case"] = s.case
-        if s.family == "parity":
+        if s.family == Family.PARITY:
             record["new_r"] = round(1 - self.new, 12)
             record["old_r"] = None if self.old is None else round(1 - self.old, 12)
         return record

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from detsim.track.base.golden import EAGER_AXES
-from detsim.track.judge.history import Series, param_values
+from detsim.track.judge.family import Family
+from detsim.track.judge.series import Series
+from detsim.track.judge.benchmarks import param_values
 
 SAME, CHANGED, NOT_REPRODUCIBLE, NOT_COMPARABLE = "same", "changed", "not reproducible", "not comparable"
 
@@ -76,7 +78,7 @@ def irreproducible_cases(series: Sequence[Series]) -> dict[str, dict[str, list[s
     found: dict[str, dict[str, list[str]]] = {}
     for s in series:
         axis = param_values(s.params).get("axis")
-        if s.family != "reproducibility" or axis not in EAGER_AXES or not s.case:
+        if s.family != Family.RUNS_DIFFER or axis not in EAGER_AXES or not s.case:
             continue
         for p in s.points:
             if p.measured and p.value > 0:
@@ -104,10 +106,11 @@ def determinism_states(hashes: Mapping[str, dict], series: Sequence[Series],
                        commits: Sequence[str]) -> dict[str, list[State]]:
     """Golden case -> its :class:`State` at each of ``commits``, from the per-commit hash records (commit ->
     record) and the tracks (see the module)."""
-    tracks = {s.case: {p.commit: p.value for p in s.points} for s in series if s.family == "determinism" and s.case}
+    tracks = {s.case: {p.commit: p.value for p in s.points}
+              for s in series if s.family == Family.IMAGE_CHANGED and s.case}
     prints = {s.case: {p.commit: p.value for p in s.points if p.measured}
-              for s in series if s.family == "fingerprint" and s.case}
-    classes = {p.commit: p.value for s in series if s.family == "machine class" for p in s.points if p.measured}
+              for s in series if s.family == Family.IMAGE_FINGERPRINT and s.case}
+    classes = {p.commit: p.value for s in series if s.family == Family.MACHINE_CLASS for p in s.points if p.measured}
     irreproducible = irreproducible_cases(series)
     cases = set(tracks) | set(prints) | {c for commit in commits for c in (hashes.get(commit) or {}).get("cases", {})}
     states = {}

@@ -1,16 +1,18 @@
 """Why series were skipped at the latest commit: each one's reason (:func:`skip_reason`), and the skipped series
 grouped by reason (:func:`group_skips`) as the verdict lists them: ``54 image hashes (no baseline for this machine
-class)``. Input: the skipped :class:`~.history.Series`; output: :class:`Skipped` groups, the largest first.
+class)``. Input: the skipped :class:`~.series.Series`; output: :class:`Skipped` groups, the largest first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Mapping
 
 from detsim.track.base.device_costs import DEVICE_COST_UNITS
 from detsim.track.judge.finding import HASH_FAMILIES
-from detsim.track.judge.history import Series, param_values
+from detsim.track.judge.family import Family
+from detsim.track.judge.series import Series
+from detsim.track.judge.benchmarks import param_values
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ NO_DEVICE_COST = Reason("device cost", "device costs",
 NO_VALGRIND = Reason("instruction count", "instruction counts", "no valgrind or pytest-codspeed's hooks")
 CASE_FAILED = Reason("track of a failed case", "tracks of failed cases", "their case failed: see NOT MEASURED")
 UNKNOWN = Reason("other", "others", "the benchmark's own reason, which asv does not keep")
+REASONS = (NO_BASELINE, NO_CUDA, TRITON_ON_CPU, NO_DEVICE_COST, NO_VALGRIND, CASE_FAILED, UNKNOWN)
 
 
 def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[str] = ()) -> Reason:
@@ -45,7 +48,7 @@ def skip_reason(series: Series, class_baseline: bool, failed_cases: Collection[s
         return CASE_FAILED
     if series.family in HASH_FAMILIES and not class_baseline:
         return NO_BASELINE
-    if series.family == "cost":
+    if series.family == Family.COUNTED_COST:
         return NO_VALGRIND
     return UNKNOWN
 
@@ -64,6 +67,13 @@ class Skipped:
 
     def record(self) -> dict:
         return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> Skipped:
+        """The group :meth:`record` stored (a reason no longer known keeps its words)."""
+        words = (record["what"], record["why"])
+        reason = next((r for r in REASONS if (r.many, r.why) == words), Reason(record["what"], *words))
+        return cls(reason, tuple(record["benchmarks"]))
 
 
 def group_skips(skipped: Iterable[Series], class_baseline: bool,

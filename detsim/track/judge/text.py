@@ -7,6 +7,7 @@ at most :data:`WIDTH` characters, then one summary line.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections import Counter
 from typing import Iterable, Mapping
@@ -14,7 +15,8 @@ from typing import Iterable, Mapping
 from detsim.track.judge.finding import CHANGED, CONFIRMATION_LABELS, NONDETERMINISTIC, REGRESSED, REMEASURED, Finding, \
     Confirmation
 from detsim.track.base.device_costs import COUNT_UNITS
-from detsim.track.judge.history import COST_UNIT
+from detsim.track.judge.benchmarks import COST_UNIT
+from detsim.track.judge.family import Family
 from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.judge.confirm import REMEASURES
 
@@ -71,29 +73,82 @@ def where_text(record: Mapping, subjects: Mapping[str, str]) -> str:
 
 def change_text(r: Mapping, sha_digits: int | None = None) -> str:
     """Old -> new in the family's terms (image hashes cut to ``sha_digits``)."""
-    if r["family"] == "parity":
+    if r["family"] == Family.PARITY:
         old = "?" if r["old_r"] is None else f"{r['old_r']:.9f}"
         return f"r {old} -> {r['new_r']:.9f}"
-    if r["family"] == "determinism":
+    if r["family"] == Family.IMAGE_CHANGED:
         return f"{(r['old_sha256'] or '?')[:sha_digits]} -> {(r['new_sha256'] or '?')[:sha_digits]}"
     ratio = "" if r["ratio"] is None else f", x{r['ratio']:.2f}"
     return f"{fmt(r['old'], r['unit'])} -> {fmt(r['new'], r['unit'])}{ratio}"
 
 
-def finding_text(r: Mapping) -> str:
-    """What changed, in the family's own terms (the commits are added by the caller)."""
-    if r["family"] == "parity":
-        return f"parity {r['case']}: {change_text(r)} (1 - r {r['old']} -> {r['new']})"
-    if r["family"] == "reproducibility":
-        return f"images of {r.get('case')} differ between two runs ({r['axis']}: {r['runs']})"
-    if r["family"] == "determinism":
+class View(enum.Enum):
+    """Where a finding's line is shown (:func:`finding_line`)."""
+
+    SCREEN = "screen"  # the terminal and verdict.md: the short name, fitted to WIDTH with the subject
+    FULL = "full"  # verdict.txt and asv's feed: the whole name, the evidence, since when and the last good
+    GATE = "gate"  # the bench gate: the evidence, against the baseline's commit
+    PAGE = "page"  # an item of the status page's family row: the name and the change only
+
+
+SHA_DIGITS = {View.SCREEN: 8, View.FULL: None, View.GATE: 16, View.PAGE: 12}  # of an image sha256 on a line
+
+
+def _evidence(r: Mapping, view: View) -> str:
+    """What decided a finding, at the end of its line in full and in the gate."""
+    if view is View.GATE:
+        return f" ({r['evidence']})" if r.get("evidence") else ""
+    if r["family"] == Family.PARITY:
+        return f" (1 - r {r['old']} -> {r['new']})"
+    if r["family"] == Family.IMAGE_CHANGED:
         again = f"; changed again at {', '.join(c[:8] for c in r['changed_again_at'])}" if r["changed_again_at"] else ""
-        note = f" ({r['note']})" if r.get("note") else ""
-        return f"image hash {r.get('case') or r['benchmark']}: {change_text(r)}{again}{note}"
+        return again + (f" ({r['note']})" if r.get("note") else "")
     extra = [f"rank test p={r['rank_test_p']:.2g}"] if "rank_test_p" in r else []
     extra += [r[key] for key in ("evidence", "confirmation_evidence") if key in r]  # a count's, a timing step's
-    evidence = f" ({', '.join(extra)})" if extra else ""
-    return f"{r['family']} {r['benchmark']}{r['params']}: {change_text(r)}{evidence}"
+    return f" ({', '.join(extra)})" if extra else ""
+
+
+def _name(r: Mapping, view: View) -> str:
+    """A finding's name on a line of ``view``."""
+    if view is View.SCREEN:
+        return short_name(r)
+    if view is View.GATE:
+        return r["benchmark"]
+    if view is View.PAGE:
+        return r.get("case") or r["benchmark"] + r["params"]
+    by_case = r["family"] in (Family.PARITY, Family.IMAGE_CHANGED, Family.RUNS_DIFFER)  # in full
+    return r.get("case") or r["benchmark"] if by_case else r["benchmark"] + r["params"]
+
+
+def finding_line(finding: Finding | Mapping, subjects: Mapping[str, str] | None = None, *, view: View = View.SCREEN,
+                 tail: str = "") -> str:
+    """A finding's line (a :class:`Finding` or its JSON record), the one writer of every view's: ``LABEL FAMILY
+    NAME: CHANGE (EVIDENCE), WHERE``, as ``view`` shows it (the page's items leave out the label and family, under
+    their family's row; on screen the change stays whole, the name and then the subject are cut to fit
+    :data:`WIDTH`, ``tail`` at its end)."""
+    r = finding.record() if isinstance(finding, Finding) else finding
+    name, digits = _name(r, view), SHA_DIGITS[view]
+    if view is View.PAGE:
+        if r["family"] == Family.RUNS_DIFFER:
+            return f"{name}: two runs differ ({r.get('axis')})"
+        if r["family"] in (Family.PARITY, Family.IMAGE_CHANGED):
+            return f"{name}: {'image sha256 ' * (r['family'] == Family.IMAGE_CHANGED)}{change_text(r, digits)}"
+        number = lambda value: "?" if value is None else f"{value:.6g}"  # noqa: E731
+        text = f"{name}: {number(r.get('old'))} -> {number(r.get('new'))} {r.get('unit', '')}".rstrip()
+        return text + (f" (x{r['ratio']:.2f})" if r.get("ratio") else "")
+    if r["family"] == Family.RUNS_DIFFER:  # within the gate's run: no baseline involved
+        if view is View.GATE:
+            return f"{r['label']} images of {name} differ between {r['runs']}{_evidence(r, view)}"
+        return (f"{r['label']} images of {name} differ between two runs ({r['axis']}: {r['runs']}), "
+                f"{where_text(r, subjects or {})}")
+    head, change = f"{r['label']} {family_word(r)} ", f": {change_text(r, digits)}"
+    if view is View.GATE:
+        where = f"the baseline of {r['last_good'][:8]}" if r["last_good"] else "the baseline"
+        return f"{head}{name}{change}{_evidence(r, view)}, against {where}"
+    if view is View.FULL:
+        return f"{head}{name}{change}{_evidence(r, view)}, {where_text(r, subjects or {})}"
+    room = WIDTH - len(head) - len(change) - len(f" {since(r)} 12345678") - len(tail)  # the change stays whole
+    return fitted(head + cut(name, room) + change, r["first_bad"], subjects or {}, prefix=since(r), tail=tail)
 
 
 def _cases(group: list[Mapping]) -> str:
@@ -106,9 +161,9 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
     irreproducible: dict[tuple, list[Mapping]] = {}
     hashes: dict[tuple, list[Mapping]] = {}
     for r in records:
-        if r["family"] == "reproducibility":
+        if r["family"] == Family.RUNS_DIFFER:
             irreproducible.setdefault((r["axis"], r["first_bad"], r["last_good"]), []).append(r)
-        elif r["family"] == "determinism":
+        elif r["family"] == Family.IMAGE_CHANGED:
             hashes.setdefault((r["first_bad"], r["last_good"]), []).append(r)
     lines = [f"{NONDETERMINISTIC} images of {len(group)} golden case{'s' * (len(group) > 1)} ({_cases(group)}) "
              f"differ between two runs ({axis}: {group[0]['runs']}), {where_text(group[0], subjects)}"
@@ -116,9 +171,9 @@ def regression_lines(records: list[Mapping], subjects: Mapping[str, str]) -> lis
     lines += [f"{CHANGED} image hash of {len(group)} golden cases ({_cases(group)}), "
               f"{where_text(group[0], subjects)} (sha256s with --json)"
               for group in hashes.values() if len(group) > GROUP_HASHES]
-    lines += [f"{r['label']} {finding_text(r)}, {where_text(r, subjects)}" for r in records
-              if r["family"] != "reproducibility"
-              and (r["family"] != "determinism" or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
+    lines += [finding_line(r, subjects, view=View.FULL) for r in records
+              if r["family"] != Family.RUNS_DIFFER and (r["family"] != Family.IMAGE_CHANGED
+                                                         or len(hashes[(r["first_bad"], r["last_good"])]) <= GROUP_HASHES)]
     return lines
 
 
@@ -213,15 +268,7 @@ def case_tag(record: Mapping) -> str:
 
 
 def family_word(record: Mapping) -> str:
-    return "image hash" if record["family"] == "determinism" else record["family"]
-
-
-def finding_line(record: Mapping, subjects: Mapping[str, str], tail: str = "") -> str:
-    """One finding, ``tail`` at its end: the change whole, the name and then the subject cut to fit."""
-    label, change = f"{record['label']} {family_word(record)} ", f": {change_text(record, 8)}"
-    where = len(f" {since(record)} 12345678")
-    name = cut(short_name(record), WIDTH - len(label) - len(change) - where - len(tail))  # the change stays whole
-    return fitted(label + name + change, record["first_bad"], subjects, prefix=since(record), tail=tail)
+    return "image hash" if record["family"] == Family.IMAGE_CHANGED else record["family"]
 
 
 def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
@@ -238,14 +285,14 @@ def names_fitting(names: list[str], room: int, more: str = ", ... +{}") -> str:
 def _group_head(records: list[Mapping], names: str) -> str:
     first, count = records[0], len(records)
     family = first["family"]
-    if family == "reproducibility":
+    if family == Family.RUNS_DIFFER:
         cases = f"{count} golden cases ({names})" if count > 1 else first.get("case") or first["benchmark"]
         return f"{first['label']} images of {cases} differ between two runs ({first['axis']})"
     what = "golden cases" if all(r.get("case") for r in records) else "benchmarks"
     head = f"{first['label']} {family_word(first)} of {count} {what} ({names})"
-    if family == "parity":
+    if family == Family.PARITY:
         return head + f", r down to {min(r['new_r'] for r in records):.9f}"
-    ratios = [r["ratio"] for r in records if r["ratio"] is not None and family != "determinism"]
+    ratios = [r["ratio"] for r in records if r["ratio"] is not None and family != Family.IMAGE_CHANGED]
     if ratios:
         low, high = min(ratios), max(ratios)
         head += f", x{low:.2f}" + (f" to x{high:.2f}" if f"{high:.2f}" != f"{low:.2f}" else "")
@@ -274,13 +321,13 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
     decide = "decide: " + "; ".join(sorted(does))
     lines, told = [], False
     for group in groups.values():
-        if group[0]["family"] == "reproducibility" or len(group) >= GROUP_AT:
+        if group[0]["family"] == Family.RUNS_DIFFER or len(group) >= GROUP_AT:
             lines.append(group_line(group, subjects))
             continue
         for record in group:
             line = finding_line(record, subjects)
             if len(undecided) == 1 and record.get("decide_command"):
-                with_command = finding_line(record, subjects, f"; {decide}")
+                with_command = finding_line(record, subjects, tail=f"; {decide}")
                 told = with_command.startswith(line.split(" since ")[0])  # its facts uncut
                 line = with_command if told else line
             lines.append(line)

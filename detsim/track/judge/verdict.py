@@ -1,9 +1,10 @@
 """The verdict: one machine's (:class:`Report`), the machines' together with where they agree
-(:class:`Judgement`), and its stored form. ``Judgement.as_json()`` is ``verdict.json``, kept at
-``<reports>/<STAMP>/verdict.json`` (with ``verdict.txt`` and ``verdict.md`` beside it) and ``<reports>/latest``, a
-link to the folder of the latest verdict, swapped in atomically once all three are written. Views
-(``detsim-track publish``, ``explain``) read the JSON (:func:`read_verdict`) and nothing else of the history's
-judgement. The verdict is made by :func:`.analysis.analyse`.
+(:class:`Judgement`), and its stored form. ``Judgement.as_json()`` is ``verdict.json``, one shape for one machine
+or several (each machine's verdict under ``machines``), kept at ``<reports>/<STAMP>/verdict.json`` (with
+``verdict.txt`` and ``verdict.md`` beside it) and ``<reports>/latest``, a link to the folder of the latest verdict,
+swapped in atomically once all three are written. Views (``detsim-track publish``, ``explain``) read it back typed
+(:func:`read_verdict`: :meth:`Judgement.from_json`) and nothing else of the history's judgement. The verdict is made
+by :func:`.analysis.analyse`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Mapping
 
 from detsim.track.base.exitcodes import ExitCode, worst
-from detsim.track.base.hashing import fingerprint_hex
-from detsim.track.judge.events import HistoryEvent
-from detsim.track.judge.finding import Finding
-from detsim.track.judge.history import FAMILY_ORDER
+from detsim.track.base.hashing import fingerprint, fingerprint_hex
+from detsim.track.judge.events import SHA_KEYS, EventStep, HistoryEvent
+from detsim.track.judge.finding import Finding, series_of_record
+from detsim.track.judge.family import FAMILY_ORDER, Family
 from detsim.track.judge.skips import Skipped
 
 
@@ -44,9 +45,9 @@ class Report:
     measured: int = 0  # series measured at the latest commit
     skips: tuple[Skipped, ...] = ()  # the ``skipped`` series by reason
     unbuilt: tuple[str, ...] = ()  # earlier commits that measured nothing (did not build, suite did not import)
-    families: Mapping[str, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
+    families: Mapping[Family, dict] = field(default_factory=dict)  # family -> measured, failed, skipped at the latest
     history: Mapping[str, object] = field(default_factory=dict)  # what the status page draws (:func:`page_history`)
-    target_results: str | None = None  # a target's recording: its project folder (history.target_results)
+    target_results: str | None = None  # a target's recording: its project folder (results_files.target_results)
     reused: tuple[str, ...] | None = None  # a target's commits that took a twin's results (None: not known)
     events: tuple[HistoryEvent, ...] = ()  # every series' steps over the recorded history, in commit order (.events)
 
@@ -63,6 +64,32 @@ class Report:
             **({"reused": list(self.reused)} if self.reused is not None else {}),
             "events": [e.record() for e in self.events],
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Report:
+        """One machine's verdict as :meth:`as_json` wrote it (KeyError, TypeError or ValueError where it is not)."""
+        return cls(
+            generated_at=data["generated_at"], machine=data["machine"], envs=tuple(data["envs"]),
+            commits=tuple(data["commits"]), latest=data["latest"], subjects=dict(data["subjects"]),
+            regressions=tuple(map(Finding.from_record, data["regressions"])), unmeasured=tuple(data["unmeasured"]),
+            skipped=data["skipped"], built=data["built"], notes=tuple(data["notes"]), exit=ExitCode(data["exit"]),
+            machine_class=None if data["machine_class"] is None else fingerprint(data["machine_class"]),
+            measured=data["measured"], skips=tuple(map(Skipped.from_record, data["skips"])),
+            unbuilt=tuple(data["unbuilt"]), families={Family(k): v for k, v in data["families"].items()},
+            history=dict(data["history"]), target_results=data.get("target_results"),
+            reused=tuple(data["reused"]) if "reused" in data else None, events=tuple(map(_event_of, data["events"])))
+
+
+def _number(value) -> float | None:
+    """A value :func:`~detsim.track.base.output.json_number` wrote: a number, its text (``nan``), or None."""
+    return float(value) if isinstance(value, str) else value
+
+
+def _event_of(record: Mapping) -> HistoryEvent:
+    """An event as ``HistoryEvent.record`` wrote it."""
+    return HistoryEvent(series_of_record(record), EventStep(record["step"]), record["commit"], record["before"],
+                        _number(record["old"]), _number(record["new"]), record["label"],
+                        {k: record[k] for k in SHA_KEYS if k in record})
 
 
 def exit_code(findings, unmeasured, built: bool) -> ExitCode:
@@ -89,12 +116,18 @@ class Judgement:
         return next(iter(self.reports.values())) if len(self.reports) == 1 and not self.failed else None
 
     def as_json(self) -> dict:
-        """``verdict.json`` (less its ``report`` field): one machine's verdict as it is, several under
-        ``machines`` with the machines not judged, the agreement and the facts."""
-        if self.single is not None:
-            return self.single.as_json()
-        return {"machines": {m: r.as_json() for m, r in self.reports.items()}, "not_judged": dict(self.failed),
-                "agreement": list(self.agreement), "facts": list(self.facts), "exit": int(self.exit)}
+        """``verdict.json``: each machine's verdict under ``machines`` (one machine's too), the machines not
+        judged, the agreement and the facts (several machines'), and the exit."""
+        return {"report": COMMAND, "machines": {m: r.as_json() for m, r in self.reports.items()},
+                "not_judged": dict(self.failed), "agreement": list(self.agreement), "facts": list(self.facts),
+                "exit": int(self.exit)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Judgement:
+        """The judgement :meth:`as_json` wrote (KeyError, TypeError or ValueError where it is not one)."""
+        return cls(reports={m: Report.from_json(r) for m, r in data["machines"].items()},
+                   failed=dict(data["not_judged"]), agreement=tuple(data["agreement"]), facts=tuple(data["facts"]),
+                   exit=ExitCode(data["exit"]))
 
 
 def _both(names: list[str]) -> str:
@@ -108,7 +141,7 @@ def agreement_lines(reports: Mapping[str, Report]) -> list[str]:
     for m, report in reports.items():
         for f in (f for f in report.regressions if f.is_verdict):
             found[m].setdefault(f.series.family, set()).add((f.series.name, f.series.params))
-    families = [fam for fam in FAMILY_ORDER if fam in ("timing", "determinism")
+    families = [fam for fam in FAMILY_ORDER if fam in (Family.TIMING, Family.IMAGE_CHANGED)
                 or any(fam in found[m] for m in machines)]
     lines = []
     for family in families:
@@ -161,7 +194,6 @@ COMMAND = "detsim-track regressions"  # the "report" field of verdict.json
 TEXT_FILE, JSON_FILE = "verdict.txt", "verdict.json"  # the full report, in each report folder
 MARKDOWN_FILE = "verdict.md"  # beside them: the findings to act on, for CI summaries (detsim.track.report.markdown)
 LATEST = "latest"  # the link, in the reports folder, to the latest verdict's folder
-MACHINE_FIELDS = ("machine", "latest", "commits", "notes", "exit")  # what every view reads of a machine's verdict
 
 
 class VerdictError(Exception):
@@ -194,8 +226,8 @@ def latest_file(reports: Path) -> Path:
     return reports / LATEST / JSON_FILE
 
 
-def read_verdict(path: Path) -> dict:
-    """The verdict stored at ``path``, checked to be one (:class:`VerdictError`, one line, otherwise)."""
+def read_verdict(path: Path) -> Judgement:
+    """The verdict stored at ``path``, read back typed (:class:`VerdictError`, one line, where it is not one)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -204,18 +236,11 @@ def read_verdict(path: Path) -> dict:
         raise VerdictError(f"{path}: unreadable ({getattr(exc, 'strerror', None) or exc})") from None
     if not isinstance(data, dict) or data.get("report") != COMMAND:
         raise VerdictError(f"{path}: not a verdict of `{COMMAND}`")
-    machines = data.get("machines") if "machines" in data else {data.get("machine"): data}
-    if not isinstance(machines, dict) or not machines or not all(
-            isinstance(m, str) and isinstance(r, dict) and isinstance(r.get("regressions"), list)
-            for m, r in machines.items()):
-        raise VerdictError(f"{path}: not a verdict of `{COMMAND}` (no machine's findings)")
-    for machine, report in machines.items():
-        missing = [key for key in MACHINE_FIELDS if key not in report]
-        if missing or not all(isinstance(r, dict) and "label" in r for r in report["regressions"]):
-            raise VerdictError(f"{path}: the verdict on {machine} has no {', '.join(missing) or 'finding labels'}")
-    return data
-
-
-def machines_of(verdict: Mapping) -> dict[str, dict]:
-    """Machine -> its verdict, from a stored verdict (one machine's, or several under ``machines``)."""
-    return dict(verdict["machines"]) if "machines" in verdict else {verdict["machine"]: dict(verdict)}
+    if not isinstance(data.get("machines"), dict) or not data["machines"]:
+        raise VerdictError(f"{path}: not a verdict of `{COMMAND}` (no machine's verdict)")
+    try:
+        return Judgement.from_json(data)
+    except KeyError as exc:
+        raise VerdictError(f"{path}: not a verdict of `{COMMAND}` (no {exc.args[0]!r})") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise VerdictError(f"{path}: not a verdict of `{COMMAND}` ({exc})") from None

@@ -55,10 +55,10 @@ from typing import Iterable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 from detsim.track.base.fresh import ChildError, last_line, run
-from detsim.track.judge.history import param_labels
+from detsim.track.judge.benchmarks import param_labels
 from detsim.track.base.output import atomic_write_bytes, atomic_write_text
-from detsim.track.judge.finding import flags
-from detsim.track.judge.text import finding_text, where_text
+from detsim.track.judge.text import View, finding_line
+from detsim.track.judge.verdict import Report
 
 # ---- links ----
 STATUS_PAGE = "status.html"
@@ -214,18 +214,19 @@ def entry(record: Mapping, machine: str, index: Mapping, revisions: Mapping[str,
     return [name, path, {k: v for k, v in params.items() if k in varying}, position, new, old, [jump]]
 
 
-def tab(verdicts: Mapping[str, Mapping], index: Mapping, html: Path) -> Tab:
+def tab(verdicts: Mapping[str, Report], index: Mapping, html: Path) -> Tab:
     """The tab's list and feed from the stored verdicts (machine -> its verdict): every finding they flag, in
     their order."""
     revisions = {commit: int(rev) for rev, commit in index["revision_to_hash"].items()}
     entries, missing, texts = [], [], []
-    for machine, record in ((m, r) for m, verdict in verdicts.items() for r in verdict["regressions"] if flags(r)):
+    flagged = ((m, f.record()) for m, report in verdicts.items() for f in report.regressions if f.is_verdict)
+    for machine, record in flagged:
         made = entry(record, machine, index, revisions, html)
         if made is None:
             missing.append(f"{record['benchmark']}{record['params']} on {machine}")
             continue
         entries.append(made)
-        texts.append(f"{record['label']} {finding_text(record)}, {where_text(record, {})}")
+        texts.append(finding_line(record, view=View.FULL))
     return Tab(tuple(entries), _feed(entries, texts, index), tuple(missing))
 
 

@@ -13,6 +13,7 @@ from html import escape
 from typing import Mapping, Sequence
 
 from detsim.track.judge.text import event_text
+from detsim.track.judge.verdict import Report
 
 FLAGGING_STEPS = ("regressed", "changed", "irreproducible", "broken")  # drawn red; "improved" and "fixed" green
 COLOR = {True: "#c62828", False: "#2e7d32"}  # by whether the step flags
@@ -90,19 +91,19 @@ function detsimEventX(commit, xaxis, main) {
 """
 
 
-def asv_marks(picked: Mapping[str, Mapping]) -> dict[str, list[dict]]:
+def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
     """Benchmark -> the events of every machine ``picked`` (machine -> its stored verdict), in their order: the
     commit, the step, its colour and the line that names it (with its machine where there are several)."""
     marks: dict[str, list[dict]] = {}
     for machine, report in picked.items():
-        for e in report.get("events") or []:
+        for e in (event.record() for event in report.events):
             text = (f"{machine}: " if len(picked) > 1 else "") + event_text(e)
             marks.setdefault(e["benchmark"], []).append(
                 {"commit": e["commit"], "step": e["step"], "color": COLOR[e["step"] in FLAGGING_STEPS], "text": text})
     return marks
 
 
-def asv_script(picked: Mapping[str, Mapping]) -> str:
+def asv_script(picked: Mapping[str, Report]) -> str:
     """The script that marks the events of ``picked`` on asv's graphs (:data:`ASV_SCRIPT`)."""
     return f"var DETSIM_EVENTS = {json.dumps(asv_marks(picked), sort_keys=True)};\n{PLUGIN.lstrip()}"
 

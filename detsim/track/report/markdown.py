@@ -1,9 +1,9 @@
 """``verdict.md``: the stored verdict in Markdown, for where CI users look (GitHub's job summary).
 
-Input: a stored verdict (``verdict.json``'s content, one machine's or several). Output: the exit status and its
-meaning, then per machine each finding that needs action in one line, in the words the terminal prints
-(:func:`detsim.track.judge.text.finding_line`), what was not measured, and links to the status page and the
-full report. ``detsim-track regressions`` writes it beside ``verdict.json`` and ``verdict.txt`` and appends it to
+Input: the verdict (a :class:`~detsim.track.judge.verdict.Judgement`, one machine's or several). Output: the
+exit status and its meaning, then per machine each finding that needs action in one line, in the words the
+terminal prints (:func:`detsim.track.judge.text.finding_line`), what was not measured, and links to the status
+page and the full report. ``detsim-track regressions`` writes it beside ``verdict.json`` and ``verdict.txt`` and appends it to
 ``$GITHUB_STEP_SUMMARY`` where that is set (:func:`append_to_summary`).
 """
 
@@ -16,7 +16,7 @@ from typing import Mapping
 
 from detsim.track.base.exitcodes import MEANING, ExitCode
 from detsim.track.judge.text import NOISE_LABEL, finding_line
-from detsim.track.judge.verdict import TEXT_FILE, machines_of
+from detsim.track.judge.verdict import TEXT_FILE, Judgement
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"  # the file GitHub Actions shows as the job's summary (appended to)
 
@@ -36,27 +36,26 @@ def meaning(code: int) -> str:
         return "unknown exit status"
 
 
-def markdown_lines(verdict: Mapping, page: str, report: str = TEXT_FILE) -> list[str]:
+def markdown_lines(verdict: Judgement, page: str, report: str = TEXT_FILE) -> list[str]:
     """The verdict in Markdown; ``page`` and ``report``: the links to the status page and the full report, as
     seen from where the file is read."""
-    code = int(verdict["exit"])
+    code = int(verdict.exit)
     lines = [f"## detsim-track verdict: exit {code}, {meaning(code)}", "",
              f"The status page: [{Path(page).name}]({page}); the full report: [{Path(report).name}]({report}).", ""]
-    for machine, mine in machines_of(verdict).items():
-        subjects = mine.get("subjects") or {}
-        act = [r for r in mine["regressions"] if r["label"] != NOISE_LABEL]
-        noise = len(mine["regressions"]) - len(act)
-        lines += [f"### machine `{machine}`: exit {int(mine['exit'])}, {meaning(int(mine['exit']))}", "",
-                  f"Latest commit `{mine['latest'][:8]}`, {len(mine['commits'])} commits "
+    for machine, mine in verdict.reports.items():
+        act = [f for f in mine.regressions if f.label != NOISE_LABEL]
+        noise = len(mine.regressions) - len(act)
+        lines += [f"### machine `{machine}`: exit {int(mine.exit)}, {meaning(int(mine.exit))}", "",
+                  f"Latest commit `{mine.latest[:8]}`, {len(mine.commits)} commits "
                   f"recorded; {len(act)} finding{'s' * (len(act) != 1)} to act on, {noise} noise, "
-                  f"{len(mine['unmeasured'])} not measured.", ""]
-        shown = [finding_line(r, subjects) for r in act]
-        shown += [f"decide: {command}" for command in sorted({r["decide_command"] for r in act
-                                                               if r.get("decide_command")})]
-        shown += [f"NOT MEASURED at {mine['latest'][:8]}: {label}" for label in mine["unmeasured"]]
+                  f"{len(mine.unmeasured)} not measured.", ""]
+        shown = [finding_line(f, mine.subjects) for f in act]
+        shown += [f"decide: {command}" for command in sorted({f.detail["decide_command"] for f in act
+                                                               if f.detail.get("decide_command")})]
+        shown += [f"NOT MEASURED at {mine.latest[:8]}: {label}" for label in mine.unmeasured]
         if shown:
             lines += [*_fenced(shown), ""]
-    for machine, why in (verdict.get("not_judged") or {}).items():
+    for machine, why in verdict.failed.items():
         lines += [f"Machine `{machine}` not judged: {why}", ""]
     return lines
 

@@ -19,9 +19,10 @@ from detsim.track.base.exitcodes import MEANING, worst as worst_exit
 from detsim.track.base.metrics import PARITY_MIN_R
 from detsim.track.report.asvpage import graph_url
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Confirmation
-from detsim.track.judge.text import change_text
-from detsim.track.judge.verdict import machines_of
+from detsim.track.judge.text import View, finding_line
+from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.report.events import events_section, svg_marks
 
 GENERATOR = "detsim-track publish"
@@ -30,12 +31,12 @@ MARK = f'<meta name="generator" content="{GENERATOR}">'
 # ---- the family rows -------------------------------------------------------------------------------------
 # A timing finding whose confirmation says ``undecided`` or ``noise`` does not make a row red; only undecided
 # steps make it grey (never amber: nothing is known to be wrong).
-ROWS = ("timing", "memory", "cost", "parity", "determinism")
-MERGED = {"throughput": "timing", "hash count": "determinism", "fingerprint": "determinism",
-          "reproducibility": "determinism"}
+ROWS = (Family.TIMING, Family.PEAK_MEMORY, Family.COUNTED_COST, Family.PARITY, Family.IMAGE_CHANGED)
+MERGED = {Family.THROUGHPUT: Family.TIMING, Family.CASES_CHANGED: Family.IMAGE_CHANGED,
+          Family.IMAGE_FINGERPRINT: Family.IMAGE_CHANGED, Family.RUNS_DIFFER: Family.IMAGE_CHANGED}
 # the determinism row's words by the labels of its findings, the first that applies (finding.FAMILY_LABELS)
 DETERMINISM_WORDS = (("NONDETERMINISTIC", "not reproducible"), ("CHANGED", "changed"))
-HIDDEN = ("reference", "machine class")  # the machine's own speed and class: context, not verdicts
+HIDDEN = (Family.MACHINE_REFERENCE, Family.MACHINE_CLASS)  # the machine's own speed and class: context, not verdicts
 GREEN, RED, AMBER, GREY = "ok", "regressed", "attention", "not measured"
 UNDECIDED = (Confirmation.SUSPECT, Confirmation.UNDECIDED)  # timing confirmations of a step not re-measured
 NOT_COUNTED = (*UNDECIDED, Confirmation.NOISE)  # timing confirmations that do not make a row red
@@ -78,34 +79,21 @@ class Item:
 
 @dataclass(frozen=True)
 class Row:
-    family: str
+    family: Family
     status: str  # GREEN, RED, AMBER or GREY
     verdict: str  # the words shown in the coloured cell
     summary: str
     items: tuple[Item, ...] = ()
 
 
-def _item_text(record: Mapping) -> str:
-    """One line for a finding of the verdict's JSON report."""
-    family, label = record.get("family"), (record.get("case") or record.get("benchmark", "?") + record.get("params", ""))
-    if family in ("parity", "determinism"):
-        return f"{label}: {'image sha256 ' * (family == 'determinism')}{change_text(record, 12)}"
-    if family == "reproducibility":
-        return f"{label}: two runs differ ({record.get('axis')})"
-    num = lambda value: "?" if value is None else f"{value:.6g}"  # noqa: E731
-    ratio = record.get("ratio")
-    text = f"{label}: {num(record.get('old'))} -> {num(record.get('new'))} {record.get('unit', '')}".rstrip()
-    return text + (f" (x{ratio:.2f})" if ratio else "")
-
-
-def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
+def family_rows(report: Report, present: Mapping[str, Presence], benchmarks: Mapping[str, Mapping],
                 note_not_comparable: str | None = None, machine: str | None = None) -> list[Row]:
-    """The rows of the verdict ``report`` (``Report.as_json()``): :data:`ROWS` first, then any other
+    """The rows of the verdict ``report``: :data:`ROWS` first, then any other
     family with series. ``note_not_comparable``: why determinism was not compared here, if it was not;
     ``machine``: links show that machine's series only (several machines on one history)."""
     findings: dict[str, list[Mapping]] = {}
-    for record in report.get("regressions", []):
-        family = record.get("family", "track")
+    for record in (f.record() for f in report.regressions):
+        family = record.get("family", Family.OTHER_TRACK)
         findings.setdefault(MERGED.get(family, family), []).append(record)
     extra = sorted((set(present) | set(findings)) - set(ROWS) - set(HIDDEN))
     rows = []
@@ -114,7 +102,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
         items = []
         for record in found:
             confirmation = record.get("confirmation")
-            text = _item_text(record) + (f" [{confirmation}]" if confirmation else "")
+            text = finding_line(record, view=View.PAGE) + (f" [{confirmation}]" if confirmation else "")
             href = graph_url(record.get("benchmark", ""), record.get("params", ""), benchmarks,
                              commits=(record.get("last_good"), record.get("first_bad") or ""), machine=machine) \
                 if record.get("benchmark") else None
@@ -125,7 +113,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
                               graph_url(name, "(" + params if params else "", benchmarks, machine=machine)))
         counted = [r for r in found if r.get("confirmation") not in NOT_COUNTED]
         undecided = [r for r in found if r.get("confirmation") in UNDECIDED]
-        if counted and family == "determinism":
+        if counted and family == Family.IMAGE_CHANGED:
             status = RED
             labels = [r.get("label") for r in counted]
             verdict = next(word for label, word in (*DETERMINISM_WORDS, (None, "regressed"))
@@ -135,7 +123,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
         elif counted:
             status, verdict = RED, "regressed"
             summary = f"{len(counted)} regressed" + (f", {len(undecided)} undecided" if undecided else "")
-        elif here.failed or (family == "determinism" and here.skipped and not here.measured):
+        elif here.failed or (family == Family.IMAGE_CHANGED and here.skipped and not here.measured):
             status = AMBER
             if here.failed:
                 verdict, summary = "not measured", f"{len(here.failed)} failed at the latest commit"
@@ -149,7 +137,7 @@ def family_rows(report: Mapping, present: Mapping[str, Presence], benchmarks: Ma
             command = undecided[0].get("decide_command")
             summary = f"{len(undecided)} undecided" + (f" (`{command}` decides)" if command else "") + \
                 (f"; {here.measured} measured" if here.measured else "")
-        elif not here.measured and family == "cost" and report.get("target_results") and not here.skipped:
+        elif not here.measured and family == Family.COUNTED_COST and report.target_results and not here.skipped:
             status, verdict, summary = GREY, "not counted", TARGET_UNCOUNTED  # not asked for: nothing failed
         elif not here.measured:
             status, verdict = GREY, "not measured"
@@ -341,14 +329,14 @@ def _item_html(item: Item) -> str:
     return f"<li{title}>{text}</li>"
 
 
-def family_table(rows: Sequence[Row], report: Mapping) -> str:
-    subjects, order = report.get("subjects", {}), list(report.get("commits", []))
+def family_table(rows: Sequence[Row], report: Report) -> str:
+    subjects, order = report.subjects, list(report.commits)
     out = ['<table class="families"><tr><th>family</th><th>verdict</th><th>commit</th><th>details</th></tr>']
     for row in rows:
         # an ok row changed nowhere: the commits its items name (steps dismissed as noise) are no "since"
         named = {i.commit for i in row.items if i.commit} if row.status != GREEN else set()
         commits = sorted(named, key=lambda c: order.index(c) if c in order else -1)
-        where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.get('latest'), subjects)}"
+        where = "<br>".join(f"since {_short(c, subjects)}" for c in commits) or f"at {_short(report.latest, subjects)}"
         items = "".join(_item_html(i) for i in row.items)
         items = f'<ul class="items">{items}</ul>' if items else ""
         text = "#fff" if row.status in (GREEN, RED) else "#212121"
@@ -367,7 +355,7 @@ def parity_section(history: History, subjects: Mapping[str, str], graph_href, ev
     departing = departing_case(latest)
     ordered = sorted(history.parity, key=lambda c: (c[0] != departing, c[0]))
     figures = "".join(parity_svg(case, points, worst=case == departing, subjects=subjects, href=graph_href(bench),
-                                 events=[e for e in events if e["family"] == "parity" and e.get("case") == case])
+                                 events=[e for e in events if e["family"] == Family.PARITY and e.get("case") == case])
                       for case, bench, points in ordered)
     worst_text = parity_caption(latest)
     return (f"<h2>Parity with nanoBragg.c: 1 - r per golden case</h2>"
@@ -463,34 +451,34 @@ def document(title: str, body: str) -> str:
             f"<title>{escape(title)}</title><style>{css}</style></head><body>{body}</body></html>\n")
 
 
-def machine_section(report: Mapping, rows: Sequence[Row], history: History, graph_href,
+def machine_section(report: Report, rows: Sequence[Row], history: History, graph_href,
                     departures: Sequence[Mapping] = ()) -> str:
     """One machine's verdict: its family table, notes, parity graphs, determinism strips, departures and
     commits. ``graph_href(benchmark)``: the address of a benchmark's graph in asv's page."""
-    subjects, commits = report.get("subjects", {}), list(report.get("commits", []))
-    notes = "".join(f"<li>{escape(n)}</li>" for n in report.get("notes", []))
-    code = report.get("exit")
-    return (f'<section class="machine" data-machine="{escape(str(report.get("machine", "")))}">'
-            f'<p class="meta">machine <b>{escape(str(report.get("machine", "?")))}</b>, {len(commits)} commits recorded; '
-            f"latest {_short(report.get('latest'), subjects)}; verdict: exit {escape(str(code))} "
-            f"({MEANING.get(code, '?')}); generated {escape(str(report.get('generated_at', '')))}</p>"
+    subjects, commits = report.subjects, list(report.commits)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
+    code = int(report.exit)
+    return (f'<section class="machine" data-machine="{escape(report.machine)}">'
+            f'<p class="meta">machine <b>{escape(report.machine)}</b>, {len(commits)} commits recorded; '
+            f"latest {_short(report.latest, subjects)}; verdict: exit {code} "
+            f"({MEANING.get(code, '?')}); generated {escape(report.generated_at)}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
-            f"{parity_section(history, subjects, graph_href, report.get('events') or [])}"
+            f"{parity_section(history, subjects, graph_href, [e.record() for e in report.events])}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
             f"{departure_section(departures, subjects)}"
-            f"{events_section(report.get('events') or [], subjects)}"
+            f"{events_section([e.record() for e in report.events], subjects)}"
             f"{commits_table(commits, subjects)}</section>")
 
 
-def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping], departures: Sequence[Mapping] = ()
+def machine_page(report: Report, benchmarks: Mapping[str, Mapping], departures: Sequence[Mapping] = ()
                  ) -> tuple[str, list[Row]]:
     """One machine's section of the page and its rows, from its stored verdict; ``benchmarks``: asv's list
     (for the links into its graphs); ``departures``: as :func:`departure_section` takes them."""
-    note = next((n for n in report["notes"] if n.startswith("image hashes not compared")), None)
-    machine = report["machine"]  # links show this machine's series only
-    rows = family_rows(report, presence(report.get("families") or {}), benchmarks, note, machine)
-    drawn = report.get("history") or {}
+    note = next((n for n in report.notes if n.startswith("image hashes not compared")), None)
+    machine = report.machine  # links show this machine's series only
+    rows = family_rows(report, presence(report.families), benchmarks, note, machine)
+    drawn = report.history
     history = History(
         parity=[(case, bench, [(commit, float(v) if isinstance(v, str) else v) for commit, v in points])
                 for case, bench, points in drawn.get("parity", [])],  # "nan": skipped there
@@ -501,8 +489,8 @@ def machine_page(report: Mapping, benchmarks: Mapping[str, Mapping], departures:
     return section, rows
 
 
-def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Mapping,
-                departures: Callable[[Mapping], Sequence[Mapping]] = lambda report: ()) -> tuple[str, list[str]]:
+def status_page(verdict: Judgement, picked: Mapping[str, Report], benchmarks: Mapping,
+                departures: Callable[[Report], Sequence[Mapping]] = lambda report: ()) -> tuple[str, list[str]]:
     """The status page of the machines ``picked`` (machine -> its stored verdict) of ``verdict``, and one
     summary per machine (``family verdict, ...``); ``departures(report)``: a machine's departure records."""
     summaries, sections = [], []
@@ -512,14 +500,13 @@ def status_page(verdict: Mapping, picked: Mapping[str, Mapping], benchmarks: Map
         summaries.append(f"{machine}: " * (len(picked) > 1) + ", ".join(f"{r.family} {r.verdict}" for r in rows))
     if len(picked) == 1:
         [report] = picked.values()
-        title, body = f"detsim status: {report['latest'][:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT
+        title, body = f"detsim status: {report.latest[:8]}", "<h1>detsim: the latest verdict</h1>" + SERVE_HINT
         return document(title, body + sections[0]), summaries
-    whole = set(picked) == set(machines_of(verdict))  # the agreement is the whole fleet's
-    code = verdict["exit"] if whole else int(worst_exit(*(r["exit"] for r in picked.values())))
-    agree = "".join(f"<li>{escape(line)}</li>" for key in ("agreement", "facts") if whole
-                    for line in verdict.get(key) or [])
+    whole = set(picked) == set(verdict.reports)  # the agreement is the whole fleet's
+    code = int(verdict.exit if whole else worst_exit(*(r.exit for r in picked.values())))
+    agree = "".join(f"<li>{escape(line)}</li>" for line in (*verdict.agreement, *verdict.facts) if whole)
     failed = "".join(f"<li>{escape(m)}: not judged ({escape(why)})</li>"
-                     for m, why in ((verdict.get("not_judged") or {}).items() if whole else ()))
+                     for m, why in (verdict.failed.items() if whole else ()))
     toc = " &middot; ".join(f'<a href="#machine-{escape(m)}">{escape(m)}</a>' for m in picked)
     body = (f"<h1>detsim: the latest verdict on {len(picked)} machines</h1>"
             f'<p class="meta">verdict: exit {escape(str(code))} ({MEANING.get(code, "?")}); machines: {toc}</p>'

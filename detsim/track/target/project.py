@@ -15,7 +15,7 @@ from pathlib import Path
 from detsim.track.base.files import TARGET_PROJECTS, RecordingError
 from detsim.track.base.git import query
 from detsim.track.base.output import write_json
-from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC
+from detsim.track.judge.results_files import TARGET_FOLDER, TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 from detsim.track.target.build import VENV
 from detsim.track.target.spec import FILE, TargetSpec

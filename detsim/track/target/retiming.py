@@ -23,7 +23,7 @@ from typing import Iterator
 from detsim.track.base.fresh import HERE
 from detsim.track.base.golden import GoldenError
 from detsim.track.judge.confirm import Measurer, RemeasureError, Sample, Target, measuring
-from detsim.track.judge.history import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_config
+from detsim.track.judge.results_files import TARGET_FOLDER, TARGET_SPEC, ResultsError, load_config
 from detsim.track.target.build import BuildError, Builder, scratch_folder
 from detsim.track.target.render import render_case
 from detsim.track.target.spec import SpecError, load_spec, target_cases

@@ -14,7 +14,7 @@ from detsim.track.base.hashing import fingerprint
 from detsim.track.target.asvsuite import bench_target
 from detsim.track.target.render import CaseOutcome
 from detsim.track.base.status import Status
-from detsim.track.judge.history import COST_UNIT
+from detsim.track.judge.benchmarks import COST_UNIT
 from detsim.track.target.build import SUITE_VAR
 from detsim.track.target.project import Project
 from detsim.track.target.spec import load_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from detsim.track.base import device_costs
 from detsim.track.base.workloads import reduced
-from detsim.track.judge.history import family_of
+from detsim.track.judge.benchmarks import family_of
 
 
 def test_every_device_cost_unit_is_a_cost_and_only_one_thing():

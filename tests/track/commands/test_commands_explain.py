@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.output import json_text
 from detsim.track.cli import main
 from detsim.track.commands.explain import _job_for
+from detsim.track.judge.finding import Finding
+from detsim.track.judge.verdict import Judgement, Report
 
 import explain_history
 from explain_history import EXTRA_WORK, PHYSICS, REORDER, commit_change, make_history
@@ -167,18 +171,20 @@ def _record_jobs(monkeypatch, answer, **extra) -> list:
     return seen
 
 
-def _Finding(record, detail=None) -> dict:
+def _Finding(record, detail=None) -> Finding:
     """A finding as verdict.json stores it: flagged unless its timing step was not confirmed."""
-    confirmed = (detail or {}).get("confirmation", "confirmed") == "confirmed"
-    return {**record, **(detail or {}), "label": "REGRESSED" if confirmed else (detail or {})["confirmation"].upper()}
+    detail = {"confirmation": "confirmed", **(detail or {})} if record["family"] == "timing" else detail or {}
+    return Finding.from_record({"env": "e", "unit": "", "old": 1.0, "new": 2.0, **record, **detail})
 
 
-def _verdict(tmp_path: Path, findings: list[dict]) -> str:
+def _verdict(tmp_path: Path, findings: list[Finding], **fields) -> str:
     """A stored verdict of one machine holding ``findings``: its path."""
     path = tmp_path / "judged" / "verdict.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"report": "detsim-track regressions", "machine": "m", "regressions": findings,
-                                "latest": "HEAD", "commits": ["HEAD"], "notes": [], "exit": 1}))
+    report = Report(generated_at="t", machine="m", envs=("e",), commits=("HEAD",), latest="HEAD", subjects={},
+                    regressions=tuple(findings), unmeasured=(), skipped=0, built=True, notes=(),
+                    exit=ExitCode.REGRESSED, **fields)
+    path.write_text(json_text(Judgement({"m": report}, {}, (), (), ExitCode.REGRESSED).as_json()))
     return str(path)
 
 
@@ -326,8 +332,7 @@ def test_a_targets_parity_finding_is_explained_by_where_its_image_departs(tmp_pa
                           "last_good": "a" * 40, "first_bad": bad}),
                 _Finding({"family": "timing", "benchmark": "target.seconds", "params": f"(case='{case}')",
                           "last_good": "a" * 40, "first_bad": bad})]
-    verdict = Path(_verdict(tmp_path, findings))
-    verdict.write_text(json.dumps({**json.loads(verdict.read_text()), "target_results": str(tmp_path / "target")}))
+    verdict = Path(_verdict(tmp_path, findings, target_results=str(tmp_path / "target")))
     out = tmp_path / "bundle"
     assert main(["explain", "--root", str(ROOT), "--verdict", str(verdict), "--out", str(out)]) == 2  # none stored
     assert f"no departure of its image stored in {tmp_path / 'target'} at bbbbbbbbbb" in capsys.readouterr().err

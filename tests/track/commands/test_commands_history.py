@@ -14,7 +14,7 @@ import pytest
 
 import detsim.track
 from detsim.track import cli
-from detsim.track.judge.frame import COLUMNS, history_frame
+from detsim.track.judge.history import COLUMNS, history_frame
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "asv"

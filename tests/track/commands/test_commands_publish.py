@@ -85,7 +85,7 @@ def test_the_page_reads_the_verdict_alone_never_the_history(project, capsys, tmp
     fake_asset_cache(cache)
     assert _publish(project, "--assets", str(cache)) == 0
     status = (project / "reports" / "html" / "status.html").read_text()
-    verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+    [verdict] = json.loads((project / "reports" / "latest" / "verdict.json").read_text())["machines"].values()
     assert "parity regressed" in capsys.readouterr().out and f"latest <code>{verdict['latest'][:8]}" in status
     assert "UNDECIDED" not in status and "[undecided]" in status  # the verdict's words: --remeasure 0
 
@@ -354,8 +354,8 @@ def test_asvs_regressions_tab_lists_what_the_verdict_flags_without_re_measuring(
     measured = remeasured_as(default=1.0)  # re-measuring finds the timing steps to be noise
     assert main(["regressions", "--repo", str(root)]) == 1
     verdict = root / "reports" / "latest" / "verdict.json"
-    flags = [r for r in json.loads(verdict.read_text())["regressions"]
-             if r["label"] in ("REGRESSED", "CHANGED", "NONDETERMINISTIC")]
+    [stored] = json.loads(verdict.read_text())["machines"].values()
+    flags = [r for r in stored["regressions"] if r["label"] in ("REGRESSED", "CHANGED", "NONDETERMINISTIC")]
     count = len(measured)
     capsys.readouterr()
     assert main(["publish", "--repo", str(root), "--assets", str(tmp_path / "cache")]) == 0
@@ -424,20 +424,21 @@ def test_asvs_regressions_tab_in_a_browser_lists_the_verdict_and_its_links_draw(
 def test_a_targets_parity_finding_shows_where_its_image_departs(project, capsys, tmp_path, monkeypatch):
     monkeypatch.setattr("detsim.track.target.departure.stored", stored_in, raising=False)
     path = project / "reports" / "latest" / "verdict.json"
-    verdict = json.loads(path.read_text())
+    whole = json.loads(path.read_text())
+    [(machine, verdict)] = whole["machines"].items()
     [parity] = [f for f in verdict["regressions"] if f["family"] == "parity"]
     store_departure(project / "results" / "target", parity["first_bad"], parity["case"], edge_departure())
     cache = tmp_path / "cache"
     fake_asset_cache(cache)
     assert _publish(project, "--assets", str(cache)) == 0  # detsim's own verdict: no departure
     assert 'class="departure"' not in (project / "reports" / "html" / "status.html").read_text()
-    path.write_text(json.dumps({**verdict, "target_results": "results/target"}))
+    path.write_text(json.dumps({**whole, "machines": {machine: {**verdict, "target_results": "results/target"}}}))
     assert _publish(project, "--assets", str(cache)) == 0
     page = (project / "reports" / "html" / "status.html").read_text()
     assert f'<div class="departure" data-case="{parity["case"]}">' in page
     assert "the images part at the edges: 100% of the difference in the outer 3 px" in page
     assert "the central region passes (r = 1.00000000) while the full frame fails" in page
     assert "<td>(2, 2)</td><td>0.901496</td><td>0.100166</td><td>9</td>" in page  # the worst pixel, both values
-    path.write_text(json.dumps(verdict))  # the flag names the results where the verdict does not
+    path.write_text(json.dumps(whole))  # the flag names the results where the verdict does not
     assert _publish(project, "--assets", str(cache), "--target-results", str(project / "results" / "target")) == 0
     assert page == (project / "reports" / "html" / "status.html").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import json_text
 from detsim.track.judge.analysis import analyse, determinism_note, judge
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 HOLDS = {"cpu_class": "x86_64 GenuineIntel AVX512", "device": "cpu", "dtype": "float64", "threads": 1, "torch": "2"}
@@ -79,7 +79,7 @@ def test_image_changes_first_seen_where_images_do_not_reproduce_are_withheld_wit
 
 
 def test_the_page_history_is_strict_json_a_skip_kept_apart_from_a_failure():
-    from detsim.track.judge.history import Point, Series
+    from detsim.track.judge.series import Point, Series
     from detsim.track.judge.analysis import page_history
 
     points = (Point("c1", 0.0), Point("c2", float("nan")), Point("c3", None), Point("c4", 1e-9))

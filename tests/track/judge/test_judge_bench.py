@@ -15,8 +15,9 @@ from detsim.track.base.provenance import MachineClass
 from detsim.track.measure.cost import not_measured_reason
 from detsim.track.measure.cost import CostSpec, count_spec
 from detsim.track.judge.bench import BaselineVerdict, Benchmark, GateInputError, GateLine, calibration_times, \
-    cost_check, finding, finding_line, hash_check, hash_facts, judge, load_results, parse_benchmark
+    cost_check, finding, hash_check, hash_facts, judge, load_results, parse_benchmark
 from detsim.track.judge.finding import Finding
+from detsim.track.judge.text import View, finding_line
 from detsim.track.judge.thresholds import COST_THRESHOLD
 from gate_files import AMD, BASELINE, COMMITTED, DATA, INTEL, SIMULATE, entry, flagged, simulate_entries, verdict_of, \
     write_variant
@@ -298,8 +299,8 @@ def test_exit_code_unmeasured_wins_over_regressed_as_for_every_command(kinds, fa
 
 
 def test_a_finding_line_is_the_verdicts_label_family_and_change_against_the_baseline():
-    assert finding_line(_finding("determinism")) == ("CHANGED image hash b: 0000000000000000 -> 1111111111111111, "
-                                                     "against the baseline of aaaaaaaa")
+    assert finding_line(_finding("determinism"), view=View.GATE) == (
+        "CHANGED image hash b: 0000000000000000 -> 1111111111111111, against the baseline of aaaaaaaa")
 
 
 def test_images_that_differ_between_rounds_are_nondeterministic_and_their_hash_is_not_compared(tmp_path):

@@ -16,7 +16,7 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge import confirm as confirm_module
 from detsim.track.judge.confirm import ALPHA, ROUNDS, RemeasureError, Remeasurement, Confirmation, Target, \
     confirm, decide, extra_rounds, remeasure, signed_rank_greater, target_of
-from detsim.track.judge.history import load_benchmarks
+from detsim.track.judge.results_files import load_benchmarks
 from detsim.track.judge.analysis import analyse
 from detsim.track.judge.verdict import judgement_of
 

@@ -14,9 +14,10 @@ from detsim.track.base.metrics import ONE_MINUS_R_FLOOR, PARITY_MAX_ONE_MINUS_R
 from detsim.track.judge.detection import COMPARED, class_cut, detect, fingerprint_finding, mann_whitney_greater, \
     parity_limit, segments, u_counts
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Point, Series, family_of
+from detsim.track.judge.series import Point, Series
+from detsim.track.judge.benchmarks import family_of
 from detsim.track.judge.thresholds import TARGET_PARITY
-from detsim.track.judge.text import finding_text, report_lines
+from detsim.track.judge.text import View, finding_line, report_lines
 from detsim.track.judge.analysis import determinism_note, judge
 from detsim.track.judge.verdict import Report, judgement_of
 
@@ -44,7 +45,7 @@ def test_a_count_of_changed_compiled_images_is_exact_and_reported_plainly():
     series = replace(series, points=tuple(Point(commit=c, value=v) for c, v in (("c1", 0.0), ("c2", 0.0), ("c3", 2.0))))
     finding = detect(series, 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old, finding.new) == ("c2", "c3", 0.0, 2.0)
-    text = finding_text(finding.record())
+    text = finding_line(finding, view=View.FULL)
     assert "CompiledHashes.track_cases_changed: 0 cases changed -> 2 cases changed" in text
     series = replace(series, points=series.points[:-1] + (Point(commit="c3", value=0.0),))
     assert detect(series, 0, {}, {}) is None
@@ -171,8 +172,9 @@ def test_images_that_stop_reproducing_are_found_at_the_first_commit_of_the_run()
 def test_images_that_never_reproduced_have_no_last_good_commit():
     finding = detect(_runs_differ("threads", "a01", [1.0, 1.0]), 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
-    assert finding_text(finding.record()) == (
-        "images of a01 differ between two runs (threads: a render with 2 torch threads against 1)")
+    assert finding_line(finding, view=View.FULL) == (
+        f"NONDETERMINISTIC images of a01 differ between two runs (threads: a render with 2 torch threads against 1), "
+        f"at every recorded commit since {C[0][:8]}")
 
 
 # -- image fingerprints without a stored baseline of the machine class: commit to commit
@@ -231,8 +233,7 @@ def test_a_commit_that_measured_nothing_does_not_restart_the_chain():
 
 
 def test_without_a_baseline_of_its_class_a_planted_change_is_flagged_at_its_commit():
-    skipped = _fp_series("hash_changed", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
-    skipped = Series(**{**skipped.__dict__, "family": "determinism"})
+    skipped = _fp_series("determinism", [NAN] * 5, name="bench_determinism.track_hash_changed_a01")
     fp = _fp_series("fingerprint", _fp(*"aabbb"))
     same_class = _fp_series("machine class", [7.0] * 5, name="bench_determinism.track_machine_class", case=None)
     conf = {"regressions_first_commits": {r"bench_determinism\.track_fingerprint_": None}}  # asv's page only
@@ -319,7 +320,7 @@ def test_a_three_percent_rise_at_one_commit_is_a_regression_at_that_commit():
     assert finding is not None and finding.last_good == "c0000002" and finding.first_bad == "c0000003"
     assert finding.old == 11_299_000 and finding.new == 11_640_000
     assert "exact" in finding.detail["evidence"]
-    assert "11,299,000 instructions -> 11,640,000 instructions" in finding_text(finding.record())
+    assert "11,299,000 instructions -> 11,640,000 instructions" in finding_line(finding, view=View.FULL)
 
 
 def test_spread_within_the_threshold_and_a_fall_are_not():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from detsim.track.judge.analysis import analyse, rule_of
 from detsim.track.judge.events import EventStep, history_events
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 from tests import planted_history
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from detsim.track.judge.family import FAMILY_ORDER, Family
-from detsim.track.judge.history import family_of
+from detsim.track.judge.benchmarks import family_of
 
 
 def test_a_member_is_its_word_in_text_json_and_lookups():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from detsim.track.judge.history import Series
+from detsim.track.judge.series import Series
 from detsim.track.judge.finding import Finding, Confirmation
 
 

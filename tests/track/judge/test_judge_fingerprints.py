@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detsim.track.judge.history import load_recorded
-from detsim.track.judge.frame import frame_of, series_of
+from detsim.track.judge.results_files import load_recorded
+from detsim.track.judge.history import frame_of
+from detsim.track.judge.series import series_of
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, SAME, compare_case, determinism_states
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
@@ -59,7 +60,7 @@ def test_the_stored_history_of_a_project():
 
 
 def test_fingerprint_tracks_stand_for_hashes_within_one_machine_class(tmp_path):
-    from detsim.track.judge.history import Point, Series
+    from detsim.track.judge.series import Point, Series
 
     def track(name, family, values, case=None):
         return Series(env="e", name=name, params="", family=family, unit="", case=case,
@@ -78,7 +79,7 @@ def test_fingerprint_tracks_stand_for_hashes_within_one_machine_class(tmp_path):
 
 
 def _runs_differ(case: str, axis: str, values):
-    from detsim.track.judge.history import Point, Series
+    from detsim.track.judge.series import Point, Series
 
     return Series(env="e", name="bench_reproducibility.Reproducibility.track_runs_differ",
                   params=f"(axis='{axis}', case='{case}')", family="reproducibility", unit="runs differ (0/1)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from detsim.track.judge.analysis import analyse
-from detsim.track.judge.history import Series
+from detsim.track.judge.series import Series
 from detsim.track.judge.skips import CASE_FAILED, NO_BASELINE, NO_CUDA, NO_DEVICE_COST, NO_VALGRIND, TRITON_ON_CPU, \
     UNKNOWN, group_skips, skip_reason
 

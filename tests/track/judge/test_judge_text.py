@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.judge.finding import Finding, Confirmation
-from detsim.track.judge.history import Series
-from detsim.track.judge.text import GROUP_AT, GROUP_HASHES, WIDTH, finding_text, fitted, fmt, names_fitting, \
+from detsim.track.judge.series import Series
+from detsim.track.judge.text import GROUP_AT, GROUP_HASHES, WIDTH, View, finding_line, fitted, fmt, names_fitting, \
     report_lines, screen_lines, short_params, summary_line
 from detsim.track.judge.skips import NO_BASELINE, NO_CUDA, NO_VALGRIND, Skipped, UNKNOWN
 from detsim.track.judge.verdict import Judgement, Report, judgement_of
@@ -41,7 +41,8 @@ def test_values_are_shown_in_their_units():
 def test_a_timing_line_names_values_ratio_and_evidence():
     series = Series(env="e", name="bench_engine.X.time_y", params="(n=1)", family="timing", unit="seconds")
     finding = Finding(series, A, B, 0.02, 0.04, {"rise": 2.0, "confirmation_evidence": "re-measured: x2.0"})
-    assert finding_text(finding.record()) == "timing bench_engine.X.time_y(n=1): 20 ms -> 40 ms, x2.00 (re-measured: x2.0)"
+    assert finding_line(finding, view=View.FULL) == ("SUSPECT timing bench_engine.X.time_y(n=1): 20 ms -> 40 ms, x2.00 "
+                                                     f"(re-measured: x2.0), since {B[:8]}, last good {A[:8]}")
 
 
 def test_a_finding_line_says_since_which_commit_with_subjects():

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from _tolerances import PARITY_MIN_R
-from detsim.track.judge.history import load_config
-from detsim.track.judge.history import FAMILY_ORDER
+from detsim.track.judge.results_files import load_config
+from detsim.track.judge.family import FAMILY_ORDER
 from detsim.track.judge import thresholds
 
 ROOT = Path(__file__).resolve().parents[3]

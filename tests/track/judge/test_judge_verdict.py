@@ -11,8 +11,10 @@ import pytest
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.output import json_text
 from detsim.track.judge.analysis import analyse
-from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, Report, VerdictError, check_latest, latest_file, \
-    machines_of, point_latest, read_verdict
+from detsim.track.judge.family import Family
+from detsim.track.judge.finding import Confirmation
+from detsim.track.judge.verdict import COMMAND, JSON_FILE, LATEST, Judgement, Report, VerdictError, check_latest, \
+    latest_file, point_latest, read_verdict
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 
@@ -21,7 +23,10 @@ def test_the_report_is_strict_json_with_the_exit_code_as_a_number():
     judgement = analyse(DATA / "regressed")
     report = judgement.single
     assert isinstance(report, Report) and report.exit is judgement.exit is ExitCode.REGRESSED
-    data = json.loads(json_text(judgement.as_json()))  # one machine: its verdict as it is, a fleet of one
+    whole = json.loads(json_text(judgement.as_json()))  # one machine: a fleet of one, one shape
+    assert set(whole) == {"report", "machines", "not_judged", "agreement", "facts", "exit"}
+    assert whole["report"] == COMMAND and list(whole["machines"]) == [report.machine] and whole["exit"] == 1
+    data = whole["machines"][report.machine]
     assert set(data) == {"generated_at", "machine", "envs", "commits", "latest", "subjects", "regressions",
                          "unmeasured", "measured", "skipped", "skips", "built", "notes", "exit", "machine_class",
                          "unbuilt", "families", "history", "events"}
@@ -49,24 +54,23 @@ def test_machines_of_other_classes_are_a_fact_and_one_class_is_compared():
                                                              "determinism: both machines agree, nothing regressed"]
 
 
-VERDICT = {"report": COMMAND, "machine": "m", "regressions": [], "latest": "c", "commits": ["c"], "notes": [],
-           "exit": 0}
-
-
-def _folder(reports, stamp, data):
+def _folder(reports, stamp):
     folder = reports / stamp
     folder.mkdir(parents=True)
-    (folder / JSON_FILE).write_text(json.dumps(data))
+    report = Report(generated_at=stamp, machine="m", envs=("e",), commits=("c",), latest="c", subjects={},
+                    regressions=(), unmeasured=(), skipped=0, built=True, notes=(), exit=ExitCode.OK)
+    (folder / JSON_FILE).write_text(json_text(Judgement({"m": report}, {}, (), (), ExitCode.OK).as_json()))
     return folder
 
 
 def test_the_link_follows_the_latest_verdict_and_leaves_nothing_beside_it(tmp_path):
-    one = _folder(tmp_path, "20260101T000000Z", {**VERDICT, "n": 1})
+    one = _folder(tmp_path, "20260101T000000Z")
     point_latest(one)
-    assert read_verdict(latest_file(tmp_path))["n"] == 1
-    two = _folder(tmp_path, "20260101T000001Z", {**VERDICT, "n": 2})
+    assert read_verdict(latest_file(tmp_path)).reports["m"].generated_at == one.name
+    two = _folder(tmp_path, "20260101T000001Z")
     point_latest(two)
-    assert read_verdict(latest_file(tmp_path))["n"] == 2 and os.readlink(tmp_path / LATEST) == two.name
+    assert read_verdict(latest_file(tmp_path)).reports["m"].generated_at == two.name
+    assert os.readlink(tmp_path / LATEST) == two.name
     assert sorted(p.name for p in tmp_path.iterdir()) == [one.name, two.name, LATEST]  # no temporary link left
 
 
@@ -79,9 +83,9 @@ def test_a_latest_that_is_not_the_link_is_refused(tmp_path):
 
 @pytest.mark.parametrize("text, why", [(None, "no verdict there"), ("{cut", "unreadable"),
                                        ('{"report": "detsim-track explain"}', "not a verdict"),
-                                       (json.dumps({"report": COMMAND, "machines": {"m": {}}}), "no machine's findings"),
+                                       (json.dumps({"report": COMMAND, "machines": {"m": {}}}), "no 'generated_at'"),
                                        (json.dumps({"report": COMMAND, "machine": "m", "regressions": []}),
-                                        "the verdict on m has no latest, commits, notes, exit")])
+                                        "no machine's verdict")])
 def test_an_unusable_verdict_is_one_line_naming_it(tmp_path, text, why):
     path = tmp_path / JSON_FILE
     if text is not None:
@@ -91,8 +95,22 @@ def test_an_unusable_verdict_is_one_line_naming_it(tmp_path, text, why):
     assert str(path) in str(raised.value) and why in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_one_machine_is_a_fleet_of_one():
-    one = {"report": COMMAND, "machine": "m", "regressions": []}
-    fleet = {"report": COMMAND, "machines": {"a": {"machine": "a", "regressions": []},
-                                             "b": {"machine": "b", "regressions": []}}}
-    assert machines_of(one) == {"m": one} and list(machines_of(fleet)) == ["a", "b"]
+@pytest.mark.parametrize("fixture", ["regressed", "unbuilt", "otherhost"])
+def test_the_stored_verdict_reads_back_typed_and_writes_the_same_json(fixture):
+    data = json.loads(json_text(analyse(DATA / fixture).as_json()))
+    judgement = Judgement.from_json(data)
+    assert json.loads(json_text(judgement.as_json())) == data
+    for report in judgement.reports.values():
+        assert isinstance(report.exit, ExitCode)
+        named = (*(f.series for f in report.regressions), *(e.series for e in report.events))
+        assert all(type(s.family) is Family for s in named)
+        assert all(type(f.detail["confirmation"]) is Confirmation for f in report.regressions
+                   if "confirmation" in f.detail)
+
+
+def test_a_stored_family_that_is_no_family_is_refused(tmp_path):
+    data = json.loads(json_text(analyse(DATA / "regressed").as_json()))
+    next(iter(data["machines"].values()))["regressions"][0]["family"] = "speed"
+    (tmp_path / JSON_FILE).write_text(json.dumps(data))
+    with pytest.raises(VerdictError, match="'speed' is not a valid Family"):
+        read_verdict(tmp_path / JSON_FILE)

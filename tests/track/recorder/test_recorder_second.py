@@ -11,7 +11,7 @@ import pytest
 
 from detsim.track.base import files
 from detsim.track.base.files import RecordingError
-from detsim.track.judge.history import load_result_file
+from detsim.track.judge.results_files import load_result_file
 from detsim.track.recorder.second import merge_results, second_config
 
 COLUMNS = ["result", "params", "version", "started_at", "duration"]

@@ -14,6 +14,8 @@ import pytest
 
 from detsim.track.judge import confirm
 from detsim.track.judge.finding import flags
+from detsim.track.judge.verdict import Judgement
+from detsim.track.base.output import json_text
 from detsim.track.report import asvpage
 from detsim.track.report.asvpage import ASSETS, ITEM, LIST, NPM_CACHE, TabError, _graph_path, add_status_link, \
     fetch_missing, graph_url, local_path, read_index, remote_loads, replacing, rewrite, tab, tab_json, \
@@ -102,10 +104,10 @@ def _outcomes_kept_per_test(monkeypatch, tmp_path):
 
 
 def _verdict(root: Path, remeasured_as, ratio: float):
-    """The one machine's verdict, and all machines' as ``verdict.json`` stores them (machine -> verdict)."""
+    """The one machine's verdict, and all machines' as ``verdict.json`` stores them, read back (machine -> verdict)."""
     remeasured_as(default=ratio)
     judgement = confirm.confirm(analyse(root), root)
-    return judgement.single, {m: r.as_json() for m, r in judgement.reports.items()}
+    return judgement.single, Judgement.from_json(json.loads(json_text(judgement.as_json()))).reports
 
 
 def test_graph_paths_are_asvs():
@@ -120,7 +122,7 @@ def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasu
     report, stored = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
     listed = tab(stored, read_index(html)[0], html)
     names = [entry[0] for entry in listed.entries]
-    flagged = [r for verdict in stored.values() for r in verdict["regressions"] if flags(r)]
+    flagged = [f for verdict in stored.values() for f in verdict.regressions if flags(f.record())]
     assert len(names) == len(flagged) == sum(f.is_verdict for f in report.regressions) == 6
     assert "bench_engine.Throughput.track_pixel_steps_per_second" in names  # asv's page does not judge it
     own = {entry[0]: entry for entry in asvs}
@@ -189,7 +191,7 @@ def test_with_two_machines_each_entry_is_its_machines_graph_as_asv_lists_it(tmp_
     own = {(e[0], e[2]["machine"]): e for e in json.loads((html / LIST).read_text())["regressions"]}
     remeasured_as(default=1.0)
     judgement = confirm.confirm(analyse(root), root)
-    listed = tab({m: r.as_json() for m, r in judgement.reports.items()}, read_index(html)[0], html)
+    listed = tab(judgement.reports, read_index(html)[0], html)
     noise = {key for key in own if key[0].startswith("bench_engine.")}  # asv's timing steps, noise here
     assert len(noise) == 4 and sorted((e[0], e[2]["machine"]) for e in listed.entries) == sorted(set(own) - noise)
     for entry in listed.entries:

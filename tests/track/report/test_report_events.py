@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -31,17 +32,18 @@ def test_the_events_are_listed_newest_first_red_where_they_flag_and_escaped():
 
 
 def test_the_machine_page_holds_the_section_only_where_there_are_events():
-    regressed = analyse(DATA / "regressed").single.as_json()
+    regressed = analyse(DATA / "regressed").single
     page, _ = machine_page(regressed, {})
     assert "<h2>Events: every step of the history (6)</h2>" in page
     assert page.index("Events: every step") < page.index("Recorded commits")
-    good, _ = machine_page(analyse(DATA / "good").single.as_json(), {})
+    good, _ = machine_page(analyse(DATA / "good").single, {})
     assert "Events:" not in good
 
 
 def test_each_parity_event_is_marked_at_its_commit_on_its_cases_graph():
-    regressed = analyse(DATA / "regressed").single.as_json()
-    page, _ = machine_page(regressed, {})
+    report = analyse(DATA / "regressed").single
+    regressed = report.as_json()
+    page, _ = machine_page(report, {})
     graphs = {svg.split('data-case="', 1)[1].split('"', 1)[0]: svg for svg in page.split("<svg ")[1:]}
     marks = {case: re.findall(r'<line [^>]*class="event" data-step="(\w+)"[^>]*><title>([^<]*)</title>', svg)
              for case, svg in graphs.items()}
@@ -56,19 +58,20 @@ def test_each_parity_event_is_marked_at_its_commit_on_its_cases_graph():
 
 
 def test_asvs_page_loads_the_events_script_once_and_it_holds_each_benchmarks_events():
-    regressed = analyse(DATA / "regressed").single.as_json()
-    marks = asv_marks({"m": regressed})
+    report = analyse(DATA / "regressed").single
+    regressed = report.as_json()
+    marks = asv_marks({"m": report})
     parity = marks["bench_parity.track_parity_a01_cubic_mosflm_center"]
     assert parity == [{"commit": "5432ab332fd4600933fd741ef2e638f38b152b2b", "step": "regressed", "color": "#c62828",
                        "text": "5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.0063 (after cf5345b8)"}]
     assert sum(len(v) for v in marks.values()) == len(regressed["events"])
-    assert asv_marks({"a": regressed, "b": regressed})[
+    assert asv_marks({"a": report, "b": report})[
         "bench_parity.track_parity_a01_cubic_mosflm_center"][1]["text"].startswith("b: 5432ab33 regressed")
     page = "<html><head><script src='asv.js'></script></head><body></body></html>"
     once = add_asv_script(page)
     assert once.index(ASV_TAG) > once.index("asv.js") and add_asv_script(once) == once
     assert add_asv_script("<body>no head</body>") is None
-    assert "https://" not in asv_script({"m": regressed})  # nothing from the network
+    assert "https://" not in asv_script({"m": report})  # nothing from the network
 
 
 NODE_CHECK = r"""
@@ -96,11 +99,13 @@ def test_the_plugin_adds_the_benchmarks_events_to_asvs_markings_at_their_commits
     if node is None:
         pytest.skip("node is not installed: the plugin's JavaScript is not run")
     script = tmp_path / ASV_SCRIPT
-    script.write_text(asv_script({"m": {"events": [
+    events = [
         {"commit": "bbb", "step": "regressed", "benchmark": "bench.x", "family": "cost", "label": "REGRESSED",
          "unit": "instructions", "old": 1.0, "new": 2.0, "before": "aaa", "params": "", "env": "e"},
         {"commit": "aaa", "step": "fixed", "benchmark": "bench.other", "family": "cost", "label": "FIXED",
-         "unit": "instructions", "old": 2.0, "new": 1.0, "before": None, "params": "", "env": "e"}]}}))
+         "unit": "instructions", "old": 2.0, "new": 1.0, "before": None, "params": "", "env": "e"}]
+    report = types.SimpleNamespace(events=[types.SimpleNamespace(record=lambda e=e: e) for e in events])
+    script.write_text(asv_script({"m": report}))
     (tmp_path / "check.js").write_text(NODE_CHECK)
     done = subprocess.run([node, str(tmp_path / "check.js"), str(script)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr

@@ -7,9 +7,9 @@ import pytest
 
 from detsim.track.base.exitcodes import MEANING, ExitCode
 from detsim.track.judge.finding import Confirmation, Finding
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 from detsim.track.judge.text import finding_line
-from detsim.track.judge.verdict import Report
+from detsim.track.judge.verdict import Judgement, Report
 from detsim.track.report.markdown import SUMMARY_ENV, append_to_summary, markdown_lines, meaning, page_link
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 40
@@ -33,7 +33,7 @@ def _verdict(findings=FINDINGS, unmeasured=("bench_engine.EngineMemory.peakmem_s
     report = Report(generated_at="20260101T000000Z", machine="ci-runner", envs=("e",), commits=(C1, C2, C3),
                     latest=C3, subjects=SUBJECTS, regressions=tuple(findings), unmeasured=tuple(unmeasured),
                     skipped=0, built=True, notes=(), exit=code)
-    return {"report": "detsim-track regressions", **report.as_json()}
+    return Judgement({"ci-runner": report}, {}, (), (), code)
 
 
 def test_the_findings_are_the_terminal_lines_and_the_exit_is_explained():
@@ -41,7 +41,7 @@ def test_the_findings_are_the_terminal_lines_and_the_exit_is_explained():
     text = "\n".join(markdown_lines(verdict, "../html/status.html"))
     assert text.startswith("## detsim-track verdict: exit 2, something could not be measured\n")
     assert "The status page: [status.html](../html/status.html); the full report: [verdict.txt](verdict.txt)." in text
-    records = verdict["regressions"]
+    records = verdict.single.regressions
     for acted in (records[0], records[2]):  # the noise step needs no action: not listed, counted
         assert "\n" + finding_line(acted, SUBJECTS) + "\n" in text
     assert finding_line(records[1], SUBJECTS) not in text
@@ -58,9 +58,8 @@ def test_a_clean_verdict_says_all_good_and_lists_nothing():
 
 
 def test_several_machines_each_get_their_section_and_the_unjudged_are_named():
-    one = _verdict()
-    verdict = {"report": one["report"], "machines": {"a": one, "b": _verdict((), (), ExitCode.OK)},
-               "not_judged": {"c": "no results"}, "agreement": [], "facts": [], "exit": 2}
+    one, clean = _verdict().single, _verdict((), (), ExitCode.OK).single
+    verdict = Judgement({"a": one, "b": clean}, {"c": "no results"}, (), (), ExitCode.UNMEASURED)
     text = "\n".join(markdown_lines(verdict, "status.html"))
     assert "### machine `a`: exit 2" in text and "### machine `b`: exit 0, all good" in text
     assert "Machine `c` not judged: no results" in text

@@ -11,7 +11,7 @@ import pytest
 
 from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.judge.history import Point, Series
+from detsim.track.judge.series import Point, Series
 from detsim.track.judge.fingerprints import CHANGED, NOT_COMPARABLE, NOT_REPRODUCIBLE, SAME, State
 from detsim.track.report.page import ACCEPT, AMBER, COLOURS, FLOOR, GENERATOR, GREEN, GREY, MARK, RED, ROWS, \
     SERVE_HINT, TICKS, Frame, History, Item, Row, document, family_rows, fmt, is_ours, log_y, machine_page, \
@@ -43,10 +43,10 @@ MEMORY = _series("bench_engine.EngineMemory.peakmem_simulate", "memory", [1e8, 1
 REFERENCE = _series("bench_engine.MachineReference.time_reference", "reference", [1.0, 1.0, 1.0])
 
 
-def _report(findings, unmeasured=()) -> dict:
+def _report(findings, unmeasured=(), **fields) -> Report:
     return Report(generated_at="20260101T000000Z", machine="m", envs=("e",), commits=(C1, C2, C3), latest=C3,
                   subjects={C1: "one", C2: "two", C3: "three"}, regressions=tuple(findings), unmeasured=tuple(unmeasured),
-                  skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED).as_json()
+                  skipped=0, built=True, notes=(), exit=ExitCode.REGRESSED, **fields)
 
 
 FINDINGS = [Finding(SLOW, C2, C3, 1.0, 2.0, {"rank_test_p": 1e-6}), Finding(PARITY, C2, C3, 0.0, 0.9),
@@ -76,7 +76,7 @@ def test_rows_from_a_regressed_report():
     assert by["memory"].verdict == "not measured" and by["memory"].summary == "1 failed at the latest commit"
     assert by["memory"].items[0].href == "index.html#bench_engine.EngineMemory.peakmem_simulate"
     assert by["cost"].summary == NOTHING_RECORDED
-    target = {r.family: r for r in family_rows({**_report(FINDINGS, [MEMORY.label]), "target_results": "/t"},
+    target = {r.family: r for r in family_rows(_report(FINDINGS, [MEMORY.label], target_results="/t"),
                                                presence(families_at([SLOW, PARITY], C3)), BENCHMARKS)}
     cost = target["cost"]
     assert (cost.status, cost.verdict, cost.summary) == (GREY, "not counted", TARGET_UNCOUNTED)
@@ -200,8 +200,9 @@ def test_nothing_is_framed_as_the_worst_where_every_case_keeps_to_the_parity_rul
 
 # ---- publish page: status.html: self-contained, marked as this command's, with the rows, parity graphs and determinism strips.
 
-REPORT = {"machine": "m", "commits": [C1, C2], "latest": C2, "subjects": {C1: "Base", C2: "Plant <b>"},
-          "notes": ["a note & more"], "exit": 1, "generated_at": "20260101T000000Z"}
+REPORT = Report(generated_at="20260101T000000Z", machine="m", envs=("e",), commits=(C1, C2), latest=C2,
+                subjects={C1: "Base", C2: "Plant <b>"}, regressions=(), unmeasured=(), skipped=0, built=True,
+                notes=("a note & more",), exit=ExitCode.REGRESSED)
 ROWS_ = [Row("timing", RED, "regressed", "1 regressed", (Item("t: 1 -> 2", "index.html#t?p-x=%271%27", C2, "re-measured: x2 <slower>"),)),
          Row("memory", GREEN, "ok", "1 measured"), Row("cost", GREY, "not measured", "none"),
          Row("parity", AMBER, "not comparable", "1 skipped"), Row("determinism", GREEN, "ok", "2 measured")]
@@ -270,9 +271,8 @@ def test_a_strip_shows_not_reproducible_apart_from_changed():
 
 
 def test_a_skipped_parity_point_is_a_gap_and_a_failed_one_a_cross():
-    report = {"machine": "m", "notes": [], "regressions": [], "commits": ["c1", "c2", "c3"], "latest": "c3",
-              "families": {}, "history": {"parity": [["a01", "bench_parity.track_parity_a01",
-                                                      [["c1", 0.0], ["c2", "nan"], ["c3", None]]]]}}
+    report = replace(REPORT, commits=("c1", "c2", "c3"), latest="c3", notes=(), history={"parity": [[
+        "a01", "bench_parity.track_parity_a01", [["c1", 0.0], ["c2", "nan"], ["c3", None]]]]})
     section, _ = machine_page(report, {})
     assert section.count('class="pt ') == 1 and section.count('class="failed"') == 1
 

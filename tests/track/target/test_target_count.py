@@ -99,7 +99,7 @@ def _judged(project: Project, capsys) -> tuple[int, list[dict], str]:
     code = main(["regressions", "--repo", str(project.folder), "--machine", MACHINE, "--remeasure", "0"])
     capsys.readouterr()
     latest = project.folder / "reports" / "latest"
-    verdict = json.loads((latest / "verdict.json").read_text())
+    [verdict] = json.loads((latest / "verdict.json").read_text())["machines"].values()
     return code, [f for f in verdict["regressions"] if f["family"] == "cost"], (latest / "verdict.txt").read_text()
 
 
@@ -153,7 +153,7 @@ def test_a_recording_with_asv_counts_each_measured_commit_and_its_verdict_names_
     assert code == 1 and printed.count("skipped for a target: ") == 1
     assert "skipped for a target: the compiled and Triton paths" in printed  # counts were made
     project = root / "results" / "targets" / "port"
-    verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+    [verdict] = json.loads((project / "reports" / "latest" / "verdict.json").read_text())["machines"].values()
     [cost] = [f for f in verdict["regressions"] if f["family"] == "cost"]
     assert (names[cost["last_good"]], names[cost["first_bad"]], cost["label"]) == ("docs5", "slow", "REGRESSED")
     assert not [f for f in verdict["regressions"] if names.get(f["first_bad"], "").startswith("docs")]

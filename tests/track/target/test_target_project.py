@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detsim.track.judge.history import TARGET_SPEC
+from detsim.track.judge.results_files import TARGET_SPEC
 from detsim.track.judge.thresholds import TARGET_COST, TARGET_MEMORY, TARGET_PARITY, TARGET_TIMING
 from detsim.track.target.departure import departure, stored
 from detsim.track.target.project import SUITE_DIR, Project

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from detsim.track.base.hashing import fingerprint
 from detsim.track.base.metrics import PARITY_DECIMALS
-from detsim.track.judge.history import COST_UNIT
+from detsim.track.judge.benchmarks import COST_UNIT
 from detsim.track.target.count import not_counted_reason
 from detsim.track.target.outcomes import measure_cases
 from detsim.track.target.build import SUITE_VAR
