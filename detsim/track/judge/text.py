@@ -435,7 +435,9 @@ def _event_groups(records: list[Mapping]) -> list[str]:
             lines += [event_text(r) for r in group]
             continue
         head = f"{commit[:8]} {step}: {len(group)} series ("
-        lines.append(head + names_fitting([short_name(r) for r in group], WIDTH - len(head) - 3) + ")")
+        named = [short_name(r) if len({g["family"] for g in group}) == 1 else f"{family_word(r)} {short_name(r)}"
+                 for r in group]  # a case named once per family it stepped in
+        lines.append(head + names_fitting(named, WIDTH - len(head) - 3) + ")")
     return lines
 
 
