@@ -33,7 +33,7 @@ FALLS_BACK = {
 # One golden case per feature of the kernel (its variants and the data it loops over), rendered in the default
 # job beside the edge cases, which cover each feature on a small detector; every golden case in the slow job.
 REPRESENTATIVE = (
-    "a01_cubic_mosflm_center",  # square lattice, default F, Kahn polarization
+    "a01_cubic_mosflm_center",  # the square lattice, default F, the polarization factor
     "e01_triclinic_misset",  # a triclinic cell
     "g01_hkl_nointerp",  # an HKL table
     "j02_phi0_quirk",  # phi steps and a thread-first pixel's first sweep
