@@ -26,6 +26,14 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
+        # and in every process a test starts (a detsim command, a job, a fresh interpreter) unless it says how
+        # many: torch's default there is a thread per core, and detsim's -threads default a worker process per
+        # core, which on two shared cores cost CPU time and proved nothing a test asks for
+        for name in THREAD_VARS:
+            os.environ.setdefault(name, "1")
+
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch's (and OpenMP's, MKL's) thread count in a new process
 
 # A run started in the background (`nohup make test &`, `cmd &` in a script) inherits Ctrl-C ignored, and
 # every process the tests start would too (an ignored signal stays ignored across exec): the tests that

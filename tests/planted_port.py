@@ -4,7 +4,10 @@ perturbs the image, with one fault planted per commit and docs-only commits betw
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -93,7 +96,27 @@ def make_port(work: Path, golden: Path, *, render: str = "detsim", export: bool 
     varies (one pixel moved by a number of float32 steps that differs run to run), steady, docs5, slow (15 %
     more CPU time, kept), docs6. With ``export`` the spec names the package's paths (docs commits are reused
     unbuilt), else every commit is built and compared by its installed files. With ``count`` its spec turns
-    instruction counts on (each rendered case counted under callgrind by a recording)."""
+    instruction counts on (each rendered case counted under callgrind by a recording).
+
+    Built once per process and arguments (46 git commands), then copied to ``work/port``: each caller has a
+    repository of its own, with the same commits."""
+    key = (str(golden), render, export, count)
+    if key not in _BUILT:
+        scratch = Path(tempfile.mkdtemp(prefix="planted-port-"))
+        atexit.register(shutil.rmtree, scratch, True)
+        port = _build(scratch, golden, render, export, count)
+        _BUILT[key] = (port, dict(FAULTS))
+    built, faults = _BUILT[key]
+    root = work / "port"
+    shutil.copytree(built.root, root, symlinks=True)
+    FAULTS.update(faults)  # as the last commit left them
+    return Port(root, dict(built.commits))
+
+
+_BUILT: dict[tuple, tuple[Port, dict]] = {}  # make_port's arguments -> (the port built, FAULTS after its last commit)
+
+
+def _build(work: Path, golden: Path, render: str, export: bool, count: bool) -> Port:
     FAULTS.update(CRASH=False, EDGE=0.0, SHRINK=False, SLOW=0.0, VARIES=False)
     root = work / "port"
     (root / "fakeport").mkdir(parents=True)

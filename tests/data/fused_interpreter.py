@@ -1,7 +1,8 @@
 """Render the fused whole-image kernel's scenarios under Triton's interpreter and print, as JSON, how each
 compares with the eager path (tests/rendering/test_fused_kernel.py reads it).
 
-Run in its own process (``python tests/data/fused_interpreter.py``): ``TRITON_INTERPRET=1`` must be set
+Run in its own process (``python tests/data/fused_interpreter.py [GOLDEN_ID...]``: the edge cases and the golden
+cases named, every golden case where none is named): ``TRITON_INTERPRET=1`` must be set
 before any ``@triton.jit`` module is imported, and must not leak into the rest of the test session (the
 compile-only check needs the real kernel object). Each scenario is rendered by ``render(mode="triton")``
 in float64 and float32 and by the eager path in both; launches are counted by wrapping the interpreter's
@@ -136,7 +137,7 @@ def compare(config, pixels, launches: Launches) -> dict:
     return out
 
 
-def main() -> None:
+def main(golden_ids: list[str]) -> None:
     launches = Launches()
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -150,6 +151,8 @@ def main() -> None:
                 pixels = [divmod(i, det.fpixels) for i in range(pixels)]
             results[f"edge:{name}"] = compare(config, pixels, launches)
         for case in load_cases(GOLDEN):
+            if golden_ids and case.id not in golden_ids:
+                continue
             config = case.config(config_from_argv)
             config = replace(config, sampling=replace(config.sampling, oversample=1))  # small: one subpixel
             det = config.detector
@@ -158,4 +161,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

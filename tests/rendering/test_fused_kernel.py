@@ -1,7 +1,8 @@
-"""The fused whole-image kernel under Triton's interpreter, against the eager path: every golden case it
-serves and its edge cases, in float64 and float32, one launch per render; the cases it does not serve fall
-back to today's path and say why. The scenarios run in one child process (tests/data/fused_interpreter.py),
-since ``TRITON_INTERPRET=1`` must be set before the kernel is imported and must not leak into this one."""
+"""The fused whole-image kernel under Triton's interpreter, against the eager path: its edge cases and one
+golden case per feature it has (every golden case it serves in the slow job), in float64 and float32, one
+launch per render; the cases it does not serve fall back to today's path and say why. The scenarios run in a
+child process (tests/data/fused_interpreter.py), since ``TRITON_INTERPRET=1`` must be set before the kernel
+is imported and must not leak into this one."""
 
 from __future__ import annotations
 
@@ -29,19 +30,42 @@ FALLS_BACK = {
     "m01_round_xtal": "crystal shape ROUND",
     "m05_round_xtal_fudge": "crystal shape ROUND",
 }
+# One golden case per feature of the kernel (its variants and the data it loops over), rendered in the default
+# job beside the edge cases, which cover each feature on a small detector; every golden case in the slow job.
+REPRESENTATIVE = (
+    "a01_cubic_mosflm_center",  # the square lattice, default F, the polarization factor
+    "e01_triclinic_misset",  # a triclinic cell
+    "g01_hkl_nointerp",  # an HKL table
+    "j02_phi0_quirk",  # phi steps and a thread-first pixel's first sweep
+    "l02_dispersion",  # several sources
+    "m02_gauss_xtal",  # the Gaussian lattice factor
+    "m03_tophat_spots",  # the top-hat lattice factor
+    "o02_nopolar",  # no polarization factor
+    "p01_water",  # the water background
+    "q01_detector_abs_thick",  # sensor layers
+    "t01_point_pixel",  # point pixels
+    "u01_curved_det",  # the curved detector
+    "x01_dmin",  # the -dmin cut
+    *FALLS_BACK,
+)
 EDGES = ("one_orientation", "ragged_tiles", "roi", "mask", "layers_and_sources", "oversample_mosaic_phi", "dmin",
          "n1_axes", "large_n", "kahn_water_point_pixel", "nopolar", "gauss", "tophat", "thread_first_sweep",
          "thread_first_sweep_dmin", "curved", "hkl_table_edges", "hkl_table_dmin")
 
 
-@pytest.fixture(scope="module")
-def scenarios() -> dict:
+def _rendered(*golden_ids: str) -> dict:
+    """The edge cases and the golden cases named (every one where none is), rendered by the child process."""
     env = dict(os.environ, TRITON_INTERPRET="1",
                PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(SCRIPT)], cwd=TESTS.parent, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, str(SCRIPT), *golden_ids], cwd=TESTS.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> dict:
+    return _rendered(*REPRESENTATIVE)
 
 
 def _within(result: dict) -> list[str]:
@@ -56,12 +80,24 @@ def _within(result: dict) -> list[str]:
     return off
 
 
-def test_every_golden_case_it_serves_matches_eager_in_one_launch(scenarios):
-    served = {cid for cid in GOLDEN_CASES if cid not in FALLS_BACK}
-    assert {cid for cid in GOLDEN_CASES if scenarios[f"golden:{cid}"]["fused"]} == served
+def _check_golden(scenarios: dict, ids) -> None:
+    """Each golden case of ``ids`` the kernel serves matches eager in one launch; the rest are FALLS_BACK's."""
+    assert {f"golden:{cid}" for cid in ids} == {name for name in scenarios if name.startswith("golden:")}
+    served = {cid for cid in ids if cid not in FALLS_BACK}
+    assert {cid for cid in ids if scenarios[f"golden:{cid}"]["fused"]} == served
     off = {cid: _within(scenarios[f"golden:{cid}"]) for cid in sorted(served)}
     assert not {cid: why for cid, why in off.items() if why}
     assert all(scenarios[f"golden:{cid}"]["peak"] > 0 for cid in served)  # each compared something
+
+
+def test_one_golden_case_per_feature_matches_eager_in_one_launch(scenarios):
+    assert set(REPRESENTATIVE) <= set(GOLDEN_CASES)
+    _check_golden(scenarios, REPRESENTATIVE)
+
+
+@pytest.mark.slow
+def test_every_golden_case_it_serves_matches_eager_in_one_launch():
+    _check_golden(_rendered(), GOLDEN_CASES)
 
 
 @pytest.mark.parametrize("edge", EDGES)

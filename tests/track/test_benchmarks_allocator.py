@@ -36,6 +36,34 @@ print(*faults)
 PROCESSES = 3  # glibc's default faults every round in ~4 processes of 5: all three steady by chance ~1 %
 
 
+def _common():
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import common
+    finally:
+        sys.path.remove(str(ROOT))
+    return common
+
+
+def test_a_steady_allocator_sets_glibcs_largest_mmap_threshold_and_keeps_freed_memory(monkeypatch):
+    """What the test below sees glibc do in fresh processes (slow: three of them), as the calls made here:
+    mallopt(M_MMAP_THRESHOLD = -3, 32 MiB, glibc's largest: the 16 MiB blocks below come from the heap) and
+    mallopt(M_TRIM_THRESHOLD = -1, INT_MAX: freed heap is never handed back), glibc's malloc.h numbers."""
+    common = _common()
+    calls = []
+
+    class CLibrary:
+        @staticmethod
+        def mallopt(parameter, value):
+            calls.append((parameter, value))
+            return 1
+
+    monkeypatch.setattr(common.ctypes, "CDLL", lambda name: CLibrary())
+    common.steady_allocator()
+    assert calls == [(-3, 32 * 1024 * 1024), (-1, 2**31 - 1)]
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_a_steady_process_reuses_freed_memory_without_page_faults():
     children = [subprocess.Popen([sys.executable, "-P", "-c", FAULTS_PER_ROUND, str(ROOT)], stdout=subprocess.PIPE,

@@ -122,10 +122,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_a_scheduler_reached_by_its_address_runs_the_tasks_on_its_workers():
+    """``client(Cluster(scheduler=ADDRESS))`` of a scheduler already running, here with two worker threads in
+    this process (the test below starts them as docs/cluster.md does, in processes of their own)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                  host="127.0.0.1", scheduler_kwargs=NO_DASHBOARD) as running_cluster:
+        stream = io.StringIO()
+        with client(Cluster(scheduler=running_cluster.scheduler_address)) as running:
+            running.wait_for_workers(2, timeout=60)
+            assert _run(running, [(n, pow, n, 2) for n in range(4)], stream) == {
+                n: Outcome(n * n) for n in range(4)}
+            assert len({w["id"] for w in running.scheduler_info()["workers"].values()}) == 2
+        assert stream.getvalue().splitlines()[-1].startswith("t: 4/4 ended, 4 done, 0 failed")
+
+
+@pytest.mark.slow
 def test_an_existing_scheduler_and_its_workers_started_by_hand_run_the_tasks(tmp_path):
     """docs/cluster.md's local example: ``dask scheduler --host 127.0.0.1`` and ``dask worker ADDRESS
     --nworkers 2 --nthreads 1`` (on a free port here: another cluster may hold 8786), then the tasks by
-    ``client(Cluster(scheduler=ADDRESS))``."""
+    ``client(Cluster(scheduler=ADDRESS))`` (three processes: the slow job's; the rule is the test above's)."""
     dask = Path(sys.executable).with_name("dask")
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
