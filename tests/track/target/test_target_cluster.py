@@ -133,7 +133,7 @@ def test_a_scheduler_reached_by_its_address_runs_the_tasks_on_its_workers():
             assert _run(running, [(n, pow, n, 2) for n in range(4)], stream) == {
                 n: Outcome(n * n) for n in range(4)}
             assert len({w["id"] for w in running.scheduler_info()["workers"].values()}) == 2
-        assert stream.getvalue().splitlines()[-1].startswith("t: 4/4 ended, 4 done, 0 failed")
+        assert stream.getvalue().splitlines()[-1].startswith("t: 4 done, 0 failed, 0 left")
 
 
 @pytest.mark.slow
