@@ -170,6 +170,19 @@ def test_the_areas_import_each_other_without_a_cycle():
     assert cycle is None, "import cycle between areas: " + " -> ".join(cycle)
 
 
+def test_the_suites_map_lists_every_area_above_the_areas_it_imports():
+    """detsim/track/__init__.py's map names the areas from the top; each imports only areas named after it."""
+    import detsim.track
+
+    named = re.findall(r":mod:`\.(\w+)`", detsim.track.__doc__.split("From the top:", 1)[1])
+    ranked = sorted(set(named), key=named.index)  # each area where the map first names it
+    graph = _area_graph(TRACK)
+    assert set(graph) <= set(ranked), f"areas missing from the map: {sorted(set(graph) - set(ranked))}"
+    for area, imported in graph.items():
+        above = [b for b in imported if ranked.index(b) <= ranked.index(area)]
+        assert not above, f"{area} imports {above}, listed above it in the suite's map"
+
+
 def test_the_core_sub_packages_import_each_other_without_a_cycle():
     graph = _core_graph(PACKAGE)
     assert {"rendering", "diagnostics", "model", "host", "fileio"} <= set(graph)  # the graph was read
