@@ -25,6 +25,7 @@ from detsim.track.report.explain import KINDS, Job, departure_answer, explain_jo
 from detsim.track.report.profile import ProfileError
 from detsim.track.report.sides import SideError
 from detsim.track.compare.runs import RecordError
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import flags
 from detsim.track.judge.verdict import VerdictError, latest_file, machines_of, read_verdict
 
@@ -120,12 +121,12 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
         if not flags(rec):
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
         elif target:
-            if rec["family"] == "parity" and rec.get("case"):
+            if Family(rec["family"]) is Family.PARITY and rec.get("case"):
                 jobs.append(Job("parity", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"], origin))
             else:
                 notes.append(f"{origin}: a target's {rec['family']} finding; explain measures detsim's own code only "
                              "(`detsim-track bisect --target` names its first bad commit)")
-        elif rec["family"] == "reproducibility":
+        elif Family(rec["family"]) is Family.RUNS_DIFFER:
             jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
                             origin, axis=rec["axis"]))
         elif not rec.get("last_good"):
@@ -141,7 +142,7 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
 
 
 def _job_for(rec: dict, origin: str) -> Job | None:
-    family, good, bad = rec["family"], rec["last_good"], rec["first_bad"]
+    family, good, bad = Family(rec["family"]), rec["last_good"], rec["first_bad"]
     if rec.get("unit") in LAUNCH_UNITS:  # a path's device operations: counted again at each commit
         mode = re.search(r"mode='([^']+)'", rec.get("params") or "")
         return Job("launches", good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
@@ -150,20 +151,21 @@ def _job_for(rec: dict, origin: str) -> Job | None:
         dtype = re.search(r"dtype='([^']+)'", rec.get("params") or "")
         return Job("kernel", good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
                    measure=rec["unit"])
-    if family == "parity" and rec.get("case"):
+    if family is Family.PARITY and rec.get("case"):
         return Job("parity", good, bad, rec["case"], origin)
-    if family == "determinism" and rec.get("case"):
+    if family is Family.IMAGE_CHANGED and rec.get("case"):
         return Job("hash", good, bad, rec["case"], origin)
-    if family in ("cost", "timing", "throughput", "memory"):
+    if family in (Family.COUNTED_COST, Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
         flagged = match[1] if match else None
         workload = flagged or "P1@64"
         golden = bool(re.match(r"^[a-z]\d\d_", workload))
-        if not golden and (family != "cost" or not COUNTED.match(workload)):
+        if not golden and (family is not Family.COUNTED_COST or not COUNTED.match(workload)):
             workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
         countable = flagged and (golden or COUNTED.match(flagged))
-        return Job("cost", good, bad, workload, origin, stand_in=family != "cost",
-                   own=flagged if family != "cost" and countable and flagged != workload else None)
+        stand_in = family is not Family.COUNTED_COST
+        return Job("cost", good, bad, workload, origin, stand_in=stand_in,
+                   own=flagged if stand_in and countable and flagged != workload else None)
     return None
 
 

@@ -14,12 +14,13 @@ import math
 import shlex
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
+from detsim.track.base.bisection import FirstBad, bisect
 from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.workloads import reduced
@@ -65,28 +66,6 @@ class Job:
         """The job as its explanation's record names it; ``given``: what the explanation found (the full hashes)."""
         return {"kind": self.kind, "last_good": self.last_good, "first_bad": self.first_bad,
                 "workload": self.workload, "origin": self.origin, **given}
-
-
-@dataclass
-class Bisection:
-    first_bad: str
-    probes: list[dict] = field(default_factory=list)  # {"commit", "value", "bad"} in probe order
-
-
-def bisect(commits: list[str], measure: Callable[[str], object], is_bad: Callable[[object], bool]) -> Bisection:
-    """The first bad commit of ``commits`` (oldest first; the last is known bad and not measured again),
-    assuming one step from good to bad: the measures are exact, so plain bisection names it."""
-    if not commits:
-        raise ValueError("no commits to bisect")
-    lo, hi = -1, len(commits) - 1
-    probes = []
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        value = measure(commits[mid])
-        bad = bool(is_bad(value))
-        probes.append({"commit": commits[mid], "value": value, "bad": bad})
-        lo, hi = (lo, mid) if bad else (mid, hi)
-    return Bisection(commits[hi], probes)
 
 
 def is_bad(kind: str, good) -> Callable[[object], bool]:
@@ -172,14 +151,14 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
     bisection = None
     if len(between) > 1 and bisecting:
         _progress(f"bisecting {len(between)} commits")
-        bisection = bisect(between, value_at, bad)
+        bisection = bisect([good, *between], value_at, bad)
     first_bad = bisection.first_bad if bisection else between[-1]
     chain = [good, *between]
     parent = chain[chain.index(first_bad) - 1]
     value_at(parent)
     record["bisection"] = None if bisection is None else {
-        "first_bad": first_bad, "steps": len(bisection.probes),
-        "probes": [{**p, "value": _shown(p["value"])} for p in bisection.probes]}
+        "first_bad": first_bad, "steps": len(bisection.steps),
+        "probes": [{"commit": s.commit, "value": _shown(s.answer), "bad": s.bad} for s in bisection.steps]}
     record["pair"] = {"old": parent, "new": first_bad, "subject": subject(root, first_bad)}
     record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
     explainer = {"cost": _explain_cost, "launches": _explain_launches, "kernel": _explain_kernel,
@@ -302,9 +281,9 @@ def _what(job: Job) -> str:
             "hash": f"the image of golden case {job.workload}"}[job.kind]
 
 
-def _answer(job: Job, record: dict, finding: str, old, new, bisection: Bisection | None, between: int) -> str:
+def _answer(job: Job, record: dict, finding: str, old, new, bisection: FirstBad | None, between: int) -> str:
     pair = record["pair"]
-    found = (f"bisected over {between} commits in {len(bisection.probes)} measurement(s): " if bisection else "")
+    found = (f"bisected over {between} commits in {len(bisection.steps)} measurement(s): " if bisection else "")
     change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind == "cost" else
               f"{old:,} -> {new:,}" + (f" (x{new / old:.2f})" if old else "") if job.kind in ("launches", "kernel") else
               f"{old:.3g} -> {new:.3g}" if job.kind == "parity" else f"sha256 {str(old)[:12]} -> {str(new)[:12]}")
