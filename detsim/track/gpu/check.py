@@ -6,7 +6,7 @@ one record.
 Input: a :class:`~.plan.CheckPlan` and the command line's :class:`Options`. Output: the record ``gpu.json``
 holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``, ``wall_s``, ``budget_s``,
 ``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run),
-``exit_code`` (the steps' alone: a target missed is a figure, not a failing step), ``targets`` (each target's
+``exit_code`` (the steps' alone: a goal missed is a figure, not a failing step), ``goals`` (each goal's
 verdict, :mod:`~.verdicts`) and ``side_by_side`` (detsim against nanoBragg.c, where it was timed); the command
 adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
 draws on it alone. Two steps run nothing: a path's determinism and the CUDA-against-CPU comparison are drawn
@@ -29,7 +29,7 @@ from detsim.track.gpu import jobs
 from detsim.track.gpu.plan import REFERENCE_PATH, CheckPlan, GpuPath
 from detsim.track.gpu.programs import device_tests, divergence, time_nanobragg
 from detsim.track.gpu.steps import Budget, StepResult, run_job_step
-from detsim.track.gpu.verdicts import side_by_side, target_rows
+from detsim.track.gpu.goals import goal_rows, side_by_side
 
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",
@@ -79,7 +79,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, {"device": plan.device}, boxes.atomics), "atomics")
     speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, {
         "path": [path.mode, path.dtype], "device": plan.device, "workloads": list(plan.speed_workloads),
-        "profile": [plan.speed_workloads[0]],  # the launches target's workload: P2
+        "profile": [plan.speed_workloads[0]],  # the launches goal's workload: P2
         "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "repeat_s": plan.repeat_s,
         "fixed_cost_calls": plan.fixed_cost_calls, "threads": threads},
         boxes.speed[path.mode], path), "speed") for path in plan.paths}
@@ -137,7 +137,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
         "steps": [s.record() for s in steps],
         "exit_code": int(worst(*(s.status.exit_code for s in steps))),
     }
-    return {**record, "targets": [row.record() for row in target_rows(record)], "side_by_side": side_by_side(record)}
+    return {**record, "goals": [row.record() for row in goal_rows(record)], "side_by_side": side_by_side(record)}
 
 
 def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, str]:

@@ -290,7 +290,7 @@ def _measure(name: str, path: GpuPath, device: torch.device, calls: int, within_
 
 
 def judge_speed(data: dict) -> tuple[Status, str]:
-    """Timings are facts, not verdicts (the targets judge them): ok when every workload was measured, else why
+    """Timings are facts, not verdicts (the goals judge them): ok when every workload was measured, else why
     not."""
     if data["not_measured"]:
         return Status.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
