@@ -24,10 +24,11 @@ import torch
 from detsim.track.base.golden import load_cases
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
+from detsim.track.base.parity import golden_parity
 from detsim.track.base.status import Status
+from detsim.track.base.timing import Timed, summary, synchronize, timed, timed_calls
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.steps import keep_partial
-from detsim.track.measure.parity import image_metrics
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -50,13 +51,8 @@ def ready(device: str) -> torch.device:
     """The device, its context made (so that no timing includes the driver's start-up)."""
     dev = torch.device(device)
     torch.zeros(1, device=dev)
-    _synchronize(dev)
+    synchronize(torch, dev)
     return dev
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def workload_config(name: str):
@@ -66,17 +62,21 @@ def workload_config(name: str):
     return workload(name).config(config_from_argv)
 
 
-def render(config, path: GpuPath, device: torch.device) -> PathRender:
-    """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
+def renderer(config, path: GpuPath, device: torch.device):
+    """A call that prepares and renders ``config`` on ``path`` (the engine's ``(image, info)``), to be timed."""
     from detsim import prepare, render as engine_render
 
-    started = time.perf_counter()
-    with torch.no_grad():
-        image, _ = engine_render(prepare(config, device=device, dtype=DTYPES[path.dtype]), mode=path.mode)
-    _synchronize(device)
-    seconds = time.perf_counter() - started
-    ours = image.detach().cpu().double().numpy()
-    return PathRender(ours, image_sha256(ours), seconds)
+    return lambda: engine_render(prepare(config, device=device, dtype=DTYPES[path.dtype]), mode=path.mode)
+
+
+def render(config, path: GpuPath, device: torch.device) -> PathRender:
+    """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
+    return path_render(timed(torch, renderer(config, path, device), device))
+
+
+def path_render(done: Timed) -> PathRender:
+    ours = done.result[0].detach().cpu().double().numpy()
+    return PathRender(ours, image_sha256(ours), done.wall_s)
 
 
 def fused(config, path: GpuPath, device: torch.device) -> bool:
@@ -107,9 +107,7 @@ def launches(config, path: GpuPath, device: torch.device, *, render_only: bool =
         if setup is None:
             render(config, path, device)
         else:
-            with torch.no_grad():
-                engine_render(setup, mode=path.mode)
-            _synchronize(device)
+            timed(torch, lambda: engine_render(setup, mode=path.mode), device)
     counts = {"aten_ops": 0, "kernels": None, "memory_ops": None, "interpreted_launches": interpreted()}
     if device.type == "cuda":
         counts.update(kernels=0, memory_ops=0)
@@ -149,40 +147,18 @@ def _interpreted_launches():
 
 def kernel_seconds(setup, path: GpuPath, device: torch.device) -> float:
     """One render of a prepared ``setup`` alone: on CUDA the time between two events recorded on the stream around
-    it (the device's time, host gaps inside the render included); on a CPU the host clock around it."""
+    it (the device's time, host gaps inside the render included); on a CPU the timed render's wall seconds."""
     from detsim import render as engine_render
 
+    if device.type != "cuda":
+        return timed(torch, lambda: engine_render(setup, mode=path.mode), device).wall_s
     with torch.no_grad():
-        if device.type != "cuda":
-            started = time.perf_counter()
-            engine_render(setup, mode=path.mode)
-            return time.perf_counter() - started
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         engine_render(setup, mode=path.mode)
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3  # elapsed_time: milliseconds
-
-
-def repeated(call, calls: int, within_s: float, clock=time.monotonic) -> list:
-    """``call()`` ``calls`` times, but no more than fit ``within_s`` seconds by the mean call so far (at least
-    once): a slow path is timed fewer times, not past its box."""
-    answers, started = [], clock()
-    while len(answers) < calls:
-        answers.append(call())
-        spent = clock() - started
-        if spent + spent / len(answers) > within_s:
-            break
-    return answers
-
-
-def timing(seconds: list[float], pixel_steps: int) -> dict:
-    """A list of one workload's timed calls: ``calls``, ``best_s``, ``median_s`` and ``pixel_steps_per_s`` (of the
-    median)."""
-    median = statistics.median(seconds)
-    return {"calls": len(seconds), "best_s": round(min(seconds), 7), "median_s": round(median, 7),
-            "pixel_steps_per_s": pixel_steps / median}
 
 
 def varied_configs(name: str, count: int) -> list:
@@ -273,19 +249,20 @@ def _measure(name: str, path: GpuPath, device: torch.device, calls: int, within_
     config = workload_config(name)
     pixel_steps = workload(name).pixel_steps
     first = render(config, path, device)
-    warm = repeated(lambda: render(config, path, device), calls, within_s)
+    warm = timed_calls(torch, renderer(config, path, device), device, calls, within_s=within_s)
     setup = prepare(config, device=device, dtype=DTYPES[path.dtype])
-    kernel = repeated(lambda: kernel_seconds(setup, path, device), calls, within_s)
+    kernel = [t.result for t in timed_calls(torch, lambda: kernel_seconds(setup, path, device), device, calls,
+                                            within_s=within_s)]
     return {
         "pixel_steps": pixel_steps,
         "fused": fused(config, path, device),
         "cold_s": round(first.seconds, 4),
         "cold_pixel_steps_per_s": pixel_steps / first.seconds,
-        "end_to_end": timing([r.seconds for r in warm], pixel_steps),
-        "kernel": timing(kernel, pixel_steps),
+        "end_to_end": summary([t.wall_s for t in warm], pixel_steps),
+        "kernel": summary(kernel, pixel_steps),
         "launches": {"end_to_end": launches(config, path, device),
                      "render": launches(config, path, device, render_only=True)} if profile else None,
-        "sha256": [first.sha256, warm[-1].sha256],
+        "sha256": [first.sha256, path_render(warm[-1]).sha256],
     }
 
 
@@ -315,21 +292,20 @@ def parity_job(job: dict) -> dict:
         out["hash"] = {"workload": job["hash_workload"],
                        "sha256": render(workload_config(job["hash_workload"]), path, device).sha256}
         keep_partial(job, {**out, **summarize(out["cases"])})
-    for case in cases:
-        if not in_time():
-            out["not_run"].append(case.id)
+    leave = (lambda config: None if fused(config, path, device) else "eager_code") if path.mode != "eager" else None
+    for done in golden_parity(cases, config_from_argv, lambda config: timed(torch, renderer(config, path, device),
+                                                                            device), keep_going=in_time, leave=leave):
+        if done.status is Status.NOT_RUN:
+            out["not_run"].append(done.case.id)
             continue
-        try:
-            config = case.config(config_from_argv)
-            if path.mode != "eager" and not fused(config, path, device):
-                out["cases"][case.id] = {"eager_code": True}
-                continue
-            done = render(config, path, device)
-            metrics = image_metrics(done.image, case.reference((config.detector.spixels, config.detector.fpixels)))
-            out["cases"][case.id] = {"r": metrics["r"], "max_rel": metrics["max_rel"], "worst": metrics["worst"],
-                                     "sha256": done.sha256, "seconds": round(done.seconds, 4)}
-        except Exception as exc:  # noqa: BLE001 - one broken case is recorded, the others go on
-            out["cases"][case.id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        if done.status is Status.SKIPPED:
+            out["cases"][done.case.id] = {"eager_code": True}
+        elif done.status is Status.CRASHED:
+            out["cases"][done.case.id] = {"error": done.error}
+        else:
+            out["cases"][done.case.id] = {"r": done.metrics["r"], "max_rel": done.metrics["max_rel"],
+                                          "worst": done.metrics["worst"], "sha256": image_sha256(done.image),
+                                          "seconds": round(done.seconds, 4)}
         keep_partial(job, {**out, **summarize(out["cases"])})
     out.update(summarize(out["cases"]))
     return out

@@ -28,7 +28,6 @@ carries it across fork and exec); the detsim render job reads its own ``VmHWM`` 
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import numpy as np
 
 from detsim.track.base.fresh import run_job, thread_vars
 from detsim.track.base.metrics import pearson_r
+from detsim.track.base.timing import timed_calls
 from detsim.track.base.workloads import Workload
 
 
@@ -205,13 +205,6 @@ def _timed(job: dict) -> dict:
             "stderr_tail": tail[-1] if tail else ""}
 
 
-def cpu_seconds() -> float:
-    """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
-    (:mod:`detsim.host.processes`) are reaped before it returns."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def peak_rss_mb() -> float | None:
     """This process's peak resident memory since it started (``VmHWM``), or None where not reported."""
     try:
@@ -227,29 +220,21 @@ def render_job(job: dict) -> dict:
     """Inside the measured process: warm up, time the renders, save the image as raw float32."""
     import torch
 
-    import detsim
     from detsim import config_from_argv, prepare, render
-    from detsim.track.base.workloads import Workload
 
     torch.set_num_threads(job["threads"])
     dtype = getattr(torch, job["dtype"])
     device = torch.device(job["device"])
     workload = Workload(**job["workload"])
     config = workload.config(config_from_argv)
-    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv), device=device,
-                    dtype=dtype, mode=job["mode"])  # compiles, for the compiled path
-    gpu = device.type == "cuda"
-    walls, cpus = [], []
-    for _ in range(job["repeats"]):
-        wall, cpu = time.perf_counter(), cpu_seconds()
-        with torch.no_grad():
-            image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
-        if gpu:
-            torch.cuda.synchronize(device)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(cpu_seconds() - cpu)
+    small = workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv)
+    runs = timed_calls(torch, lambda: render(prepare(config, device=device, dtype=dtype), mode=job["mode"]), device,
+                       job["repeats"],  # the warm-up compiles, for the compiled path
+                       warm_up=lambda: render(prepare(small, device=device, dtype=dtype), mode=job["mode"]))
+    image, info = runs[-1].result
     image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
-    return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
+    return {"wall_s_all": [t.wall_s for t in runs], "cpu_s_all": [t.cpu_s for t in runs],
+            "chunk_pixels": info.chunk_pixels,
             "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}
 
 

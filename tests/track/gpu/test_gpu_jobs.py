@@ -13,8 +13,8 @@ from detsim.track.base.golden import golden_dir
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.status import Status
 from detsim.track.gpu.jobs import (BENCHMARK, _interpreted_launches, benchmarks_job, fused, judge_benchmarks,
-                                   judge_parity, judge_speed, launches, parity_job, probe_job, ready, render, repeated,
-                                   speed_job, summarize, timing, varied_configs, workload_config)
+                                   judge_parity, judge_speed, launches, parity_job, probe_job, ready, render, speed_job,
+                                   summarize, varied_configs, workload_config)
 from detsim.track.gpu.plan import GpuPath
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,23 +55,6 @@ def test_under_the_interpreter_each_triton_kernel_launch_is_counted(monkeypatch)
     assert count() == 3
     GridExecutor(lambda x: None, ["x"], (1,))(torch.zeros(1))
     assert count() == 3  # counted inside only
-
-
-def test_repeats_stop_at_their_count_or_when_the_next_would_pass_the_time_given():
-    now = [0.0]
-
-    def call():  # a call of 1 s on the clock below
-        now[0] += 1.0
-        return now[0]
-
-    assert repeated(call, 4, within_s=60, clock=lambda: now[0]) == [1.0, 2.0, 3.0, 4.0]
-    now[0] = 0.0
-    assert repeated(call, 10, within_s=3.5, clock=lambda: now[0]) == [1.0, 2.0, 3.0]  # a fourth would end at 4 s
-    assert len(repeated(call, 10, within_s=0, clock=lambda: now[0])) == 1  # one call at least
-
-
-def test_a_timing_is_read_off_its_median():
-    assert timing([3.0, 1.0, 2.0], 100) == {"calls": 3, "best_s": 1.0, "median_s": 2.0, "pixel_steps_per_s": 50.0}
 
 
 def test_each_new_configuration_differs_from_the_others_in_its_distance_alone():
