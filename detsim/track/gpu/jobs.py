@@ -1,7 +1,7 @@
 """The device check's jobs: what runs inside a step's child process, and how its answer is judged.
 
-Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``deadline_s``, its soft deadline, and
-keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
+Input: a job (each ``*_job`` takes its own :class:`~.steps.StepJob`; every job gets ``deadline_s``, its soft
+deadline, and keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
 answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
 (:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
 hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels'
@@ -28,7 +28,7 @@ from detsim.track.base.parity import golden_parity
 from detsim.track.base.status import Status
 from detsim.track.base.timing import Timed, summary, synchronize, timed, timed_calls
 from detsim.track.gpu.plan import GpuPath, workload
-from detsim.track.gpu.steps import keep_partial
+from detsim.track.gpu.steps import StepJob, keep_partial
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -187,20 +187,61 @@ def fixed_cost(name: str, path: GpuPath, device: torch.device, calls: int) -> di
                                  for kind, times in (("new", new), ("cached", cached))}}
 
 
-def _started(job: dict):
+@dataclass(frozen=True)
+class ProbeJob(StepJob):
+    root: str  # the checkout
+
+
+@dataclass(frozen=True)
+class SpeedJob(StepJob):
+    path: tuple[str, str]  # mode, dtype
+    device: str
+    workloads: tuple[str, ...]
+    profile: tuple[str, ...]  # the workloads whose launches are counted
+    overhead: str  # the fixed cost's workload
+    warm_calls: int
+    repeat_s: float
+    fixed_cost_calls: int
+    threads: int | None = None  # CPU only; None: torch's default
+
+
+@dataclass(frozen=True)
+class ParityJob(StepJob):
+    path: tuple[str, str]  # mode, dtype
+    device: str
+    golden_dir: str
+    cases: tuple[str, ...] | None  # None: every case
+    hash_workload: str | None  # the determinism workload, rendered once
+    threads: int | None = None  # CPU only
+
+
+@dataclass(frozen=True)
+class BenchmarksJob(StepJob):
+    root: str
+    device: str
+    workloads: tuple[str, ...] | None  # None: all
+    dtypes: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class AtomicsJob(StepJob):
+    device: str  # "cuda" or "cpu"
+
+
+def _started(job: SpeedJob | ParityJob):
     """A path job's path, its device made ready (on ``threads`` CPU threads where given) and its clock: a
     function that says whether the job's soft deadline is still ahead."""
     started = time.monotonic()
-    if job.get("threads"):
-        torch.set_num_threads(job["threads"])
-    return GpuPath(*job["path"]), ready(job["device"]), lambda: time.monotonic() - started < job["deadline_s"]
+    if job.threads:
+        torch.set_num_threads(job.threads)
+    return GpuPath(*job.path), ready(job.device), lambda: time.monotonic() - started < job.deadline_s
 
 
-def probe_job(job: dict) -> dict:
-    """``job``: {"root": the checkout}. ``cuda`` is None where torch sees no CUDA device."""
+def probe_job(job: ProbeJob) -> dict:
+    """The software and the device. ``cuda`` is None where torch sees no CUDA device."""
     from detsim.track.base.runtime import environment
 
-    env = environment(Path(job["root"]))
+    env = environment(Path(job.root))
     cuda = None
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
@@ -214,30 +255,25 @@ def judge_probe(data: dict) -> tuple[Status, str]:
     return Status.OK, ""
 
 
-def speed_job(job: dict) -> dict:
+def speed_job(job: SpeedJob) -> dict:
     """Per workload: its first render (cold: compile and set-up included); end to end, the timed calls of
     prepare + render + synchronize on the same configuration (wall clock); kernel only, the timed renders of the
     set-up prepared once (:func:`kernel_seconds`); what one render launches (the workloads in ``profile``); and the
     hashes of the first and last end-to-end renders (the determinism of one process). Then the fixed cost of a
-    call (:func:`fixed_cost`).
-
-    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "profile": [names], "overhead": name,
-    "warm_calls", "repeat_s", "fixed_cost_calls", "threads" (CPU only; None: torch's default)}. A workload not
-    started before the deadline is listed under ``not_measured``."""
+    call (:func:`fixed_cost`). A workload not started before the deadline is listed under ``not_measured``."""
     path, device, in_time = _started(job)
-    out = {"path": path.name, "device": job["device"], "clock": "cuda events" if device.type == "cuda"
+    out = {"path": path.name, "device": job.device, "clock": "cuda events" if device.type == "cuda"
            else "host clock", "workloads": {}, "not_measured": [], "fixed_cost": None}
-    for name in job["workloads"]:
+    for name in job.workloads:
         if not in_time():
             out["not_measured"].append(name)
             continue
-        out["workloads"][name] = _measure(name, path, device, job["warm_calls"], job["repeat_s"],
-                                          name in job["profile"])
+        out["workloads"][name] = _measure(name, path, device, job.warm_calls, job.repeat_s, name in job.profile)
         keep_partial(job, out)
     if in_time():
-        out["fixed_cost"] = fixed_cost(job["overhead"], path, device, job["fixed_cost_calls"])
+        out["fixed_cost"] = fixed_cost(job.overhead, path, device, job.fixed_cost_calls)
     else:
-        out["not_measured"].append(job["overhead"])
+        out["not_measured"].append(job.overhead)
     return out
 
 
@@ -274,23 +310,21 @@ def judge_speed(data: dict) -> tuple[Status, str]:
     return Status.OK, ""
 
 
-def parity_job(job: dict) -> dict:
+def parity_job(job: ParityJob) -> dict:
     """Every golden case (or the plan's few) rendered as the ``detsim`` command reads its arguments, against
     nanoBragg.c's image, with its sha256 (for the CUDA-against-CPU comparison), and one render of the determinism
     workload (the second process of the path's determinism). The compiled and Triton paths run their own kernel
     only where a case is fusable (:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's
     code, so such a case is listed as ``eager_code``, not rendered again: the eager path's parity is its parity.
-
-    ``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
-    name or None, "threads" (CPU only)}. Cases not started before the deadline are listed under ``not_run``."""
+    Cases not started before the deadline are listed under ``not_run``."""
     from detsim import config_from_argv
 
     path, device, in_time = _started(job)
-    cases = [c for c in load_cases(Path(job["golden_dir"])) if job["cases"] is None or c.id in job["cases"]]
-    out = {"path": path.name, "device": job["device"], "cases": {}, "not_run": [], "hash": None}
-    if job["hash_workload"]:
-        out["hash"] = {"workload": job["hash_workload"],
-                       "sha256": render(workload_config(job["hash_workload"]), path, device).sha256}
+    cases = [c for c in load_cases(Path(job.golden_dir)) if job.cases is None or c.id in job.cases]
+    out = {"path": path.name, "device": job.device, "cases": {}, "not_run": [], "hash": None}
+    if job.hash_workload:
+        out["hash"] = {"workload": job.hash_workload,
+                       "sha256": render(workload_config(job.hash_workload), path, device).sha256}
         keep_partial(job, {**out, **summarize(out["cases"])})
     leave = (lambda config: None if fused(config, path, device) else "eager_code") if path.mode != "eager" else None
     for done in golden_parity(cases, config_from_argv, lambda config: timed(torch, renderer(config, path, device),
@@ -340,13 +374,12 @@ def judge_parity(data: dict) -> tuple[Status, str]:
     return Status.OK, ""
 
 
-def benchmarks_job(job: dict) -> dict:
+def benchmarks_job(job: BenchmarksJob) -> dict:
     """``benchmarks/bench_engine.py``'s ``PathThroughput`` on this device, each set up and tracked as asv would,
     under asv's name, parameters, unit and version, so that they can be entered into the asv history later (the
-    GPU machines have no asv). ``job``: {"root", "device", "workloads": names or None (all), "dtypes": names or
-    None}."""
+    GPU machines have no asv)."""
     started = time.monotonic()
-    sys.path.insert(0, job["root"])
+    sys.path.insert(0, job.root)
     from benchmarks import bench_engine
 
     suite = bench_engine.PathThroughput
@@ -354,10 +387,10 @@ def benchmarks_job(job: dict) -> dict:
            "results": [], "not_run": []}
     for combo in itertools.product(*suite.params):
         params = dict(zip(suite.param_names, combo))
-        if params["device"] != job["device"] or any(job[key] is not None and params[axis] not in job[key]
-                                                    for key, axis in (("workloads", "workload"), ("dtypes", "dtype"))):
+        if params["device"] != job.device or any(wanted is not None and params[axis] not in wanted
+                                                 for wanted, axis in ((job.workloads, "workload"), (job.dtypes, "dtype"))):
             continue
-        if time.monotonic() - started >= job["deadline_s"]:
+        if time.monotonic() - started >= job.deadline_s:
             out["not_run"].append(params)
             continue
         bench = suite()
@@ -411,13 +444,13 @@ def compile_kernel(fn, pointer_type: str, constants: dict, target, pointer_types
                           options=options)
 
 
-def atomics_job(job: dict) -> dict:
+def atomics_job(job: AtomicsJob) -> dict:
     """Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: a kernel
     without them sums each pixel in one program, in one order, so its results cannot depend on which program runs
     first. Its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX ``atom.``/``red.``);
     compiling needs no GPU (Triton's own LLVM and ptxas).
 
-    ``job``: {"device": "cuda" or "cpu"}. Compiles the kernel in each dtype for 1 to 3 crystal axes (every
+    Compiles the kernel in each dtype for 1 to 3 crystal axes (every
     variant the engine launches), for the device's target (cpu: an H100's), and lists each variant's atomics. On
     CUDA the kernel is also launched once per variant and the kernels Triton compiled for those launches are
     searched too (``launched``): the very code that runs. The fused whole-image kernel
@@ -428,7 +461,7 @@ def atomics_job(job: dict) -> dict:
 
     from detsim.rendering import lattice_factor_triton as triton_kernels
 
-    if job["device"] == "cuda":
+    if job.device == "cuda":
         from triton.runtime import driver
 
         target = driver.active.get_current_target()
@@ -445,7 +478,7 @@ def atomics_job(job: dict) -> dict:
                 out["errors"].append(f"compiling {dtype} J={axes}: {type(exc).__name__}: {exc}".splitlines()[0])
                 continue
             out["variants"][f"{dtype} J={axes}"] = _searched(asm)
-    if job["device"] == "cuda":
+    if job.device == "cuda":
         for index, asm in enumerate(launched(fn, triton_kernels.square_lattice_lane_sum)):
             out["variants"][f"launched #{index}"] = _searched(asm)
     out["fused_kernel"] = fused_kernel_reports(target, out["errors"])

@@ -38,7 +38,7 @@ def test_the_kernel_compiles_to_ptx_without_an_atomic():
 
 @pytest.mark.slow
 def test_every_variant_the_engine_launches_is_free_of_atomics():
-    data = atomics_job({"device": "cpu"})
+    data = atomics_job(AtomicsJob("cpu"))
     assert len(data["variants"]) == 6 and judge_atomics(data) == (Status.OK, "")
 
 

@@ -56,7 +56,7 @@ def test_a_step_past_its_box_is_timed_out_and_the_rest_still_runs():
     assert record["exit_code"] == 2
 
 
-def test_the_speed_step_is_asked_for_the_targets_measurements(monkeypatch):
+def test_the_speed_step_is_asked_for_the_goals_measurements(monkeypatch):
     asked = {}
 
     def fake_step(name, entry, job, judge, **box):
@@ -67,10 +67,10 @@ def test_the_speed_step_is_asked_for_the_targets_measurements(monkeypatch):
     plan = make_plan(True, (CASE,))
     record = run_check(plan, _options(("speed",)))
     entry, job = asked["speed triton-float64"]
-    assert entry == "detsim.track.gpu.jobs:speed_job" and job["workloads"] == ["P2@32", "P4096@32", "P3G@8"]
-    assert job["profile"] == ["P2@32"] and job["overhead"] == "P1@8"
-    assert (job["warm_calls"], job["repeat_s"], job["fixed_cost_calls"]) == (plan.warm_calls, plan.repeat_s,
-                                                                            plan.fixed_cost_calls)
+    assert entry == "detsim.track.gpu.jobs:speed_job" and job.workloads == ("P2@32", "P4096@32", "P3G@8")
+    assert job.profile == ("P2@32",) and job.overhead == "P1@8" and job.path == ("triton", "float64")
+    assert (job.warm_calls, job.repeat_s, job.fixed_cost_calls) == (plan.warm_calls, plan.repeat_s,
+                                                                   plan.fixed_cost_calls)
     assert record["plan"]["throughput_workload"] == "P3G@8" and record["plan"]["fixed_cost_calls"] == 3
     assert {row["verdict"] for row in record["goals"]} == {"not measured"}
 
