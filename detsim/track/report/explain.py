@@ -252,7 +252,7 @@ def _explain_kernel(job, old: Side, new: Side, old_extra, new_extra, golden, fol
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=list(pixel)).read_text()
+    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=tuple(pixel)).read_text()
              for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
