@@ -43,7 +43,6 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import torch
 
 try:  # raised inside a benchmark function (not its setup), asv records a skip only for this subclass

@@ -11,7 +11,8 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from detsim.rendering import lattice_factor_triton  # noqa: E402
-from detsim.track.gpu.jobs import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge_atomics  # noqa: E402
+from detsim.track.gpu.jobs import (DRY_TARGET, AtomicsJob, atomic_operations, atomics_job, compile_for,  # noqa: E402
+                                   judge_atomics)
 from detsim.track.base.status import Status  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
