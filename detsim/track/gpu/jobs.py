@@ -29,6 +29,7 @@ from detsim.track.base.status import Status
 from detsim.track.base.timing import Timed, summary, synchronize, timed, timed_calls
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.steps import StepJob, keep_partial
+from detsim.track.measure.launches import OpCounts, triton_launches
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -122,27 +123,15 @@ def launches(config, path: GpuPath, device: torch.device, *, render_only: bool =
 
 @contextmanager
 def _interpreted_launches():
-    """Count the Triton kernels launched under Triton's interpreter while inside: yields a function that gives the
-    count, None where the interpreter is off (CUDA: the profiler sees those kernels) or not this Triton's."""
-    count = [0]
-    try:
-        from triton.runtime.interpreter import GridExecutor
-    except ImportError:
-        GridExecutor = None
-    if GridExecutor is None or os.environ.get("TRITON_INTERPRET") != "1":
+    """Count the Triton kernels launched under Triton's interpreter while inside, by the suite's one rule
+    (:func:`detsim.track.measure.launches.triton_launches`): yields a function that gives the count, None where the
+    interpreter is off (CUDA: the profiler sees those kernels)."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
         yield lambda: None
         return
-    launch = GridExecutor.__call__
-
-    def counted(self, *args, **kwargs):
-        count[0] += 1
-        return launch(self, *args, **kwargs)
-
-    GridExecutor.__call__ = counted
-    try:
-        yield lambda: count[0]
-    finally:
-        GridExecutor.__call__ = launch
+    counts = OpCounts()
+    with triton_launches(counts):
+        yield lambda: counts.triton_launches
 
 
 def kernel_seconds(setup, path: GpuPath, device: torch.device) -> float:
