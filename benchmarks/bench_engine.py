@@ -47,8 +47,8 @@ class PathThroughput:
         simulate(workload_config(self.workload.resized(64)), device=self.device, dtype=DTYPES[dtype], mode=mode)
 
     def track_ns_per_pixel_step(self, workload, mode, dtype, device):
-        runs = timing.timed_calls(torch, lambda: simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode),
-                                  self.device, self.calls)
+        call = lambda: simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)  # noqa: E731
+        runs = timing.timed_calls(torch, call, self.device, self.calls)
         best_s = min(t.cpu_s if self.device.type == "cpu" else t.wall_s for t in runs)
         return round(best_s / self.workload.pixel_steps * 1e9, 4)
 

@@ -87,7 +87,8 @@ def base_module(name: str) -> ModuleType:
 
 
 callgrind, device_costs, fresh, golden, hashing, metrics, parity, provenance, timing, workloads = map(base_module, (
-    "callgrind", "device_costs", "fresh", "golden", "hashing", "metrics", "parity", "provenance", "timing", "workloads"))
+    "callgrind", "device_costs", "fresh", "golden", "hashing", "metrics", "parity", "provenance", "timing",
+    "workloads"))
 
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order

@@ -39,7 +39,8 @@ class FirstBad:
         return len(self.candidates) == 1
 
 
-def bisect(commits: Sequence[str], probe: Callable[[str], object], is_bad: Callable[[object], bool | None] | None = None,
+def bisect(commits: Sequence[str], probe: Callable[[str], object],
+           is_bad: Callable[[object], bool | None] | None = None,
            on_step: Callable[[Step, int], None] | None = None) -> FirstBad:
     """The first bad commit of ``commits`` (see the module docstring); ``on_step(step, left)`` is told each probe
     and how many commits are still in question; without ``is_bad`` the probe's answer is the reading."""

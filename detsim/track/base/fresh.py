@@ -7,8 +7,9 @@ interrupt goes on.
 
 A **job** (:func:`run_job`) is ``python -P -m detsim.track.base.fresh ENTRY JOB RESULT``: ``module:function``
 called with the JSON object JOB, its JSON answer written to RESULT. A job is a frozen dataclass (:class:`Job`):
-JSON at the process boundary, read back and validated into the class the entry's first parameter names. ``-P`` keeps the working directory off
-``sys.path`` (a checkout there would shadow the package); the package folder comes first on ``PYTHONPATH``.
+JSON at the process boundary, read back and validated into the class the entry's first parameter names. ``-P``
+keeps the working directory off ``sys.path`` (a checkout there would shadow the package); the package folder
+comes first on ``PYTHONPATH``.
 A long-lived child is spoken to as a :class:`Conversation`, in JSON lines. Standard library only: the child
 side runs inside other commits' packages.
 """

@@ -170,6 +170,7 @@ def _summary(stamp: str, args, cases_dir: Path, outcomes: list[tuple[CaseParity,
         "stamp": stamp, "min_r": args.min_r, "dtype": args.dtype, "device": args.device,
         "cases_dir": str(cases_dir), "environment": environment(),  # the git state of the folder it runs in
         "counts": {"total": len(outcomes),
-                   **{word: sum(outcome.status is status for outcome, _ in outcomes) for status, word in WORDS.items()}},
+                   **{word: sum(outcome.status is status for outcome, _ in outcomes)
+                      for status, word in WORDS.items()}},
         "cases": [result for _, result in outcomes],
     }

@@ -1,11 +1,12 @@
 """The device check's jobs: what runs inside a step's child process, and how its answer is judged.
 
 Input: a job (each ``*_job`` takes its own :class:`~.steps.StepJob`; every job gets ``deadline_s``, its soft
-deadline, and keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
-answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
-(:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
-hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels'
-atomics, with the fused kernel's compile-only report (:func:`atomics_job`)."""
+deadline, and keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each
+``judge_*`` turns an answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`),
+one path's speed (:func:`speed_job`) and golden parity (:func:`parity_job`, the suite's one parity loop), each
+render timed to the device's last kernel by the suite's one timed render and hashed (:func:`render`), the asv
+suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels' atomics, with the fused kernel's
+compile-only report (:func:`atomics_job`)."""
 
 from __future__ import annotations
 
@@ -376,8 +377,9 @@ def benchmarks_job(job: BenchmarksJob) -> dict:
            "results": [], "not_run": []}
     for combo in itertools.product(*suite.params):
         params = dict(zip(suite.param_names, combo))
+        asked = ((job.workloads, "workload"), (job.dtypes, "dtype"))
         if params["device"] != job.device or any(wanted is not None and params[axis] not in wanted
-                                                 for wanted, axis in ((job.workloads, "workload"), (job.dtypes, "dtype"))):
+                                                 for wanted, axis in asked):
             continue
         if time.monotonic() - started >= job.deadline_s:
             out["not_run"].append(params)

@@ -3,12 +3,12 @@ the flagged benchmark measured there (an instruction count, 1 - r, an image, a p
 
 The core never imports the suite, so the core measured is the commit's own while the measuring code is the
 same on both sides. A side's jobs (:func:`do_job`) run in a fresh interpreter (``python -P``, the side first
-on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each a :class:`SideJob` writing its ``out``: ``image`` (the float64 CPU
-eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops
-per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)) and
-``launches`` (the device operations of one float32 render on path ``mode``, :mod:`detsim.track.measure.launches`,
-as JSON; the triton path under Triton's interpreter) and ``kernel`` (the commit's fused kernel compiled for sm_90
-in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
+on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each a :class:`SideJob` writing its ``out``: ``image``
+(the float64 CPU eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops``
+(its aten ops per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow,
+fast)) and ``launches`` (the device operations of one float32 render on path ``mode``,
+:mod:`detsim.track.measure.launches`, as JSON; the triton path under Triton's interpreter) and ``kernel`` (the
+commit's fused kernel compiled for sm_90 in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
 parity change is explained by the first traced quantity that changed between two commits, at the pixel that
 changed most (:func:`first_change`).
 """

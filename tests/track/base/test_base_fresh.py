@@ -213,8 +213,8 @@ class Ask(Job):
     threads: int | None = None
 
 def typed(job: Ask) -> dict:
-    return {"kind": type(job).__name__, "name": job.name, "sizes": list(job.sizes), "tuple": isinstance(job.sizes, tuple),
-            "threads": job.threads}
+    return {"kind": type(job).__name__, "name": job.name, "sizes": list(job.sizes),
+            "tuple": isinstance(job.sizes, tuple), "threads": job.threads}
 """
 
 
