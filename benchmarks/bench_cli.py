@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .common import CASES, THREADS, clock_with_children, command_main
+from .common import CASES, THREADS, command_main, timing
 
 CASE = "a01_cubic_mosflm_center"
 
@@ -25,7 +25,7 @@ CASE = "a01_cubic_mosflm_center"
 class DetsimCommand:
     """CPU seconds of ``detsim <a01's arguments>`` in a fresh process (2 samples: each costs ~2 s)."""
 
-    timer = staticmethod(clock_with_children)
+    timer = staticmethod(timing.cpu_seconds)  # this process's and its finished children's CPU seconds
     rounds = 1
     repeat = (2, 2, 30.0)
     number = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from .common import (
-    DEVICES, DTYPES, P4096, PATH_WORKLOADS, available_modes, clock, pin_threads, require_device, simulate,
+    DEVICES, DTYPES, P4096, PATH_WORKLOADS, available_modes, pin_threads, require_device, simulate, timing,
     steady_allocator, workload_config,
 )
 
@@ -47,11 +47,9 @@ class PathThroughput:
         simulate(workload_config(self.workload.resized(64)), device=self.device, dtype=DTYPES[dtype], mode=mode)
 
     def track_ns_per_pixel_step(self, workload, mode, dtype, device):
-        best_s = float("inf")
-        for _ in range(self.calls):
-            started = clock()
-            simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)
-            best_s = min(best_s, clock() - started)
+        call = lambda: simulate(self.config, device=self.device, dtype=DTYPES[dtype], mode=mode)  # noqa: E731
+        runs = timing.timed_calls(torch, call, self.device, self.calls)
+        best_s = min(t.cpu_s if self.device.type == "cpu" else t.wall_s for t in runs)
         return round(best_s / self.workload.pixel_steps * 1e9, 4)
 
 

@@ -1,4 +1,4 @@
-"""What the asv suite shares: pinned threads, clocks, workloads, golden renders, and the suite's base.
+"""What the asv suite shares: pinned threads, workloads, golden renders, and the suite's base.
 
 asv imports this file from the working tree while the *installed* detsim is the commit being measured,
 so everything here must work with every detsim since the package's first commit. APIs newer than that
@@ -12,12 +12,14 @@ rewrite module names after a move leave them as those commits had them (:func:`i
 :func:`command_main`, :func:`config_from_args`).
 
 The suite's own facts (Pearson r, the image hash and its fingerprint, the machine class and its golden
-baselines, the workloads, the golden cases, how an instruction count is made) are those of the working
+baselines, the workloads, the golden cases, how an instruction count is made) and its one timed render and one
+parity loop (``timing``, ``parity``: the GPU check and ``detsim-track speed`` and ``parity`` run them too) are
+those of the working
 tree's ``detsim/track/base``, loaded by :func:`load_base` as a package of its own name: never the
 installed commit's ``detsim`` (which may predate the tracking suite, or hold an older base). The base
 imports only the standard library, numpy and itself, so loading it imports no ``detsim`` at all. What is
-left here is the benchmarks' own: feature detection of older commits' APIs, clocks and allocator
-settings, and the golden renders the tracks read.
+left here is the benchmarks' own: feature detection of older commits' APIs, allocator settings, and the
+golden renders the tracks read.
 
 Units: times in seconds, images in photons per pixel, shapes (slow, fast). A golden render is the
 case's argument list turned into a configuration the way the commit's own ``detsim`` command reads it
@@ -35,15 +37,12 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import torch
 
 try:  # raised inside a benchmark function (not its setup), asv records a skip only for this subclass
@@ -87,8 +86,9 @@ def base_module(name: str) -> ModuleType:
     return importlib.import_module(f"{load_base(REPO_ROOT).__name__}.{name}")
 
 
-callgrind, device_costs, fresh, golden, hashing, metrics, provenance, workloads = map(base_module, (
-    "callgrind", "device_costs", "fresh", "golden", "hashing", "metrics", "provenance", "workloads"))
+callgrind, device_costs, fresh, golden, hashing, metrics, parity, provenance, timing, workloads = map(base_module, (
+    "callgrind", "device_costs", "fresh", "golden", "hashing", "metrics", "parity", "provenance", "timing",
+    "workloads"))
 
 GOLDEN_DIR = golden.golden_dir(REPO_ROOT)
 CASES = golden.load_cases(GOLDEN_DIR)  # every golden case, in the manifest's order
@@ -99,30 +99,6 @@ GOLDEN_DEVICE = "cpu"
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 DEVICES = ("cpu", "cuda")
-
-
-_wall_clock = False  # set per benchmark process by use_wall_clock()
-
-
-def use_wall_clock(flag: bool) -> None:
-    """Make :func:`clock` read wall time (for GPU work, which CPU time does not see)."""
-    global _wall_clock
-    _wall_clock = flag
-
-
-def clock() -> float:
-    """The timer of every timing benchmark: CPU seconds of this process, or wall seconds on a GPU.
-
-    On a shared 2-core machine wall time mostly measures how long the benchmark waited for a core
-    (a 26 ms render took 70-130 ms of wall time at load 8); CPU time measures detsim's own work.
-    """
-    return time.perf_counter() if _wall_clock else time.process_time()
-
-
-def clock_with_children() -> float:
-    """CPU seconds of this process and its finished children (for whole-command timings)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 @contextlib.contextmanager
@@ -169,16 +145,10 @@ def steady_allocator() -> None:
 
 
 def require_device(device: str) -> torch.device:
-    """The torch device, or a skip where this machine has none; selects the clock for it."""
+    """The torch device, or a skip where this machine has none."""
     if device == "cuda" and not torch.cuda.is_available():
         raise NotImplementedError("no CUDA device on this machine")
-    use_wall_clock(device != "cpu")
     return torch.device(device)
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def case_attr(case_id: str) -> str:
@@ -283,7 +253,7 @@ def simulate(config, *, device: torch.device, dtype: torch.dtype, mode: str | No
         image = detsim.simulate(config, device=device, dtype=dtype)
     else:
         image = detsim.simulate(config, device=device, dtype=dtype, mode=mode)
-    synchronize(device)
+    timing.synchronize(torch, device)
     return image
 
 
@@ -326,23 +296,38 @@ def config_from_args(argv: list[str]):
     return cli.build_config(args)
 
 
+class CaseError(RuntimeError):
+    """A golden case that could not be read or rendered (its one line: ``ErrorType: message``)."""
+
+
+def golden_render(mode: str | None = None):
+    """The suite's timed render (:mod:`timing`) of a golden configuration: float64 on the CPU by ``mode`` (None:
+    the default path, eager, which every commit can run); an image with a non-finite value is an error."""
+    device = torch.device(GOLDEN_DEVICE)
+
+    def render(config):
+        done = timing.timed(torch, lambda: simulate(config, device=device, dtype=DTYPES[GOLDEN_DTYPE], mode=mode),
+                            device)
+        if not bool(done.result.isfinite().all()):
+            raise ValueError("the image has non-finite values")
+        return done
+
+    return render
+
+
+def case_record(outcome) -> dict:
+    """A case through the parity loop (:mod:`parity`): ``{"sha256", "r", "one_minus_r", "seconds"}`` (r and
+    1 - r None where r is undefined), or ``{"error": one line}`` where it could not be read or rendered."""
+    if outcome.image is None:
+        return {"error": outcome.error}
+    r = outcome.metrics["r"]
+    return {"sha256": hashing.image_sha256(outcome.image), "r": r, "one_minus_r": None if r is None else 1.0 - r,
+            "seconds": round(outcome.seconds, 4)}
+
+
 def render_case(case, mode: str | None = None) -> dict:
-    """Render one golden case (a base ``GoldenCase``): ``{"sha256", "r", "one_minus_r", "seconds"}`` (r
-    and 1 - r None where r is undefined); ``mode`` None is the default path (eager), which is what
-    every commit can run."""
-    started = time.perf_counter()
-    config = case.config(config_from_args)
-    with golden.working_directory(case.folder):  # older commits read some input files while rendering
-        image = simulate(config, device=torch.device(GOLDEN_DEVICE), dtype=DTYPES[GOLDEN_DTYPE], mode=mode)
-    seconds = time.perf_counter() - started
-    if tuple(image.shape) != case.shape:
-        raise ValueError(f"image shape {tuple(image.shape)} != golden shape {case.shape}")
-    ours = image.detach().cpu().numpy()
-    if not np.isfinite(ours).all():
-        raise ValueError("the image has non-finite values")
-    r = metrics.pearson_r(ours, case.reference())
-    return {"sha256": hashing.image_sha256(ours), "r": r, "one_minus_r": None if r is None else 1.0 - r,
-            "seconds": round(seconds, 4)}
+    """One golden case (a base ``GoldenCase``) through the parity loop: :func:`case_record`."""
+    return case_record(parity.case_parity(case, config_from_args, golden_render(mode)))
 
 
 def holds_for() -> dict:
@@ -365,11 +350,8 @@ def golden_renders() -> dict:
         if not reads_arguments():
             out["skip"] = NO_ARGUMENT_READER  # every track of every case skips
             return out
-        for case in CASES:
-            try:
-                out["cases"][case.id] = render_case(case)
-            except Exception as exc:  # noqa: BLE001 - recorded per case; the case's tracks fail with it
-                out["cases"][case.id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        for outcome in parity.golden_parity(CASES, config_from_args, golden_render()):
+            out["cases"][outcome.case.id] = case_record(outcome)  # a broken case: its tracks fail with its error
         return out
 
 
@@ -398,12 +380,11 @@ def compiled_golden_runs() -> dict:
             there = pool.submit(second_run, checked, "compiled", (threads,), other_hash_seed())
             out = {"holds_for": holds_for(), "cases": {}}
             errors = {}
-            for case in CASES:
-                try:
-                    out["cases"][case.id] = render_case(case, mode="compiled")["sha256"]
-                except Exception as exc:  # noqa: BLE001 - counted as changed by the track
-                    out["cases"][case.id] = f"error: {type(exc).__name__}: {exc}".splitlines()[0]
-                    errors[case.id] = out["cases"][case.id].removeprefix("error: ")
+            for outcome in parity.golden_parity(CASES, config_from_args, golden_render("compiled")):
+                rendered = case_record(outcome)
+                if "error" in rendered:  # counted as changed by the track
+                    errors[outcome.case.id] = rendered["error"]
+                out["cases"][outcome.case.id] = rendered.get("sha256") or f"error: {rendered['error']}"
             run_b = there.result()[str(threads)]
         here = {case: out["cases"][case] for case in checked if case not in errors}
         out["reproducibility"] = {"runs": {"compiled": (here, run_b["bits"])},
@@ -475,7 +456,10 @@ def noise_sha256(case) -> str | None:
 def case_bits(case, mode: str | None = None) -> str:
     """sha256 of everything a golden case's input gives that the suite hashes: the float64 image by the
     default path (or ``mode``) and, where the case writes one from a fixed seed, its noise image."""
-    image = render_case(case, mode)["sha256"]
+    rendered = render_case(case, mode)
+    if "error" in rendered:
+        raise CaseError(rendered["error"])
+    image = rendered["sha256"]
     noise = noise_sha256(case) if mode in (None, "eager") else None
     return image if noise is None else hashing.sha256_bytes(f"{image} {noise}".encode())
 
@@ -488,6 +472,8 @@ def bits_of(case_ids, mode: str | None, threads: int) -> dict:
         if case.id in case_ids:
             try:
                 out["bits"][case.id] = case_bits(case, mode)
+            except CaseError as exc:
+                out["errors"][case.id] = str(exc)
             except Exception as exc:  # noqa: BLE001 - recorded per case; its track fails with it
                 out["errors"][case.id] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return out

@@ -31,11 +31,11 @@ def test_the_dry_run_renders_measures_and_compares_a_path_and_prints_its_summary
     throughput = speed["workloads"][record["plan"]["throughput_workload"]]
     assert throughput["kernel"]["pixel_steps_per_s"] > 0 and throughput["end_to_end"]["pixel_steps_per_s"] > 0
     assert speed["fixed_cost"]["new"]["median_ms"] > 0 and speed["fixed_cost"]["cached"]["median_ms"] > 0
-    rows = {row["key"]: row for row in record["targets"]}
+    rows = {row["key"]: row for row in record["goals"]}
     assert rows["rate-float32-kernel"]["value"] == throughput["kernel"]["pixel_steps_per_s"]
     assert {row["verdict"] for row in rows.values()} == {"not measured"}  # never met without a GPU
     assert done.stdout == (tmp_path / "summary.md").read_text() + "\n"
-    assert "## Speed" in done.stdout and "## Determinism" in done.stdout and "## Targets" in done.stdout
+    assert "## Speed" in done.stdout and "## Determinism" in done.stdout and "## Goals" in done.stdout
 
 
 @pytest.mark.slow

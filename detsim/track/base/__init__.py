@@ -5,7 +5,9 @@ Inputs: the checkout (golden cases, baseline files, git), the process and its to
 records, no judgement: the golden cases and their stored hashes (:mod:`.golden`), image hashes
 (:mod:`.hashing`), Pearson r and the acceptance line (:mod:`.metrics`), exit codes (:mod:`.exitcodes`), the
 machine class and git state of a result (:mod:`.provenance`, :mod:`.git`), the reference workloads
-(:mod:`.workloads`), how an instruction count is made (:mod:`.callgrind`), child processes (:mod:`.fresh`), the
+(:mod:`.workloads`), how an instruction count is made (:mod:`.callgrind`), child processes and their typed jobs
+(:mod:`.fresh`), the one timed render (:mod:`.timing`), the one parity loop over cases (:mod:`.parity`), the one
+bisection (:mod:`.bisection`), how something the suite ran ended (:mod:`.status`), the
 tracking run's recording steps (:mod:`.recording`, run by path by ``.ci/track``, standard library only); and,
 needing torch or the core, safe output (:mod:`.output`), this process and its devices (:mod:`.runtime`), the
 computations the determinism commands run (:mod:`.targets`) and the golden renders (:mod:`.golden_hashes`).

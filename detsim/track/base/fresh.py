@@ -6,8 +6,10 @@ commands turn into KeyboardInterrupt: :mod:`detsim.host.signals`), its group is 
 interrupt goes on.
 
 A **job** (:func:`run_job`) is ``python -P -m detsim.track.base.fresh ENTRY JOB RESULT``: ``module:function``
-called with the JSON object JOB, its JSON answer written to RESULT. ``-P`` keeps the working directory off
-``sys.path`` (a checkout there would shadow the package); the package folder comes first on ``PYTHONPATH``.
+called with the JSON object JOB, its JSON answer written to RESULT. A job is a frozen dataclass (:class:`Job`):
+JSON at the process boundary, read back and validated into the class the entry's first parameter names. ``-P``
+keeps the working directory off ``sys.path`` (a checkout there would shadow the package); the package folder
+comes first on ``PYTHONPATH``.
 A long-lived child is spoken to as a :class:`Conversation`, in JSON lines. Standard library only: the child
 side runs inside other commits' packages.
 """
@@ -25,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+import types
+import typing
+from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -73,6 +77,88 @@ class Finished:
         if self.returncode != 0:
             raise ChildError(f"{what} exited {self.returncode}: {self.last_line() or 'no message'}")
         return self
+
+
+class JobError(ValueError):
+    """A job's JSON that is not the job its entry takes (one line naming the field)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A child process's job: its fields are JSON values (str, int, float, bool, None), tuples and dicts of them, or
+    frozen dataclasses of those; :meth:`to_json` at the process boundary, :meth:`from_json` on the other side."""
+
+    def to_json(self) -> dict:
+        return _plain(self)
+
+    @classmethod
+    def from_json(cls, data) -> "Job":
+        """The job ``data`` (parsed JSON) describes; :class:`JobError` for a missing, unknown or mistyped field."""
+        return _read(data, cls, cls.__name__)
+
+
+def _plain(value):
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _read(value, hint, where: str):
+    """``value`` read as type ``hint`` (JSON arrays become tuples; dataclasses are built field by field)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arm in (a for a in args if a is not type(None)):
+            try:
+                return _read(value, arm, where)
+            except JobError:
+                continue
+        raise JobError(f"{where}: {value!r} is not {hint}")
+    if is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise JobError(f"{where}: not an object")
+        known = {f.name: f for f in fields(hint)}
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise JobError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        hints = typing.get_type_hints(hint)
+        read = {}
+        for name, f in known.items():
+            if name in value:
+                read[name] = _read(value[name], hints[name], f"{where}.{name}")
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise JobError(f"{where}: no {name}")
+        return hint(**read)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or (args[-1:] != (Ellipsis,) and len(value) != len(args)):
+            raise JobError(f"{where}: {value!r} is not {hint}")
+        arms = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else args
+        return tuple(_read(v, arm, f"{where}[{i}]") for i, (v, arm) in enumerate(zip(value, arms)))
+    if origin in (dict, Mapping, typing.Mapping) or hint in (dict, Mapping):
+        if not isinstance(value, dict):
+            raise JobError(f"{where}: not an object")
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (str, int, float, bool) and (type(value) is not hint):
+        raise JobError(f"{where}: {value!r} is not {hint.__name__}")
+    return value
+
+
+def _job_class(function) -> type[Job] | None:
+    """The :class:`Job` class an entry's first parameter names, or None (it takes the JSON object itself)."""
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # noqa: BLE001 - an annotation this interpreter cannot evaluate: the plain object
+        return None
+    first = function.__code__.co_varnames[:1]
+    hint = hints.get(first[0]) if first else None
+    return hint if isinstance(hint, type) and issubclass(hint, Job) else None
 
 
 def last_line(text: str) -> str:
@@ -179,7 +265,7 @@ def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] 
         return Finished(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime, wall_s=wall)
 
 
-def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequence[Path] = (HERE,),
+def run_job(entry: str, job: Job | Mapping, *, python: str | None = None, path: Sequence[Path] = (HERE,),
             cwd: Path | None = None, timeout: float | None = None, env: Mapping[str, str] | None = None,
             what: str | None = None, check: bool = True) -> Finished:
     """Call ``entry`` (``module:function``) with ``job`` in a fresh interpreter, ``path`` first on ``PYTHONPATH``
@@ -188,7 +274,8 @@ def run_job(entry: str, job: Mapping, *, python: str | None = None, path: Sequen
     what = what or entry
     with tempfile.TemporaryDirectory(prefix="detsim-job-") as tmp:
         answer = Path(tmp) / "result.json"
-        argv = [python or sys.executable, "-P", "-m", MODULE, entry, json.dumps(job), str(answer)]
+        payload = job.to_json() if isinstance(job, Job) else dict(job)
+        argv = [python or sys.executable, "-P", "-m", MODULE, entry, json.dumps(payload), str(answer)]
         done = run(argv, cwd=cwd, env=pinned_env(*path, **(env or {})), timeout=timeout, what=what)
         if check:
             done.check(what)
@@ -258,12 +345,15 @@ def _main(argv: list[str]) -> int:
     """The child side of a job: call ENTRY with JOB, write the answer to RESULT (whole or not at all)."""
     entry, job, result = argv
     module, _, name = entry.partition(":")
-    answer = getattr(importlib.import_module(module), name)(json.loads(job))
+    function = getattr(importlib.import_module(module), name)
+    kind = _job_class(function)
+    data = json.loads(job)
+    answer = function(data if kind is None else kind.from_json(data))
     partial = Path(result + ".partial")
     partial.write_text(json.dumps(answer))
     os.replace(partial, result)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+if __name__ == "__main__":  # the module's own copy, so that its Job is the class the jobs' modules import
+    sys.exit(importlib.import_module(MODULE)._main(sys.argv[1:]))

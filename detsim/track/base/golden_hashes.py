@@ -12,6 +12,7 @@ import torch
 
 from detsim.track.base.golden import RENDER_DEVICE as DEVICE, RENDER_DTYPE as DTYPE, RENDER_THREADS as THREADS, \
     GoldenCase
+from detsim.track.base.fresh import Job
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.runtime import thread_count
@@ -68,16 +69,25 @@ def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int =
     return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
 
 
-def rerun(job: dict) -> dict:
-    """A job of :func:`detsim.track.base.fresh.run_job`: the golden hashes of ``job["cases"]`` (ids, in
-    ``job["golden_dir"]``) for each ``[mode, threads]`` of ``job["runs"]``, rendered in this interpreter:
-    ``"mode@threads"`` -> ``{"hashes", "failures"}``."""
+@dataclass(frozen=True)
+class RerunJob(Job):
+    """The second run of golden cases (:func:`rerun`): ``cases`` (ids, in ``golden_dir``) by each (mode, threads)
+    of ``runs``."""
+
+    cases: tuple[str, ...]
+    golden_dir: str
+    runs: tuple[tuple[str, int], ...]
+
+
+def rerun(job: RerunJob) -> dict:
+    """A job of :func:`detsim.track.base.fresh.run_job`: the golden hashes of the job's cases for each of its runs,
+    rendered in this interpreter: ``"mode@threads"`` -> ``{"hashes", "failures"}``."""
     from detsim.track.base.golden import load_cases
 
-    wanted = set(job["cases"])
-    cases = [case for case in load_cases(Path(job["golden_dir"])) if case.id in wanted]
+    wanted = set(job.cases)
+    cases = [case for case in load_cases(Path(job.golden_dir)) if case.id in wanted]
     out = {}
-    for mode, threads in job["runs"]:
+    for mode, threads in job.runs:
         done = render_hashes(cases, mode, threads)
         out[f"{mode}@{threads}"] = {"hashes": dict(done.hashes), "failures": dict(done.failures)}
     return out
@@ -89,7 +99,7 @@ def in_a_fresh_process(cases: Iterable[GoldenCase], golden: Path,
     (``PYTHONHASHSEED=1``): what a second run of the same input gives."""
     from detsim.track.base.fresh import run_job, thread_vars
 
-    job = {"cases": [case.id for case in cases], "golden_dir": str(golden), "runs": [list(r) for r in runs]}
+    job = RerunJob(tuple(case.id for case in cases), str(golden), tuple((mode, threads) for mode, threads in runs))
     env = {**thread_vars(max(threads for _, threads in runs)), "PYTHONHASHSEED": "1"}
     answer = run_job(f"{__name__}:rerun", job, env=env, timeout=1800, what="the second run of the golden cases").result
     return {(mode, threads): GoldenHashes(mode, answer[f"{mode}@{threads}"]["hashes"],

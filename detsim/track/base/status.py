@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from detsim.track.base.exitcodes import ExitCode
+from .exitcodes import ExitCode
 
 
 class Status(str, enum.Enum):

@@ -20,11 +20,12 @@ from detsim.track.base.device_costs import INSTRUCTIONS_PER_STEP, KERNEL_UNITS, 
     LAUNCH_WORKLOAD
 from detsim.track.base.golden import AXES
 from detsim.track.measure.cost import CountError, not_measured_reason
-from detsim.track.report.explain import KINDS, Job, departure_answer, explain_job, one_per_cause, with_others, \
-    write_bundle
+from detsim.track.report.explain import KINDS, ExplainKind, Job, departure_answer, explain_job, one_per_cause, \
+    with_others, write_bundle
 from detsim.track.report.profile import ProfileError
 from detsim.track.report.sides import SideError
 from detsim.track.compare.runs import TracingError
+from detsim.track.judge.family import Family
 from detsim.track.judge.finding import flags
 from detsim.track.judge.verdict import VerdictError, latest_file, read_verdict
 
@@ -64,30 +65,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
-    kind = args.kind or ("parity" if args.case else "cost")
-    if args.axis and kind != "nondeterministic":
+    kind = ExplainKind(args.kind) if args.kind else ExplainKind.PARITY if args.case else ExplainKind.COST
+    if args.axis and kind is not ExplainKind.NONDETERMINISTIC:
         raise ValueError("--axis goes with --kind nondeterministic")
-    if kind == "nondeterministic":
+    if kind is ExplainKind.NONDETERMINISTIC:
         if len(args.commits) != 1 or not args.case:
             raise ValueError("--kind nondeterministic takes one COMMIT and --case (a golden case id)")
         return [Job(kind, args.commits[0], args.commits[0], find_case(args.case, golden).id,
                     axis=args.axis or "process")]
-    if args.mode and kind != "launches":
+    if args.mode and kind is not ExplainKind.LAUNCHES:
         raise ValueError("--mode goes with --kind launches")
-    if args.dtype and kind != "kernel":
+    if args.dtype and kind is not ExplainKind.KERNEL:
         raise ValueError("--dtype goes with --kind kernel")
     if len(args.commits) != 2:
         raise ValueError(f"give LAST_GOOD FIRST_BAD (two commits) or none, got {len(args.commits)}")
-    if kind == "launches":
+    if kind is ExplainKind.LAUNCHES:
         if args.case or args.workload:
             raise ValueError(f"--kind launches counts {LAUNCH_WORKLOAD}, the suite's workload: give --mode only")
         return [Job(kind, args.commits[0], args.commits[1], LAUNCH_WORKLOAD, mode=args.mode or "triton")]
-    if kind == "kernel":
+    if kind is ExplainKind.KERNEL:
         if args.case or args.workload:
             raise ValueError("--kind kernel compiles the fused kernel: give --dtype only")
         return [Job(kind, args.commits[0], args.commits[1], FUSED_KERNEL, dtype=args.dtype or "float32",
                     measure=INSTRUCTIONS_PER_STEP)]
-    if kind == "cost":
+    if kind is ExplainKind.COST:
         if args.case and args.workload:
             raise ValueError("--workload and --case name the same thing for a cost explanation: give one")
         workload = args.workload or args.case or "P1@64"
@@ -120,14 +121,15 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
         if not flags(rec):
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
         elif target:
-            if rec["family"] == "parity" and rec.get("case"):
-                jobs.append(Job("parity", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"], origin))
+            if Family(rec["family"]) is Family.PARITY and rec.get("case"):
+                jobs.append(Job(ExplainKind.PARITY, rec["last_good"] or rec["first_bad"], rec["first_bad"],
+                                rec["case"], origin))
             else:
                 notes.append(f"{origin}: a target's {rec['family']} finding; explain measures detsim's own code only "
                              "(`detsim-track bisect --target` names its first bad commit)")
-        elif rec["family"] == "reproducibility":
-            jobs.append(Job("nondeterministic", rec["last_good"] or rec["first_bad"], rec["first_bad"], rec["case"],
-                            origin, axis=rec["axis"]))
+        elif Family(rec["family"]) is Family.RUNS_DIFFER:
+            jobs.append(Job(ExplainKind.NONDETERMINISTIC, rec["last_good"] or rec["first_bad"], rec["first_bad"],
+                            rec["case"], origin, axis=rec["axis"]))
         elif not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
         elif (job := _job_for(rec, origin)) is None:
@@ -141,29 +143,30 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
 
 
 def _job_for(rec: dict, origin: str) -> Job | None:
-    family, good, bad = rec["family"], rec["last_good"], rec["first_bad"]
+    family, good, bad = Family(rec["family"]), rec["last_good"], rec["first_bad"]
     if rec.get("unit") in LAUNCH_UNITS:  # a path's device operations: counted again at each commit
         mode = re.search(r"mode='([^']+)'", rec.get("params") or "")
-        return Job("launches", good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
+        return Job(ExplainKind.LAUNCHES, good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
                    measure=rec["unit"])
     if rec.get("unit") in KERNEL_UNITS:  # the fused kernel's code: compiled again at each commit
         dtype = re.search(r"dtype='([^']+)'", rec.get("params") or "")
-        return Job("kernel", good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
+        return Job(ExplainKind.KERNEL, good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
                    measure=rec["unit"])
-    if family == "parity" and rec.get("case"):
-        return Job("parity", good, bad, rec["case"], origin)
-    if family == "determinism" and rec.get("case"):
-        return Job("hash", good, bad, rec["case"], origin)
-    if family in ("cost", "timing", "throughput", "memory"):
+    if family is Family.PARITY and rec.get("case"):
+        return Job(ExplainKind.PARITY, good, bad, rec["case"], origin)
+    if family is Family.IMAGE_CHANGED and rec.get("case"):
+        return Job(ExplainKind.HASH, good, bad, rec["case"], origin)
+    if family in (Family.COUNTED_COST, Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
         flagged = match[1] if match else None
         workload = flagged or "P1@64"
         golden = bool(re.match(r"^[a-z]\d\d_", workload))
-        if not golden and (family != "cost" or not COUNTED.match(workload)):
+        if not golden and (family is not Family.COUNTED_COST or not COUNTED.match(workload)):
             workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
         countable = flagged and (golden or COUNTED.match(flagged))
-        return Job("cost", good, bad, workload, origin, stand_in=family != "cost",
-                   own=flagged if family != "cost" and countable and flagged != workload else None)
+        stand_in = family is not Family.COUNTED_COST
+        return Job(ExplainKind.COST, good, bad, workload, origin, stand_in=stand_in,
+                   own=flagged if stand_in and countable and flagged != workload else None)
     return None
 
 
@@ -177,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         target = args.target_results or ((report or {}).get("target_results") and root / report["target_results"])
         jobs, notes = ((jobs_from_arguments(args, golden), []) if args.commits else
                        jobs_from_verdict(report, golden, target=bool(target)))
-        if target and any(job.kind != "parity" for job in jobs):
+        if target and any(job.kind is not ExplainKind.PARITY for job in jobs):
             raise ValueError("--target-results goes with parity explanations (--case)")
     except (OutputError, ValueError, GoldenError, VerdictError) as exc:
         return refuse(f"explain: {exc}")
@@ -186,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     if not jobs:
         print("explain: nothing to explain" + (" (see the notes above)" if notes else ": the verdict has no finding"))
         return ExitCode.OK
-    if any(job.kind == "cost" for job in jobs) and not_measured_reason():
+    if any(job.kind is ExplainKind.COST for job in jobs) and not_measured_reason():
         return refuse(f"explain: {not_measured_reason()}")
     codes, records = [], []
     options = ("kind", "workload", "case", "mode", "dtype", "axis")

@@ -20,7 +20,9 @@ from detsim.track.base.output import OutputError, atomic_directory, atomic_write
 from detsim.track.base.runtime import device_problem, environment
 from detsim.track.base.computations import DTYPES
 from detsim.track.measure import parity
-from detsim.track.measure.parity import CaseRun, next_steps, run_case, worst_pixel_trace
+from detsim.track.base.parity import CaseParity
+from detsim.track.base.status import Status
+from detsim.track.measure.parity import WORDS, case_result, next_steps, run_case, worst_pixel_trace
 
 HELP = "run detsim on golden (or your own) cases and report r, errors, worst pixel and pictures"
 CASE_FILES = ("args.txt", "image.bin")
@@ -52,12 +54,12 @@ def _write_pictures(folder: Path, ours: np.ndarray, reference: np.ndarray, resul
     result["scale"] = {"knee": scale.knee, "vmax": scale.vmax, "floor": floor, "max_abs": top}
 
 
-def _write_trace(folder: Path, run: CaseRun, final_dir: Path) -> None:
+def _write_trace(folder: Path, outcome: CaseParity, result: dict, final_dir: Path) -> None:
     """detsim's trace of the worst pixel of a failing case, and what to do with it."""
-    name, lines = worst_pixel_trace(run)
+    name, lines = worst_pixel_trace(outcome)
     atomic_write_text(folder / name, "\n".join(lines) + "\n")
-    run.result["trace"] = f"cases/{folder.name}/{name}"
-    run.result["next_steps"] = next_steps(run.result, final_dir / run.result["trace"])
+    result["trace"] = f"cases/{folder.name}/{name}"
+    result["next_steps"] = next_steps(result, final_dir / result["trace"])
 
 
 def _correlation(text: str) -> float:
@@ -119,33 +121,35 @@ def run(args) -> int:
     except OutputError as exc:
         return refuse(f"parity: {exc}")
     with atomic_directory(final) as tmp:
-        results = _run_cases(selected, args, tmp, final)
-        summary = _summary(stamp, args, cases_dir, results)
+        outcomes = _run_cases(selected, args, tmp, final)
+        results = [result for _, result in outcomes]
+        summary = _summary(stamp, args, cases_dir, outcomes)
         write_json(tmp / "parity.json", summary)
         atomic_write_text(tmp / "summary.md", parity.markdown(summary))
         atomic_write_text(tmp / "index.html", parity.index_html(summary))
     _print_outcome(results, summary["counts"], args, final)
-    return ExitCode.OK if summary["counts"]["pass"] == len(results) else ExitCode.REGRESSED
+    return ExitCode.OK if all(outcome.status is Status.OK for outcome, _ in outcomes) else ExitCode.REGRESSED
 
 
-def _run_cases(cases: list[GoldenCase], args, tmp: Path, final: Path) -> list[dict]:
-    """Run each case, writing its pictures (and a failing case's trace) under ``tmp``; the case results."""
+def _run_cases(cases: list[GoldenCase], args, tmp: Path, final: Path) -> list[tuple[CaseParity, dict]]:
+    """Run each case, writing its pictures (and a failing case's trace) under ``tmp``; each outcome and its case
+    result."""
     dtype = DTYPES[args.dtype]
-    results = []
+    outcomes = []
     for n, case in enumerate(cases, start=1):
-        case_run = run_case(case, dtype=dtype, device=args.device, min_r=args.min_r)
-        result = case_run.result
-        if case_run.ours is not None:
-            _write_pictures(tmp / "cases" / case.id, case_run.ours, case_run.reference, result)
-        if case_run.failed and case_run.config is not None:
+        outcome = run_case(case, dtype=dtype, device=args.device, min_r=args.min_r)
+        result = case_result(outcome)
+        if outcome.image is not None:
+            _write_pictures(tmp / "cases" / case.id, outcome.image, outcome.reference, result)
+        if outcome.status is Status.FAILED:
             try:
-                _write_trace(tmp / "cases" / case.id, case_run, final)
+                _write_trace(tmp / "cases" / case.id, outcome, result, final)
             except Exception as exc:  # noqa: BLE001 - the verdict stands without the trace
                 result["trace_error"] = f"{type(exc).__name__}: {exc}"
-        results.append(result)
+        outcomes.append((outcome, result))
         r = "n/a" if result.get("r") is None else f"{result['r']:.8f}"
-        print(f"[{n}/{len(cases)}] {case.id}: {result['status'].upper()} r={r}", file=sys.stderr, flush=True)
-    return results
+        print(f"[{n}/{len(cases)}] {case.id}: {WORDS[outcome.status].upper()} r={r}", file=sys.stderr, flush=True)
+    return outcomes
 
 
 def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None:
@@ -155,17 +159,18 @@ def _print_outcome(results: list[dict], counts: dict, args, final: Path) -> None
     print(f"report: {final.resolve() / 'index.html'}")
     print(written_line(final, "--reports"))
     for result in results:
-        if result["status"] == "error":
+        if "error" in result:  # a case that could not be read or rendered
             print(f"{result['id']}: {result['error']}")
         for hint in result.get("next_steps", [])[:1]:
             print(f"{result['id']}: {hint}")
 
 
-def _summary(stamp: str, args, cases_dir: Path, results: list[dict]) -> dict:
+def _summary(stamp: str, args, cases_dir: Path, outcomes: list[tuple[CaseParity, dict]]) -> dict:
     return {
         "stamp": stamp, "min_r": args.min_r, "dtype": args.dtype, "device": args.device,
         "cases_dir": str(cases_dir), "environment": environment(),  # the git state of the folder it runs in
-        "counts": {"total": len(results),
-                   **{k: sum(r["status"] == k for r in results) for k in ("pass", "fail", "error")}},
-        "cases": results,
+        "counts": {"total": len(outcomes),
+                   **{word: sum(outcome.status is status for outcome, _ in outcomes)
+                      for status, word in WORDS.items()}},
+        "cases": [result for _, result in outcomes],
     }

@@ -128,12 +128,12 @@ def _measure(workloads: list[Workload], args: argparse.Namespace) -> list[dict]:
                     row, image = nanobragg_row(args.nanobragg.resolve(), workload, args.repeats, threads, scratch)
                     rows.append(row)
                     reference = image if reference is None else reference
-                job = {"device": args.device, "repeats": args.repeats, "threads": threads}
                 for mode in args.modes:
                     for dtype in args.dtypes:
                         runs = []
                         if RENDER in args.scopes:
-                            runs.append(detsim_row(workload, mode, dtype, job, scratch))
+                            runs.append(detsim_row(workload, mode, dtype, scratch, device=args.device,
+                                                   repeats=args.repeats, threads=threads))
                         if PROCESS in args.scopes:
                             runs.append(detsim_process_row(workload, mode, dtype, threads, args.repeats, scratch,
                                                            args.device))

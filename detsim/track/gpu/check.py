@@ -6,7 +6,7 @@ one record.
 Input: a :class:`~.plan.CheckPlan` and the command line's :class:`Options`. Output: the record ``gpu.json``
 holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``, ``wall_s``, ``budget_s``,
 ``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run),
-``exit_code`` (the steps' alone: a target missed is a figure, not a failing step), ``targets`` (each target's
+``exit_code`` (the steps' alone: a goal missed is a figure, not a failing step), ``goals`` (each goal's
 verdict, :mod:`~.verdicts`) and ``side_by_side`` (detsim against nanoBragg.c, where it was timed); the command
 adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
 draws on it alone. Two steps run nothing: a path's determinism and the CUDA-against-CPU comparison are drawn
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -28,8 +28,8 @@ from detsim.track.base.status import Status
 from detsim.track.gpu import jobs
 from detsim.track.gpu.plan import REFERENCE_PATH, CheckPlan, GpuPath
 from detsim.track.gpu.programs import device_tests, divergence, time_nanobragg
-from detsim.track.gpu.steps import Budget, StepResult, run_job_step
-from detsim.track.gpu.verdicts import side_by_side, target_rows
+from detsim.track.gpu.steps import Budget, StepJob, StepResult, run_job_step
+from detsim.track.gpu.goals import goal_rows, side_by_side
 
 SCHEMA = 1
 STEP_KINDS = ("probe", "atomics", "speed", "parity", "determinism", "divergence", "tests", "benchmarks",
@@ -72,16 +72,17 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     def box(box_s: float, path: GpuPath | None = None) -> dict:
         return {"budget": budget, "box_s": box_s, "root": root, "env": child_env(plan, path, root)}
 
-    def job(fn, judge, spec: dict, box_s: float, path: GpuPath | None = None) -> Callable[[str], StepResult]:
+    def job(fn, judge, spec: StepJob, box_s: float, path: GpuPath | None = None) -> Callable[[str], StepResult]:
         return lambda name: run_job_step(name, f"{fn.__module__}:{fn.__name__}", spec, judge, **box(box_s, path))
 
-    machine = asked("probe", job(jobs.probe_job, jobs.judge_probe, {"root": str(root)}, boxes.probe), "probe")
-    asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, {"device": plan.device}, boxes.atomics), "atomics")
-    speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, {
-        "path": [path.mode, path.dtype], "device": plan.device, "workloads": list(plan.speed_workloads),
-        "profile": [plan.speed_workloads[0]],  # the launches target's workload: P2
-        "overhead": plan.overhead_workload, "warm_calls": plan.warm_calls, "repeat_s": plan.repeat_s,
-        "fixed_cost_calls": plan.fixed_cost_calls, "threads": threads},
+    machine = asked("probe", job(jobs.probe_job, jobs.judge_probe, jobs.ProbeJob(str(root)), boxes.probe), "probe")
+    asked("atomics", job(jobs.atomics_job, jobs.judge_atomics, jobs.AtomicsJob(plan.device), boxes.atomics),
+          "atomics")
+    speeds = {path: asked(f"speed {path.name}", job(jobs.speed_job, jobs.judge_speed, jobs.SpeedJob(
+        (path.mode, path.dtype), plan.device, tuple(plan.speed_workloads),
+        profile=(plan.speed_workloads[0],),  # the launches goal's workload: P2
+        overhead=plan.overhead_workload, warm_calls=plan.warm_calls, repeat_s=plan.repeat_s,
+        fixed_cost_calls=plan.fixed_cost_calls, threads=threads),
         boxes.speed[path.mode], path), "speed") for path in plan.paths}
 
     def nanobragg(name: str) -> StepResult:
@@ -100,7 +101,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                 for path in plan.paths}
     if plan.device == "cuda" and REFERENCE_PATH in parities and "parity" in options.kinds:
         reference = job(jobs.parity_job, jobs.judge_parity,
-                        {**parity_spec(plan, options, REFERENCE_PATH, "cpu", os.cpu_count()), "hash_workload": None},
+                        replace(parity_spec(plan, options, REFERENCE_PATH, "cpu", os.cpu_count()), hash_workload=None),
                         boxes.cpu_reference)
         add(cuda_matches_cpu(parities[REFERENCE_PATH], add(reference("parity cpu reference"))))
     else:
@@ -120,9 +121,9 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
     if not differing:
         add(StepResult("divergence", Status.SKIPPED, reason="no path's images differed from run to run"))
     small = plan.device == "cpu"  # one small benchmark (P2 at 256², float32) proves the suite's code still runs
-    asked("asv benchmarks", job(jobs.benchmarks_job, jobs.judge_benchmarks, {
-        "root": str(root), "device": plan.device, "workloads": ["P2"] if small else None,
-        "dtypes": ["float32"] if small else None}, boxes.benchmarks), "benchmarks")
+    asked("asv benchmarks", job(jobs.benchmarks_job, jobs.judge_benchmarks, jobs.BenchmarksJob(
+        str(root), plan.device, ("P2",) if small else None, ("float32",) if small else None), boxes.benchmarks),
+        "benchmarks")
 
     environment = machine.data.get("environment", {})
     record = {
@@ -137,7 +138,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
         "steps": [s.record() for s in steps],
         "exit_code": int(worst(*(s.status.exit_code for s in steps))),
     }
-    return {**record, "targets": [row.record() for row in target_rows(record)], "side_by_side": side_by_side(record)}
+    return {**record, "goals": [row.record() for row in goal_rows(record)], "side_by_side": side_by_side(record)}
 
 
 def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, str]:
@@ -148,10 +149,11 @@ def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, st
     return pinned_env(root, TRITON_INTERPRET="1" if interpret else "0")
 
 
-def parity_spec(plan: CheckPlan, options: Options, path: GpuPath, device: str, threads: int | None) -> dict:
-    return {"path": [path.mode, path.dtype], "device": device, "golden_dir": str(options.golden_dir),
-            "cases": list(plan.golden_cases) if plan.golden_cases is not None else None,
-            "hash_workload": plan.determinism_workload, "threads": threads}
+def parity_spec(plan: CheckPlan, options: Options, path: GpuPath, device: str,
+                threads: int | None) -> jobs.ParityJob:
+    return jobs.ParityJob((path.mode, path.dtype), device, str(options.golden_dir),
+                          tuple(plan.golden_cases) if plan.golden_cases is not None else None,
+                          plan.determinism_workload, threads)
 
 
 def determinism(name: str, workload: str, speed: StepResult, parity: StepResult) -> StepResult:

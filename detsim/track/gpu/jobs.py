@@ -1,11 +1,12 @@
 """The device check's jobs: what runs inside a step's child process, and how its answer is judged.
 
-Input: a job's JSON object (each ``*_job`` names its keys; every job gets ``deadline_s``, its soft deadline, and
-keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each ``judge_*`` turns an
-answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`), one path's speed
-(:func:`speed_job`) and golden parity (:func:`parity_job`), each render timed to the device's last kernel and
-hashed (:func:`render`), the asv suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels'
-atomics, with the fused kernel's compile-only report (:func:`atomics_job`)."""
+Input: a job (each ``*_job`` takes its own :class:`~.steps.StepJob`; every job gets ``deadline_s``, its soft
+deadline, and keeps what it has so far with :func:`~.steps.keep_partial`). Output: its JSON answer; each
+``judge_*`` turns an answer into (:class:`Status`, one line of reason). The jobs: the machine (:func:`probe_job`),
+one path's speed (:func:`speed_job`) and golden parity (:func:`parity_job`, the suite's one parity loop), each
+render timed to the device's last kernel by the suite's one timed render and hashed (:func:`render`), the asv
+suite's device benchmarks (:func:`benchmarks_job`), and the Triton kernels' atomics, with the fused kernel's
+compile-only report (:func:`atomics_job`)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ import torch
 from detsim.track.base.golden import load_cases
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import PARITY_MIN_R, passes_parity
+from detsim.track.base.parity import golden_parity
 from detsim.track.base.status import Status
+from detsim.track.base.timing import Timed, summary, synchronize, timed, timed_calls
 from detsim.track.gpu.plan import GpuPath, workload
-from detsim.track.gpu.steps import keep_partial
-from detsim.track.measure.parity import image_metrics
+from detsim.track.gpu.steps import StepJob, keep_partial
+from detsim.track.measure.launches import OpCounts, triton_launches
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 BENCHMARK = "bench_engine.PathThroughput.track_ns_per_pixel_step"  # asv's name: module.class.method
@@ -50,13 +53,8 @@ def ready(device: str) -> torch.device:
     """The device, its context made (so that no timing includes the driver's start-up)."""
     dev = torch.device(device)
     torch.zeros(1, device=dev)
-    _synchronize(dev)
+    synchronize(torch, dev)
     return dev
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def workload_config(name: str):
@@ -66,17 +64,21 @@ def workload_config(name: str):
     return workload(name).config(config_from_argv)
 
 
-def render(config, path: GpuPath, device: torch.device) -> PathRender:
-    """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
+def renderer(config, path: GpuPath, device: torch.device):
+    """A call that prepares and renders ``config`` on ``path`` (the engine's ``(image, info)``), to be timed."""
     from detsim import prepare, render as engine_render
 
-    started = time.perf_counter()
-    with torch.no_grad():
-        image, _ = engine_render(prepare(config, device=device, dtype=DTYPES[path.dtype]), mode=path.mode)
-    _synchronize(device)
-    seconds = time.perf_counter() - started
-    ours = image.detach().cpu().double().numpy()
-    return PathRender(ours, image_sha256(ours), seconds)
+    return lambda: engine_render(prepare(config, device=device, dtype=DTYPES[path.dtype]), mode=path.mode)
+
+
+def render(config, path: GpuPath, device: torch.device) -> PathRender:
+    """Prepare and render ``config`` on ``path``, timed from the start to the device's last kernel."""
+    return path_render(timed(torch, renderer(config, path, device), device))
+
+
+def path_render(done: Timed) -> PathRender:
+    ours = done.result[0].detach().cpu().double().numpy()
+    return PathRender(ours, image_sha256(ours), done.wall_s)
 
 
 def fused(config, path: GpuPath, device: torch.device) -> bool:
@@ -107,9 +109,7 @@ def launches(config, path: GpuPath, device: torch.device, *, render_only: bool =
         if setup is None:
             render(config, path, device)
         else:
-            with torch.no_grad():
-                engine_render(setup, mode=path.mode)
-            _synchronize(device)
+            timed(torch, lambda: engine_render(setup, mode=path.mode), device)
     counts = {"aten_ops": 0, "kernels": None, "memory_ops": None, "interpreted_launches": interpreted()}
     if device.type == "cuda":
         counts.update(kernels=0, memory_ops=0)
@@ -124,65 +124,31 @@ def launches(config, path: GpuPath, device: torch.device, *, render_only: bool =
 
 @contextmanager
 def _interpreted_launches():
-    """Count the Triton kernels launched under Triton's interpreter while inside: yields a function that gives the
-    count, None where the interpreter is off (CUDA: the profiler sees those kernels) or not this Triton's."""
-    count = [0]
-    try:
-        from triton.runtime.interpreter import GridExecutor
-    except ImportError:
-        GridExecutor = None
-    if GridExecutor is None or os.environ.get("TRITON_INTERPRET") != "1":
+    """Count the Triton kernels launched under Triton's interpreter while inside, by the suite's one rule
+    (:func:`detsim.track.measure.launches.triton_launches`): yields a function that gives the count, None where the
+    interpreter is off (CUDA: the profiler sees those kernels)."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
         yield lambda: None
         return
-    launch = GridExecutor.__call__
-
-    def counted(self, *args, **kwargs):
-        count[0] += 1
-        return launch(self, *args, **kwargs)
-
-    GridExecutor.__call__ = counted
-    try:
-        yield lambda: count[0]
-    finally:
-        GridExecutor.__call__ = launch
+    counts = OpCounts()
+    with triton_launches(counts):
+        yield lambda: counts.triton_launches
 
 
 def kernel_seconds(setup, path: GpuPath, device: torch.device) -> float:
     """One render of a prepared ``setup`` alone: on CUDA the time between two events recorded on the stream around
-    it (the device's time, host gaps inside the render included); on a CPU the host clock around it."""
+    it (the device's time, host gaps inside the render included); on a CPU the timed render's wall seconds."""
     from detsim import render as engine_render
 
+    if device.type != "cuda":
+        return timed(torch, lambda: engine_render(setup, mode=path.mode), device).wall_s
     with torch.no_grad():
-        if device.type != "cuda":
-            started = time.perf_counter()
-            engine_render(setup, mode=path.mode)
-            return time.perf_counter() - started
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         engine_render(setup, mode=path.mode)
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3  # elapsed_time: milliseconds
-
-
-def repeated(call, calls: int, within_s: float, clock=time.monotonic) -> list:
-    """``call()`` ``calls`` times, but no more than fit ``within_s`` seconds by the mean call so far (at least
-    once): a slow path is timed fewer times, not past its box."""
-    answers, started = [], clock()
-    while len(answers) < calls:
-        answers.append(call())
-        spent = clock() - started
-        if spent + spent / len(answers) > within_s:
-            break
-    return answers
-
-
-def timing(seconds: list[float], pixel_steps: int) -> dict:
-    """A list of one workload's timed calls: ``calls``, ``best_s``, ``median_s`` and ``pixel_steps_per_s`` (of the
-    median)."""
-    median = statistics.median(seconds)
-    return {"calls": len(seconds), "best_s": round(min(seconds), 7), "median_s": round(median, 7),
-            "pixel_steps_per_s": pixel_steps / median}
 
 
 def varied_configs(name: str, count: int) -> list:
@@ -211,20 +177,61 @@ def fixed_cost(name: str, path: GpuPath, device: torch.device, calls: int) -> di
                                  for kind, times in (("new", new), ("cached", cached))}}
 
 
-def _started(job: dict):
+@dataclass(frozen=True)
+class ProbeJob(StepJob):
+    root: str  # the checkout
+
+
+@dataclass(frozen=True)
+class SpeedJob(StepJob):
+    path: tuple[str, str]  # mode, dtype
+    device: str
+    workloads: tuple[str, ...]
+    profile: tuple[str, ...]  # the workloads whose launches are counted
+    overhead: str  # the fixed cost's workload
+    warm_calls: int
+    repeat_s: float
+    fixed_cost_calls: int
+    threads: int | None = None  # CPU only; None: torch's default
+
+
+@dataclass(frozen=True)
+class ParityJob(StepJob):
+    path: tuple[str, str]  # mode, dtype
+    device: str
+    golden_dir: str
+    cases: tuple[str, ...] | None  # None: every case
+    hash_workload: str | None  # the determinism workload, rendered once
+    threads: int | None = None  # CPU only
+
+
+@dataclass(frozen=True)
+class BenchmarksJob(StepJob):
+    root: str
+    device: str
+    workloads: tuple[str, ...] | None  # None: all
+    dtypes: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class AtomicsJob(StepJob):
+    device: str  # "cuda" or "cpu"
+
+
+def _started(job: SpeedJob | ParityJob):
     """A path job's path, its device made ready (on ``threads`` CPU threads where given) and its clock: a
     function that says whether the job's soft deadline is still ahead."""
     started = time.monotonic()
-    if job.get("threads"):
-        torch.set_num_threads(job["threads"])
-    return GpuPath(*job["path"]), ready(job["device"]), lambda: time.monotonic() - started < job["deadline_s"]
+    if job.threads:
+        torch.set_num_threads(job.threads)
+    return GpuPath(*job.path), ready(job.device), lambda: time.monotonic() - started < job.deadline_s
 
 
-def probe_job(job: dict) -> dict:
-    """``job``: {"root": the checkout}. ``cuda`` is None where torch sees no CUDA device."""
+def probe_job(job: ProbeJob) -> dict:
+    """The software and the device. ``cuda`` is None where torch sees no CUDA device."""
     from detsim.track.base.runtime import environment
 
-    env = environment(Path(job["root"]))
+    env = environment(Path(job.root))
     cuda = None
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
@@ -238,30 +245,25 @@ def judge_probe(data: dict) -> tuple[Status, str]:
     return Status.OK, ""
 
 
-def speed_job(job: dict) -> dict:
+def speed_job(job: SpeedJob) -> dict:
     """Per workload: its first render (cold: compile and set-up included); end to end, the timed calls of
     prepare + render + synchronize on the same configuration (wall clock); kernel only, the timed renders of the
     set-up prepared once (:func:`kernel_seconds`); what one render launches (the workloads in ``profile``); and the
     hashes of the first and last end-to-end renders (the determinism of one process). Then the fixed cost of a
-    call (:func:`fixed_cost`).
-
-    ``job``: {"path": [mode, dtype], "device", "workloads": [names], "profile": [names], "overhead": name,
-    "warm_calls", "repeat_s", "fixed_cost_calls", "threads" (CPU only; None: torch's default)}. A workload not
-    started before the deadline is listed under ``not_measured``."""
+    call (:func:`fixed_cost`). A workload not started before the deadline is listed under ``not_measured``."""
     path, device, in_time = _started(job)
-    out = {"path": path.name, "device": job["device"], "clock": "cuda events" if device.type == "cuda"
+    out = {"path": path.name, "device": job.device, "clock": "cuda events" if device.type == "cuda"
            else "host clock", "workloads": {}, "not_measured": [], "fixed_cost": None}
-    for name in job["workloads"]:
+    for name in job.workloads:
         if not in_time():
             out["not_measured"].append(name)
             continue
-        out["workloads"][name] = _measure(name, path, device, job["warm_calls"], job["repeat_s"],
-                                          name in job["profile"])
+        out["workloads"][name] = _measure(name, path, device, job.warm_calls, job.repeat_s, name in job.profile)
         keep_partial(job, out)
     if in_time():
-        out["fixed_cost"] = fixed_cost(job["overhead"], path, device, job["fixed_cost_calls"])
+        out["fixed_cost"] = fixed_cost(job.overhead, path, device, job.fixed_cost_calls)
     else:
-        out["not_measured"].append(job["overhead"])
+        out["not_measured"].append(job.overhead)
     return out
 
 
@@ -273,63 +275,61 @@ def _measure(name: str, path: GpuPath, device: torch.device, calls: int, within_
     config = workload_config(name)
     pixel_steps = workload(name).pixel_steps
     first = render(config, path, device)
-    warm = repeated(lambda: render(config, path, device), calls, within_s)
+    warm = timed_calls(torch, renderer(config, path, device), device, calls, within_s=within_s)
     setup = prepare(config, device=device, dtype=DTYPES[path.dtype])
-    kernel = repeated(lambda: kernel_seconds(setup, path, device), calls, within_s)
+    kernel = [t.result for t in timed_calls(torch, lambda: kernel_seconds(setup, path, device), device, calls,
+                                            within_s=within_s)]
     return {
         "pixel_steps": pixel_steps,
         "fused": fused(config, path, device),
         "cold_s": round(first.seconds, 4),
         "cold_pixel_steps_per_s": pixel_steps / first.seconds,
-        "end_to_end": timing([r.seconds for r in warm], pixel_steps),
-        "kernel": timing(kernel, pixel_steps),
+        "end_to_end": summary([t.wall_s for t in warm], pixel_steps),
+        "kernel": summary(kernel, pixel_steps),
         "launches": {"end_to_end": launches(config, path, device),
                      "render": launches(config, path, device, render_only=True)} if profile else None,
-        "sha256": [first.sha256, warm[-1].sha256],
+        "sha256": [first.sha256, path_render(warm[-1]).sha256],
     }
 
 
 def judge_speed(data: dict) -> tuple[Status, str]:
-    """Timings are facts, not verdicts (the targets judge them): ok when every workload was measured, else why
+    """Timings are facts, not verdicts (the goals judge them): ok when every workload was measured, else why
     not."""
     if data["not_measured"]:
         return Status.TIMED_OUT, f"not measured before the job's deadline: {', '.join(data['not_measured'])}"
     return Status.OK, ""
 
 
-def parity_job(job: dict) -> dict:
+def parity_job(job: ParityJob) -> dict:
     """Every golden case (or the plan's few) rendered as the ``detsim`` command reads its arguments, against
     nanoBragg.c's image, with its sha256 (for the CUDA-against-CPU comparison), and one render of the determinism
     workload (the second process of the path's determinism). The compiled and Triton paths run their own kernel
     only where a case is fusable (:func:`detsim.rendering.paths.fusable`); elsewhere they run the eager path's
     code, so such a case is listed as ``eager_code``, not rendered again: the eager path's parity is its parity.
-
-    ``job``: {"path": [mode, dtype], "device", "golden_dir", "cases": [ids] or None (all), "hash_workload":
-    name or None, "threads" (CPU only)}. Cases not started before the deadline are listed under ``not_run``."""
+    Cases not started before the deadline are listed under ``not_run``."""
     from detsim import config_from_argv
 
     path, device, in_time = _started(job)
-    cases = [c for c in load_cases(Path(job["golden_dir"])) if job["cases"] is None or c.id in job["cases"]]
-    out = {"path": path.name, "device": job["device"], "cases": {}, "not_run": [], "hash": None}
-    if job["hash_workload"]:
-        out["hash"] = {"workload": job["hash_workload"],
-                       "sha256": render(workload_config(job["hash_workload"]), path, device).sha256}
+    cases = [c for c in load_cases(Path(job.golden_dir)) if job.cases is None or c.id in job.cases]
+    out = {"path": path.name, "device": job.device, "cases": {}, "not_run": [], "hash": None}
+    if job.hash_workload:
+        out["hash"] = {"workload": job.hash_workload,
+                       "sha256": render(workload_config(job.hash_workload), path, device).sha256}
         keep_partial(job, {**out, **summarize(out["cases"])})
-    for case in cases:
-        if not in_time():
-            out["not_run"].append(case.id)
+    leave = (lambda config: None if fused(config, path, device) else "eager_code") if path.mode != "eager" else None
+    for done in golden_parity(cases, config_from_argv, lambda config: timed(torch, renderer(config, path, device),
+                                                                            device), keep_going=in_time, leave=leave):
+        if done.status is Status.NOT_RUN:
+            out["not_run"].append(done.case.id)
             continue
-        try:
-            config = case.config(config_from_argv)
-            if path.mode != "eager" and not fused(config, path, device):
-                out["cases"][case.id] = {"eager_code": True}
-                continue
-            done = render(config, path, device)
-            metrics = image_metrics(done.image, case.reference((config.detector.spixels, config.detector.fpixels)))
-            out["cases"][case.id] = {"r": metrics["r"], "max_rel": metrics["max_rel"], "worst": metrics["worst"],
-                                     "sha256": done.sha256, "seconds": round(done.seconds, 4)}
-        except Exception as exc:  # noqa: BLE001 - one broken case is recorded, the others go on
-            out["cases"][case.id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        if done.status is Status.SKIPPED:
+            out["cases"][done.case.id] = {"eager_code": True}
+        elif done.status is Status.CRASHED:
+            out["cases"][done.case.id] = {"error": done.error}
+        else:
+            out["cases"][done.case.id] = {"r": done.metrics["r"], "max_rel": done.metrics["max_rel"],
+                                          "worst": done.metrics["worst"], "sha256": image_sha256(done.image),
+                                          "seconds": round(done.seconds, 4)}
         keep_partial(job, {**out, **summarize(out["cases"])})
     out.update(summarize(out["cases"]))
     return out
@@ -364,13 +364,12 @@ def judge_parity(data: dict) -> tuple[Status, str]:
     return Status.OK, ""
 
 
-def benchmarks_job(job: dict) -> dict:
+def benchmarks_job(job: BenchmarksJob) -> dict:
     """``benchmarks/bench_engine.py``'s ``PathThroughput`` on this device, each set up and tracked as asv would,
     under asv's name, parameters, unit and version, so that they can be entered into the asv history later (the
-    GPU machines have no asv). ``job``: {"root", "device", "workloads": names or None (all), "dtypes": names or
-    None}."""
+    GPU machines have no asv)."""
     started = time.monotonic()
-    sys.path.insert(0, job["root"])
+    sys.path.insert(0, job.root)
     from benchmarks import bench_engine
 
     suite = bench_engine.PathThroughput
@@ -378,10 +377,11 @@ def benchmarks_job(job: dict) -> dict:
            "results": [], "not_run": []}
     for combo in itertools.product(*suite.params):
         params = dict(zip(suite.param_names, combo))
-        if params["device"] != job["device"] or any(job[key] is not None and params[axis] not in job[key]
-                                                    for key, axis in (("workloads", "workload"), ("dtypes", "dtype"))):
+        asked = ((job.workloads, "workload"), (job.dtypes, "dtype"))
+        if params["device"] != job.device or any(wanted is not None and params[axis] not in wanted
+                                                 for wanted, axis in asked):
             continue
-        if time.monotonic() - started >= job["deadline_s"]:
+        if time.monotonic() - started >= job.deadline_s:
             out["not_run"].append(params)
             continue
         bench = suite()
@@ -435,13 +435,13 @@ def compile_kernel(fn, pointer_type: str, constants: dict, target, pointer_types
                           options=options)
 
 
-def atomics_job(job: dict) -> dict:
+def atomics_job(job: AtomicsJob) -> dict:
     """Proof that the Triton kernel (:mod:`detsim.rendering.lattice_factor_triton`) uses no atomics: a kernel
     without them sums each pixel in one program, in one order, so its results cannot depend on which program runs
     first. Its Triton IR and PTX are searched for atomic operations (``tt.atomic_*``; PTX ``atom.``/``red.``);
     compiling needs no GPU (Triton's own LLVM and ptxas).
 
-    ``job``: {"device": "cuda" or "cpu"}. Compiles the kernel in each dtype for 1 to 3 crystal axes (every
+    Compiles the kernel in each dtype for 1 to 3 crystal axes (every
     variant the engine launches), for the device's target (cpu: an H100's), and lists each variant's atomics. On
     CUDA the kernel is also launched once per variant and the kernels Triton compiled for those launches are
     searched too (``launched``): the very code that runs. The fused whole-image kernel
@@ -452,7 +452,7 @@ def atomics_job(job: dict) -> dict:
 
     from detsim.rendering import lattice_factor_triton as triton_kernels
 
-    if job["device"] == "cuda":
+    if job.device == "cuda":
         from triton.runtime import driver
 
         target = driver.active.get_current_target()
@@ -469,7 +469,7 @@ def atomics_job(job: dict) -> dict:
                 out["errors"].append(f"compiling {dtype} J={axes}: {type(exc).__name__}: {exc}".splitlines()[0])
                 continue
             out["variants"][f"{dtype} J={axes}"] = _searched(asm)
-    if job["device"] == "cuda":
+    if job.device == "cuda":
         for index, asm in enumerate(launched(fn, triton_kernels.square_lattice_lane_sum)):
             out["variants"][f"launched #{index}"] = _searched(asm)
     out["fused_kernel"] = fused_kernel_reports(target, out["errors"])

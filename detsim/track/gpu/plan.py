@@ -2,7 +2,7 @@
 
 A **path** is one execution mode in one dtype (``compiled-float32``). The full plan runs on CUDA at the reference
 sizes (P2: 1024², 200 steps a pixel; P4096: 4096², one step) and on a throughput workload of at least the
-targets' 3e9 pixel·steps (P3G: 2048², 800 steps a pixel); the dry plan runs the same steps on the CPU at
+goals' 3e9 pixel·steps (P3G: 2048², 800 steps a pixel); the dry plan runs the same steps on the CPU at
 sizes that take seconds (the Triton path under Triton's interpreter). Every step has a time box; the whole
 check has a budget, and a step never gets more than what is left of it.
 """
@@ -15,7 +15,7 @@ from detsim.track.base.workloads import WORKLOADS, Workload, reduced
 
 # the device check's own workload, beside the reference ones: P2's physics on a 2048² detector with 20 phi
 # steps, 2048² x 800 = 3.36e9 pixel·steps (at the eager float32 path's 5e9/s of the first H100 run, 0.7 s a
-# render; the targets' rate on it is 1e-2 s)
+# render; the goals' rate on it is 1e-2 s)
 CHECK_WORKLOADS = {"P3G": Workload("P3G", 2048, oversample=2, mosaic_domains=10, phi_steps=20)}
 
 
@@ -62,7 +62,7 @@ class CheckPlan:
     dry_run: bool
     device: str  # "cuda" or "cpu"
     speed_workloads: tuple[str, ...]  # the first is also the determinism workload
-    throughput_workload: str  # one of them, the largest: the throughput targets' workload
+    throughput_workload: str  # one of them, the largest: the throughput goals' workload
     overhead_workload: str  # a render so small that its time is the fixed cost of a call
     warm_calls: int  # timed calls per workload after its first (end to end, and again kernel only)
     repeat_s: float  # seconds a workload's timed calls may take after its first: a slow path times fewer (>= 1)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from detsim.track.base.fresh import ChildError, Finished, run, run_job
+from detsim.track.base.fresh import ChildError, Finished, Job, run, run_job
 from detsim.track.base.status import Status
 
 MIN_STEP_S = 5.0  # below this much budget left, a step is not started
@@ -55,11 +55,20 @@ class Budget:
 Judge = Callable[[dict], tuple["Status", str]]  # a job's answer -> (status, reason)
 
 
+@dataclass(frozen=True)
+class StepJob(Job):
+    """A step's job: what each step's own fields ask, and, set by :func:`run_job_step`, its soft deadline and the
+    file where it keeps what it has measured so far (:func:`keep_partial`)."""
+
+    deadline_s: float = field(default=0.0, kw_only=True)
+    partial: str = field(default="", kw_only=True)
+
+
 def not_run(name: str) -> StepResult:
     return StepResult(name, Status.NOT_RUN, reason="the check's time budget was spent before this step")
 
 
-def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: Budget, box_s: float, root: Path,
+def run_job_step(name: str, entry: str, job: StepJob, judge: Judge, *, budget: Budget, box_s: float, root: Path,
                  env: Mapping[str, str] | None = None) -> StepResult:
     """Run ``entry`` (``module:function``) on ``job`` in a fresh interpreter of this Python, time-boxed, and
     judge its answer. The job gets ``deadline_s``, its soft deadline."""
@@ -70,7 +79,7 @@ def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: B
     with tempfile.TemporaryDirectory(prefix="detsim-gpu-step-") as scratch:
         partial = Path(scratch) / "partial.json"
         try:
-            done = run_job(entry, {**job, "deadline_s": round(box * GRACE, 1), "partial": str(partial)},
+            done = run_job(entry, replace(job, deadline_s=round(box * GRACE, 1), partial=str(partial)),
                            python=sys.executable, path=(root,), cwd=root, timeout=box, env=env, what=name,
                            check=False)
         except ChildError as exc:
@@ -86,13 +95,13 @@ def run_job_step(name: str, entry: str, job: Mapping, judge: Judge, *, budget: B
     return StepResult(name, status, seconds, reason, done.result)
 
 
-def keep_partial(job: Mapping, answer: dict) -> None:
+def keep_partial(job: StepJob, answer: dict) -> None:
     """Inside a job: replace the file of what it has measured so far with ``answer`` (whole or not at all)."""
-    if job.get("partial"):
-        partial = f"{job['partial']}.{os.getpid()}.tmp"
+    if job.partial:
+        partial = f"{job.partial}.{os.getpid()}.tmp"
         with open(partial, "w") as handle:
             json.dump(answer, handle)
-        os.replace(partial, job["partial"])
+        os.replace(partial, job.partial)
 
 
 def run_command(name: str, argv: Sequence[str], *, budget: Budget, box_s: float, root: Path,

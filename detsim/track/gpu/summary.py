@@ -4,7 +4,7 @@ record (:mod:`detsim.track.gpu.check`) alone."""
 from __future__ import annotations
 
 from detsim.track.base.metrics import PARITY_MIN_R
-from detsim.track.gpu.targets import TARGETS_BY_KEY
+from detsim.track.gpu.goals import GOALS_BY_KEY
 
 
 def summary(record: dict) -> str:
@@ -21,21 +21,21 @@ def summary(record: dict) -> str:
               f"{env.get('cpu_count', '?')} CPU cores; {record['wall_s']} s of a {record['budget_s']:.0f} s budget; "
               f"exit {record['exit_code']}", "", "| step | status | s | note |", "|---|---|---|---|"]
     lines += [f"| {s['name']} | {s['status']} | {s['seconds']} | {_cell(s['reason'])} |" for s in record["steps"]]
-    lines += (_targets(record) + _speed(record, steps) + _side_by_side(record, steps) + _parity(record, steps)
+    lines += (_goals(record) + _speed(record, steps) + _side_by_side(record, steps) + _parity(record, steps)
               + _determinism(record, steps) + _facts(steps))
     return "\n".join(lines) + "\n"
 
 
-def _targets(record: dict) -> list[str]:
-    rows = record.get("targets")
+def _goals(record: dict) -> list[str]:
+    rows = record.get("goals")
     if not rows:
         return []
-    lines = ["", "## Targets", "",
-             "| target | limit | verdict | measured | where | gap / note |", "|---|---|---|---|---|---|"]
+    lines = ["", "## Goals", "",
+             "| goal | limit | verdict | measured | where | gap / note |", "|---|---|---|---|---|---|"]
     for row in rows:
         # a dry run's CPU figure is in the note, said to be one
         shown = row["value"] is not None and not (record["dry_run"] and row["verdict"] == "not measured")
-        value = TARGETS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"
+        value = GOALS_BY_KEY[row["key"]].shown(row["value"]) if shown else "-"
         lines.append(f"| {row['what']} | {row['limit']} | **{row['verdict']}** | {value} | {_cell(row['where'])} | "
                      f"{_cell(row['note'])} |")
     return lines

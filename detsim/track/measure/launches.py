@@ -142,7 +142,7 @@ def _untracked() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _triton_launches(counts: OpCounts) -> Iterator[None]:
+def triton_launches(counts: OpCounts) -> Iterator[None]:
     """Count Triton kernels run by the interpreter (TRITON_INTERPRET=1), not the ops it stages them with."""
     interpreter = sys.modules.get("triton.runtime.interpreter")  # imported by a kernel defined interpreted
     if interpreter is None:
@@ -211,7 +211,7 @@ def counting(device: str | None = None) -> Iterator[OpCounts]:
     """Count, within the block, the device operations of everything run in this thread (see the module's
     docstring); ``device``: only ops with a tensor on that device type (``"cpu"``, ``"meta"``)."""
     counts = OpCounts()
-    with _triton_launches(counts), _compiled_calls(counts), _Dispatched(counts, device, _in_untracked):
+    with triton_launches(counts), _compiled_calls(counts), _Dispatched(counts, device, _in_untracked):
         yield counts
 
 
@@ -232,4 +232,4 @@ def count_render(prepare: Callable, render: Callable, config, mode: str, dtype: 
             "by_op": dict(sorted(counts.by_op.items()))}
 
 
-__all__ = ["OpCounts", "count_render", "counting", "launches_a_kernel", "triton_bodies_skipped"]
+__all__ = ["OpCounts", "count_render", "counting", "launches_a_kernel", "triton_bodies_skipped", "triton_launches"]

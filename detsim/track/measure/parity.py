@@ -1,11 +1,12 @@
-"""detsim against the reference images (docs/parity.md): one case's render against its reference image, and
-the report's pictures and pages.
+"""detsim against the reference images (docs/parity.md): the suite's parity loop (:mod:`detsim.track.base.parity`)
+on the user's cases, each outcome as the report records it, and the report's pictures and pages.
 
-Inputs: a golden case (or a case folder of the user's), a dtype, a device, the line on r. Outputs: a **case
-result**, the JSON-ready record ``parity.json`` stores per case: ``id``, ``dir``, ``args``, ``shape`` [slow,
-fast], ``seconds`` (prepare + render, wall), the agreement of the images (:func:`image_metrics`) and
-``status``: "pass" (r meets the line), "fail", or "error" with ``error``; then the text table, summary.md and
-index.html of the report.
+Inputs: golden cases (or case folders of the user's), a dtype, a device, the line on r. Outputs: a **case
+result** per case, the JSON-ready record ``parity.json`` stores: ``id``, ``dir``, ``args``, ``shape`` [slow,
+fast], ``seconds`` (prepare + render, wall), the agreement of the images
+(:func:`~detsim.track.base.metrics.image_metrics`) and ``status``, the word of the case's
+:class:`~detsim.track.base.status.Status` in the report (:data:`WORDS`: "pass" where r meets the line, "fail",
+"error" with ``error``); then the text table, summary.md and index.html of the report.
 
 Pictures are 8-bit PNG, one image pixel per PNG pixel, row 0 = slow index 0. Reference and detsim share one
 log grey scale (taken from the reference), so their pictures compare directly; the difference is on a signed
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import html
 import struct
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,95 +25,41 @@ import numpy as np
 import torch
 
 from detsim.track.base.golden import GoldenCase, working_directory
-from detsim.track.base.metrics import passes_parity, pearson_r
+from detsim.track.base.parity import CaseParity, case_parity
+from detsim.track.base.status import Status
+from detsim.track.base.timing import timed
+
+WORDS = {Status.OK: "pass", Status.FAILED: "fail", Status.CRASHED: "error"}  # a case's Status in the report
 
 
-def image_metrics(ours: np.ndarray, reference: np.ndarray) -> dict:
-    """Agreement of two images of the same shape, in float64: ``r`` (None when undefined), ``max_abs``, ``max_rel``
-    (|a-b| / max(|a|, |b|), 0 where both are 0), ``worst`` {s, f, detsim, reference} (the largest absolute
-    difference; a non-finite detsim value counts as the largest), ``sum_detsim``, ``sum_reference``, ``sum_ratio``."""
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    diff = np.abs(a - b)
-    finite = np.isfinite(diff)
-    ranked = np.where(finite, diff, np.inf)
-    s, f = np.unravel_index(int(np.argmax(ranked)), a.shape)
-    scale = np.maximum(np.abs(a), np.abs(b))
-    with np.errstate(invalid="ignore"):  # inf / inf where detsim is not finite; max_rel is None then
-        rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
-    sum_a, sum_b = float(a.sum()), float(b.sum())
-    if sum_b != 0:
-        sum_ratio = sum_a / sum_b
-    else:
-        sum_ratio = 1.0 if sum_a == 0 else None
-    return {
-        "r": pearson_r(a, b),
-        "max_abs": float(ranked.max()) if finite.all() else None,
-        "max_rel": float(rel[finite].max(initial=0.0)) if finite.all() else None,
-        "worst": {"s": int(s), "f": int(f), "detsim": _finite_or_none(a[s, f]), "reference": _finite_or_none(b[s, f])},
-        "sum_detsim": _finite_or_none(sum_a), "sum_reference": _finite_or_none(sum_b),
-        "sum_ratio": _finite_or_none(sum_ratio),
-    }
-
-
-def _finite_or_none(x) -> float | None:
-    return float(x) if x is not None and np.isfinite(x) else None
-
-
-@dataclass(frozen=True)
-class CaseRun:
-    """A case result, and what it was computed from (None where the case could not be rendered)."""
-
-    result: dict  # the case result (module docstring); the report adds pictures and traces to it
-    ours: np.ndarray | None  # detsim's image, float64 (slow, fast)
-    reference: np.ndarray | None  # the case's reference image, float32 (slow, fast)
-    config: object | None  # the SimulationConfig detsim rendered
-
-    @property
-    def failed(self) -> bool:
-        return self.result["status"] == "fail"
-
-
-def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseRun:
-    """Render one case and compare it with its reference; any exception while reading or rendering it makes
-    it an "error" case (the report goes on)."""
+def run_case(case: GoldenCase, *, dtype: torch.dtype, device: str, min_r: float) -> CaseParity:
+    """Render one case with detsim, as the ``detsim`` command reads its arguments, and compare it with its
+    reference; a case that cannot be read or rendered is CRASHED (the report goes on)."""
     from detsim import config_from_argv, prepare, render
 
+    return case_parity(case, config_from_argv,
+                       lambda config: timed(torch, lambda: render(prepare(config, device=device, dtype=dtype)), device),
+                       min_r=min_r)
+
+
+def case_result(outcome: CaseParity) -> dict:
+    """The case result of an outcome (module docstring); the report adds pictures and traces to it."""
+    case = outcome.case
     result: dict = {"id": case.id, "dir": str(case.folder), "args": list(case.args)}
-    try:
-        config = case.config(config_from_argv)
-        shape = (config.detector.spixels, config.detector.fpixels)
-        result["shape"] = list(shape)
-        reference = _reference(case, shape)
-        start = time.perf_counter()
-        with torch.no_grad():
-            image, _ = render(prepare(config, device=device, dtype=dtype))
-        ours = image.detach().cpu().double().numpy()
-        result["seconds"] = round(time.perf_counter() - start, 3)
-    except Exception as exc:  # noqa: BLE001 - one broken case must not stop the report
-        result.update(status="error", error=f"{type(exc).__name__}: {exc}")
-        return CaseRun(result, None, None, None)
-    result.update(image_metrics(ours, reference))
-    result["status"] = "pass" if passes_parity(result["r"], min_r) else "fail"
-    return CaseRun(result, ours, reference, config)
+    if outcome.config is not None:
+        result["shape"] = [outcome.config.detector.spixels, outcome.config.detector.fpixels]
+    if outcome.status is Status.CRASHED:
+        return {**result, "status": WORDS[outcome.status], "error": outcome.error}
+    return {**result, "seconds": round(outcome.seconds, 3), **outcome.metrics, "status": WORDS[outcome.status]}
 
 
-def _reference(case: GoldenCase, shape: tuple[int, int]) -> np.ndarray:
-    """The case's reference image, which must have the detector shape its arguments give."""
-    reference = case.reference(shape)
-    if reference.shape != shape:
-        raise ValueError(f"{case.folder / 'image.bin'}: a {reference.shape[0]}x{reference.shape[1]} image, but "
-                         f"the arguments give a {shape[0]}x{shape[1]} detector")
-    return reference
-
-
-def worst_pixel_trace(run: CaseRun) -> tuple[str, list[str]]:
+def worst_pixel_trace(outcome: CaseParity) -> tuple[str, list[str]]:
     """detsim's trace of the worst pixel of a rendered case: (file name, its lines)."""
     from detsim.diagnostics.pixel_trace import trace_records
 
-    s, f = run.result["worst"]["s"], run.result["worst"]["f"]
-    with working_directory(Path(run.result["dir"])):
-        lines = [rec.line() for _, records in trace_records(run.config, [(s, f)]) for rec in records]
+    s, f = outcome.metrics["worst"]["s"], outcome.metrics["worst"]["f"]
+    with working_directory(outcome.case.folder):
+        lines = [rec.line() for _, records in trace_records(outcome.config, [(s, f)]) for rec in records]
     return f"trace_s{s}_f{f}.log", lines
 
 

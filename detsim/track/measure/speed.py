@@ -28,18 +28,18 @@ carries it across fork and exec); the detsim render job reads its own ``VmHWM`` 
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from detsim.track.base.fresh import run_job, thread_vars
+from detsim.track.base.fresh import Job, run_job, thread_vars
 from detsim.track.base.metrics import pearson_r
+from detsim.track.base.timing import timed_calls
 from detsim.track.base.workloads import Workload
 
 
@@ -48,6 +48,32 @@ PROCESS, RENDER = "process", "render"  # the scopes of a row
 RENDER_JOB = "detsim.track.measure.speed:render_job"  # what a detsim render run executes in its own process
 PROCESS_JOB = "detsim.track.measure.speed:process_job"  # the timer of a whole program
 DETSIM_COMMAND = [sys.executable, "-m", "detsim.commandline.command"]  # the ``detsim`` command, run by this interpreter
+
+
+@dataclass(frozen=True)
+class ProcessJob(Job):
+    """The timer's job (:func:`process_job`): run ``argv`` ``repeats`` times with ``env`` added, in ``cwd``;
+    ``output`` (a file the program writes) is removed before each run."""
+
+    argv: tuple[str, ...]
+    repeats: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class RenderJob(Job):
+    """A detsim render run's job (:func:`render_job`): ``repeats`` timed renders of ``workload`` on a path, on
+    ``threads`` torch threads, the last image saved to ``image``."""
+
+    workload: Workload
+    mode: str
+    dtype: str
+    device: str
+    repeats: int
+    threads: int
+    image: str
 
 
 def _row(workload: Workload, program: str, scope: str, threads: int, dtype: str, command: list[str],
@@ -71,8 +97,7 @@ def _timed_process(row: dict, workload: Workload, argv: list[str], repeats: int,
                    program: str, whole_image: bool = False) -> bool:
     """``row`` timed as ``repeats`` runs of a whole program (:func:`process_job`) writing ``image``; False, with
     ``row["error"]`` (one line), where a run failed or, checked with ``whole_image``, its image is not whole."""
-    job = {"argv": [*argv, "-floatfile", str(image)], "env": thread_vars(row["threads"]), "cwd": str(scratch),
-           "repeats": repeats, "output": str(image)}
+    job = ProcessJob((*argv, "-floatfile", str(image)), repeats, thread_vars(row["threads"]), str(scratch), str(image))
     m = run_job(PROCESS_JOB, job, cwd=scratch, check=False)
     runs = m.result["runs"] if m.result is not None else None
     if runs is None:
@@ -123,14 +148,15 @@ def detsim_process_row(workload: Workload, mode: str, dtype: str, threads: int, 
                                         "detsim") else None
 
 
-def detsim_row(workload: Workload, mode: str, dtype: str, job: dict, scratch: Path) -> tuple[dict, Path | None]:
-    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own (``job``: ``device``,
-    ``repeats``, ``threads``, also OpenMP's and MKL's), and where its image is."""
-    row = _row(workload, f"detsim {mode}", RENDER, job["threads"], dtype,
+def detsim_row(workload: Workload, mode: str, dtype: str, scratch: Path, *, device: str, repeats: int,
+               threads: int) -> tuple[dict, Path | None]:
+    """detsim's render row for one path (``mode`` × ``dtype``), run as a job of its own on ``threads`` threads
+    (torch's, OpenMP's and MKL's), and where its image is."""
+    row = _row(workload, f"detsim {mode}", RENDER, threads, dtype,
                ["detsim", *workload.argv(), "-mode", mode, "-dtype", dtype], mode)
-    image = scratch / f"{workload.name}-{mode}-{dtype}-render-{job['threads']}.bin"
-    job = {"workload": asdict(workload), "mode": mode, "dtype": dtype, **job, "image": str(image)}
-    m = run_job(RENDER_JOB, job, cwd=scratch, env=thread_vars(job["threads"]), check=False)
+    image = scratch / f"{workload.name}-{mode}-{dtype}-render-{threads}.bin"
+    job = RenderJob(workload, mode, dtype, device, repeats, threads, str(image))
+    m = run_job(RENDER_JOB, job, cwd=scratch, env=thread_vars(threads), check=False)
     if m.result is None:
         row["error"] = m.last_line() or f"exit {m.returncode}"
         return row, None
@@ -177,24 +203,24 @@ TAIL_BYTES = 4096  # of the program's stderr kept for the last line
 WARM_UP_PIXELS = 64  # detector side of the warm-up render
 
 
-def process_job(job: dict) -> dict:
-    """Inside the timer's process: run ``job["argv"]`` ``job["repeats"]`` times; ``{"runs": [record...]}``."""
+def process_job(job: ProcessJob) -> dict:
+    """Inside the timer's process: run the program ``job.repeats`` times; ``{"runs": [record...]}``."""
     runs = []
-    for _ in range(job.get("repeats", 1)):
+    for _ in range(job.repeats):
         runs.append(_timed(job))
         if runs[-1]["returncode"] != 0:
             break
     return {"runs": runs}
 
 
-def _timed(job: dict) -> dict:
+def _timed(job: ProcessJob) -> dict:
     """One run of the program, timed."""
-    env = {**os.environ, **job.get("env", {})}
-    if job.get("output"):
-        Path(job["output"]).unlink(missing_ok=True)
+    env = {**os.environ, **job.env}
+    if job.output:
+        Path(job.output).unlink(missing_ok=True)
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen(job["argv"], cwd=job.get("cwd"), env=env, stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
@@ -203,13 +229,6 @@ def _timed(job: dict) -> dict:
         tail = err.read().decode(errors="replace").strip().splitlines()
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "returncode": process.returncode,
             "stderr_tail": tail[-1] if tail else ""}
-
-
-def cpu_seconds() -> float:
-    """CPU seconds so far of this process and of the children it has reaped: a render's worker processes
-    (:mod:`detsim.host.processes`) are reaped before it returns."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def peak_rss_mb() -> float | None:
@@ -223,33 +242,24 @@ def peak_rss_mb() -> float | None:
     return None
 
 
-def render_job(job: dict) -> dict:
+def render_job(job: RenderJob) -> dict:
     """Inside the measured process: warm up, time the renders, save the image as raw float32."""
     import torch
 
-    import detsim
     from detsim import config_from_argv, prepare, render
-    from detsim.track.base.workloads import Workload
 
-    torch.set_num_threads(job["threads"])
-    dtype = getattr(torch, job["dtype"])
-    device = torch.device(job["device"])
-    workload = Workload(**job["workload"])
-    config = workload.config(config_from_argv)
-    detsim.simulate(workload.resized(min(WARM_UP_PIXELS, workload.pixels)).config(config_from_argv), device=device,
-                    dtype=dtype, mode=job["mode"])  # compiles, for the compiled path
-    gpu = device.type == "cuda"
-    walls, cpus = [], []
-    for _ in range(job["repeats"]):
-        wall, cpu = time.perf_counter(), cpu_seconds()
-        with torch.no_grad():
-            image, info = render(prepare(config, device=device, dtype=dtype), mode=job["mode"])
-        if gpu:
-            torch.cuda.synchronize(device)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(cpu_seconds() - cpu)
-    image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job["image"])
-    return {"wall_s_all": walls, "cpu_s_all": cpus, "chunk_pixels": info.chunk_pixels,
+    torch.set_num_threads(job.threads)
+    dtype = getattr(torch, job.dtype)
+    device = torch.device(job.device)
+    config = job.workload.config(config_from_argv)
+    small = job.workload.resized(min(WARM_UP_PIXELS, job.workload.pixels)).config(config_from_argv)
+    runs = timed_calls(torch, lambda: render(prepare(config, device=device, dtype=dtype), mode=job.mode), device,
+                       job.repeats,  # the warm-up compiles, for the compiled path
+                       warm_up=lambda: render(prepare(small, device=device, dtype=dtype), mode=job.mode))
+    image, info = runs[-1].result
+    image.detach().to("cpu", torch.float32).numpy().astype("<f4").tofile(job.image)
+    return {"wall_s_all": [t.wall_s for t in runs], "cpu_s_all": [t.cpu_s for t in runs],
+            "chunk_pixels": info.chunk_pixels,
             "peak_rss_mb": peak_rss_mb(), "clock": "prepare + render, after import and a warm-up"}
 
 

@@ -8,18 +8,20 @@ along the job's reproducibility axis, the two runs compared op by op.
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 import math
 import shlex
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
+from detsim.track.base.bisection import FirstBad, bisect
 from detsim.track.base.golden import GoldenError, find_case
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.workloads import reduced
@@ -39,12 +41,27 @@ LAUNCH_THRESHOLD, KERNEL_THRESHOLD = LAUNCHES_ROW.value, KERNEL_ROW.value
 KERNEL_SHOWN = ("instructions_per_step", "loop_instructions", "registers", "local_bytes", "calls", "atomics",
                 "sass_subroutine_calls")  # the report's fields an explanation compares
 
-KINDS = ("cost", "launches", "kernel", "parity", "hash", "nondeterministic")
+class ExplainKind(str, enum.Enum):
+    """What an explanation measures at each commit (docs/explain.md, "How a commit is measured")."""
+
+    def __str__(self) -> str:  # as enum.StrEnum (Python 3.11+) does; the project supports 3.10
+        return self.value
+
+    COST = "cost"  # the instructions of one render (callgrind)
+    LAUNCHES = "launches"  # the device operations of one render on a path
+    KERNEL = "kernel"  # the fused kernel's compiled code
+    PARITY = "parity"  # 1 - r of a golden case
+    HASH = "hash"  # a golden image's sha256
+    NONDETERMINISTIC = "nondeterministic"  # two runs of one commit, compared op by op
+
+
+KINDS = tuple(kind.value for kind in ExplainKind)
+COUNTS = (ExplainKind.COST, ExplainKind.LAUNCHES, ExplainKind.KERNEL)  # the kinds whose values are counts
 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str
+    kind: ExplainKind  # a kind's word is read as its member
     last_good: str
     first_bad: str
     workload: str  # P1@64-style workload or a golden case id
@@ -57,48 +74,28 @@ class Job:
     measure: str = LAUNCHES  # launches and kernel jobs: what is judged, one of LAUNCH_UNITS or KERNEL_UNITS
     dtype: str | None = None  # kernel jobs: the variant compiled
 
+    def __post_init__(self):
+        object.__setattr__(self, "kind", ExplainKind(self.kind))
+
     @property
     def name(self) -> str:
         return f"{self.kind}-{self.workload}" + "".join(f"-{x}" for x in (self.axis, self.mode, self.dtype) if x)
 
     def as_json(self, **given) -> dict:
         """The job as its explanation's record names it; ``given``: what the explanation found (the full hashes)."""
-        return {"kind": self.kind, "last_good": self.last_good, "first_bad": self.first_bad,
+        return {"kind": self.kind.value, "last_good": self.last_good, "first_bad": self.first_bad,
                 "workload": self.workload, "origin": self.origin, **given}
 
 
-@dataclass
-class Bisection:
-    first_bad: str
-    probes: list[dict] = field(default_factory=list)  # {"commit", "value", "bad"} in probe order
-
-
-def bisect(commits: list[str], measure: Callable[[str], object], is_bad: Callable[[object], bool]) -> Bisection:
-    """The first bad commit of ``commits`` (oldest first; the last is known bad and not measured again),
-    assuming one step from good to bad: the measures are exact, so plain bisection names it."""
-    if not commits:
-        raise ValueError("no commits to bisect")
-    lo, hi = -1, len(commits) - 1
-    probes = []
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        value = measure(commits[mid])
-        bad = bool(is_bad(value))
-        probes.append({"commit": commits[mid], "value": value, "bad": bad})
-        lo, hi = (lo, mid) if bad else (mid, hi)
-    return Bisection(commits[hi], probes)
-
-
-def is_bad(kind: str, good) -> Callable[[object], bool]:
+def is_bad(kind: ExplainKind, good) -> Callable[[object], bool]:
     """Whether a value is bad against the last good one: a count above it by more than the gate's threshold,
     any rise of 1 - r (exact), any other image hash."""
-    if kind == "cost":
-        return lambda value: value > good * (1 + COST_THRESHOLD)
-    if kind == "launches":
-        return lambda value: value > good * (1 + LAUNCH_THRESHOLD)
-    if kind == "kernel":
-        return lambda value: value > good * (1 + KERNEL_THRESHOLD)
-    if kind == "parity":
+    kind = ExplainKind(kind)
+    thresholds = {ExplainKind.COST: COST_THRESHOLD, ExplainKind.LAUNCHES: LAUNCH_THRESHOLD,
+                  ExplainKind.KERNEL: KERNEL_THRESHOLD}
+    if kind in thresholds:
+        return lambda value: value > good * (1 + thresholds[kind])
+    if kind is ExplainKind.PARITY:
         return lambda value: value > good
     return lambda value: value != good
 
@@ -123,7 +120,7 @@ def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: 
     with tempfile.TemporaryDirectory(prefix="detsim-explain-") as scratch:
         sides = functools.cache(lambda commit: prepare_side(root, commit, Path(scratch) / commit))  # each exported once
         folder.mkdir(parents=True, exist_ok=True)
-        if job.kind == "nondeterministic":
+        if job.kind is ExplainKind.NONDETERMINISTIC:
             return _explain_nondeterministic(job, root, golden, folder, sides)
         return _explain(job, root, golden, folder, sides, bisecting, top)
 
@@ -166,24 +163,25 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
         record["answer"] = (f"{_what(job)} does not change from {good[:8]} to {between[-1][:8]} on this machine "
                             f"({_shown(good_value)} -> {_shown(bad_value)}): nothing to explain here "
                             + ("(was it flagged by a timing, which a count does not see, or on another machine?)"
-                               if job.kind == "cost" else "(was it flagged on another machine class?)"))
+                               if job.kind is ExplainKind.COST else "(was it flagged on another machine class?)"))
         record["changed"] = False
         return record
     bisection = None
     if len(between) > 1 and bisecting:
         _progress(f"bisecting {len(between)} commits")
-        bisection = bisect(between, value_at, bad)
+        bisection = bisect([good, *between], value_at, bad)
     first_bad = bisection.first_bad if bisection else between[-1]
     chain = [good, *between]
     parent = chain[chain.index(first_bad) - 1]
     value_at(parent)
     record["bisection"] = None if bisection is None else {
-        "first_bad": first_bad, "steps": len(bisection.probes),
-        "probes": [{**p, "value": _shown(p["value"])} for p in bisection.probes]}
+        "first_bad": first_bad, "steps": len(bisection.steps),
+        "probes": [{"commit": s.commit, "value": _shown(s.answer), "bad": s.bad} for s in bisection.steps]}
     record["pair"] = {"old": parent, "new": first_bad, "subject": subject(root, first_bad)}
     record["values"] = {c[:12]: _shown(v) for c, v in values.items()}
-    explainer = {"cost": _explain_cost, "launches": _explain_launches, "kernel": _explain_kernel,
-                 "parity": _explain_parity, "hash": _explain_hash}[job.kind]
+    explainer = {ExplainKind.COST: _explain_cost, ExplainKind.LAUNCHES: _explain_launches,
+                 ExplainKind.KERNEL: _explain_kernel, ExplainKind.PARITY: _explain_parity,
+                 ExplainKind.HASH: _explain_hash}[job.kind]
     record["details"], finding = explainer(job, sides(parent), sides(first_bad), extra[parent], extra[first_bad],
                                            golden, folder, top)
     record["changed"] = True
@@ -193,17 +191,17 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
 
 def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, dict]:
     """(the value the job judges, what else the measurement left: files, image)."""
-    if job.kind == "cost":
+    if job.kind is ExplainKind.COST:
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
         return counted.instructions, {"callgrind": counted.callgrind_file}
-    if job.kind == "launches":
+    if job.kind is ExplainKind.LAUNCHES:
         counts = json.loads(_at(side, job, "launches", golden, folder, "launches", ".json", mode=job.mode).read_text())
         return counts[job.measure], {"counts": counts}
-    if job.kind == "kernel":
+    if job.kind is ExplainKind.KERNEL:
         report = json.loads(_at(side, job, "kernel", golden, folder, "kernel", ".json", dtype=job.dtype).read_text())
         return report[KERNEL_FIELDS[job.measure]], {"report": report}
     image = np.load(_at(side, job, "image", golden, folder, "images", ".npy"))
-    if job.kind == "parity":
+    if job.kind is ExplainKind.PARITY:
         return one_minus_r(image, job.workload, golden), {"image": image}
     return image_sha256(image), {"image": image}
 
@@ -273,7 +271,7 @@ def _explain_kernel(job, old: Side, new: Side, old_extra, new_extra, golden, fol
 def _explain_parity(job, old: Side, new: Side, old_extra, new_extra, golden, folder, top) -> tuple[dict, str]:
     reference = find_case(job.workload, golden).reference(old_extra["image"].shape)
     pixel = worst_pixel(old_extra["image"], new_extra["image"], reference)
-    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=list(pixel)).read_text()
+    texts = [_at(side, job, "trace", golden, folder, "traces", ".log", pixel=tuple(pixel)).read_text()
              for side in (old, new)]
     change = first_change(*texts, old_name=old.short, new_name=new.short)
     said = trace_sentence(new.commit, change, pixel)
@@ -294,30 +292,33 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
 
 
 def _what(job: Job) -> str:
-    if job.kind == "launches":
+    if job.kind is ExplainKind.LAUNCHES:
         return f"the number of {job.measure} of one {job.workload} render on the {job.mode} path"
-    if job.kind == "kernel":
+    if job.kind is ExplainKind.KERNEL:
         return f"the fused kernel's {job.measure} ({job.dtype}, compiled for sm_90)"
-    return {"cost": f"the instruction count of {job.workload}", "parity": f"1 - r of golden case {job.workload}",
-            "hash": f"the image of golden case {job.workload}"}[job.kind]
+    return {ExplainKind.COST: f"the instruction count of {job.workload}",
+            ExplainKind.PARITY: f"1 - r of golden case {job.workload}",
+            ExplainKind.HASH: f"the image of golden case {job.workload}"}[job.kind]
 
 
-def _answer(job: Job, record: dict, finding: str, old, new, bisection: Bisection | None, between: int) -> str:
+def _answer(job: Job, record: dict, finding: str, old, new, bisection: FirstBad | None, between: int) -> str:
     pair = record["pair"]
-    found = (f"bisected over {between} commits in {len(bisection.probes)} measurement(s): " if bisection else "")
-    change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind == "cost" else
-              f"{old:,} -> {new:,}" + (f" (x{new / old:.2f})" if old else "") if job.kind in ("launches", "kernel") else
-              f"{old:.3g} -> {new:.3g}" if job.kind == "parity" else f"sha256 {str(old)[:12]} -> {str(new)[:12]}")
-    act = {"cost": "look at that function's caller in the commit's diff; if the extra work is intended, the new count "
-                   "becomes the level the next commits are judged against",
-           "launches": "find the loop that launches it in the commit's diff (a kernel per chunk, per block or per "
-                       "step where one served the image); if intended, the new count becomes the level",
-           "kernel": "read the kernel's loop in the commit's diff (a value kept live across the loop costs registers, "
-                     "more than the registers there are spills to local memory, a libdevice function is a call); if "
-                     "intended, the new figure becomes the level",
-           "parity": "check that quantity's formula in the commit's diff against nanoBragg's",
-           "hash": "if the change is intended (a physics change), refresh the baselines with `detsim-track baselines "
-                   "--refresh`; if not (a reordered sum), restore the order"}[job.kind]
+    found = (f"bisected over {between} commits in {len(bisection.steps)} measurement(s): " if bisection else "")
+    change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind is ExplainKind.COST else
+              f"{old:,} -> {new:,}" + (f" (x{new / old:.2f})" if old else "") if job.kind in COUNTS else
+              f"{old:.3g} -> {new:.3g}" if job.kind is ExplainKind.PARITY else
+              f"sha256 {str(old)[:12]} -> {str(new)[:12]}")
+    act = {
+        ExplainKind.COST: "look at that function's caller in the commit's diff; if the extra work is intended, the new "
+                          "count becomes the level the next commits are judged against",
+        ExplainKind.LAUNCHES: "find the loop that launches it in the commit's diff (a kernel per chunk, per block or "
+                              "per step where one served the image); if intended, the new count becomes the level",
+        ExplainKind.KERNEL: "read the kernel's loop in the commit's diff (a value kept live across the loop costs "
+                            "registers, more than the registers there are spills to local memory, a libdevice function "
+                            "is a call); if intended, the new figure becomes the level",
+        ExplainKind.PARITY: "check that quantity's formula in the commit's diff against nanoBragg's",
+        ExplainKind.HASH: "if the change is intended (a physics change), refresh the baselines with `detsim-track "
+                          "baselines --refresh`; if not (a reordered sum), restore the order"}[job.kind]
     return (f"{found}{_what(job)} changes at {pair['new'][:8]} (\"{pair['subject']}\", parent {pair['old'][:8]}): "
             f"{change}. {finding[:1].upper() + finding[1:] if finding else 'No single place explains it.'}. "
             f"Next: {act}.")

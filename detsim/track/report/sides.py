@@ -3,12 +3,12 @@ the flagged benchmark measured there (an instruction count, 1 - r, an image, a p
 
 The core never imports the suite, so the core measured is the commit's own while the measuring code is the
 same on both sides. A side's jobs (:func:`do_job`) run in a fresh interpreter (``python -P``, the side first
-on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each writing ``job["out"]``: ``image`` (the float64 CPU
-eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops`` (its aten ops
-per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow, fast)) and
-``launches`` (the device operations of one float32 render on path ``mode``, :mod:`detsim.track.measure.launches`,
-as JSON; the triton path under Triton's interpreter) and ``kernel`` (the commit's fused kernel compiled for sm_90
-in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
+on ``PYTHONPATH``, one thread, ``PYTHONHASHSEED=0``), each a :class:`SideJob` writing its ``out``: ``image``
+(the float64 CPU eager image of ``workload``, a ``P1@64``-style workload or a golden case id, as .npy), ``ops``
+(its aten ops per call site, :mod:`.profile`, as JSON), ``trace`` (the ``TRACE_PY:`` lines of ``pixel`` (slow,
+fast)) and ``launches`` (the device operations of one float32 render on path ``mode``,
+:mod:`detsim.track.measure.launches`, as JSON; the triton path under Triton's interpreter) and ``kernel`` (the
+commit's fused kernel compiled for sm_90 in ``dtype``, :mod:`detsim.track.gpu.kernel_report`'s record, as JSON). A
 parity change is explained by the first traced quantity that changed between two commits, at the pixel that
 changed most (:func:`first_change`).
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from detsim.track.base.git import PACKAGE, benchmark_python, export_package, resolve
-from detsim.track.base.fresh import PINNED, ChildError, run_job
+from detsim.track.base.fresh import PINNED, ChildError, Job, run_job
 from detsim.track.base.git import GitError, git
 from detsim.track.base.golden import find_case
 from detsim.track.base.metrics import pearson_r
@@ -65,11 +65,24 @@ def prepare_side(root: Path, commit: str, dest: Path, python: str | None = None)
     return Side(sha, dest, python or benchmark_python(root))
 
 
+@dataclass(frozen=True)
+class SideJob(Job):
+    """One job at a side (the module docstring): ``what`` of ``workload``, written to ``out``."""
+
+    what: str  # one of JOBS
+    workload: str  # a ``P1@64``-style workload or a golden case id
+    out: str
+    golden_dir: str | None = None
+    mode: str | None = None  # launches: the path rendered
+    dtype: str | None = None  # kernel: the variant compiled
+    pixel: tuple[int, int] | None = None  # trace: (slow, fast)
+
+
 def run_side_job(side: Side, job: str, workload: str, golden: Path | None, out: Path, *, cwd: Path,
                  timeout: float = 900, **more) -> Path:
-    """Do ``job`` of ``workload`` (:func:`do_job`; ``more``: its other fields) at ``side``, run in ``cwd``; the
-    file it wrote, ``out``. Raises :class:`SideError`, one line."""
-    asked = {"job": job, "workload": workload, "out": str(out), "golden_dir": golden and str(golden), **more}
+    """Do ``job`` of ``workload`` (:func:`do_job`; ``more``: the :class:`SideJob`'s other fields) at ``side``, run
+    in ``cwd``; the file it wrote, ``out``. Raises :class:`SideError`, one line."""
+    asked = SideJob(job, workload, str(out), golden and str(golden), **more)
     try:
         run_job(SIDE_JOB, asked, python=side.python, path=(side.package_dir,), cwd=cwd, timeout=timeout,
                 env=PINNED, what=f"{job} {workload}")
@@ -133,39 +146,38 @@ def render(config):
     return detsim.simulate(config, device="cpu", dtype=torch.float64)
 
 
-def do_job(job: dict) -> dict:
+def do_job(job: SideJob) -> dict:
     """Do ``job`` (see the module docstring); the file written."""
-    golden = job.get("golden_dir")
-    out = Path(job["out"])
-    if job["job"] == "kernel":  # the commit's fused kernel compiled for sm_90 (no device, no configuration)
+    out = Path(job.out)
+    if job.what not in JOBS:
+        raise ValueError(f"no side job {job.what!r} (one of {', '.join(JOBS)})")
+    if job.what == "kernel":  # the commit's fused kernel compiled for sm_90 (no device, no configuration)
         from detsim.track.gpu.kernel_report import fused_kernel_report
 
-        out.write_text(json.dumps(fused_kernel_report(job["dtype"]).record(), indent=1, sort_keys=True) + "\n")
+        out.write_text(json.dumps(fused_kernel_report(job.dtype).record(), indent=1, sort_keys=True) + "\n")
         return {"out": str(out)}
-    if job["job"] == "launches" and job.get("mode") == "triton":
+    if job.what == "launches" and job.mode == "triton":
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton's kernels are defined: the CPU runs them interpreted
-    config = config_of(job["workload"], Path(golden) if golden else None)
-    if job["job"] == "image":
+    config = config_of(job.workload, Path(job.golden_dir) if job.golden_dir else None)
+    if job.what == "image":
         np.save(out, render(config).detach().cpu().numpy())
-    elif job["job"] == "launches":
+    elif job.what == "launches":
         import torch
 
         import detsim
         from detsim.track.measure.launches import count_render
 
         torch.set_num_threads(1)
-        counts = count_render(detsim.prepare, detsim.render, config, job["mode"], getattr(torch, LAUNCH_DTYPE))
+        counts = count_render(detsim.prepare, detsim.render, config, job.mode, getattr(torch, LAUNCH_DTYPE))
         out.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
-    elif job["job"] == "ops":
+    elif job.what == "ops":
         render(config)  # warm-up: lazy imports and caches are not counted
         out.write_text(json.dumps(count_ops(lambda: render(config)), indent=1, sort_keys=True) + "\n")
-    elif job["job"] == "trace":
+    else:  # trace
         from detsim.diagnostics.pixel_trace import trace_pixels
 
         with open(out, "w") as handle:
-            trace_pixels(config, [tuple(job["pixel"])], out=handle)
-    else:
-        raise ValueError(f"no side job {job['job']!r} (one of {', '.join(JOBS)})")
+            trace_pixels(config, [job.pixel], out=handle)
     return {"out": str(out)}
 
 

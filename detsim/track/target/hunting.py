@@ -3,8 +3,8 @@ its end, and where the first bad image departs.
 
 Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden case it names, GOOD and BAD.
 Each probed commit is measured by :class:`Prober` (built in a throwaway venv, or its results reused by
-:mod:`.build`'s reuse rule); :func:`bisect` probes nearest the middle of what is left (about log2(N) probes for
-N commits, plus one per commit that does not build or cannot be judged). Output: a :class:`Hunt` (JSON:
+:mod:`.build`'s reuse rule); the suite's one bisection (:mod:`detsim.track.base.bisection`) probes the commits, a
+commit that does not build or cannot be judged stepped around. Output: a :class:`Hunt` (JSON:
 :meth:`Hunt.record`) with every step, the counts of builds, renders and reused results, the candidates left
 when skips hide the exact first bad commit, and for an image criterion where the first bad image departs
 (:mod:`.departure`). Progress goes to the ``say`` callback, one line a step.
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from detsim.track.base.bisection import FirstBad, Step, bisect
 from detsim.track.base.git import CommitError, resolve
 from detsim.track.base.golden import GoldenCase
 from detsim.track.report.sides import SideError, commits_between, subject
@@ -54,54 +55,6 @@ class Prober:
             self.baseline = installed.bin_dir
         else:
             self.builder.discard(installed)
-
-
-@dataclass(frozen=True)
-class Step:
-    commit: str
-    position: int  # its index in the commits bisected (0: the good end)
-    judgement: Marking
-
-
-@dataclass(frozen=True)
-class FirstBad:
-    last_good: str
-    first_bad: str
-    steps: tuple[Step, ...]
-    candidates: tuple[str, ...]  # the commits the first bad one is among: (first_bad,) unless skips hid it
-
-    @property
-    def exact(self) -> bool:
-        return len(self.candidates) == 1
-
-
-def bisect(commits: Sequence[str], probe: Callable[[str], Marking],
-           on_step: Callable[[Step, int], None] | None = None) -> FirstBad:
-    """The first bad commit of ``commits``: ``commits[0]`` is good and ``commits[-1]`` bad, both already
-    judged; ``on_step(step, left)`` is told each probe and how many commits are still in question."""
-    if len(commits) < 2:
-        raise ValueError("bisecting needs a good and a bad commit")
-    lo, hi = 0, len(commits) - 1
-    skipped: set[int] = set()
-    steps = []
-    while True:
-        open_ = [i for i in range(lo + 1, hi) if i not in skipped]
-        if not open_:
-            break
-        middle = (lo + hi) / 2
-        i = min(open_, key=lambda k: (abs(k - middle), k))
-        judgement = probe(commits[i])
-        step = Step(commits[i], i, judgement)
-        steps.append(step)
-        if judgement.mark is Mark.BAD:
-            hi = i
-        elif judgement.mark is Mark.GOOD:
-            lo = i
-        else:
-            skipped.add(i)
-        if on_step is not None:
-            on_step(step, hi - lo - 1 - sum(lo < k < hi for k in skipped))
-    return FirstBad(commits[lo], commits[hi], tuple(steps), tuple(commits[lo + 1:hi + 1]))
 
 
 class HuntError(RuntimeError):
@@ -174,16 +127,17 @@ def hunt(spec: TargetSpec, criterion: Criterion, case: GoldenCase, good: str, ba
         say(f"BAD {commits[-1][:8]} is not bad by this criterion ({judged.why}): nothing to bisect")
         return result
 
-    def judge(commit: str) -> Marking:
+    def judge(commit: str) -> Marking:  # a commit that does not build is stepped around
         probe = at(commit)
         if probe.results is None:
             return Marking(Mark.SKIP, f"does not build: {probe.build_error}")
         return criterion.judge(good_outcome, _one(probe).outcome)
 
     def on_step(step: Step, left: int) -> None:
-        _log(result, say, probes[step.commit], step.judgement, f"step {len(result.steps) - 1}", left)
+        _log(result, say, probes[step.commit], step.answer, f"step {len(result.steps) - 1}", left)
 
-    result.bisection = bisect(commits, judge, on_step)
+    result.bisection = bisect(commits, judge, lambda judged: {Mark.BAD: True, Mark.GOOD: False}.get(judged.mark),
+                              on_step)
     _count(result, prober)
     result.first_bad_subject = subject(spec.root, result.bisection.first_bad)
     if criterion.kind in (Kind.PARITY, Kind.CHANGED):

@@ -30,7 +30,7 @@ from detsim.track.base.hashing import image_sha256
 from detsim.track.base.metrics import passes_parity
 from detsim.track.base.status import Status
 from detsim.track.base.golden import AXES
-from detsim.track.measure.parity import image_metrics
+from detsim.track.base.metrics import image_metrics
 from detsim.track.target.build import SUITE_VAR, tree_of
 from detsim.track.target.spec import TargetSpec
 
@@ -47,7 +47,7 @@ class CaseOutcome:
     peak_mb: float | None = None  # peak resident memory of the process, the largest of its runs
     sha256: str | None = None  # the image's hash (detsim.track.base.hashing.IMAGE_HASH) of the first run
     hashes: tuple[str, ...] = ()  # every run's image hash, in order
-    parity: Mapping | None = field(default=None, compare=False)  # parity.compare.image_metrics, shape added
+    parity: Mapping | None = field(default=None, compare=False)  # base.metrics.image_metrics, shape added
     stderr_tail: tuple[str, ...] = ()  # the last lines of a failed run's stderr
     baseline_s: float | None = None  # another commit's seconds, timed in turns with these runs (render_case)
     baseline_cpu_s: float | None = None  # ... and its CPU seconds

@@ -200,3 +200,36 @@ def test_the_child_side_writes_the_answer_of_its_entry(tmp_path, monkeypatch):
     out = tmp_path / "answer.json"
     assert fresh._main(["jobs:echo", json.dumps({"a": 1}), str(out)]) == 0
     assert json.loads(out.read_text())["job"] == {"a": 1} and not Path(f"{out}.partial").exists()
+
+
+TYPED = """
+from dataclasses import dataclass
+from detsim.track.base.fresh import Job
+
+@dataclass(frozen=True)
+class Ask(Job):
+    name: str
+    sizes: tuple[int, ...]
+    threads: int | None = None
+
+def typed(job: Ask) -> dict:
+    return {"kind": type(job).__name__, "name": job.name, "sizes": list(job.sizes),
+            "tuple": isinstance(job.sizes, tuple), "threads": job.threads}
+"""
+
+
+def test_a_typed_job_crosses_as_json_and_is_read_back_validated(tmp_path, monkeypatch):
+    (tmp_path / "typed_jobs.py").write_text(TYPED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import typed_jobs
+
+    job = typed_jobs.Ask("x", (1, 2))
+    assert job.to_json() == {"name": "x", "sizes": [1, 2], "threads": None}
+    out = tmp_path / "answer.json"
+    assert fresh._main(["typed_jobs:typed", json.dumps(job.to_json()), str(out)]) == 0
+    assert json.loads(out.read_text()) == {"kind": "Ask", "name": "x", "sizes": [1, 2], "tuple": True, "threads": None}
+    for bad, why in (({"name": "x"}, "Ask: no sizes"), ({"name": "x", "sizes": [1], "extra": 1}, "unknown field"),
+                     ({"name": "x", "sizes": ["1"]}, r"Ask.sizes\[0\]: '1' is not int"),
+                     ({"name": "x", "sizes": [], "threads": "2"}, "Ask.threads")):
+        with pytest.raises(fresh.JobError, match=why):
+            fresh._main(["typed_jobs:typed", json.dumps(bad), str(out)])

@@ -47,8 +47,7 @@ def one_render_row(tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(measure, "run_job", in_this_process)
-        row, image = measure.detsim_row(P1_12, "eager", "float64", {"device": "cpu", "repeats": 1, "threads": 1},
-                                        scratch)
+        row, image = measure.detsim_row(P1_12, "eager", "float64", scratch, device="cpu", repeats=1, threads=1)
     assert image is not None, row.get("error")
     return row, image
 
@@ -58,7 +57,7 @@ def reused_render(monkeypatch, one_render_row):
     """The command's render runs answered by copies of :func:`one_render_row` (a run per request, as before)."""
     asked = []
 
-    def detsim_row(workload, mode, dtype, job, scratch):
+    def detsim_row(workload, mode, dtype, scratch, **_):
         asked.append((workload.name, mode, dtype))
         row, image = one_render_row
         copied = scratch / f"{mode}-{dtype}-{len(asked)}.bin"

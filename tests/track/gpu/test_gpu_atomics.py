@@ -11,7 +11,8 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 from detsim.rendering import lattice_factor_triton  # noqa: E402
-from detsim.track.gpu.jobs import DRY_TARGET, atomic_operations, atomics_job, compile_for, judge_atomics  # noqa: E402
+from detsim.track.gpu.jobs import (DRY_TARGET, AtomicsJob, atomic_operations, atomics_job, compile_for,  # noqa: E402
+                                   judge_atomics)
 from detsim.track.base.status import Status  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
@@ -38,7 +39,7 @@ def test_the_kernel_compiles_to_ptx_without_an_atomic():
 
 @pytest.mark.slow
 def test_every_variant_the_engine_launches_is_free_of_atomics():
-    data = atomics_job({"device": "cpu"})
+    data = atomics_job(AtomicsJob("cpu"))
     assert len(data["variants"]) == 6 and judge_atomics(data) == (Status.OK, "")
 
 

@@ -12,7 +12,7 @@ from detsim.track.gpu import check
 from detsim.track.gpu.check import STEP_KINDS, Options, child_env, cuda_matches_cpu, determinism, run_check
 from detsim.track.gpu.plan import GpuPath, make_plan
 from detsim.track.gpu.steps import StepResult
-from detsim.track.gpu.targets import TARGETS
+from detsim.track.gpu.goals import GOALS
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE = "c02_xds_xbeam_quirk"
@@ -41,8 +41,8 @@ def test_a_step_not_asked_for_is_recorded_as_skipped_and_the_record_is_strict_js
     assert "no nanoBragg.c binary" in steps["nanobragg"]["reason"]
     assert record["exit_code"] == 0 and record["dry_run"] and record["plan"]["golden_cases"] == [CASE]
     assert len(lines) == len(record["steps"])
-    assert {row["key"] for row in record["targets"]} == {t.key for t in TARGETS}
-    assert {row["verdict"] for row in record["targets"]} == {"not measured"} and record["side_by_side"] == []
+    assert {row["key"] for row in record["goals"]} == {t.key for t in GOALS}
+    assert {row["verdict"] for row in record["goals"]} == {"not measured"} and record["side_by_side"] == []
     assert json.loads(json_text(record)) == record
 
 
@@ -56,7 +56,7 @@ def test_a_step_past_its_box_is_timed_out_and_the_rest_still_runs():
     assert record["exit_code"] == 2
 
 
-def test_the_speed_step_is_asked_for_the_targets_measurements(monkeypatch):
+def test_the_speed_step_is_asked_for_the_goals_measurements(monkeypatch):
     asked = {}
 
     def fake_step(name, entry, job, judge, **box):
@@ -67,12 +67,12 @@ def test_the_speed_step_is_asked_for_the_targets_measurements(monkeypatch):
     plan = make_plan(True, (CASE,))
     record = run_check(plan, _options(("speed",)))
     entry, job = asked["speed triton-float64"]
-    assert entry == "detsim.track.gpu.jobs:speed_job" and job["workloads"] == ["P2@32", "P4096@32", "P3G@8"]
-    assert job["profile"] == ["P2@32"] and job["overhead"] == "P1@8"
-    assert (job["warm_calls"], job["repeat_s"], job["fixed_cost_calls"]) == (plan.warm_calls, plan.repeat_s,
-                                                                            plan.fixed_cost_calls)
+    assert entry == "detsim.track.gpu.jobs:speed_job" and job.workloads == ("P2@32", "P4096@32", "P3G@8")
+    assert job.profile == ("P2@32",) and job.overhead == "P1@8" and job.path == ("triton", "float64")
+    assert (job.warm_calls, job.repeat_s, job.fixed_cost_calls) == (plan.warm_calls, plan.repeat_s,
+                                                                   plan.fixed_cost_calls)
     assert record["plan"]["throughput_workload"] == "P3G@8" and record["plan"]["fixed_cost_calls"] == 3
-    assert {row["verdict"] for row in record["targets"]} == {"not measured"}
+    assert {row["verdict"] for row in record["goals"]} == {"not measured"}
 
 
 def test_triton_runs_under_the_interpreter_on_a_cpu_only():

@@ -1,8 +1,9 @@
 """The device check's jobs, run in this process on tiny workloads: one render on a path (timed, hashed, its
-launches counted, under Triton's interpreter too), repeats that fit their time, the fixed cost's configurations,
-the machine's facts, each path's speed and golden parity, and asv's device benchmarks measured by the suite's
-own setup and track methods."""
+launches counted, under Triton's interpreter too), the fixed cost's configurations, the machine's facts, each
+path's speed and golden parity, asv's device benchmarks measured by the suite's own setup and track methods, and
+a job read back from its JSON."""
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,9 +13,10 @@ import torch
 from detsim.track.base.golden import golden_dir
 from detsim.track.base.hashing import image_sha256
 from detsim.track.base.status import Status
-from detsim.track.gpu.jobs import (BENCHMARK, _interpreted_launches, benchmarks_job, fused, judge_benchmarks,
-                                   judge_parity, judge_speed, launches, parity_job, probe_job, ready, render, repeated,
-                                   speed_job, summarize, timing, varied_configs, workload_config)
+from detsim.track.gpu.jobs import (BENCHMARK, BenchmarksJob, ParityJob, ProbeJob, SpeedJob, _interpreted_launches,
+                                   benchmarks_job, fused, judge_benchmarks,
+                                   judge_parity, judge_speed, launches, parity_job, probe_job, ready, render, speed_job,
+                                   summarize, varied_configs, workload_config)
 from detsim.track.gpu.plan import GpuPath
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,23 +59,6 @@ def test_under_the_interpreter_each_triton_kernel_launch_is_counted(monkeypatch)
     assert count() == 3  # counted inside only
 
 
-def test_repeats_stop_at_their_count_or_when_the_next_would_pass_the_time_given():
-    now = [0.0]
-
-    def call():  # a call of 1 s on the clock below
-        now[0] += 1.0
-        return now[0]
-
-    assert repeated(call, 4, within_s=60, clock=lambda: now[0]) == [1.0, 2.0, 3.0, 4.0]
-    now[0] = 0.0
-    assert repeated(call, 10, within_s=3.5, clock=lambda: now[0]) == [1.0, 2.0, 3.0]  # a fourth would end at 4 s
-    assert len(repeated(call, 10, within_s=0, clock=lambda: now[0])) == 1  # one call at least
-
-
-def test_a_timing_is_read_off_its_median():
-    assert timing([3.0, 1.0, 2.0], 100) == {"calls": 3, "best_s": 1.0, "median_s": 2.0, "pixel_steps_per_s": 50.0}
-
-
 def test_each_new_configuration_differs_from_the_others_in_its_distance_alone():
     configs = varied_configs("P1@8", 3)
     same = workload_config("P1@8")
@@ -83,10 +68,9 @@ def test_each_new_configuration_differs_from_the_others_in_its_distance_alone():
     assert replace(configs[0], detector=same.detector) == same
 
 
-def _job(**changes):
-    return {"path": ["eager", "float32"], "device": "cpu", "workloads": ["P2@8", "P1@8"], "profile": ["P2@8"],
-            "overhead": "P1@8", "warm_calls": 2, "repeat_s": 30.0, "fixed_cost_calls": 2, "threads": 1,
-            "deadline_s": 60, **changes}
+def _job(**changes) -> SpeedJob:
+    return replace(SpeedJob(("eager", "float32"), "cpu", ("P2@8", "P1@8"), profile=("P2@8",), overhead="P1@8",
+                            warm_calls=2, repeat_s=30.0, fixed_cost_calls=2, threads=1, deadline_s=60), **changes)
 
 
 def test_each_workload_gets_kernel_end_to_end_and_cold_rates_and_two_hashes():
@@ -113,8 +97,8 @@ def test_past_its_deadline_the_job_measures_nothing_more_and_says_so():
 
 
 def test_a_case_is_scored_by_r_and_hashed_and_the_determinism_workload_rendered():
-    data = parity_job({"path": ["eager", "float32"], "device": "cpu", "golden_dir": str(golden_dir(ROOT)),
-                       "cases": [CASE], "hash_workload": "P1@8", "threads": 1, "deadline_s": 60})
+    data = parity_job(ParityJob(("eager", "float32"), "cpu", str(golden_dir(ROOT)), (CASE,), "P1@8", threads=1,
+                                deadline_s=60))
     case = data["cases"][CASE]
     assert case["r"] > 0.9995 and len(case["sha256"]) == 64 and data["worst_case"] == CASE
     assert data["hash"]["workload"] == "P1@8" and len(data["hash"]["sha256"]) == 64
@@ -122,8 +106,8 @@ def test_a_case_is_scored_by_r_and_hashed_and_the_determinism_workload_rendered(
 
 
 def test_a_compiled_path_leaves_a_case_it_cannot_fuse_to_the_eager_code():
-    data = parity_job({"path": ["compiled", "float32"], "device": "cpu", "golden_dir": str(golden_dir(ROOT)),
-                       "cases": ["g03_hkl_autointerp_N2"], "hash_workload": None, "threads": 1, "deadline_s": 60})
+    data = parity_job(ParityJob(("compiled", "float32"), "cpu", str(golden_dir(ROOT)), ("g03_hkl_autointerp_N2",),
+                                None, threads=1, deadline_s=60))
     assert data["cases"] == {"g03_hkl_autointerp_N2": {"eager_code": True}} and data["eager_code"] == 1
     assert judge_parity(data)[0] is Status.OK
 
@@ -141,7 +125,7 @@ def test_a_case_under_the_line_or_broken_fails_the_step():
 
 
 def test_the_probe_names_the_software_and_says_whether_there_is_a_cuda_device():
-    data = probe_job({"root": str(ROOT)})
+    data = probe_job(ProbeJob(str(ROOT)))
     assert data["environment"]["torch"] == torch.__version__ and data["environment"]["cpu_count"] >= 1
     assert (data["cuda"] is None) == (not torch.cuda.is_available())
 
@@ -149,8 +133,7 @@ def test_the_probe_names_the_software_and_says_whether_there_is_a_cuda_device():
 
 
 def test_the_device_parameters_alone_are_run_under_asvs_name_and_unit():
-    data = benchmarks_job({"root": str(ROOT), "device": "cpu", "workloads": ["P2"], "dtypes": ["float32"],
-                           "deadline_s": 120})
+    data = benchmarks_job(BenchmarksJob(str(ROOT), "cpu", ("P2",), ("float32",), deadline_s=120))
     assert data["benchmark"] == BENCHMARK and data["unit"] == "ns/pixel-step"
     [result] = data["results"]
     assert result["params"] == {"workload": "P2", "mode": "eager", "dtype": "float32", "device": "cpu"}
@@ -160,3 +143,10 @@ def test_the_device_parameters_alone_are_run_under_asvs_name_and_unit():
 def test_a_run_that_measured_nothing_is_an_error():
     assert judge_benchmarks({"results": [{"params": {}, "skipped": "no CUDA"}], "not_run": []})[0] is Status.CRASHED
     assert judge_benchmarks({"results": [], "not_run": [{}]})[0] is Status.TIMED_OUT
+
+
+def test_a_job_crosses_the_process_boundary_as_json_and_is_read_back_the_same():
+    job = _job()
+    assert SpeedJob.from_json(json.loads(json.dumps(job.to_json()))) == job
+    parity = ParityJob(("eager", "float64"), "cpu", "g", None, None)
+    assert ParityJob.from_json(parity.to_json()) == parity

@@ -6,7 +6,7 @@ from detsim.rendering.engine import MODES
 from dataclasses import replace
 
 from detsim.track.gpu.plan import PATHS, REFERENCE_PATH, make_plan, path_named, workload
-from detsim.track.gpu.targets import MIN_THROUGHPUT_PIXEL_STEPS
+from detsim.track.gpu.goals import MIN_THROUGHPUT_PIXEL_STEPS
 
 
 def test_the_paths_are_every_mode_in_both_dtypes_once():

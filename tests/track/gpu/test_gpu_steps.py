@@ -2,10 +2,16 @@
 
 import sys
 import time
+from dataclasses import dataclass
 
 from detsim.track.base.exitcodes import ExitCode
-from detsim.track.gpu.steps import MIN_STEP_S, Budget, run_command, run_job_step, tail
+from detsim.track.gpu.steps import MIN_STEP_S, Budget, StepJob, run_command, run_job_step, tail
 from detsim.track.base.status import Status
+
+
+@dataclass(frozen=True)
+class XJob(StepJob):
+    x: int
 
 
 class Clock:
@@ -43,10 +49,10 @@ def test_a_step_is_not_started_once_the_budget_is_spent(tmp_path):
 
 
 def test_a_job_that_raises_is_an_error_and_one_that_answers_is_judged(tmp_path):
-    failed = run_job_step("bad", "json:loads", {}, lambda d: (Status.OK, ""), budget=Budget(60), box_s=30,
+    failed = run_job_step("bad", "json:loads", StepJob(), lambda d: (Status.OK, ""), budget=Budget(60), box_s=30,
                           root=tmp_path)
     assert failed.status is Status.CRASHED and "TypeError" in failed.reason
-    answered = run_job_step("good", "copy:deepcopy", {"x": 1}, lambda d: (Status.FAILED, f"x={d['x']}"),
+    answered = run_job_step("good", "copy:deepcopy", XJob(1), lambda d: (Status.FAILED, f"x={d['x']}"),
                             budget=Budget(60), box_s=30, root=tmp_path)
     assert answered.status is Status.FAILED and answered.reason == "x=1"
     assert answered.data["deadline_s"] < 30  # the job's own soft deadline comes before its box
@@ -64,8 +70,9 @@ def test_tail_keeps_the_last_non_blank_lines():
 
 
 def test_what_a_killed_job_kept_is_its_steps_data(tmp_path):
-    (tmp_path / "hangs.py").write_text("import time\nfrom detsim.track.gpu.steps import keep_partial\n"
-                                       "def job(spec):\n    keep_partial(spec, {'measured': 1})\n    time.sleep(60)\n")
-    result = run_job_step("hangs", "hangs:job", {}, lambda d: (Status.OK, ""), budget=Budget(60), box_s=3,
+    (tmp_path / "hangs.py").write_text("import time\nfrom detsim.track.gpu.steps import StepJob, keep_partial\n"
+                                       "def job(spec: StepJob):\n    keep_partial(spec, {'measured': 1})\n"
+                                       "    time.sleep(60)\n")
+    result = run_job_step("hangs", "hangs:job", StepJob(), lambda d: (Status.OK, ""), budget=Budget(60), box_s=3,
                           root=tmp_path)
     assert result.status is Status.TIMED_OUT and result.data == {"measured": 1}

@@ -1,8 +1,8 @@
-"""The summary says what the record holds: the targets' verdicts, figures, differences and their culprits,
+"""The summary says what the record holds: the goals' verdicts, figures, differences and their culprits,
 nanoBragg.c beside detsim, and what was a dry run."""
 
 from detsim.track.gpu.summary import summary
-from detsim.track.gpu.targets import TARGETS_BY_KEY, TargetValue, judge
+from detsim.track.gpu.goals import GOALS_BY_KEY, GoalValue, judge
 
 
 def _step(name, status="ok", reason="", **data):
@@ -33,14 +33,14 @@ def _record(dry_run=False):
         _step("atomics", target="cuda sm_90", variants={"float32 J=3": {"atomics": [], "ptx_lines": 9}}),
     ]
     on_gpu = None if dry_run else "NVIDIA H100 80GB HBM3"
-    targets = [judge(TARGETS_BY_KEY["rate-float32-kernel"], TargetValue(4.5e11, "triton-float32, P3G"), on_gpu),
-               judge(TARGETS_BY_KEY["launches"], TargetValue(15, "triton-float32, P2"), on_gpu),
-               judge(TARGETS_BY_KEY["parity"], TargetValue(None, why="no path rendered a golden case"), on_gpu)]
+    goals = [judge(GOALS_BY_KEY["rate-float32-kernel"], GoalValue(4.5e11, "triton-float32, P3G"), on_gpu),
+               judge(GOALS_BY_KEY["launches"], GoalValue(15, "triton-float32, P2"), on_gpu),
+               judge(GOALS_BY_KEY["parity"], GoalValue(None, why="no path rendered a golden case"), on_gpu)]
     side = [{"workload": "P2", "pixel_steps": 2.1e8, "nanobragg_s": 0.25, "nanobragg_pixel_steps_per_s": 8.4e8,
              "float64": None, "float32": {"path": "triton-float32", "pixel_steps_per_s": 3.25e11, "ratio": 387.0}}]
     return {"started": "20261127T190000Z", "dry_run": dry_run, "commit": "f" * 40, "dirty": False, "wall_s": 300.0,
             "budget_s": 450.0, "exit_code": 1, "plan": {"speed_workloads": ["P2"]}, "steps": steps,
-            "targets": [row.record() for row in targets], "side_by_side": side}
+            "goals": [row.record() for row in goals], "side_by_side": side}
 
 
 def test_the_summary_gives_the_device_figures_differences_and_culprits():

@@ -1,5 +1,5 @@
-"""detsim.track.measure.parity: one case's render against its reference, and the metrics of two images; the
-PNG encoder, the picture mappings, the table and the pages.
+"""detsim.track.measure.parity: one case's render against its reference and its case result; the PNG encoder,
+the picture mappings, the table and the pages.
 """
 
 from __future__ import annotations
@@ -15,33 +15,8 @@ from parity_files import SMALL_CASES, decode_png
 from _tolerances import PARITY_MIN_R
 from conftest import GOLDEN_DIR
 from detsim.track.base.golden import GoldenCase, find_case
+from detsim.track.base.status import Status
 from detsim.track.measure import parity
-
-
-def test_image_metrics():
-    reference = np.arange(12, dtype=np.float64).reshape(3, 4)
-    ours = reference.copy()
-    ours[2, 1] += 3.0
-    m = parity.image_metrics(ours, reference)
-    assert m["worst"] == {"s": 2, "f": 1, "detsim": 12.0, "reference": 9.0}
-    assert m["max_abs"] == 3.0 and m["max_rel"] == pytest.approx(3.0 / 12.0)
-    assert m["sum_ratio"] == pytest.approx(69.0 / 66.0)
-    assert m["r"] == pytest.approx(np.corrcoef(ours.ravel(), reference.ravel())[0, 1])
-    same = parity.image_metrics(np.zeros((2, 2)), np.zeros((2, 2)))
-    assert same["r"] == 1.0 and same["sum_ratio"] == 1.0 and same["max_rel"] == 0.0
-    broken = parity.image_metrics(np.full((2, 2), np.nan), np.ones((2, 2)))
-    assert broken["r"] is None and broken["max_abs"] is None and broken["worst"]["detsim"] is None
-
-
-def test_a_non_finite_pixel_is_the_worst_and_a_constant_image_has_no_r():
-    reference = np.ones((2, 3))
-    ours = reference.copy()
-    ours[1, 2] = np.inf
-    m = parity.image_metrics(ours, reference)
-    assert (m["worst"]["s"], m["worst"]["f"]) == (1, 2) and m["worst"]["detsim"] is None
-    assert m["sum_detsim"] is None and m["sum_ratio"] is None
-    flat = parity.image_metrics(np.zeros((2, 2)), np.eye(2))
-    assert flat["r"] is None and flat["sum_ratio"] == 0.0 and flat["max_rel"] == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +26,19 @@ def passing_run():
 
 
 def test_a_golden_case_passes_with_its_record(passing_run):
-    result = passing_run.result
+    result = parity.case_result(passing_run)
     case = find_case(SMALL_CASES[0], GOLDEN_DIR)
-    assert result["status"] == "pass" and not passing_run.failed and result["r"] >= PARITY_MIN_R
+    assert passing_run.status is Status.OK and result["status"] == "pass" and result["r"] >= PARITY_MIN_R
     assert result["id"] == case.id and result["dir"] == str(case.folder) and result["args"] == list(case.args)
     assert result["shape"] == [128, 128] and result["seconds"] >= 0
-    assert passing_run.ours.shape == passing_run.reference.shape == (128, 128)
-    assert passing_run.ours.dtype == np.float64 and passing_run.reference.dtype == np.float32
+    assert passing_run.image.shape == passing_run.reference.shape == (128, 128)
+    assert passing_run.image.dtype == np.float64 and passing_run.reference.dtype == np.float32
 
 
 def test_a_stricter_line_makes_the_same_image_fail():
     run = parity.run_case(find_case(SMALL_CASES[0], GOLDEN_DIR), dtype=torch.float64, device="cpu", min_r=1.5)
-    assert run.failed and run.config is not None
+    assert run.status is Status.FAILED and run.config is not None
+    assert parity.case_result(run)["status"] == "fail"
 
 
 def test_a_case_that_cannot_run_is_an_error_not_an_exception(tmp_path):
@@ -70,27 +46,29 @@ def test_a_case_that_cannot_run_is_an_error_not_an_exception(tmp_path):
     folder.mkdir()
     (folder / "args.txt").write_text("-detpixels 8 -bogus_flag\n")
     run = parity.run_case(GoldenCase.from_folder(folder), dtype=torch.float64, device="cpu", min_r=PARITY_MIN_R)
-    assert run.result["status"] == "error" and "bogus_flag" in run.result["error"]
-    assert run.ours is None and run.reference is None and run.config is None and not run.failed
+    result = parity.case_result(run)
+    assert run.status is Status.CRASHED and result["status"] == "error" and "bogus_flag" in result["error"]
+    assert run.image is None and run.reference is None and run.config is None and "shape" not in result
 
 
 def test_a_reference_of_another_shape_is_an_error(tmp_path):
     folder = tmp_path / SMALL_CASES[0]
     shutil.copytree(GOLDEN_DIR / SMALL_CASES[0], folder)
     case = GoldenCase.from_folder(folder, {"id": "reshaped", "shape": [64, 256]})  # same pixel count
-    run = parity.run_case(case, dtype=torch.float64, device="cpu", min_r=PARITY_MIN_R)
-    assert run.result["status"] == "error"
-    assert "a 64x256 image, but the arguments give a 128x128 detector" in run.result["error"]
+    result = parity.case_result(parity.run_case(case, dtype=torch.float64, device="cpu", min_r=PARITY_MIN_R))
+    assert result["status"] == "error" and result["shape"] == [128, 128]
+    assert "a 64x256 image, but the arguments give a 128x128 detector" in result["error"]
 
 
 def test_the_worst_pixels_trace_and_what_to_do_with_it(passing_run, tmp_path):
     name, lines = parity.worst_pixel_trace(passing_run)
-    s, f = passing_run.result["worst"]["s"], passing_run.result["worst"]["f"]
+    result = parity.case_result(passing_run)
+    s, f = result["worst"]["s"], result["worst"]["f"]
     assert name == f"trace_s{s}_f{f}.log" and lines[0] == f"TRACE_PY: pixel {s} {f}"
-    assert float(lines[-1].split()[-1]) == pytest.approx(passing_run.result["worst"]["detsim"], rel=1e-9)
-    steps = parity.next_steps(passing_run.result, Path("/r") / name)
+    assert float(lines[-1].split()[-1]) == pytest.approx(result["worst"]["detsim"], rel=1e-9)
+    steps = parity.next_steps(result, Path("/r") / name)
     assert steps[0].endswith(f"/r/{name}") and steps[-1] == f"then: detsim-track trace-diff c.log /r/{name}"
-    assert f"{passing_run.result['dir']}/args.txt for slow {s}, fast {f}" in steps[1]
+    assert f"{result['dir']}/args.txt for slow {s}, fast {f}" in steps[1]
 
 
 # ---- pictures and pages

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -17,7 +15,7 @@ from detsim.track.base.runtime import thread_count
 from detsim.track.base.workloads import Workload, WORKLOADS
 from detsim.track.measure import speed
 from detsim.track.measure.speed import (
-    HEADER, cpu_seconds, format_table, peak_rss_mb, process_job, render_job, summary_markdown,
+    HEADER, ProcessJob, RenderJob, format_table, peak_rss_mb, process_job, render_job, summary_markdown,
 )
 
 
@@ -32,12 +30,12 @@ def _image(tmp_path, name: str, values: np.ndarray):
 
 def test_a_detsim_row_runs_in_its_own_process_and_a_failure_is_its_last_line(tmp_path):
     job = {"device": "cpu", "repeats": 2, "threads": 1}
-    row, image = speed.detsim_row(TINY, "eager", "float64", job, tmp_path)
+    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, **job)
     assert image.is_file() and len(row["wall_all"]) == len(row["cpu_all"]) == 2
     assert row["wall_s"] == min(row["wall_all"]) and row["cpu_s"] == row["cpu_all"][row["wall_all"].index(row["wall_s"])]
     assert row["rate"] == TINY.pixel_steps / row["wall_s"] and "error" not in row
     assert (row["scope"], row["threads"], row["command"][0]) == ("render", 1, "OMP_NUM_THREADS=1")
-    row, image = speed.detsim_row(TINY, "eager", "float64", {**job, "device": "no_such_device"}, tmp_path)
+    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, **{**job, "device": "no_such_device"})
     assert image is None and "no_such_device" in row["error"] and "\n" not in row["error"]
 
 
@@ -114,8 +112,7 @@ def test_each_run_is_timed_in_wall_and_cpu_seconds_with_the_variables_given(tmp_
     argv = _program(tmp_path, "import os, sys\n"
                               "open(sys.argv[1], 'a').write(os.environ['OMP_NUM_THREADS'])\n"
                               "sum(i * i for i in range(200000))\n")
-    answer = process_job({"argv": [*argv, str(out)], "env": {"OMP_NUM_THREADS": "7"}, "cwd": str(tmp_path),
-                          "repeats": 3, "output": str(out)})
+    answer = process_job(ProcessJob((*argv, str(out)), 3, {"OMP_NUM_THREADS": "7"}, str(tmp_path), str(out)))
     runs = answer["runs"]
     assert len(runs) == 3 and all(r["returncode"] == 0 for r in runs)
     assert all(r["wall_s"] > 0 and r["cpu_s"] > 0 for r in runs)
@@ -124,7 +121,7 @@ def test_each_run_is_timed_in_wall_and_cpu_seconds_with_the_variables_given(tmp_
 
 def test_a_failing_run_ends_the_repeats_with_its_last_line(tmp_path):
     argv = _program(tmp_path, "import sys\nprint('noise\\nthe reason', file=sys.stderr)\nsys.exit(5)\n")
-    runs = process_job({"argv": argv, "repeats": 3})["runs"]
+    runs = process_job(ProcessJob(tuple(argv), 3))["runs"]
     assert len(runs) == 1 and runs[0]["returncode"] == 5 and runs[0]["stderr_tail"] == "the reason"
 
 
@@ -136,22 +133,10 @@ def test_peak_rss_is_this_processes_high_water_mark():
         assert peak is None
 
 
-def test_cpu_seconds_count_the_children_this_process_reaped():
-    before, own = cpu_seconds(), time.process_time()
-    pid = os.fork()
-    if pid == 0:  # a worker: half a second of CPU, then gone
-        end = time.process_time() + 0.5
-        while time.process_time() < end:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
-    assert cpu_seconds() - before >= 0.45 + (time.process_time() - own) - 0.01
-
-
 def test_render_job_times_the_renders_and_saves_the_image(tmp_path):
     workload = WORKLOADS["P1"].resized(8)
-    job = {"workload": asdict(workload), "mode": "eager", "dtype": "float32", "device": "cpu", "repeats": 2,
-           "threads": 1, "image": str(tmp_path / "image.bin")}
+    job = RenderJob(workload, "eager", "float32", "cpu", 2, 1, str(tmp_path / "image.bin"))
+    assert RenderJob.from_json(job.to_json()) == job  # what the child reads back is what was sent
     with thread_count(torch.get_num_threads()):
         result = render_job(job)
     assert len(result["wall_s_all"]) == len(result["cpu_s_all"]) == 2

@@ -13,7 +13,7 @@ import pytest
 from detsim.track.base.fresh import PINNED, pinned_env, run
 from detsim.track.base.golden import GoldenError, find_case, golden_dir
 from detsim.track.report import sides
-from detsim.track.report.sides import SideError, commits_between, config_of, do_job, first_change, one_minus_r, \
+from detsim.track.report.sides import SideError, SideJob, commits_between, config_of, do_job, first_change, one_minus_r, \
     prepare_side, run_side_job, subject, trace_sentence, worst_pixel
 
 from explain_history import git
@@ -61,8 +61,8 @@ def test_a_side_job_is_pinned_and_a_failing_one_is_one_line_naming_the_commit(ti
     monkeypatch.setattr(sides, "run_job", lambda entry, job, **how: asked.update(how, entry=entry, job=job))
     assert run_side_job(side, "trace", "c02", ROOT, tmp_path / "t.log", cwd=tmp_path, timeout=5, pixel=[1, 2]) == \
         tmp_path / "t.log"
-    assert asked["job"] == {"job": "trace", "workload": "c02", "out": str(tmp_path / "t.log"), "golden_dir": str(ROOT),
-                            "pixel": [1, 2]}
+    assert asked["job"] == SideJob("trace", "c02", str(tmp_path / "t.log"), str(ROOT), pixel=[1, 2])
+    assert SideJob.from_json(asked["job"].to_json()).pixel == (1, 2)  # read back as the job's type says
     assert asked["entry"] == sides.SIDE_JOB and asked["path"] == (side.package_dir,) and asked["env"] == PINNED
     assert (asked["python"], asked["cwd"], asked["timeout"]) == (sys.executable, tmp_path, 5)
 
@@ -93,8 +93,8 @@ def test_a_side_renders_in_its_own_process(tmp_path):
 
 # ---- explain side job: The side jobs, run in this interpreter on a tiny workload.
 
-def _job(kind: str, out, **more) -> dict:
-    return {"job": kind, "workload": "P1@8", "out": str(out), "golden_dir": None, **more}
+def _job(kind: str, out, **more) -> SideJob:
+    return SideJob(kind, "P1@8", str(out), **more)
 
 
 def test_workloads_are_reduced_reference_workloads_or_golden_cases():
@@ -118,7 +118,7 @@ def test_the_ops_job_counts_one_render_per_op_and_call_site(tmp_path):
 
 
 def test_the_trace_job_writes_trace_lines_of_the_pixel(tmp_path):
-    do_job(_job("trace", tmp_path / "t.log", pixel=[2, 3]))
+    do_job(_job("trace", tmp_path / "t.log", pixel=(2, 3)))
     text = (tmp_path / "t.log").read_text()
     assert text.startswith("TRACE_PY: pixel 2 3")
     assert "TRACE_PY: pixel_value" in text
@@ -168,7 +168,7 @@ def test_agreeing_traces_say_so():
 
 def test_the_launches_job_counts_one_render_of_the_path(tmp_path):
     out = tmp_path / "launches.json"
-    do_job({"job": "launches", "workload": "P2@8", "mode": "eager", "out": str(out)})
+    do_job(SideJob("launches", "P2@8", str(out), mode="eager"))
     counts = json.loads(out.read_text())
     assert counts["launches"] == sum(counts["by_op"].values()) > 50 and (counts["copies"], counts["syncs"]) == (0, 0)
 
@@ -180,5 +180,5 @@ def test_the_kernel_job_writes_the_commits_kernel_report_without_a_configuration
     fake.fused_kernel_report = lambda dtype: types.SimpleNamespace(record=lambda: {"dtype": dtype, "registers": 56})
     monkeypatch.setitem(sys.modules, "detsim.track.gpu.kernel_report", fake)
     out = tmp_path / "kernel.json"
-    do_job({"job": "kernel", "workload": "fused-kernel", "dtype": "float64", "out": str(out)})
+    do_job(SideJob("kernel", "fused-kernel", str(out), dtype="float64"))
     assert json.loads(out.read_text()) == {"dtype": "float64", "registers": 56}

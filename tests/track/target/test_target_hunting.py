@@ -13,15 +13,14 @@ default run builds and probes through test_target_hunting and test_target_build.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
 
 from _tolerances import FLOAT32_PIXEL_REL
 from detsim.track.base.golden import find_case
-from detsim.track.target.criteria import Criterion, Kind, Mark, Marking
-from detsim.track.target.hunting import HuntError, Prober, bisect, hunt
+from detsim.track.target.criteria import Criterion, Kind
+from detsim.track.target.hunting import HuntError, Prober, hunt
 
 from detsim.track.base.status import Status
 from detsim.track.target.spec import load_spec
@@ -118,56 +117,6 @@ def test_through_detsims_cli_the_edge_change_is_found_and_twins_are_reused_by_th
 def test_through_detsims_cli_a_15_percent_slowdown_is_found(rendering, tmp_path):
     record, first_bad, _ = _hunt(rendering, Kind.SLOWER, "steady", "docs6", tmp_path, percent=7)
     assert first_bad == "slow"
-
-
-def _probe(first_bad: int, unbuildable=(), seen=None):
-    def probe(commit: str) -> Marking:
-        i = int(commit)
-        if seen is not None:
-            seen.append(i)
-        if i in unbuildable:
-            return Marking(Mark.SKIP, "does not build")
-        return Marking(Mark.BAD if i >= first_bad else Mark.GOOD, str(i))
-    return probe
-
-
-@pytest.mark.parametrize("n", [2, 3, 17, 1000, 4000])
-def test_every_first_bad_commit_is_found_in_about_log2_n_probes(n):
-    commits = [str(i) for i in range(n)]
-    for first_bad in sorted({1, 2, n // 3, n // 2, n - 2, n - 1} - {0} & set(range(1, n))):
-        seen = []
-        found = bisect(commits, _probe(first_bad, seen=seen))
-        assert (found.first_bad, found.last_good, found.exact) == (str(first_bad), str(first_bad - 1), True)
-        assert len(seen) <= math.ceil(math.log2(n)) and len(set(seen)) == len(seen)
-        assert 0 not in seen and n - 1 not in seen  # the ends are the caller's
-
-
-def test_an_unbuildable_commit_is_stepped_around():
-    commits = [str(i) for i in range(32)]
-    found = bisect(commits, _probe(20, unbuildable={16, 20}))
-    assert found.first_bad == "21" or found.candidates == ("20", "21")
-    assert found.candidates == ("20", "21") and not found.exact  # 20 could not say whether it is the first
-    assert [s.judgement.mark for s in found.steps].count(Mark.SKIP) >= 1
-
-
-def test_skips_away_from_the_turn_cost_one_probe_each_and_hide_nothing():
-    commits = [str(i) for i in range(64)]
-    found = bisect(commits, _probe(40, unbuildable={32, 8}))
-    assert found.exact and found.first_bad == "40"
-    assert len(found.steps) <= math.ceil(math.log2(64)) + 1
-
-
-def test_each_step_is_told_with_what_is_left():
-    told = []
-    bisect([str(i) for i in range(9)], _probe(5), on_step=lambda step, left: told.append((step.position, left)))
-    assert told[0] == (4, 3) and told[-1][1] == 0 and len(told) == 3
-
-
-def test_two_commits_need_no_probe_and_fewer_are_refused():
-    found = bisect(["a", "b"], _probe(1))
-    assert (found.last_good, found.first_bad, found.steps) == ("a", "b", ())
-    with pytest.raises(ValueError):
-        bisect(["a"], _probe(1))
 
 
 @pytest.mark.slow
