@@ -49,6 +49,8 @@ def _server(benchmarks: str) -> subprocess.Popen:
     server = subprocess.Popen([sys.executable, "-c", code, "run_server", benchmarks, f"{folder}/socket"],
                               process_group=0)
     while not Path(f"{folder}/socket.up").exists():
+        if server.poll() is not None:
+            raise SystemExit(f"fake asv: its fork server ended ({server.returncode}) before binding {folder}/socket")
         time.sleep(0.01)
     return server
 

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,6 +80,16 @@ def first_run(tmp_path_factory):
         "os.environ.get('VIRTUALENV_APP_DATA', '-') + '\\n')\n"))
     done = _track(repo, FAKE_VERDICT="1")
     return repo, done, _calls(repo), set(seen.read_text().split())
+
+
+@pytest.fixture(autouse=True)
+def _own_temporary_folder(monkeypatch):
+    """Each run's temporary folder its own, so that its clean-up never reaches a real recording's fork servers on
+    this machine; short, as a fork server's socket path must be (108 bytes)."""
+    folder = tempfile.mkdtemp(prefix="ct", dir="/tmp")
+    monkeypatch.setenv("TMPDIR", folder)
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _env(repo: Path, **extra: str) -> dict:

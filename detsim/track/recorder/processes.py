@@ -14,6 +14,7 @@ from pathlib import Path
 
 FORKSERVER_PREFIX = "asv-forkserver-"  # asv 0.6.6's folder for a fork server's socket (runner.ForkServer)
 STALE_S = 60.0  # a fork-server folder with no socket yet is a dead run's once this old (a live one binds it at once)
+CLOSING_S = 2.0  # an unbound socket still there this much later is a dead run's, not one asv is closing
 
 
 def _processes() -> dict[int, tuple[int, list[str]]]:
@@ -116,16 +117,28 @@ def clean_up(root: Path, below: int | None = None) -> list[str]:
     _stop([pid for pid, _ in left])
     done = [f"stopped process {pid}, left by a run that was killed ({'asv fork server' if folder else 'asv'})"
              for pid, folder in left]
-    bound, now = _bound_sockets(), time.time()
-    for folder in Path(tempfile.gettempdir()).glob(FORKSERVER_PREFIX + "*"):
+    killed = {folder for _, folder in left}
+    unheld = _unheld_folders()
+    if unheld - killed:  # a live asv unbinds its socket just before it removes its folder: look again after that
+        time.sleep(CLOSING_S)
+        unheld &= _unheld_folders()
+    for folder in sorted(killed | unheld, key=str):
         with contextlib.suppress(OSError):
-            socket = folder / "socket"
-            held = str(socket) in bound
-            dead = folder in {f for _, f in left} or (
-                not held and (socket.exists() or now - folder.stat().st_mtime > STALE_S))
-            if dead:
+            if folder is not None and folder.exists():
                 shutil.rmtree(folder)
                 done.append(f"removed {folder}")
     return done
+
+
+def _unheld_folders() -> set[Path]:
+    """The fork-server folders whose socket no process holds: a socket file unbound, or none in a folder past
+    :data:`STALE_S`."""
+    bound, now, found = _bound_sockets(), time.time(), set()
+    for folder in Path(tempfile.gettempdir()).glob(FORKSERVER_PREFIX + "*"):
+        with contextlib.suppress(OSError):
+            socket = folder / "socket"
+            if str(socket) not in bound and (socket.exists() or now - folder.stat().st_mtime > STALE_S):
+                found.add(folder)
+    return found
 
 

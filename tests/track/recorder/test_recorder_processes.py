@@ -9,6 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from detsim.track.recorder import processes
 
 
@@ -24,6 +26,13 @@ def _fork_server(root):
     while not (folder / "socket.up").exists():
         time.sleep(0.01)
     return server, folder
+
+
+@pytest.fixture(autouse=True)
+def _own_temporary_folder(tmp_path, monkeypatch):
+    """Fork-server folders here, never the machine's: a clean-up run by a test must not reach a real recording's."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
 
 def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path):
@@ -57,3 +66,16 @@ def test_a_run_that_ends_stops_every_process_below_it(tmp_path):
     parent.wait()
 
 
+
+
+def test_a_folder_whose_server_just_ended_is_left_to_the_asv_that_is_removing_it(monkeypatch):
+    """asv unbinds its fork server's socket a moment before it removes the folder: a clean-up in between (another
+    run's) must not take the folder from under it; a socket still unbound after that moment is a dead run's."""
+    closing = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
+    (closing / "socket").write_text("")
+    dead = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
+    (dead / "socket").write_text("")
+    monkeypatch.setattr(processes, "CLOSING_S", 0.01)
+    monkeypatch.setattr(processes.time, "sleep", lambda s: shutil.rmtree(closing))  # asv removes its own meanwhile
+    done = processes.clean_up(Path("/nonexistent-checkout"))
+    assert done == [f"removed {dead}"] and not dead.exists()
