@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.fresh import Finished, TimedOut
 from detsim.track.compare.firstdiff import compare_commits
 from detsim.track.compare.run_log import RunConfig, RunLog
 from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, JobError, Named, \
@@ -293,6 +294,7 @@ def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
     return path
 
 
+@pytest.mark.slow  # its in-process twin: test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log
 def test_a_log_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
     path = _target(tmp_path, "a", 0, 2.0)
     rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable)
@@ -318,6 +320,7 @@ def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
     assert report.first.scalars == {"other": ["2.0", "2.5"]}
 
 
+@pytest.mark.slow  # its in-process twin: test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log
 def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
     path = tmp_path / "slow.py"
     path.write_text("import os, time\n\n\ndef target():\n    time.sleep(30)\n\n\ndef quits():\n    os._exit(0)\n")
@@ -325,3 +328,36 @@ def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path)
         trace_at(Named("callable", f"{path}:target"), tmp_path / "s.json", path=(ROOT,), timeout=1)
     with pytest.raises(TracingError, match=r"run A ended without a log: the computation called os._exit\(0\)"):
         trace_at(Named("callable", f"{path}:quits"), tmp_path / "q.json", layers=("ops",))
+
+
+def test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log(tmp_path, monkeypatch):
+    """:func:`trace_at` with the fresh interpreter (:func:`run_job`, whose own time limit and job round trip
+    tests/track/base/test_base_fresh.py proves) replaced by the job it would run, :func:`trace_job`, here; the
+    fresh-interpreter runs are the slow job's two tests above."""
+    asked = []
+
+    def here(entry, job, **how):
+        asked.append(dict(how, entry=entry))
+        return Finished(0, b"", b"", 0.0, result=trace_job(json.loads(json.dumps(job))))
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", here)
+    path = _target(tmp_path, "a", 0, 2.0)
+    rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable,
+                   timeout=1)
+    assert (tmp_path / "a.json").is_file()
+    assert any(e.name == "aten.linspace.default" for e in rec.events)
+    assert rec.results and rec.results[0].hash
+    assert asked[0]["entry"] == TRACE_RUN and asked[0]["path"] == (ROOT,) and asked[0]["python"] == sys.executable
+    assert (asked[0]["timeout"], asked[0]["what"]) == (1, f"tracing at {ROOT}")
+    quits = tmp_path / "quits.py"
+    quits.write_text("import os\nos._exit(0)\n")
+    with pytest.raises(TracingError, match=rf"^{re.escape(str(quits))}: run A ended without a log"):
+        trace_at(Named("script", str(quits)), tmp_path / "q.json", layers=("ops",))
+    assert not (tmp_path / "q.json").exists()
+
+    def past_its_limit(entry, job, **how):
+        raise TimedOut(f"{how['what']} ran past {how['timeout']:g} s")
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", past_its_limit)
+    with pytest.raises(TracingError, match=rf"^tracing at {re.escape(str(ROOT))} ran past 1 s$"):
+        trace_at(Named("callable", f"{path}:target"), tmp_path / "s.json", path=(ROOT,), timeout=1)
