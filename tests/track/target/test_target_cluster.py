@@ -104,6 +104,10 @@ def dies_once(marker: str, x: int) -> int:
     return x
 
 
+# A worker process killed mid-task runs in the slow job (a crashed worker of a real cluster in the default job:
+# tests/batch/test_cluster.py); its in-process twin: a task that fails once runs again and comes back once in
+# test_one_worker_and_two_give_the_same_results_and_a_failure_is_retried_or_named
+@pytest.mark.slow
 def test_a_task_whose_worker_dies_under_it_runs_again_and_comes_back_once(tmp_path):
     stream = io.StringIO()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, scheduler_kwargs=NO_DASHBOARD,
