@@ -294,6 +294,10 @@ def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
     return path
 
 
+# The fresh-interpreter traces run in the slow job (this one and the one past its time limit below): a compare job
+# in a fresh interpreter is proven here by the isolated run above, trace_at's own part by its in-process twin,
+# test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log
+@pytest.mark.slow
 def test_a_log_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
     path = _target(tmp_path, "a", 0, 2.0)
     rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable)
@@ -332,7 +336,7 @@ def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path)
 def test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log(tmp_path, monkeypatch):
     """:func:`trace_at` with the fresh interpreter (:func:`run_job`, whose own time limit and job round trip
     tests/track/base/test_base_fresh.py proves) replaced by the job it would run, :func:`trace_job`, here: the
-    in-process twin of the slow job's run past its time limit or ended by os._exit (the test above)."""
+    in-process twin of the slow job's two fresh-interpreter traces above."""
     asked = []
 
     def here(entry, job, **how):
