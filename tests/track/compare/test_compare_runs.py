@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -150,16 +151,43 @@ def test_deterministic_mode_is_undone_after_the_block():
         assert torch.are_deterministic_algorithms_enabled() == before
 
 
-def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_its_stderr():
+def test_an_isolated_run_hashes_what_an_in_process_run_hashes():
     named = Named("callable", f"{PLANTED}:crashes_in_float32")
     computation = named.computation()
     ran = run_isolated(named, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
     here = run_once(computation, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
     assert ran.status == "ok" and ran.results == here.results and torch.equal(ran.tensors["out"], here.tensors["out"])
-    crashed = run_isolated(named, RunConfig(computation.name, "cpu", "float32", "eager", 1), 0, False)
+
+
+def _assert_crashed_with_its_stderr(crashed) -> None:
     assert crashed.status == "crashed" and crashed.error.startswith("[isolated worker, exit status 1]\n")
     assert "Traceback (most recent call last)" in crashed.error  # the child's stderr whole, not one line
     assert crashed.error.rstrip().endswith("RuntimeError: planted failure: no float32 kernel for this configuration")
+
+
+@pytest.mark.slow  # its in-process twin: test_an_isolated_crash_is_the_workers_whole_stderr
+def test_an_isolated_crash_keeps_its_stderr():
+    named = Named("callable", f"{PLANTED}:crashes_in_float32")
+    _assert_crashed_with_its_stderr(run_isolated(named, RunConfig(named.computation().name, "cpu", "float32", "eager", 1),
+                                                 0, False))
+
+
+def test_an_isolated_crash_is_the_workers_whole_stderr(monkeypatch):
+    """The crash above with the worker's job, :func:`isolated_job`, run here: its traceback is what a fresh
+    interpreter writes to stderr before exiting 1 (tests/track/base/test_base_fresh.py proves that run_job keeps
+    it whole)."""
+    def here(entry, job, **how):
+        assert entry == ISOLATED_RUN and how["check"] is False
+        try:
+            isolated_job(json.loads(json.dumps(job)))
+        except Exception:  # noqa: BLE001 - what the child's interpreter prints before exiting 1
+            return Finished(1, b"", traceback.format_exc().encode(), 0.0)
+        pytest.fail("the planted computation did not crash")
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", here)
+    named = Named("callable", f"{PLANTED}:crashes_in_float32")
+    _assert_crashed_with_its_stderr(run_isolated(named, RunConfig(named.computation().name, "cpu", "float32", "eager", 1),
+                                                 0, False))
 
 
 def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
