@@ -46,7 +46,7 @@ def _server(benchmarks: str) -> subprocess.Popen:
     folder = tempfile.mkdtemp(prefix="asv-forkserver-")
     code = ("import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[3]); s.listen(); "
             "open(sys.argv[3] + '.up', 'w').close(); time.sleep(600)")
-    server = subprocess.Popen([sys.executable, "-c", code, "run_server", benchmarks, f"{folder}/socket"],
+    server = subprocess.Popen([sys.executable, "-S", "-c", code, "run_server", benchmarks, f"{folder}/socket"],
                               process_group=0)
     while not Path(f"{folder}/socket.up").exists():
         if server.poll() is not None:

@@ -56,7 +56,7 @@ def _checkout(tmp_path: Path) -> Path:
     bin_.mkdir(parents=True)
     (bin_ / "python").symlink_to(sys.executable)
     for tool in ("asv", "detsim-track"):
-        (bin_ / tool).write_text(f"#!{sys.executable}\n" + FAKES.read_text())
+        (bin_ / tool).write_text(f"#!{sys.executable} -S\n" + FAKES.read_text())  # stand-ins need no site-packages
         (bin_ / tool).chmod(0o755)
     (tmp_path / "home").mkdir()
     return repo

@@ -93,6 +93,11 @@ TRITON_CHECK = textwrap.dedent("""
 """)
 
 
+# In the slow job; its twins in the default job, also in a fresh interpreter under Triton's interpreter:
+# tests/rendering/test_fused_kernel.py's scenarios (render(mode="triton") against eager in both dtypes, the cases
+# it fuses and those it leaves to today's path) and tests/track/compare/test_compare_tracer.py's
+# test_deterministic_triton_kernels_have_no_divergence (detsim's triton mode, run twice, the same bits)
+@pytest.mark.slow
 def test_triton_kernel_under_interpreter_matches_eager():
     pytest.importorskip("triton")
     tests_dir = Path(__file__).parents[1]

@@ -46,6 +46,7 @@ def _checkout(path: Path) -> str:
     return git("rev-parse", "HEAD")
 
 
+@pytest.mark.slow  # its in-process twin: test_provenance_here_is_the_working_directorys_not_this_packages_checkout
 def test_provenance_is_the_working_directorys_checkout_and_takes_no_lock_in_the_packages(tmp_path):
     """A command run from one checkout through another's package records, and touches, the first only."""
     package, here = tmp_path / "package", tmp_path / "here"
@@ -63,6 +64,23 @@ def test_provenance_is_the_working_directorys_checkout_and_takes_no_lock_in_the_
     for checkout, stamp in indexes.items():
         assert (checkout / ".git" / "index").stat().st_mtime_ns == stamp, f"{checkout.name}'s index was rewritten"
         assert not (checkout / ".git" / "index.lock").exists()
+
+
+def test_provenance_here_is_the_working_directorys_not_this_packages_checkout(tmp_path, monkeypatch):
+    """The test above in this interpreter, whose package is another checkout's (this one's, ROOT)."""
+    from detsim.track.base.runtime import environment
+
+    here = tmp_path / "here"
+    (here / "src").mkdir(parents=True)
+    (here / "src" / "notes.txt").write_text("the user's work\n")
+    here_commit = _checkout(here)
+    stamp = (here / ".git" / "index").stat().st_mtime_ns
+    monkeypatch.chdir(here / "src")
+    assert Path(provenance.__file__).resolve().is_relative_to(ROOT.resolve())
+    env, root = environment(), repo_root()
+    assert (env["commit"], env["dirty"], root.resolve()) == (here_commit, False, here.resolve())
+    assert env["commit"] != git_info(ROOT)["commit"]
+    assert (here / ".git" / "index").stat().st_mtime_ns == stamp and not (here / ".git" / "index.lock").exists()
 
 
 def test_cpu_class_is_architecture_vendor_and_the_given_isa_level():

@@ -17,6 +17,7 @@ from detsim.track.base.provenance import MachineClass
 from detsim.track.base.golden import BASELINE, BASELINE_DIR, class_path
 from detsim.track.base.golden import golden_dir, load_cases
 from detsim.track.base.golden_hashes import GoldenHashes
+from detsim.track.base.fresh import Finished
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = ("a01_cubic_mosflm_center", "o01_polar_0.9")
@@ -182,11 +183,32 @@ def test_a_refresh_refuses_images_that_do_not_reproduce_and_writes_nothing(tmp_p
     assert (root / BASELINE).read_text() == before and not (root / BASELINE_DIR).exists()
 
 
+@pytest.mark.slow  # its in-process twin: test_the_second_run_job_renders_each_mode_and_thread_count_asked
 def test_a_second_process_renders_the_same_golden_hashes_as_this_one():
     cases = [c for c in load_cases(golden_dir(ROOT)) if c.id in CASES]
     here = golden_hashes.render_hashes(cases)
     again = golden_hashes.in_a_fresh_process(cases, golden_dir(ROOT), [("eager", 1), ("eager", 2)])
     assert again[("eager", 1)].hashes == again[("eager", 2)].hashes == here.hashes and len(here.hashes) == 2
+
+
+def test_the_second_run_job_renders_each_mode_and_thread_count_asked(monkeypatch):
+    """What :func:`golden_hashes.in_a_fresh_process` hands its fresh interpreter (the job and its pinned
+    environment), answered here by the function that interpreter runs, :func:`golden_hashes.rerun`."""
+    cases = [c for c in load_cases(golden_dir(ROOT)) if c.id in CASES]
+    here = golden_hashes.render_hashes(cases)
+    asked = {}
+
+    def in_this_process(entry, job, **how):
+        asked.update(how, entry=entry)
+        module, function = entry.split(":")
+        assert module == golden_hashes.__name__
+        return Finished(0, b"", b"", 0.0, result=getattr(golden_hashes, function)(json.loads(json.dumps(job))))
+
+    monkeypatch.setattr("detsim.track.base.fresh.run_job", in_this_process)
+    again = golden_hashes.in_a_fresh_process(cases, golden_dir(ROOT), [("eager", 1), ("eager", 2)])
+    assert again[("eager", 1)].hashes == again[("eager", 2)].hashes == here.hashes and len(here.hashes) == 2
+    assert not again[("eager", 1)].failures and not again[("eager", 2)].failures
+    assert asked["env"]["PYTHONHASHSEED"] == "1" and asked["env"]["OMP_NUM_THREADS"] == "2"
 
 
 def _args(root: Path, **flags) -> argparse.Namespace:

@@ -102,7 +102,10 @@ def test_a_script_that_exits_non_zero_is_unmeasured(tmp_path, capsys):
     assert "but a run raised" in text
 
 
-@pytest.mark.parametrize("processes", [False, True], ids=["in-process", "own-process"])
+# in its own process in the slow job; its twins: the in-process run below, and an in-process trace_at whose job
+# ends the process (tests/track/compare/test_compare_runs.py's
+# test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log)
+@pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "own-process"])
 def test_a_script_that_ends_the_process_could_not_be_traced(tmp_path, capsys, processes):
     """os._exit ends the process at once: that is no verdict, but exit 2 and one line saying so."""
     script = tmp_path / "quits.py"

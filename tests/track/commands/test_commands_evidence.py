@@ -436,9 +436,14 @@ def _wait_for(condition, seconds: float) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
-# SIGKILL is slow; its quick twins: SIGTERM here, and a child killed with its parent in
-# tests/track/base/test_base_fresh.py (test_a_child_dies_with_a_parent_killed_outright: how evidence starts pytest)
-@pytest.mark.parametrize("signum", ["SIGTERM", pytest.param("SIGKILL", marks=pytest.mark.slow)])
+# Both in the slow job (each starts the command and its pytest, ~2.5 CPU-s); their quick twins: in
+# tests/track/base/test_base_fresh.py, a child's group ended first on SIGTERM to its parent
+# (test_sigterm_or_ctrl_c_of_the_parent_ends_the_child_and_its_group_first) and a child killed with its parent
+# (test_a_child_dies_with_a_parent_killed_outright), how evidence starts pytest; here, an interrupt mid-run
+# leaving no bundle (test_interrupted_run_leaves_no_bundle); in tests/track/evidence/test_evidence_pytest_runs.py,
+# an interrupt that kills the pytest run (test_an_interrupt_kills_the_process_and_goes_on)
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGKILL"])
 def test_a_terminated_or_killed_run_leaves_no_pytest_child_running(tmp_path, signum):
     import signal
     import sys

@@ -10,12 +10,14 @@ import json
 import os
 import re
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
 import torch
 
 from detsim.track.base.exitcodes import ExitCode
+from detsim.track.base.fresh import Finished, TimedOut
 from detsim.track.compare.firstdiff import compare_commits
 from detsim.track.compare.run_log import RunConfig, RunLog
 from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, JobError, Named, \
@@ -149,16 +151,43 @@ def test_deterministic_mode_is_undone_after_the_block():
         assert torch.are_deterministic_algorithms_enabled() == before
 
 
-def test_an_isolated_run_hashes_what_an_in_process_run_hashes_and_a_crash_keeps_its_stderr():
+def test_an_isolated_run_hashes_what_an_in_process_run_hashes():
     named = Named("callable", f"{PLANTED}:crashes_in_float32")
     computation = named.computation()
     ran = run_isolated(named, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
     here = run_once(computation, RunConfig(computation.name, "cpu", "float64", "eager", 1), 0, False)
     assert ran.status == "ok" and ran.results == here.results and torch.equal(ran.tensors["out"], here.tensors["out"])
-    crashed = run_isolated(named, RunConfig(computation.name, "cpu", "float32", "eager", 1), 0, False)
+
+
+def _assert_crashed_with_its_stderr(crashed) -> None:
     assert crashed.status == "crashed" and crashed.error.startswith("[isolated worker, exit status 1]\n")
     assert "Traceback (most recent call last)" in crashed.error  # the child's stderr whole, not one line
     assert crashed.error.rstrip().endswith("RuntimeError: planted failure: no float32 kernel for this configuration")
+
+
+@pytest.mark.slow  # its in-process twin: test_an_isolated_crash_is_the_workers_whole_stderr
+def test_an_isolated_crash_keeps_its_stderr():
+    named = Named("callable", f"{PLANTED}:crashes_in_float32")
+    _assert_crashed_with_its_stderr(run_isolated(named, RunConfig(named.computation().name, "cpu", "float32", "eager", 1),
+                                                 0, False))
+
+
+def test_an_isolated_crash_is_the_workers_whole_stderr(monkeypatch):
+    """The crash above with the worker's job, :func:`isolated_job`, run here: its traceback is what a fresh
+    interpreter writes to stderr before exiting 1 (tests/track/base/test_base_fresh.py proves that run_job keeps
+    it whole)."""
+    def here(entry, job, **how):
+        assert entry == ISOLATED_RUN and how["check"] is False
+        try:
+            isolated_job(json.loads(json.dumps(job)))
+        except Exception:  # noqa: BLE001 - what the child's interpreter prints before exiting 1
+            return Finished(1, b"", traceback.format_exc().encode(), 0.0)
+        pytest.fail("the planted computation did not crash")
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", here)
+    named = Named("callable", f"{PLANTED}:crashes_in_float32")
+    _assert_crashed_with_its_stderr(run_isolated(named, RunConfig(named.computation().name, "cpu", "float32", "eager", 1),
+                                                 0, False))
 
 
 def test_run_once_captures_a_crash_and_a_matrix_of_crashes_is_unmeasured():
@@ -293,6 +322,10 @@ def _target(tmp_path: Path, name: str, padding: int, factor: float) -> Path:
     return path
 
 
+# The fresh-interpreter traces run in the slow job (this one and the one past its time limit below): a compare job
+# in a fresh interpreter is proven here by the isolated run above, trace_at's own part by its in-process twin,
+# test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log
+@pytest.mark.slow
 def test_a_log_is_made_in_a_fresh_interpreter_with_the_given_package(tmp_path):
     path = _target(tmp_path, "a", 0, 2.0)
     rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable)
@@ -318,6 +351,7 @@ def test_moved_lines_are_no_divergence_but_a_changed_constant_is(tmp_path):
     assert report.first.scalars == {"other": ["2.0", "2.5"]}
 
 
+@pytest.mark.slow  # its in-process twin: test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log
 def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path):
     path = tmp_path / "slow.py"
     path.write_text("import os, time\n\n\ndef target():\n    time.sleep(30)\n\n\ndef quits():\n    os._exit(0)\n")
@@ -325,3 +359,36 @@ def test_a_trace_past_its_time_limit_or_ending_its_process_is_one_line(tmp_path)
         trace_at(Named("callable", f"{path}:target"), tmp_path / "s.json", path=(ROOT,), timeout=1)
     with pytest.raises(TracingError, match=r"run A ended without a log: the computation called os._exit\(0\)"):
         trace_at(Named("callable", f"{path}:quits"), tmp_path / "q.json", layers=("ops",))
+
+
+def test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log(tmp_path, monkeypatch):
+    """:func:`trace_at` with the fresh interpreter (:func:`run_job`, whose own time limit and job round trip
+    tests/track/base/test_base_fresh.py proves) replaced by the job it would run, :func:`trace_job`, here: the
+    in-process twin of the slow job's two fresh-interpreter traces above."""
+    asked = []
+
+    def here(entry, job, **how):
+        asked.append(dict(how, entry=entry))
+        return Finished(0, b"", b"", 0.0, result=trace_job(json.loads(json.dumps(job))))
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", here)
+    path = _target(tmp_path, "a", 0, 2.0)
+    rec = trace_at(Named("callable", f"{path}:target"), tmp_path / "a.json", path=(ROOT,), python=sys.executable,
+                   timeout=1)
+    assert (tmp_path / "a.json").is_file()
+    assert any(e.name == "aten.linspace.default" for e in rec.events)
+    assert rec.results and rec.results[0].hash
+    assert asked[0]["entry"] == TRACE_RUN and asked[0]["path"] == (ROOT,) and asked[0]["python"] == sys.executable
+    assert (asked[0]["timeout"], asked[0]["what"]) == (1, f"tracing at {ROOT}")
+    quits = tmp_path / "quits.py"
+    quits.write_text("import os\nos._exit(0)\n")
+    with pytest.raises(TracingError, match=rf"^{re.escape(str(quits))}: run A ended without a log"):
+        trace_at(Named("script", str(quits)), tmp_path / "q.json", layers=("ops",))
+    assert not (tmp_path / "q.json").exists()
+
+    def past_its_limit(entry, job, **how):
+        raise TimedOut(f"{how['what']} ran past {how['timeout']:g} s")
+
+    monkeypatch.setattr("detsim.track.compare.runs.run_job", past_its_limit)
+    with pytest.raises(TracingError, match=rf"^tracing at {re.escape(str(ROOT))} ran past 1 s$"):
+        trace_at(Named("callable", f"{path}:target"), tmp_path / "s.json", path=(ROOT,), timeout=1)

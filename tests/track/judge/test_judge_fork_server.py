@@ -32,6 +32,9 @@ class Probe:
     def track_torch_loaded(self):  # before the probe imports anything that would load it
         return float("torch" in sys.modules)
 
+    def track_wave_loaded(self):  # a module nothing here imports: a preload that costs no torch import
+        return float("wave" in sys.modules)
+
     def track_fails(self):
         raise ValueError("no value")
 
@@ -79,9 +82,12 @@ def test_each_side_imports_its_own_package_in_fresh_processes_every_round(tmp_pa
     assert server.process.returncode == 0  # it ended when its input did
 
 
-def test_the_preloaded_modules_are_in_every_fork_and_only_they(tmp_path):
-    for preload, loaded in (((), 0.0), (("torch",), 1.0)):
-        with _server(tmp_path / str(loaded), "bench_probe.Probe.track_torch_loaded", preload) as server:
+# torch, the module the suite preloads, in the slow job (its import is most of this test's time); any other
+# module in the default job: the server imports what it is given, whatever it is
+@pytest.mark.parametrize("module", ["wave", pytest.param("torch", marks=pytest.mark.slow)])
+def test_the_preloaded_modules_are_in_every_fork_and_only_they(tmp_path, module):
+    for preload, loaded in (((), 0.0), ((module,), 1.0)):
+        with _server(tmp_path / str(loaded), f"bench_probe.Probe.track_{module}_loaded", preload) as server:
             answer = server.ask({"order": "AB"})
         assert answer["A"]["samples"] == answer["B"]["samples"] == [loaded] * 3
 

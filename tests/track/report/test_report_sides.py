@@ -85,6 +85,10 @@ def test_one_minus_r_is_zero_for_nanobraggs_own_image_and_rises_with_a_change():
     assert one_minus_r(changed, "c02", golden) > 1e-6
 
 
+# In the slow job; its twins: the image job run here (test_the_image_job_saves_the_float64_image), a side's own
+# interpreter importing the commit's core (test_a_side_runs_the_commits_core_with_this_checkouts_suite) and a
+# side job run there that fails (test_a_side_job_is_pinned_and_a_failing_one_is_one_line_naming_the_commit)
+@pytest.mark.slow
 def test_a_side_renders_in_its_own_process(tmp_path):
     side = prepare_side(ROOT, "HEAD", tmp_path / "side", python=sys.executable)
     image = np.load(run_side_job(side, "image", "P1@8", golden_dir(ROOT), tmp_path / "i.npy", cwd=tmp_path))

@@ -6,6 +6,7 @@ scheduler and workers started by hand (docs/cluster.md's local example) run them
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import socket
@@ -104,6 +105,10 @@ def dies_once(marker: str, x: int) -> int:
     return x
 
 
+# A worker process killed mid-task runs in the slow job (a crashed worker of a real cluster in the default job:
+# tests/batch/test_cluster.py); its in-process twin: a task that fails once runs again and comes back once in
+# test_one_worker_and_two_give_the_same_results_and_a_failure_is_retried_or_named
+@pytest.mark.slow
 def test_a_task_whose_worker_dies_under_it_runs_again_and_comes_back_once(tmp_path):
     stream = io.StringIO()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, scheduler_kwargs=NO_DASHBOARD,
@@ -173,8 +178,73 @@ def test_an_address_where_no_scheduler_answers_is_one_line(monkeypatch):
             pass
 
 
+ROOT = Path(__file__).resolve().parents[3]
+LOADED = ("detsim.track.cli", "detsim.track.commands.record", "detsim.track.recorder.cluster")  # what a command loads
+
+
+@pytest.mark.slow  # its in-process twin: test_the_modules_a_command_loads_import_dask_only_inside_functions
 def test_dask_is_imported_only_when_a_cluster_is_asked_for():
-    code = ("import sys, detsim.track.cli, detsim.track.commands.record, detsim.track.recorder.cluster; "
+    code = (f"import sys, {', '.join(LOADED)}; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def _module_file(name: str) -> Path | None:
+    path = ROOT.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _loaded_imports(path: Path) -> set[str]:
+    """The absolute names ``path`` imports when it is loaded: its module level (in ``if`` and ``try`` blocks too),
+    not its functions' bodies, which run only when called."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1 if path.name != "__init__.py" else -1])
+    if path.name == "__init__.py":
+        package = ".".join(path.parent.relative_to(ROOT).parts)
+    names, todo = set(), list(ast.parse(path.read_text()).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                module = ".".join([*parts[:len(parts) - node.level + 1], *([module] if module else [])])
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _closure(roots) -> tuple[set[Path], set[str]]:
+    """The package's files loading ``roots`` loads (their packages' ``__init__`` files too) and the names of
+    other packages they import."""
+    files, outside, todo = set(), set(), [*roots]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for depth in range(1, len(parts) + 1):
+            file = _module_file(".".join(parts[:depth]))
+            if parts[0] != "detsim":
+                outside.add(parts[0])
+            elif file is not None and file not in files:
+                files.add(file)
+                todo.extend(_loaded_imports(file))
+    return files, outside
+
+
+def test_the_modules_a_command_loads_import_dask_only_inside_functions():
+    """The fresh interpreter of the slow test above, read instead of run: what loading the command imports."""
+    files, outside = _closure(LOADED)
+    assert {ROOT / "detsim" / "track" / "recorder" / "cluster.py", ROOT / "detsim" / "__init__.py"} <= files
+    assert "torch" in outside or "numpy" in outside  # it sees past the package
+    assert not outside & {"dask", "distributed"}, sorted(outside)
+    lazy = {node.module for node in ast.walk(ast.parse((ROOT / "detsim/track/target/cluster.py").read_text()))
+            if isinstance(node, ast.ImportFrom)}
+    assert "distributed" in lazy  # the cluster's module does import it: inside the functions that start one
