@@ -24,15 +24,19 @@ def _fork_server(root):
     server = subprocess.Popen([sys.executable, "-c", SERVER, "run_server", str(root / "benchmarks"),
                                str(folder / "socket")], process_group=0)
     while not (folder / "socket.up").exists():
+        assert server.poll() is None, f"the stand-in fork server ended ({server.returncode}) before binding its socket"
         time.sleep(0.01)
     return server, folder
 
 
 @pytest.fixture(autouse=True)
-def _own_temporary_folder(tmp_path, monkeypatch):
-    """Fork-server folders here, never the machine's: a clean-up run by a test must not reach a real recording's."""
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+def _own_temporary_folder(monkeypatch):
+    """Fork-server folders here, never the machine's: a clean-up run by a test must not reach a real recording's.
+    Short, as a socket's path must be (108 bytes)."""
+    folder = tempfile.mkdtemp(prefix="cu", dir="/tmp")
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path):
