@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from detsim.track import cli
-from detsim.track.base import golden_hashes
+from detsim.track.base import fresh, golden_hashes
 from detsim.track.commands import baselines as cmd_baselines
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.golden import BASELINE, BASELINE_DIR, class_path
@@ -202,7 +202,9 @@ def test_the_second_run_job_renders_each_mode_and_thread_count_asked(monkeypatch
         asked.update(how, entry=entry)
         module, function = entry.split(":")
         assert module == golden_hashes.__name__
-        return Finished(0, b"", b"", 0.0, result=getattr(golden_hashes, function)(json.loads(json.dumps(job))))
+        entry_function = getattr(golden_hashes, function)
+        sent = json.loads(json.dumps(job.to_json()))  # what crosses the process boundary, read back as the child does
+        return Finished(0, b"", b"", 0.0, result=entry_function(fresh._job_class(entry_function).from_json(sent)))
 
     monkeypatch.setattr("detsim.track.base.fresh.run_job", in_this_process)
     again = golden_hashes.in_a_fresh_process(cases, golden_dir(ROOT), [("eager", 1), ("eager", 2)])
