@@ -388,7 +388,17 @@ def _confirm_machine(report: Report, root: Path, *, limit: int, budget_s: float,
             suspects[id(finding)] = replace(finding, first_bad=changed)
     decided.update(_remeasured(report, root, suspects, limit, budget_s, progress, repo, measurer) if suspects else {})
     findings = tuple(decided.get(id(f), f) for f in report.regressions)
-    return replace(report, regressions=findings, exit=exit_code(findings, report.unmeasured, report.built))
+    return replace(report, regressions=findings, events=_events_decided(report, decided),
+                   exit=exit_code(findings, report.unmeasured, report.built))
+
+
+def _events_decided(report: Report, decided: dict[int, Finding]) -> tuple:
+    """The history's events with the label each re-measured step now has (the history alone labels it a suspect):
+    a step is the event of its series at the finding's first bad commit."""
+    label = {(f.series.env, f.series.name, f.series.params, f.first_bad): decided[id(f)].label
+             for f in report.regressions if id(f) in decided}
+    return tuple(replace(e, label=label.get((e.series.env, e.series.name, e.series.params, e.commit), e.label))
+                 for e in report.events)
 
 
 def _why_not_measured(machine: str, here: set[str] | None, finding: Finding, rank: int, limit: int,

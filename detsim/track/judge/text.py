@@ -403,8 +403,13 @@ EVENT_LINES = 12  # events listed on one screen, the latest kept
 
 
 def _step_word(record: Mapping) -> str:
-    """An event's step, a timing step's confirmation with it (the history alone never confirms one)."""
-    return record["step"] + (" (suspect)" if record["label"] == CONFIRMATION_LABELS[Confirmation.SUSPECT] else "")
+    """An event's step, a timing step's confirmation with it (the history alone never confirms one; re-measuring
+    confirms it, explains it as noise, or leaves it undecided)."""
+    if record["family"] in REMEASURED and record["step"] == "regressed" and record["label"] == REGRESSED:
+        return "regressed (confirmed)"
+    words = {CONFIRMATION_LABELS[c]: f" ({c.value})" for c in (Confirmation.SUSPECT, Confirmation.NOISE,
+                                                                Confirmation.UNDECIDED)}
+    return record["step"] + words.get(record["label"], "")
 
 
 def event_text(record: Mapping) -> str:
@@ -446,7 +451,7 @@ def _suspect_step(record: Mapping) -> bool:
     within the rule (a fixed timing or throughput series that was measured before)."""
     if record["step"] == "fixed":
         return record["family"] in REMEASURED and record["old"] is not None
-    return record["label"] == CONFIRMATION_LABELS[Confirmation.SUSPECT]
+    return record["label"] in (CONFIRMATION_LABELS[Confirmation.SUSPECT], CONFIRMATION_LABELS[Confirmation.UNDECIDED])
 
 
 def suspect_line(records: list[Mapping]) -> str | None:

@@ -98,6 +98,8 @@ def test_regressions_are_named_with_their_commits_values_and_ratios(tmp_path, ca
     timing = found[("timing", "(pixels=128, dtype='float64')")]
     assert 1.8 < timing["ratio"] < 2.2
     assert timing["confirmation"] == "confirmed" and timing["remeasured_ratio"] > 1.9
+    steps = [e for e in report["events"] if e["family"] == "timing" and e["commit"] == commits[2]]
+    assert len(steps) == 2 and {e["label"] for e in steps} == {"REGRESSED"}  # the history's suspect, confirmed
     assert 0.45 < found[("throughput", "")]["ratio"] < 0.55
 
     parity = found[("parity", "a01_cubic_mosflm_center")]
@@ -148,6 +150,8 @@ def test_suspects_that_re_measuring_calls_noise_are_not_regressions(tmp_path, ca
     code, report = _run(noisy_copy(tmp_path), tmp_path, "--verbose")
     assert code == 0 and report["regressions"] and len(measured) == len(report["regressions"])
     assert {r["confirmation"] for r in report["regressions"]} == {"noise"}
+    steps = {(r["benchmark"], r["params"], r["first_bad"]) for r in report["regressions"]}
+    assert {e["label"] for e in report["events"] if (e["benchmark"], e["params"], e["commit"]) in steps} == {"NOISE"}
     out = capsys.readouterr().out
     assert "NOISE timing" in out and "rounds of fresh processes sampling in turn" in out and "summary: nothing to act on; " in out
 
