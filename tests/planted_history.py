@@ -37,6 +37,16 @@ def git(root: Path, *args: str) -> str:
                           env={**os.environ, **GIT_IDENTITY}).stdout.strip()
 
 
+
+def empty_commits(path: Path, subjects: list[str]) -> list[str]:
+    """A git repository at ``path`` with one empty commit per subject; their hashes, oldest first."""
+    run = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path,
+                                       check=True, capture_output=True, text=True).stdout
+    run("init", "-q")
+    for subject in subjects:
+        run("commit", "-q", "--allow-empty", "-m", subject)
+    return run("rev-list", "--reverse", "HEAD").split()
+
 def commit(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)

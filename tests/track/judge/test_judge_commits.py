@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from detsim.track.judge.results_files import ResultsError
 from detsim.track.judge.commits import first_commit_cut, resolve_first_commits
-
-
-def _repo(path: Path, subjects_: list[str]) -> list[str]:
-    """A git repository with one empty commit per subject; their hashes, oldest first."""
-    run = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path,
-                                       check=True, capture_output=True, text=True).stdout
-    run("init", "-q")
-    for subject in subjects_:
-        run("commit", "-q", "--allow-empty", "-m", subject)
-    return run("rev-list", "--reverse", "HEAD").split()
+from planted_history import empty_commits
 
 
 def test_first_commits_start_detection_after_the_named_commit():
@@ -36,7 +26,7 @@ def test_first_commits_start_detection_after_the_named_commit():
 
 
 def test_a_first_commit_git_knows_but_did_not_record_starts_detection_after_it(tmp_path):
-    c = _repo(tmp_path, ["zero", "one", "two", "three"])
+    c = empty_commits(tmp_path, ["zero", "one", "two", "three"])
     order = [c[0], c[1], c[3]]  # c[2] was never recorded
     conf = {"regressions_first_commits": {"a": c[2][:8], "b": c[0][:8], "off": None}}
     resolved = resolve_first_commits(tmp_path, conf, order)
@@ -47,6 +37,6 @@ def test_a_first_commit_git_knows_but_did_not_record_starts_detection_after_it(t
 
 
 def test_an_unknown_first_commit_is_refused_naming_it(tmp_path):
-    c = _repo(tmp_path, ["zero"])
+    c = empty_commits(tmp_path, ["zero"])
     with pytest.raises(ResultsError, match=r"asv.conf.json: regressions_first_commits\['x'\] = 'deadbeef': no such"):
         resolve_first_commits(tmp_path, {"regressions_first_commits": {"x": "deadbeef"}}, c)

@@ -9,7 +9,6 @@ import math
 import re
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from detsim.track.base.files import read_json, strip_comments
 from detsim.track.judge.results_files import ResultsError, checkout_head, choose_machine, load_baselines, load_config, \
     load_hashes, load_recorded, load_result_file, order_files
 from detsim.track.judge.commits import subjects
+from planted_history import empty_commits
 
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -187,22 +187,12 @@ def test_results_whose_machine_file_is_gone_name_the_missing_file(tmp_path, requ
     assert "recorded: none" not in message and "nothing recorded" not in message
 
 
-def _repo(path: Path, subjects_: list[str]) -> list[str]:
-    """A git repository with one empty commit per subject; their hashes, oldest first."""
-    run = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path,
-                                       check=True, capture_output=True, text=True).stdout
-    run("init", "-q")
-    for subject in subjects_:
-        run("commit", "-q", "--allow-empty", "-m", subject)
-    return run("rev-list", "--reverse", "HEAD").split()
-
-
 def _dated_file(commit: str, date: int, env: str = "env") -> dict:
     return {"commit_hash": commit, "date": date, "env_name": env}
 
 
 def test_git_history_wins_over_dates(tmp_path):
-    commits = _repo(tmp_path, ["one", "two", "three"])
+    commits = empty_commits(tmp_path, ["one", "two", "three"])
     files = [_dated_file(commits[2], 1), _dated_file(commits[0], 3), _dated_file(commits[1], 2, "b"), _dated_file(commits[1], 2, "a"),
              _dated_file("f" * 40, 0)]
     ordered, notes = order_files(tmp_path, files)
@@ -221,14 +211,14 @@ def test_outside_git_the_commit_dates_order_the_results(tmp_path):
 
 
 def test_commits_unknown_to_the_repository_are_ordered_by_date_and_said_so(tmp_path):
-    _repo(tmp_path, ["one"])
+    empty_commits(tmp_path, ["one"])
     ordered, notes = order_files(tmp_path, [_dated_file("b" * 40, 20), _dated_file("a" * 40, 10)])
     assert [f["date"] for f in ordered] == [10, 20]
     assert notes == ["no recorded commit is in HEAD's history; ordered by commit date"]
 
 
 def test_only_a_checkout_of_its_own_has_a_head_to_judge(tmp_path):
-    commits = _repo(tmp_path, ["one"])
+    commits = empty_commits(tmp_path, ["one"])
     (tmp_path / "copied-results").mkdir()
     assert checkout_head(tmp_path) == commits[0]
     assert checkout_head(tmp_path / "copied-results") is None  # inside a checkout, not one
