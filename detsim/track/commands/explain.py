@@ -20,7 +20,7 @@ from detsim.track.base.device_costs import INSTRUCTIONS_PER_STEP, KERNEL_UNITS, 
     LAUNCH_WORKLOAD
 from detsim.track.base.golden import AXES
 from detsim.track.measure.cost import CountError, not_measured_reason
-from detsim.track.report.explain import KINDS, ExplainKind, Job, departure_answer, explain_job, one_per_cause, \
+from detsim.track.report.explain import KINDS, ExplainKind, ExplainJob, departure_answer, explain_job, one_per_cause, \
     with_others, write_bundle
 from detsim.track.report.profile import ProfileError
 from detsim.track.report.sides import SideError
@@ -64,14 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_options(parser, AREA)
 
 
-def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
+def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[ExplainJob]:
     kind = ExplainKind(args.kind) if args.kind else ExplainKind.PARITY if args.case else ExplainKind.COST
     if args.axis and kind is not ExplainKind.NONDETERMINISTIC:
         raise ValueError("--axis goes with --kind nondeterministic")
     if kind is ExplainKind.NONDETERMINISTIC:
         if len(args.commits) != 1 or not args.case:
             raise ValueError("--kind nondeterministic takes one COMMIT and --case (a golden case id)")
-        return [Job(kind, args.commits[0], args.commits[0], find_case(args.case, golden).id,
+        return [ExplainJob(kind, args.commits[0], args.commits[0], find_case(args.case, golden).id,
                     axis=args.axis or "process")]
     if args.mode and kind is not ExplainKind.LAUNCHES:
         raise ValueError("--mode goes with --kind launches")
@@ -82,11 +82,11 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
     if kind is ExplainKind.LAUNCHES:
         if args.case or args.workload:
             raise ValueError(f"--kind launches counts {LAUNCH_WORKLOAD}, the suite's workload: give --mode only")
-        return [Job(kind, args.commits[0], args.commits[1], LAUNCH_WORKLOAD, mode=args.mode or "triton")]
+        return [ExplainJob(kind, args.commits[0], args.commits[1], LAUNCH_WORKLOAD, mode=args.mode or "triton")]
     if kind is ExplainKind.KERNEL:
         if args.case or args.workload:
             raise ValueError("--kind kernel compiles the fused kernel: give --dtype only")
-        return [Job(kind, args.commits[0], args.commits[1], FUSED_KERNEL, dtype=args.dtype or "float32",
+        return [ExplainJob(kind, args.commits[0], args.commits[1], FUSED_KERNEL, dtype=args.dtype or "float32",
                     measure=INSTRUCTIONS_PER_STEP)]
     if kind is ExplainKind.COST:
         if args.case and args.workload:
@@ -98,7 +98,7 @@ def jobs_from_arguments(args: argparse.Namespace, golden: Path) -> list[Job]:
         workload = args.case
     if not COUNTED.match(workload):
         workload = find_case(workload, golden).id
-    return [Job(kind, args.commits[0], args.commits[1], workload)]
+    return [ExplainJob(kind, args.commits[0], args.commits[1], workload)]
 
 
 def machine_verdict(path: Path, machine: str | None) -> dict:
@@ -111,7 +111,7 @@ def machine_verdict(path: Path, machine: str | None) -> dict:
     return judged[machine or next(iter(judged))]
 
 
-def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple[list[Job], list[str]]:
+def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple[list[ExplainJob], list[str]]:
     """One job per cause among a stored verdict's findings that have a last good commit (and images that do
     not reproduce); notes for the others (a timing step counts once re-measured and confirmed). A target's
     verdict: one job per parity finding (its stored departure), a note for each other finding."""
@@ -122,13 +122,13 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
             notes.append(f"{origin}: a timing step not confirmed ({rec.get('confirmation')}), nothing to explain")
         elif target:
             if Family(rec["family"]) is Family.PARITY and rec.get("case"):
-                jobs.append(Job(ExplainKind.PARITY, rec["last_good"] or rec["first_bad"], rec["first_bad"],
+                jobs.append(ExplainJob(ExplainKind.PARITY, rec["last_good"] or rec["first_bad"], rec["first_bad"],
                                 rec["case"], origin))
             else:
                 notes.append(f"{origin}: a target's {rec['family']} finding; explain measures detsim's own code only "
                              "(`detsim-track bisect --target` names its first bad commit)")
         elif Family(rec["family"]) is Family.RUNS_DIFFER:
-            jobs.append(Job(ExplainKind.NONDETERMINISTIC, rec["last_good"] or rec["first_bad"], rec["first_bad"],
+            jobs.append(ExplainJob(ExplainKind.NONDETERMINISTIC, rec["last_good"] or rec["first_bad"], rec["first_bad"],
                             rec["case"], origin, axis=rec["axis"]))
         elif not rec.get("last_good"):
             notes.append(f"{origin}: never good in the recorded history, nothing to compare with")
@@ -142,20 +142,20 @@ def jobs_from_verdict(report: dict, golden: Path, target: bool = False) -> tuple
     return jobs, notes + grouped
 
 
-def _job_for(rec: dict, origin: str) -> Job | None:
+def _job_for(rec: dict, origin: str) -> ExplainJob | None:
     family, good, bad = Family(rec["family"]), rec["last_good"], rec["first_bad"]
     if rec.get("unit") in LAUNCH_UNITS:  # a path's device operations: counted again at each commit
         mode = re.search(r"mode='([^']+)'", rec.get("params") or "")
-        return Job(ExplainKind.LAUNCHES, good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
+        return ExplainJob(ExplainKind.LAUNCHES, good, bad, LAUNCH_WORKLOAD, origin, mode=mode[1] if mode else "eager",
                    measure=rec["unit"])
     if rec.get("unit") in KERNEL_UNITS:  # the fused kernel's code: compiled again at each commit
         dtype = re.search(r"dtype='([^']+)'", rec.get("params") or "")
-        return Job(ExplainKind.KERNEL, good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
+        return ExplainJob(ExplainKind.KERNEL, good, bad, FUSED_KERNEL, origin, dtype=dtype[1] if dtype else "float32",
                    measure=rec["unit"])
     if family is Family.PARITY and rec.get("case"):
-        return Job(ExplainKind.PARITY, good, bad, rec["case"], origin)
+        return ExplainJob(ExplainKind.PARITY, good, bad, rec["case"], origin)
     if family is Family.IMAGE_CHANGED and rec.get("case"):
-        return Job(ExplainKind.HASH, good, bad, rec["case"], origin)
+        return ExplainJob(ExplainKind.HASH, good, bad, rec["case"], origin)
     if family in (Family.COUNTED_COST, Family.TIMING, Family.THROUGHPUT, Family.PEAK_MEMORY):
         match = re.search(r"workload='([^']+)'", rec.get("params") or "")
         flagged = match[1] if match else None
@@ -165,7 +165,7 @@ def _job_for(rec: dict, origin: str) -> Job | None:
             workload = REDUCED.get(workload.split("@")[0], "P1@64")  # a golden case is counted as it is
         countable = flagged and (golden or COUNTED.match(flagged))
         stand_in = family is not Family.COUNTED_COST
-        return Job(ExplainKind.COST, good, bad, workload, origin, stand_in=stand_in,
+        return ExplainJob(ExplainKind.COST, good, bad, workload, origin, stand_in=stand_in,
                    own=flagged if stand_in and countable and flagged != workload else None)
     return None
 
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     return worst(*codes)
 
 
-def _explained(job: Job, root: Path, golden: Path, folder: Path, **kw) -> dict:
+def _explained(job: ExplainJob, root: Path, golden: Path, folder: Path, **kw) -> dict:
     """The explanation of ``job`` in ``folder / job.name``; a stand-in that does not show the change gives way
     to the flagged workload itself (its record keeps what the stand-in said)."""
     record = explain_job(job, root, golden, folder / job.name, **kw)
@@ -235,7 +235,7 @@ def _explained(job: Job, root: Path, golden: Path, folder: Path, **kw) -> dict:
             "stand_in": {"workload": job.workload, "answer": record["answer"]}}
 
 
-def _departure(job: Job, results: Path) -> dict:
+def _departure(job: ExplainJob, results: Path) -> dict:
     """The explanation of a target's parity finding: where its image departs at the first bad commit, as
     ``detsim-track record`` stored it in ``results`` (:class:`LookupError`: none stored)."""
     from detsim.track.target.departure import map_lines, sentence, stored

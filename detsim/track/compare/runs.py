@@ -8,8 +8,9 @@
   line, a callable, a module or a script), here (:func:`trace_run`) or in a fresh interpreter with a package
   of choice first on its path (:func:`trace_at`: another commit's exported package, or this one).
 
-What crosses to a fresh interpreter is a frozen job (:class:`OutputsJob`, :class:`TraceJob`), written as JSON
-and validated when the child reads it back (:class:`JobError`, one line)."""
+What crosses to a fresh interpreter is a frozen job (:class:`IsolatedJob`, :class:`TraceJob`: the suite's one
+:class:`~detsim.track.base.fresh.Job`), written as JSON and validated when the child reads it back
+(:class:`~detsim.track.base.fresh.JobError`, one line)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -30,7 +31,7 @@ import torch
 
 from detsim.track.base.computations import DTYPES, Computation, ComputationError, load_callable, \
     resolve_callable, resolve_case, resolve_command_line
-from detsim.track.base.fresh import HERE, ChildError, run_job, thread_vars
+from detsim.track.base.fresh import HERE, ChildError, Job, JobError, run_job, thread_vars
 from detsim.track.base.output import atomic_write_text
 from detsim.track.base.runtime import device_problem, thread_count
 from detsim.track.base.status import Status
@@ -46,10 +47,6 @@ RUNS = ("A", "B")  # a traced run's name, which picks its fill of never-written 
 INTERPRET = ("auto", "on", "off")  # TRITON_INTERPRET for a traced run (:func:`set_interpreter`)
 
 
-class JobError(ValueError):
-    """A job that is not what its type says: refused where it is made, or where a fresh interpreter reads it."""
-
-
 def _check(ok: bool, what: str) -> None:
     if not ok:
         raise JobError(what)
@@ -62,7 +59,7 @@ def _strings(value, what: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Named:
+class Named(Job):
     """A computation as a command line names it: how (``kind``, one of :data:`KINDS`) and by what (``name``: a
     golden case id, a nanoBragg command line, ``module:function``, a module or a script), and how to run it."""
 
@@ -86,10 +83,6 @@ class Named:
         _check(self.chunk_pixels is None or (type(self.chunk_pixels) is int and self.chunk_pixels > 0),
                f"chunk_pixels {self.chunk_pixels!r}: expected a positive integer or none")
         _check(self.golden_dir is None or isinstance(self.golden_dir, str), "golden_dir: expected a path or none")
-
-    @classmethod
-    def from_dict(cls, data) -> "Named":
-        return cls(**_fields(cls, data))
 
     def computation(self) -> Computation:
         """The detsim simulation (``golden``, ``nanobragg``) or callable (run as ``f(device=, dtype=)``) it
@@ -123,24 +116,8 @@ class Named:
         return (lambda: _run_main(lambda: runpy.run_path(path, run_name="__main__"), [path, *self.argv])), self.name
 
 
-def _fields(cls, data) -> dict:
-    """``data``, a job's JSON object, checked to hold exactly the fields of the dataclass ``cls``."""
-    _check(isinstance(data, dict), f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-    names = {f.name for f in fields(cls)}
-    _check(set(data) == names, f"{cls.__name__}: fields {', '.join(sorted(names ^ set(data)))} missing or unknown")
-    return data
-
-
-class _Job:
-    """A job for a fresh interpreter: written as JSON (:meth:`to_dict`), validated when read back."""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data):
-        data = _fields(cls, data)
-        return cls(**{**data, "computation": Named.from_dict(data["computation"])})
+class _RunJob(Job):
+    """What both jobs of a fresh interpreter check: a named computation, a thread count, an output path."""
 
     def _check_common(self) -> None:
         _check(isinstance(self.computation, Named), "computation: expected a named computation")
@@ -149,7 +126,7 @@ class _Job:
 
 
 @dataclass(frozen=True)
-class IsolatedJob(_Job):
+class IsolatedJob(_RunJob):
     """One run of the matrix in a fresh interpreter: the computation's outputs saved to ``out`` (torch.save)."""
 
     computation: Named  # its device, dtype and mode are the run's
@@ -163,7 +140,7 @@ class IsolatedJob(_Job):
 
 
 @dataclass(frozen=True)
-class TraceJob(_Job):
+class TraceJob(_RunJob):
     """One run traced op by op in a fresh interpreter, its log written to ``out``."""
 
     computation: Named
@@ -246,7 +223,7 @@ def run_isolated(named: Named, config: RunConfig, repeat: int, deterministic: bo
         job = IsolatedJob(replace(named, device=config.device, dtype=config.dtype, mode=config.mode),
                           config.threads, deterministic, str(saved))
         # this package first, then the working directory (as ``python -m`` has it) for callables named by module
-        done = run_job(ISOLATED_RUN, job.to_dict(), path=(HERE, Path.cwd()), env=thread_vars(config.threads),
+        done = run_job(ISOLATED_RUN, job, path=(HERE, Path.cwd()), env=thread_vars(config.threads),
                        check=False)
         seconds = time.perf_counter() - start
         if done.result is None:
@@ -257,9 +234,8 @@ def run_isolated(named: Named, config: RunConfig, repeat: int, deterministic: bo
     return output_log(config, repeat, outputs, seconds)
 
 
-def isolated_job(data: dict) -> dict:
+def isolated_job(job: IsolatedJob) -> dict:
     """In the fresh interpreter: run the :class:`IsolatedJob`'s computation once and save its outputs."""
-    job = IsolatedJob.from_dict(data)
     named = job.computation
     outputs = _cpu_outputs(named.computation(), named.device, named.dtype, named.mode, job.threads, job.deterministic)
     torch.save(outputs, job.out)
@@ -338,10 +314,9 @@ def _no_hard_exit(label: str, run: str):
         os._exit = real_exit
 
 
-def trace_job(data: dict) -> dict:
+def trace_job(job: TraceJob) -> dict:
     """In a fresh interpreter (:func:`trace_at`): trace one run of the :class:`TraceJob`'s computation into its
     ``out``."""
-    job = TraceJob.from_dict(data)
     set_interpreter(job.interpret)
     call, label = job.computation.call()
     try:
@@ -364,7 +339,7 @@ def trace_at(named: Named, out: Path, *, path: Sequence[Path] = (HERE,), python:
     also left in ``out``. Raises :class:`TracingError` when the process fails or the run ends it."""
     job = TraceJob(named, tuple(layers), interpret, threads, run, str(out))
     try:
-        answer = run_job(TRACE_RUN, job.to_dict(), python=python, path=path, cwd=cwd or out.parent, env=env,
+        answer = run_job(TRACE_RUN, job, python=python, path=path, cwd=cwd or out.parent, env=env,
                          timeout=timeout, what=what or f"tracing at {path[0]}").result
     except ChildError as exc:
         raise TracingError(str(exc)) from None

@@ -60,7 +60,8 @@ COUNTS = (ExplainKind.COST, ExplainKind.LAUNCHES, ExplainKind.KERNEL)  # the kin
 
 
 @dataclass(frozen=True)
-class Job:
+class ExplainJob:
+    """A regression to explain: its kind, the commits on both sides, and what to measure at each."""
     kind: ExplainKind  # a kind's word is read as its member
     last_good: str
     first_bad: str
@@ -110,12 +111,12 @@ def _side_file(folder: Path, kind: str, side: Side, suffix: str) -> Path:
     return out
 
 
-def _at(side: Side, job: Job, what: str, golden: Path, folder: Path, kind: str, suffix: str, **more) -> Path:
+def _at(side: Side, job: ExplainJob, what: str, golden: Path, folder: Path, kind: str, suffix: str, **more) -> Path:
     """The file the side job ``what`` of ``job``'s workload writes at ``side``, kept in ``folder/kind``."""
     return run_side_job(side, what, job.workload, golden, _side_file(folder, kind, side, suffix), cwd=folder, **more)
 
 
-def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: bool = True, top: int = 10) -> dict:
+def explain_job(job: ExplainJob, root: Path, golden: Path, folder: Path, *, bisecting: bool = True, top: int = 10) -> dict:
     """Run ``job``; its outputs go to ``folder``; returns the JSON record, whose ``answer`` is one paragraph."""
     with tempfile.TemporaryDirectory(prefix="detsim-explain-") as scratch:
         sides = functools.cache(lambda commit: prepare_side(root, commit, Path(scratch) / commit))  # each exported once
@@ -125,7 +126,7 @@ def explain_job(job: Job, root: Path, golden: Path, folder: Path, *, bisecting: 
         return _explain(job, root, golden, folder, sides, bisecting, top)
 
 
-def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, sides) -> dict:
+def _explain_nondeterministic(job: ExplainJob, root: Path, golden: Path, folder: Path, sides) -> dict:
     """Two runs of the case at the first bad commit, varied along the job's axis, compared op by op."""
     axis = op_streams.axis_named(job.axis or "process")
     side = sides(job.first_bad)
@@ -143,7 +144,7 @@ def _explain_nondeterministic(job: Job, root: Path, golden: Path, folder: Path, 
             "answer": said + (f". Next: {act}." if report.diverged else ".")}
 
 
-def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting: bool, top: int) -> dict:
+def _explain(job: ExplainJob, root: Path, golden: Path, folder: Path, sides, bisecting: bool, top: int) -> dict:
     between = commits_between(root, job.last_good, job.first_bad)
     good = sides(job.last_good).commit
     values: dict[str, object] = {}
@@ -189,7 +190,7 @@ def _explain(job: Job, root: Path, golden: Path, folder: Path, sides, bisecting:
     return record
 
 
-def _measure(job: Job, side: Side, golden: Path, folder: Path) -> tuple[object, dict]:
+def _measure(job: ExplainJob, side: Side, golden: Path, folder: Path) -> tuple[object, dict]:
     """(the value the job judges, what else the measurement left: files, image)."""
     if job.kind is ExplainKind.COST:
         counted = count_at(side, job.workload, golden, folder / "callgrind" / side.short)
@@ -291,7 +292,7 @@ def _explain_hash(job, old: Side, new: Side, old_extra, new_extra, golden, folde
     return {"verdict": report.verdict(), "first": op_streams.first_record(report)}, said
 
 
-def _what(job: Job) -> str:
+def _what(job: ExplainJob) -> str:
     if job.kind is ExplainKind.LAUNCHES:
         return f"the number of {job.measure} of one {job.workload} render on the {job.mode} path"
     if job.kind is ExplainKind.KERNEL:
@@ -301,7 +302,7 @@ def _what(job: Job) -> str:
             ExplainKind.HASH: f"the image of golden case {job.workload}"}[job.kind]
 
 
-def _answer(job: Job, record: dict, finding: str, old, new, bisection: FirstBad | None, between: int) -> str:
+def _answer(job: ExplainJob, record: dict, finding: str, old, new, bisection: FirstBad | None, between: int) -> str:
     pair = record["pair"]
     found = (f"bisected over {between} commits in {len(bisection.steps)} measurement(s): " if bisection else "")
     change = (f"{old:,} -> {new:,} ({(new - old) / old:+.1%})" if job.kind is ExplainKind.COST else
@@ -324,7 +325,7 @@ def _answer(job: Job, record: dict, finding: str, old, new, bisection: FirstBad 
             f"Next: {act}.")
 
 
-def departure_answer(job: Job, record: Mapping, sentence: str, map_lines: list[str]) -> dict:
+def departure_answer(job: ExplainJob, record: Mapping, sentence: str, map_lines: list[str]) -> dict:
     """The explanation of a target's parity finding, from where its image departs from the reference at the
     first bad commit (``record``: as ``detsim.track.target.departure.departure`` makes it, stored when the
     commit was recorded; ``sentence`` and ``map_lines``: that module's words and map of it)."""
@@ -362,21 +363,21 @@ def render_cost(workload: str, golden: Path) -> float:
         return math.inf
 
 
-def _cause(job: Job) -> tuple:
+def _cause(job: ExplainJob) -> tuple:
     """What one change shares: the kind and both commits, or, for images that do not reproduce (one commit's
     finding), the axis and that commit."""
     return (job.kind, job.axis, job.first_bad) if job.axis else (job.kind, job.last_good, job.first_bad)
 
 
-def _name(job: Job) -> str:
+def _name(job: ExplainJob) -> str:
     """How an answer names a finding it also explains: a golden case by its id, else the finding's benchmark."""
     return job.origin if reduced(job.workload) is not None else job.workload
 
 
-def one_per_cause(jobs: list[Job], golden: Path) -> tuple[list[Job], list[str]]:
+def one_per_cause(jobs: list[ExplainJob], golden: Path) -> tuple[list[ExplainJob], list[str]]:
     """One job per cause (see the section's comment), in the order of the first job of each, and one note per
     cause that stood for several findings."""
-    groups: dict[tuple, list[Job]] = {}
+    groups: dict[tuple, list[ExplainJob]] = {}
     for job in jobs:
         groups.setdefault(_cause(job), []).append(job)
     kept, notes = [], []
@@ -409,7 +410,7 @@ def also_text(also: tuple[str, ...]) -> str:
     return f"Also explains: {shown}" + (f", ... ({rest} more)" if rest > 0 else "") + "."
 
 
-def with_others(record: dict, job: Job) -> dict:
+def with_others(record: dict, job: ExplainJob) -> dict:
     """An explanation's record naming the findings its job also stands for (unchanged for a job alone)."""
     if not job.also:
         return record

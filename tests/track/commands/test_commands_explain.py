@@ -368,7 +368,7 @@ def test_a_fused_kernel_finding_is_explained_by_compiling_the_kernel_again():
 
 
 def test_a_spill_is_named_with_the_fields_that_changed(tmp_path):
-    from detsim.track.report.explain import Job, _answer, _explain_kernel, is_bad
+    from detsim.track.report.explain import ExplainJob, _answer, _explain_kernel, is_bad
 
     class Side:
         def __init__(self, short):
@@ -378,7 +378,7 @@ def test_a_spill_is_named_with_the_fields_that_changed(tmp_path):
            "calls": [], "atomics": [], "problems": []}
     new = {**old, "registers": 255, "local_bytes": 24,
            "problems": ["24 bytes of local memory per thread (spills or a call's stack)"]}
-    job = Job("kernel", "a" * 40, "b" * 40, "fused-kernel", dtype="float32", measure="local bytes")
+    job = ExplainJob("kernel", "a" * 40, "b" * 40, "fused-kernel", dtype="float32", measure="local bytes")
     details, finding = _explain_kernel(job, Side("aaaa"), Side("bbbb"), {"report": old}, {"report": new}, None,
                                        tmp_path, 10)
     assert details["lines"] == ["registers: 56 -> 255", "local_bytes: 0 -> 24"]
@@ -392,7 +392,7 @@ def test_a_spill_is_named_with_the_fields_that_changed(tmp_path):
 
 
 def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
-    from detsim.track.report.explain import Job, _answer, _explain_launches
+    from detsim.track.report.explain import ExplainJob, _answer, _explain_launches
 
     class Side:
         def __init__(self, short):
@@ -401,7 +401,7 @@ def test_the_launches_that_grew_are_named_with_their_op(tmp_path):
     old = {"launches": 131, "copies": 0, "syncs": 0, "triton_launches": 8, "compiled_calls": 0,
            "by_op": {"aten::mul": 50, "aten::add": 16}}
     new = {**old, "launches": 931, "by_op": {"aten::mul": 850, "aten::add": 16}}
-    job = Job("launches", "a" * 40, "b" * 40, "P2@16", mode="triton")
+    job = ExplainJob("launches", "a" * 40, "b" * 40, "P2@16", mode="triton")
     details, finding = _explain_launches(job, Side("aaaa"), Side("bbbb"), {"counts": old}, {"counts": new},
                                          None, tmp_path, 10)
     assert details["lines"] == ["aten::mul: 50 -> 850 (+800)"]

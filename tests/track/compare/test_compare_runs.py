@@ -20,7 +20,8 @@ from detsim.track.base.exitcodes import ExitCode
 from detsim.track.base.fresh import Finished, TimedOut
 from detsim.track.compare.firstdiff import compare_commits
 from detsim.track.compare.run_log import RunConfig, RunLog
-from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, JobError, Named, \
+from detsim.track.base.fresh import JobError
+from detsim.track.compare.runs import ISOLATED_RUN, TRACE_RUN, EndedWithoutLog, IsolatedJob, Named, \
     TraceJob, TracingError, deterministic_mode, isolated_job, run_isolated, run_matrix, run_once, \
     set_interpreter, trace_at, trace_job, trace_run
 from detsim.track.base.computations import ComputationError, resolve_callable, resolve_case, resolve_command_line
@@ -179,7 +180,7 @@ def test_an_isolated_crash_is_the_workers_whole_stderr(monkeypatch):
     def here(entry, job, **how):
         assert entry == ISOLATED_RUN and how["check"] is False
         try:
-            isolated_job(json.loads(json.dumps(job)))
+            isolated_job(IsolatedJob.from_json(json.loads(json.dumps(job.to_json()))))
         except Exception:  # noqa: BLE001 - what the child's interpreter prints before exiting 1
             return Finished(1, b"", traceback.format_exc().encode(), 0.0)
         pytest.fail("the planted computation did not crash")
@@ -227,7 +228,8 @@ def test_golden_cases_in_every_mode_repeat_bit_for_bit():
 def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
     call = f"{PLANTED}:crashes_in_float32"
     job = IsolatedJob(Named("callable", call), threads=1, deterministic=False, out=str(tmp_path / "out.pt"))
-    assert isolated_job(json.loads(json.dumps(job.to_dict()))) == {"saved": ["out"]}  # as the child reads it
+    assert isolated_job(IsolatedJob.from_json(json.loads(json.dumps(job.to_json())))) == {"saved": ["out"]}  # as
+    # the child reads it
     saved = torch.load(tmp_path / "out.pt", weights_only=True)
     here = run_once(resolve_callable(call), RunConfig(call, "cpu", "float64", "eager", 1), 0, False)
     assert here.status == "ok" and list(saved) == ["out"] and torch.equal(saved["out"], here.tensors["out"])
@@ -238,19 +240,19 @@ def test_the_job_saves_what_an_in_process_run_hashes(tmp_path):
 def test_a_job_round_trips_through_json_and_a_bad_one_is_refused_in_one_line(tmp_path):
     named = Named("nanobragg", TINY, grads=("detector.distance_mm",), chunk_pixels=64, golden_dir="g")
     job = TraceJob(named, ("ops",), "off", 2, "B", str(tmp_path / "b.json"))
-    data = json.loads(json.dumps(job.to_dict()))
-    assert TraceJob.from_dict(data) == job and data["computation"]["grads"] == ["detector.distance_mm"]
+    data = json.loads(json.dumps(job.to_json()))
+    assert TraceJob.from_json(data) == job and data["computation"]["grads"] == ["detector.distance_mm"]
     for change, message in (({"run": "C"}, "run 'C'"), ({"threads": 0}, "threads 0"),
-                            ({"layers": ["ops", "tensors"]}, "layers"), ({"extra": 1}, "extra missing or unknown"),
+                            ({"layers": ["ops", "tensors"]}, "layers"), ({"extra": 1}, "unknown field(s) extra"),
                             ({"computation": {**data["computation"], "kind": "shell"}}, "computation kind 'shell'"),
                             ({"computation": {**data["computation"], "dtype": "float16"}}, "dtype 'float16'"),
-                            ({"computation": {**data["computation"], "chunk_pixels": "64"}}, "chunk_pixels '64'")):
+                            ({"computation": {**data["computation"], "chunk_pixels": "64"}}, "chunk_pixels: '64'")):
         with pytest.raises(JobError, match=re.escape(message)):
-            TraceJob.from_dict({**data, **change})
-    with pytest.raises(JobError, match="missing or unknown"):
-        IsolatedJob.from_dict(data)  # a trace job is not an isolated run's
-    with pytest.raises(JobError, match="expected a JSON object"):
-        Named.from_dict(["golden", "c02"])
+            TraceJob.from_json({**data, **change})
+    with pytest.raises(JobError, match=re.escape("unknown field(s) interpret, layers, run")):
+        IsolatedJob.from_json(data)  # a trace job is not an isolated run's
+    with pytest.raises(JobError, match="not an object"):
+        Named.from_json(["golden", "c02"])
 
 
 def test_the_jobs_of_fresh_interpreters_are_named_after_this_module():
@@ -263,7 +265,7 @@ def test_the_job_writes_one_run_as_json(tmp_path):
     out = tmp_path / "run_B.json"
     job = TraceJob(Named("callable", f"{DATA / 'planted_ops.py'}:deterministic", dtype="float32"),
                    ("ops", "kernels"), "auto", 1, "B", str(out))
-    assert trace_job(job.to_dict()) == {"label": f"{DATA / 'planted_ops.py'}:deterministic"}
+    assert trace_job(job) == {"label": f"{DATA / 'planted_ops.py'}:deterministic"}
     rec = RunLog.load(out)
     assert rec.threads == 1 and rec.label.endswith(":deterministic") and rec.counts()["op"] > 10
     assert rec.settings["fill"] == 1  # run B's fill of never-written memory
@@ -275,7 +277,7 @@ def test_a_run_that_ends_the_process_is_an_answer_and_no_log(tmp_path):
     script.write_text("import os\nos._exit(0)\n")
     out = tmp_path / "run_A.json"
     job = TraceJob(Named("script", str(script)), ("ops",), "off", 1, "A", str(out))
-    answer = trace_job(job.to_dict())
+    answer = trace_job(job)
     assert answer["ended"].startswith(f"{script}: run A ended without a log") and not out.exists()
     with pytest.raises(EndedWithoutLog):
         trace_run(*Named("script", str(script)).call(), 1, ("ops",))
@@ -369,7 +371,7 @@ def test_trace_at_hands_its_job_to_a_fresh_interpreter_and_loads_the_log(tmp_pat
 
     def here(entry, job, **how):
         asked.append(dict(how, entry=entry))
-        return Finished(0, b"", b"", 0.0, result=trace_job(json.loads(json.dumps(job))))
+        return Finished(0, b"", b"", 0.0, result=trace_job(TraceJob.from_json(json.loads(json.dumps(job.to_json())))))
 
     monkeypatch.setattr("detsim.track.compare.runs.run_job", here)
     path = _target(tmp_path, "a", 0, 2.0)

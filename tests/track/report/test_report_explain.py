@@ -12,7 +12,7 @@ from detsim.track.base.git import resolve
 from detsim.track.evidence.manifest import check_bundle
 from detsim.track.report import explain
 from detsim.track.base.bisection import bisect
-from detsim.track.report.explain import NAMED, Job, also_text, answer_text, explain_job, \
+from detsim.track.report.explain import NAMED, ExplainJob, also_text, answer_text, explain_job, \
     is_bad, one_per_cause, render_cost, short, with_others, write_bundle
 from detsim.track.report.sides import Side
 
@@ -61,7 +61,7 @@ def history(tmp_path, monkeypatch):
 
 def test_unrecorded_commits_are_bisected_and_the_pair_is_the_first_bad_and_its_parent(history, tmp_path):
     repo, shas, _, measured = history
-    record = explain_job(Job("cost", shas[0], shas[3], "P1@64"), repo, tmp_path, tmp_path / "out")
+    record = explain_job(ExplainJob("cost", shas[0], shas[3], "P1@64"), repo, tmp_path, tmp_path / "out")
     assert record["changed"] and record["bisection"]["first_bad"] == shas[2]
     assert record["pair"] == {"old": shas[1], "new": shas[2], "subject": "u2 planted"}
     assert sorted(measured) == sorted(shas)  # good, recorded bad, the probes; each once
@@ -72,13 +72,13 @@ def test_unrecorded_commits_are_bisected_and_the_pair_is_the_first_bad_and_its_p
 
 def test_without_bisection_the_given_pair_is_explained(history, tmp_path):
     repo, shas, _, _ = history
-    record = explain_job(Job("cost", shas[1], shas[2], "P1@64"), repo, tmp_path, tmp_path / "out", bisecting=False)
+    record = explain_job(ExplainJob("cost", shas[1], shas[2], "P1@64"), repo, tmp_path, tmp_path / "out", bisecting=False)
     assert record["bisection"] is None and record["pair"]["new"] == shas[2]
 
 
 def test_no_change_between_the_commits_is_said_and_not_explained(history, tmp_path):
     repo, shas, values, _ = history
-    record = explain_job(Job("cost", shas[2], shas[3], "P1@64"), repo, tmp_path, tmp_path / "out")
+    record = explain_job(ExplainJob("cost", shas[2], shas[3], "P1@64"), repo, tmp_path, tmp_path / "out")
     assert record["changed"] is False and "does not change" in record["answer"]
 
 
@@ -95,30 +95,30 @@ def test_the_cost_of_a_workload_is_its_pixel_steps():
 
 
 def test_findings_of_one_cause_become_one_job_on_the_cheapest_case():
-    hashes = [Job("hash", GOOD, BAD, case, f"bench_determinism.track_hash_changed_{case}")
+    hashes = [ExplainJob("hash", GOOD, BAD, case, f"bench_determinism.track_hash_changed_{case}")
               for case in ("k01_mosaic_10dom", "a01_cubic_mosflm_center", "c02_xds_xbeam_quirk")]
-    later = Job("hash", BAD, "3" * 40, "a01_cubic_mosflm_center")  # another change: its own explanation
-    parity = Job("parity", GOOD, BAD, "k01_mosaic_10dom")  # another kind: its own explanation
+    later = ExplainJob("hash", BAD, "3" * 40, "a01_cubic_mosflm_center")  # another change: its own explanation
+    parity = ExplainJob("parity", GOOD, BAD, "k01_mosaic_10dom")  # another kind: its own explanation
     jobs, notes = one_per_cause([*hashes, later, parity], GOLDEN)
-    assert jobs == [Job("hash", GOOD, BAD, "c02_xds_xbeam_quirk", hashes[2].origin,
+    assert jobs == [ExplainJob("hash", GOOD, BAD, "c02_xds_xbeam_quirk", hashes[2].origin,
                         also=("k01_mosaic_10dom", "a01_cubic_mosflm_center")), later, parity]
     assert notes == ["3 hash findings between 11111111 and 22222222: one cause, explained once, on c02_xds_xbeam_quirk "
                      "(the cheapest to render); its answer names the others"]
 
 
 def test_timings_that_map_to_one_counted_workload_are_one_job_naming_their_benchmarks():
-    timings = [Job("cost", GOOD, BAD, "P2@32", "bench_engine.NanoBraggWorkloads.time_simulate(workload='P2')"),
-               Job("cost", GOOD, BAD, "P1@64", "bench_engine.EngineSweep.time_simulate(pixels=128)"),
-               Job("cost", GOOD, BAD, "P1@64", "bench_engine.EngineSweep.time_simulate(pixels=256)")]
+    timings = [ExplainJob("cost", GOOD, BAD, "P2@32", "bench_engine.NanoBraggWorkloads.time_simulate(workload='P2')"),
+               ExplainJob("cost", GOOD, BAD, "P1@64", "bench_engine.EngineSweep.time_simulate(pixels=128)"),
+               ExplainJob("cost", GOOD, BAD, "P1@64", "bench_engine.EngineSweep.time_simulate(pixels=256)")]
     [job], _ = one_per_cause(timings, GOLDEN)
     assert (job.workload, job.origin) == ("P1@64", timings[1].origin)
     assert job.also == (timings[0].origin, timings[2].origin)
 
 
 def test_images_that_do_not_reproduce_group_by_axis_and_commit_whatever_their_last_good():
-    runs = [Job("nondeterministic", GOOD, BAD, "k01_mosaic_10dom", axis="process"),
-            Job("nondeterministic", BAD, BAD, "s01_noise_intfile_scale", axis="process"),
-            Job("nondeterministic", GOOD, BAD, "a01_cubic_mosflm_center", axis="threads")]
+    runs = [ExplainJob("nondeterministic", GOOD, BAD, "k01_mosaic_10dom", axis="process"),
+            ExplainJob("nondeterministic", BAD, BAD, "s01_noise_intfile_scale", axis="process"),
+            ExplainJob("nondeterministic", GOOD, BAD, "a01_cubic_mosflm_center", axis="threads")]
     jobs, notes = one_per_cause(runs, GOLDEN)
     assert [(j.workload, j.axis, j.also) for j in jobs] == [
         ("s01_noise_intfile_scale", "process", ("k01_mosaic_10dom",)), ("a01_cubic_mosflm_center", "threads", ())]
@@ -133,20 +133,20 @@ def test_the_answer_names_the_others_and_a_job_alone_keeps_its_answer():
         "Also explains: k01, bench_engine.X.time_y(n=1)."
     assert short("o01_polar_0.9") == "o01" and short("P1@64") == "P1@64" and short("my_case") == "my_case"
     record = {"job": {"kind": "hash", "workload": "c02"}, "answer": "It changed."}
-    assert with_others(record, Job("hash", GOOD, BAD, "c02")) is record
-    grouped = with_others(record, Job("hash", GOOD, BAD, "c02", also=("a01_x",)))
+    assert with_others(record, ExplainJob("hash", GOOD, BAD, "c02")) is record
+    grouped = with_others(record, ExplainJob("hash", GOOD, BAD, "c02", also=("a01_x",)))
     assert grouped["answer"] == "It changed. Also explains: a01." and grouped["job"]["also"] == ["a01_x"]
     assert record == {"job": {"kind": "hash", "workload": "c02"}, "answer": "It changed."}  # not changed in place
 
 
 def test_a_flagged_count_is_kept_over_a_cheaper_stand_in_and_a_stand_in_only_where_nothing_else():
-    count = Job("cost", GOOD, BAD, "g01_hkl_nointerp", "bench_cost.InstructionCounts.track_instructions")
-    memory = Job("cost", GOOD, BAD, "P1@64", "bench_engine.LargeDetectorMemory.peakmem_simulate_4096", stand_in=True)
+    count = ExplainJob("cost", GOOD, BAD, "g01_hkl_nointerp", "bench_cost.InstructionCounts.track_instructions")
+    memory = ExplainJob("cost", GOOD, BAD, "P1@64", "bench_engine.LargeDetectorMemory.peakmem_simulate_4096", stand_in=True)
     assert render_cost("P1@64", GOLDEN) < render_cost("g01_hkl_nointerp", GOLDEN)
     [kept], [note] = one_per_cause([memory, count], GOLDEN)
-    assert kept == Job("cost", GOOD, BAD, "g01_hkl_nointerp", count.origin, also=(memory.origin,))
+    assert kept == ExplainJob("cost", GOOD, BAD, "g01_hkl_nointerp", count.origin, also=(memory.origin,))
     assert "on g01_hkl_nointerp (the cheapest flagged count)" in note
-    timing = Job("cost", GOOD, BAD, "P2@32", "bench_engine.PathThroughput.track_ns_per_pixel_step", stand_in=True)
+    timing = ExplainJob("cost", GOOD, BAD, "P2@32", "bench_engine.PathThroughput.track_ns_per_pixel_step", stand_in=True)
     [kept], _ = one_per_cause([timing, memory], GOLDEN)  # stand-ins alone: the cheapest of them
     assert kept.workload == "P1@64" and kept.stand_in
 
