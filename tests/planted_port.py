@@ -178,3 +178,26 @@ def write_results(results: Path, machine: str, commit: str, date: int, values: M
             "result_columns": ["result", "params", "version", "started_at", "duration"],
             "results": {name: [[value], CASE_PARAMS, "1", date, 1.0] for name, value in values.items()}}
     (results / f"{commit[:8]}-{RECORDED_ENV}.json").write_text(json.dumps(data))
+
+
+def fake_builder(builds: list[str] | None = None) -> type:
+    """A stand-in for :class:`detsim.track.target.build.Builder` that installs nothing: commit X is installed at
+    ``/installed/X`` (appended to ``builds``), and a commit named ``broken`` does not install."""
+    from detsim.track.target.build import BuildError
+
+    class Installed:
+        def __init__(self, commit):
+            self.bin_dir = Path("/installed") / commit
+
+    class FakeBuilder:
+        def __init__(self, spec, scratch):
+            self.spec = spec
+
+        def install(self, commit):
+            if commit == "broken":
+                raise BuildError("broken: does not install: planted")
+            if builds is not None:
+                builds.append(commit)
+            return Installed(commit)
+
+    return FakeBuilder

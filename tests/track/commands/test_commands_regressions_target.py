@@ -23,7 +23,7 @@ from detsim.track.target.project import Project
 from detsim.track.target.render import CaseOutcome, CaseRender
 from detsim.track.target.spec import load_spec
 from planted_history import git
-from planted_port import CASE, make_port, plant, start_results, write_results
+from planted_port import CASE, fake_builder, make_port, plant, start_results, write_results
 from publish_assets import edge_departure, fake_asset_cache
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -81,24 +81,13 @@ def renders_take(monkeypatch):
     (spec, commit)."""
     done = []
 
-    class Installed:
-        def __init__(self, commit):
-            self.bin_dir = Path("/installed") / commit
-
-    class FakeBuilder:
-        def __init__(self, spec, scratch):
-            self.spec = spec
-
-        def install(self, commit):
-            return Installed(commit)
-
     def install(seconds):
         def render(spec, case, bin_dir, runs):
             commit = bin_dir.name
             done.append((spec, commit))
             jitter = 1 + 0.01 * (len(done) // 2 % 3)
             return CaseRender(CaseOutcome(case.id, Status.OK, seconds=seconds[commit] * jitter), None, None)
-        monkeypatch.setattr(retiming, "Builder", FakeBuilder)
+        monkeypatch.setattr(retiming, "Builder", fake_builder())
         monkeypatch.setattr(retiming, "render_case", render)
         return done
     return install

@@ -12,11 +12,10 @@ import pytest
 from detsim.track.base.status import Status
 from detsim.track.judge.confirm import RemeasureError, Target
 from detsim.track.target import retiming
-from detsim.track.target.build import BuildError
 from detsim.track.target.project import Project
 from detsim.track.target.render import CaseOutcome, CaseRender
 from detsim.track.target.spec import load_spec
-from planted_port import CASE, make_port
+from planted_port import CASE, fake_builder, make_port
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 TIMED = Target("bench_target.Timing.time_render", (CASE,))
@@ -32,20 +31,6 @@ def installs(tmp_path, monkeypatch):
     project.write(spec, tmp_path / "detsim", "m1")
     builds, renders = [], []
 
-    class Installed:
-        def __init__(self, commit):
-            self.bin_dir = Path("/installed") / commit
-
-    class FakeBuilder:
-        def __init__(self, spec, scratch):
-            self.spec = spec
-
-        def install(self, commit):
-            if commit == "broken":
-                raise BuildError("broken: does not install: planted")
-            builds.append(commit)
-            return Installed(commit)
-
     def render(spec, case, bin_dir, runs):
         renders.append(bin_dir.name)
         if bin_dir.name == "crashes":
@@ -53,7 +38,7 @@ def installs(tmp_path, monkeypatch):
         return CaseRender(CaseOutcome(case.id, Status.OK, seconds={"a": 1.0, "b": 2.0}.get(bin_dir.name, 3.0)),
                           None, None)
 
-    monkeypatch.setattr(retiming, "Builder", FakeBuilder)
+    monkeypatch.setattr(retiming, "Builder", fake_builder(builds))
     monkeypatch.setattr(retiming, "render_case", render)
     return retiming._Installs(project.folder, tmp_path / "scratch"), builds, renders
 
