@@ -308,8 +308,7 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
     """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
-    command that decides an undecided step at the end of its line, or, for several, on a line after them (a
-    line per command where each step has its own, as a target's do)."""
+    command that decides an undecided step at the end of its line, or, for several, on a line after them."""
     groups: dict[tuple, list[Mapping]] = {}
     for finding in findings:
         if finding.label != NOISE_LABEL:
@@ -317,8 +316,8 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
-    does = {r["decide_command"]: r.get("decide_does") or REMEASURES for r in undecided}  # command -> what it does
-    decide = "decide: " + "; ".join(sorted(does))
+    commands = sorted({r["decide_command"] for r in undecided})  # one: the run's machine and --repo
+    decide = "decide: " + "; ".join(commands)
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == Family.RUNS_DIFFER or len(group) >= GROUP_AT:
@@ -333,14 +332,14 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines[last + 1:last + 1] = [_decide_line(command, does[command]) for command in sorted(does)]
+        lines[last + 1:last + 1] = [_decide_line(command) for command in commands]
     return lines
 
 
-def _decide_line(command: str, does: str) -> str:
+def _decide_line(command: str) -> str:
     """``decide: COMMAND (what it does)``; what it does left out where the line would not fit, the command
-    never cut (it is copied and run: a target's names the target's path)."""
-    line = f"decide: {command} ({does})"
+    never cut (it is copied and run: its ``--repo`` may be a long path)."""
+    line = f"decide: {command} ({REMEASURES})"
     return line if len(line) <= WIDTH else f"decide: {command}"
 
 
