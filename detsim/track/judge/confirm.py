@@ -307,7 +307,7 @@ def _undecided(machine: str, finding: Finding, why: str, repo: Path | None = Non
     where = f" --repo {shlex.quote(str(repo))}" if repo is not None else ""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
     command = f"detsim-track regressions{where} --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
-    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command, decide_does=REMEASURES,
+    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command,
                  confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
 
 
