@@ -90,7 +90,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
             return StepResult(name, Status.SKIPPED,
                               reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
         return time_nanobragg(options.nanobragg, (plan.overhead_workload, *plan.speed_workloads), budget=budget,
-                              box_s=boxes.nanobragg, root=root)
+                              root=root)
 
     asked("nanobragg", nanobragg, "nanobragg")
     asked("device tests", lambda name: device_tests(name, plan.device == "cuda", TEST_WORKERS, **box(boxes.tests)),
