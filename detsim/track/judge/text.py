@@ -126,7 +126,7 @@ def finding_line(finding: Finding | Mapping, subjects: Mapping[str, str] | None 
     NAME: CHANGE (EVIDENCE), WHERE``, as ``view`` shows it (the page's items leave out the label and family, under
     their family's row; on screen the change stays whole, the name and then the subject are cut to fit
     :data:`WIDTH`, ``tail`` at its end)."""
-    r = finding.record() if isinstance(finding, Finding) else finding
+    r = finding.to_dict() if isinstance(finding, Finding) else finding
     name, digits = _name(r, view), SHA_DIGITS[view]
     if view is View.PAGE:
         if r["family"] == Family.RUNS_DIFFER:
@@ -197,7 +197,7 @@ def header(report: Report) -> str:
 def _machine_lines(report: Report) -> list[str]:
     """One machine's whole verdict, line by line."""
     lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
-    lines += regression_lines([f.record() for f in report.regressions], report.subjects)
+    lines += regression_lines([f.to_dict() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
     lines += [f"skipped at {report.latest[:8]}: {s.text()} (the benchmarks in --json)" for s in report.skips]
@@ -312,7 +312,7 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
     groups: dict[tuple, list[Mapping]] = {}
     for finding in findings:
         if finding.label != NOISE_LABEL:
-            record = finding.record()
+            record = finding.to_dict()
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
@@ -473,7 +473,7 @@ def event_lines(report: Report, limit: int | None = EVENT_LINES, *, always: bool
     suspect timing steps in one line (:func:`suspect_line`)."""
     if not (always or len(report.commits) > FEW_COMMITS):
         return []
-    records = [e.record() for e in report.events]
+    records = [e.to_dict() for e in report.events]
     lines = _event_groups([r for r in records if limit is None or not _suspect_step(r)])
     shown = lines if limit is None or len(lines) <= limit else lines[len(lines) - limit:]
     tail = [] if limit is None else [line for line in [suspect_line(records)] if line]
