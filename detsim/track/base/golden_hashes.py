@@ -1,5 +1,6 @@
-"""Golden-image hashes: every golden case rendered the way the asv determinism tracks render it (CPU, float64,
-one torch thread, the eager or the compiled path), hashed by :func:`~detsim.track.base.hashing.image_sha256`.
+"""Golden-image hashes: every golden case rendered the way the asv determinism tracks render it (the suite's one
+parity loop and timed render; CPU, float64, one torch thread, the eager or the compiled path), hashed by
+:func:`~detsim.track.base.hashing.image_sha256`.
 Bit-exact hashes only reproduce on the same machine class (:func:`machine_class`)."""
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from detsim.track.base.golden import RENDER_DEVICE as DEVICE, RENDER_DTYPE as DT
     GoldenCase
 from detsim.track.base.fresh import Job
 from detsim.track.base.hashing import image_sha256
+from detsim.track.base.parity import golden_parity
 from detsim.track.base.provenance import MachineClass
 from detsim.track.base.runtime import thread_count
+from detsim.track.base.timing import Timed, timed
 
 EAGER, COMPILED = "eager", "compiled"
 
@@ -34,38 +37,31 @@ def machine_class() -> MachineClass:
     return MachineClass.here(torch, threads=THREADS, dtype=DTYPE, device=DEVICE)
 
 
-def render(case: GoldenCase, mode: str = EAGER, dtype: str = DTYPE):
-    """The case's image, (slow, fast) in ``dtype`` on the CPU; the caller pins the thread count."""
-    import detsim
-    from detsim import config_from_argv
-
-    return detsim.simulate(case.config(config_from_argv), device=DEVICE, dtype=getattr(torch, dtype), mode=mode)
-
-
-def case_sha256(case: GoldenCase, mode: str = EAGER) -> str:
-    """The hash of the case's render; raises ValueError for a wrong shape or non-finite values."""
-    image = render(case, mode)
-    if case.shape is not None and tuple(image.shape) != tuple(case.shape):
-        raise ValueError(f"image shape {tuple(image.shape)} != golden shape {tuple(case.shape)}")
-    if not bool(image.isfinite().all()):
-        raise ValueError("the image has non-finite values")
-    return image_sha256(image)
-
-
-def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS) -> GoldenHashes:
-    """Render and hash every case with ``threads`` torch threads; a case that fails is recorded in ``failures``
-    (NotImplementedError where this detsim cannot run ``mode`` on the CPU)."""
+def render_hashes(cases: Iterable[GoldenCase], mode: str = EAGER, threads: int = THREADS,
+                  dtype: str = DTYPE) -> GoldenHashes:
+    """Every case through the suite's one parity loop (:func:`~.parity.golden_parity`) with ``threads`` torch
+    threads, timed as the asv tracks render it (``benchmarks/common.py``: ``golden_render``), its image hashed; a
+    case that fails (a non-finite value included) is recorded in ``failures`` (NotImplementedError where this
+    detsim cannot run ``mode`` on the CPU)."""
+    from detsim import config_from_argv, simulate
     from detsim.rendering import engine
 
     if mode not in engine.available_modes(DEVICE):
         raise NotImplementedError(f"this detsim has no {mode} path on the {DEVICE}")
+
+    def render(config) -> Timed:
+        done = timed(torch, lambda: simulate(config, device=DEVICE, dtype=getattr(torch, dtype), mode=mode), DEVICE)
+        if not bool(done.result.isfinite().all()):
+            raise ValueError("the image has non-finite values")
+        return done
+
     hashes, failures = {}, {}
     with thread_count(threads):
-        for case in cases:
-            try:
-                hashes[case.id] = case_sha256(case, mode)
-            except Exception as exc:  # noqa: BLE001 - reported per case, in one line: ``ErrorType: message``
-                failures[case.id] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        for done in golden_parity(cases, config_from_argv, render):
+            if done.image is None:
+                failures[done.case.id] = done.error
+            else:
+                hashes[done.case.id] = image_sha256(done.image)
     return GoldenHashes(mode=mode, hashes=hashes, failures=failures)
 
 

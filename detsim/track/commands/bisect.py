@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             found = hunt(spec, criterion, case, args.good, args.bad, Path(scratch), say)
     except (HuntError, GoldenError, SpecError) as exc:
         return refuse(f"bisect: {exc}")
-    record = found.record()
+    record = found.to_dict()
     for line in summary_lines(record, spec.name == "detsim" and spec.source is None):
         print(line)
     if args.json is not None:

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             return refuse(f"record: {exc}")
     _print(window, len(commits), project, not_measured(spec))
     if args.json is not None:
-        write_json(args.json, {**window.record(), "not_measured": not_measured(spec), "project": str(project.folder)})
+        write_json(args.json, {**window.to_dict(), "not_measured": not_measured(spec), "project": str(project.folder)})
     if window.rows and all(row["build_error"] for row in window.rows):
         print(f"record: nothing of {spec.name}'s window could be measured ({window.rows[-1]['build_error']})",
               file=sys.stderr)

@@ -5,7 +5,7 @@ one record.
 
 Input: a :class:`~.plan.CheckPlan` and the command line's :class:`Options`. Output: the record ``gpu.json``
 holds: ``schema``, ``dry_run``, ``device``, ``commit``, ``dirty``, ``started``, ``wall_s``, ``budget_s``,
-``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.record`, in the order run),
+``plan`` (workloads, cases, paths), ``steps`` (each step's :meth:`~.steps.StepResult.to_dict`, in the order run),
 ``exit_code`` (the steps' alone: a goal missed is a figure, not a failing step), ``goals`` (each goal's
 verdict, :mod:`~.verdicts`) and ``side_by_side`` (detsim against nanoBragg.c, where it was timed); the command
 adds ``report`` and ``machine``. Every view of a run (the summary, a reader)
@@ -90,7 +90,7 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
             return StepResult(name, Status.SKIPPED,
                               reason="no nanoBragg.c binary given (--nanobragg PATH); the check never builds one")
         return time_nanobragg(options.nanobragg, (plan.overhead_workload, *plan.speed_workloads), budget=budget,
-                              box_s=boxes.nanobragg, root=root)
+                              root=root)
 
     asked("nanobragg", nanobragg, "nanobragg")
     asked("device tests", lambda name: device_tests(name, plan.device == "cuda", TEST_WORKERS, **box(boxes.tests)),
@@ -135,10 +135,10 @@ def run_check(plan: CheckPlan, options: Options, progress=lambda line: None) -> 
                  "repeat_s": plan.repeat_s, "fixed_cost_calls": plan.fixed_cost_calls,
                  "golden_cases": None if plan.golden_cases is None else list(plan.golden_cases),
                  "paths": [p.name for p in plan.paths], "boxes": asdict(plan.boxes)},
-        "steps": [s.record() for s in steps],
+        "steps": [s.to_dict() for s in steps],
         "exit_code": int(worst(*(s.status.exit_code for s in steps))),
     }
-    return {**record, "goals": [row.record() for row in goal_rows(record)], "side_by_side": side_by_side(record)}
+    return {**record, "goals": [row.to_dict() for row in goal_rows(record)], "side_by_side": side_by_side(record)}
 
 
 def child_env(plan: CheckPlan, path: GpuPath | None, root: Path) -> dict[str, str]:

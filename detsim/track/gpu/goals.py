@@ -117,7 +117,7 @@ class GoalRow:
     gap: float | None = None  # where missed
     note: str = ""
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         t = self.goal
         return {"key": t.key, "what": t.what, "limit": f"{t.sense.value} {t.limit:g} {t.unit}", "scope": t.scope.value,
                 "how": t.how, "verdict": self.verdict.value, "value": self.measured.value, "where": self.measured.where,

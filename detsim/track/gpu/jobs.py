@@ -488,7 +488,7 @@ def fused_kernel_reports(target, errors: list[str]) -> dict:
         for dtype in POINTER_TYPES:
             name = dtype if variant == "common" else f"{dtype} {variant}"
             try:
-                reports[name] = fused_kernel_report(dtype, target=target, variant=variant).record()
+                reports[name] = fused_kernel_report(dtype, target=target, variant=variant).to_dict()
             except Exception as exc:  # noqa: BLE001 - another Triton or no cuobjdump: recorded, judged as missing
                 errors.append(f"the fused kernel's report, {name}: {type(exc).__name__}: {exc}".splitlines()[0])
     return reports

@@ -73,7 +73,7 @@ class KernelReport:
             found.append(f"atomic operation(s): {', '.join(self.atomics)}")
         return found
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         """The report as JSON-ready values."""
         return {**{name: getattr(self, name) for name in self.__dataclass_fields__},
                 "calls": list(self.calls), "atomics": list(self.atomics), "problems": self.problems()}

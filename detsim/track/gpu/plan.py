@@ -52,7 +52,6 @@ class Boxes:
     divergence: float  # one path that differs, through the first-divergence finder
     tests: float
     benchmarks: float
-    nanobragg: float
 
 
 @dataclass(frozen=True)
@@ -87,10 +86,10 @@ class CheckPlan:
 # what comes last is what a slow machine loses)
 FULL_BOXES = Boxes(probe=45, atomics=45, speed={"eager": 45, "compiled": 100, "triton": 75},
                    parity={"eager": 40, "compiled": 60, "triton": 40}, cpu_reference=45, divergence=90, tests=150,
-                   benchmarks=45, nanobragg=60)
+                   benchmarks=45)
 DRY_BOXES = Boxes(probe=30, atomics=60, speed={"eager": 60, "compiled": 90, "triton": 90},
                   parity={"eager": 60, "compiled": 60, "triton": 60}, cpu_reference=60, divergence=60, tests=60,
-                  benchmarks=60, nanobragg=60)
+                  benchmarks=60)
 
 
 def make_plan(dry_run: bool, golden_cases: tuple[str, ...] | None = None) -> CheckPlan:

@@ -8,7 +8,8 @@ and judged from its exit status and output into a :class:`~.steps.StepResult`.
   run to run: the culprit read off its report.
 - nanoBragg.c on the fixed-cost and speed workloads, for the same pixel·steps per second as detsim's paths: the
   given binary with the workload's command line, every host core its OpenMP threads, its float image written to a
-  scratch folder. The check never fetches or builds nanoBragg.c: without a binary that step is skipped.
+  scratch folder, timed as ``detsim-track speed`` times it (:mod:`detsim.track.base.program_timing`). The check
+  never fetches or builds nanoBragg.c: without a binary that step is skipped.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from detsim.track.base.program_timing import RUN_LIMIT_S, ProcessJob, timed_runs
 from detsim.track.base.status import Status
 from detsim.track.gpu.plan import GpuPath, workload
-from detsim.track.gpu.steps import Budget, StepResult, run_command, tail
+from detsim.track.gpu.steps import Budget, StepResult, not_run, run_command, tail
 
 NANOBRAGG_CALLS = 3  # a nanoBragg.c run is timed this many times at most, its best kept
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
@@ -136,34 +138,30 @@ def read_report(name: str, returncode: int, stdout: str, stderr: str, seconds: f
                       + (data["log"][-1] if data["log"] else "no output"), data)
 
 
-def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, box_s: float,
-                   root: Path) -> StepResult:
+def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, root: Path) -> StepResult:
     """Each workload on its nanoBragg command line (the one detsim's speed step reads) with ``OMP_NUM_THREADS`` =
-    every core, wall-timed as a user runs it (start-up and writing its float image included): the best of up to
-    :data:`NANOBRAGG_CALLS` calls, fewer where a call takes a second or more; ``box_s`` for all of them."""
+    every core, wall-timed as a user runs it (start-up and writing its float image included) by the suite's one
+    timer of a program (:mod:`detsim.track.base.program_timing`, each call killed past its time limit): the best
+    of up to :data:`NANOBRAGG_CALLS` calls, fewer where a call takes a second or more."""
     name = "nanobragg"
     cores = os.cpu_count() or 1
-    env = {**os.environ, "OMP_NUM_THREADS": str(cores)}
     data = {"binary": str(binary), "threads": cores, "workloads": {}}
-    deadline = time.monotonic() + box_s
-    spent = 0.0
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="detsim-nanobragg-") as scratch:
         for wname in workloads:
             load = workload(wname)
-            argv = [str(binary), *load.argv(), "-floatfile", str(Path(scratch) / f"{wname}.bin")]
-            times = []
-            while len(times) < NANOBRAGG_CALLS and (not times or max(times) < 1.0):
-                done, unfinished, seconds = run_command(name, argv, budget=budget,
-                                                        box_s=max(0.0, deadline - time.monotonic()), root=root,
-                                                        env=env)
-                spent += seconds
-                if unfinished is not None:
-                    return StepResult(name, unfinished.status, spent, f"{wname}: {unfinished.reason}", data)
-                if done.returncode != 0:
-                    return StepResult(name, Status.CRASHED, spent, f"{wname}: exited {done.returncode}: "
-                                      f"{(tail(done.stderr or done.stdout) or ['no output'])[-1]}", data)
-                times.append(seconds)
-            data["workloads"][wname] = {"wall_s": round(min(times), 4), "calls": len(times),
-                                        "pixel_steps": load.pixel_steps,
-                                        "pixel_steps_per_s": load.pixel_steps / min(times)}
-    return StepResult(name, Status.OK, spent, data=data)
+            output = str(Path(scratch) / f"{wname}.bin")
+            job = ProcessJob((str(binary), *load.argv(), "-floatfile", output), NANOBRAGG_CALLS,
+                             {"OMP_NUM_THREADS": str(cores)}, str(root), output, enough_s=1.0)
+            box = budget.box(NANOBRAGG_CALLS * RUN_LIMIT_S)
+            if box is None:
+                unrun = not_run(name)
+                return StepResult(name, unrun.status, time.monotonic() - started, f"{wname}: {unrun.reason}", data)
+            done = timed_runs(job, box_s=box)
+            if done.error:
+                return StepResult(name, Status.TIMED_OUT if done.timed_out else Status.CRASHED,
+                                  time.monotonic() - started, f"{wname}: {done.error}", data)
+            best = min(r["wall_s"] for r in done.runs)
+            data["workloads"][wname] = {"wall_s": round(best, 4), "calls": len(done.runs),
+                                        "pixel_steps": load.pixel_steps, "pixel_steps_per_s": load.pixel_steps / best}
+    return StepResult(name, Status.OK, time.monotonic() - started, data=data)

@@ -35,7 +35,7 @@ class StepResult:
     reason: str = ""
     data: dict = field(default_factory=dict)
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         return {**asdict(self), "status": self.status.value, "seconds": round(self.seconds, 2)}
 
 

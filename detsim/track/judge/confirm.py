@@ -167,7 +167,7 @@ class Decision:
     p_value: float | None = None
     rounds: int = 0
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         return {"confirmation": self.status.value, "confirmation_evidence": self.evidence,
                 "remeasured_ratio": None if self.ratio is None else round(self.ratio, 4),
                 "remeasured_p": None if self.p_value is None else float(f"{self.p_value:.3g}"),
@@ -307,7 +307,7 @@ def _undecided(machine: str, finding: Finding, why: str, repo: Path | None = Non
     where = f" --repo {shlex.quote(str(repo))}" if repo is not None else ""
     history = finding.detail.get("confirmation_evidence", "a step in the recorded history")
     command = f"detsim-track regressions{where} --machine {machine} --remeasure-budget {DECIDE_BUDGET_S}"
-    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command, decide_does=REMEASURES,
+    return _with(finding, confirmation=Confirmation.UNDECIDED, decide_command=command,
                  confirmation_evidence=f"{history.removesuffix('; not re-measured')}; not re-measured: {why}")
 
 
@@ -439,7 +439,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             kept = outcomes[key]
             decided[key_id] = _with(finding, **Decision(
                 Confirmation(kept["status"]), f"{kept['evidence']} (re-measured on {kept['at']})", kept.get("ratio"),
-                kept.get("p_value"), kept.get("rounds", 0)).record())
+                kept.get("p_value"), kept.get("rounds", 0)).to_dict())
             continue
         why = _why_not_measured(report.machine, here, finding, rank, limit, budget_s, deadline)
         if why:
@@ -458,7 +458,7 @@ def _remeasured(report: Report, root: Path, suspects: dict[int, Finding], limit:
             share = f"{share_s:.0f} s: its share of the {budget_s:.0f} s re-measuring budget"
             decided[key_id] = _undecided(report.machine, finding, f"{exc} ({share})", repo)
             continue
-        decided[key_id] = _with(finding, **confirmation.record())
+        decided[key_id] = _with(finding, **confirmation.to_dict())
         outcomes[key] = {**asdict(confirmation), "status": confirmation.status.value, "at": report.generated_at}
     if outcomes:
         cache["report"] = "detsim-track confirmations"

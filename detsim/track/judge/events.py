@@ -67,7 +67,7 @@ class HistoryEvent:
     # timing's: SUSPECT), FIXED or BROKEN
     detail: Mapping = field(default_factory=dict)  # an image change's sha256 on both sides
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         """The event as ``verdict.json`` stores it."""
         s = self.series
         record = {"step": self.step.value, "label": self.label, "commit": self.commit, "before": self.before,

@@ -47,7 +47,7 @@ def series_of_record(record: Mapping) -> Series:
 
 
 def flags(record: Mapping) -> bool:
-    """Whether a finding's JSON record (:meth:`Finding.record`) is a regression (:attr:`Finding.is_verdict`)."""
+    """Whether a finding's JSON record (:meth:`Finding.to_dict`) is a regression (:attr:`Finding.is_verdict`)."""
     return record.get("label") in FLAGGED
 
 
@@ -90,7 +90,7 @@ class Finding:
         return cls(series_of_record(record), record["last_good"], record["first_bad"], record["old"], record["new"],
                    detail)
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         """The finding as the JSON report stores it."""
         s = self.series
         record = {"family": s.family, "benchmark": s.name, "params": s.params, "env": s.env, "unit": s.unit,

@@ -65,7 +65,7 @@ class Skipped:
         count = len(self.labels)
         return f"{count} {self.reason.one if count == 1 else self.reason.many} ({self.reason.why})"
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         return {"what": self.reason.many, "why": self.reason.why, "benchmarks": list(self.labels)}
 
     @classmethod

@@ -126,7 +126,7 @@ def finding_line(finding: Finding | Mapping, subjects: Mapping[str, str] | None 
     NAME: CHANGE (EVIDENCE), WHERE``, as ``view`` shows it (the page's items leave out the label and family, under
     their family's row; on screen the change stays whole, the name and then the subject are cut to fit
     :data:`WIDTH`, ``tail`` at its end)."""
-    r = finding.record() if isinstance(finding, Finding) else finding
+    r = finding.to_dict() if isinstance(finding, Finding) else finding
     name, digits = _name(r, view), SHA_DIGITS[view]
     if view is View.PAGE:
         if r["family"] == Family.RUNS_DIFFER:
@@ -197,7 +197,7 @@ def header(report: Report) -> str:
 def _machine_lines(report: Report) -> list[str]:
     """One machine's whole verdict, line by line."""
     lines = [f"{header(report)} latest {commit_text(report.latest, report.subjects)}"]
-    lines += regression_lines([f.record() for f in report.regressions], report.subjects)
+    lines += regression_lines([f.to_dict() for f in report.regressions], report.subjects)
     if report.built:
         lines += [f"NOT MEASURED at {report.latest[:8]}: {label}" for label in report.unmeasured]
     lines += [f"skipped at {report.latest[:8]}: {s.text()} (the benchmarks in --json)" for s in report.skips]
@@ -308,17 +308,16 @@ def group_line(records: list[Mapping], subjects: Mapping[str, str]) -> str:
 
 def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> list[str]:
     """The lines of the findings that need action (a ``NOISE`` step needs none), in the verdict's order; the
-    command that decides an undecided step at the end of its line, or, for several, on a line after them (a
-    line per command where each step has its own, as a target's do)."""
+    command that decides an undecided step at the end of its line, or, for several, on a line after them."""
     groups: dict[tuple, list[Mapping]] = {}
     for finding in findings:
         if finding.label != NOISE_LABEL:
-            record = finding.record()
+            record = finding.to_dict()
             key = (record["label"], record["family"], record.get("axis"), record["last_good"], record["first_bad"])
             groups.setdefault(key, []).append(record)
     undecided = [r for group in groups.values() for r in group if r.get("decide_command")]
-    does = {r["decide_command"]: r.get("decide_does") or REMEASURES for r in undecided}  # command -> what it does
-    decide = "decide: " + "; ".join(sorted(does))
+    commands = sorted({r["decide_command"] for r in undecided})  # one: the run's machine and --repo
+    decide = "decide: " + "; ".join(commands)
     lines, told = [], False
     for group in groups.values():
         if group[0]["family"] == Family.RUNS_DIFFER or len(group) >= GROUP_AT:
@@ -333,14 +332,14 @@ def finding_lines(findings: Iterable[Finding], subjects: Mapping[str, str]) -> l
             lines.append(line)
     if undecided and not told:  # after the last undecided step
         last = max(i for i, line in enumerate(lines) if line.startswith(tuple(CONFIRMATION_LABELS.values())))
-        lines[last + 1:last + 1] = [_decide_line(command, does[command]) for command in sorted(does)]
+        lines[last + 1:last + 1] = [_decide_line(command) for command in commands]
     return lines
 
 
-def _decide_line(command: str, does: str) -> str:
+def _decide_line(command: str) -> str:
     """``decide: COMMAND (what it does)``; what it does left out where the line would not fit, the command
-    never cut (it is copied and run: a target's names the target's path)."""
-    line = f"decide: {command} ({does})"
+    never cut (it is copied and run: its ``--repo`` may be a long path)."""
+    line = f"decide: {command} ({REMEASURES})"
     return line if len(line) <= WIDTH else f"decide: {command}"
 
 
@@ -474,7 +473,7 @@ def event_lines(report: Report, limit: int | None = EVENT_LINES, *, always: bool
     suspect timing steps in one line (:func:`suspect_line`)."""
     if not (always or len(report.commits) > FEW_COMMITS):
         return []
-    records = [e.record() for e in report.events]
+    records = [e.to_dict() for e in report.events]
     lines = _event_groups([r for r in records if limit is None or not _suspect_step(r)])
     shown = lines if limit is None or len(lines) <= limit else lines[len(lines) - limit:]
     tail = [] if limit is None else [line for line in [suspect_line(records)] if line]

@@ -55,14 +55,14 @@ class Report:
         return {
             "generated_at": self.generated_at, "machine": self.machine, "envs": list(self.envs),
             "commits": list(self.commits), "latest": self.latest, "subjects": dict(self.subjects),
-            "regressions": [f.record() for f in self.regressions], "unmeasured": list(self.unmeasured),
-            "measured": self.measured, "skipped": self.skipped, "skips": [s.record() for s in self.skips],
+            "regressions": [f.to_dict() for f in self.regressions], "unmeasured": list(self.unmeasured),
+            "measured": self.measured, "skipped": self.skipped, "skips": [s.to_dict() for s in self.skips],
             "built": self.built, "notes": list(self.notes), "exit": int(self.exit),
             "machine_class": None if self.machine_class is None else fingerprint_hex(self.machine_class),
             "unbuilt": list(self.unbuilt), "families": dict(self.families), "history": dict(self.history),
             **({"target_results": self.target_results} if self.target_results else {}),
             **({"reused": list(self.reused)} if self.reused is not None else {}),
-            "events": [e.record() for e in self.events],
+            "events": [e.to_dict() for e in self.events],
         }
 
     @classmethod
@@ -86,7 +86,7 @@ def _number(value) -> float | None:
 
 
 def _event_of(record: Mapping) -> HistoryEvent:
-    """An event as ``HistoryEvent.record`` wrote it."""
+    """An event as ``HistoryEvent.to_dict`` wrote it."""
     return HistoryEvent(series_of_record(record), EventStep(record["step"]), record["commit"], record["before"],
                         _number(record["old"]), _number(record["new"]), record["label"],
                         {k: record[k] for k in SHA_KEYS if k in record})

@@ -11,15 +11,12 @@ last line the run printed) or ``wall_s`` (the best repeat) and ``cpu_s`` (that r
 ``vs_nanobragg_cpu``. Then the markdown table of rows (printed and in ``summary.md``; undefined cells are
 "–", a failed run shows its error across the row).
 
-The jobs (each a fresh process, :func:`detsim.track.base.fresh.run_job`): :func:`process_job` times a whole
-program as a user runs it: ``repeats`` runs, blocked in ``wait4`` (so it takes no CPU from the program and
-sees its end at once), in the job's process group (a kill of the group ends it too). Per run: ``wall_s``
-(start to exit, interpreter start included), ``cpu_s`` (user + system of the program and its children, all
-threads), ``returncode`` and ``stderr_tail``; it stops at the first run that fails. ``job["output"]`` is
-removed before each run, so that what is read back is the last run's. :func:`render_job` times detsim's
-render: it sets torch's thread count, warms up on a 64² detector (which compiles, for the compiled path),
-times ``repeats`` renders (prepare included; CPU seconds of every thread and of the worker processes a render
-forks) and saves the last image as raw float32 (slow, fast).
+The jobs (each a fresh process, :func:`detsim.track.base.fresh.run_job`): a whole program (nanoBragg.c, the
+``detsim`` command) is timed by the suite's one timer of a program (:mod:`detsim.track.base.program_timing`),
+each run killed past its time limit. :func:`render_job` times detsim's render: it sets torch's thread count,
+warms up on a 64² detector (which compiles, for the compiled path), times ``repeats`` renders (prepare
+included; CPU seconds of every thread and of the worker processes a render forks) and saves the last image as
+raw float32 (slow, fast).
 
 No peak memory is read from outside: a child's ``ru_maxrss`` starts from its parent's high-water mark (Linux
 carries it across fork and exec); the detsim render job reads its own ``VmHWM`` instead.
@@ -27,18 +24,15 @@ carries it across fork and exec); the detsim render job reads its own ``VmHWM`` 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from detsim.track.base.fresh import Job, run_job, thread_vars
 from detsim.track.base.metrics import pearson_r
+from detsim.track.base.program_timing import ProcessJob, timed_runs
 from detsim.track.base.timing import timed_calls
 from detsim.track.base.workloads import Workload
 
@@ -46,20 +40,7 @@ from detsim.track.base.workloads import Workload
 NANOBRAGG = "nanoBragg.c"  # the program name of nanoBragg's rows
 PROCESS, RENDER = "process", "render"  # the scopes of a row
 RENDER_JOB = "detsim.track.measure.speed:render_job"  # what a detsim render run executes in its own process
-PROCESS_JOB = "detsim.track.measure.speed:process_job"  # the timer of a whole program
 DETSIM_COMMAND = [sys.executable, "-m", "detsim.commandline.command"]  # the ``detsim`` command, run by this interpreter
-
-
-@dataclass(frozen=True)
-class ProcessJob(Job):
-    """The timer's job (:func:`process_job`): run ``argv`` ``repeats`` times with ``env`` added, in ``cwd``;
-    ``output`` (a file the program writes) is removed before each run."""
-
-    argv: tuple[str, ...]
-    repeats: int = 1
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    output: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,20 +76,18 @@ def _best(row: dict, workload: Workload, walls: list[float], cpus: list[float], 
 
 def _timed_process(row: dict, workload: Workload, argv: list[str], repeats: int, image: Path, scratch: Path,
                    program: str, whole_image: bool = False) -> bool:
-    """``row`` timed as ``repeats`` runs of a whole program (:func:`process_job`) writing ``image``; False, with
-    ``row["error"]`` (one line), where a run failed or, checked with ``whole_image``, its image is not whole."""
-    job = ProcessJob((*argv, "-floatfile", str(image)), repeats, thread_vars(row["threads"]), str(scratch), str(image))
-    m = run_job(PROCESS_JOB, job, cwd=scratch, check=False)
-    runs = m.result["runs"] if m.result is not None else None
-    if runs is None:
-        row["error"] = f"{program} {m.last_line() or f'the timer exited {m.returncode}'}"
-    elif runs[-1]["returncode"] != 0:
-        last = runs[-1]["stderr_tail"]
-        row["error"] = f"{program} exited {runs[-1]['returncode']}" + (f": {last}" if last else "")
+    """``row`` timed as ``repeats`` runs of a whole program (:func:`~detsim.track.base.program_timing.timed_runs`)
+    writing ``image``; False, with ``row["error"]`` (one line), where a run failed or ran past
+    :data:`~detsim.track.base.program_timing.RUN_LIMIT_S`, or, checked with ``whole_image``, its image is not
+    whole."""
+    done = timed_runs(ProcessJob((*argv, "-floatfile", str(image)), repeats, thread_vars(row["threads"]),
+                                 str(scratch), str(image)))
+    if done.error:
+        row["error"] = f"{program} {done.error}"
     elif whole_image and (problem := image_problem(image, workload)):
         row["error"] = f"{argv[0]}: {problem}"
     else:
-        _best(row, workload, [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs], "whole process")
+        _best(row, workload, [r["wall_s"] for r in done.runs], [r["cpu_s"] for r in done.runs], "whole process")
     return "error" not in row
 
 
@@ -199,36 +178,7 @@ def add_ratios(rows: list[dict]) -> None:
 
 # ---- the jobs, each in a process of its own
 
-TAIL_BYTES = 4096  # of the program's stderr kept for the last line
 WARM_UP_PIXELS = 64  # detector side of the warm-up render
-
-
-def process_job(job: ProcessJob) -> dict:
-    """Inside the timer's process: run the program ``job.repeats`` times; ``{"runs": [record...]}``."""
-    runs = []
-    for _ in range(job.repeats):
-        runs.append(_timed(job))
-        if runs[-1]["returncode"] != 0:
-            break
-    return {"runs": runs}
-
-
-def _timed(job: ProcessJob) -> dict:
-    """One run of the program, timed."""
-    env = {**os.environ, **job.env}
-    if job.output:
-        Path(job.output).unlink(missing_ok=True)
-    with tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(job.argv, cwd=job.cwd, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(max(0, err.seek(0, os.SEEK_END) - TAIL_BYTES))
-        tail = err.read().decode(errors="replace").strip().splitlines()
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "returncode": process.returncode,
-            "stderr_tail": tail[-1] if tail else ""}
 
 
 def peak_rss_mb() -> float | None:

@@ -26,7 +26,7 @@ class Turn:
     previous: str | None  # None: a render that is not reproduced needs no previous commit
     why: str
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         return {**asdict(self), "kind": self.kind.value}
 
 
@@ -41,9 +41,9 @@ class Window:
     already: int = 0  # commits taken from the earlier record
     where: str = "every measure: here, one commit at a time"  # where the timings and the other measures ran
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         return {"report": "record", "target": self.target, "rows": self.rows,
-                "turns": [t.record() for t in self.turns], "builds": self.builds, "renders": self.renders,
+                "turns": [t.to_dict() for t in self.turns], "builds": self.builds, "renders": self.renders,
                 "reused": self.reused, "already_recorded": self.already, "where": self.where,
                 "unbuilt": [r["commit"] for r in self.rows if r["build_error"]]}
 

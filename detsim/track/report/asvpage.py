@@ -219,7 +219,7 @@ def tab(verdicts: Mapping[str, Report], index: Mapping, html: Path) -> Tab:
     their order."""
     revisions = {commit: int(rev) for rev, commit in index["revision_to_hash"].items()}
     entries, missing, texts = [], [], []
-    flagged = ((m, f.record()) for m, report in verdicts.items() for f in report.regressions if f.is_verdict)
+    flagged = ((m, f.to_dict()) for m, report in verdicts.items() for f in report.regressions if f.is_verdict)
     for machine, record in flagged:
         made = entry(record, machine, index, revisions, html)
         if made is None:

@@ -96,7 +96,7 @@ def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
     commit, the step, its colour and the line that names it (with its machine where there are several)."""
     marks: dict[str, list[dict]] = {}
     for machine, report in picked.items():
-        for e in (event.record() for event in report.events):
+        for e in (event.to_dict() for event in report.events):
             text = (f"{machine}: " if len(picked) > 1 else "") + event_text(e)
             marks.setdefault(e["benchmark"], []).append(
                 {"commit": e["commit"], "step": e["step"], "color": COLOR[e["step"] in FLAGGING_STEPS], "text": text})

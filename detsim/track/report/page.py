@@ -92,7 +92,7 @@ def family_rows(report: Report, present: Mapping[str, Presence], benchmarks: Map
     family with series. ``note_not_comparable``: why determinism was not compared here, if it was not;
     ``machine``: links show that machine's series only (several machines on one history)."""
     findings: dict[str, list[Mapping]] = {}
-    for record in (f.record() for f in report.regressions):
+    for record in (f.to_dict() for f in report.regressions):
         family = record.get("family", Family.OTHER_TRACK)
         findings.setdefault(MERGED.get(family, family), []).append(record)
     extra = sorted((set(present) | set(findings)) - set(ROWS) - set(HIDDEN))
@@ -464,10 +464,10 @@ def machine_section(report: Report, rows: Sequence[Row], history: History, graph
             f"({MEANING.get(code, '?')}); generated {escape(report.generated_at)}</p>"
             f"{family_table(rows, report)}"
             f'{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}'
-            f"{parity_section(history, subjects, graph_href, [e.record() for e in report.events])}"
+            f"{parity_section(history, subjects, graph_href, [e.to_dict() for e in report.events])}"
             f"{determinism_section(history, commits, subjects, graph_href)}"
             f"{departure_section(departures, subjects)}"
-            f"{events_section([e.record() for e in report.events], subjects)}"
+            f"{events_section([e.to_dict() for e in report.events], subjects)}"
             f"{commits_table(commits, subjects)}</section>")
 
 

@@ -154,7 +154,7 @@ def do_job(job: SideJob) -> dict:
     if job.what == "kernel":  # the commit's fused kernel compiled for sm_90 (no device, no configuration)
         from detsim.track.gpu.kernel_report import fused_kernel_report
 
-        out.write_text(json.dumps(fused_kernel_report(job.dtype).record(), indent=1, sort_keys=True) + "\n")
+        out.write_text(json.dumps(fused_kernel_report(job.dtype).to_dict(), indent=1, sort_keys=True) + "\n")
         return {"out": str(out)}
     if job.what == "launches" and job.mode == "triton":
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton's kernels are defined: the CPU runs them interpreted

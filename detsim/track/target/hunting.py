@@ -5,7 +5,7 @@ Input: a :class:`~.spec.TargetSpec`, a :class:`~.criteria.Criterion`, the golden
 Each probed commit is measured by :class:`Prober` (built in a throwaway venv, or its results reused by
 :mod:`.build`'s reuse rule); the suite's one bisection (:mod:`detsim.track.base.bisection`) probes the commits, a
 commit that does not build or cannot be judged stepped around. Output: a :class:`Hunt` (JSON:
-:meth:`Hunt.record`) with every step, the counts of builds, renders and reused results, the candidates left
+:meth:`Hunt.to_dict`) with every step, the counts of builds, renders and reused results, the candidates left
 when skips hide the exact first bad commit, and for an image criterion where the first bad image departs
 (:mod:`.departure`). Progress goes to the ``say`` callback, one line a step.
 """
@@ -81,7 +81,7 @@ class Hunt:
         """The most builds a hunt over this many commits should take: ~log2(N) + 3."""
         return math.ceil(math.log2(max(self.commits, 2))) + 3
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         b = self.bisection
         return {"report": "bisect", "criterion": {"kind": self.criterion.kind.value, "case": self.criterion.case,
                                                   "factor": self.criterion.factor, "percent": self.criterion.percent,
@@ -166,7 +166,7 @@ def _log(result: Hunt, say, probe: Measured, judged: Marking, label: str, left: 
     result.steps.append({"label": label, "commit": probe.commit, "mark": judged.mark.value, "why": judged.why,
                          "reused_from": probe.reused_from, "reused_by": probe.reused_by,
                          "build_error": probe.build_error,
-                         "outcome": None if probe.results is None else _one(probe).outcome.record()})
+                         "outcome": None if probe.results is None else _one(probe).outcome.to_dict()})
 
 
 def _count(result: Hunt, prober: Prober) -> None:

@@ -39,7 +39,7 @@ def measure_cases(spec: TargetSpec, cases: Sequence[GoldenCase], bin_dir: Path, 
                 outcome = replace(outcome, instructions=count_render(spec, case, bin_dir, count_work))
             except CountError as exc:
                 outcome = replace(outcome, not_counted=str(exc))
-        record = outcome.record()
+        record = outcome.to_dict()
         if rendered.image is not None and record["parity"].get("max_abs") != 0:
             record["departure"] = departure(rendered.image, rendered.reference)
         out[case.id] = record

@@ -83,7 +83,7 @@ class CaseOutcome:
         return (f"image, 1 - r = {one_minus_r}, max rel {_g(self.parity.get('max_rel'))}, "
                 f"sum ratio {_g(self.parity.get('sum_ratio'))}, {self.seconds:.2f} s{extra}")
 
-    def record(self) -> dict:
+    def to_dict(self) -> dict:
         """The outcome as JSON stores it."""
         rec = asdict(self)
         rec.update(status=self.status.value, hashes=list(self.hashes), stderr_tail=list(self.stderr_tail),

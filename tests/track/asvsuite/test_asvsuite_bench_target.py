@@ -26,8 +26,8 @@ GOLDEN = ROOT / "tests" / "golden"
 
 def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_track_alone():
     image = CaseOutcome(CASE, Status.OK, sha256="ab" * 32, hashes=("ab" * 32, "cd" * 32), peak_mb=250.0,
-                        parity={"r": 1 - 3.21e-6, "max_rel": 0.02, "sum_ratio": 1.001}).record()
-    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).record()
+                        parity={"r": 1 - 3.21e-6, "max_rel": 0.02, "sum_ratio": 1.001}).to_dict()
+    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom", stderr_tail=("reading", "RuntimeError: boom")).to_dict()
     cache = {CASE: image, "k": crash}
     case, reproduced = bench_target.Case(), bench_target.Reproducibility()
     assert case.track_parity_one_minus_r(cache, CASE) == 3.21e-6
@@ -43,9 +43,9 @@ def test_the_suites_tracks_read_an_outcome_and_a_failed_case_fails_its_parity_tr
 
 def test_a_count_is_a_cost_track_skipped_without_valgrind_and_failed_when_it_failed(monkeypatch):
     counted = CaseOutcome(CASE, Status.OK, sha256="ab" * 32, hashes=("ab" * 32,) * 2, parity={"r": 1.0},
-                          instructions=374_434_551).record()
+                          instructions=374_434_551).to_dict()
     failed = {**counted, "instructions": None, "not_counted": "the counted render exited 1: boom"}
-    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom").record()
+    crash = CaseOutcome("k", Status.CRASHED, "exited 1: boom").to_dict()
     cache = {CASE: counted, "f": failed, "k": crash}
     assert bench_target.instructions(cache, CASE) == 374_434_551
     assert CaseOutcome.from_record(counted).instructions == 374_434_551

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+import detsim
+
 from detsim.track.base.golden import GoldenCase, find_case
 from detsim.track.base import hashing
 from detsim.track.base.runtime import thread_count
@@ -52,7 +54,7 @@ def test_a_golden_hash_is_the_asv_tracks_hash(monkeypatch):
 
 def test_renders_use_one_thread_and_restore_the_count(monkeypatch):
     seen = []
-    monkeypatch.setattr(golden_hashes, "case_sha256", lambda case, mode: seen.append(torch.get_num_threads()) or "0")
+    monkeypatch.setattr(detsim, "simulate", lambda *a, **k: seen.append(torch.get_num_threads()) or torch.zeros(1))
     with thread_count(2):
         render_hashes([find_case("a01", GOLDEN)])
         assert torch.get_num_threads() == 2
@@ -67,10 +69,13 @@ def test_a_case_that_fails_is_recorded_not_raised(tmp_path):
     assert result.failures["broken"].startswith("ConfigError: no structure factors") and "\n" not in result.failures["broken"]
 
 
-def test_a_wrong_shape_fails_the_case():
+def test_a_wrong_shape_or_a_non_finite_image_fails_the_case(monkeypatch):
     case = find_case("a01", GOLDEN)
     wrong = GoldenCase(id=case.id, folder=case.folder, args=case.args, shape=(3, 3))
-    assert render_hashes([wrong]).failures[case.id].startswith("ValueError: image shape")
+    assert render_hashes([wrong]).failures[case.id].startswith("GoldenError: ")  # not the reference's shape
+    assert "expected a 3x3 image" in render_hashes([wrong]).failures[case.id]
+    monkeypatch.setattr(detsim, "simulate", lambda *a, **k: torch.full(case.shape, float("nan"), dtype=torch.float64))
+    assert dict(render_hashes([case]).failures) == {case.id: "ValueError: the image has non-finite values"}
 
 
 def test_an_unavailable_path_raises():
@@ -80,7 +85,7 @@ def test_an_unavailable_path_raises():
 
 def test_failures_are_one_line_and_the_machine_class_is_the_renders(monkeypatch):
     raised = iter([ValueError("first\nsecond"), KeyError()])
-    monkeypatch.setattr(golden_hashes, "case_sha256", lambda case, mode: (_ for _ in ()).throw(next(raised)))
+    monkeypatch.setattr(detsim, "simulate", lambda *a, **k: (_ for _ in ()).throw(next(raised)))
     a01, c02 = find_case("a01", GOLDEN), find_case("c02", GOLDEN)
     assert dict(render_hashes([a01, c02]).failures) == {a01.id: "ValueError: first", c02.id: "KeyError: "}
     here = machine_class()

@@ -70,7 +70,7 @@ def test_a_target_for_every_path_is_met_only_once_every_path_was_measured():
 
 
 def test_a_row_is_recorded_as_json_ready_fields():
-    row = judge(GOALS_BY_KEY["launches"], GoalValue(3890, "eager-float32, P2"), H200).record()
+    row = judge(GOALS_BY_KEY["launches"], GoalValue(3890, "eager-float32, P2"), H200).to_dict()
     assert row == {"key": "launches", "what": "device launches per render (P2)", "limit": "<= 10 launches",
                    "scope": "best path", "how": GOALS_BY_KEY["launches"].how, "verdict": "missed", "value": 3890,
                    "where": "eager-float32, P2", "gap": 389.0, "note": "389x off"}

@@ -35,7 +35,7 @@ def test_the_fused_kernel_compiles_clean_for_sm_90(kind):
     assert 0 < report.registers <= 255
     # one pixel a thread: an iteration of the orientation loop is one pixel-step; three gratings need dozens
     assert report.pixel_steps_per_iteration == 1.0 and 40 < report.instructions_per_step < 1000
-    assert set(report.record()) >= {"registers", "local_bytes", "calls", "atomics", "instructions_per_step"}
+    assert set(report.to_dict()) >= {"registers", "local_bytes", "calls", "atomics", "instructions_per_step"}
 
 
 def test_the_fused_kernel_with_every_feature_compiles_clean_for_sm_90():

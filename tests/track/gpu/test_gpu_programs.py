@@ -64,7 +64,7 @@ def _binary(tmp_path, body):
 def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_path):
     log = tmp_path / "argv.txt"
     binary = _binary(tmp_path, f'echo "$OMP_NUM_THREADS $*" >> {log}')
-    result = time_nanobragg(binary, ("P2@32", "P1@8"), budget=Budget(60), box_s=30, root=tmp_path)
+    result = time_nanobragg(binary, ("P2@32", "P1@8"), budget=Budget(60), root=tmp_path)
     assert result.status is Status.OK and set(result.data["workloads"]) == {"P2@32", "P1@8"}
     first = log.read_text().splitlines()[0].split()
     assert first[0] == str(os.cpu_count()) and first[1:1 + len(workload("P2@32").argv())] == workload("P2@32").argv()
@@ -75,12 +75,12 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
 
 
 def test_a_run_of_a_second_or_more_is_timed_once(tmp_path):
-    result = time_nanobragg(_binary(tmp_path, "sleep 1"), ("P1@8",), budget=Budget(60), box_s=30, root=tmp_path)
+    result = time_nanobragg(_binary(tmp_path, "sleep 1"), ("P1@8",), budget=Budget(60), root=tmp_path)
     assert result.status is Status.OK and result.data["workloads"]["P1@8"]["calls"] == 1
 
 
 def test_a_failing_binary_is_an_error(tmp_path):
-    failed = time_nanobragg(_binary(tmp_path, "echo broken >&2; exit 3"), ("P1@8",), budget=Budget(60), box_s=30,
+    failed = time_nanobragg(_binary(tmp_path, "echo broken >&2; exit 3"), ("P1@8",), budget=Budget(60),
                             root=tmp_path)
     assert failed.status is Status.CRASHED and "exited 3" in failed.reason and "broken" in failed.reason
 

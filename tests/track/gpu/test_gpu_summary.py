@@ -40,7 +40,7 @@ def _record(dry_run=False):
              "float64": None, "float32": {"path": "triton-float32", "pixel_steps_per_s": 3.25e11, "ratio": 387.0}}]
     return {"started": "20261127T190000Z", "dry_run": dry_run, "commit": "f" * 40, "dirty": False, "wall_s": 300.0,
             "budget_s": 450.0, "exit_code": 1, "plan": {"speed_workloads": ["P2"]}, "steps": steps,
-            "goals": [row.record() for row in goals], "side_by_side": side}
+            "goals": [row.to_dict() for row in goals], "side_by_side": side}
 
 
 def test_the_summary_gives_the_device_figures_differences_and_culprits():

@@ -181,7 +181,7 @@ def test_an_undecided_first_look_gets_one_extension(fake):
 
 
 def test_the_record_carries_the_status_and_the_evidence(fake):
-    record = decide(fake(1.5), threshold=0.05).record()
+    record = decide(fake(1.5), threshold=0.05).to_dict()
     assert record["confirmation"] == "confirmed" and record["remeasured_rounds"] == ROUNDS
     assert math.isclose(record["remeasured_ratio"], 1.5, rel_tol=0.03) and record["remeasured_p"] < ALPHA
 

@@ -56,7 +56,7 @@ def test_parity_fails_past_the_acceptance_line_even_without_a_rise():
     finding = detect(_series("parity", [beyond] * 3, unit="1 - r", case="a01"), 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.old) == (None, C[0], None)
     assert finding.detail["note"] == "never within the acceptance line here"
-    record = finding.record()
+    record = finding.to_dict()
     assert record["case"] == "a01" and record["new_r"] == pytest.approx(1 - beyond) and record["old_r"] is None
     assert detect(_series("parity", [1e-5, 1e-5, 1e-5], unit="1 - r"), 0, {}, {}) is None
 
@@ -165,7 +165,7 @@ def test_images_that_stop_reproducing_are_found_at_the_first_commit_of_the_run()
     finding = detect(series, 0, {}, {})
     assert (finding.last_good, finding.first_bad, finding.label) == (C[3], C[4], "NONDETERMINISTIC")
     assert finding.detail["axis"] == "process" and "second fresh process" in finding.detail["runs"]
-    assert finding.is_verdict and finding.record()["label"] == "NONDETERMINISTIC"
+    assert finding.is_verdict and finding.to_dict()["label"] == "NONDETERMINISTIC"
     assert detect(_runs_differ("threads", "s01", [1.0, 1.0, 0.0]), 0, {}, {}) is None
 
 

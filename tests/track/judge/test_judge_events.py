@@ -34,7 +34,7 @@ def test_a_drop_and_its_recovery_are_two_events_with_the_values_on_both_sides():
     assert [(e.step, e.commit, e.before, e.old, e.new, e.label) for e in events] == [
         (EventStep.REGRESSED, "c3", "c2", 1e-12, 0.02, "REGRESSED"),
         (EventStep.FIXED, "c6", "c5", 0.03, 1e-12, "FIXED")]
-    assert json.dumps([e.record() for e in events], allow_nan=False)  # strict JSON, as verdict.json is
+    assert json.dumps([e.to_dict() for e in events], allow_nan=False)  # strict JSON, as verdict.json is
 
 
 def test_a_failure_is_broken_then_fixed_and_a_skip_changes_nothing():

@@ -26,7 +26,7 @@ def test_ratio_is_none_without_an_old_value():
 
 
 def test_a_parity_record_carries_r_and_the_case():
-    record = Finding(_series("parity", case="a01"), "a", "b", 0.0, 0.0063, {"note": "x"}).record()
+    record = Finding(_series("parity", case="a01"), "a", "b", 0.0, 0.0063, {"note": "x"}).to_dict()
     assert record["case"] == "a01" and record["note"] == "x"
     assert record["old_r"] == 1.0 and record["new_r"] == pytest.approx(0.9937)
     assert (record["last_good"], record["first_bad"], record["ratio"]) == ("a", "b", None)

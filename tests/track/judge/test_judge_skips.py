@@ -19,7 +19,7 @@ def test_the_skips_at_the_latest_commit_are_counted_with_their_reason():
     assert skipped.text().startswith("2 image hashes (") and "no baseline for this machine class" in skipped.reason.why
     assert sorted(skipped.labels) == ["bench_determinism.track_hash_changed_a01_cubic_mosflm_center",
                                       "bench_determinism.track_hash_changed_o01_polar_0_9"]
-    assert report.as_json()["skips"] == [skipped.record()]
+    assert report.as_json()["skips"] == [skipped.to_dict()]
 
 
 def _skip_series(name: str, family: str, params: str = "", case: str | None = None) -> Series:
@@ -59,7 +59,7 @@ def test_skips_are_grouped_by_reason_largest_first_the_unknown_last():
                                                       (UNKNOWN, 1)]
     assert groups[0].text() == "3 image hashes (no baseline for this machine class)"
     assert groups[2].text() == "1 triton benchmark (GPU only)"
-    assert groups[1].record() == {"what": "CUDA benchmarks", "why": "no GPU here",
+    assert groups[1].to_dict() == {"what": "CUDA benchmarks", "why": "no GPU here",
                                   "benchmarks": [CUDA.label, TRITON_CUDA.label]}
     assert group_skips([], class_baseline=False) == ()
 

@@ -12,9 +12,7 @@ import torch
 
 from detsim.track.base import golden_hashes
 from detsim.track.base.golden import class_path, find_case, golden_dir
-from detsim.track.base.hashing import image_sha256
 from detsim.track.base.provenance import MachineClass
-from detsim.track.base.runtime import thread_count
 from detsim.track.judge import stored_baselines
 from detsim.track.judge.stored_baselines import GATE_BASELINE, REFRESH, StoreError, classes_held, disagreements, \
     expected_hashes, stale_message
@@ -40,9 +38,8 @@ def test_a_cheap_case_renders_here_as_every_store_of_this_machine_class_holds():
         pytest.skip(f"no stored baseline holds this machine class ({here[0].describe()}); stored: "
                     + "; ".join(classes_held(ROOT)))
     case = find_case(CHEAP, golden_dir(ROOT))
-    with thread_count(golden_hashes.THREADS):
-        rendered = {d: image_sha256(golden_hashes.render(case, golden_hashes.EAGER, d))
-                    for d in {e.machine.dtype for e in expected}}
+    rendered = {d: golden_hashes.render_hashes([case], dtype=d).hashes.get(CHEAP, "no image")
+                for d in {e.machine.dtype for e in expected}}
     stale = [f"{CHEAP} ({e.machine.dtype}): {e.describe()} holds {e.sha256[:16]}, this machine renders "
              f"{rendered[e.machine.dtype][:16]}" for e in expected if rendered[e.machine.dtype] != e.sha256]
     assert not stale, stale_message(stale)

@@ -174,16 +174,6 @@ def test_noise_is_only_counted_and_an_undecided_step_shows_the_command_that_deci
     assert [line for line in several if "decide:" in line] == [f"decide: {decide} (re-measures the undecided steps)"]
 
 
-def test_steps_each_decided_by_its_own_command_get_a_line_each_saying_what_it_does():
-    does = "times the two commits side by side"
-    commands = [f"detsim-track bisect aaaaaaaaaa bbbbbbbbbb --target /work/port --slower {case} 25"
-                for case in ("a01_cubic_mosflm_center", "e01_triclinic_misset")]
-    steps = [_timing(f"(case='{case}')", Confirmation.UNDECIDED, decide_command=command, decide_does=does)
-             for case, command in zip(("a01_cubic_mosflm_center", "e01_triclinic_misset"), commands)]
-    lines = _screen(_screen_report(steps))
-    assert [line for line in lines if "decide:" in line] == [f"decide: {command} ({does})" for command in commands]
-
-
 def test_a_long_benchmark_name_is_cut_before_its_change_and_commit_are():
     params = "(workload='P1', mode='eager', dtype='float32', device='cpu')"
     assert short_params(params) == "(P1, eager, float32, cpu)" and short_params("(case='a@1.5')") == "(a@1.5)"

@@ -1,5 +1,5 @@
-"""detsim.track.measure.speed: measured processes, rows, image comparison and ratios; the timer of a whole
-program and the measured process of a detsim render; the printed table and summary.md.
+"""detsim.track.measure.speed: measured processes, rows, image comparison and ratios; the measured process of a
+detsim render; the printed table and summary.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from detsim.track.base.runtime import thread_count
 from detsim.track.base.workloads import Workload, WORKLOADS
 from detsim.track.measure import speed
 from detsim.track.measure.speed import (
-    HEADER, ProcessJob, RenderJob, format_table, peak_rss_mb, process_job, render_job, summary_markdown,
+    HEADER, RenderJob, format_table, peak_rss_mb, render_job, summary_markdown,
 )
 
 
@@ -100,30 +100,6 @@ def test_ratios_are_against_nanobragg_on_the_same_workload_and_thread_count():
 
 
 # ---- jobs
-
-def _program(tmp_path, body: str) -> list[str]:
-    script = tmp_path / "program.py"
-    script.write_text(body)
-    return [sys.executable, str(script)]
-
-
-def test_each_run_is_timed_in_wall_and_cpu_seconds_with_the_variables_given(tmp_path):
-    out = tmp_path / "out.txt"
-    argv = _program(tmp_path, "import os, sys\n"
-                              "open(sys.argv[1], 'a').write(os.environ['OMP_NUM_THREADS'])\n"
-                              "sum(i * i for i in range(200000))\n")
-    answer = process_job(ProcessJob((*argv, str(out)), 3, {"OMP_NUM_THREADS": "7"}, str(tmp_path), str(out)))
-    runs = answer["runs"]
-    assert len(runs) == 3 and all(r["returncode"] == 0 for r in runs)
-    assert all(r["wall_s"] > 0 and r["cpu_s"] > 0 for r in runs)
-    assert out.read_text() == "7"  # removed before each run: what is left is the last run's
-
-
-def test_a_failing_run_ends_the_repeats_with_its_last_line(tmp_path):
-    argv = _program(tmp_path, "import sys\nprint('noise\\nthe reason', file=sys.stderr)\nsys.exit(5)\n")
-    runs = process_job(ProcessJob(tuple(argv), 3))["runs"]
-    assert len(runs) == 1 and runs[0]["returncode"] == 5 and runs[0]["stderr_tail"] == "the reason"
-
 
 def test_peak_rss_is_this_processes_high_water_mark():
     peak = peak_rss_mb()

@@ -47,7 +47,7 @@ def fake_measure(spec, cases, bin_dir: Path, count_work: Path) -> dict:
         raise RuntimeError("planted failure of the task")
     sha = hashlib.sha256(faults.encode()).hexdigest()[0]
     return {case.id: CaseOutcome(case.id, Status.OK, seconds=0.5, sha256=sha * 64, hashes=(sha * 64,) * 2,
-                                 parity={"r": 1.0}).record() for case in cases}
+                                 parity={"r": 1.0}).to_dict() for case in cases}
 
 
 def _fake_install(self, commit: str, folder: Path | None = None) -> Installation:
@@ -159,7 +159,7 @@ def test_a_timed_commits_results_go_whole_into_the_one_series_and_a_slice_merged
     project.write(spec, tmp_path / "a", "m1")
     recorder = TargetRecorder(spec, project, tmp_path / "a", "m1")
     installed = Installation(commit, project.folder / "builds" / commit[:12] / "venv" / "bin", tmp_path, "fp", 0.0)
-    cases = {CASE: CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()}
+    cases = {CASE: CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).to_dict()}
     given = []
 
     def fake_asv(*args, timeout=600, commit="", measured=None):  # asv with the suite: it writes what asv writes

@@ -32,7 +32,7 @@ def test_a_twin_takes_the_measured_commits_asv_results_under_its_own_hash_and_da
     asv_file = {"version": 2, "commit_hash": base, "env_name": ENV, "date": 1, "result_columns": ["result"],
                 "results": {"bench_target.Case.track_sum_ratio": [[1.0]]}}
     (results / f"{base[:8]}-{ENV}.json").write_text(json.dumps(asv_file))
-    image = CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).record()
+    image = CaseOutcome(CASE, Status.OK, sha256="a" * 64, hashes=("a" * 64,) * 2, parity={"r": 1.0}).to_dict()
     recorder = TargetRecorder(spec, project, tmp_path, "m1")
     measured = recorder._store(base, {"build_error": None, "keys": ["k"], "cases": {CASE: image}})
     row = recorder._reused(docs, Measured(docs, measured["cases"], base, "sources", keys=("k",)))

@@ -21,7 +21,7 @@ ENV = "existing-py_x_bin_python"
 
 def _image(one_minus_r=1e-9, sha="a", hashes=None) -> dict:
     return CaseOutcome("c02", Status.OK, seconds=1.0, sha256=sha * 64,
-                       hashes=tuple(h * 64 for h in hashes or sha * 2), parity={"r": 1 - one_minus_r}).record()
+                       hashes=tuple(h * 64 for h in hashes or sha * 2), parity={"r": 1 - one_minus_r}).to_dict()
 
 
 def _row(commit: str, outcome: dict | None) -> dict:
@@ -30,7 +30,7 @@ def _row(commit: str, outcome: dict | None) -> dict:
 
 
 def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it():
-    crash = CaseOutcome("c02", Status.CRASHED, "exited 1: boom").record()
+    crash = CaseOutcome("c02", Status.CRASHED, "exited 1: boom").to_dict()
     rows = [_row("a", _image()), _row("b", _image()), _row("c", _image(5e-8, sha="c")), _row("d", crash),
             _row("e", _image(5e-8, sha="c")), _row("f", _image(5e-8, sha="f", hashes="fg")), _row("g", None),
             _row("h", _image(5e-8, sha="h"))]
@@ -44,7 +44,7 @@ def test_each_case_turns_at_its_commit_against_the_last_commit_that_rendered_it(
 def test_the_table_has_a_line_per_measured_commit_and_one_per_run_of_reused_ones():
     reused = [{**_row(c, _image()), "reused_from": "a" * 40, "reused_by": "sources"} for c in "cde"]
     window = Window("port", rows=[_row("a", _image()), *reused[:2], _row("b", CaseOutcome("c02", Status.NO_IMAGE, "x")
-                                                                         .record()), reused[2]])
+                                                                         .to_dict()), reused[2]])
     window.turns = turns(window.rows)
     head, first, run, second, last = window.table()
     assert head.split()[:6] == ["commit", "date", "rendered", "parity", "min", "r"]
@@ -59,7 +59,7 @@ def _machine_row(commit: str, machine: str, sha: str = "a", status: Status = Sta
     outcome = (CaseOutcome("c02", status, "wrote 4 bytes") if status.is_failure else
                CaseOutcome("c02", status, seconds=1.0, sha256=sha * 64, hashes=(sha * 64,) * 2, parity={"r": 1.0}))
     return {"commit": commit, "machine": machine, "date": "", "subject": "", "build_error": None, "reused_from": None,
-            "reused_by": None, "keys": [], "cases": {"c02": outcome.record()}}
+            "reused_by": None, "keys": [], "cases": {"c02": outcome.to_dict()}}
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,7 @@ def test_the_tab_lists_exactly_the_findings_the_verdict_flags(published, remeasu
     report, stored = _verdict(root, remeasured_as, 2.0)  # the timing steps re-measured: confirmed
     listed = tab(stored, read_index(html)[0], html)
     names = [entry[0] for entry in listed.entries]
-    flagged = [f for verdict in stored.values() for f in verdict.regressions if flags(f.record())]
+    flagged = [f for verdict in stored.values() for f in verdict.regressions if flags(f.to_dict())]
     assert len(names) == len(flagged) == sum(f.is_verdict for f in report.regressions) == 6
     assert "bench_engine.Throughput.track_pixel_steps_per_second" in names  # asv's page does not judge it
     own = {entry[0]: entry for entry in asvs}

@@ -104,7 +104,7 @@ def test_the_plugin_adds_the_benchmarks_events_to_asvs_markings_at_their_commits
          "unit": "instructions", "old": 1.0, "new": 2.0, "before": "aaa", "params": "", "env": "e"},
         {"commit": "aaa", "step": "fixed", "benchmark": "bench.other", "family": "cost", "label": "FIXED",
          "unit": "instructions", "old": 2.0, "new": 1.0, "before": None, "params": "", "env": "e"}]
-    report = types.SimpleNamespace(events=[types.SimpleNamespace(record=lambda e=e: e) for e in events])
+    report = types.SimpleNamespace(events=[types.SimpleNamespace(to_dict=lambda e=e: e) for e in events])
     script.write_text(asv_script({"m": report}))
     (tmp_path / "check.js").write_text(NODE_CHECK)
     done = subprocess.run([node, str(tmp_path / "check.js"), str(script)], capture_output=True, text=True, timeout=30)

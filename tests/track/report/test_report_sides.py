@@ -181,7 +181,7 @@ def test_the_kernel_job_writes_the_commits_kernel_report_without_a_configuration
     import types
 
     fake = types.ModuleType("detsim.track.gpu.kernel_report")
-    fake.fused_kernel_report = lambda dtype: types.SimpleNamespace(record=lambda: {"dtype": dtype, "registers": 56})
+    fake.fused_kernel_report = lambda dtype: types.SimpleNamespace(to_dict=lambda: {"dtype": dtype, "registers": 56})
     monkeypatch.setitem(sys.modules, "detsim.track.gpu.kernel_report", fake)
     out = tmp_path / "kernel.json"
     do_job(SideJob("kernel", "fused-kernel", str(out), dtype="float64"))

@@ -43,7 +43,7 @@ def _hunt(port, kind: Kind, good: str, bad: str, tmp_path: Path, **criterion):
     said: list[str] = []
     found = hunt(spec, Criterion(kind, case.id, **criterion), case, port.commits[good], port.commits[bad],
                  tmp_path / "scratch", said.append)
-    record = found.record()
+    record = found.to_dict()
     names = {sha: name for name, sha in port.commits.items()}
     return record, names.get(record["first_bad"]), said
 

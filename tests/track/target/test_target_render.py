@@ -170,7 +170,7 @@ def test_the_record_is_strict_json_and_reads_back_the_same():
     for outcome in (CaseOutcome("a01", Status.OK, seconds=2.0, peak_mb=300.0, sha256="c" * 64,
                                 hashes=("c" * 64, "c" * 64), parity=PARITY),
                     CaseOutcome("b01", Status.WRONG_SIZE, "wrote 4 bytes", seconds=1.0)):
-        record = json.loads(json.dumps(outcome.record(), allow_nan=False))
+        record = json.loads(json.dumps(outcome.to_dict(), allow_nan=False))
         again = CaseOutcome.from_record(record)
         assert again == outcome and again.parity == outcome.parity
         assert record["status"] == outcome.status.value and record["reproduced"] == outcome.reproduced
