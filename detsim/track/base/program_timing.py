@@ -85,9 +85,11 @@ def _timed(job: ProcessJob) -> dict:
                                    stdout=subprocess.DEVNULL, stderr=err)
         killer = threading.Timer(job.limit_s, os.kill, (process.pid, signal.SIGKILL))
         killer.start()
-        _, status, usage = os.wait4(process.pid, 0)
+        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped: its pid is not reused yet
         wall = time.perf_counter() - started
         killer.cancel()
+        killer.join()  # a kill already under way lands on the unreaped program, never on a reused pid
+        _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         err.seek(max(0, err.seek(0, os.SEEK_END) - TAIL_BYTES))
         tail = err.read().decode(errors="replace").strip().splitlines()
