@@ -1,9 +1,9 @@
 """A machine's events (:mod:`detsim.track.judge.events`) on the page, drawn from its stored verdict: the list of
 every step of every series, each line as the verdict's text writes it (:func:`detsim.track.judge.text.event_text`),
-newest first, with its commit's subject; and each event marked at its commit on its series' graphs: a vertical
-line on the status page's own graphs (:func:`svg_marks`), and on asv's graphs (:func:`asv_script`, offline: a
-script of the page's own, a flot plugin that adds the benchmark's events to the main graph's markings, each with
-a marker that names it on hover)."""
+newest first, with its commit's subject; and each event marked at its commit on its series' graphs: a dotted
+vertical line topped by a triangle on the status page's own graphs (:func:`svg_marks`, said in words by
+:func:`svg_key`), and on asv's graphs (:func:`asv_script`, offline: a script of the page's own, a flot plugin
+that adds the benchmark's events to the main graph's markings, each with a marker that names it on hover)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,33 @@ def events_section(events: Sequence[Mapping], subjects: Mapping[str, str]) -> st
             f'<table class="events">{rows}</table>')
 
 
+MARKER = 4  # half the width of the triangle that tops an event's line on the status page's graphs, SVG units
+
+
 def svg_marks(events: Sequence[Mapping], x_at: Mapping[str, float], top: float, bottom: float) -> list[str]:
-    """A dashed vertical line from ``top`` to ``bottom`` at each event's commit (``x_at``: commit -> x; an event
-    at a commit not drawn is left out), coloured by its step, its text on hover."""
-    return [f'<line x1="{x_at[e["commit"]]:.1f}" x2="{x_at[e["commit"]]:.1f}" y1="{top}" y2="{bottom}" '
-            f'class="event" data-step="{escape(e["step"])}" stroke="{COLOR[e["step"] in FLAGGING_STEPS]}" '
-            f'stroke-width="1.5" stroke-dasharray="3,2"><title>{escape(event_text(e))}</title></line>'
-            for e in events if e["commit"] in x_at]
+    """A dotted vertical line from ``top`` to ``bottom`` at each event's commit (``x_at``: commit -> x; an event
+    at a commit not drawn is left out), topped by a triangle, both coloured by its step, its text on hover."""
+    marks = []
+    for e in events:
+        if e["commit"] not in x_at:
+            continue
+        x, colour, text = x_at[e["commit"]], COLOR[e["step"] in FLAGGING_STEPS], escape(event_text(e))
+        marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" class="event" '
+                     f'data-step="{escape(e["step"])}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="1.5,2">'
+                     f'<title>{text}</title></line>')
+        marks.append(f'<path d="M{x - MARKER:.1f},{top} h{2 * MARKER} l{-MARKER},{MARKER + 2} z" class="event-marker" '
+                     f'fill="{colour}"><title>{text}</title></path>')
+    return marks
+
+
+def svg_key(count: int) -> str:
+    """The sentence that says what the marks of :func:`svg_marks` are, where ``count`` of them are drawn."""
+    if not count:
+        return ""
+    return (f"Each dotted vertical line topped by &#9660; marks an event of that case's history at its commit: "
+            f'<span style="{STYLE[True]}">red</span> where a step flags it (regressed, broken), '
+            f'<span style="{STYLE[False]}">green</span> where it improves or is fixed; hover one for its values '
+            f"({count} drawn, every event listed under Events below).")
 
 
 # ---- on asv's graphs ----
@@ -50,7 +70,10 @@ _HEAD_END = re.compile(r"</head>", re.I)
 # A flot plugin (flot 0.8, as asv 0.6.6's page loads it): on asv's main graph (#main-graph) of the benchmark in
 # the page's address, each of its events is a vertical line at its commit (x: the commit's date on asv's time
 # axis, its revision on the commit axis; none where a parameter is on the x axis) and a marker above the plot
-# naming it on hover. detsimEventX is the x rule alone (the tests run it).
+# naming it on hover (one marker per commit, naming each of its events), with a key above the plot saying what
+# they are (DETSIM_KEY). An event of one combination of the benchmark's parameters is left out where the address
+# selects other values of them (p-NAME=VALUE, asv's own selection). detsimEventX is the x rule alone,
+# detsimEventShown the parameter rule (the tests run both).
 PLUGIN = r"""
 function detsimEventX(commit, xaxis, main) {
   var rev = null;
@@ -59,19 +82,32 @@ function detsimEventX(commit, xaxis, main) {
   if (xaxis.mode === "time") { return main.revision_to_date[rev]; }
   return (xaxis.mode !== "categories" && (!xaxis.axisLabel || xaxis.axisLabel === "commits")) ? rev : null;
 }
+function detsimEventShown(params, selected) {
+  var inner = ", " + params.replace(/^\(|\)$/g, "") + ",";
+  for (var key in selected) {
+    var name = key.slice(2), values = selected[key];
+    if (key.indexOf("p-") !== 0 || inner.indexOf(", " + name + "=") < 0) { continue; }
+    if (!values.some(function (v) { return inner.indexOf(", " + name + "=" + v + ",") >= 0; })) { return false; }
+  }
+  return true;
+}
 (function ($) {
   if (!$ || !$.plot) { return; }
   function benchmark() {
     return decodeURIComponent((window.location.hash || "").replace(/^#\/?/, "").split("?")[0]);
+  }
+  function selected() {
+    return ($.asv && $.asv.parse_hash_string) ? $.asv.parse_hash_string(window.location.hash).params : {};
   }
   $.plot.plugins.push({name: "detsim-events", version: "1", options: {}, init: function (plot) {
     var drawn = [];
     plot.hooks.processOptions.push(function (plot, options) {
       drawn = [];
       if (plot.getPlaceholder().attr("id") !== "main-graph" || !$.asv || !$.asv.main_json) { return; }
+      var chosen = selected();
       $.each(DETSIM_EVENTS[benchmark()] || [], function (i, e) {
         var x = detsimEventX(e.commit, options.xaxis, $.asv.main_json);
-        if (x === null || x === undefined) { return; }
+        if (x === null || x === undefined || !detsimEventShown(e.params || "", chosen)) { return; }
         drawn.push({x: x, event: e});
         options.grid.markings = (options.grid.markings || []).concat(
           [{color: e.color, lineWidth: 2, xaxis: {from: x, to: x}}]);
@@ -79,12 +115,24 @@ function detsimEventX(commit, xaxis, main) {
     });
     plot.hooks.draw.push(function (plot) {
       var holder = plot.getPlaceholder(), offset = plot.getPlotOffset(), axis = plot.getAxes().xaxis;
-      holder.find(".detsim-event").remove();
+      holder.find(".detsim-event, .detsim-event-key").remove();
+      var at = {}, order = [];  // one marker per commit, naming each of its events
       $.each(drawn, function (i, d) {
-        $("<div class='detsim-event'>&#9660;</div>").attr("title", d.event.text).css({
-          position: "absolute", left: offset.left + axis.p2c(d.x) - 5, top: offset.top - 13,
-          color: d.event.color, "font-size": "11px", cursor: "default"}).appendTo(holder);
+        if (!at[d.x]) { at[d.x] = []; order.push(d.x); }
+        at[d.x].push(d.event);
       });
+      $.each(order, function (i, x) {
+        var events = at[x], flagging = events.filter(function (e) { return e.flags; });
+        $("<div class='detsim-event'>&#9660;</div>")
+          .attr({title: events.map(function (e) { return e.text; }).join("\n"), "data-commit": events[0].commit,
+                 "data-count": events.length})
+          .css({position: "absolute", left: offset.left + axis.p2c(x) - 5, top: offset.top - 13,
+                color: (flagging[0] || events[0]).color, "font-size": "11px", cursor: "default"}).appendTo(holder);
+      });
+      if (drawn.length) {
+        $("<div class='detsim-event-key'></div>").html(DETSIM_KEY).css({position: "absolute", left: offset.left,
+          top: offset.top - 32, "font-size": "11px", color: "#555"}).appendTo(holder);
+      }
     });
   }});
 }(window.jQuery));
@@ -93,19 +141,29 @@ function detsimEventX(commit, xaxis, main) {
 
 def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
     """Benchmark -> the events of every machine ``picked`` (machine -> its stored verdict), in their order: the
-    commit, the step, its colour and the line that names it (with its machine where there are several)."""
+    commit, the step, the parameters of its series, whether the step flags, its colour and the line that names it
+    (with its machine where there are several)."""
     marks: dict[str, list[dict]] = {}
     for machine, report in picked.items():
         for e in (event.record() for event in report.events):
             text = (f"{machine}: " if len(picked) > 1 else "") + event_text(e)
             marks.setdefault(e["benchmark"], []).append(
-                {"commit": e["commit"], "step": e["step"], "color": COLOR[e["step"] in FLAGGING_STEPS], "text": text})
+                {"commit": e["commit"], "step": e["step"], "params": e["params"],
+                 "flags": e["step"] in FLAGGING_STEPS, "color": COLOR[e["step"] in FLAGGING_STEPS], "text": text})
     return marks
+
+
+def asv_key() -> str:
+    """What the marks on asv's graphs are, in one line of HTML above the graph (the plugin's ``DETSIM_KEY``)."""
+    return (f"detsim events at their commits: <span style='{STYLE[True]}'>&#9660; red</span> where a step flags "
+            f"({', '.join(FLAGGING_STEPS)}), <span style='{STYLE[False]}'>&#9660; green</span> where it improves or "
+            "is fixed; hover a &#9660; for the steps and their values (every event is on the Status page)")
 
 
 def asv_script(picked: Mapping[str, Report]) -> str:
     """The script that marks the events of ``picked`` on asv's graphs (:data:`ASV_SCRIPT`)."""
-    return f"var DETSIM_EVENTS = {json.dumps(asv_marks(picked), sort_keys=True)};\n{PLUGIN.lstrip()}"
+    return (f"var DETSIM_EVENTS = {json.dumps(asv_marks(picked), sort_keys=True)};\n"
+            f"var DETSIM_KEY = {json.dumps(asv_key())};\n{PLUGIN.lstrip()}")
 
 
 def add_asv_script(text: str) -> str | None:
