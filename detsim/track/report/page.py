@@ -258,7 +258,7 @@ def parity_caption(latest: dict[str, float | None]) -> str:
     """What the parity section says of the latest commit: the departing case, or that none departs."""
     worst, departing = worst_case(latest), departing_case(latest)
     if departing is not None:
-        return f"worst at the latest commit: <b>{escape(departing)}</b>, 1 - r = {escape(fmt(latest[departing]))}"
+        return f"Worst at the latest commit: <b>{escape(departing)}</b>, 1 - r = {escape(fmt(latest[departing]))}."
     if worst is None:
         return ""
     if latest[worst] <= FLOOR:
