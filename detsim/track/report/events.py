@@ -12,13 +12,25 @@ import re
 from html import escape
 from typing import Mapping, Sequence
 
+from detsim.track.judge.finding import CONFIRMATION_LABELS
 from detsim.track.judge.text import event_text
 from detsim.track.judge.verdict import Report
 
-FLAGGING_STEPS = ("regressed", "changed", "irreproducible", "broken")  # drawn red; "improved" and "fixed" green
+FLAGGING_STEPS = ("regressed", "changed", "irreproducible", "broken")  # drawn red (grey: unconfirmed); the others green
 COLOR = {True: "#c62828", False: "#2e7d32"}  # by whether the step flags
+UNCONFIRMED = "#757575"  # a timing step that re-measuring has not confirmed (suspect, undecided or noise): grey,
+# as the page's undecided timing row: nothing is known to be wrong
+UNCONFIRMED_LABELS = frozenset(CONFIRMATION_LABELS.values())
 STYLE = {flagging: f"color:{color}" for flagging, color in COLOR.items()}  # inline: the page's style sheet is
 # another module's
+
+
+def colour(event: Mapping) -> str:
+    """An event's colour (``verdict.json``'s record): red where its step flags, green where it does not, grey
+    where it is a timing step that re-measuring has not confirmed."""
+    return UNCONFIRMED if event["label"] in UNCONFIRMED_LABELS else COLOR[event["step"] in FLAGGING_STEPS]
+
+
 CELL = "font-size:12px;padding:1px 8px"
 
 
@@ -27,7 +39,7 @@ def events_section(events: Sequence[Mapping], subjects: Mapping[str, str]) -> st
     if not events:
         return ""
     rows = "".join(
-        f'<tr style="{STYLE[e["step"] in FLAGGING_STEPS]}"><td style="{CELL};font-family:monospace">'
+        f'<tr style="color:{colour(e)}"><td style="{CELL};font-family:monospace">'
         f'{escape(event_text(e))}</td><td style="{CELL}">{escape(subjects.get(e["commit"], ""))}</td></tr>'
         for e in reversed(events))
     return (f"<h2>Events: every step of the history ({len(events)})</h2>"
@@ -39,17 +51,17 @@ MARKER = 4  # half the width of the triangle that tops an event's line on the st
 
 def svg_marks(events: Sequence[Mapping], x_at: Mapping[str, float], top: float, bottom: float) -> list[str]:
     """A dotted vertical line from ``top`` to ``bottom`` at each event's commit (``x_at``: commit -> x; an event
-    at a commit not drawn is left out), topped by a triangle, both coloured by its step, its text on hover."""
+    at a commit not drawn is left out), topped by a triangle, both in its :func:`colour`, its text on hover."""
     marks = []
     for e in events:
         if e["commit"] not in x_at:
             continue
-        x, colour, text = x_at[e["commit"]], COLOR[e["step"] in FLAGGING_STEPS], escape(event_text(e))
+        x, drawn, text = x_at[e["commit"]], colour(e), escape(event_text(e))
         marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" class="event" '
-                     f'data-step="{escape(e["step"])}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="1.5,2">'
+                     f'data-step="{escape(e["step"])}" stroke="{drawn}" stroke-width="1.5" stroke-dasharray="1.5,2">'
                      f'<title>{text}</title></line>')
         marks.append(f'<path d="M{x - MARKER:.1f},{top} h{2 * MARKER} l{-MARKER},{MARKER + 2} z" class="event-marker" '
-                     f'fill="{colour}"><title>{text}</title></path>')
+                     f'fill="{drawn}"><title>{text}</title></path>')
     return marks
 
 
@@ -141,7 +153,7 @@ function detsimEventShown(params, selected) {
 
 def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
     """Benchmark -> the events of every machine ``picked`` (machine -> its stored verdict), in their order: the
-    commit, the step, the parameters of its series, whether the step flags, its colour and the line that names it
+    commit, the step, the parameters of its series, whether it is drawn red, its colour and the line that names it
     (with its machine where there are several)."""
     marks: dict[str, list[dict]] = {}
     for machine, report in picked.items():
@@ -149,7 +161,7 @@ def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
             text = (f"{machine}: " if len(picked) > 1 else "") + event_text(e)
             marks.setdefault(e["benchmark"], []).append(
                 {"commit": e["commit"], "step": e["step"], "params": e["params"],
-                 "flags": e["step"] in FLAGGING_STEPS, "color": COLOR[e["step"] in FLAGGING_STEPS], "text": text})
+                 "flags": colour(e) == COLOR[True], "color": colour(e), "text": text})
     return marks
 
 
@@ -157,7 +169,8 @@ def asv_key() -> str:
     """What the marks on asv's graphs are, in one line of HTML above the graph (the plugin's ``DETSIM_KEY``)."""
     return (f"detsim events at their commits: <span style='{STYLE[True]}'>&#9660; red</span> where a step flags "
             f"({', '.join(FLAGGING_STEPS)}), <span style='{STYLE[False]}'>&#9660; green</span> where it improves or "
-            "is fixed; hover a &#9660; for the steps and their values (every event is on the Status page)")
+            f"is fixed, <span style='color:{UNCONFIRMED}'>&#9660; grey</span> a timing step not confirmed by "
+            "re-measuring; hover a &#9660; for the steps and their values (every event is on the Status page)")
 
 
 def asv_script(picked: Mapping[str, Report]) -> str:

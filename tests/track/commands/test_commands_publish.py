@@ -355,7 +355,7 @@ def test_the_status_page_in_a_browser_marks_each_parity_event_at_its_commit(proj
     assert "marks an event of that case's history at its commit" in text and "(1 drawn," in text
 
 
-ASV_MARKS = """
+ASV_MARKS = r"""
 const holder = $('#main-graph'), plot = holder.data('plot'), main = $.asv.main_json;
 const markers = holder.find('.detsim-event').toArray();
 if (!plot || plot === window.detsimShownBefore || !main || !markers.length) return null;  // the new address' graph
@@ -368,10 +368,12 @@ return {mode: mode, key: holder.find('.detsim-event-key').text(), markers: marke
   const rev = revision[d.dataset.commit], at = off.left + axis.p2c(mode === 'time' ? main.revision_to_date[rev] : rev);
   const column = pixels.getImageData(Math.round(at * ratio), Math.round(off.top * ratio), 1,
                                      Math.round(plot.height() * ratio)).data;
-  let red = 0;  // how much of the plot's height the event's line covers in the commit's column
-  for (let i = 0; i < column.length; i += 4) if (column[i] > 150 && column[i + 1] < 90 && column[i + 2] < 90) red++;
+  const want = getComputedStyle(d).color.match(/\d+/g).map(Number);  // the marker's colour, its line's
+  let same = 0;  // how much of the plot's height the event's line covers in the commit's column
+  for (let i = 0; i < column.length; i += 4)
+    if ([0, 1, 2].every(c => Math.abs(column[i + c] - want[c]) < 30) && column[i + 3] > 200) same++;
   return {commit: d.dataset.commit, count: Number(d.dataset.count), title: d.title, colour: getComputedStyle(d).color,
-          offset: parseFloat(d.style.left) + 5 - at, covered: red / (column.length / 4)};
+          offset: parseFloat(d.style.left) + 5 - at, covered: same / (column.length / 4)};
 })};
 """
 
@@ -416,6 +418,7 @@ def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp
         [marker] = state["markers"]  # both parameters' events, at one commit: one marker naming both
         assert marker["commit"] == timing[0]["commit"] and marker["count"] == 2 and abs(marker["offset"]) < 1
         assert "(128, float64)" in marker["title"] and "(256, float64)" in marker["title"]
+        assert marker["colour"] == "rgb(117, 117, 117)" and marker["covered"] > 0.9  # not re-measured: grey
         state = _asv_marks(browser, f"{site}#{timing[0]['benchmark']}?p-pixels=256&p-dtype=%27float64%27")
         [marker] = state["markers"]  # one parameter chosen: its event alone
         assert marker["count"] == 1 and "(256, float64)" in marker["title"] and "(128," not in marker["title"]

@@ -1,4 +1,5 @@
-"""detsim.track.report.events: the page's list of a machine's events, from its stored verdict."""
+"""detsim.track.report.events: the page's list of a machine's events and their marks on the graphs, from its stored
+verdict."""
 
 from __future__ import annotations
 
@@ -12,20 +13,22 @@ from pathlib import Path
 import pytest
 
 from detsim.track.judge.analysis import analyse
-from detsim.track.report.events import ASV_SCRIPT, ASV_TAG, add_asv_script, asv_marks, asv_script, events_section, \
-    svg_marks
+from detsim.track.report.events import ASV_SCRIPT, ASV_TAG, add_asv_script, asv_marks, asv_script, colour, \
+    events_section, svg_marks
 from detsim.track.report.page import machine_page
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "asv"
 
 
-def test_the_events_are_listed_newest_first_red_where_they_flag_and_escaped():
+def test_the_events_are_listed_newest_first_red_where_they_flag_grey_unconfirmed_and_escaped():
     records = analyse(DATA / "regressed").single.as_json()["events"]
     html = events_section(records, {records[-1]["commit"]: "<b>o01</b> & more"})
     assert html.startswith("<h2>Events: every step of the history (6)</h2>")
     rows = html.split("<tr ")[1:]
     assert len(rows) == 6 and "224b823e changed image hash o01_polar_0.9" in rows[0]
-    assert "cf5345b8 regressed (suspect)" in rows[-1] and all("#c62828" in row for row in rows)
+    assert "cf5345b8 regressed (suspect)" in rows[-1]
+    assert ["#c62828" in row for row in rows] == [True] * 3 + [False] * 3  # the image and parity steps red
+    assert all("#757575" in row for row in rows[3:])  # the timing suspects grey: nothing known to be wrong
     assert "&lt;b&gt;o01&lt;/b&gt; &amp; more" in rows[0] and "<b>o01" not in html
     fixed = {**records[0], "step": "fixed", "label": "FIXED"}
     assert "#2e7d32" in events_section([fixed], {}) and events_section([], {}) == ""
@@ -70,8 +73,11 @@ def test_asvs_page_loads_the_events_script_once_and_it_holds_each_benchmarks_eve
     assert parity == [{"commit": "5432ab332fd4600933fd741ef2e638f38b152b2b", "step": "regressed", "params": "",
                        "flags": True, "color": "#c62828",
                        "text": "5432ab33 regressed parity a01_cubic_mosflm_center: 1 - r 0 -> 0.0063 (after cf5345b8)"}]
-    assert [m["params"] for m in marks["bench_engine.EngineSweep.time_simulate"]] == [
-        "(pixels=128, dtype='float64')", "(pixels=256, dtype='float64')"]  # each its own combination's
+    timing = marks["bench_engine.EngineSweep.time_simulate"]
+    assert [m["params"] for m in timing] == ["(pixels=128, dtype='float64')", "(pixels=256, dtype='float64')"]
+    assert [(m["color"], m["flags"]) for m in timing] == [("#757575", False)] * 2  # suspects: grey, not flagging
+    confirmed = [{**e, "label": "REGRESSED"} for e in report.as_json()["events"] if e["family"] == "timing"]
+    assert {colour(e) for e in confirmed} == {"#c62828"}  # once re-measuring confirms them: red
     assert sum(len(v) for v in marks.values()) == len(regressed["events"])
     assert asv_marks({"a": report, "b": report})[
         "bench_parity.track_parity_a01_cubic_mosflm_center"][1]["text"].startswith("b: 5432ab33 regressed")
