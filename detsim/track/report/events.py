@@ -143,7 +143,8 @@ function detsimEventShown(params, selected) {
       });
       if (drawn.length) {
         $("<div class='detsim-event-key'></div>").html(DETSIM_KEY).css({position: "absolute", left: offset.left,
-          top: offset.top - 32, "font-size": "11px", color: "#555"}).appendTo(holder);
+          right: offset.right, bottom: holder.height() - offset.top + 14, "font-size": "11px", color: "#555"})
+          .appendTo(holder);  // its last line above the markers, however many lines it takes
       }
     });
   }});
@@ -167,10 +168,10 @@ def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
 
 def asv_key() -> str:
     """What the marks on asv's graphs are, in one line of HTML above the graph (the plugin's ``DETSIM_KEY``)."""
-    return (f"detsim events at their commits: <span style='{STYLE[True]}'>&#9660; red</span> where a step flags "
-            f"({', '.join(FLAGGING_STEPS)}), <span style='{STYLE[False]}'>&#9660; green</span> where it improves or "
-            f"is fixed, <span style='color:{UNCONFIRMED}'>&#9660; grey</span> a timing step not confirmed by "
-            "re-measuring; hover a &#9660; for the steps and their values (every event is on the Status page)")
+    return (f"detsim events: <span style='{STYLE[True]}'>&#9660; red</span> a step that flags "
+            f"({', '.join(FLAGGING_STEPS)}), <span style='{STYLE[False]}'>&#9660; green</span> improved or fixed, "
+            f"<span style='color:{UNCONFIRMED}'>&#9660; grey</span> a timing step not confirmed by re-measuring; "
+            "hover a &#9660; for its commit's events (all on the Status page)")
 
 
 def asv_script(picked: Mapping[str, Report]) -> str:

@@ -364,7 +364,9 @@ const canvas = holder.find('canvas.flot-base')[0];
 const ratio = canvas.width / canvas.clientWidth, pixels = canvas.getContext('2d');
 const revision = {};
 for (const r in main.revision_to_hash) revision[main.revision_to_hash[r]] = Number(r);
-return {mode: mode, key: holder.find('.detsim-event-key').text(), markers: markers.map(d => {
+const key = holder.find('.detsim-event-key')[0];
+const clear = key && markers.every(d => key.getBoundingClientRect().bottom <= d.getBoundingClientRect().top);
+return {mode: mode, key: key ? key.textContent : '', key_clear: clear, markers: markers.map(d => {
   const rev = revision[d.dataset.commit], at = off.left + axis.p2c(mode === 'time' ? main.revision_to_date[rev] : rev);
   const column = pixels.getImageData(Math.round(at * ratio), Math.round(off.top * ratio), 1,
                                      Math.round(plot.height() * ratio)).data;
@@ -413,7 +415,7 @@ def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp
             assert marker["commit"] == parity["commit"] and marker["count"] == 1, marker
             assert abs(marker["offset"]) < 1 and marker["covered"] > 0.9, marker  # over its commit, drawn
             assert marker["colour"] == "rgb(198, 40, 40)" and "regressed parity a01_cubic_mosflm_center" in marker["title"]
-            assert "detsim events at their commits" in state["key"]
+            assert "detsim events: ▼ red a step that flags" in state["key"] and state["key_clear"]  # above the ▼
         state = _asv_marks(browser, f"{site}#{timing[0]['benchmark']}")  # (on the date axis still: asv keeps it)
         [marker] = state["markers"]  # both parameters' events, at one commit: one marker naming both
         assert marker["commit"] == timing[0]["commit"] and marker["count"] == 2 and abs(marker["offset"]) < 1
