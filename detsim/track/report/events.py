@@ -82,8 +82,8 @@ _HEAD_END = re.compile(r"</head>", re.I)
 # A flot plugin (flot 0.8, as asv 0.6.6's page loads it): on asv's main graph (#main-graph) of the benchmark in
 # the page's address, each of its events is a vertical line at its commit (x: the commit's date on asv's time
 # axis, its revision on the commit axis; none where a parameter is on the x axis) and a marker above the plot
-# naming it on hover (one marker per commit, naming each of its events), with a key above the plot saying what
-# they are (DETSIM_KEY). An event of one combination of the benchmark's parameters is left out where the address
+# naming it on hover (one marker per commit, naming each of its events), with a key saying what they are
+# (DETSIM_KEY, a panel of asv's side bar, shown while the graph has any). An event of one combination of the benchmark's parameters is left out where the address
 # selects other values of them (p-NAME=VALUE, asv's own selection). detsimEventX is the x rule alone,
 # detsimEventShown the parameter rule (the tests run both).
 PLUGIN = r"""
@@ -127,7 +127,8 @@ function detsimEventShown(params, selected) {
     });
     plot.hooks.draw.push(function (plot) {
       var holder = plot.getPlaceholder(), offset = plot.getPlotOffset(), axis = plot.getAxes().xaxis;
-      holder.find(".detsim-event, .detsim-event-key").remove();
+      if (holder.attr("id") !== "main-graph") { return; }  // the overview below it: no marks, the key left alone
+      holder.find(".detsim-event").remove();
       var at = {}, order = [];  // one marker per commit, naming each of its events
       $.each(drawn, function (i, d) {
         if (!at[d.x]) { at[d.x] = []; order.push(d.x); }
@@ -141,11 +142,15 @@ function detsimEventShown(params, selected) {
           .css({position: "absolute", left: offset.left + axis.p2c(x) - 5, top: offset.top - 13,
                 color: (flagging[0] || events[0]).color, "font-size": "11px", cursor: "default"}).appendTo(holder);
       });
-      if (drawn.length) {
-        $("<div class='detsim-event-key'></div>").html(DETSIM_KEY).css({position: "absolute", left: offset.left,
-          right: offset.right, bottom: holder.height() - offset.top + 14, "font-size": "11px", color: "#555"})
-          .appendTo(holder);  // its last line above the markers, however many lines it takes
+      var key = $("#detsim-events-key");  // a panel of asv's side bar, after the parameters' panels
+      if (!key.length) {
+        key = $("<div class='panel panel-default' id='detsim-events-key'><div class='panel-heading'>detsim events" +
+                "</div><div class='panel-body' style='font-size: 11px; padding: 4px 6px'></div></div>");
+        key.find(".panel-body").html(DETSIM_KEY);
+        var params = $("#graphdisplay-navigation-params");
+        if (params.length) { key.insertAfter(params); } else { key.appendTo($("#graphdisplay-navigation")); }
       }
+      key.toggle(drawn.length > 0);
     });
   }});
 }(window.jQuery));
@@ -167,11 +172,13 @@ def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
 
 
 def asv_key() -> str:
-    """What the marks on asv's graphs are, in one line of HTML above the graph (the plugin's ``DETSIM_KEY``)."""
-    return (f"detsim events: <span style='{STYLE[True]}'>&#9660; red</span> a step that flags "
-            f"({', '.join(FLAGGING_STEPS)}), <span style='{STYLE[False]}'>&#9660; green</span> improved or fixed, "
-            f"<span style='color:{UNCONFIRMED}'>&#9660; grey</span> a timing step not confirmed by re-measuring; "
-            "hover a &#9660; for its commit's events (all on the Status page)")
+    """What the marks on asv's graphs are: the body of the panel the plugin adds to asv's side bar
+    (``DETSIM_KEY``), shown while the graph has any."""
+    return (f"<span style='{STYLE[True]}'>&#9660; red</span>: a step that flags ({', '.join(FLAGGING_STEPS)})<br>"
+            f"<span style='{STYLE[False]}'>&#9660; green</span>: improved or fixed<br>"
+            f"<span style='color:{UNCONFIRMED}'>&#9660; grey</span>: a timing step not confirmed by re-measuring<br>"
+            "Each &#9660; above the graph and its line mark a commit: hover the &#9660; for its events (every event "
+            "is on the Status page).")
 
 
 def asv_script(picked: Mapping[str, Report]) -> str:

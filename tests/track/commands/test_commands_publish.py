@@ -364,9 +364,10 @@ const canvas = holder.find('canvas.flot-base')[0];
 const ratio = canvas.width / canvas.clientWidth, pixels = canvas.getContext('2d');
 const revision = {};
 for (const r in main.revision_to_hash) revision[main.revision_to_hash[r]] = Number(r);
-const key = holder.find('.detsim-event-key')[0];
-const clear = key && markers.every(d => key.getBoundingClientRect().bottom <= d.getBoundingClientRect().top);
-return {mode: mode, key: key ? key.textContent : '', key_clear: clear, markers: markers.map(d => {
+const key = document.getElementById('detsim-events-key'), box = key && key.getBoundingClientRect();
+const seen = key && box.height > 0 && document.elementFromPoint(box.left + 5, box.top + 5) !== null &&
+  key.contains(document.elementFromPoint(box.left + 5, box.top + 5));  // shown, and not under asv's bar
+return {mode: mode, key: key ? key.textContent : '', key_seen: seen, markers: markers.map(d => {
   const rev = revision[d.dataset.commit], at = off.left + axis.p2c(mode === 'time' ? main.revision_to_date[rev] : rev);
   const column = pixels.getImageData(Math.round(at * ratio), Math.round(off.top * ratio), 1,
                                      Math.round(plot.height() * ratio)).data;
@@ -380,12 +381,20 @@ return {mode: mode, key: key ? key.textContent : '', key_clear: clear, markers: 
 """
 
 
+SHOWN_BEFORE = "window.detsimShownBefore = window.jQuery && jQuery('#main-graph').data('plot');"
+UNMARKED = """
+const plot = jQuery('#main-graph').data('plot');
+if (!plot || plot === window.detsimShownBefore) return null;
+return {markers: jQuery('#main-graph .detsim-event').length, key: jQuery('#detsim-events-key').is(':visible')};
+"""
+
+
 def _asv_marks(browser, address: str) -> dict:
     """asv's main graph at ``address``, once drawn with the events' markers: their commits and where they are
     (never the graph shown before: opening another benchmark is no new page load in asv's page)."""
     import time
 
-    browser.run("window.detsimShownBefore = window.jQuery && jQuery('#main-graph').data('plot');")
+    browser.run(SHOWN_BEFORE)
     browser.get(address)
     deadline = time.monotonic() + 60
     while (state := browser.run(ASV_MARKS)) is None and time.monotonic() < deadline:
@@ -396,6 +405,8 @@ def _asv_marks(browser, address: str) -> dict:
 
 @pytest.mark.slow
 def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp_path):
+    import time
+
     root = asv_published(tmp_path)
     html = root / "reports" / "html"
     assert main(["regressions", "--repo", str(root), "--remeasure", "0"]) == 1
@@ -415,7 +426,7 @@ def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp
             assert marker["commit"] == parity["commit"] and marker["count"] == 1, marker
             assert abs(marker["offset"]) < 1 and marker["covered"] > 0.9, marker  # over its commit, drawn
             assert marker["colour"] == "rgb(198, 40, 40)" and "regressed parity a01_cubic_mosflm_center" in marker["title"]
-            assert "detsim events: ▼ red a step that flags" in state["key"] and state["key_clear"]  # above the ▼
+            assert state["key"].startswith("detsim events▼ red: a step that flags") and state["key_seen"], state["key"]
         state = _asv_marks(browser, f"{site}#{timing[0]['benchmark']}")  # (on the date axis still: asv keeps it)
         [marker] = state["markers"]  # both parameters' events, at one commit: one marker naming both
         assert marker["commit"] == timing[0]["commit"] and marker["count"] == 2 and abs(marker["offset"]) < 1
@@ -425,6 +436,12 @@ def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp
         [marker] = state["markers"]  # one parameter chosen: its event alone
         assert marker["count"] == 1 and "(256, float64)" in marker["title"] and "(128," not in marker["title"]
         assert marker["covered"] > 0.9
+        browser.run(SHOWN_BEFORE)
+        browser.get(f"{site}#bench_engine.EngineMemory.peakmem_simulate")  # a benchmark without events
+        deadline = time.monotonic() + 60
+        while (unmarked := browser.run(UNMARKED)) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert unmarked == {"markers": 0, "key": False}  # no marker, and the key hidden
     finally:
         server.shutdown()
         browser.close()
