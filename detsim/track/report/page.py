@@ -23,7 +23,7 @@ from detsim.track.judge.family import Family
 from detsim.track.judge.finding import Confirmation
 from detsim.track.judge.text import View, finding_line
 from detsim.track.judge.verdict import Judgement, Report
-from detsim.track.report.events import events_section, svg_marks
+from detsim.track.report.events import events_section, svg_key, svg_marks
 
 GENERATOR = "detsim-track publish"
 MARK = f'<meta name="generator" content="{GENERATOR}">'
@@ -258,7 +258,7 @@ def parity_caption(latest: dict[str, float | None]) -> str:
     """What the parity section says of the latest commit: the departing case, or that none departs."""
     worst, departing = worst_case(latest), departing_case(latest)
     if departing is not None:
-        return f"worst at the latest commit: <b>{escape(departing)}</b>, 1 - r = {escape(fmt(latest[departing]))}"
+        return f"Worst at the latest commit: <b>{escape(departing)}</b>, 1 - r = {escape(fmt(latest[departing]))}."
     if worst is None:
         return ""
     if latest[worst] <= FLOOR:
@@ -354,14 +354,17 @@ def parity_section(history: History, subjects: Mapping[str, str], graph_href, ev
     latest = {case: (points[-1][1] if points else None) for case, _, points in history.parity}
     departing = departing_case(latest)
     ordered = sorted(history.parity, key=lambda c: (c[0] != departing, c[0]))
+    marked = {case: [e for e in events if e["family"] == Family.PARITY and e.get("case") == case]
+              for case, _, _ in history.parity}
     figures = "".join(parity_svg(case, points, worst=case == departing, subjects=subjects, href=graph_href(bench),
-                                 events=[e for e in events if e["family"] == Family.PARITY and e.get("case") == case])
+                                 events=marked[case])
                       for case, bench, points in ordered)
+    drawn = sum(e["commit"] in {c for c, _ in points} for case, _, points in history.parity for e in marked[case])
     worst_text = parity_caption(latest)
     return (f"<h2>Parity with nanoBragg.c: 1 - r per golden case</h2>"
             f'<p class="hint">Log scale, commits oldest to newest left to right; hollow markers sit on the floor '
-            f"(1 - r &lt;= {FLOOR:.0e}, exact agreement included); the dashed red line is the acceptance line "
-            f"r &gt;= {PARITY_MIN_R}. {worst_text}</p><div class=\"multiples\">{figures}</div>")
+            f"(1 - r &lt;= {FLOOR:.0e}, exact agreement included); the dashed red horizontal line is the acceptance "
+            f"line r &gt;= {PARITY_MIN_R}. {worst_text} {svg_key(drawn)}</p><div class=\"multiples\">{figures}</div>")
 
 
 def determinism_section(history: History, commits: Sequence[str], subjects: Mapping[str, str], graph_href) -> str:

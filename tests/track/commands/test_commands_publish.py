@@ -306,6 +306,146 @@ def test_asv_page_served_with_vendored_scripts_draws_a_graph_with_no_network(tmp
         browser.close()
 
 
+
+# -- the history's events, marked on the graphs in headless Chromium ---------------------------------------
+
+MARKS_STATE = """
+const centre = e => { const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 3, r.height]; };
+return Array.from(document.querySelectorAll('svg.parity')).map(svg => ({case: svg.dataset.case,
+  points: Array.from(svg.querySelectorAll('circle.pt')).map(c => [c.querySelector('title').textContent.slice(0, 8),
+                                                                  centre(c)[0]]),
+  lines: Array.from(svg.querySelectorAll('line.event')).map(l => [l.dataset.step, ...centre(l)]),
+  markers: Array.from(svg.querySelectorAll('path.event-marker')).map(centre)}));
+"""
+
+
+def _events_of(root: Path, family: str | None = None) -> list[dict]:
+    """The events of the verdict ``detsim-track regressions`` stored for ``root`` (its one machine)."""
+    [stored] = json.loads((root / "reports" / "latest" / "verdict.json").read_text())["machines"].values()
+    return [e for e in stored["events"] if family is None or e["family"] == family]
+
+
+@pytest.mark.slow
+def test_the_status_page_in_a_browser_marks_each_parity_event_at_its_commit(project, tmp_path):
+    pil = pytest.importorskip("PIL.Image")
+    fake_asset_cache(tmp_path / "cache")
+    assert _publish(project, "--assets", str(tmp_path / "cache")) == 0
+    events = _events_of(project, "parity")
+    assert [(e["case"], e["step"], e["commit"][:8]) for e in events] == [("a01_cubic_mosflm_center", "regressed",
+                                                                          "5432ab33")]
+    suite, browser = _browser_session(tmp_path)
+    try:
+        browser.get((project / "reports" / "html" / "status.html").as_uri())
+        graphs, text = browser.run(MARKS_STATE), browser.run("return document.body.innerText")
+        browser.screenshot(tmp_path / "status.png")
+    finally:
+        browser.close()
+    image = pil.open(tmp_path / "status.png").convert("RGB")
+    drawn = {g["case"]: g for g in graphs}
+    assert sorted(drawn) == ["a01_cubic_mosflm_center", "o01_polar_0.9"]
+    for case, graph in drawn.items():
+        mine = [e for e in events if e["case"] == case]
+        assert [step for step, *_ in graph["lines"]] == [e["step"] for e in mine], case
+        points = dict(graph["points"])
+        for event, (_, x, _, height), (mx, my, _) in zip(mine, graph["lines"], graph["markers"]):
+            assert abs(x - points[event["commit"][:8]]) < 0.5 and abs(mx - x) < 0.5  # at its commit's point
+            assert height > 80  # from the top of the plot to its floor
+            assert _hex(image.getpixel((round(mx), round(my)))) == "#c62828"  # its triangle, red: the step flags
+        assert len(graph["markers"]) == len(mine)
+    assert "marks an event of that case's history at its commit" in text and "(1 drawn," in text
+
+
+ASV_MARKS = r"""
+const holder = $('#main-graph'), plot = holder.data('plot'), main = $.asv.main_json;
+const markers = holder.find('.detsim-event').toArray();
+if (!plot || plot === window.detsimShownBefore || !main || !markers.length) return null;  // the new address' graph
+const axis = plot.getAxes().xaxis, mode = axis.options.mode, off = plot.getPlotOffset();
+const canvas = holder.find('canvas.flot-base')[0];
+const ratio = canvas.width / canvas.clientWidth, pixels = canvas.getContext('2d');
+const revision = {};
+for (const r in main.revision_to_hash) revision[main.revision_to_hash[r]] = Number(r);
+const key = document.getElementById('detsim-events-key'), box = key && key.getBoundingClientRect();
+const seen = key && box.height > 0 && document.elementFromPoint(box.left + 5, box.top + 5) !== null &&
+  key.contains(document.elementFromPoint(box.left + 5, box.top + 5));  // shown, and not under asv's bar
+return {mode: mode, key: key ? key.textContent : '', key_seen: seen, markers: markers.map(d => {
+  const rev = revision[d.dataset.commit], at = off.left + axis.p2c(mode === 'time' ? main.revision_to_date[rev] : rev);
+  const column = pixels.getImageData(Math.round(at * ratio), Math.round(off.top * ratio), 1,
+                                     Math.round(plot.height() * ratio)).data;
+  const want = getComputedStyle(d).color.match(/\d+/g).map(Number);  // the marker's colour, its line's
+  let same = 0;  // how much of the plot's height the event's line covers in the commit's column
+  for (let i = 0; i < column.length; i += 4)
+    if ([0, 1, 2].every(c => Math.abs(column[i + c] - want[c]) < 30) && column[i + 3] > 200) same++;
+  return {commit: d.dataset.commit, count: Number(d.dataset.count), title: d.title, colour: getComputedStyle(d).color,
+          offset: parseFloat(d.style.left) + 5 - at, covered: same / (column.length / 4)};
+})};
+"""
+
+
+SHOWN_BEFORE = "window.detsimShownBefore = window.jQuery && jQuery('#main-graph').data('plot');"
+UNMARKED = """
+const plot = jQuery('#main-graph').data('plot');
+if (!plot || plot === window.detsimShownBefore) return null;
+return {markers: jQuery('#main-graph .detsim-event').length, key: jQuery('#detsim-events-key').is(':visible')};
+"""
+
+
+def _asv_marks(browser, address: str) -> dict:
+    """asv's main graph at ``address``, once drawn with the events' markers: their commits and where they are
+    (never the graph shown before: opening another benchmark is no new page load in asv's page)."""
+    import time
+
+    browser.run(SHOWN_BEFORE)
+    browser.get(address)
+    deadline = time.monotonic() + 60
+    while (state := browser.run(ASV_MARKS)) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert state is not None, f"{address}: no event marked on asv's graph"
+    return state
+
+
+@pytest.mark.slow
+def test_asvs_graphs_in_a_browser_mark_each_event_at_its_commit_with_its_key(tmp_path):
+    import time
+
+    root = asv_published(tmp_path)
+    html = root / "reports" / "html"
+    assert main(["regressions", "--repo", str(root), "--remeasure", "0"]) == 1
+    assert main(["publish", "--repo", str(root), "--assets", str(REPO / ".asv" / "www-assets")]) == 0
+    if remote_loads((html / "index.html").read_text()):
+        pytest.skip("the npm packages of asv's scripts are not in .asv/www-assets and npm could not fetch them")
+    [parity] = _events_of(root, "parity")
+    timing = [e for e in _events_of(root, "timing") if e["benchmark"] == "bench_engine.EngineSweep.time_simulate"]
+    assert len(timing) == 2 and timing[0]["commit"] == timing[1]["commit"] != parity["commit"]
+    suite, browser = _browser_session(tmp_path)
+    server, site = _serve(suite, html)
+    try:
+        for scale in ("", "?x-axis-scale=date"):  # on asv's commit axis, and its date axis
+            state = _asv_marks(browser, f"{site}#{parity['benchmark']}{scale}")
+            assert state["mode"] == ("time" if scale else None)
+            [marker] = state["markers"]
+            assert marker["commit"] == parity["commit"] and marker["count"] == 1, marker
+            assert abs(marker["offset"]) < 1 and marker["covered"] > 0.9, marker  # over its commit, drawn
+            assert marker["colour"] == "rgb(198, 40, 40)" and "regressed parity a01_cubic_mosflm_center" in marker["title"]
+            assert state["key"].startswith("detsim events▼ red: a step that flags") and state["key_seen"], state["key"]
+        state = _asv_marks(browser, f"{site}#{timing[0]['benchmark']}")  # (on the date axis still: asv keeps it)
+        [marker] = state["markers"]  # both parameters' events, at one commit: one marker naming both
+        assert marker["commit"] == timing[0]["commit"] and marker["count"] == 2 and abs(marker["offset"]) < 1
+        assert "(128, float64)" in marker["title"] and "(256, float64)" in marker["title"]
+        assert marker["colour"] == "rgb(117, 117, 117)" and marker["covered"] > 0.9  # not re-measured: grey
+        state = _asv_marks(browser, f"{site}#{timing[0]['benchmark']}?p-pixels=256&p-dtype=%27float64%27")
+        [marker] = state["markers"]  # one parameter chosen: its event alone
+        assert marker["count"] == 1 and "(256, float64)" in marker["title"] and "(128," not in marker["title"]
+        assert marker["covered"] > 0.9
+        browser.run(SHOWN_BEFORE)
+        browser.get(f"{site}#bench_engine.EngineMemory.peakmem_simulate")  # a benchmark without events
+        deadline = time.monotonic() + 60
+        while (unmarked := browser.run(UNMARKED)) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert unmarked == {"markers": 0, "key": False}  # no marker, and the key hidden
+    finally:
+        server.shutdown()
+        browser.close()
+
 def test_two_machines_on_one_history_get_a_section_each_and_the_agreement(project, capsys, tmp_path, remeasured_as):
     asv = project / "results" / "asv"
     shutil.copytree(asv / "fixture-2cpu", asv / "fixture-1thread")

@@ -192,7 +192,7 @@ def test_nothing_is_framed_as_the_worst_where_every_case_keeps_to_the_parity_rul
         history = History(parity=[(case, f"bench_parity.track_parity_{case}", [(C1, 0.0), (C2, value)])
                                   for case, value in latest.items()], determinism={}, determinism_benchmarks={})
         page = _page(history)
-        assert "(worst)" not in page and 'class="parity worst"' not in page and "worst at the latest" not in page
+        assert "(worst)" not in page and 'class="parity worst"' not in page and "Worst at the latest" not in page
         assert caption in page
         assert departing_case(latest) is None
     assert departing_case({"a01": 0.0, "b02": ACCEPT * 2}) == "b02"
