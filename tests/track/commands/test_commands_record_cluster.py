@@ -19,7 +19,7 @@ pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
 TIMES = ("seconds", "cpu_s", "peak_mb", "build_s", "baseline_s", "baseline_cpu_s",  # what a load moves
-         "dask_worker")  # and the worker that measured a case
+         "dask_worker", "dask_run")  # and the worker and recording that measured a case
 
 
 def test_workers_and_a_scheduler_together_or_a_bad_address_are_one_line(tmp_path, capsys):
