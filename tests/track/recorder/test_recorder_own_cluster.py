@@ -248,3 +248,22 @@ if "run" in argv and "bbbbbbbb" in Path(argv[-1].removeprefix("HASHFILE:")).read
     taken = where.read_where(folder)
     assert sorted(t.commit for t in taken) == commits  # once each
     assert said[-1] == "3 of 3 commit(s) merged into results/asv"
+
+
+@pytest.mark.slow
+def test_an_existing_schedulers_workers_record_detsims_own_commits(tmp_path):
+    """``--scheduler ADDRESS``: a scheduler already running (a LocalCluster's, reached by its address only)."""
+    distributed = pytest.importorskip("distributed")
+    from detsim.track.target.cluster import Cluster
+
+    root = checkout(tmp_path)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
+                                  host="127.0.0.1", scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}
+                                  ) as running:
+        said = []
+        cluster = Cluster(scheduler=running.scheduler_address)
+        assert own_cluster.record_exact(root, "box", ["a" * 40, "b" * 40], cluster, said.append) == []
+    assert said[0] == f"2 commit(s) to measure on the Dask cluster at {running.scheduler_address}"
+    taken = where.read_where(root / "results" / "asv" / "box")
+    assert sorted(t.commit for t in taken) == ["a" * 40, "b" * 40]
+    assert all(t.worker.startswith("tcp://127.0.0.1:") for t in taken)
