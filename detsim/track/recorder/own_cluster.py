@@ -41,6 +41,7 @@ EXACT = f"{EXACT_1}|{EXACT_2}"  # a task's benchmarks: every exact one of its co
 CLUSTER = Path(".asv") / "cluster"  # in the checkout: the slots' locks and homes, the tasks' folders
 TASK = "exact"  # the tasks' name on the cluster (with the commit)
 LOG = "asv.log"  # in a task's folder: what its asv said
+FAILED = "failed"  # in CLUSTER: the log of each commit whose task failed last, kept after the recording
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,10 @@ def env_dir(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def slot(folder: Path) -> Iterator[int]:
-    """The first slot (1, 2, ...) whose lock in ``folder`` no running task holds, held for the block."""
+def slot(folder: Path) -> Iterator[tuple[int, int]]:
+    """(the first slot, 1, 2, ..., whose lock in ``folder`` no running task holds; the lock's descriptor),
+    held for the block, and by the processes the descriptor is passed to (an asv that outlives a killed
+    worker keeps its slot until it ends: no other task uses its environment meanwhile)."""
     folder.mkdir(parents=True, exist_ok=True)
     number = 1
     while True:
@@ -85,19 +88,19 @@ def slot(folder: Path) -> Iterator[int]:
             number += 1
             continue
         try:
-            yield number
+            yield number, lock.fileno()
         finally:
             lock.close()
         return
 
 
-def task_config(root: Path, env: Path, folder: Path) -> Path:
-    """asv.conf.json for a task in ``folder``: its environments ``env``, its results and page in ``folder``,
-    every path absolute (asv reads a relative one from the folder its configuration is in)."""
+def task_config(root: Path, label: str, env: Path, folder: Path) -> Path:
+    """asv.conf.json for the task in ``folder`` running in slot ``label``: its environments ``env``, its results
+    and page in ``folder``. It is written in the checkout (``.asv-<label>.conf.json``, the slot's: one task at a
+    time): the suite finds the checkout as the folder of asv's configuration (benchmarks/common.py)."""
     config = read_json(root / CONFIG, comments=True)
-    config.update(repo=str(root), benchmark_dir=str(root / config.get("benchmark_dir", "benchmarks")),
-                  env_dir=str(env), results_dir=str(folder / "results"), html_dir=str(folder / "html"))
-    path = folder / CONFIG
+    config.update(env_dir=str(env), results_dir=str(folder / "results"), html_dir=str(folder / "html"))
+    path = root / f".asv-{label}.conf.json"
     write_aside(path, json.dumps(config, indent=1).encode())
     return path
 
@@ -111,14 +114,14 @@ def exact_task(task: ExactTask) -> Done:
         if not needed.exists():
             raise NotShared(f"this worker ({socket.gethostname()}) does not see {needed}: a cluster's workers must "
                             "share this checkout's file system (docs/cluster.md)")
-    with slot(root / CLUSTER) as number:
+    with slot(root / CLUSTER) as (number, lock):
         label = f"slot{number}"
         copy_environments(first, f"-{label}")
         home = root / CLUSTER / f"home-{label}"
         home.mkdir(parents=True, exist_ok=True)
         folder = root / CLUSTER / "tasks" / f"{task.commit[:12]}-{uuid.uuid4().hex[:8]}"
         folder.mkdir(parents=True)
-        config = task_config(root, first.with_name(first.name + f"-{label}"), folder)
+        config = task_config(root, label, first.with_name(first.name + f"-{label}"), folder)
         (folder / "commits.txt").write_text(f"{task.commit}\n")
         env = {**os.environ, **dict(task.settings), "HOME": str(home), "PYTHONUNBUFFERED": "1"}
         asv = str(root / VENV_BIN / "asv")
@@ -128,12 +131,15 @@ def exact_task(task: ExactTask) -> Done:
             code = made or subprocess.run(
                 [asv, "--config", str(config), "run", "--machine", task.machine, "--record-samples", "--bench",
                  EXACT, f"HASHFILE:{folder / 'commits.txt'}"], cwd=root, env=env, stdout=log,
-                stderr=subprocess.STDOUT).returncode
+                stderr=subprocess.STDOUT, pass_fds=(lock,)).returncode
     results = folder / "results"
     if code not in (0, 2) or not list(results.glob(f"*/{task.commit[:8]}-*.json")):  # 2: a benchmark failed
-        said = (folder / LOG).read_text(errors="replace").strip().splitlines()[-1:] or ["nothing"]
+        kept = root / CLUSTER / FAILED / f"{task.commit[:12]}.log"  # the tasks' folders go with the recording
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / LOG, kept)
+        said = kept.read_text(errors="replace").strip().splitlines()[-1:] or ["nothing"]
         raise RuntimeError(f"asv recorded nothing of {task.commit[:8]} on {worker} (exit {code}; it said: "
-                           f"{said[0].strip()[:200]})")
+                           f"{said[0].strip()[:200]}; its log: {kept})")
     return Done(str(results), worker)
 
 

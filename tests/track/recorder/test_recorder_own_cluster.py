@@ -86,17 +86,30 @@ def test_a_task_records_its_commits_exact_benchmarks_in_its_slots_own_environmen
     data = json.loads((results / "box" / "aaaaaaaa-fake.json").read_text())
     assert sorted(data["results"]) == EXACT and len(EXACT) == 6  # every exact benchmark, no timing
     machine, run = _calls(tmp_path)
-    assert machine[:2] == ["asv", "machine"] and run[1:4] == ["--config", str(results.parent / "asv.conf.json"), "run"]
-    config = json.loads((results.parent / "asv.conf.json").read_text())
-    assert config["env_dir"] == str(root / ".asv" / "env-slot1") and config["repo"] == str(root)
+    # the configuration in the checkout: the suite finds the checkout as its folder (ASV_CONF_DIR)
+    assert machine[:2] == ["asv", "machine"] and run[1:4] == ["--config", str(root / ".asv-slot1.conf.json"), "run"]
+    config = json.loads((root / ".asv-slot1.conf.json").read_text())
+    assert config["env_dir"] == str(root / ".asv" / "env-slot1") and config["results_dir"] == str(results)
     copy = root / ".asv" / "env-slot1" / "abc" / "lib" / "torch.so"
     assert os.stat(copy).st_ino == os.stat(root / ".asv" / "env" / "abc" / "lib" / "torch.so").st_ino
     assert (root / own_cluster.CLUSTER / "home-slot1" / ".asv-machine.json").exists()  # its own home
     with open(root / own_cluster.CLUSTER / "slot-1.lock", "a") as held:  # a task running in slot 1
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         other = own_cluster.exact_task(_task(root, "b" * 40))
-    assert json.loads((Path(other.results).parent / "asv.conf.json").read_text())["env_dir"].endswith("env-slot2")
+    assert json.loads((root / ".asv-slot2.conf.json").read_text())["results_dir"] == other.results
     assert Path(other.results).parent != results.parent
+
+
+def test_asv_holds_its_slot_so_that_one_outliving_a_killed_worker_keeps_the_slot(tmp_path):
+    root = checkout(tmp_path)
+    seen = tmp_path / "fds"
+    asv = root / ".venv" / "bin" / "asv"
+    asv.write_text(f"#!{sys.executable} -S\nimport os, sys\nif 'run' in sys.argv:\n"  # its open files, named
+                   f"    open({str(seen)!r}, 'w').write('\\n'.join(os.path.realpath('/proc/self/fd/' + fd) "
+                   "for fd in os.listdir('/proc/self/fd')))\n" + FAKES.read_text().replace(
+                       "from __future__ import annotations\n", ""))
+    own_cluster.exact_task(_task(root, "a" * 40))
+    assert str(root / own_cluster.CLUSTER / "slot-1.lock") in seen.read_text().splitlines()
 
 
 def test_a_worker_that_does_not_see_the_checkout_and_an_asv_that_records_nothing_fail_in_one_line(tmp_path):
@@ -107,7 +120,9 @@ def test_a_worker_that_does_not_see_the_checkout_and_an_asv_that_records_nothing
     with pytest.raises(RuntimeError) as failed:
         own_cluster.exact_task(_task(root, "a" * 40))
     assert str(failed.value).startswith("asv recorded nothing of aaaaaaaa on ") and "\n" not in str(failed.value)
-    assert str(failed.value).endswith("(exit 1; it said: no such commit)")
+    log = root / own_cluster.CLUSTER / own_cluster.FAILED / "aaaaaaaaaaaa.log"
+    assert str(failed.value).endswith(f"(exit 1; it said: no such commit; its log: {log})")
+    assert log.read_text() == "no such commit\n"
 
 
 def test_only_the_client_merges_so_a_task_run_twice_or_a_commit_recorded_again_is_recorded_once(tmp_path):
