@@ -1,8 +1,9 @@
 """``detsim-track record``: recent commits recorded by the recorder, then judged by ``detsim-track regressions``.
 Without ``--target``, detsim's own (:mod:`~detsim.track.recorder.own`: its asv suite in asv's environments, in
-two phases, the first on a Dask cluster with ``--workers/--scheduler``; docs/tracking.md, docs/cluster.md); with ``--target DIR``, a window of a target's history (each commit built into the
-project's venv and measured by asv's suite for targets, twins reused: docs/targets.md), its table printed and
-the commits where a case turns bad named."""
+two phases, the first on a Dask cluster with ``--workers/--scheduler``; docs/tracking.md, docs/cluster.md);
+with ``--target DIR``, a window of a target's history (each commit built into the project's venv and measured
+by asv's suite for targets, twins reused: docs/targets.md), its table printed and the commits where a case
+turns bad named."""
 
 from __future__ import annotations
 

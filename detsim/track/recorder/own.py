@@ -146,7 +146,8 @@ class OwnRecording:
                 raise RecordingError("could not set up .venv")
             venv = None
             if self.on_cluster("--check") != 0:
-                raise RecordingError("the Dask cluster could not be had, or its client (.venv's detsim-track) not started: said above")
+                raise RecordingError("the Dask cluster could not be had, or its client (.venv's detsim-track) did not "
+                                     "start: said above")
         commits, notes = plan(self.root, self.machine, recent, rev_range)
         for note in notes:
             print(f"tracking run: {note}", file=sys.stderr)

@@ -195,7 +195,8 @@ def check(cluster: Cluster) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m detsim.track.recorder.own_cluster", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m detsim.track.recorder.own_cluster",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--machine", required=True)
     where = parser.add_mutually_exclusive_group(required=True)

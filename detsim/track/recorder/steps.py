@@ -3,9 +3,8 @@
 Run by path, ``detsim/track`` loaded as a package of its own, with the standard library alone: a commit that breaks
 the package it measures cannot break the run that is to record that break. ``record`` records detsim's own
 recent commits (:mod:`.own`; with ``--workers``, their exact families on a Dask cluster) or, with ``--target``, a
-target's, by ``detsim-track record --target`` in .venv (a
-target's commits are another repository's: detsim's package measures them). For what cannot be done, one line
-and exit 2.
+target's, by ``detsim-track record --target`` in .venv (a target's commits are another repository's: detsim's
+package measures them). For what cannot be done, one line and exit 2.
 """
 
 from __future__ import annotations
