@@ -6,12 +6,13 @@ steps stay standard library only: ``--check`` says in one line, exit 2, when no 
 FILE`` records them. The checkout's environment (``asv setup``'s, in asv's ``env_dir``) is made before.
 
 A task (:func:`exact_task`, on a worker that sees this checkout's files) takes the first free slot of this
-checkout (a lock file held while it runs: a worker that dies lets it go), and in that slot's own asv environment
-(a hard-linked copy of the checkout's, made once per slot: :func:`~.own.copy_environments`), own home and a
-results folder of the task's own (a new one each time it runs), runs asv on its commit; nothing two tasks do
-collides. Only this process, the client, writes into ``results/asv`` (:func:`~.second.merge_results`, whole
-files, idempotent) and, for each commit merged, which worker measured it (:func:`~detsim.track.base.where.write_where`):
-a task lost with its worker runs again and leaves a folder nobody merges, so nothing is recorded twice or half.
+checkout (a lock file held while it and its asv run: the system lets it go when both are gone), and in that
+slot's own asv environment (a hard-linked copy of the checkout's, made once per slot:
+:func:`~.own.copy_environments`), own home, own asv configuration and a results folder of the task's own (a new
+one each time it runs), runs asv on its commit; nothing two tasks do collides. Only this process, the client,
+writes into ``results/asv`` (:func:`~.second.merge_results`, whole files, idempotent) and, for each commit
+merged, which worker measured it (:func:`~detsim.track.base.where.write_where`): a task lost with its worker runs
+again and leaves a folder nobody merges, so nothing is recorded twice or half.
 """
 
 from __future__ import annotations
