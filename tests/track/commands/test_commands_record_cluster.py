@@ -80,11 +80,12 @@ def test_one_worker_and_two_record_the_same_window(tmp_path, capsys):
         got.append({"rows": _masked(record["rows"]), "turns": [t["kind"] for t in record["turns"]],
                     "asv": _asv(project / "results" / "m1")})
         main(["regressions", "--repo", str(project), "--machine", "m1", "--remeasure", "0"])
-        verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+        verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())["machines"]["m1"]
         [where] = [note for note in verdict["notes"] if note.startswith("where it was measured")]
         assert where.startswith("where it was measured: the timings on machine m1 alone (the machine this history "
                                 "belongs to); parity, image hashes, reproducibility, instruction counts and peak "
                                 "memory of 6 of the 6 commits judged by "), where
+        assert "Dask worker process(es) in one recording on 127.0.0.1 (" in where, where  # counted per recording
         capsys.readouterr()
         project.rename(tmp_path / f"port-{workers}")
     assert not _differences(got[0], got[1]), _differences(got[0], got[1])
