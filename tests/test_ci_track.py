@@ -353,3 +353,17 @@ def test_ci_runs_the_readmes_test_command_as_make_test_runs_it():
     assert ci[-len(commands):] == commands and "make venv" in ci  # the same commands, last, after the install
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and commands[-1].removeprefix(".venv/bin/") in readme
+
+
+@pytest.mark.slow  # (the cluster's client is a fresh interpreter of .venv's)
+def test_workers_for_detsims_own_commits_start_the_cluster_client_which_a_broken_head_stops_before_recording(
+        checkout):
+    done = _track(checkout, WORKERS="2")
+    calls = _calls(checkout)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("tracking run: the Dask cluster could not be had, or its client (.venv's "
+                                            "detsim-track) did not start: said above")
+    assert "this commit breaks the package" in done.stderr  # the client's own error, above
+    assert not [call for call in calls if call[0] == "asv" and "run" in call]  # nothing recorded
+    assert not (checkout / "results" / "asv" / MACHINE).exists() or not any(
+        (checkout / "results" / "asv" / MACHINE).glob("*-*.json"))

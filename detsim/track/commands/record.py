@@ -1,8 +1,9 @@
 """``detsim-track record``: recent commits recorded by the recorder, then judged by ``detsim-track regressions``.
 Without ``--target``, detsim's own (:mod:`~detsim.track.recorder.own`: its asv suite in asv's environments, in
-two phases; docs/tracking.md); with ``--target DIR``, a window of a target's history (each commit built into the
-project's venv and measured by asv's suite for targets, twins reused: docs/targets.md), its table printed and
-the commits where a case turns bad named."""
+two phases, the first on a Dask cluster with ``--workers/--scheduler``; docs/tracking.md, docs/cluster.md);
+with ``--target DIR``, a window of a target's history (each commit built into the project's venv and measured
+by asv's suite for targets, twins reused: docs/targets.md), its table printed and the commits where a case
+turns bad named."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from detsim.track.base.files import RecordingError, check_writable, validate_mac
 from detsim.track.base.status import Status
 from detsim.track.recorder.own import OwnRecording
 from detsim.track.recorder.processes import clean_up
-from detsim.track.recorder.steps import NOT_FOR_OWN
 from detsim.track.recorder.target import merge_slices, not_measured, record_window
 from detsim.track.recorder.window import Window, merge_rows, turns
 from detsim.track.target.cluster import Cluster, ClusterError, default_workers
@@ -55,9 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the window's record (rows, turns, counts) to PATH")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=positive_int, nargs="?", const=default_workers(), default=None, metavar="N",
-                       help="measure what no load changes (renders, parity, hashes, reproducibility, counts) on N "
-                            "Dask worker processes of this machine (default N: one per core); the timings are "
-                            "measured here, alone, after them (docs/cluster.md; a RANGE goes before it)")
+                       help="measure what no load changes (renders, parity, hashes, reproducibility, counts; detsim's "
+                            "own: every benchmark but the timings) on N Dask worker processes of this machine "
+                            "(default N: one per core); the timings are measured here, alone, after them "
+                            "(docs/cluster.md; a RANGE goes before it)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="as --workers, on the existing Dask cluster whose scheduler is at ADDRESS "
                             "(e.g. tcp://127.0.0.1:8786); its workers must see this checkout's files")
@@ -129,11 +130,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _record_own(args: argparse.Namespace, root: Path) -> int:
     """detsim's own commits recorded in ``root`` (one run at a time: the tracking run's lock), then judged."""
-    given = [option for option in ("merge", "json", "spec", "workers", "scheduler") if getattr(args, option) is not None]
+    given = [option for option in ("merge", "json", "spec") if getattr(args, option) is not None]
     try:
         if given:
-            raise ValueError(f"--{given[0]} is a target's option (give --target DIR)"
-                             + (f"; {NOT_FOR_OWN}" if given[0] in ("workers", "scheduler") else ""))
+            raise ValueError(f"--{given[0]} is a target's option (give --target DIR)")
+        cluster = ()
+        if args.workers is not None or args.scheduler is not None:
+            Cluster(args.workers, args.scheduler)  # checked here, before anything is written
+            cluster = ("--workers", str(args.workers)) if args.workers is not None else ("--scheduler", args.scheduler)
         machine = validate_machine_name(args.machine)
         for folder in (root / ".asv", root / "results" / "asv" / machine):
             check_writable(folder)
@@ -142,7 +146,7 @@ def _record_own(args: argparse.Namespace, root: Path) -> int:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while another run holds it
             clean_up(root)
             try:
-                OwnRecording(root, machine).record(args.recent, args.range)
+                OwnRecording(root, machine, cluster).record(args.recent, args.range)
             finally:
                 clean_up(root, below=os.getpid())
     except BlockingIOError:

@@ -21,6 +21,7 @@ from detsim.track.commands import count, refuse
 from detsim.track.base.output import REPORTS, OutputError, add_json_option, atomic_write_text, \
     check_output_file, is_report_of, json_text, utc_stamp, write_json
 from detsim.track.base.provenance import repo_root
+from detsim.track.base.where import OWN_FAMILIES, read_where, where_note
 from detsim.track.judge.confirm import BUDGET_S, MAX_REMEASURED, Measurer, confirm
 from detsim.track.judge.results_files import ResultsError, load_config, target_results
 from detsim.track.judge.text import report_lines, screen_lines
@@ -73,11 +74,17 @@ def _twins(folder: Path, machine: str) -> dict[str, str | None] | None:
         raise ResultsError(str(exc)) from None
 
 
-def _where_measured(report: Report) -> Report:
-    """A target's ``report`` with a note saying where its commits' measures were taken, where a Dask cluster's
-    workers took some (as the recording's rows store it)."""
+def _where_measured(report: Report, root: Path) -> Report:
+    """``report`` with a note saying where its commits' measures were taken, where a Dask cluster's workers took
+    some: a target's as the recording's rows store it, detsim's own as its results' sidecar does
+    (:mod:`~detsim.track.base.where`)."""
     if not report.target_results:
-        return report
+        folder = root / load_config(root).get("results_dir", "results") / report.machine
+        try:
+            line = where_note(report.machine, report.commits, read_where(folder), OWN_FAMILIES)
+        except ValueError as exc:
+            raise ResultsError(str(exc)) from None
+        return replace(report, notes=(*report.notes, line)) if line else report
     from detsim.track.recorder.cluster import measured_where
     from detsim.track.target.project import Project
 
@@ -121,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         with _measurer(root) as measurer:
             judgement = confirm(analyse(root, args.machine, _twins), root, limit=args.remeasure,
                                 budget_s=args.remeasure_budget, progress=_say, repo=args.repo, measurer=measurer)
-        judgement = judgement_of({m: _where_measured(r) for m, r in judgement.reports.items()}, judgement.failed)
+        judgement = judgement_of({m: _where_measured(r, root) for m, r in judgement.reports.items()}, judgement.failed)
     except (ResultsError, OutputError, VerdictError) as exc:
         return refuse(f"detsim-track: {exc}")
     full = report_lines(judgement)

@@ -14,8 +14,8 @@ series (:func:`~detsim.track.target.project.in_series`); each twin then takes it
 
 A commit's row and results are written only in step 3, whole (temporary file, then rename), so a run that
 dies leaves each commit recorded or not at all; a task lost with its worker ran again (:mod:`detsim.track.target.cluster`).
-Each case's record names the worker that measured it (:data:`WORKER`), which the verdict reads
-(:func:`measured_where`).
+Each case's record names the worker that measured it (:data:`WORKER`) and the recording (:data:`RUN`), which the
+verdict reads (:func:`measured_where`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
-from urllib.parse import urlsplit
+
+from detsim.track.base.where import TARGET_FAMILIES, Taken, new_run, where_note
 
 from detsim.track.target.build import Builder, BuildError, Installation, Measured
 from detsim.track.target.cluster import Cluster, Outcome, Tasks, client
@@ -39,6 +40,7 @@ BUILDS = "builds"  # in the project folder: one folder per built commit, until a
 COUNTS = "counts"  # in the project folder: a counted render's work folder per commit (one length for all)
 TASK = "measure"  # the tasks' name on the cluster (with the commit)
 WORKER = "dask_worker"  # in a case's record: the address of the worker that measured it (none: measured here)
+RUN = "dask_run"  # in a case's record measured by a worker: the recording's name (base.where.new_run)
 
 
 @dataclass(frozen=True)
@@ -52,18 +54,18 @@ class NotShared(RuntimeError):
     """A worker that does not see the checkout's files (a task fails rather than record every case as broken)."""
 
 
-def measure_on_worker(spec, cases, bin_dir: Path, count_work: Path) -> dict:
+def measure_on_worker(spec, cases, bin_dir: Path, count_work: Path, run: str | None = None) -> dict:
     """A task: :func:`~.outcomes.measure_cases` of the commit built in ``bin_dir``, on a worker that sees it."""
     for needed in (Path(bin_dir), Path(spec.root)):
         if not needed.is_dir():
             raise NotShared(f"this worker ({socket.gethostname()}) does not see {needed}: a cluster's workers must "
                             "share this checkout's file system (docs/cluster.md)")
-    worker = _worker_address()
+    worker = worker_address()
     measured = measure_cases(spec, cases, bin_dir, count_work)
-    return {case: {**record, WORKER: worker} for case, record in measured.items()}
+    return {case: {**record, WORKER: worker, RUN: run} for case, record in measured.items()}
 
 
-def _worker_address() -> str:
+def worker_address() -> str:
     """The address of the Dask worker running this task (this host's name, called outside a worker)."""
     try:
         from distributed import get_worker
@@ -75,20 +77,11 @@ def _worker_address() -> str:
 
 def measured_where(project: Project, machine: str, commits: Sequence[str]) -> str | None:
     """Where the measures of ``commits`` recorded on ``machine`` were taken, as their rows store it, in one
-    line; None where no Dask worker measured any of them (every measure was ``machine``'s)."""
+    line (:func:`~detsim.track.base.where.where_note`); None where no Dask worker measured any of them."""
     judged = set(commits)
-    workers = {row["commit"]: {rec.get(WORKER) for rec in row["cases"].values()} - {None}
-               for row in project.rows(machine) if row["commit"] in judged}
-    on_cluster = [commit for commit in commits if workers.get(commit)]
-    if not on_cluster:
-        return None
-    every = set().union(*workers.values())
-    hosts = sorted({urlsplit(address).hostname or address for address in every})
-    others = len(commits) - len(on_cluster)
-    return (f"where it was measured: the timings on machine {machine} alone (the machine this history belongs to); "
-            f"parity, image hashes, reproducibility, instruction counts and peak memory of {len(on_cluster)} of the "
-            f"{len(commits)} commits judged by {len(every)} Dask worker(s) on {', '.join(hosts)} (`detsim-track "
-            "record --workers/--scheduler`)" + (f", of the other {others} on machine {machine}" if others else ""))
+    measured = [Taken(row["commit"], rec.get(RUN), rec[WORKER]) for row in project.rows(machine)
+                if row["commit"] in judged for rec in row["cases"].values() if rec.get(WORKER)]
+    return where_note(machine, commits, measured, TARGET_FAMILIES)
 
 
 def where(cluster: Cluster, machine: str) -> str:
@@ -106,13 +99,14 @@ def record_on_cluster(recorder: TargetRecorder, commits: Sequence[str], cluster:
     built: dict[str, Installation] = {}
     plan: list[tuple[str, dict | Measured]] = []  # commit -> its row recorded before, or what Reuse made of it
     window.where = where(cluster, recorder.machine)
+    run = new_run()
     try:
         with client(cluster) as running:
             tasks = Tasks(running, TASK)
 
             def submit(installed: Installation) -> Pending:
                 tasks.submit(installed.commit, measure_on_worker, spec, cases, installed.bin_dir,
-                             project.folder / COUNTS / installed.commit[:12])
+                             project.folder / COUNTS / installed.commit[:12], run)
                 return Pending(installed.commit)
 
             for i, commit in enumerate(commits, 1):

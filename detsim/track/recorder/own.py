@@ -7,6 +7,12 @@ one asv process per core, each with its own environment, home and half of those 
 generated copy of asv.conf.json, its results merged into results/asv/ after: :mod:`.second`). Then the timings,
 alone on the machine, into the same results files. Which commits: :mod:`.plan`. Standard library only, as all
 :mod:`.steps` runs: a commit that breaks the package it measures is recorded as failed, never breaks the recording.
+
+With a Dask cluster (``cluster``: ``--workers N`` or ``--scheduler ADDRESS``, docs/cluster.md) the first phase is
+one task per commit on any worker instead, driven by a child process of .venv's (:mod:`.own_cluster`: dask is
+imported there only); the timings stay here, alone, after the cluster is let go, and where each commit's exact
+families were measured goes into the sidecar of :mod:`~detsim.track.base.where` (dropped for a commit recorded
+again here).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from pathlib import Path
 
 from ..base.files import RecordingError, write_aside
+from ..base.where import write_where
 from .plan import plan
 from .second import merge_results, second_config
 
@@ -37,15 +44,21 @@ EXACT_1 = (r"^bench_(cost|device_cost|parity)\.|^bench_determinism\.(?!CompiledH
 EXACT_2 = (r"^bench_determinism\.CompiledHashes\.|^bench_reproducibility\.CompiledReproducibility\."
            r"|^bench_engine\.LargeDetectorMemory\.")
 TIMED = r"^(?!bench_(cost|device_cost|parity|determinism|reproducibility)\.|bench_engine\.LargeDetectorMemory\.)"
+CLUSTER_DRIVER = "detsim.track.recorder.own_cluster"  # the first phase's Dask client, run by .venv's python
+# what :meth:`OwnRecording.machine_files` sets for asv, passed on to a cluster's tasks (a worker elsewhere lacks it)
+SETTINGS = ("VIRTUALENV_APP_DATA", "TORCHINDUCTOR_COMPILE_THREADS", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+            "GIT_CONFIG_GLOBAL", "PIP_CONFIG_FILE")
 ENV_LIST = re.compile(r"^\[<asv")  # asv 0.6.6's setup prints its environments and exits 1 even when it made them
 REWRITTEN = ("asv-env-info.json", "asv-install-status.json", "asv-build-cache", "project")  # asv's, in place
 
 
 class OwnRecording:
-    """Records detsim's commits in the checkout ``root`` on ``machine``."""
+    """Records detsim's commits in the checkout ``root`` on ``machine``; with ``cluster`` (``--workers N`` or
+    ``--scheduler ADDRESS``, as :mod:`.own_cluster` takes them) the exact families on a Dask cluster."""
 
-    def __init__(self, root: Path, machine: str):
+    def __init__(self, root: Path, machine: str, cluster: tuple[str, ...] = ()):
         self.root, self.machine, self.bin = Path(root), machine, Path(root) / VENV_BIN
+        self.cluster = tuple(cluster)
         self.started, self._lock = time.monotonic(), threading.Lock()
 
     def phase(self, what: str) -> None:
@@ -120,13 +133,46 @@ class OwnRecording:
         """asv run exits 2 when a benchmark failed: recorded as failed, the judge decides."""
         return self.wait(running) in (0, 2)
 
+    def on_cluster(self, *args: str) -> int:
+        """:mod:`.own_cluster` in .venv's interpreter with this recording's cluster and ``args``."""
+        return self._call(self.bin / "python", "-m", CLUSTER_DRIVER, "--root", self.root, "--machine", self.machine,
+                          *self.cluster, *args)
+
     def record(self, recent: int, rev_range: str | None = None) -> None:
         venv = self.venv()
         self.machine_files()
+        if self.cluster:  # the cluster's driver runs in .venv: made first, and the cluster checked before the work
+            if venv is not None and venv.wait() != 0:
+                raise RecordingError("could not set up .venv")
+            venv = None
+            if self.on_cluster("--check") != 0:
+                raise RecordingError("the Dask cluster could not be had, or its client (.venv's detsim-track) did not "
+                                     "start: said above")
         commits, notes = plan(self.root, self.machine, recent, rev_range)
         for note in notes:
             print(f"tracking run: {note}", file=sys.stderr)
         write_aside(self.root / RECORD, "".join(f"{c}\n" for c in commits).encode())
+        if self.cluster:
+            self._exact_on_cluster(commits)
+        else:
+            self._exact_here(commits, venv)
+        # oldest first: the first is the one the exact phase left installed, so it is not installed again
+        write_aside(self.root / RECORD_TIMED, "".join(f"{c}\n" for c in reversed(commits)).encode())
+        if not self.recorded(self.benchmarks("1", "asv.conf.json", TIMED, RECORD_TIMED)):
+            raise RecordingError("the timings could not be recorded")
+        self.phase("recorded the timings (alone)")
+
+    def _exact_on_cluster(self, commits: list[str]) -> None:
+        """The first phase as Dask tasks (:mod:`.own_cluster`), from the environment made here."""
+        self.phase(f"set up: {len(commits)} commits to record, the exact families on a Dask cluster")
+        self.wait(self.asv("1", "asv.conf.json", "setup"))
+        self.phase("environment ready")
+        if self.on_cluster("--commits", self.root / RECORD) != 0:
+            raise RecordingError("the exact families could not all be recorded on the cluster (said above)")
+        self.phase("recorded counts, parity, hashes, reproducibility and peak memory (Dask tasks)")
+
+    def _exact_here(self, commits: list[str], venv: subprocess.Popen | None) -> None:
+        """The first phase on both cores: two asv processes (module docstring)."""
         first_env = second_config(self.root, self.root / SECOND_CONF, SECOND_RESULTS)
         shutil.rmtree(self.root / SECOND_RESULTS, ignore_errors=True)
         self.phase(f"set up: {len(commits)} commits to record")
@@ -144,21 +190,17 @@ class OwnRecording:
         if not self.recorded(first):
             raise RecordingError("the recording failed")
         merge_results(self.root / SECOND_RESULTS, self.root / "results" / "asv")
+        write_where(self.root / "results" / "asv" / self.machine, commits, ())  # measured here now
         self.phase("recorded counts, parity, hashes, reproducibility and peak memory (both cores)")
-        # oldest first: the first is the one the exact phase left installed, so it is not installed again
-        write_aside(self.root / RECORD_TIMED, "".join(f"{c}\n" for c in reversed(commits)).encode())
-        if not self.recorded(self.benchmarks("1", "asv.conf.json", TIMED, RECORD_TIMED)):
-            raise RecordingError("the timings could not be recorded")
-        self.phase("recorded the timings (alone)")
 
 
-def copy_environments(first_env: Path) -> None:
-    """Each environment of ``first_env`` that asv finished, hard-linked to ``<first_env>-second`` where that has
+def copy_environments(first_env: Path, suffix: str = "-second") -> None:
+    """Each environment of ``first_env`` that asv finished, hard-linked to ``<first_env><suffix>`` where that has
     none yet (asv 0.6.6 takes an environment whose asv-env-info.json matches its configuration), but for what asv
     rewrites in place (the info file is copied; the install status, build folder and wheel cache are left for the
     copy to make), under a temporary name until whole."""
     for made in sorted(p for p in first_env.glob("*") if p.is_dir() and (p / "asv-env-info.json").exists()):
-        copy = first_env.with_name(first_env.name + "-second") / made.name
+        copy = first_env.with_name(first_env.name + suffix) / made.name
         temporary = copy.with_name(copy.name + ".tmp")
         if copy.exists():
             continue

@@ -2,9 +2,9 @@
 
 Run by path, ``detsim/track`` loaded as a package of its own, with the standard library alone: a commit that breaks
 the package it measures cannot break the run that is to record that break. ``record`` records detsim's own
-recent commits (:mod:`.own`) or, with ``--target``, a target's, by ``detsim-track record --target`` in .venv (a
-target's commits are another repository's: detsim's package measures them). For what cannot be done, one line
-and exit 2.
+recent commits (:mod:`.own`; with ``--workers``, their exact families on a Dask cluster) or, with ``--target``, a
+target's, by ``detsim-track record --target`` in .venv (a target's commits are another repository's: detsim's
+package measures them). For what cannot be done, one line and exit 2.
 """
 
 from __future__ import annotations
@@ -31,9 +31,6 @@ from ..base.files import TARGET_PROJECTS, RecordingError, check_writable, valida
 from .own import VENV_BIN, OwnRecording  # noqa: E402
 from .processes import clean_up  # noqa: E402
 
-NOT_FOR_OWN = "WORKERS is for a TARGET's recording; detsim's own commits are recorded on this machine's cores"
-
-
 def target_folder(given: str, caller: Path) -> str:
     """The target's folder, absolute (a relative one is the caller's), or "" for none; ValueError: no folder."""
     if not given:
@@ -50,9 +47,12 @@ def project(target: str) -> str:
 
 
 def cluster_options(workers: str) -> list[str]:
-    """``WORKERS`` as detsim-track record's options: a number of Dask workers, or a scheduler's address."""
+    """``WORKERS`` as detsim-track record's options (and :mod:`.own_cluster`'s): a number of Dask workers, or a
+    scheduler's address; ValueError: no worker."""
     if not workers:
         return []
+    if workers.isdigit() and int(workers) < 1:
+        raise ValueError(f"WORKERS={workers}: give 1 or more workers, or a scheduler's address")
     return ["--workers", workers] if workers.isdigit() else ["--scheduler", workers]
 
 
@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", default="")
     p.add_argument("--recent", type=int, required=True)
     p.add_argument("--machine", required=True)
-    p.add_argument("--workers", default="", help="a target's: Dask workers (a number) or a scheduler's address")
+    p.add_argument("--workers", default="", help="Dask workers (a number) or a scheduler's address: what no load "
+                                                   "changes measured on a Dask cluster, the timings here")
     args = parser.parse_args(argv)
     root = Path(os.path.abspath(Path.cwd()))
     try:
@@ -102,9 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.target:
             return record_target(root, args.target, args.recent, validate_machine_name(args.machine), args.workers)
         else:
-            if args.workers:
-                print(f"tracking run: {NOT_FOR_OWN}", file=sys.stderr)
-            OwnRecording(root, validate_machine_name(args.machine)).record(args.recent)
+            cluster = tuple(cluster_options(args.workers))
+            OwnRecording(root, validate_machine_name(args.machine), cluster).record(args.recent)
     except (ValueError, RecordingError) as exc:
         print(f"tracking run: {exc}", file=sys.stderr)
         return 2

@@ -53,12 +53,25 @@ def test_a_window_where_no_commit_could_be_measured_exits_2_naming_why(tmp_path,
 
 
 @pytest.mark.parametrize("option, said", [(["--merge", "x"], "--merge is a target's option"),
-                                          (["--workers", "2"], "WORKERS is for a TARGET's recording"),
+                                          (["--scheduler", "not an address!"], "not a scheduler address"),
                                           (["--machine", "../evil"], "'../evil' refused")])
 def test_detsims_own_recording_refuses_a_targets_options_before_anything_is_written(tmp_path, capsys, option, said):
     assert main(["record", "--root", str(tmp_path), *option]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and said in err and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, passed", [([], ()), (["--workers", "3"], ("--workers", "3")),
+                                            (["--scheduler", "tcp://10.0.0.7:8786"],
+                                             ("--scheduler", "tcp://10.0.0.7:8786"))])
+def test_detsims_own_recording_takes_a_cluster_for_its_exact_families(tmp_path, monkeypatch, option, passed):
+    from detsim.track.commands import record
+
+    made = []
+    monkeypatch.setattr(record, "OwnRecording", lambda root, machine, cluster=(): made.append(cluster) or
+                        type("Recording", (), {"record": lambda self, recent, rev_range: None})())
+    assert main(["record", "--root", str(tmp_path), "--machine", "m", "--no-judge", *option]) == 0
+    assert made == [passed]
 
 
 def test_detsims_own_recording_is_refused_while_a_tracking_run_holds_the_clone(tmp_path, capsys):

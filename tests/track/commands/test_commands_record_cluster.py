@@ -19,7 +19,7 @@ pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
 TIMES = ("seconds", "cpu_s", "peak_mb", "build_s", "baseline_s", "baseline_cpu_s",  # what a load moves
-         "dask_worker")  # and the worker that measured a case
+         "dask_worker", "dask_run")  # and the worker and recording that measured a case
 
 
 def test_workers_and_a_scheduler_together_or_a_bad_address_are_one_line(tmp_path, capsys):
@@ -80,11 +80,12 @@ def test_one_worker_and_two_record_the_same_window(tmp_path, capsys):
         got.append({"rows": _masked(record["rows"]), "turns": [t["kind"] for t in record["turns"]],
                     "asv": _asv(project / "results" / "m1")})
         main(["regressions", "--repo", str(project), "--machine", "m1", "--remeasure", "0"])
-        verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())
+        verdict = json.loads((project / "reports" / "latest" / "verdict.json").read_text())["machines"]["m1"]
         [where] = [note for note in verdict["notes"] if note.startswith("where it was measured")]
         assert where.startswith("where it was measured: the timings on machine m1 alone (the machine this history "
                                 "belongs to); parity, image hashes, reproducibility, instruction counts and peak "
                                 "memory of 6 of the 6 commits judged by "), where
+        assert "Dask worker process(es) in one recording on 127.0.0.1 (" in where, where  # counted per recording
         capsys.readouterr()
         project.rename(tmp_path / f"port-{workers}")
     assert not _differences(got[0], got[1]), _differences(got[0], got[1])

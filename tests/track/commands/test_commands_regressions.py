@@ -738,3 +738,27 @@ def test_a_commit_that_launches_a_kernel_per_chunk_again_is_flagged_at_that_comm
     spill = found.pop(("bench_device_cost.FusedKernel.track_local_bytes", "(dtype='float32')"))
     assert (spill["family"], spill["first_bad"], spill["last_good"]) == ("cost", commits[3], commits[2])
     assert found == {}  # the flat paths, dtypes and registers are not flagged
+
+
+def test_detsims_own_commits_measured_on_a_cluster_are_said_so_from_the_sidecar_and_a_bad_one_named(tmp_path, capsys):
+    from detsim.track.base.where import WHERE_FILE, Taken, write_where
+
+    root = tmp_path / "good"
+    shutil.copytree(DATA / "good", root)
+    commits = _commits(root)
+    write_where(root / MACHINE_DIR, [], [Taken(commits[-1], "r2", "tcp://127.0.0.1:4001"),
+                                         Taken(commits[-1], "r2", "tcp://127.0.0.1:4002"),
+                                         Taken(commits[-2], "r1", "tcp://127.0.0.1:3001")])
+    code, report = _run(root, tmp_path)
+    assert code == 0
+    [note] = [n for n in report["notes"] if n.startswith("where it was measured")]
+    assert note == ("where it was measured: the timings on machine fixture-2cpu alone (the machine this history "
+                    "belongs to); instruction counts, device costs, parity, image hashes, reproducibility and peak "
+                    f"memory of 2 of the {len(commits)} commits judged by Dask workers in 2 recordings (1 + 2 worker "
+                    "processes) on 127.0.0.1 (`detsim-track record --workers/--scheduler`), of the other "
+                    f"{len(commits) - 2} on machine fixture-2cpu")
+    capsys.readouterr()
+    (root / MACHINE_DIR / WHERE_FILE).write_text("not json\n")
+    code, _ = _run(root, tmp_path)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"{WHERE_FILE}:1: not a record of where" in err

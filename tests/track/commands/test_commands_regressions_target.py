@@ -192,7 +192,8 @@ def test_a_target_whose_measures_a_dask_cluster_took_says_so_and_where_the_timin
     assert main(["regressions", "--repo", str(project.folder), "--machine", MACHINE, "--remeasure", "0"]) == 1
     note = (f"where it was measured: the timings on machine {MACHINE} alone (the machine this history belongs to); "
             "parity, image hashes, reproducibility, instruction counts and peak memory of 2 of the 3 commits judged "
-            "by 1 Dask worker(s) on 10.0.0.7 (`detsim-track record --workers/--scheduler`), of the other 1 on "
+            "by 1 Dask worker address(es) of recordings that stored no name on 10.0.0.7 (`detsim-track record "
+            "--workers/--scheduler`), of the other 1 on "
             f"machine {MACHINE}")
     assert note in _verdict(project)["notes"]
     assert note in (project.folder / "reports" / "latest" / "verdict.txt").read_text()

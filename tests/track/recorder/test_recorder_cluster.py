@@ -132,8 +132,9 @@ def test_two_workers_record_what_one_records_each_tree_once_and_a_failed_task_le
 
 
 def _unnamed(cases: dict) -> dict:
-    """Cases' records without the worker that measured them (which differs from run to run)."""
-    return {case: {k: v for k, v in rec.items() if k != cluster_recording.WORKER} for case, rec in cases.items()}
+    """Cases' records without the worker and recording that measured them (which differ from run to run)."""
+    return {case: {k: v for k, v in rec.items() if k not in (cluster_recording.WORKER, cluster_recording.RUN)}
+            for case, rec in cases.items()}
 
 
 def test_a_second_run_records_only_what_the_first_could_not(tmp_path, fakes):

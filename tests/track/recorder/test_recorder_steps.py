@@ -44,6 +44,20 @@ def test_workers_are_a_number_of_processes_or_a_schedulers_address():
     assert steps.cluster_options("") == []
     assert steps.cluster_options("4") == ["--workers", "4"]
     assert steps.cluster_options("tcp://h:8786") == ["--scheduler", "tcp://h:8786"]
+    with pytest.raises(ValueError, match="WORKERS=0: give 1 or more"):
+        steps.cluster_options("0")
+
+
+def test_workers_go_to_detsims_own_recording_too(tmp_path, monkeypatch, capsys):
+    made = []
+    monkeypatch.setattr(steps, "OwnRecording", lambda root, machine, cluster=(): made.append(cluster) or
+                        type("Recording", (), {"record": lambda self, recent: None})())
+    monkeypatch.chdir(tmp_path)
+    for workers in ("", "2", "tcp://h:8786"):
+        assert steps.main(["record", "--recent", "1", "--machine", "m", "--workers", workers]) == 0
+    assert made == [(), ("--workers", "2"), ("--scheduler", "tcp://h:8786")] and capsys.readouterr().err == ""
+    assert steps.main(["record", "--recent", "1", "--machine", "m", "--workers", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and len(made) == 3
 
 
 @pytest.mark.slow
