@@ -68,18 +68,19 @@ def reused_render(monkeypatch, one_render_row):
     return asked
 
 
-def _stand_in(tmp_path, body: str):
+def _stand_in(tmp_path, body: str, name: str = "nanoBragg"):
     """An executable that takes nanoBragg's arguments (here: a copy of detsim's image, or a broken one)."""
-    script = tmp_path / "nanoBragg"
+    script = tmp_path / name
     script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
     script.chmod(0o755)
     return script
 
 
-def _agreeing(tmp_path, p1_image, check: str = ""):
-    """A stand-in nanoBragg that writes detsim's own image of P1 at 12² (after the ``check`` lines)."""
+def _agreeing(tmp_path, p1_image, check: str = "", name: str = "nanoBragg"):
+    """A stand-in nanoBragg (or another program ``name``) that writes detsim's own image of P1 at 12² (after the
+    ``check`` lines)."""
     return _stand_in(tmp_path, f"import shutil\n{check}shutil.copy({str(p1_image)!r}, "
-                               "sys.argv[sys.argv.index('-floatfile') + 1])")
+                               "sys.argv[sys.argv.index('-floatfile') + 1])", name)
 
 
 def _run(tmp_path, stand_in, *extra):
@@ -123,10 +124,18 @@ def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys
     assert machine.startswith(f"CPU: {cpu_model()},") and vector_flags() in machine and machine in summary
 
 
-def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image):
-    stand_in = _agreeing(tmp_path, p1_image, check=(
-        "import os\n"
-        "assert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"))
+# The whole detsim command in its own process twice (~2 s of torch's import each) in the slow job; in the default
+# job a stand-in command that checks its arguments and thread count and writes detsim's image. The real command
+# run as a row's process, through the same measure.detsim_process_row: tests/track/measure/test_measure_speed.py
+@pytest.mark.parametrize("command", ["stand-in", pytest.param("detsim", marks=pytest.mark.slow)])
+def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image, command,
+                                                                        monkeypatch):
+    threads = "import os\nassert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"
+    stand_in = _agreeing(tmp_path, p1_image, check=threads)
+    if command == "stand-in":
+        arguments = f"assert sys.argv[1:-2] == {[*P1_12.argv(), '-mode', 'eager', '-dtype', 'float64']!r}\n"
+        detsim = _agreeing(tmp_path, p1_image, check=threads + arguments, name="detsim")
+        monkeypatch.setattr(measure, "DETSIM_COMMAND", [str(detsim)])
     code, out = _run(tmp_path, stand_in, "--threads", "1", "2", "--dtypes", "float64", "--scopes", "process")
     assert code == 0, capsys.readouterr().err
     rows = json.loads((out / "speed.json").read_text())["rows"]
