@@ -30,16 +30,20 @@ def _fork_server(root):
 
 
 @pytest.fixture(autouse=True)
-def _own_temporary_folder(monkeypatch):
+def _own_temporary_folder(monkeypatch, tmp_path_factory):
     """Fork-server folders here, never the machine's: a clean-up run by a test must not reach a real recording's.
-    Short, as a socket's path must be (108 bytes)."""
+    Short, as a socket's path must be (108 bytes). pytest's own temporary folder is made first, outside it (made
+    in it, it would go with it, and the file's later tests would have none)."""
+    tmp_path_factory.getbasetemp()
     folder = tempfile.mkdtemp(prefix="cu", dir="/tmp")
     monkeypatch.setattr(tempfile, "tempdir", folder)
     yield
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path):
+def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path, monkeypatch):
+    # the moment an unbound socket is left to an asv closing it: how long is the next test's
+    monkeypatch.setattr(processes, "CLOSING_S", 0.01)
     ours, our_folder = _fork_server(tmp_path / "ours")
     theirs, their_folder = _fork_server(tmp_path / "another-clone")
     dead = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
