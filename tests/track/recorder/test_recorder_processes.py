@@ -60,16 +60,24 @@ def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp
         shutil.rmtree(their_folder)
 
 
-def test_a_run_that_ends_stops_every_process_below_it(tmp_path):
+def test_a_run_that_ends_stops_every_process_below_it_and_removes_its_servers_folders_at_once(tmp_path,
+                                                                                                 monkeypatch):
+    folder = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
                                "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-                               "time.sleep(60)"])
+                               f"subprocess.Popen([sys.executable, '-c', {SERVER!r}, 'run_server', 'benchmarks', "
+                               "sys.argv[1]], process_group=0); time.sleep(60)", str(folder / "socket")])
     deadline = time.monotonic() + 10
-    while not processes.descendants(parent.pid) and time.monotonic() < deadline:
+    while not (folder / "socket.up").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    [child] = processes.descendants(parent.pid)
-    processes.clean_up(tmp_path, below=parent.pid)
-    assert not processes._alive(child)
+    children = processes.descendants(parent.pid)
+    assert len(children) == 2
+    waits, sleep = [], time.sleep
+    monkeypatch.setattr(processes.time, "sleep", lambda s: (waits.append(s), sleep(min(s, 0.05))))
+    done = processes.clean_up(tmp_path, below=parent.pid)
+    assert not any(processes._alive(child) for child in children)
+    # the run's own server, stopped by it: no asv of it is left to close the folder, which goes without a wait
+    assert done == [f"removed {folder}"] and not folder.exists() and processes.CLOSING_S not in waits
     parent.kill()
     parent.wait()
 
