@@ -251,29 +251,57 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_sigterm_while_the_reference_program_runs_ends_it_with_the_command(tmp_path):
+def _killed(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie: killed, not orphaned and still running."""
+    state = Path(f"/proc/{pid}/stat")
+    return not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _pid_when_written(said: Path, running) -> int:
+    """The pid the stand-in writes to ``said`` once it runs (``running()``: whether the command still runs)."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while not (said.exists() and said.read_text()):
+        assert time.monotonic() < deadline and running(), "the stand-in never started"
+        time.sleep(0.05)
+    return int(said.read_text())
+
+
+# The command in a process of its own (torch's import) in the slow job; in the default job it runs here and SIGTERM
+# reaches this process's main thread, as it would the command's. SIGTERM to a detsim command of its own, and to a
+# child run's parent: tests/host/test_processes.py and tests/track/base/test_base_fresh.py
+@pytest.mark.parametrize("where", ["here", pytest.param("own process", marks=pytest.mark.slow)])
+def test_sigterm_while_the_reference_program_runs_ends_it_with_the_command(tmp_path, capsys, where):
     import os
     import signal
     import subprocess
-    import time
+    import threading
 
     said = tmp_path / "pid"
     stand_in = _stand_in(tmp_path, f"import os, time\nopen({str(said)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)")
+    argv = ["speed", "--workloads", "P1", "--pixels", "12", "--repeats", "1", "--nanobragg", str(stand_in), "--out",
+            str(tmp_path / "report")]
+    if where == "here":
+        main_thread, pids = threading.get_ident(), []
+
+        def terminate_when_it_runs():
+            pids.append(_pid_when_written(said, lambda: True))
+            signal.pthread_kill(main_thread, signal.SIGTERM)
+
+        threading.Thread(target=terminate_when_it_runs, daemon=True).start()
+        assert main(argv) == 143
+        assert _killed(pids[0]) and "terminated (SIGTERM)" in capsys.readouterr().err
+        assert not (tmp_path / "report").exists()
+        return
     root = Path(__file__).resolve().parents[3]
-    command = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", "speed", "--workloads", "P1", "--pixels", "12",
-                                "--repeats", "1", "--nanobragg", str(stand_in), "--out", str(tmp_path / "report")],
-                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE,
-                               text=True)
+    command = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", *argv], cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not (said.exists() and said.read_text()):
-            assert time.monotonic() < deadline and command.poll() is None, command.stderr.read()
-            time.sleep(0.05)
-        pid = int(said.read_text())
+        pid = _pid_when_written(said, lambda: command.poll() is None)
         command.send_signal(signal.SIGTERM)
         assert command.wait(timeout=30) == 143
-        state = Path(f"/proc/{pid}/stat")
-        assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed, not orphaned
+        assert _killed(pid)
         assert "terminated (SIGTERM)" in command.stderr.read() and not (tmp_path / "report").exists()
     finally:
         command.kill()
