@@ -251,10 +251,21 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def _killed(pid: int) -> bool:
-    """Whether ``pid`` is gone or a zombie: killed, not orphaned and still running."""
-    state = Path(f"/proc/{pid}/stat")
-    return not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+def _killed(pid: int, seconds: float = 10) -> bool:
+    """Whether ``pid`` is gone or a zombie within ``seconds`` (SIGKILL to its group takes a moment to end it):
+    killed, not orphaned and still running."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
 
 
 def _pid_when_written(said: Path, running) -> int:
