@@ -9,6 +9,9 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
+    from detsim.host.shutdown import skip_final_collection
+
+    skip_final_collection()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["batch"]:
         from detsim.batch.cli import main as batch_main

@@ -344,6 +344,9 @@ def _input_file_errors() -> tuple[type[Exception], ...]:
 
 
 if __name__ == "__main__":
+    from detsim.host.shutdown import skip_final_collection
+
+    skip_final_collection()
     sys.exit(main())
 
 

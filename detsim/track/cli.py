@@ -24,6 +24,7 @@ if _STARTING:
 import argparse  # noqa: E402 - after the handler above: Ctrl-C while these load exits quietly
 import importlib  # noqa: E402
 
+from detsim.host.shutdown import skip_final_collection  # noqa: E402
 from detsim.host.signals import Terminated, terminate_as_interrupt  # noqa: E402
 
 if _STARTING:  # loaded: Ctrl-C is Python's own again (main catches it), also for a program that imports this
@@ -64,6 +65,7 @@ def build_parser(modules: dict[str, object]) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     argv = sys.argv[1:] if argv is None else list(argv)
     if (not argv or argv[0].startswith("-")) and argv[:1] not in (["-h"], ["--help"]):
         argv = [DEFAULT, *argv]

@@ -356,4 +356,5 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":  # the module's own copy, so that its Job is the class the jobs' modules import
+    importlib.import_module("detsim.host.shutdown").skip_final_collection()
     sys.exit(importlib.import_module(MODULE)._main(sys.argv[1:]))

@@ -28,6 +28,7 @@ from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.steps import Budget, StepResult, not_run, run_command, tail
 
 NANOBRAGG_CALLS = 3  # a nanoBragg.c run is timed this many times at most, its best kept
+NANOBRAGG_LONG_S = 1.0  # ... and once where a run takes this many seconds or more
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
 COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)
 
@@ -142,7 +143,7 @@ def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, 
     """Each workload on its nanoBragg command line (the one detsim's speed step reads) with ``OMP_NUM_THREADS`` =
     every core, wall-timed as a user runs it (start-up and writing its float image included) by the suite's one
     timer of a program (:mod:`detsim.track.base.program_timing`, each call killed past its time limit): the best
-    of up to :data:`NANOBRAGG_CALLS` calls, fewer where a call takes a second or more."""
+    of up to :data:`NANOBRAGG_CALLS` calls, fewer where a call takes :data:`NANOBRAGG_LONG_S` or more."""
     name = "nanobragg"
     cores = os.cpu_count() or 1
     data = {"binary": str(binary), "threads": cores, "workloads": {}}
@@ -152,7 +153,7 @@ def time_nanobragg(binary: Path, workloads: tuple[str, ...], *, budget: Budget, 
             load = workload(wname)
             output = str(Path(scratch) / f"{wname}.bin")
             job = ProcessJob((str(binary), *load.argv(), "-floatfile", output), NANOBRAGG_CALLS,
-                             {"OMP_NUM_THREADS": str(cores)}, str(root), output, enough_s=1.0)
+                             {"OMP_NUM_THREADS": str(cores)}, str(root), output, enough_s=NANOBRAGG_LONG_S)
             box = budget.box(NANOBRAGG_CALLS * RUN_LIMIT_S)
             if box is None:
                 unrun = not_run(name)

@@ -30,9 +30,9 @@ def _processes() -> dict[int, tuple[int, list[str]]]:
     return found
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, parents before children."""
-    table = _processes()
+def descendants(pid: int, table: dict[int, tuple[int, list[str]]] | None = None) -> list[int]:
+    """Every process below ``pid``, parents before children (of ``table``, :func:`_processes`, where given)."""
+    table = _processes() if table is None else table
     found, frontier = [], [pid]
     while frontier:
         children = [child for child, (parent, _) in table.items() if parent in frontier]
@@ -89,12 +89,14 @@ def leftovers(root: Path) -> list[tuple[int, Path | None]]:
     def asv(argv: list[str]) -> bool:
         return any(arg.endswith(os.sep + "asv") for arg in argv[:2])
 
-    found = []
-    for pid, (parent, argv) in table.items():
-        if ours(argv) and not (parent in table and (asv(table[parent][1]) or ours(table[parent][1]))):
-            socket = argv[argv.index("run_server") + 2:][:1] if "run_server" in argv else []
-            found.append((pid, Path(socket[0]).parent if socket else None))
-    return found
+    return [(pid, _server_folder(argv)) for pid, (parent, argv) in table.items()
+            if ours(argv) and not (parent in table and (asv(table[parent][1]) or ours(table[parent][1])))]
+
+
+def _server_folder(argv: list[str]) -> Path | None:
+    """The socket's folder of an asv fork server's command line (``... run_server BENCHMARKS SOCKET``), else None."""
+    socket = argv[argv.index("run_server") + 2:][:1] if "run_server" in argv else []
+    return Path(socket[0]).parent if socket else None
 
 
 def _bound_sockets() -> set[str]:
@@ -111,13 +113,17 @@ def clean_up(root: Path, below: int | None = None) -> list[str]:
     checkout ``root`` left running (:func:`leftovers`: a run killed outright cannot stop them), then remove
     the fork-server folders whose socket no process holds any more (of any run: a dead one's). Returns what
     it did, one line each."""
+    stopped = set()  # the folders of the run's own fork servers: its asv, stopped with them, closes none of them
     if below is not None:
-        _stop(descendants(below))
+        table = _processes()
+        ours = descendants(below, table)
+        stopped = {folder for pid in ours if (folder := _server_folder(table[pid][1])) is not None}
+        _stop(ours)
     left = leftovers(root)
     _stop([pid for pid, _ in left])
     done = [f"stopped process {pid}, left by a run that was killed ({'asv fork server' if folder else 'asv'})"
              for pid, folder in left]
-    killed = {folder for _, folder in left}
+    killed = {folder for _, folder in left} | stopped
     unheld = _unheld_folders()
     if unheld - killed:  # a live asv unbinds its socket just before it removes its folder: look again after that
         time.sleep(CLOSING_S)

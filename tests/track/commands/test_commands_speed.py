@@ -68,18 +68,19 @@ def reused_render(monkeypatch, one_render_row):
     return asked
 
 
-def _stand_in(tmp_path, body: str):
+def _stand_in(tmp_path, body: str, name: str = "nanoBragg"):
     """An executable that takes nanoBragg's arguments (here: a copy of detsim's image, or a broken one)."""
-    script = tmp_path / "nanoBragg"
+    script = tmp_path / name
     script.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
     script.chmod(0o755)
     return script
 
 
-def _agreeing(tmp_path, p1_image, check: str = ""):
-    """A stand-in nanoBragg that writes detsim's own image of P1 at 12² (after the ``check`` lines)."""
+def _agreeing(tmp_path, p1_image, check: str = "", name: str = "nanoBragg"):
+    """A stand-in nanoBragg (or another program ``name``) that writes detsim's own image of P1 at 12² (after the
+    ``check`` lines)."""
     return _stand_in(tmp_path, f"import shutil\n{check}shutil.copy({str(p1_image)!r}, "
-                               "sys.argv[sys.argv.index('-floatfile') + 1])")
+                               "sys.argv[sys.argv.index('-floatfile') + 1])", name)
 
 
 def _run(tmp_path, stand_in, *extra):
@@ -123,10 +124,18 @@ def test_speed_run_reports_wall_and_cpu_rates_ratios_and_parity(tmp_path, capsys
     assert machine.startswith(f"CPU: {cpu_model()},") and vector_flags() in machine and machine in summary
 
 
-def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image):
-    stand_in = _agreeing(tmp_path, p1_image, check=(
-        "import os\n"
-        "assert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"))
+# The whole detsim command in its own process twice (~2 s of torch's import each) in the slow job; in the default
+# job a stand-in command that checks its arguments and thread count and writes detsim's image. The real command
+# run as a row's process, through the same measure.detsim_process_row: tests/track/measure/test_measure_speed.py
+@pytest.mark.parametrize("command", ["stand-in", pytest.param("detsim", marks=pytest.mark.slow)])
+def test_each_thread_count_gets_nanobragg_and_whole_process_detsim_rows(tmp_path, capsys, p1_image, command,
+                                                                        monkeypatch):
+    threads = "import os\nassert os.environ['OMP_NUM_THREADS'] in ('1', '2'), os.environ['OMP_NUM_THREADS']\n"
+    stand_in = _agreeing(tmp_path, p1_image, check=threads)
+    if command == "stand-in":
+        arguments = f"assert sys.argv[1:-2] == {[*P1_12.argv(), '-mode', 'eager', '-dtype', 'float64']!r}\n"
+        detsim = _agreeing(tmp_path, p1_image, check=threads + arguments, name="detsim")
+        monkeypatch.setattr(measure, "DETSIM_COMMAND", [str(detsim)])
     code, out = _run(tmp_path, stand_in, "--threads", "1", "2", "--dtypes", "float64", "--scopes", "process")
     assert code == 0, capsys.readouterr().err
     rows = json.loads((out / "speed.json").read_text())["rows"]
@@ -242,29 +251,68 @@ def test_a_reference_program_without_a_whole_image_is_a_failed_run_named_in_one_
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_sigterm_while_the_reference_program_runs_ends_it_with_the_command(tmp_path):
+def _killed(pid: int, seconds: float = 10) -> bool:
+    """Whether ``pid`` is gone or a zombie within ``seconds`` (SIGKILL to its group takes a moment to end it):
+    killed, not orphaned and still running."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _pid_when_written(said: Path, running) -> int:
+    """The pid the stand-in writes to ``said`` once it runs (``running()``: whether the command still runs)."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while not (said.exists() and said.read_text()):
+        assert time.monotonic() < deadline and running(), "the stand-in never started"
+        time.sleep(0.05)
+    return int(said.read_text())
+
+
+# The command in a process of its own (torch's import) in the slow job; in the default job it runs here and SIGTERM
+# reaches this process's main thread, as it would the command's. SIGTERM to a detsim command of its own, and to a
+# child run's parent: tests/host/test_processes.py and tests/track/base/test_base_fresh.py
+@pytest.mark.parametrize("where", ["here", pytest.param("own process", marks=pytest.mark.slow)])
+def test_sigterm_while_the_reference_program_runs_ends_it_with_the_command(tmp_path, capsys, where):
     import os
     import signal
     import subprocess
-    import time
+    import threading
 
     said = tmp_path / "pid"
     stand_in = _stand_in(tmp_path, f"import os, time\nopen({str(said)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)")
+    argv = ["speed", "--workloads", "P1", "--pixels", "12", "--repeats", "1", "--nanobragg", str(stand_in), "--out",
+            str(tmp_path / "report")]
+    if where == "here":
+        main_thread, pids = threading.get_ident(), []
+
+        def terminate_when_it_runs():
+            pids.append(_pid_when_written(said, lambda: True))
+            signal.pthread_kill(main_thread, signal.SIGTERM)
+
+        threading.Thread(target=terminate_when_it_runs, daemon=True).start()
+        assert main(argv) == 143
+        assert _killed(pids[0]) and "terminated (SIGTERM)" in capsys.readouterr().err
+        assert not (tmp_path / "report").exists()
+        return
     root = Path(__file__).resolve().parents[3]
-    command = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", "speed", "--workloads", "P1", "--pixels", "12",
-                                "--repeats", "1", "--nanobragg", str(stand_in), "--out", str(tmp_path / "report")],
-                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE,
-                               text=True)
+    command = subprocess.Popen([sys.executable, "-m", "detsim.track.cli", *argv], cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(root)}, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not (said.exists() and said.read_text()):
-            assert time.monotonic() < deadline and command.poll() is None, command.stderr.read()
-            time.sleep(0.05)
-        pid = int(said.read_text())
+        pid = _pid_when_written(said, lambda: command.poll() is None)
         command.send_signal(signal.SIGTERM)
         assert command.wait(timeout=30) == 143
-        state = Path(f"/proc/{pid}/stat")
-        assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed, not orphaned
+        assert _killed(pid)
         assert "terminated (SIGTERM)" in command.stderr.read() and not (tmp_path / "report").exists()
     finally:
         command.kill()

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from detsim.track.gpu import programs
 from detsim.track.gpu.plan import GpuPath, workload
 from detsim.track.gpu.programs import (NANOBRAGG_CALLS, diverge_argv, pytest_argv, read_collection, read_report,
                                        read_run, time_nanobragg)
@@ -74,8 +75,9 @@ def test_each_workload_is_timed_with_every_core_and_its_own_command_line(tmp_pat
     assert len(log.read_text().splitlines()) == 2 * NANOBRAGG_CALLS
 
 
-def test_a_run_of_a_second_or_more_is_timed_once(tmp_path):
-    result = time_nanobragg(_binary(tmp_path, "sleep 1"), ("P1@8",), budget=Budget(60), root=tmp_path)
+def test_a_run_of_a_second_or_more_is_timed_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(programs, "NANOBRAGG_LONG_S", 0.1)  # a second, scaled down: the run sleeps past it
+    result = time_nanobragg(_binary(tmp_path, "sleep 0.15"), ("P1@8",), budget=Budget(60), root=tmp_path)
     assert result.status is Status.OK and result.data["workloads"]["P1@8"]["calls"] == 1
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import sys
 from pathlib import Path
@@ -18,6 +17,16 @@ import subprocess
 import sys
 import time
 import detsim
+
+# The long calls below sleep on this process's wall clock: they move it on instead of waiting (the server
+# reads time.perf_counter, for a call's warm-up and wall seconds, as it reads it for a whole detsim process)
+_slept = [0.0]
+_real_clock = time.perf_counter
+time.perf_counter = lambda: _real_clock() + _slept[0]
+
+
+def _sleep(seconds):
+    _slept[0] += seconds
 
 
 class Probe:
@@ -44,10 +53,10 @@ class Probe:
                                                check=True).stdout.strip()))
 
     def time_long(self):
-        time.sleep(0.6)  # a call longer than fork_server.LONG_CALL_S, like a whole detsim process
+        _sleep(0.6)  # a call longer than fork_server.LONG_CALL_S, like a whole detsim process
 
     def time_long_after_a_compile(self):  # the first call of a process costs more: a compile, say
-        time.sleep(0.6 if detsim.MARK else 1.5)  # the first call well over fork_server.WARMS_NOTHING times 0.6 s
+        _sleep(0.6 if detsim.MARK else 1.5)  # the first call well over fork_server.WARMS_NOTHING times 0.6 s
         detsim.MARK.append(1)
 '''
 
@@ -124,16 +133,13 @@ LONG_CALLS = {
 
 @pytest.fixture(scope="module")
 def long_calls(tmp_path_factory):
-    """Each of :data:`LONG_CALLS`' answers, a round each. Their servers run side by side: they mostly sleep,
-    and one after another they would keep a test worker waiting ~13 s."""
+    """Each of :data:`LONG_CALLS`' answers, a round each."""
     def converse(name: str) -> list[dict]:
         benchmark, orders = LONG_CALLS[name]
         with _server(tmp_path_factory.mktemp(name.replace(" ", "-")), benchmark) as server:
             return [server.ask({"order": order}) for order in orders]
 
-    with concurrent.futures.ThreadPoolExecutor(len(LONG_CALLS)) as pool:
-        answers = {name: pool.submit(converse, name) for name in LONG_CALLS}
-        return {name: answer.result() for name, answer in answers.items()}
+    return {name: converse(name) for name in LONG_CALLS}
 
 
 def test_a_benchmark_whose_call_is_long_takes_one_sample_a_side_and_round(long_calls):

@@ -4,13 +4,17 @@ detsim render; the printed table and summary.md.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import traceback
 
 import numpy as np
 import pytest
 import torch
 
+from detsim.track.base import fresh
+from detsim.track.base.fresh import Finished
 from detsim.track.base.runtime import thread_count
 from detsim.track.base.workloads import Workload, WORKLOADS
 from detsim.track.measure import speed
@@ -28,14 +32,30 @@ def _image(tmp_path, name: str, values: np.ndarray):
     return path
 
 
-def test_a_detsim_row_runs_in_its_own_process_and_a_failure_is_its_last_line(tmp_path):
-    job = {"device": "cpu", "repeats": 2, "threads": 1}
-    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, **job)
+def test_a_detsim_row_runs_in_its_own_process(tmp_path):
+    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, device="cpu", repeats=2, threads=1)
     assert image.is_file() and len(row["wall_all"]) == len(row["cpu_all"]) == 2
     assert row["wall_s"] == min(row["wall_all"]) and row["cpu_s"] == row["cpu_all"][row["wall_all"].index(row["wall_s"])]
     assert row["rate"] == TINY.pixel_steps / row["wall_s"] and "error" not in row
     assert (row["scope"], row["threads"], row["command"][0]) == ("render", 1, "OMP_NUM_THREADS=1")
-    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, **{**job, "device": "no_such_device"})
+
+
+def _failing_here(entry, job, **_):
+    """run_job for a job that fails, its child side (fresh._main) run in this process: how the child ends."""
+    try:
+        fresh._main([entry, json.dumps(job.to_json()), os.devnull])
+    except Exception:
+        return Finished(1, b"", traceback.format_exc().encode(), 0.0)
+    raise AssertionError(f"{entry} did not fail")
+
+
+# The failing job in a process of its own (torch's import) in the slow job; in the default job its child side
+# runs here. A failing job's traceback read back from a real child: tests/track/base/test_base_fresh.py
+@pytest.mark.parametrize("where", ["here", pytest.param("own process", marks=pytest.mark.slow)])
+def test_a_failing_detsim_row_is_its_jobs_last_line(tmp_path, monkeypatch, where):
+    if where == "here":
+        monkeypatch.setattr(speed, "run_job", _failing_here)
+    row, image = speed.detsim_row(TINY, "eager", "float64", tmp_path, device="no_such_device", repeats=2, threads=1)
     assert image is None and "no_such_device" in row["error"] and "\n" not in row["error"]
 
 

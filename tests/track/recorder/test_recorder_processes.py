@@ -30,16 +30,20 @@ def _fork_server(root):
 
 
 @pytest.fixture(autouse=True)
-def _own_temporary_folder(monkeypatch):
+def _own_temporary_folder(monkeypatch, tmp_path_factory):
     """Fork-server folders here, never the machine's: a clean-up run by a test must not reach a real recording's.
-    Short, as a socket's path must be (108 bytes)."""
+    Short, as a socket's path must be (108 bytes). pytest's own temporary folder is made first, outside it (made
+    in it, it would go with it, and the file's later tests would have none)."""
+    tmp_path_factory.getbasetemp()
     folder = tempfile.mkdtemp(prefix="cu", dir="/tmp")
     monkeypatch.setattr(tempfile, "tempdir", folder)
     yield
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path):
+def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp_path, monkeypatch):
+    # the moment an unbound socket is left to an asv closing it: how long is the next test's
+    monkeypatch.setattr(processes, "CLOSING_S", 0.01)
     ours, our_folder = _fork_server(tmp_path / "ours")
     theirs, their_folder = _fork_server(tmp_path / "another-clone")
     dead = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
@@ -56,16 +60,24 @@ def test_what_a_killed_run_left_is_stopped_and_removed_and_nothing_of_others(tmp
         shutil.rmtree(their_folder)
 
 
-def test_a_run_that_ends_stops_every_process_below_it(tmp_path):
+def test_a_run_that_ends_stops_every_process_below_it_and_removes_its_servers_folders_at_once(tmp_path,
+                                                                                                 monkeypatch):
+    folder = Path(tempfile.mkdtemp(prefix=processes.FORKSERVER_PREFIX))
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
                                "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-                               "time.sleep(60)"])
+                               f"subprocess.Popen([sys.executable, '-c', {SERVER!r}, 'run_server', 'benchmarks', "
+                               "sys.argv[1]], process_group=0); time.sleep(60)", str(folder / "socket")])
     deadline = time.monotonic() + 10
-    while not processes.descendants(parent.pid) and time.monotonic() < deadline:
+    while not (folder / "socket.up").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    [child] = processes.descendants(parent.pid)
-    processes.clean_up(tmp_path, below=parent.pid)
-    assert not processes._alive(child)
+    children = processes.descendants(parent.pid)
+    assert len(children) == 2
+    waits, sleep = [], time.sleep
+    monkeypatch.setattr(processes.time, "sleep", lambda s: (waits.append(s), sleep(min(s, 0.05))))
+    done = processes.clean_up(tmp_path, below=parent.pid)
+    assert not any(processes._alive(child) for child in children)
+    # the run's own server, stopped by it: no asv of it is left to close the folder, which goes without a wait
+    assert done == [f"removed {folder}"] and not folder.exists() and processes.CLOSING_S not in waits
     parent.kill()
     parent.wait()
 
