@@ -427,7 +427,8 @@ def test_planted_launches_are_bisected_to_their_commit_and_named(tmp_path_factor
     commit_change(repo, "a note")
     code, record, out = _explain(repo, tmp_path, base, "HEAD", "--kind", "launches", "--mode", "eager")
     assert code == 1 and record["changed"] and record["pair"]["new"] == planted_at
-    assert record["details"]["top_op"] == {"op": "aten::add_", "old": record["details"]["top_op"]["old"],
-                                           "new": record["details"]["top_op"]["old"] + 100}
+    top = record["details"]["top_op"]
+    # the plant launches 100 add_ kernels per chunk the render computes (one or more chunks a render)
+    assert top["op"] == "aten::add_" and top["new"] > top["old"] and (top["new"] - top["old"]) % 100 == 0
     assert "The kernel launched most more often is aten::add_ (" in record["answer"]
     assert (out / "launches-P2@16-eager" / "explanation.txt").is_file()
