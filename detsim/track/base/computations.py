@@ -91,13 +91,16 @@ def _simulation(name: str, kind: str, spec: str, args: list[str], case_dir: Path
         _read_param(config, path)  # fail early on a bad parameter name
 
     def run(device: str, dtype: torch.dtype, mode: str) -> dict[str, torch.Tensor]:
-        from detsim import simulate
+        from detsim import prepare, render
 
         cfg, params = config, {}
         for path in grads:
             cfg, params[path] = _with_param_tensor(cfg, path)
         with working_directory(case_dir):
-            image = simulate(cfg, device=device, dtype=dtype, chunk_pixels=chunk_pixels, mode=mode)
+            # each run prepares its setup anew, as a new process does (reuse=False: none taken from the core's
+            # setup cache, none left in it), so that two runs of one computation in one process take one path
+            setup = prepare(cfg, device=device, dtype=dtype, reuse=False)
+            image, _ = render(setup, chunk_pixels=chunk_pixels, mode=mode)
         outputs = {"image": image.detach()}
         if params:
             values = torch.autograd.grad(image.sum(), list(params.values()))

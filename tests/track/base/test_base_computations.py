@@ -48,6 +48,17 @@ def test_a_command_line_computation_returns_the_image_and_the_gradients_asked_fo
     assert all(torch.isfinite(g).all() and g.ndim == 0 for name, g in outputs.items() if name != "image")
 
 
+def test_each_run_prepares_its_setup_anew_as_a_new_process_would(dtype):
+    from detsim.rendering.setup import SETUPS
+
+    SETUPS.clear()
+    computation = resolve_command_line(TINY)
+    first = computation.run("cpu", dtype, "eager")["image"]
+    # nothing kept for the next run to find: a second run takes the first's path (diverge compares the two)
+    assert len(SETUPS) == 0
+    assert torch.equal(computation.run("cpu", dtype, "eager")["image"], first)
+
+
 @pytest.mark.parametrize("param, message", [
     ("distance", "expected section.field"),
     ("detector.nope", "has no field"),
