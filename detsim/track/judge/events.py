@@ -50,6 +50,8 @@ class EventStep(str, enum.Enum):
     FIXED = "fixed"  # back within the rule, or measured again after failing
 
 
+FLAGGING = (EventStep.REGRESSED, EventStep.CHANGED, EventStep.IRREPRODUCIBLE, EventStep.BROKEN)  # the others mend
+
 # a flagged finding's label -> its step; any other flagged label: REGRESSED
 STEP_OF_LABEL = {CHANGED: EventStep.CHANGED, NONDETERMINISTIC: EventStep.IRREPRODUCIBLE}
 SHA_KEYS = ("old_sha256", "new_sha256")  # an image change's values on both sides

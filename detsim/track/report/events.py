@@ -12,12 +12,12 @@ import re
 from html import escape
 from typing import Mapping, Sequence
 
+from detsim.track.judge.events import FLAGGING
 from detsim.track.judge.finding import CONFIRMATION_LABELS
 from detsim.track.judge.text import event_text
 from detsim.track.judge.verdict import Report
 
-FLAGGING_STEPS = ("regressed", "changed", "irreproducible", "broken")  # drawn red (grey: unconfirmed); the others green
-COLOR = {True: "#c62828", False: "#2e7d32"}  # by whether the step flags
+COLOR = {True: "#c62828", False: "#2e7d32"}  # by whether the step flags (judge.events.FLAGGING; grey: unconfirmed)
 UNCONFIRMED = "#757575"  # a timing step that re-measuring has not confirmed (suspect, undecided or noise): grey,
 # as the page's undecided timing row: nothing is known to be wrong
 UNCONFIRMED_LABELS = frozenset(CONFIRMATION_LABELS.values())
@@ -28,7 +28,7 @@ STYLE = {flagging: f"color:{color}" for flagging, color in COLOR.items()}  # inl
 def colour(event: Mapping) -> str:
     """An event's colour (``verdict.json``'s record): red where its step flags, green where it does not, grey
     where it is a timing step that re-measuring has not confirmed."""
-    return UNCONFIRMED if event["label"] in UNCONFIRMED_LABELS else COLOR[event["step"] in FLAGGING_STEPS]
+    return UNCONFIRMED if event["label"] in UNCONFIRMED_LABELS else COLOR[event["step"] in FLAGGING]
 
 
 CELL = "font-size:12px;padding:1px 8px"
@@ -174,7 +174,7 @@ def asv_marks(picked: Mapping[str, Report]) -> dict[str, list[dict]]:
 def asv_key() -> str:
     """What the marks on asv's graphs are: the body of the panel the plugin adds to asv's side bar
     (``DETSIM_KEY``), shown while the graph has any."""
-    return (f"<span style='{STYLE[True]}'>&#9660; red</span>: a step that flags ({', '.join(FLAGGING_STEPS)})<br>"
+    return (f"<span style='{STYLE[True]}'>&#9660; red</span>: a step that flags ({', '.join(FLAGGING)})<br>"
             f"<span style='{STYLE[False]}'>&#9660; green</span>: improved or fixed<br>"
             f"<span style='color:{UNCONFIRMED}'>&#9660; grey</span>: a timing step not confirmed by re-measuring<br>"
             "Each &#9660; above the graph and its line mark a commit: hover the &#9660; for its events (every event "
