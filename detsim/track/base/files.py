@@ -9,6 +9,8 @@ import contextlib
 import json
 import os
 import re
+import secrets
+import stat
 import tempfile
 from pathlib import Path
 
@@ -56,10 +58,14 @@ def read_json(path: Path, *, comments: bool = False, error: type[Exception] = Re
 
 def write_aside(path: Path, data: bytes) -> None:
     """``data`` into ``path``, whole or not at all: written beside it, then renamed over it (the suite
-    keeps its own few lines for this rather than the measured package's)."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    keeps its own few lines for this rather than the measured package's). A replaced file keeps its permission
+    bits; a new one gets a plain ``open``'s (0666 less the umask), not a temporary file's 0600."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as out:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(out.fileno(), stat.S_IMODE(os.stat(path).st_mode))
             out.write(data)
             out.flush()
             os.fsync(out.fileno())

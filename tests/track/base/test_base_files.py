@@ -3,10 +3,13 @@ one folder of results/asv or is refused in one line."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from detsim.track.base import files
-from detsim.track.base.files import validate_machine_name
+from detsim.track.base.files import validate_machine_name, write_aside
 
 
 def test_a_folder_that_cannot_be_written_is_named_in_one_line(tmp_path):
@@ -38,3 +41,19 @@ def test_names_that_would_leave_results_asv_or_garble_a_terminal_are_refused_in_
     with pytest.raises(ValueError) as raised:
         validate_machine_name(name)
     assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)
+
+
+def test_write_aside_gives_a_new_file_a_plain_opens_bits_and_keeps_a_replaced_files(tmp_path):
+    old_mask = os.umask(0o022)
+    try:
+        new = tmp_path / "new.json"
+        write_aside(new, b"{}")
+        kept = tmp_path / "kept.json"
+        kept.write_bytes(b"[]")
+        kept.chmod(0o640)
+        write_aside(kept, b"{}")
+    finally:
+        os.umask(old_mask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644 and new.read_bytes() == b"{}"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_bytes() == b"{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.json", "new.json"]  # no temporary file left
