@@ -45,7 +45,7 @@ COUNTED = CostSpec("P1@64")
 ENGINE = Path("detsim") / "rendering" / "engine.py"
 RENDER = "    image, _ = render(prepare(config, device=device, dtype=dtype), chunk_pixels=chunk_pixels, mode=mode)\n"
 # ~3 % of P1@64's 16.17 M instructions (measured +2.14 % for 13,000 elements, +4.08 % for 26,000)
-EXTRA_WORK = ("    torch.exp(torch.linspace(0.0, 1.0, 19_000, dtype=torch.float64)).sum()"
+EXTRA_WORK = ("    torch.exp(torch.linspace(0.0, 1.0, 8_000, dtype=torch.float64)).sum()"
               "  # planted: extra computation\n")
 UNCHANGED_LINE = "    # an unchanged commit: this line changes the package, not the work\n"
 SLOWDOWN = '''    _planted_end = time.process_time() + {share} * (time.process_time() - _planted_start)  # planted
