@@ -31,6 +31,7 @@ from ..base.files import TARGET_PROJECTS, RecordingError, check_writable, valida
 from .own import VENV_BIN, OwnRecording  # noqa: E402
 from .processes import clean_up  # noqa: E402
 
+
 def target_folder(given: str, caller: Path) -> str:
     """The target's folder, absolute (a relative one is the caller's), or "" for none; ValueError: no folder."""
     if not given:
